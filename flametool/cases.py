@@ -1,0 +1,154 @@
+"""Cases: what gets measured.
+
+Every case, built-in or the user's ``--case FILE.py:FACTORY``, follows one protocol:
+``FACTORY(m, k, n, dtype, device) -> (step, sync)``.  ``step()`` launches one operation on
+preallocated operands (a is m x k, b is k x n, out is m x n); ``sync()`` waits until the device is done.
+The factory does all set-up (imports, random inputs, device selection) so that ``step`` holds only the
+launch.  GPU time comes from CUDA events of the library the case imported (see ``child.device_events``).
+
+The built-in factories below are loaded by the child exactly as user files are: by ``module:function``.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .errors import FlametoolError
+
+Step = Callable[[], object]
+Sync = Callable[[], object]
+
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """Where the child finds a case's factory: a module (built-in) or a file (user)."""
+
+    label: str
+    factory: str
+    module: str | None = None
+    file: str | None = None
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "factory": self.factory, "module": self.module, "file": self.file}
+
+
+def cuda_index(device: str) -> int | None:
+    """'cuda:1' -> 1, 'cuda' -> 0, 'cpu' -> None."""
+    if device == "cpu":
+        return None
+    return int(device.partition(":")[2] or 0)
+
+
+def _no_sync() -> None:
+    return None
+
+
+def numpy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
+    import numpy as np
+
+    if device != "cpu":
+        raise ValueError("numpy runs on the CPU only; use --device cpu (or leave numpy out of --libs)")
+    if not hasattr(np, dtype):
+        raise ValueError(f"numpy has no {dtype}")
+    rng = np.random.default_rng(0)
+    a = rng.random((m, k), dtype=np.float32).astype(dtype)
+    b = rng.random((k, n), dtype=np.float32).astype(dtype)
+    out = np.empty((m, n), dtype=dtype)
+    matmul = np.matmul
+
+    def step() -> None:
+        matmul(a, b, out=out)
+
+    return step, _no_sync
+
+
+def torch_mm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
+    import torch
+
+    dt = getattr(torch, dtype)
+    index = cuda_index(device)
+    if index is not None:
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"this torch ({torch.__version__}) has no CUDA device; use --device cpu")
+        torch.cuda.set_device(index)
+    dev = torch.device(device if index is None else f"cuda:{index}")
+    gen = torch.Generator(device=dev).manual_seed(0)
+    a = torch.randn(m, k, dtype=dt, device=dev, generator=gen)
+    b = torch.randn(k, n, dtype=dt, device=dev, generator=gen)
+    out = torch.empty(m, n, dtype=dt, device=dev)
+    mm = torch.mm
+
+    def step() -> None:
+        mm(a, b, out=out)
+
+    return step, (torch.cuda.synchronize if index is not None else _no_sync)
+
+
+def cupy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
+    import cupy as cp
+
+    index = cuda_index(device)
+    if index is None:
+        raise ValueError("cupy needs a CUDA device; use --device cuda:N")
+    if dtype == "bfloat16":
+        raise ValueError("cupy has no bfloat16; use --dtype cupy=float16")
+    cp.cuda.Device(index).use()
+    cp.random.seed(0)
+    a = cp.random.rand(m, k, dtype=cp.float32).astype(dtype)
+    b = cp.random.rand(k, n, dtype=cp.float32).astype(dtype)
+    out = cp.empty((m, n), dtype=dtype)
+    matmul = cp.matmul
+
+    def step() -> None:
+        matmul(a, b, out=out)
+
+    return step, cp.cuda.runtime.deviceSynchronize
+
+
+# label -> (factory function in this module, library whose version and events apply, needs CUDA)
+BUILTIN: dict[str, tuple[str, str, bool]] = {
+    "cupy": ("cupy_matmul", "cupy", True),
+    "torch": ("torch_mm", "torch", False),
+    "numpy": ("numpy_matmul", "numpy", False),
+}
+
+
+def builtin(label: str) -> CaseSpec:
+    if label not in BUILTIN:
+        raise FlametoolError(f"unknown case {label!r}; built-in cases are {', '.join(BUILTIN)} (or use --case FILE.py:FACTORY)")
+    return CaseSpec(label=label, factory=BUILTIN[label][0], module=__name__)
+
+
+def user_case(text: str) -> CaseSpec:
+    """Check ``FILE.py:FACTORY`` without running the file: it exists, parses, and defines FACTORY."""
+    path_text, sep, factory = text.rpartition(":")
+    if not sep or not path_text or not factory:
+        raise FlametoolError(f"--case {text!r}: expected FILE.py:FACTORY")
+    path = Path(path_text)
+    if not path.is_file():
+        raise FlametoolError(f"--case {text!r}: no such file {path}")
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (SyntaxError, UnicodeDecodeError) as exc:
+        raise FlametoolError(f"--case {text!r}: {path} does not parse ({exc})") from None
+    if factory not in _top_level_names(tree):
+        raise FlametoolError(f"--case {text!r}: {path} defines no {factory}")
+    return CaseSpec(label=factory, factory=factory, file=str(path.resolve()))
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names

@@ -1,0 +1,177 @@
+"""Command line: ``build_parser()`` describes it, ``main(argv)`` checks every input before anything starts
+and turns known failures into one line on stderr and an exit code (2 bad input, 1 a case failed,
+130 interrupted), never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from . import __version__, cases, envinfo, runner, terminal
+from .errors import FlametoolError
+
+SEED_SHAPE = [65536, 24576, 12288]
+CPU_SHAPE = [64, 64, 64]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="flametool",
+        description="Where the host (CPU) time goes when a GPU array library launches work, side by side.",
+    )
+    parser.add_argument("--version", action="version", version=f"flametool {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("compare", help="measure each case in its own process and write a run directory")
+    p.add_argument("--libs", help="built-in cases, comma-separated: " + ", ".join(cases.BUILTIN)
+                   + " (default: cupy,torch with a CUDA device, numpy,torch on the CPU)")
+    p.add_argument("--case", action="append", default=[], metavar="FILE.py:FACTORY",
+                   help="add a user case: FACTORY(m, k, n, dtype, device) returns (step, sync); repeatable")
+    p.add_argument("--iters", type=int, default=250, help="timed calls per loop (default 250)")
+    p.add_argument("--warmup", type=int, default=50, help="warm-up calls (default 50)")
+    p.add_argument("--repeats", type=int, default=3, help="timed loops per case; the median is reported (default 3)")
+    p.add_argument("--shape", help="M,K,N: a is MxK, b is KxN (default 65536,24576,12288 on CUDA, 64,64,64 on the CPU)")
+    p.add_argument("--dtype", help="float16, bfloat16, float32 or float64, or per case: cupy=float16,torch=bfloat16 "
+                                   "(default float16 on CUDA, float32 on the CPU)")
+    p.add_argument("--device", help="cuda:N or cpu (default cuda:0 when a CUDA device is found, else cpu)")
+    p.add_argument("--rate", type=int, default=100, help="py-spy samples per second (default 100)")
+    p.add_argument("--sample-seconds", type=int, default=5, help="seconds of sampling per case (default 5)")
+    p.add_argument("--sample-shape", help="M,K,N to sample at (default: the shape when host-bound, else 1024,1024,1024)")
+    p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")
+    p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails")
+    p.add_argument("--out", type=Path, help="run directory to create (default flametool-runs/<timestamp>)")
+    return parser
+
+
+def parse_shape(text: str, option: str) -> list[int]:
+    parts = text.split(",")
+    try:
+        shape = [int(p) for p in parts]
+    except ValueError:
+        shape = []
+    if len(shape) != 3 or any(x <= 0 for x in shape):
+        raise FlametoolError(f"{option} {text!r}: expected three positive integers M,K,N")
+    return shape
+
+
+def parse_device(text: str) -> str:
+    if text == "cpu":
+        return "cpu"
+    head, sep, index = text.partition(":")
+    if head == "cuda" and (not sep or index.isdigit()):
+        return f"cuda:{int(index or 0)}"
+    raise FlametoolError(f"--device {text!r}: expected cpu or cuda:N")
+
+
+def parse_dtypes(text: str, labels: list[str]) -> dict[str, str]:
+    """'float16' or 'cupy=float16,torch=bfloat16' or 'float32,torch=float16' (a bare name is the default)."""
+    default: str | None = None
+    per_case: dict[str, str] = {}
+    for item in text.split(","):
+        label, sep, dtype = item.strip().rpartition("=")
+        if dtype not in cases.DTYPES:
+            raise FlametoolError(f"--dtype {text!r}: unknown dtype {dtype!r}; choose from {', '.join(cases.DTYPES)}")
+        if not sep:
+            default = dtype
+        elif label not in labels:
+            raise FlametoolError(f"--dtype {text!r}: no case named {label!r} in this run ({', '.join(labels)})")
+        else:
+            per_case[label] = dtype
+    missing = [l for l in labels if l not in per_case]
+    if missing and default is None:
+        raise FlametoolError(f"--dtype {text!r}: no dtype for {', '.join(missing)}; add a default, e.g. float16,{text}")
+    return {l: per_case.get(l, default) for l in labels}
+
+
+def compare_config(args: argparse.Namespace, say) -> runner.Config:
+    for name in ("iters", "repeats", "rate", "sample_seconds"):
+        if getattr(args, name) < 1:
+            raise FlametoolError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
+    if args.warmup < 0:
+        raise FlametoolError(f"--warmup {args.warmup}: must be 0 or more")
+    if args.rate > 10000:
+        raise FlametoolError(f"--rate {args.rate}: py-spy cannot sample faster than 10000 Hz")
+
+    gpus = envinfo.cuda_device_count()
+    cpu_fallback = False
+    if args.device is None:
+        device = "cuda:0" if gpus else "cpu"
+        if not gpus:
+            cpu_fallback = True
+            say("no CUDA device found: comparing numpy and torch on the CPU at a small shape")
+    else:
+        device = parse_device(args.device)
+        if device != "cpu" and cases.cuda_index(device) >= gpus:
+            raise FlametoolError(f"--device {device}: " + (f"only {gpus} CUDA device(s) found" if gpus else "no CUDA device found"))
+    on_cpu = device == "cpu"
+
+    libs = args.libs.split(",") if args.libs else (["numpy", "torch"] if on_cpu else ["cupy", "torch"])
+    specs = [cases.builtin(l.strip()) for l in libs if l.strip()] + [cases.user_case(c) for c in args.case]
+    labels = [s.label for s in specs]
+    if not specs:
+        raise FlametoolError("no cases: give --libs and/or --case")
+    dupes = sorted({l for l in labels if labels.count(l) > 1})
+    if dupes:
+        raise FlametoolError(f"case label {dupes[0]!r} appears twice; each case needs its own label")
+    for s in specs:
+        needs_cuda = s.module and cases.BUILTIN[s.label][2]
+        if needs_cuda and on_cpu:
+            raise FlametoolError(f"case {s.label!r} needs a CUDA device; use --device cuda:N or leave it out of --libs")
+
+    shape = parse_shape(args.shape, "--shape") if args.shape else (CPU_SHAPE if on_cpu else SEED_SHAPE)
+    dtypes = parse_dtypes(args.dtype or ("float32" if on_cpu else "float16"), labels)
+    sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
+    return runner.Config(
+        cases=specs, device=device, shape=shape, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
+        repeats=args.repeats, rate_hz=args.rate, sample_seconds=args.sample_seconds, sample_shape=sample_shape,
+        sample=not args.no_sample, keep_going=args.keep_going, out=args.out or runner.default_out(),
+        cpu_fallback=cpu_fallback,
+    )
+
+
+def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
+    config = compare_config(args, lambda text: err.print(text, highlight=False))
+    with terminal.Progress(err, len(config.cases)) as progress:
+        try:
+            run_dir, data = runner.compare(config, ["flametool", *argv], progress.update)
+        except KeyboardInterrupt:
+            err.print(f"flametool: interrupted; what finished is kept in {config.out}/run.json (complete: false)",
+                      highlight=False)
+            return 130
+    terminal.print_summary(data, run_dir, out)
+    failed = [l for l, r in data["results"].items() if r.get("error")]
+    for label in failed:
+        err.print(f"flametool: case {label!r}: {data['results'][label]['error']}", highlight=False)
+    return 1 if failed else 0
+
+
+def _terminate(signum, frame):  # SIGTERM ends a run like Ctrl-C: children stopped, run.json kept
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    err = Console(stderr=True)
+    out = Console()
+    args = build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        if args.command == "compare":
+            return cmd_compare(args, argv, err, out)
+        raise FlametoolError(f"unknown command {args.command}")
+    except FlametoolError as exc:
+        err.print(f"flametool: {exc}", highlight=False, markup=False)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err.print("flametool: interrupted", highlight=False)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main_entry() -> None:
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""The run directory: the one interface between measuring and everything after it.
+
+A run directory holds ``run.json`` (this module's schema), one ``<label>.prof`` (cProfile) and one
+``<label>.folded`` (py-spy raw folded stacks, filtered to the active loop) per case, and later
+``report.html``.  Everything downstream (analysis, report, diff, export, snakeviz) reads only this.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import FlametoolError, RunDirError
+
+SCHEMA = 1
+RUN_FILE = "run.json"
+
+# Fields every result carries; older or partial files are read with these filled in as None so that a
+# consumer never has to guess whether a key exists (as pyinstrument's session loader does).
+RESULT_FIELDS: dict[str, Any] = {
+    "library": None,
+    "factory": None,
+    "device": None,
+    "device_name": None,
+    "dtype": None,
+    "shape": None,
+    "iters": None,
+    "warmup": None,
+    "cpu_us_per_call": None,
+    "gpu_us_per_call": None,
+    "cpu_us_per_call_repeats": [],
+    "gpu_us_per_call_repeats": [],
+    "host_bound": None,
+    "bound_note": None,
+    "sample_shape": None,
+    "sample_shape_reason": None,
+    "sample_timing": None,
+    "cprofile_us_per_call": None,
+    "cprofile_calls": None,
+    "sampled_us_per_call": None,
+    "samples": None,
+    "rate_hz": None,
+    "sampling": None,
+    "files": {},
+    "error": None,
+}
+
+
+def prof_path(run: Path, label: str) -> Path:
+    return run / f"{label}.prof"
+
+
+def folded_path(run: Path, label: str) -> Path:
+    return run / f"{label}.folded"
+
+
+def new_run(config: dict[str, Any], env: dict[str, Any], argv: list[str], started: str) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "complete": False,
+        "started": started,
+        "finished": None,
+        "command": argv,
+        "config": config,
+        "env": env,
+        "results": {},
+    }
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a run directory is meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save(run: Path, data: dict[str, Any]) -> None:
+    write_atomic(run / RUN_FILE, json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def load(run: Path | str) -> dict[str, Any]:
+    """Read and check a run directory's run.json; every problem is one RunDirError naming the file."""
+    run = Path(run)
+    if not run.exists():
+        raise RunDirError(f"{run}: no such run directory")
+    if not run.is_dir():
+        raise RunDirError(f"{run}: not a directory")
+    path = run / RUN_FILE
+    if not path.is_file():
+        raise RunDirError(f"{path}: missing (is {run} a flametool run directory?)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunDirError(f"{path}: cannot be read as JSON ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("schema"), int):
+        raise RunDirError(f"{path}: not a flametool run.json (no schema number)")
+    if data["schema"] > SCHEMA:
+        raise RunDirError(
+            f"{path}: schema {data['schema']} is newer than this flametool understands ({SCHEMA}); upgrade flametool"
+        )
+    results = data.get("results")
+    if not isinstance(results, dict):
+        raise RunDirError(f"{path}: 'results' is missing or not an object")
+    for label, result in results.items():
+        if not isinstance(result, dict):
+            raise RunDirError(f"{path}: result {label!r} is not an object")
+        for key, default in RESULT_FIELDS.items():
+            result.setdefault(key, default if not isinstance(default, (list, dict)) else type(default)())
+    data.setdefault("complete", False)
+    data.setdefault("config", {})
+    data.setdefault("env", {})
+    return data
+
+
+def ensure_new(out: Path) -> None:
+    """Refuse to write into an existing, non-empty folder: a run is never overwritten silently."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise FlametoolError(f"{out}: already exists and is not empty; choose another --out")

@@ -1,0 +1,200 @@
+"""The parent: one child process per case, the sampler attached to it, the run directory written after
+every case so that nothing measured is lost when a later case (or the user) stops the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+from . import envinfo, rundir, sampler
+from .cases import BUILTIN, CaseSpec
+from .child import ACTIVE_LOOP
+from .errors import CaseError
+
+# The sampled phase needs no more than this beyond --sample-seconds; past it the child stops by itself.
+CHILD_SAMPLE_GRACE = sampler.ATTACH_SECONDS + sampler.FLUSH_SECONDS + 30
+
+
+@dataclass
+class Config:
+    cases: list[CaseSpec]
+    device: str
+    shape: list[int]
+    dtypes: dict[str, str]  # label -> dtype
+    iters: int = 250
+    warmup: int = 50
+    repeats: int = 3
+    rate_hz: int = 100
+    sample_seconds: int = 5
+    sample_shape: list[int] | None = None
+    sample: bool = True
+    keep_going: bool = False
+    out: Path = field(default_factory=lambda: default_out())
+    cpu_fallback: bool = False  # True when no CUDA device was found and the CPU defaults were taken
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["cases"] = [c.to_json() for c in self.cases]
+        data["out"] = str(self.out)
+        return data
+
+
+def default_out() -> Path:
+    return Path("flametool-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+Progress = Callable[[str, str], None]  # (label, what is happening)
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # the child imports flametool from the same place as the parent, installed or not
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_case(case: CaseSpec, config: Config, out: Path, progress: Progress) -> dict:
+    """Run one case in its own child; returns its result (with "error" set when it failed)."""
+    label = case.label
+    spec = {
+        "case": case.to_json(),
+        "shape": config.shape,
+        "dtype": config.dtypes[label],
+        "device": config.device,
+        "iters": config.iters,
+        "warmup": config.warmup,
+        "repeats": config.repeats,
+        "sample_shape": config.sample_shape,
+        "sample": config.sample,
+        "prof_path": str(rundir.prof_path(out, label).resolve()),
+        "max_sample_seconds": config.sample_seconds + CHILD_SAMPLE_GRACE,
+    }
+    base = {
+        "library": label if case.module and label in BUILTIN else None,
+        "factory": f"{case.module or case.file}:{case.factory}",
+        "dtype": spec["dtype"],
+        "shape": config.shape,
+        "device": config.device,
+    }
+    read_fd, write_fd = os.pipe()
+    log_path = out / f"{label}.log"
+    with open(log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "flametool.child", str(write_fd), json.dumps(spec)],
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,), env=child_env(),
+        )
+    os.close(write_fd)
+    result: dict | None = None
+    error: str | None = None
+    sampling: sampler.Sampling | None = None
+    try:
+        with os.fdopen(read_fd, "r", encoding="utf-8") as messages:
+            for line in messages:
+                msg = json.loads(line)
+                kind = msg["event"]
+                if kind == "phase":
+                    progress(label, describe_phase(msg))
+                elif kind == "sample_ready":
+                    progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
+                    sampling = sampler.record(msg["pid"], config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
+                                              rundir.folded_path(out, label))
+                    proc.stdin.write(b"stop\n")
+                    proc.stdin.flush()
+                elif kind == "result":
+                    result = msg["result"]
+                elif kind == "error":
+                    error = msg["message"]
+        proc.wait()
+    finally:
+        stop(proc)
+    if result is None:
+        error = error or f"the child process exited with code {proc.returncode} before reporting (see {log_path})"
+        return base | {"error": error}
+    if log_path.stat().st_size == 0:
+        log_path.unlink()
+    return base | finish(result, sampling, config, out, label)
+
+
+def finish(result: dict, sampling: sampler.Sampling | None, config: Config, out: Path, label: str) -> dict:
+    chunks = result.pop("chunks", None)
+    calls = result.pop("calls_per_chunk", None)
+    unsampled = result["sample_timing"]["cpu_us_per_call"]
+    result["cprofile_inflation"] = result["cprofile_us_per_call"] / unsampled if unsampled else None
+    result["files"] = {"prof": rundir.prof_path(out, label).name}
+    if sampling is None:
+        result.update(samples=None, rate_hz=None, sampled_us_per_call=None, sampling=None)
+        return result
+    sampled = sampler.sampled_us_per_call(chunks or [], calls or 1, sampling.window)
+    result["files"]["folded"] = rundir.folded_path(out, label).name
+    result["samples"] = sampling.kept_samples
+    result["rate_hz"] = sampling.rate_hz
+    result["sampled_us_per_call"] = sampled
+    result["sampling"] = sampling.to_json() | {
+        "slowdown": sampled / unsampled if sampled and unsampled else None,
+        "calls_per_chunk": calls,
+        "chunks": len(chunks or []),
+    }
+    return result
+
+
+def describe_phase(msg: dict) -> str:
+    phase = msg["phase"]
+    shape = msg.get("shape")
+    at = f" at {','.join(map(str, shape))}" if shape else ""
+    if phase == "timed":
+        return f"timed loop {msg['repeat']}/{msg['of']}{at}"
+    if phase == "warmup":
+        return f"warm-up ({msg['calls']} calls)"
+    if phase == "setup":
+        return f"setting up{at}"
+    return {"cprofile": "cProfile loop"}.get(phase, phase)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Never leave a child behind: terminate, then kill."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if proc.stdin:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+
+
+def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, dict]:
+    """Measure every case; run.json is saved after each one and marked complete at the end."""
+    out = config.out
+    rundir.ensure_new(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = rundir.new_run(config.to_json(), envinfo.collect(config.device), argv, _now())
+    rundir.save(out, data)
+    try:
+        for case in config.cases:
+            progress(case.label, "starting")
+            result = run_case(case, config, out, progress)
+            data["results"][case.label] = result
+            rundir.save(out, data)
+            if result.get("error") and not config.keep_going:
+                raise CaseError(f"case {case.label!r}: {result['error']} (finished cases kept in {out})")
+        data["complete"] = True
+    finally:
+        data["finished"] = _now()
+        rundir.save(out, data)
+    return out, data
+
+
+def _now() -> str:
+    return datetime.now().astimezone().isoformat(timespec="seconds")

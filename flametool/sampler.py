@@ -1,0 +1,215 @@
+"""py-spy, attached by pid to a child while it runs the active loop; bounded in time, never trusted to end.
+
+py-spy ``--native`` stops every thread of the target to unwind it, so the loop runs slower while sampled.
+That is why shares of samples, not sampled time, are what analysis turns into microseconds, and why the
+time per call while sampled is measured here from the child's own chunk timestamps.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import stacks as st
+from .errors import FlametoolError
+
+# py-spy may need several seconds to read the symbol tables of big native libraries before it samples.
+ATTACH_SECONDS = 60.0
+# After SIGINT py-spy writes what it has; give it this long before killing it.
+FLUSH_SECONDS = 10.0
+BEHIND = re.compile(r"([\d.]+)s behind in sampling")
+TOTALS = re.compile(r"Samples: (\d+) Errors: (\d+)")
+
+
+@dataclass
+class Sampling:
+    """What one py-spy record produced, and how far it can be trusted."""
+
+    command: list[str]
+    rate_hz: int
+    seconds: int
+    complete: bool = False
+    exit_code: int | None = None
+    error: str | None = None
+    window: tuple[float, float] | None = None  # CLOCK_MONOTONIC seconds while py-spy was sampling
+    behind_seconds: float = 0.0
+    pyspy_samples: int | None = None
+    pyspy_errors: int | None = None
+    total_samples: int = 0  # every stack py-spy wrote
+    kept_samples: int = 0  # stacks inside step(), the ones analysis reads
+    loop_samples: int = 0  # in the active loop itself, between calls
+    outside_samples: int = 0  # sync(), chunk timing, anything outside the active loop
+    output_tail: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {
+            "complete": self.complete,
+            "exit_code": self.exit_code,
+            "error": self.error,
+            "command": self.command,
+            "seconds": self.seconds,
+            "behind": self.behind_seconds > 0,
+            "behind_seconds": self.behind_seconds,
+            "pyspy_samples": self.pyspy_samples,
+            "pyspy_errors": self.pyspy_errors,
+            "total_samples": self.total_samples,
+            "kept_samples": self.kept_samples,
+            "loop_samples": self.loop_samples,
+            "outside_samples": self.outside_samples,
+        }
+
+
+def pyspy_path() -> str:
+    """The py-spy installed beside this Python first (the one our dependency put there), then PATH."""
+    local = Path(sys.executable).parent / "py-spy"
+    if local.is_file() and os.access(local, os.X_OK):
+        return str(local)
+    found = shutil.which("py-spy")
+    if not found:
+        raise FlametoolError("py-spy is not installed: pip install py-spy (or run with --no-sample)")
+    return found
+
+
+def pyspy_version() -> str | None:
+    try:
+        out = subprocess.run([pyspy_path(), "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (FlametoolError, OSError, subprocess.TimeoutExpired):
+        return None
+    return out.strip().split()[-1] if out.strip() else None
+
+
+def is_active_loop(frame: str, loop_function: str) -> bool:
+    return st.frame_function(frame) == loop_function and st.frame_file(frame).endswith("child.py")
+
+
+def keep_inside(raw: list[st.Stack], loop_function: str) -> tuple[list[st.Stack], int, int]:
+    """Stacks below the innermost active-loop frame, with that frame and everything above it cut off.
+
+    Returns (kept, loop_only, outside): samples in the loop's own bytecode between calls, and samples
+    outside the loop (sync, set-up, other threads) are counted, not kept."""
+    kept: list[st.Stack] = []
+    loop_only = outside = 0
+    for s in raw:
+        idx = max((i for i, f in enumerate(s.frames) if is_active_loop(f, loop_function)), default=-1)
+        if idx < 0:
+            outside += s.count
+        elif idx == len(s.frames) - 1:
+            loop_only += s.count
+        else:
+            kept.append(st.Stack(s.frames[idx + 1 :], s.count))
+    return st.merge(kept), loop_only, outside
+
+
+def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) -> Sampling:
+    """Sample `pid` for `seconds`; write the kept stacks to `out`. Never raises for a py-spy failure:
+    the Sampling says what happened, so what was measured before survives."""
+    seconds = max(1, math.ceil(seconds))
+    fd, raw_path = tempfile.mkstemp(prefix="flametool-pyspy-", suffix=".txt")
+    os.close(fd)
+    try:
+        cmd = [pyspy_path(), "record", "--pid", str(pid), "--native", "--rate", str(rate_hz),
+               "--duration", str(seconds), "--format", "raw", "--output", raw_path]
+    except FlametoolError as exc:
+        Path(raw_path).unlink(missing_ok=True)
+        return Sampling(command=[], rate_hz=rate_hz, seconds=seconds, error=str(exc))
+    sampling = Sampling(command=cmd, rate_hz=rate_hz, seconds=seconds)
+    marks: dict[str, float] = {}
+    lines: list[str] = []
+
+    try:
+        # py-spy reports on stdout (start, totals) and stderr (errors); read both, timestamped
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except OSError as exc:
+        Path(raw_path).unlink(missing_ok=True)
+        sampling.error = f"py-spy could not start: {exc}"
+        return sampling
+
+    def read_output() -> None:
+        for line in proc.stdout:
+            now = time.monotonic()
+            lines.append(line.rstrip())
+            if "Sampling process" in line:
+                marks.setdefault("start", now)
+            elif line.startswith("py-spy> Wrote") or "Samples:" in line:
+                marks.setdefault("end", now)
+            m = BEHIND.search(line)
+            if m:
+                sampling.behind_seconds = max(sampling.behind_seconds, float(m.group(1)))
+
+    reader = threading.Thread(target=read_output, daemon=True)
+    reader.start()
+    started = time.monotonic()
+    try:
+        proc.wait(timeout=seconds + ATTACH_SECONDS)
+        sampling.complete = True
+    except subprocess.TimeoutExpired:
+        sampling.error = f"py-spy did not finish within {seconds + ATTACH_SECONDS:.0f} s; stopped it and kept what it wrote"
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=FLUSH_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    finally:
+        if proc.poll() is None:  # interrupted (Ctrl-C) while waiting: never leave py-spy behind
+            proc.kill()
+            proc.wait()
+    ended = time.monotonic()
+    reader.join(timeout=2)
+    sampling.exit_code = proc.returncode
+    sampling.output_tail = lines[-5:]
+    totals = next((TOTALS.search(l) for l in reversed(lines) if TOTALS.search(l)), None)
+    if totals:
+        sampling.pyspy_samples, sampling.pyspy_errors = int(totals.group(1)), int(totals.group(2))
+    start = marks.get("start", max(started, ended - seconds))
+    sampling.window = (start, marks.get("end", ended))
+
+    text = Path(raw_path).read_text(encoding="utf-8", errors="replace") if Path(raw_path).exists() else ""
+    Path(raw_path).unlink(missing_ok=True)
+    if proc.returncode != 0 and sampling.complete:
+        sampling.complete = False
+        sampling.error = explain_failure(lines, proc.returncode)
+    raw: list[st.Stack] = []
+    for line in text.splitlines():
+        try:
+            raw.append(st.parse_line(line))
+        except st.FoldedLineError:
+            continue  # a line cut short by a killed py-spy says nothing reliable
+    sampling.total_samples = sum(s.count for s in raw)
+    kept, sampling.loop_samples, sampling.outside_samples = keep_inside(raw, loop_function)
+    sampling.kept_samples = sum(s.count for s in kept)
+    out.write_text(st.dumps(kept), encoding="utf-8")
+    return sampling
+
+
+def explain_failure(lines: list[str], code: int) -> str:
+    text = " ".join(lines)
+    if "Permission denied" in text or "Operation not permitted" in text or "ptrace" in text.lower():
+        return ("py-spy was not allowed to attach (ptrace refused): run as root, or set "
+                "/proc/sys/kernel/yama/ptrace_scope to 0, or use --no-sample")
+    last = next((l for l in reversed(lines) if l.strip()), "")
+    return f"py-spy exited with code {code}: {last[:300]}"
+
+
+def sampled_us_per_call(chunks: list[list[float]], calls: int, window: tuple[float, float] | None) -> float | None:
+    """Host time per call over the chunks that ran wholly inside the sampling window."""
+    if not chunks or window is None:
+        return None
+    start, end = window
+    inside = [(t0, t1) for t0, t1 in chunks if t0 >= start and t1 <= end]
+    if not inside:
+        # chunks longer than the window: take those that overlap it by more than half
+        inside = [(t0, t1) for t0, t1 in chunks if min(t1, end) - max(t0, start) > (t1 - t0) / 2]
+    if not inside:
+        return None
+    return sum(t1 - t0 for t0, t1 in inside) * 1e6 / (len(inside) * calls)

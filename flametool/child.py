@@ -85,7 +85,7 @@ def device_events(device: str) -> Events | None:
             return {
                 "device_name": torch.cuda.get_device_name(index),
                 "device_index": index,
-                "pci_bus_id": None,
+                "pci_bus_id": getattr(torch.cuda.get_device_properties(index), "pci_bus_id", None),
                 "cuda_runtime": torch.version.cuda,
                 "cuda_driver_api": None,
             }

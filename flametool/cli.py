@@ -155,7 +155,7 @@ def _terminate(signum, frame):  # SIGTERM ends a run like Ctrl-C: children stopp
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)
     out = Console()
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)

@@ -49,6 +49,10 @@ RESULT_FIELDS: dict[str, Any] = {
 }
 
 
+def blank_result() -> dict[str, Any]:
+    return {k: (type(v)() if isinstance(v, (list, dict)) else v) for k, v in RESULT_FIELDS.items()}
+
+
 def prof_path(run: Path, label: str) -> Path:
     return run / f"{label}.prof"
 
@@ -115,8 +119,8 @@ def load(run: Path | str) -> dict[str, Any]:
     for label, result in results.items():
         if not isinstance(result, dict):
             raise RunDirError(f"{path}: result {label!r} is not an object")
-        for key, default in RESULT_FIELDS.items():
-            result.setdefault(key, default if not isinstance(default, (list, dict)) else type(default)())
+        for key, default in blank_result().items():
+            result.setdefault(key, default)
     data.setdefault("complete", False)
     data.setdefault("config", {})
     data.setdefault("env", {})

@@ -77,7 +77,7 @@ def run_case(case: CaseSpec, config: Config, out: Path, progress: Progress) -> d
         "prof_path": str(rundir.prof_path(out, label).resolve()),
         "max_sample_seconds": config.sample_seconds + CHILD_SAMPLE_GRACE,
     }
-    base = {
+    base = rundir.blank_result() | {
         "library": label if case.module and label in BUILTIN else None,
         "factory": f"{case.module or case.file}:{case.factory}",
         "dtype": spec["dtype"],

@@ -1,0 +1,144 @@
+"""flametool's timed phase against the seed's own plain loop, in one run: prints their ratio.
+
+The plain loop is the seed issue's code, written out with no flametool in it (cupy/linalg issue 8191):
+warm-up, synchronize, host clock and CUDA events around `iters` calls. flametool's side is its own
+timed phase (flametool.child: set_up, warm_up, timing), the code `flametool compare` runs. Each side runs
+in a fresh process, alternating, `--rounds` times; the medians are compared. Target: ratio within 5%.
+
+    python benchmarks/timing_vs_seed.py                    # CUDA: cupy and torch at the seed shape
+    python benchmarks/timing_vs_seed.py --device cpu       # CPU: numpy and torch at 64,64,64
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PLAIN = {
+    "cupy": """
+import cupy as cp
+cp.cuda.Device({index}).use()
+a = cp.random.rand({m}, {k}, dtype=cp.float32).astype(cp.{dtype})
+b = cp.random.rand({k}, {n}, dtype=cp.float32).astype(cp.{dtype})
+out = cp.zeros(({m}, {n}), dtype=cp.{dtype})
+sync = cp.cuda.Device().synchronize
+events = lambda: (cp.cuda.Event(), cp.cuda.Event())
+elapsed = cp.cuda.get_elapsed_time
+LOOP = "cp.matmul(a, b, out=out)"
+""",
+    "torch": """
+import torch
+dev = torch.device("{device}")
+a = torch.randn({m}, {k}, dtype=torch.{dtype}, device=dev)
+b = torch.randn({k}, {n}, dtype=torch.{dtype}, device=dev)
+out = torch.zeros({m}, {n}, dtype=torch.{dtype}, device=dev)
+sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+events = (lambda: (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))) if dev.type == "cuda" else None
+elapsed = lambda s, e: s.elapsed_time(e)
+LOOP = "torch.mm(a, b, out=out)"
+""",
+    "numpy": """
+import numpy as np
+a = np.random.rand({m}, {k}).astype(np.{dtype})
+b = np.random.rand({k}, {n}).astype(np.{dtype})
+out = np.zeros(({m}, {n}), dtype=np.{dtype})
+sync = lambda: None
+events = None
+LOOP = "np.matmul(a, b, out=out)"
+""",
+}
+
+# The seed's loop, inlined (no step() function), as its reporter ran it.
+SEED_LOOP = """
+import time, json, statistics
+exec(compile("for _ in range({warmup}):\\n    " + LOOP, "warm", "exec"))
+sync()
+timed = compile("for _ in range({iters}):\\n    " + LOOP, "loop", "exec")
+cpu, gpu = [], []
+for _ in range({repeats}):
+    sync()
+    if events:
+        start, end = events()
+        start.record()
+    t = time.time()
+    exec(timed)
+    cpu.append((time.time() - t) * 1e6 / {iters})
+    if events:
+        end.record()
+    sync()
+    if events:
+        gpu.append(elapsed(start, end) * 1e3 / {iters})
+print(json.dumps({{"cpu": statistics.median(cpu), "gpu": statistics.median(gpu) if gpu else None}}))
+"""
+
+FLAMETOOL = """
+import json
+from flametool import cases, child
+spec = cases.builtin("{lib}")
+factory = child.load_factory(spec.to_json())
+step, sync = child.set_up(factory, [{m}, {k}, {n}], "{dtype}", "{device}")
+events = child.device_events("{device}")
+child.warm_up(step, sync, {warmup})
+t = child.timing(step, sync, {iters}, {repeats}, events, lambda r: None)
+print(json.dumps({{"cpu": t["cpu_us_per_call"], "gpu": t["gpu_us_per_call"]}}))
+"""
+
+
+def run(code: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        sys.exit(f"benchmark child failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cuda:0")
+    parser.add_argument("--libs")
+    parser.add_argument("--shape")
+    parser.add_argument("--dtype")
+    parser.add_argument("--iters", type=int, default=250)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    on_cpu = args.device == "cpu"
+    libs = (args.libs or ("numpy,torch" if on_cpu else "cupy,torch")).split(",")
+    m, k, n = map(int, (args.shape or ("64,64,64" if on_cpu else "65536,24576,12288")).split(","))
+    dtype = args.dtype or ("float32" if on_cpu else "float16")
+    index = 0 if on_cpu else int(args.device.partition(":")[2] or 0)
+    fields = dict(m=m, k=k, n=n, dtype=dtype, device=args.device, index=index, iters=args.iters,
+                  warmup=args.warmup, repeats=args.repeats)
+
+    print(f"shape {m},{k},{n} {dtype} on {args.device}; {args.iters} calls x {args.repeats} repeats, "
+          f"{args.rounds} alternating rounds; host (CPU) and device (GPU) microseconds per call")
+    ratios = []
+    for lib in libs:
+        plain_code = PLAIN[lib].format(**fields) + SEED_LOOP.format(**fields)
+        ours_code = FLAMETOOL.format(lib=lib, **fields)
+        plain, ours = [], []
+        for _ in range(args.rounds):
+            plain.append(run(plain_code))
+            ours.append(run(ours_code))
+        p_cpu = statistics.median(r["cpu"] for r in plain)
+        o_cpu = statistics.median(r["cpu"] for r in ours)
+        p_gpu = [r["gpu"] for r in plain if r["gpu"] is not None]
+        o_gpu = [r["gpu"] for r in ours if r["gpu"] is not None]
+        ratio = o_cpu / p_cpu
+        ratios.append(ratio)
+        gpu = (f"; GPU plain {statistics.median(p_gpu):,.1f} us, flametool {statistics.median(o_gpu):,.1f} us"
+               if p_gpu and o_gpu else "")
+        print(f"{lib:6s} CPU plain seed loop {p_cpu:8.2f} us, flametool timed phase {o_cpu:8.2f} us, "
+              f"ratio {ratio:.3f}{gpu}")
+    worst = max(ratios, key=lambda r: abs(r - 1))
+    print(f"worst ratio flametool/plain: {worst:.3f} ({'within' if abs(worst - 1) <= 0.05 else 'OUTSIDE'} 5%)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""User cases for the tests: the same protocol as the built-in ones."""
+
+import time
+
+import numpy as np
+
+
+def add_case(m, k, n, dtype, device):
+    a = np.random.default_rng(1).random((m, n)).astype(dtype)
+    b = np.random.default_rng(2).random((m, n)).astype(dtype)
+    out = np.empty_like(a)
+
+    def step():
+        np.add(a, b, out=out)
+
+    return step, lambda: None
+
+
+def raising_case(m, k, n, dtype, device):
+    raise ValueError("this factory refuses to build")
+
+
+def not_a_pair(m, k, n, dtype, device):
+    return 42
+
+
+def spin_case(m, k, n, dtype, device):
+    def step():
+        end = time.perf_counter() + 20e-6
+        while time.perf_counter() < end:
+            pass
+
+    return step, lambda: None

@@ -1,0 +1,88 @@
+"""Bad options: one line on stderr, a non-zero exit, no traceback, nothing started."""
+
+from pathlib import Path
+
+import pytest
+
+from flametool import cli as cli_module
+
+CASES = Path(__file__).parent / "cases" / "user_cases.py"
+
+
+def one_line_error(capsys, argv, code=2):
+    rc = cli_module.main(argv)
+    err = capsys.readouterr().err
+    assert rc == code, err
+    # progress lines may come first (stderr is not a terminal here); the error is one line, the last
+    errors = [l for l in err.splitlines() if l.startswith("flametool: ")]
+    assert len(errors) == 1 and err.rstrip().endswith(errors[0]), err
+    assert "Traceback" not in err
+    return errors[0]
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--iters", "0"], "--iters 0"),
+        (["--repeats", "0"], "--repeats"),
+        (["--warmup", "-1"], "--warmup"),
+        (["--shape", "64,64"], "three positive integers"),
+        (["--shape", "a,b,c"], "three positive integers"),
+        (["--shape", "64,0,64"], "three positive integers"),
+        (["--libs", "numpy,jax"], "unknown case 'jax'"),
+        (["--libs", "cupy"], "needs a CUDA device"),
+        (["--dtype", "float8"], "unknown dtype"),
+        (["--dtype", "mxnet=float16"], "no case named 'mxnet'"),
+        (["--device", "tpu"], "expected cpu or cuda:N"),
+        (["--case", "no/such/file.py:factory"], "no such file"),
+        (["--case", f"{CASES}:missing_factory"], "defines no missing_factory"),
+        (["--case", f"{CASES}"], "FILE.py:FACTORY"),
+        (["--libs", "numpy,numpy"], "appears twice"),
+        (["--rate", "0"], "--rate"),
+    ],
+)
+def test_bad_options(capsys, tmp_path, argv, words):
+    out = tmp_path / "run"
+    line = one_line_error(capsys, ["compare", "--device", "cpu", *argv, "--out", str(out)] if "--device" not in argv
+                          else ["compare", *argv, "--out", str(out)])
+    assert words in line
+    assert not out.exists()
+
+
+def test_factory_that_raises(capsys, tmp_path):
+    out = tmp_path / "run"
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1",
+                                   "--case", f"{CASES}:raising_case", "--out", str(out)], code=1)
+    assert "raising_case" in line and "ValueError: this factory refuses to build" in line
+    # numpy ran first and is kept
+    from flametool import rundir
+
+    data = rundir.load(out)
+    assert data["complete"] is False
+    assert data["results"]["numpy"]["cpu_us_per_call"] > 0
+    assert "refuses" in data["results"]["raising_case"]["error"]
+
+
+def test_factory_that_returns_the_wrong_thing(capsys, tmp_path):
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "", "--no-sample", "--case",
+                                   f"{CASES}:not_a_pair", "--out", str(tmp_path / "r")], code=1)
+    assert "expected a (step, sync) pair" in line
+
+
+def test_keep_going_runs_the_other_cases(capsys, tmp_path):
+    out = tmp_path / "run"
+    rc = cli_module.main(["compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1",
+                          "--case", f"{CASES}:raising_case", "--case", f"{CASES}:add_case", "--keep-going",
+                          "--out", str(out)])
+    assert rc == 1
+    from flametool import rundir
+
+    data = rundir.load(out)
+    assert data["complete"] is True
+    assert data["results"]["add_case"]["cpu_us_per_call"] > 0 and data["results"]["raising_case"]["error"]
+
+
+def test_parse_dtypes():
+    assert cli_module.parse_dtypes("float16", ["cupy", "torch"]) == {"cupy": "float16", "torch": "float16"}
+    assert cli_module.parse_dtypes("cupy=float16,torch=bfloat16", ["cupy", "torch"]) == {"cupy": "float16", "torch": "bfloat16"}
+    assert cli_module.parse_dtypes("float32,torch=float16", ["numpy", "torch"]) == {"numpy": "float32", "torch": "float16"}

@@ -1,0 +1,51 @@
+"""The CUDA cases on a real GPU (skipped where there is none): cupy and torch, timed and sampled."""
+
+import json
+
+import pytest
+
+from flametool import stacks
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def gpu_run(cli, tmp_path_factory):
+    out = tmp_path_factory.mktemp("gpu") / "run"
+    proc = cli("compare", "--libs", "cupy,torch", "--shape", "1024,1024,1024", "--iters", "1000", "--repeats", "2",
+               "--sample-seconds", "3", "--rate", "100", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out, json.loads((out / "run.json").read_text())
+
+
+def test_cuda_cases_measure_host_and_device(gpu_run):
+    _, data = gpu_run
+    assert data["complete"] and data["config"]["device"] == "cuda:0"
+    for label in ("cupy", "torch"):
+        r = data["results"][label]
+        assert r["error"] is None
+        assert r["cpu_us_per_call"] > 0 and r["gpu_us_per_call"] > 0
+        assert len(r["gpu_us_per_call_repeats"]) == 2
+        assert r["device_name"]  # the GPU actually used, named by the case's own library
+        assert r["cuda_runtime"]
+
+
+def test_cuda_stacks_reach_cublas(gpu_run):
+    out, data = gpu_run
+    for label in ("cupy", "torch"):
+        assert data["results"][label]["samples"] > 50
+        text = (out / f"{label}.folded").read_text()
+        assert "cublas" in text.lower(), label
+        for s in stacks.read(out / f"{label}.folded"):
+            assert "synchronize" not in stacks.frame_function(s.frames[0])
+
+
+def test_gpu_bound_shape_samples_at_a_host_bound_shape(cli, tmp_path):
+    out = tmp_path / "big"
+    proc = cli("compare", "--libs", "torch", "--shape", "8192,8192,8192", "--iters", "50", "--warmup", "5",
+               "--repeats", "1", "--no-sample", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads((out / "run.json").read_text())["results"]["torch"]
+    assert r["host_bound"] is False and r["gpu_us_per_call"] > r["cpu_us_per_call"]
+    assert r["sample_shape"] == [1024, 1024, 1024] and "not host-bound" in r["sample_shape_reason"]
+    assert r["sample_timing"]["cpu_us_per_call"] > 0 and r["sample_timing"]["iters"] >= 50

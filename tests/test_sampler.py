@@ -1,0 +1,36 @@
+"""The sampler's filtering and timing logic on hand-built inputs."""
+
+from flametool import sampler
+from flametool.stacks import Stack
+
+LOOP = "active_loop (flametool/child.py:44)"
+
+
+def test_keep_inside_cuts_everything_above_the_loop():
+    raw = [
+        Stack(("0x7f (libc.so.6)", "<module> (flametool/child.py:300)", "run (flametool/child.py:250)", LOOP,
+               "step (flametool/cases.py:87)", "THPVariable_mm (libtorch_python.so)"), 5),
+        Stack(("0x7f (libc.so.6)", "<module> (flametool/child.py:300)", LOOP, "step (flametool/cases.py:87)",
+               "THPVariable_mm (libtorch_python.so)"), 2),
+        Stack(("<module> (flametool/child.py:300)", LOOP), 3),  # between calls
+        Stack(("<module> (flametool/child.py:300)", "sampled_phase (flametool/child.py:200)",
+               "synchronize (torch/cuda/__init__.py:1152)"), 7),  # sync: outside
+        Stack(("<module> (x.py:1)", "active_loop (user/other.py:3)", "f (user/other.py:9)"), 1),  # not ours
+    ]
+    kept, loop_only, outside = sampler.keep_inside(raw, "active_loop")
+    assert kept == [Stack(("step (flametool/cases.py:87)", "THPVariable_mm (libtorch_python.so)"), 7)]
+    assert loop_only == 3 and outside == 8
+
+
+def test_sampled_time_uses_chunks_inside_the_window():
+    chunks = [[0.0, 1.0], [1.1, 2.1], [2.2, 4.2], [4.3, 5.3]]
+    # window covers the 2nd and 3rd chunk: 1 s + 2 s over 2 chunks of 1000 calls = 1500 us per call
+    assert sampler.sampled_us_per_call(chunks, 1000, (1.05, 4.25)) == 1500.0
+    # a window shorter than every chunk falls back to chunks it mostly overlaps
+    assert sampler.sampled_us_per_call([[0.0, 10.0]], 10, (1.0, 9.0)) == 1e6
+    assert sampler.sampled_us_per_call([], 10, (0, 1)) is None
+
+
+def test_explain_ptrace_refusal():
+    msg = sampler.explain_failure(["Error: Permission denied (os error 13)"], 1)
+    assert "--no-sample" in msg and "ptrace" in msg

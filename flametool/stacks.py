@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import json
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
@@ -77,3 +80,223 @@ def frame_file(frame: str) -> str:
     if not sep or not loc.endswith(")"):
         return ""
     return loc[:-1].rsplit(":", 1)[0] if ":" in loc else loc[:-1]
+
+
+# --- naming: raw py-spy frames -> names people read and diffs can match on -----------------------------
+
+PY_EXT = re.compile(r"\.pyx?$")
+CYTHON_SOURCE = re.compile(r"\.(c|cc|cpp|cxx)$")
+HEADER = re.compile(r"\.(h|hh|hpp|hxx|tcc|inc|ipp)$|^[a-z_]+$")  # libstdc++ headers have no extension
+ADDRESS = re.compile(r"^0x[0-9a-fA-F]+$")
+# "cpython-312-x86_64-linux-gnu" and friends: dropped so that runs on two Python versions line up
+ABI_TAG = re.compile(r"\.(cpython-[^./]+|abi3|pypy[^./]*)(?=\.so)")
+EXTENSION_SO = re.compile(r"^(?P<path>[A-Za-z_][\w/]*)\.so$")
+# Cython's C names: __pyx_pw_4cupy_5_core_16_routines_linalg_3matmul, __pyx_getprop_..., ...
+PYX_MANGLED = re.compile(r"^_{2,3}pyx_(?:fuse_\d+(?:_\d+)?_{2}pyx_)?(?:pw|pf|f|getprop|setprop|tp_\w+?)_(?P<rest>\d.*)$")
+LOOP_FRAME = "[flametool active loop]"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame as analysis sees it. ``name`` is the key frames are matched on across cases and runs."""
+
+    name: str
+    file: str  # source file or library as py-spy gave it, line and ABI tag dropped
+    kind: str  # python | cython | native | address | inline | loop
+    line: int | None = None
+
+
+def split_location(frame: str) -> tuple[str, str, int | None]:
+    """'name (file:line)' -> (name, file, line); line is None for libraries and absent locations."""
+    name, sep, loc = frame.rpartition(" (")
+    if not sep or not loc.endswith(")"):
+        return frame, "", None
+    loc = loc[:-1]
+    path, colon, line = loc.rpartition(":")
+    if colon and line.isdigit():
+        return name, path, int(line)
+    return name, loc, None
+
+
+def _cython_modules() -> dict[str, tuple[str, ...]]:
+    data = json.loads(resources.files(__package__).joinpath("cython_modules.json").read_text(encoding="utf-8"))
+    table: dict[str, list[str]] = {}
+    for package, stems in data["modules"].items():
+        for stem in stems:
+            table.setdefault(stem, []).append(f"{package}.{stem}")
+    return {stem: tuple(mods) for stem, mods in table.items()}
+
+
+CYTHON_MODULES = _cython_modules()
+
+
+def demangle_pyx(name: str) -> tuple[list[str], str] | None:
+    """'__pyx_getprop_4cupy_5_core_4core_13_ndarray_base_itemsize' -> (['cupy','_core','core','_ndarray_base'],
+    'itemsize'). Cython writes each scope as <length><name>; what follows the last one is the function,
+    sometimes after a wrapper index ('3matmul'), which is dropped."""
+    m = PYX_MANGLED.match(name)
+    if not m:
+        return None
+    rest, scopes = m.group("rest"), []
+    while True:
+        d = re.match(r"\d+", rest)
+        if not d:
+            break
+        n, start = int(d.group()), d.end()
+        if start + n >= len(rest) or rest[start + n] != "_":
+            break  # not a scope: the wrapper index of the function name
+        scopes.append(rest[start : start + n])
+        rest = rest[start + n + 1 :]
+    func = re.sub(r"^\d+", "", rest)
+    return (scopes, func) if scopes and func else None
+
+
+class Namer:
+    """Turns raw frames into Frames. Built from all stacks of a profile, because the Cython module a
+    generated '.cpp' file belongs to can sometimes be read off extension paths seen elsewhere in them."""
+
+    def __init__(self, stacks: Iterable[Stack] = ()) -> None:
+        self.seen_modules: dict[str, set[str]] = {}
+        for s in stacks:
+            for raw in s.frames:
+                _, file, _ = split_location(raw)
+                m = EXTENSION_SO.match(ABI_TAG.sub("", file))
+                if m and "/" in m.group("path"):
+                    module = m.group("path").replace("/", ".")
+                    self.seen_modules.setdefault(module.rsplit(".", 1)[-1], set()).add(module)
+        self.cache: dict[str, Frame] = {}
+
+    def module_for(self, stem: str) -> str | None:
+        """The one module a Cython file stem can be, or None when it is unknown or ambiguous.
+
+        A stem the table lists twice (CuPy has both cupy.cuda.stream and cupy_backends.cuda.stream) stays
+        unresolved: an extension path seen in the stacks proves that module is loaded, not that the other
+        is not. Stems the table does not know are resolved from such paths when only one module fits."""
+        known = CYTHON_MODULES.get(stem, ())
+        if known:
+            return known[0] if len(known) == 1 else None
+        seen = self.seen_modules.get(stem, set())
+        return next(iter(seen)) if len(seen) == 1 else None
+
+    def frame(self, raw: str) -> Frame:
+        got = self.cache.get(raw)
+        if got is None:
+            got = self.cache[raw] = self._name(raw)
+        return got
+
+    def _name(self, raw: str) -> Frame:
+        if raw == LOOP_FRAME:
+            return Frame(raw, "", "loop")
+        func, file, line = split_location(raw)
+        file = ABI_TAG.sub("", file)
+        if ADDRESS.match(func):
+            return Frame(f"[{file or 'unknown'}]", file, "address")
+        if PY_EXT.search(file) or file.startswith("<frozen "):
+            return Frame(python_name(func, file), file, "python", line)
+        if "::" not in strip_templates(func) and CYTHON_SOURCE.search(file):
+            stem = file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            return Frame(self.cython_name(func, stem, file), file, "cython", line)
+        so = EXTENSION_SO.match(file)
+        if so and "::" not in func:
+            stem = so.group("path").rsplit("/", 1)[-1]
+            module = so.group("path").replace("/", ".")
+            if module in CYTHON_MODULES.get(stem, ()):
+                return Frame(self.cython_name(func, stem, file), file, "cython", line)
+        if file and line is not None and HEADER.search(file.rsplit("/", 1)[-1]):
+            return Frame(f"{func} ({file})", file, "inline", line)
+        return Frame(f"{func} ({file})" if file else func, file, "native", line)
+
+    def cython_name(self, func: str, stem: str, file: str) -> str:
+        demangled = demangle_pyx(func)
+        if demangled:  # the mangled name says its module itself
+            return ".".join(demangled[0] + [demangled[1]])
+        module = self.module_for(stem)
+        if module is None:
+            return f"{func} ({file})"  # honest: which module this file belongs to is not known
+        # py-spy leaves the last module name on cdef functions ('_routines_linalg_tensordot_core')
+        if func.startswith(stem + "_") and len(func) > len(stem) + 1:
+            func = func[len(stem) + 1 :]
+        return f"{module}.{func}"
+
+
+def python_name(func: str, file: str) -> str:
+    """'_GUFunc.__call__' in 'cupy/_core/_gufuncs.py' -> 'cupy._core._gufuncs._GUFunc.__call__'.
+    py-spy gives paths relative to sys.path when it can; an absolute path is kept as a location."""
+    if file.startswith("<frozen "):
+        return f"{file[len('<frozen '):-1]}.{func}"
+    if file.startswith("/") or not PY_EXT.search(file):
+        return f"{func} ({file})"
+    module = PY_EXT.sub("", file).replace("/", ".")
+    if module.endswith(".__init__"):
+        module = module[: -len(".__init__")]
+    return f"{module}.{func}"
+
+
+def with_line(frame: Frame) -> str:
+    """The line-level view's key: the function name and the line py-spy reported."""
+    if frame.line is None:
+        return frame.name
+    if frame.name.endswith(f" ({frame.file})"):  # the location is part of the name already
+        return f"{frame.name[:-1]}:{frame.line})"
+    if frame.kind == "python":
+        return f"{frame.name}:{frame.line}"
+    return f"{frame.name} ({frame.file.rsplit('/', 1)[-1]}:{frame.line})"
+
+
+def normalize(stacks: list[Stack], by_line: bool = False) -> tuple[list[Stack], dict[str, Frame]]:
+    """Stacks of normalized names (function level unless by_line), merged, and what each name is.
+
+    Runs of the same name collapse into one frame: six unnamed addresses in a row in libcublas are one
+    visit to '[libcublas.so.13]', and a Cython def wrapper calling its own C implementation is one call.
+    A self-recursive Python function shows once per run too; its time is unchanged."""
+    namer = Namer(stacks)
+    frames: dict[str, Frame] = {}
+    out: list[Stack] = []
+    for s in stacks:
+        names: list[str] = []
+        for raw in s.frames:
+            f = namer.frame(raw)
+            key = with_line(f) if by_line and f.kind != "address" else f.name
+            if names and names[-1] == key and (not by_line or f.kind == "address"):
+                continue
+            frames.setdefault(key, f)
+            names.append(key)
+        out.append(Stack(tuple(names), s.count))
+    return merge(out), frames
+
+
+# --- display: long C++ names shortened, the full name kept elsewhere -------------------------------------
+
+def strip_templates(name: str) -> str:
+    """Replace each outermost '<...>' with '<…>' (operator<, operator<< are left alone)."""
+    out, depth = [], 0
+    i = 0
+    while i < len(name):
+        ch = name[i]
+        if ch == "<" and not name[:i].endswith("operator") and not name[:i].endswith("operator<"):
+            if depth == 0:
+                out.append("<…>")
+            depth += 1
+        elif ch == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+        i += 1
+    return "".join(out) if depth == 0 else name
+
+
+def display_name(name: str, width: int = 72) -> str:
+    """A short form for tables: templates folded, '(anonymous namespace)' as '{anon}', and when still too
+    long, the leading namespaces dropped ('…::Class::method')."""
+    # only C++ names have templates; '<locals>' and '<lambda>' in Python names stay
+    short = strip_templates(name).replace("(anonymous namespace)", "{anon}") if "::" in name else name
+    if len(short) <= width:
+        return short
+    func, sep, where = short.rpartition(" (")
+    head = func if sep else short
+    tail = f" ({where}" if sep else ""
+    parts = head.split("::")
+    while len(parts) > 2 and len("…::" + "::".join(parts[1:]) + tail) > width:
+        parts.pop(0)
+    short = ("…::" if len(parts) < len(head.split("::")) else "") + "::".join(parts) + tail
+    return short if len(short) <= width else short[: width - 1] + "…"

@@ -1,0 +1,212 @@
+"""Sample shares -> microseconds per call, with an uncertainty per figure and a closure check.
+
+How a figure is made: py-spy's samples say *where* the loop spends its time, the unsampled timed loop
+says *how much* (py-spy stops the process to sample it, so time measured while sampled is inflated, but
+every part of a call is inflated alike and shares stay fair). A frame's time per call is therefore
+
+    (its samples / samples inside the active loop) x unsampled CPU time per call at the sampled shape.
+
+"Samples inside the active loop" are the kept stacks (inside step()) plus ``sampling.loop_samples`` (in
+the loop's own bytecode between calls), because the timed figure covers both. The loop's share appears as
+its own frame, LOOP_FRAME, in the layer 'loop', so nothing is spread over step()'s frames that step() did
+not spend. Samples outside the loop (sync, chunk timing) are in neither and are left out.
+
+Uncertainty: a share p of N samples has the binomial standard error sqrt(p(1-p)/N); the figure's is that
+times the time per call. The timed figure's own spread (the repeats) is not folded in.
+
+Closure: the layers are summed from the per-frame figures and compared with the measured time per call.
+With shares it is 1 up to rounding when every sample was named and layered; it drops below 1 when
+samples were lost on the way (unparsable or empty stacks), which is what it guards against.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import layers as ly
+from . import rundir
+from . import stacks as st
+from .errors import RunDirError
+
+CLOSURE_TOLERANCE = 0.10
+
+
+@dataclass
+class Profile:
+    """One case's stacks, named for people and ready to be scaled to microseconds per call."""
+
+    label: str
+    stacks: list[st.Stack]  # normalized names, root first; the loop's own samples as [LOOP_FRAME]
+    frames: dict[str, st.Frame]
+    us_per_call: float  # unsampled CPU time per call at the sampled shape
+    dropped_samples: int = 0  # stacks that could not be used (empty)
+
+    @property
+    def samples(self) -> int:
+        return sum(s.count for s in self.stacks)
+
+    def us(self, count: float) -> float:
+        return count * self.us_per_call / self.samples if self.samples else 0.0
+
+    def se(self, count: float) -> float:
+        n = self.samples
+        if not n:
+            return 0.0
+        p = count / n
+        return math.sqrt(max(p * (1 - p), 0.0) / n) * self.us_per_call
+
+
+def make_profile(label: str, raw: list[st.Stack], loop_samples: int, us_per_call: float,
+                 by_line: bool = False) -> Profile:
+    usable = [s for s in raw if s.frames and s.count > 0]
+    dropped = sum(s.count for s in raw if not s.frames)
+    if loop_samples:
+        usable.append(st.Stack((st.LOOP_FRAME,), loop_samples))
+    stacks, frames = st.normalize(usable, by_line=by_line)
+    return Profile(label, stacks, frames, us_per_call, dropped)
+
+
+def sampled_labels(data: dict) -> list[str]:
+    """Cases with stacks to analyse, in run order."""
+    return [l for l, r in data["results"].items() if skip_reason(r) is None]
+
+
+def skip_reason(result: dict) -> str | None:
+    if result.get("error"):
+        return "the case failed"
+    if not (result.get("files") or {}).get("folded"):
+        return "not sampled (--no-sample, or py-spy did not run)"
+    timing = result.get("sample_timing") or {}
+    if not isinstance(timing.get("cpu_us_per_call"), (int, float)) or timing["cpu_us_per_call"] <= 0:
+        return "no unsampled time per call at the sampled shape"
+    if not result.get("samples"):
+        return "py-spy kept no samples inside step()"
+    return None
+
+
+def load_profile(run: Path, data: dict, label: str, by_line: bool = False) -> Profile:
+    """A case's profile from its run directory; any problem is a RunDirError naming it."""
+    result = data["results"].get(label)
+    if result is None:
+        raise RunDirError(f"{run}: no case {label!r} (cases: {', '.join(data['results']) or 'none'})")
+    reason = skip_reason(result)
+    if reason:
+        raise RunDirError(f"{run}: case {label!r} cannot be analysed: {reason}")
+    raw = st.read(run / result["files"]["folded"])
+    loop = (result.get("sampling") or {}).get("loop_samples") or 0
+    if not isinstance(loop, int) or loop < 0:
+        raise RunDirError(f"{run / rundir.RUN_FILE}: case {label!r}: sampling.loop_samples is not a count")
+    profile = make_profile(label, raw, loop, float(result["sample_timing"]["cpu_us_per_call"]), by_line)
+    if not profile.samples:
+        raise RunDirError(f"{run / result['files']['folded']}: no samples")
+    return profile
+
+
+@dataclass
+class Figure:
+    us_per_call: float
+    se_us: float
+    samples: int
+
+
+@dataclass
+class FrameCost:
+    frame: str
+    layer: str
+    self: Figure
+    total: Figure
+
+    def to_json(self) -> dict:
+        return {
+            "frame": self.frame,
+            "display": st.display_name(self.frame),
+            "layer": self.layer,
+            "self_us_per_call": self.self.us_per_call,
+            "total_us_per_call": self.total.us_per_call,
+            "samples": self.self.samples,
+            "total_samples": self.total.samples,
+            "self_se_us": self.self.se_us,
+            "total_se_us": self.total.se_us,
+        }
+
+
+@dataclass
+class CaseCosts:
+    label: str
+    us_per_call: float
+    samples: int
+    loop_samples: int
+    layers: dict[str, Figure]
+    frames: list[FrameCost]  # every frame, by self time, largest first
+    called_from: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def closure(self) -> dict:
+        total = sum(f.us_per_call for f in self.layers.values())
+        ratio = total / self.us_per_call if self.us_per_call else None
+        return {
+            "measured_us_per_call": self.us_per_call,
+            "layers_sum_us_per_call": total,
+            "ratio": ratio,
+            "within_tolerance": ratio is not None and abs(ratio - 1) <= CLOSURE_TOLERANCE,
+            "tolerance": CLOSURE_TOLERANCE,
+        }
+
+    def to_json(self, top: int = 40) -> dict:
+        return {
+            "us_per_call": self.us_per_call,
+            "samples": self.samples,
+            "loop_samples": self.loop_samples,
+            "layers_us_per_call": {l: f.us_per_call for l, f in self.layers.items()},
+            "layers_se_us": {l: f.se_us for l, f in self.layers.items()},
+            "layers_samples": {l: f.samples for l, f in self.layers.items()},
+            "layers_called_from_us_per_call": self.called_from,
+            "hot_frames": [f.to_json() for f in self.frames[:top]],
+            "frames_total": len(self.frames),
+            "closure": self.closure(),
+        }
+
+
+def frame_layers(profile: Profile) -> tuple[dict[str, str], list[list[str]]]:
+    """Each frame's layer (where its own samples went; inherited layers can differ by caller), and the
+    resolved layers of every stack."""
+    per_stack = [ly.stack_layers(s.frames, profile.frames) for s in profile.stacks]
+    votes: dict[str, Counter] = {}
+    for s, lays in zip(profile.stacks, per_stack):
+        for i, (name, layer) in enumerate(zip(s.frames, lays)):
+            # a frame's own samples vote with their weight; a mere appearance breaks ties
+            votes.setdefault(name, Counter())[layer] += s.count * 1000 if i == len(s.frames) - 1 else 1
+    return {name: c.most_common(1)[0][0] for name, c in votes.items()}, per_stack
+
+
+def attribute(profile: Profile) -> CaseCosts:
+    layer_of, per_stack = frame_layers(profile)
+    self_n: Counter = Counter()
+    total_n: Counter = Counter()
+    layer_n: Counter = Counter()
+    callers: dict[str, Counter] = {}
+    for s, lays in zip(profile.stacks, per_stack):
+        self_n[s.frames[-1]] += s.count
+        for name in set(s.frames):  # once per sample, however often a frame recurs in it
+            total_n[name] += s.count
+        layer_n[lays[-1]] += s.count
+        caller = next((l for l in reversed(lays[:-1]) if l != lays[-1]), None)
+        if caller:
+            callers.setdefault(lays[-1], Counter())[caller] += s.count
+
+    def fig(n: int) -> Figure:
+        return Figure(profile.us(n), profile.se(n), n)
+
+    frames = [FrameCost(name, layer_of[name], fig(self_n[name]), fig(total_n[name])) for name in total_n]
+    frames.sort(key=lambda f: (-f.self.samples, -f.total.samples, f.frame))
+    return CaseCosts(
+        label=profile.label,
+        us_per_call=profile.us_per_call,
+        samples=profile.samples,
+        loop_samples=total_n.get(st.LOOP_FRAME, 0),
+        layers={l: fig(layer_n[l]) for l in ly.order(layer_n)},
+        frames=frames,
+        called_from={l: {c: profile.us(n) for c, n in cs.most_common()} for l, cs in callers.items()},
+    )

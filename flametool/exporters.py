@@ -1,0 +1,111 @@
+"""Exports of a run's stacks with normalized names: speedscope's JSON file format and folded stacks.
+
+speedscope: https://www.speedscope.app/file-format-schema.json (spec: speedscope's file-format-spec.ts).
+One sampled profile per case; each stack's weight is its time per call in microseconds, so a profile's
+total is the case's CPU time per call and speedscope's numbers read directly as us per call.
+
+folded: one 'frame;frame;... COUNT' line per stack (flamegraph.pl, inferno, speedscope read it). Counts
+stay integers (sample counts), as flamegraph.pl expects; when more than one case is exported each stack
+starts with the case's label, so one file holds them side by side.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import __version__, attribution, rundir
+from . import stacks as st
+from .errors import FlametoolError
+
+SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
+FORMATS = ("speedscope", "folded")
+
+
+def profiles(run: Path, case: str | None) -> tuple[dict, list[attribution.Profile]]:
+    data = rundir.load(run)
+    labels = [case] if case is not None else attribution.sampled_labels(data)
+    if not labels:
+        raise FlametoolError(f"{run}: no case has stacks to export")
+    return data, [attribution.load_profile(run, data, label) for label in labels]
+
+
+def speedscope(profs: list[attribution.Profile], name: str) -> dict:
+    index: dict[str, int] = {}
+    frames: list[dict] = []
+
+    def frame_id(key: str, frame: st.Frame) -> int:
+        if key not in index:
+            index[key] = len(frames)
+            entry = {"name": key}
+            if frame.file:
+                entry["file"] = frame.file
+            frames.append(entry)
+        return index[key]
+
+    out_profiles = []
+    for p in profs:
+        samples = [[frame_id(n, p.frames[n]) for n in s.frames] for s in p.stacks]
+        weights = [p.us(s.count) for s in p.stacks]
+        out_profiles.append({
+            "type": "sampled", "name": f"{p.label} (us per call)", "unit": "microseconds",
+            "startValue": 0, "endValue": sum(weights), "samples": samples, "weights": weights,
+        })
+    return {
+        "$schema": SPEEDSCOPE_SCHEMA,
+        "shared": {"frames": frames},
+        "profiles": out_profiles,
+        "name": name,
+        "activeProfileIndex": 0,
+        "exporter": f"flametool {__version__}",
+    }
+
+
+def check_speedscope(doc: dict) -> None:
+    """The schema's required fields and types, so a file we write is one speedscope can open."""
+    problems = []
+    if doc.get("$schema") != SPEEDSCOPE_SCHEMA:
+        problems.append("$schema")
+    frames = (doc.get("shared") or {}).get("frames")
+    if not isinstance(frames, list) or not all(isinstance(f, dict) and isinstance(f.get("name"), str) for f in frames):
+        problems.append("shared.frames[].name")
+    profs = doc.get("profiles")
+    if not isinstance(profs, list) or not profs:
+        problems.append("profiles")
+    for i, p in enumerate(profs or []):
+        for key in ("type", "name", "unit", "startValue", "endValue", "samples", "weights"):
+            if key not in p:
+                problems.append(f"profiles[{i}].{key}")
+        if p.get("type") != "sampled" or p.get("unit") not in ("none", "nanoseconds", "microseconds", "milliseconds", "seconds", "bytes"):
+            problems.append(f"profiles[{i}].type/unit")
+        if len(p.get("samples", [])) != len(p.get("weights", [])):
+            problems.append(f"profiles[{i}]: samples and weights differ in length")
+        if any(not (0 <= i_ < len(frames or [])) for s in p.get("samples", []) for i_ in s):
+            problems.append(f"profiles[{i}]: frame index out of range")
+        if p.get("endValue", 0) < p.get("startValue", 0):
+            problems.append(f"profiles[{i}]: endValue < startValue")
+    if problems:
+        raise FlametoolError(f"speedscope export failed its own check: {', '.join(problems)}")
+
+
+def folded(profs: list[attribution.Profile]) -> str:
+    prefix = len(profs) > 1
+    lines = []
+    for p in profs:
+        for s in p.stacks:
+            names = ((p.label,) if prefix else ()) + s.frames
+            lines.append(st.Stack(tuple(n.replace(";", ",") for n in names), s.count))
+    return st.dumps(lines)
+
+
+def export(run: Path, fmt: str, case: str | None) -> str:
+    """The export as text; `run` is only read."""
+    if fmt not in FORMATS:
+        raise FlametoolError(f"--format {fmt!r}: choose from {', '.join(FORMATS)}")
+    _, profs = profiles(run, case)
+    if fmt == "folded":
+        return folded(profs)
+    doc = speedscope(profs, name=f"flametool {run.name}")
+    text = json.dumps(doc)
+    check_speedscope(json.loads(text))  # what is written, read back
+    return text

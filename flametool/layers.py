@@ -1,0 +1,67 @@
+"""Layers: which part of the software stack a frame belongs to, by rules kept as data in layers.json."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+from .stacks import Frame
+
+INHERIT = "inherit"
+OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Rule:
+    layer: str
+    name: re.Pattern | None = None
+    file: re.Pattern | None = None
+    kind: str | None = None
+
+    def matches(self, frame: Frame) -> bool:
+        return ((self.kind is None or frame.kind == self.kind)
+                and (self.name is None or bool(self.name.search(frame.name)))
+                and (self.file is None or bool(self.file.search(frame.file))))
+
+
+def load(text: str | None = None) -> tuple[list[Rule], dict[str, str]]:
+    """The rules and the layers (name -> what it holds, in display order) from layers.json (or `text`)."""
+    if text is None:
+        text = resources.files(__package__).joinpath("layers.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    layers = {entry["layer"]: entry["about"] for entry in data["layers"]}
+    rules = []
+    for entry in data["rules"]:
+        if entry["layer"] not in layers and entry["layer"] != INHERIT:
+            raise ValueError(f"layers.json: rule {entry} names an unlisted layer")
+        rules.append(Rule(layer=entry["layer"], kind=entry.get("kind"),
+                          name=re.compile(entry["name"]) if "name" in entry else None,
+                          file=re.compile(entry["file"]) if "file" in entry else None))
+    return rules, layers
+
+
+RULES, LAYERS = load()
+
+
+def classify(frame: Frame, rules: list[Rule] = RULES) -> str:
+    """The frame's own layer; may be INHERIT (its caller's layer decides)."""
+    return next((r.layer for r in rules if r.matches(frame)), OTHER)
+
+
+def stack_layers(names: tuple[str, ...], frames: dict[str, Frame], rules: list[Rule] = RULES) -> list[str]:
+    """The layer of each frame of one stack, root first, with INHERIT resolved from the caller."""
+    out: list[str] = []
+    for name in names:
+        layer = classify(frames[name], rules)
+        if layer == INHERIT:
+            layer = out[-1] if out else OTHER
+        out.append(layer)
+    return out
+
+
+def order(layer_names) -> list[str]:
+    """Layers in the order layers.json lists them (unknown ones last, by name)."""
+    known = list(LAYERS)
+    return sorted(layer_names, key=lambda l: (known.index(l) if l in known else len(known), l))

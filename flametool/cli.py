@@ -1,6 +1,6 @@
 """Command line: ``build_parser()`` describes it, ``main(argv)`` checks every input before anything starts
 and turns known failures into one line on stderr and an exit code (2 bad input, 1 a case failed,
-130 interrupted), never a traceback."""
+3 `diff --fail-above`: the case got slower than allowed, 130 interrupted), never a traceback."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, cases, envinfo, runner, terminal
+from . import __version__, analysis, cases, envinfo, exporters, runner, terminal
 from .errors import FlametoolError
 
 SEED_SHAPE = [65536, 24576, 12288]
@@ -44,6 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")
     p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails")
     p.add_argument("--out", type=Path, help="run directory to create (default flametool-runs/<timestamp>)")
+
+    p = sub.add_parser("diff", help="one case in two run directories: layers and frames, head (RUN_B) - base (RUN_A)")
+    p.add_argument("run_a", type=Path, metavar="RUN_A", help="base run directory")
+    p.add_argument("run_b", type=Path, metavar="RUN_B", help="head run directory")
+    p.add_argument("--case", help="case label (default: the first sampled case both runs have)")
+    p.add_argument("--fail-above", type=float, metavar="PCT",
+                   help=f"exit {analysis.SLOWER_EXIT} when the case's CPU time per call grew by more than PCT percent")
+    p.add_argument("--top", type=int, default=15, help="frames to list (default 15)")
+
+    p = sub.add_parser("export", help="a run's stacks with normalized names, for speedscope or flame graph tools")
+    p.add_argument("run", type=Path, metavar="RUN", help="run directory")
+    p.add_argument("--format", required=True, help="speedscope (JSON, weights in us per call) or folded (sample counts)")
+    p.add_argument("--case", help="export only this case (default: every sampled case)")
+    p.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
     return parser
 
 
@@ -143,10 +157,39 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
                       highlight=False)
             return 130
     terminal.print_summary(data, run_dir, out)
+    data = analysis.analyse_and_save(run_dir, data)
+    terminal.print_layers(data["analysis"], data["diff"], out)
     failed = [l for l, r in data["results"].items() if r.get("error")]
     for label in failed:
         err.print(f"flametool: case {label!r}: {data['results'][label]['error']}", highlight=False)
     return 1 if failed else 0
+
+
+def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
+    if args.fail_above is not None and args.fail_above < 0:
+        raise FlametoolError(f"--fail-above {args.fail_above}: must be 0 or more")
+    result = analysis.diff_runs(args.run_a, args.run_b, args.case)
+    label = result["base"]
+    terminal.print_run_diff(result, label, out, args.top)
+    grew = (result["ratio"] - 1) * 100
+    if args.fail_above is not None and grew > args.fail_above:
+        err.print(f"flametool: {label}: {result['base_us_per_call']:.2f} -> {result['head_us_per_call']:.2f} us per call, "
+                  f"{grew:+.1f}% (more than --fail-above {args.fail_above:g}%)", highlight=False, markup=False)
+        return analysis.SLOWER_EXIT
+    return 0
+
+
+def cmd_export(args: argparse.Namespace, out: Console) -> int:
+    text = exporters.export(args.run, args.format, args.case)
+    if args.output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return 0
+    try:
+        args.output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise FlametoolError(f"{args.output}: cannot be written ({exc.strerror or exc})") from None
+    return 0
 
 
 def _terminate(signum, frame):  # SIGTERM ends a run like Ctrl-C: children stopped, run.json kept
@@ -162,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "compare":
             return cmd_compare(args, argv, err, out)
+        if args.command == "diff":
+            return cmd_diff(args, err, out)
+        if args.command == "export":
+            return cmd_export(args, out)
         raise FlametoolError(f"unknown command {args.command}")
     except FlametoolError as exc:
         err.print(f"flametool: {exc}", highlight=False, markup=False)

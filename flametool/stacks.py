@@ -92,7 +92,7 @@ ADDRESS = re.compile(r"^0x[0-9a-fA-F]+$")
 ABI_TAG = re.compile(r"\.(cpython-[^./]+|abi3|pypy[^./]*)(?=\.so)")
 EXTENSION_SO = re.compile(r"^(?P<path>[A-Za-z_][\w/]*)\.so$")
 # Cython's C names: __pyx_pw_4cupy_5_core_16_routines_linalg_3matmul, __pyx_getprop_..., ...
-PYX_MANGLED = re.compile(r"^_{2,3}pyx_(?:fuse_\d+(?:_\d+)?_{2}pyx_)?(?:pw|pf|f|getprop|setprop|tp_\w+?)_(?P<rest>\d.*)$")
+PYX_MANGLED = re.compile(r"^_{2,3}pyx_(?:fuse_\d+(?:_\d+)?_{2}pyx_)?(?P<kind>pw|pf|f|getprop|setprop|tp_\w+?)_(?P<rest>\d.*)$")
 LOOP_FRAME = "[flametool active loop]"
 
 
@@ -132,8 +132,9 @@ CYTHON_MODULES = _cython_modules()
 
 def demangle_pyx(name: str) -> tuple[list[str], str] | None:
     """'__pyx_getprop_4cupy_5_core_4core_13_ndarray_base_itemsize' -> (['cupy','_core','core','_ndarray_base'],
-    'itemsize'). Cython writes each scope as <length><name>; what follows the last one is the function,
-    sometimes after a wrapper index ('3matmul'), which is dropped."""
+    'itemsize'). Cython writes each scope as <length><name>; what follows the last one is the function.
+    Python-visible wrappers (pw, pf) write the function as <index><name> ('3matmul'); the index is dropped,
+    and a piece that looked like one more scope ('5least' in '5least_squares_cg') was that index."""
     m = PYX_MANGLED.match(name)
     if not m:
         return None
@@ -147,6 +148,8 @@ def demangle_pyx(name: str) -> tuple[list[str], str] | None:
             break  # not a scope: the wrapper index of the function name
         scopes.append(rest[start : start + n])
         rest = rest[start + n + 1 :]
+    if m.group("kind") in ("pw", "pf") and not rest[:1].isdigit() and len(scopes) > 1:
+        rest = f"{scopes.pop()}_{rest}"
     func = re.sub(r"^\d+", "", rest)
     return (scopes, func) if scopes and func else None
 
@@ -189,8 +192,8 @@ class Namer:
             return Frame(raw, "", "loop")
         func, file, line = split_location(raw)
         file = ABI_TAG.sub("", file)
-        if ADDRESS.match(func):
-            return Frame(f"[{file or 'unknown'}]", file, "address")
+        if ADDRESS.match(func):  # one frame per library; '[vdso]' is already bracketed
+            return Frame(file if file.startswith("[") else f"[{file or 'unknown'}]", file, "address")
         if PY_EXT.search(file) or file.startswith("<frozen "):
             return Frame(python_name(func, file), file, "python", line)
         if "::" not in strip_templates(func) and CYTHON_SOURCE.search(file):
@@ -290,13 +293,17 @@ def display_name(name: str, width: int = 72) -> str:
     long, the leading namespaces dropped ('…::Class::method')."""
     # only C++ names have templates; '<locals>' and '<lambda>' in Python names stay
     short = strip_templates(name).replace("(anonymous namespace)", "{anon}") if "::" in name else name
+    func, sep, where = short.rpartition(" (")
+    if sep and "/" in where:  # the library's file name says enough: 'numpy/_core/_umath.so' -> '_umath.so'
+        short = f"{func} ({where.rsplit('/', 1)[-1]}"
     if len(short) <= width:
         return short
     func, sep, where = short.rpartition(" (")
     head = func if sep else short
     tail = f" ({where}" if sep else ""
-    parts = head.split("::")
-    while len(parts) > 2 and len("…::" + "::".join(parts[1:]) + tail) > width:
+    parts, dropped = head.split("::"), False
+    while len(parts) > 1 and len(("…::" if dropped else "") + "::".join(parts) + tail) > width:
         parts.pop(0)
-    short = ("…::" if len(parts) < len(head.split("::")) else "") + "::".join(parts) + tail
+        dropped = True
+    short = ("…::" if dropped else "") + "::".join(parts) + tail
     return short if len(short) <= width else short[: width - 1] + "…"

@@ -112,3 +112,85 @@ def print_summary(data: dict, run_dir: Path, console: Console) -> None:
     if not data.get("complete"):
         console.print(Text("run incomplete: run.json holds what finished"), highlight=False)
     console.print(Text(f"run directory: {run_dir}"), highlight=False)
+
+
+def _pm(value: float, se: float) -> str:
+    return f"{value:,.2f} ± {se:,.2f}"
+
+
+def print_layers(analysis: dict, case_diff: dict | None, console: Console, top: int = 10) -> None:
+    """Host time per call by layer, side by side for every analysed case, then where two cases differ."""
+    done = {l: a for l, a in analysis.items() if "skipped" not in a}
+    for label, a in analysis.items():
+        if "skipped" in a:
+            console.print(Text(f"{label}: no stack analysis: {a['skipped']}"), highlight=False)
+    if not done:
+        return
+    from .layers import order
+
+    table = Table(title="host time per call by layer, us (± one standard error from the sample count)",
+                  title_justify="left")
+    table.add_column("layer")
+    for label in done:
+        table.add_column(label, justify="right")
+    if case_diff:
+        table.add_column(f"{case_diff['head']} - {case_diff['base']}", justify="right")
+        deltas = {r["layer"]: r for r in case_diff["layers"]}
+    for layer in order({l for a in done.values() for l in a["layers_us_per_call"]}):
+        row = [Text(layer)]
+        for a in done.values():
+            us = a["layers_us_per_call"].get(layer)
+            row.append(_pm(us, a["layers_se_us"][layer]) if us is not None else "-")
+        if case_diff:
+            d = deltas.get(layer)
+            row.append(f"{d['delta_us_per_call']:+,.2f} ± {d['delta_se_us']:,.2f}" if d else "-")
+        table.add_row(*row)
+    row = [Text("total (measured)")] + [f"{a['us_per_call']:,.2f}" for a in done.values()]
+    if case_diff:
+        row.append(f"{case_diff['delta_us_per_call']:+,.2f}")
+    table.add_row(*row, end_section=True)
+    console.print(table)
+    for label, a in done.items():
+        c = a["closure"]
+        flag = "" if c["within_tolerance"] else f" (outside {c['tolerance']:.0%}: samples were lost)"
+        libc = a["layers_called_from_us_per_call"].get("C library/allocator") or {}
+        callers = ", ".join(f"{k} {v:,.2f}" for k, v in list(libc.items())[:3])
+        console.print(Text(f"{label}: layers sum to {c['layers_sum_us_per_call']:,.2f} of {c['measured_us_per_call']:,.2f} us "
+                           f"per call (ratio {c['ratio']:.3f}){flag}; {a['samples']} samples"
+                           + (f"; C library called from: {callers}" if callers else "")), highlight=False)
+    if case_diff:
+        print_frame_deltas(case_diff, console, top)
+
+
+def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None:
+    table = Table(title=f"frames that differ most ({case_diff['head']} - {case_diff['base']}, self time, us per call)",
+                  title_justify="left")
+    table.add_column("frame", overflow="fold", ratio=1)
+    table.add_column("layer")
+    for col in (case_diff["base"], case_diff["head"], "delta", "delta total"):
+        table.add_column(col, justify="right", no_wrap=True)
+    changed = [r for r in case_diff["frames"] if r["delta_us_per_call"] or r["delta_total_us_per_call"]]
+    if not changed:
+        console.print(Text("no frame differs"), highlight=False)
+        return
+    for r in changed[:top]:
+        table.add_row(Text(r["display"]), r["layer"], f"{r['base_self_us_per_call']:,.2f}", f"{r['head_self_us_per_call']:,.2f}",
+                      f"{r['delta_us_per_call']:+,.2f} ± {r['delta_se_us']:,.2f}", f"{r['delta_total_us_per_call']:+,.2f}")
+    console.print(table)
+
+
+def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10) -> None:
+    """`flametool diff`: one case in two runs."""
+    table = Table(title=f"{label}: host time per call by layer, us (base {case_diff['base_run']}, head {case_diff['head_run']})",
+                  title_justify="left")
+    for col in ("layer", "base", "head", "delta"):
+        table.add_column(col, justify="left" if col == "layer" else "right")
+    for r in case_diff["layers"]:
+        table.add_row(Text(r["layer"]), f"{r['base_us_per_call']:,.2f}", f"{r['head_us_per_call']:,.2f}",
+                      f"{r['delta_us_per_call']:+,.2f} ± {r['delta_se_us']:,.2f}")
+    table.add_row(Text("total (measured)"), f"{case_diff['base_us_per_call']:,.2f}", f"{case_diff['head_us_per_call']:,.2f}",
+                  f"{case_diff['delta_us_per_call']:+,.2f}")
+    console.print(table)
+    print_frame_deltas(case_diff | {"base": "base", "head": "head"}, console, top)
+    if not case_diff.get("same_shape_and_dtype", True):
+        console.print(Text("note: the two runs sampled this case at different shapes or dtypes"), highlight=False)

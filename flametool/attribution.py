@@ -77,9 +77,11 @@ def sampled_labels(data: dict) -> list[str]:
 def skip_reason(result: dict) -> str | None:
     if result.get("error"):
         return "the case failed"
-    if not (result.get("files") or {}).get("folded"):
+    files = result.get("files")
+    if not isinstance(files, dict) or not files.get("folded"):
         return "not sampled (--no-sample, or py-spy did not run)"
-    timing = result.get("sample_timing") or {}
+    timing = result.get("sample_timing")
+    timing = timing if isinstance(timing, dict) else {}
     if not isinstance(timing.get("cpu_us_per_call"), (int, float)) or timing["cpu_us_per_call"] <= 0:
         return "no unsampled time per call at the sampled shape"
     if not result.get("samples"):
@@ -95,13 +97,17 @@ def load_profile(run: Path, data: dict, label: str, by_line: bool = False) -> Pr
     reason = skip_reason(result)
     if reason:
         raise RunDirError(f"{run}: case {label!r} cannot be analysed: {reason}")
-    raw = st.read(run / result["files"]["folded"])
-    loop = (result.get("sampling") or {}).get("loop_samples") or 0
+    name = result["files"]["folded"]
+    if not isinstance(name, str) or Path(name).name != name:
+        raise RunDirError(f"{run / rundir.RUN_FILE}: case {label!r}: files.folded is not a file name in the run directory")
+    raw = st.read(run / name)
+    sampling = result.get("sampling")
+    loop = (sampling.get("loop_samples") if isinstance(sampling, dict) else None) or 0
     if not isinstance(loop, int) or loop < 0:
         raise RunDirError(f"{run / rundir.RUN_FILE}: case {label!r}: sampling.loop_samples is not a count")
     profile = make_profile(label, raw, loop, float(result["sample_timing"]["cpu_us_per_call"]), by_line)
     if not profile.samples:
-        raise RunDirError(f"{run / result['files']['folded']}: no samples")
+        raise RunDirError(f"{run / name}: no samples")
     return profile
 
 

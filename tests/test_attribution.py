@@ -1,0 +1,170 @@
+"""Sample shares -> microseconds per call: scaling, the loop's share, uncertainty, closure; and the H200
+reference stacks (CuPy vs PyTorch, 256^3 fp16) read the way a CuPy developer expects."""
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from flametool import attribution as at
+from flametool import stacks as st
+from flametool.errors import RunDirError
+from runbuild import make_run
+
+DATA = Path(__file__).parent / "data"
+
+FOLDED = (
+    "step (case.py:1);outer (lib/m.py:5);inner (lib/m.py:9) 6\n"
+    "step (case.py:1);outer (lib/m.py:5);malloc (libc.so.6) 2\n"
+    "step (case.py:1);cublasGemmEx (libcublas.so.13);0x1 (libcublas.so.13) 1\n"
+)
+
+
+def costs(text=FOLDED, us=10.0, loop=1):
+    return at.attribute(at.make_profile("c", st.parse(text), loop, us))
+
+
+def by_frame(c):
+    return {f.frame: f for f in c.frames}
+
+
+def test_share_of_all_loop_samples_times_unsampled_time():
+    c = costs()  # 9 kept + 1 in the loop = 10 samples; 10 us per call -> 1 us per sample
+    f = by_frame(c)
+    assert f["lib.m.inner"].self.us_per_call == pytest.approx(6.0)
+    assert f["lib.m.outer"].self.us_per_call == pytest.approx(0.0)
+    assert f["lib.m.outer"].total.us_per_call == pytest.approx(8.0)
+    assert f["case.step"].total.us_per_call == pytest.approx(9.0)
+    assert f["[libcublas.so.13]"].self.samples == 1
+    # the loop's own samples are a frame of their own, not spread over step()'s frames
+    assert f[st.LOOP_FRAME].self.us_per_call == pytest.approx(1.0)
+    assert f[st.LOOP_FRAME].layer == "loop"
+
+
+def test_layers_take_self_time():
+    c = costs()
+    layers = {k: v.us_per_call for k, v in c.layers.items()}
+    assert layers == pytest.approx({"Python": 6.0, "cuBLAS": 1.0, "C library/allocator": 2.0, "loop": 1.0})
+    assert list(c.layers) == ["Python", "cuBLAS", "C library/allocator", "loop"]  # layers.json's order
+
+
+def test_binomial_standard_error():
+    c = costs()
+    inner = by_frame(c)["lib.m.inner"].self
+    assert inner.se_us == pytest.approx(math.sqrt(0.6 * 0.4 / 10) * 10.0)
+    assert c.layers["loop"].se_us == pytest.approx(math.sqrt(0.1 * 0.9 / 10) * 10.0)
+    # a frame with every sample has no sampling error
+    assert by_frame(costs(loop=0))["case.step"].total.se_us == pytest.approx(0.0)
+
+
+def test_closure():
+    c = costs()
+    closure = c.closure()
+    assert closure["ratio"] == pytest.approx(1.0)
+    assert closure["within_tolerance"]
+    assert closure["layers_sum_us_per_call"] == pytest.approx(10.0)
+    # samples lost on the way (here: a layer dropped) show up as a ratio below 1
+    c.layers.pop("Python")
+    assert not c.closure()["within_tolerance"]
+
+
+def test_recursion_counts_a_sample_once_in_total():
+    c = costs("s (m.py:1);a (m.py:2);b (m.py:3);a (m.py:2) 4\n", us=4.0, loop=0)
+    assert by_frame(c)["m.a"].total.us_per_call == pytest.approx(4.0)
+    assert by_frame(c)["m.a"].self.us_per_call == pytest.approx(4.0)
+
+
+def test_inherited_layer_follows_the_callers():
+    text = ("s (m.py:1);matmul (_routines_linalg.cpp:1);Py_DECREF (object.h:706) 3\n"
+            "s (m.py:1);Py_DECREF (object.h:706) 1\n")
+    c = costs(text, us=4.0, loop=0)
+    assert by_frame(c)["Py_DECREF (object.h)"].layer == "Cython"  # where most of its samples were
+    assert c.layers["Cython"].us_per_call == pytest.approx(3.0)
+    assert c.layers["Python"].us_per_call == pytest.approx(1.0)
+
+
+def test_called_from_says_who_called_the_c_library():
+    c = costs()
+    assert c.called_from["C library/allocator"] == pytest.approx({"Python": 2.0})
+
+
+def test_json_record_fields():
+    j = costs().to_json()
+    hot = j["hot_frames"][0]
+    assert set(hot) >= {"frame", "layer", "self_us_per_call", "total_us_per_call", "samples", "self_se_us", "total_se_us"}
+    assert hot["frame"] == "lib.m.inner" and hot["samples"] == 6
+    assert j["layers_us_per_call"]["Python"] == pytest.approx(6.0)
+    assert j["closure"]["ratio"] == pytest.approx(1.0)
+
+
+def test_load_profile_reads_the_run_directory(tmp_path):
+    run = make_run(tmp_path / "run", {"a": (FOLDED, 10.0, 1)})
+    from flametool import rundir
+
+    p = at.load_profile(run, rundir.load(run), "a")
+    assert p.samples == 10 and p.us_per_call == 10.0
+    with pytest.raises(RunDirError, match="no case 'b'"):
+        at.load_profile(run, rundir.load(run), "b")
+
+
+def test_garbage_folded_is_a_run_dir_error(tmp_path):
+    run = make_run(tmp_path / "run", {"a": ("this is not folded\n", 10.0, 0)})
+    from flametool import rundir
+
+    with pytest.raises(RunDirError, match="a.folded: line 1"):
+        at.load_profile(run, rundir.load(run), "a")
+
+
+# --- the H200 reference: CuPy 14.2 vs PyTorch 2.11, 256^3 fp16 matmul, 5 s of py-spy each ----------------
+# Unsampled CPU time per call at that shape, from the reference README (one run each).
+H200_US = {"cupy": 17.3, "torch": 14.6}
+
+
+@pytest.fixture(scope="module")
+def h200():
+    loops = json.loads((DATA / "h200_loop_samples.json").read_text())
+    out = {}
+    for lib in ("cupy", "torch"):
+        with gzip.open(DATA / f"h200_{lib}.folded.gz", "rt", encoding="utf-8") as fh:
+            raw = st.parse(fh.read(), f"h200_{lib}")
+        out[lib] = at.attribute(at.make_profile(lib, raw, loops[lib], H200_US[lib]))
+    return out
+
+
+def test_h200_layers_close(h200):
+    for c in h200.values():
+        assert abs(c.closure()["ratio"] - 1) < 0.10
+
+
+def test_h200_cublas_about_equal(h200):
+    cublas = {lib: c.layers["cuBLAS"].us_per_call for lib, c in h200.items()}
+    assert cublas["cupy"] > 1 and cublas["torch"] > 1
+    assert cublas["cupy"] == pytest.approx(cublas["torch"], rel=0.25)
+
+
+def test_h200_cupy_side_is_cython_and_python(h200):
+    cupy, torch = h200["cupy"].layers, h200["torch"].layers
+    # CuPy's own host code (the Cython wrapper, the Python gufunc layer) is its biggest library-side layer
+    wrapper = cupy["Cython"].us_per_call + cupy["Python"].us_per_call
+    assert cupy["Cython"].us_per_call > max(cupy[l].us_per_call for l in ("cuBLAS", "CUDA runtime/driver"))
+    torch_own = sum(torch[l].us_per_call for l in ("PyTorch binding", "PyTorch dispatcher", "ATen/CUDA glue", "Python"))
+    assert wrapper > 2 * torch_own
+    # and each side only has its own library's layers
+    assert not {"PyTorch binding", "PyTorch dispatcher", "ATen/CUDA glue"} & set(cupy)
+    assert not {"Cython", "NumPy"} & set(torch)
+
+
+def test_h200_hot_frames_name_cupy_functions(h200):
+    names = {f.frame for f in h200["cupy"].frames}
+    for expected in ("cupy._core._routines_linalg.tensordot_core", "cupy._core._gufuncs._GUFunc.__call__",
+                     "cupy.linalg._product._try_fastcall_matmul", "cupy_backends.cuda.libs.cublas.gemmEx",
+                     "cupy.cuda.device._get_handle", "[libcublasLt.so.13]"):
+        assert expected in names
+    totals = {f.frame: f.total.us_per_call for f in h200["cupy"].frames}
+    # everything below the gufunc's __call__ is most of a call
+    assert totals["cupy._core._gufuncs._GUFunc.__call__"] > 0.9 * H200_US["cupy"]
+    torch_names = {f.frame for f in h200["torch"].frames}
+    assert "at::_ops::mm_out::call (libtorch_cpu.so)" in torch_names
+    assert "torch::autograd::THPVariable_mm (libtorch_python.so)" in torch_names

@@ -1,0 +1,148 @@
+"""Diffs on a merged call tree: case vs case in a run, one case across two runs, and `flametool diff`."""
+
+import pytest
+
+from flametool import attribution as at
+from flametool import cli, diff, rundir
+from flametool import stacks as st
+from runbuild import make_run, snapshot
+
+# base: 6 samples at 6 us per call; head: 8 samples at 8 us per call -> 1 us per sample on both sides
+BASE = ("case_a.<locals>.step (tests/a.py:1);shared (lib/s.py:1);x (lib/s.py:2) 4\n"
+        "case_a.<locals>.step (tests/a.py:1);shared (lib/s.py:1) 2\n")
+HEAD = ("case_b.<locals>.step (tests/b.py:1);shared (lib/s.py:1);x (lib/s.py:2) 4\n"
+        "case_b.<locals>.step (tests/b.py:1);shared (lib/s.py:1);planted (tests/b.py:9);0x1 (libc.so.6) 3\n"
+        "case_b.<locals>.step (tests/b.py:1);shared (lib/s.py:1);planted (tests/b.py:9) 1\n")
+
+
+def profile(label, text, us):
+    return at.make_profile(label, st.parse(text), 0, us)
+
+
+@pytest.fixture
+def d():
+    return diff.diff(profile("a", BASE, 6.0), profile("b", HEAD, 8.0))
+
+
+def rows(d):
+    return {r["frame"]: r for r in d["frames"]}
+
+
+def test_steps_of_two_cases_line_up_and_the_shared_part_cancels(d):
+    r = rows(d)
+    assert r[diff.STEP_ROOT]["delta_total_us_per_call"] == pytest.approx(2.0)
+    assert r["lib.s.x"]["delta_us_per_call"] == pytest.approx(0.0)
+    assert r["lib.s.shared"]["delta_us_per_call"] == pytest.approx(-2.0)
+    assert r["tests.b.planted"]["delta_us_per_call"] == pytest.approx(1.0)
+    assert r["tests.b.planted"]["delta_total_us_per_call"] == pytest.approx(4.0)
+    assert r["[libc.so.6]"]["delta_us_per_call"] == pytest.approx(3.0)
+    # the step functions' own names do not appear: they are the aligned root
+    assert not any("case_a" in f or "case_b" in f for f in r)
+    assert d["frames"][0]["frame"] == "[libc.so.6]"  # the biggest change in self time comes first
+
+
+def test_layer_deltas_add_up_to_the_measured_difference(d):
+    assert d["base"] == "a" and d["head"] == "b"
+    assert d["delta_us_per_call"] == pytest.approx(2.0)
+    assert sum(r["delta_us_per_call"] for r in d["layers"]) == pytest.approx(2.0)
+    by_layer = {r["layer"]: r for r in d["layers"]}
+    assert by_layer["C library/allocator"]["delta_us_per_call"] == pytest.approx(3.0)
+    assert by_layer["Python"]["delta_us_per_call"] == pytest.approx(-1.0)
+    assert by_layer["C library/allocator"]["delta_se_us"] > 0
+
+
+def test_differential_flame_graph_nodes(d):
+    fg = d["flamegraph"]
+    assert fg["width_from"] == "head"
+    nodes = fg["nodes"]
+    by_path = {}
+    for n in nodes:
+        parent = by_path_name(nodes, n["parent"])
+        by_path[parent + (n["frame"],)] = n
+        assert n["parent"] is None or n["parent"] < n["id"]  # parents come first
+    root = by_path[(diff.STEP_ROOT,)]
+    assert root["head_total_us_per_call"] == pytest.approx(8.0) and root["base_total_us_per_call"] == pytest.approx(6.0)
+    planted = by_path[(diff.STEP_ROOT, "lib.s.shared", "tests.b.planted")]
+    assert planted["base_total_us_per_call"] == 0 and planted["delta_us_per_call"] == pytest.approx(4.0)
+    assert planted["layer"] == "Python"
+    x = by_path[(diff.STEP_ROOT, "lib.s.shared", "lib.s.x")]
+    assert x["delta_self_us_per_call"] == pytest.approx(0.0)
+
+
+def by_path_name(nodes, idx):
+    path = ()
+    while idx is not None:
+        path = (nodes[idx]["frame"],) + path
+        idx = nodes[idx]["parent"]
+    return path
+
+
+def test_a_native_step_sits_under_the_root():
+    p = profile("n", "ufunc_generic_fastcall (numpy/_core/_umath.so);sgemm_ (libopenblas.so) 2\n", 2.0)
+    assert diff.aligned(p)[0].frames == (diff.STEP_ROOT, "ufunc_generic_fastcall (numpy/_core/_umath.so)",
+                                         "sgemm_ (libopenblas.so)")
+
+
+# --- flametool diff RUN_A RUN_B --------------------------------------------------------------------------
+
+def one_line_error(capsys, argv, code=2):
+    rc = cli.main(argv)
+    err = capsys.readouterr().err
+    assert rc == code, err
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("flametool: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.fixture
+def runs(tmp_path):
+    a = make_run(tmp_path / "a", {"numpy": (BASE, 6.0, 0), "torch": (BASE, 6.0, 0)})
+    b = make_run(tmp_path / "b", {"numpy": (HEAD, 8.0, 0)})
+    return a, b
+
+
+def test_diff_runs_passes_under_the_threshold(capsys, runs):
+    a, b = runs
+    before = snapshot(a), snapshot(b)
+    assert cli.main(["diff", str(a), str(b), "--fail-above", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "numpy" in out and "planted" in out
+    assert (snapshot(a), snapshot(b)) == before  # diff writes nothing
+
+
+def test_diff_runs_fails_above_the_threshold_with_exit_3(capsys, runs):
+    a, b = runs
+    line = one_line_error(capsys, ["diff", str(a), str(b), "--case", "numpy", "--fail-above", "10"], code=3)
+    assert "+33.3%" in line and "numpy" in line
+
+
+def test_diff_runs_faster_never_fails(capsys, runs):
+    a, b = runs
+    assert cli.main(["diff", str(b), str(a), "--fail-above", "0"]) == 0
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--case", "torch"], "no such case"),
+    (["--case", "jax"], "no such case"),
+    (["--fail-above", "-1"], "--fail-above"),
+])
+def test_diff_runs_bad_input(capsys, runs, args, words):
+    a, b = runs
+    assert words in one_line_error(capsys, ["diff", str(a), str(b), *args])
+
+
+def test_diff_runs_missing_or_corrupt_run(capsys, runs, tmp_path):
+    a, b = runs
+    assert "no such run directory" in one_line_error(capsys, ["diff", str(a), str(tmp_path / "nope")])
+    (b / "run.json").write_text("{not json")
+    before = snapshot(b)
+    assert "cannot be read as JSON" in one_line_error(capsys, ["diff", str(a), str(b)])
+    assert snapshot(b) == before
+
+
+def test_diff_runs_garbage_folded(capsys, runs):
+    a, b = runs
+    (b / "numpy.folded").write_text("\x00\x01 garbage\n")
+    before = snapshot(b)
+    assert "numpy.folded: line 1" in one_line_error(capsys, ["diff", str(a), str(b)])
+    assert snapshot(b) == before

@@ -1,0 +1,103 @@
+"""Exports: speedscope's file format (checked against the schema's required fields) and clean folded stacks."""
+
+import json
+
+import pytest
+
+from flametool import cli, exporters
+from flametool import stacks as st
+from flametool.errors import FlametoolError
+from runbuild import make_run, snapshot
+
+A = ("numpy_matmul.<locals>.step (flametool/cases.py:65);ufunc_generic_fastcall (numpy/_core/_multiarray_umath"
+     ".cpython-311-x86_64-linux-gnu.so);sgemm_kernel_HASWELL (libscipy_openblas64_.so) 8\n"
+     "numpy_matmul.<locals>.step (flametool/cases.py:65);0x7f01 (libc.so.6);0x7f02 (libc.so.6) 1\n")
+B = ("torch_mm.<locals>.step (flametool/cases.py:87);torch::autograd::THPVariable_mm (libtorch_python.so);"
+     "at::_ops::mm_out::call (libtorch_cpu.so) 5\n")
+
+
+@pytest.fixture
+def run(tmp_path):
+    return make_run(tmp_path / "run", {"numpy": (A, 5.0, 1), "torch": (B, 10.0, 0)})
+
+
+def test_speedscope_file(run, tmp_path, capsys):
+    before = snapshot(run)
+    out = tmp_path / "profile.speedscope.json"
+    assert cli.main(["export", str(run), "--format", "speedscope", "-o", str(out)]) == 0
+    assert snapshot(run) == before
+    doc = json.loads(out.read_text())
+    exporters.check_speedscope(doc)  # the schema's required fields, on what was written
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    assert [p["name"] for p in doc["profiles"]] == ["numpy (us per call)", "torch (us per call)"]
+    numpy, torch = doc["profiles"]
+    assert numpy["unit"] == "microseconds" and numpy["type"] == "sampled"
+    # weights are microseconds per call: a profile adds up to the case's time per call
+    assert sum(numpy["weights"]) == pytest.approx(5.0) and numpy["endValue"] == pytest.approx(5.0)
+    assert sum(torch["weights"]) == pytest.approx(10.0)
+    names = [f["name"] for f in doc["shared"]["frames"]]
+    assert "flametool.cases.numpy_matmul.<locals>.step" in names
+    assert "[libc.so.6]" in names and st.LOOP_FRAME in names
+    assert "ufunc_generic_fastcall (numpy/_core/_multiarray_umath.so)" in names
+    assert not any(n.startswith("0x") for n in names)
+    # frames are shared between profiles, each once
+    assert len(names) == len(set(names))
+
+
+def test_check_speedscope_catches_missing_fields():
+    with pytest.raises(FlametoolError, match="profiles\\[0\\].weights"):
+        exporters.check_speedscope({"$schema": exporters.SPEEDSCOPE_SCHEMA, "shared": {"frames": [{"name": "a"}]},
+                                    "profiles": [{"type": "sampled", "name": "x", "unit": "microseconds",
+                                                  "startValue": 0, "endValue": 1, "samples": [[0]]}]})
+    with pytest.raises(FlametoolError, match="out of range"):
+        exporters.check_speedscope({"$schema": exporters.SPEEDSCOPE_SCHEMA, "shared": {"frames": []},
+                                    "profiles": [{"type": "sampled", "name": "x", "unit": "microseconds",
+                                                  "startValue": 0, "endValue": 1, "samples": [[3]], "weights": [1]}]})
+
+
+def test_folded_to_stdout_all_cases(run, capsys):
+    assert cli.main(["export", str(run), "--format", "folded"]) == 0
+    text = capsys.readouterr().out
+    stacks = st.parse(text)
+    assert sum(s.count for s in stacks) == 9 + 1 + 5
+    assert ("numpy", "flametool.cases.numpy_matmul.<locals>.step", "[libc.so.6]") in {s.frames for s in stacks}
+    assert {s.frames[0] for s in stacks} == {"numpy", "torch"}
+
+
+def test_folded_one_case(run, capsys):
+    assert cli.main(["export", str(run), "--format", "folded", "--case", "torch"]) == 0
+    stacks = st.parse(capsys.readouterr().out)
+    assert stacks == [st.Stack(("flametool.cases.torch_mm.<locals>.step", "torch::autograd::THPVariable_mm (libtorch_python.so)",
+                                "at::_ops::mm_out::call (libtorch_cpu.so)"), 5)]
+
+
+def one_line_error(capsys, argv, code=2):
+    rc = cli.main(argv)
+    err = capsys.readouterr().err
+    assert rc == code, err
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("flametool: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--format", "svg"], "--format 'svg'"),
+    (["--format", "folded", "--case", "jax"], "no case 'jax'"),
+])
+def test_export_bad_input(run, capsys, args, words):
+    before = snapshot(run)
+    assert words in one_line_error(capsys, ["export", str(run), *args])
+    assert snapshot(run) == before
+
+
+def test_export_missing_run_and_garbage(run, capsys, tmp_path):
+    assert "no such run directory" in one_line_error(capsys, ["export", str(tmp_path / "nope"), "--format", "folded"])
+    (run / "torch.folded").write_text("garbage\n")
+    before = snapshot(run)
+    assert "torch.folded: line 1" in one_line_error(capsys, ["export", str(run), "--format", "speedscope"])
+    assert snapshot(run) == before
+
+
+def test_export_unwritable_output(run, capsys, tmp_path):
+    line = one_line_error(capsys, ["export", str(run), "--format", "folded", "-o", str(tmp_path / "no" / "dir" / "f")])
+    assert "cannot be written" in line

@@ -1,0 +1,64 @@
+"""A planted cost is found: a real `flametool compare` on the CPU under real py-spy, numpy against numpy plus
+a busy-wait of a known length in a function with a distinctive name. The diff must show that function at
+that many microseconds per call. Then `diff` and `export` on the same real run directory."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from flametool import cli, rundir
+from flametool import stacks as st
+from runbuild import snapshot
+
+CASES = Path(__file__).parent / "cases" / "planted_cases.py"
+sys.path.insert(0, str(CASES.parent))
+from planted_cases import PLANTED_US  # noqa: E402
+
+BUSY = "planted_busy_wait_20us"
+
+
+@pytest.fixture(scope="module")
+def planted_run(tmp_path_factory, cli):
+    out = tmp_path_factory.mktemp("planted") / "run"
+    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--case", f"{CASES}:numpy_plus_planted",
+               "--sample-seconds", "3", "--rate", "200", "--repeats", "1", "--iters", "2000", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out, proc.stdout
+
+
+def test_compare_saves_analysis_and_diff(planted_run):
+    out, stdout = planted_run
+    data = rundir.load(out)
+    assert set(data["analysis"]) == {"numpy", "numpy_plus_planted"}
+    for label, a in data["analysis"].items():
+        assert a["closure"]["within_tolerance"], a["closure"]
+        assert sum(a["layers_us_per_call"].values()) == pytest.approx(data["results"][label]["sample_timing"]["cpu_us_per_call"])
+        assert a["hot_frames"] and {"frame", "layer", "self_us_per_call", "total_us_per_call", "samples"} <= set(a["hot_frames"][0])
+    assert data["diff"]["base"] == "numpy" and data["diff"]["head"] == "numpy_plus_planted"
+    # the layer table is printed after the summary (rows, not titles: titles wrap on narrow terminals)
+    assert "CPU BLAS" in stdout and "total (measured)" in stdout
+
+
+def test_planted_cost_found_at_its_size(planted_run):
+    out, _ = planted_run
+    rows = [r for r in rundir.load(out)["diff"]["frames"] if r["frame"].endswith(BUSY)]
+    assert len(rows) == 1, [r["frame"] for r in rundir.load(out)["diff"]["frames"][:10]]
+    found = rows[0]["delta_total_us_per_call"]
+    assert found == pytest.approx(PLANTED_US, rel=0.15), rows[0]
+    assert rows[0]["base_total_us_per_call"] == 0
+
+
+def test_diff_and_export_on_a_real_run(planted_run, capsys, tmp_path):
+    out, _ = planted_run
+    before = snapshot(out)
+    assert cli.main(["diff", str(out), str(out), "--fail-above", "1"]) == 0
+    assert cli.main(["export", str(out), "--format", "speedscope", "-o", str(tmp_path / "s.json")]) == 0
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert len(doc["profiles"]) == 2 and doc["profiles"][1]["unit"] == "microseconds"
+    assert cli.main(["export", str(out), "--format", "folded", "-o", str(tmp_path / "f.folded")]) == 0
+    stacks = st.parse((tmp_path / "f.folded").read_text())
+    assert any(s.frames[-1].endswith(BUSY) or BUSY in ";".join(s.frames) for s in stacks)
+    assert snapshot(out) == before
+    capsys.readouterr()

@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", type=Path, metavar="RUN", help="run directory")
     p.add_argument("--format", required=True, help="speedscope (JSON, weights in us per call) or folded (sample counts)")
     p.add_argument("--case", help="export only this case (default: every sampled case)")
+    p.add_argument("--lines", action="store_true", help="one frame per source line instead of per function")
     p.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
     return parser
 
@@ -180,7 +181,7 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: Console) -> int:
-    text = exporters.export(args.run, args.format, args.case)
+    text = exporters.export(args.run, args.format, args.case, by_line=args.lines)
     if args.output is None:
         sys.stdout.write(text)
         sys.stdout.flush()

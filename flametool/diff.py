@@ -27,6 +27,10 @@ def aligned(profile: Profile) -> list[st.Stack]:
     """Stacks with the case's step() frame, the root of each kept stack, renamed STEP_ROOT."""
     out = []
     for s in profile.stacks:
+        # py-spy now and then puts an unnamed address above step() (a trampoline or an unwinding slip);
+        # when a named frame follows, the stack is aligned at that one
+        skip = next((i for i, n in enumerate(s.frames) if profile.frames[n].kind != "address"), 0)
+        s = st.Stack(s.frames[skip:], s.count)
         first = profile.frames[s.frames[0]]
         if first.kind == "python":
             out.append(st.Stack((STEP_ROOT,) + s.frames[1:], s.count))

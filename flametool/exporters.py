@@ -22,12 +22,12 @@ SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 FORMATS = ("speedscope", "folded")
 
 
-def profiles(run: Path, case: str | None) -> tuple[dict, list[attribution.Profile]]:
+def profiles(run: Path, case: str | None, by_line: bool = False) -> tuple[dict, list[attribution.Profile]]:
     data = rundir.load(run)
     labels = [case] if case is not None else attribution.sampled_labels(data)
     if not labels:
         raise FlametoolError(f"{run}: no case has stacks to export")
-    return data, [attribution.load_profile(run, data, label) for label in labels]
+    return data, [attribution.load_profile(run, data, label, by_line) for label in labels]
 
 
 def speedscope(profs: list[attribution.Profile], name: str) -> dict:
@@ -98,11 +98,11 @@ def folded(profs: list[attribution.Profile]) -> str:
     return st.dumps(lines)
 
 
-def export(run: Path, fmt: str, case: str | None) -> str:
+def export(run: Path, fmt: str, case: str | None, by_line: bool = False) -> str:
     """The export as text; `run` is only read."""
     if fmt not in FORMATS:
         raise FlametoolError(f"--format {fmt!r}: choose from {', '.join(FORMATS)}")
-    _, profs = profiles(run, case)
+    _, profs = profiles(run, case, by_line)
     if fmt == "folded":
         return folded(profs)
     doc = speedscope(profs, name=f"flametool {run.name}")

@@ -146,3 +146,9 @@ def test_diff_runs_garbage_folded(capsys, runs):
     before = snapshot(b)
     assert "numpy.folded: line 1" in one_line_error(capsys, ["diff", str(a), str(b)])
     assert snapshot(b) == before
+
+
+def test_an_address_above_step_is_not_a_root_of_its_own():
+    p = profile("n", "0x7f1b (libc.so.6);case.<locals>.step (t/c.py:1);f (lib/m.py:2) 1\n"
+                     "case.<locals>.step (t/c.py:1);f (lib/m.py:2) 1\n", 2.0)
+    assert diff.aligned(p) == [st.Stack((diff.STEP_ROOT, "lib.m.f"), 2)]

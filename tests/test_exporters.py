@@ -101,3 +101,11 @@ def test_export_missing_run_and_garbage(run, capsys, tmp_path):
 def test_export_unwritable_output(run, capsys, tmp_path):
     line = one_line_error(capsys, ["export", str(run), "--format", "folded", "-o", str(tmp_path / "no" / "dir" / "f")])
     assert "cannot be written" in line
+
+
+def test_folded_line_level_view(tmp_path, capsys):
+    run = make_run(tmp_path / "run", {"a": ("s (m.py:1);f (lib/k.py:10) 2\ns (m.py:1);f (lib/k.py:12) 1\n", 3.0, 0)})
+    assert cli.main(["export", str(run), "--format", "folded", "--lines"]) == 0
+    assert {s.frames for s in st.parse(capsys.readouterr().out)} == {("m.s:1", "lib.k.f:10"), ("m.s:1", "lib.k.f:12")}
+    assert cli.main(["export", str(run), "--format", "folded"]) == 0
+    assert st.parse(capsys.readouterr().out) == [st.Stack(("m.s", "lib.k.f"), 3)]

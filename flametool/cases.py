@@ -6,7 +6,12 @@ preallocated operands (a is m x k, b is k x n, out is m x n); ``sync()`` waits u
 The factory does all set-up (imports, random inputs, device selection) so that ``step`` holds only the
 launch.  GPU time comes from CUDA events of the library the case imported (see ``child.device_events``).
 
+A step may launch several operations (a CUDA graph of N products): it then says so with an ``ops``
+attribute (``step.ops = N``) and every figure is reported per operation.
+
 The built-in factories below are loaded by the child exactly as user files are: by ``module:function``.
+The floors (``cublas``, ``torch-graph``, ``cupy-graph``) show how far a library is from the limit: cuBLAS
+called with the least Python, and the host cost per product when a graph of products is replayed.
 """
 
 from __future__ import annotations
@@ -110,12 +115,108 @@ def cupy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
     return step, cp.cuda.runtime.deviceSynchronize
 
 
+GRAPH_OPS = 100
+
+
+def cublas_gemm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
+    """cublasGemmEx through CuPy's Cython binding, every argument computed once: cuBLAS plus one call."""
+    import cupy as cp
+    import numpy as np
+    from cupy_backends.cuda.libs import cublas
+
+    index = cuda_index(device)
+    if index is None:
+        raise ValueError("cublas needs a CUDA device; use --device cuda:N")
+    # (cuda data type, compute type, scalar dtype) per input dtype; fp16 accumulates in fp32 as CuPy does
+    types = {
+        "float16": (cp.cuda.runtime.CUDA_R_16F, cublas.CUBLAS_COMPUTE_32F, np.float32),
+        "float32": (cp.cuda.runtime.CUDA_R_32F, cublas.CUBLAS_COMPUTE_32F, np.float32),
+        "float64": (cp.cuda.runtime.CUDA_R_64F, cublas.CUBLAS_COMPUTE_64F, np.float64),
+    }
+    if dtype not in types:
+        raise ValueError(f"the cublas floor supports {', '.join(types)}, not {dtype}")
+    data_type, compute, scalar = types[dtype]
+    cp.cuda.Device(index).use()
+    cp.random.seed(0)
+    a = cp.random.rand(m, k, dtype=cp.float32).astype(dtype)
+    b = cp.random.rand(k, n, dtype=cp.float32).astype(dtype)
+    out = cp.empty((m, n), dtype=dtype)
+    alpha, beta = np.ones(1, scalar), np.zeros(1, scalar)
+    handle = cp.cuda.device.get_cublas_handle()
+    # row-major out = a @ b is column-major out^T = b^T a^T: swap the operands, no transposes
+    args = (handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k, alpha.ctypes.data, b.data.ptr, data_type, n,
+            a.data.ptr, data_type, k, beta.ctypes.data, out.data.ptr, data_type, n, compute, cublas.CUBLAS_GEMM_DEFAULT)
+    gemm = cublas.gemmEx
+
+    def step() -> None:
+        gemm(*args)
+
+    step.keep = (a, b, out, alpha, beta)  # the pointers above stay valid while step lives
+    return step, cp.cuda.runtime.deviceSynchronize
+
+
+def torch_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
+    """GRAPH_OPS torch.mm calls captured once in a CUDA graph; each step replays them all."""
+    import torch
+
+    index = cuda_index(device)
+    if index is None:
+        raise ValueError("torch-graph needs a CUDA device; use --device cuda:N")
+    step0, sync = torch_mm(m, k, n, dtype, device)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # cuBLAS sets up its workspace outside the capture
+        for _ in range(3):
+            step0()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(GRAPH_OPS):
+            step0()
+    replay = graph.replay
+
+    def step() -> None:
+        replay()
+
+    step.ops = GRAPH_OPS
+    step.keep = (graph, step0)
+    return step, sync
+
+
+def cupy_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
+    """GRAPH_OPS cupy.matmul calls captured once in a CUDA graph; each step launches it on the null stream."""
+    import cupy as cp
+
+    step0, sync = cupy_matmul(m, k, n, dtype, device)
+    step0()
+    sync()
+    capture = cp.cuda.Stream(non_blocking=True)
+    with capture:
+        capture.begin_capture()
+        for _ in range(GRAPH_OPS):
+            step0()
+        graph = capture.end_capture()
+    null = cp.cuda.Stream.null  # the stream the events record on, so they bracket the replay
+    launch = graph.launch
+
+    def step() -> None:
+        launch(null)
+
+    step.ops = GRAPH_OPS
+    step.keep = (graph, step0, capture)
+    return step, sync
+
+
 # label -> (factory function in this module, library whose version and events apply, needs CUDA)
 BUILTIN: dict[str, tuple[str, str, bool]] = {
     "cupy": ("cupy_matmul", "cupy", True),
     "torch": ("torch_mm", "torch", False),
     "numpy": ("numpy_matmul", "numpy", False),
+    "cublas": ("cublas_gemm", "cupy", True),
+    "torch-graph": ("torch_graph", "torch", True),
+    "cupy-graph": ("cupy_graph", "cupy", True),
 }
+FLOORS = ("cublas", "torch-graph", "cupy-graph")
 
 
 def builtin(label: str) -> CaseSpec:

@@ -16,6 +16,7 @@ import gc
 import importlib
 import importlib.util
 import json
+import math
 import os
 import select
 import statistics
@@ -85,7 +86,7 @@ def device_events(device: str) -> Events | None:
             return {
                 "device_name": torch.cuda.get_device_name(index),
                 "device_index": index,
-                "pci_bus_id": getattr(torch.cuda.get_device_properties(index), "pci_bus_id", None),
+                "pci_bus_id": _torch_pci(torch, index),
                 "cuda_runtime": torch.version.cuda,
                 "cuda_driver_api": None,
             }
@@ -96,6 +97,13 @@ def device_events(device: str) -> Events | None:
             device_info=torch_info,
         )
     return None
+
+
+def _torch_pci(torch: Any, index: int) -> str | None:
+    props = torch.cuda.get_device_properties(index)
+    if not hasattr(props, "pci_bus_id"):
+        return None
+    return f"{getattr(props, 'pci_domain_id', 0):04x}:{props.pci_bus_id:02x}:{getattr(props, 'pci_device_id', 0):02x}.0"
 
 
 def _cuda_version(v: int) -> str:
@@ -162,7 +170,8 @@ def warm_up(step: Step, sync: Sync, calls: int) -> float:
 
 
 def timed_loop(step: Step, sync: Sync, calls: int, events: Events | None) -> tuple[float, float | None]:
-    """The seed's method: host clock around `calls` launches, device events around the same launches."""
+    """The seed's method: host clock around `calls` launches, device events around the same launches.
+    Figures are per operation: a step that launches several (``step.ops``) is divided by that many."""
     sync()
     start = end = None
     if events is not None:
@@ -174,9 +183,14 @@ def timed_loop(step: Step, sync: Sync, calls: int, events: Events | None) -> tup
     if events is not None:
         end.record()
     sync()
-    cpu_us = (t1 - t0) * 1e6 / calls
-    gpu_us = events.elapsed_ms(start, end) * 1e3 / calls if events is not None else None
+    ops = calls * ops_per_step(step)
+    cpu_us = (t1 - t0) * 1e6 / ops
+    gpu_us = events.elapsed_ms(start, end) * 1e3 / ops if events is not None else None
     return cpu_us, gpu_us
+
+
+def ops_per_step(step: Step) -> int:
+    return int(getattr(step, "ops", 1))
 
 
 def timing(step: Step, sync: Sync, calls: int, repeats: int, events: Events | None, progress: Callable[[int], None]) -> dict:
@@ -192,7 +206,7 @@ def timing(step: Step, sync: Sync, calls: int, repeats: int, events: Events | No
     gpu_med = statistics.median(gpu) if gpu else None
     host_bound, note = classify(cpu_med, gpu_med)
     return {
-        "iters": calls,
+        "iters": calls * ops_per_step(step),
         "cpu_us_per_call": cpu_med,
         "gpu_us_per_call": gpu_med,
         "cpu_us_per_call_repeats": cpu,
@@ -244,7 +258,7 @@ def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> dict:
         if time.perf_counter() >= deadline:
             break
     profiler.dump_stats(path)
-    return {"cprofile_us_per_call": host * 1e6 / total_calls, "cprofile_calls": total_calls}
+    return {"cprofile_us_per_call": host * 1e6 / (total_calls * ops_per_step(step)), "cprofile_calls": total_calls}
 
 
 def _stop_requested() -> bool:
@@ -283,11 +297,15 @@ def run(spec: dict, report: Reporter) -> dict:
     factory = load_factory(case)
     step, sync = set_up(factory, shape, dtype, device)
     events = device_events(device)
-    report.phase("warmup", calls=spec["warmup"])
-    warm_up(step, sync, spec["warmup"])
+    ops = ops_per_step(step)
+    # --iters and --warmup count operations: a step of N operations runs 1/N as often
+    steps, warm_steps = max(1, math.ceil(iters / ops)), math.ceil(spec["warmup"] / ops)
+    report.phase("warmup", calls=warm_steps)
+    warm_up(step, sync, warm_steps)
 
-    result: dict[str, Any] = {"shape": shape, "dtype": dtype, "device": device, "warmup": spec["warmup"]}
-    main = timing(step, sync, iters, repeats, events, lambda r: report.phase("timed", repeat=r + 1, of=repeats))
+    result: dict[str, Any] = {"shape": shape, "dtype": dtype, "device": device, "warmup": spec["warmup"],
+                              "ops_per_step": ops}
+    main = timing(step, sync, steps, repeats, events, lambda r: report.phase("timed", repeat=r + 1, of=repeats))
     result.update(main)
     result.update(events.device_info() if events else {"device_name": None})
 
@@ -295,28 +313,27 @@ def run(spec: dict, report: Reporter) -> dict:
     result["sample_shape"] = sample_shape
     result["sample_shape_reason"] = reason
     if sample_shape == shape:
-        sample_calls = iters
+        sample_steps = steps
         result["sample_timing"] = {k: main[k] for k in ("iters", "cpu_us_per_call", "gpu_us_per_call", "cpu_us_per_call_repeats", "gpu_us_per_call_repeats", "host_bound", "bound_note")}
     else:
         del step, sync
         gc.collect()
         report.phase("setup", shape=sample_shape)
         step, sync = set_up(factory, sample_shape, dtype, device)
-        report.phase("warmup", calls=spec["warmup"])
-        per_call = warm_up(step, sync, spec["warmup"])
-        sample_calls = calls_for(per_call, iters)
+        report.phase("warmup", calls=warm_steps)
+        per_step = warm_up(step, sync, warm_steps)
+        sample_steps = calls_for(per_step, steps)
         result["sample_timing"] = timing(
-            step, sync, sample_calls, repeats, events, lambda r: report.phase("timed", repeat=r + 1, of=repeats, shape=sample_shape)
+            step, sync, sample_steps, repeats, events, lambda r: report.phase("timed", repeat=r + 1, of=repeats, shape=sample_shape)
         )
 
     report.phase("cprofile")
-    result.update(cprofile_phase(step, sync, sample_calls, spec["prof_path"]))
+    result.update(cprofile_phase(step, sync, sample_steps, spec["prof_path"]))
 
     if spec.get("sample", True):
-        report.send("sample_ready", pid=os.getpid(), calls_per_chunk=sample_calls)
-        chunks = sampled_phase(step, sync, sample_calls, spec["max_sample_seconds"])
-        result["chunks"] = chunks
-        result["calls_per_chunk"] = sample_calls
+        report.send("sample_ready", pid=os.getpid())
+        result["chunks"] = sampled_phase(step, sync, sample_steps, spec["max_sample_seconds"])
+        result["calls_per_chunk"] = sample_steps * ops
     return result
 
 

@@ -38,8 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", help="float16, bfloat16, float32 or float64, or per case: cupy=float16,torch=bfloat16 "
                                    "(default float16 on CUDA, float32 on the CPU)")
     p.add_argument("--device", help="cuda:N or cpu (default cuda:0 when a CUDA device is found, else cpu)")
-    p.add_argument("--rate", type=int, default=100, help="py-spy samples per second (default 100)")
-    p.add_argument("--sample-seconds", type=int, default=5, help="seconds of sampling per case (default 5)")
+    p.add_argument("--rate", type=int, help="py-spy samples per second (default 50 on CUDA, where each native "
+                                            "sample stops a process of many threads for milliseconds; 100 on the CPU)")
+    p.add_argument("--sample-seconds", type=int, help="seconds of sampling per case (default 10 on CUDA, 5 on the CPU)")
     p.add_argument("--sample-shape", help="M,K,N to sample at (default: the shape when host-bound, else 1024,1024,1024)")
     p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")
     p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails")
@@ -104,11 +105,11 @@ def parse_dtypes(text: str, labels: list[str]) -> dict[str, str]:
 
 def compare_config(args: argparse.Namespace, say) -> runner.Config:
     for name in ("iters", "repeats", "rate", "sample_seconds"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise FlametoolError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
     if args.warmup < 0:
         raise FlametoolError(f"--warmup {args.warmup}: must be 0 or more")
-    if args.rate > 10000:
+    if args.rate is not None and args.rate > 10000:
         raise FlametoolError(f"--rate {args.rate}: py-spy cannot sample faster than 10000 Hz")
 
     gpus = envinfo.cuda_device_count()
@@ -142,7 +143,8 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
     sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
     return runner.Config(
         cases=specs, device=device, shape=shape, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
-        repeats=args.repeats, rate_hz=args.rate, sample_seconds=args.sample_seconds, sample_shape=sample_shape,
+        repeats=args.repeats, rate_hz=args.rate or (100 if on_cpu else 50),
+        sample_seconds=args.sample_seconds or (5 if on_cpu else 10), sample_shape=sample_shape,
         sample=not args.no_sample, keep_going=args.keep_going, out=args.out or runner.default_out(),
         cpu_fallback=cpu_fallback,
     )

@@ -78,7 +78,7 @@ def run_case(case: CaseSpec, config: Config, out: Path, progress: Progress) -> d
         "max_sample_seconds": config.sample_seconds + CHILD_SAMPLE_GRACE,
     }
     base = rundir.blank_result() | {
-        "library": label if case.module and label in BUILTIN else None,
+        "library": BUILTIN[label][1] if case.module and label in BUILTIN else None,
         "factory": f"{case.module or case.file}:{case.factory}",
         "dtype": spec["dtype"],
         "shape": config.shape,

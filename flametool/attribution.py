@@ -15,8 +15,11 @@ Uncertainty: a share p of N samples has the binomial standard error sqrt(p(1-p)/
 times the time per call. The timed figure's own spread (the repeats) is not folded in.
 
 Closure: the layers are summed from the per-frame figures and compared with the measured time per call.
-With shares it is 1 up to rounding when every sample was named and layered; it drops below 1 when
-samples were lost on the way (unparsable or empty stacks), which is what it guards against.
+Shares are taken of the samples the sampler *recorded* in run.json (``samples`` + ``loop_samples``), not
+of those found in the .folded file, so the ratio is 1 exactly when every recorded sample was read, named,
+layered and counted once, and falls short when stacks went missing between the sampler and the analysis
+(a truncated or edited .folded file). It is a consistency check; it cannot see a bias in py-spy's
+sampling itself (the sampled-loop slowdown in run.json is the figure for that).
 """
 
 from __future__ import annotations
@@ -42,17 +45,21 @@ class Profile:
     stacks: list[st.Stack]  # normalized names, root first; the loop's own samples as [LOOP_FRAME]
     frames: dict[str, st.Frame]
     us_per_call: float  # unsampled CPU time per call at the sampled shape
-    dropped_samples: int = 0  # stacks that could not be used (empty)
+    recorded_samples: int | None = None  # what the sampler says it kept, loop included (None: trust the stacks)
 
     @property
     def samples(self) -> int:
         return sum(s.count for s in self.stacks)
 
+    @property
+    def denominator(self) -> int:
+        return self.recorded_samples or self.samples
+
     def us(self, count: float) -> float:
-        return count * self.us_per_call / self.samples if self.samples else 0.0
+        return count * self.us_per_call / self.denominator if self.denominator else 0.0
 
     def se(self, count: float) -> float:
-        n = self.samples
+        n = self.denominator
         if not n:
             return 0.0
         p = count / n
@@ -60,13 +67,12 @@ class Profile:
 
 
 def make_profile(label: str, raw: list[st.Stack], loop_samples: int, us_per_call: float,
-                 by_line: bool = False) -> Profile:
+                 by_line: bool = False, recorded_samples: int | None = None) -> Profile:
     usable = [s for s in raw if s.frames and s.count > 0]
-    dropped = sum(s.count for s in raw if not s.frames)
     if loop_samples:
         usable.append(st.Stack((st.LOOP_FRAME,), loop_samples))
     stacks, frames = st.normalize(usable, by_line=by_line)
-    return Profile(label, stacks, frames, us_per_call, dropped)
+    return Profile(label, stacks, frames, us_per_call, recorded_samples)
 
 
 def sampled_labels(data: dict) -> list[str]:
@@ -105,7 +111,8 @@ def load_profile(run: Path, data: dict, label: str, by_line: bool = False) -> Pr
     loop = (sampling.get("loop_samples") if isinstance(sampling, dict) else None) or 0
     if not isinstance(loop, int) or loop < 0:
         raise RunDirError(f"{run / rundir.RUN_FILE}: case {label!r}: sampling.loop_samples is not a count")
-    profile = make_profile(label, raw, loop, float(result["sample_timing"]["cpu_us_per_call"]), by_line)
+    recorded = result["samples"] + loop if isinstance(result["samples"], int) else None
+    profile = make_profile(label, raw, loop, float(result["sample_timing"]["cpu_us_per_call"]), by_line, recorded)
     if not profile.samples:
         raise RunDirError(f"{run / name}: no samples")
     return profile
@@ -144,6 +151,7 @@ class CaseCosts:
     label: str
     us_per_call: float
     samples: int
+    recorded: int
     loop_samples: int
     layers: dict[str, Figure]
     frames: list[FrameCost]  # every frame, by self time, largest first
@@ -155,6 +163,8 @@ class CaseCosts:
         return {
             "measured_us_per_call": self.us_per_call,
             "layers_sum_us_per_call": total,
+            "samples_read": self.samples,
+            "samples_recorded": self.recorded,
             "ratio": ratio,
             "within_tolerance": ratio is not None and abs(ratio - 1) <= CLOSURE_TOLERANCE,
             "tolerance": CLOSURE_TOLERANCE,
@@ -179,12 +189,14 @@ def frame_layers(profile: Profile) -> tuple[dict[str, str], list[list[str]]]:
     """Each frame's layer (where its own samples went; inherited layers can differ by caller), and the
     resolved layers of every stack."""
     per_stack = [ly.stack_layers(s.frames, profile.frames) for s in profile.stacks]
-    votes: dict[str, Counter] = {}
+    own: dict[str, Counter] = {}
+    first_seen: dict[str, str] = {}
     for s, lays in zip(profile.stacks, per_stack):
-        for i, (name, layer) in enumerate(zip(s.frames, lays)):
-            # a frame's own samples vote with their weight; a mere appearance breaks ties
-            votes.setdefault(name, Counter())[layer] += s.count * 1000 if i == len(s.frames) - 1 else 1
-    return {name: c.most_common(1)[0][0] for name, c in votes.items()}, per_stack
+        own.setdefault(s.frames[-1], Counter())[lays[-1]] += s.count
+        for name, layer in zip(s.frames, lays):
+            first_seen.setdefault(name, layer)
+    # a frame with no samples of its own (a caller only) takes the layer it was first seen in
+    return {n: (own[n].most_common(1)[0][0] if n in own else l) for n, l in first_seen.items()}, per_stack
 
 
 def attribute(profile: Profile) -> CaseCosts:
@@ -211,6 +223,7 @@ def attribute(profile: Profile) -> CaseCosts:
         label=profile.label,
         us_per_call=profile.us_per_call,
         samples=profile.samples,
+        recorded=profile.denominator,
         loop_samples=total_n.get(st.LOOP_FRAME, 0),
         layers={l: fig(layer_n[l]) for l in ly.order(layer_n)},
         frames=frames,

@@ -44,7 +44,7 @@ def aligned(profile: Profile) -> list[st.Stack]:
 def aligned_profile(profile: Profile) -> Profile:
     frames = dict(profile.frames)
     frames[STEP_ROOT] = st.Frame(STEP_ROOT, "", "python")
-    return Profile(profile.label, aligned(profile), frames, profile.us_per_call, profile.dropped_samples)
+    return Profile(profile.label, aligned(profile), frames, profile.us_per_call, profile.recorded_samples)
 
 
 @dataclass

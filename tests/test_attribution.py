@@ -65,9 +65,11 @@ def test_closure():
     assert closure["ratio"] == pytest.approx(1.0)
     assert closure["within_tolerance"]
     assert closure["layers_sum_us_per_call"] == pytest.approx(10.0)
-    # samples lost on the way (here: a layer dropped) show up as a ratio below 1
-    c.layers.pop("Python")
-    assert not c.closure()["within_tolerance"]
+    # samples lost on the way show up as a ratio below 1: here the sampler recorded 12, the file holds 9 + 1
+    lost = at.attribute(at.make_profile("c", st.parse(FOLDED), 1, 10.0, recorded_samples=12))
+    assert lost.closure()["ratio"] == pytest.approx(10 / 12)
+    assert not lost.closure()["within_tolerance"]
+    assert lost.closure()["samples_read"] == 10 and lost.closure()["samples_recorded"] == 12
 
 
 def test_recursion_counts_a_sample_once_in_total():
@@ -107,6 +109,16 @@ def test_load_profile_reads_the_run_directory(tmp_path):
     assert p.samples == 10 and p.us_per_call == 10.0
     with pytest.raises(RunDirError, match="no case 'b'"):
         at.load_profile(run, rundir.load(run), "b")
+
+
+def test_a_truncated_folded_file_fails_closure(tmp_path):
+    from flametool import rundir
+
+    run = make_run(tmp_path / "run", {"a": (FOLDED, 10.0, 1)})
+    (run / "a.folded").write_text(FOLDED.splitlines()[0] + "\n")  # 6 of the 9 kept samples remain
+    c = at.attribute(at.load_profile(run, rundir.load(run), "a"))
+    assert c.closure()["ratio"] == pytest.approx(7 / 10)
+    assert not c.closure()["within_tolerance"]
 
 
 def test_garbage_folded_is_a_run_dir_error(tmp_path):
@@ -168,3 +180,40 @@ def test_h200_hot_frames_name_cupy_functions(h200):
     torch_names = {f.frame for f in h200["torch"].frames}
     assert "at::_ops::mm_out::call (libtorch_cpu.so)" in torch_names
     assert "torch::autograd::THPVariable_mm (libtorch_python.so)" in torch_names
+
+
+# --- properties: whatever the stacks, the figures add up ---------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hs  # noqa: E402
+
+POOL = ["s (case.py:1)", "f (lib/m.py:3)", "matmul (_routines_linalg.cpp:22480)", "Py_DECREF (object.h:706)",
+        "0x1 (libcublasLt.so.13)", "0x2 (libcublasLt.so.13)", "cublasGemmEx (libcublas.so.13)", "malloc (libc.so.6)",
+        "at::_ops::mm_out::call (libtorch_cpu.so)", "0x3 (libcuda.so.1)", "odd (libodd.so)"]
+stacks_st = hs.lists(hs.tuples(hs.lists(hs.sampled_from(POOL), min_size=1, max_size=8), hs.integers(1, 50)),
+                     min_size=1, max_size=20)
+
+
+@settings(max_examples=60, deadline=None)
+@given(stacks_st, hs.integers(0, 30), hs.floats(0.5, 500))
+def test_layers_always_add_up_to_the_time_per_call(stacks, loop, us):
+    raw = [st.Stack(("s (case.py:1)", *frames), n) for frames, n in stacks]
+    c = at.attribute(at.make_profile("p", raw, loop, us))
+    assert sum(f.us_per_call for f in c.layers.values()) == pytest.approx(us)
+    assert sum(f.self.us_per_call for f in c.frames) == pytest.approx(us)
+    assert all(f.self.us_per_call <= f.total.us_per_call + 1e-9 for f in c.frames)
+    assert all(0 <= f.self.se_us <= us for f in c.frames)
+
+
+@settings(max_examples=40, deadline=None)
+@given(stacks_st, stacks_st, hs.floats(0.5, 500), hs.floats(0.5, 500))
+def test_diff_deltas_add_up(a, b, us_a, us_b):
+    from flametool import diff
+
+    pa = at.make_profile("a", [st.Stack(("a (x.py:1)", *f), n) for f, n in a], 0, us_a)
+    pb = at.make_profile("b", [st.Stack(("b (y.py:1)", *f), n) for f, n in b], 0, us_b)
+    d = diff.diff(pa, pb)
+    assert sum(r["delta_us_per_call"] for r in d["layers"]) == pytest.approx(us_b - us_a, abs=1e-6)
+    assert sum(r["delta_us_per_call"] for r in d["frames"]) == pytest.approx(us_b - us_a, abs=1e-6)
+    roots = [n for n in d["flamegraph"]["nodes"] if n["parent"] is None]
+    assert sum(n["head_total_us_per_call"] for n in roots) == pytest.approx(us_b)
+    assert sum(n["base_total_us_per_call"] for n in roots) == pytest.approx(us_a)

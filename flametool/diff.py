@@ -13,7 +13,6 @@ also carries the base's time, from which the negated graph (width from base) can
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 
 from . import layers as ly

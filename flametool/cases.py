@@ -69,6 +69,7 @@ def numpy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step,
     def step() -> None:
         matmul(a, b, out=out)
 
+    step.operands = (a, b, out)
     return step, _no_sync
 
 
@@ -91,6 +92,7 @@ def torch_mm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Syn
     def step() -> None:
         mm(a, b, out=out)
 
+    step.operands = (a, b, out)
     return step, (torch.cuda.synchronize if index is not None else _no_sync)
 
 
@@ -112,6 +114,7 @@ def cupy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
     def step() -> None:
         matmul(a, b, out=out)
 
+    step.operands = (a, b, out)
     return step, cp.cuda.runtime.deviceSynchronize
 
 
@@ -151,7 +154,9 @@ def cublas_gemm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
     def step() -> None:
         gemm(*args)
 
-    step.keep = (a, b, out, alpha, beta)  # the pointers above stay valid while step lives
+    # the raw pointers in args stay valid only while these arrays live
+    step.operands = (a, b, out)
+    step.scalars = (alpha, beta)
     return step, cp.cuda.runtime.deviceSynchronize
 
 
@@ -179,7 +184,8 @@ def torch_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
         replay()
 
     step.ops = GRAPH_OPS
-    step.keep = (graph, step0)
+    step.operands = step0.operands
+    step.graph = graph
     return step, sync
 
 
@@ -203,7 +209,8 @@ def cupy_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, S
         launch(null)
 
     step.ops = GRAPH_OPS
-    step.keep = (graph, step0, capture)
+    step.operands = step0.operands
+    step.graph = (graph, capture)
     return step, sync
 
 

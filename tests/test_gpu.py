@@ -49,3 +49,33 @@ def test_gpu_bound_shape_samples_at_a_host_bound_shape(cli, tmp_path):
     assert r["host_bound"] is False and r["gpu_us_per_call"] > r["cpu_us_per_call"]
     assert r["sample_shape"] == [1024, 1024, 1024] and "not host-bound" in r["sample_shape_reason"]
     assert r["sample_timing"]["cpu_us_per_call"] > 0 and r["sample_timing"]["iters"] >= 50
+
+
+@pytest.mark.parametrize("label", ["cupy", "torch", "cublas", "torch-graph", "cupy-graph"])
+def test_builtin_gpu_cases_compute_the_product(label):
+    """Each CUDA case, floors included, really computes out = a @ b (float32, so the check is tight)."""
+    import numpy as np
+
+    from flametool import cases
+
+    factory = getattr(cases, cases.BUILTIN[label][0])
+    step, sync = factory(96, 64, 32, "float32", "cuda:0")
+    a, b, out = step.operands
+    out.fill_(0) if hasattr(out, "fill_") else out.fill(0)
+    step()
+    sync()
+    host = (lambda x: x.cpu().numpy()) if hasattr(out, "cpu") else (lambda x: x.get())
+    assert np.allclose(host(out), host(a) @ host(b), rtol=1e-3, atol=1e-3)
+
+
+def test_floors_run_as_cases(cli, tmp_path):
+    out = tmp_path / "floors"
+    proc = cli("compare", "--libs", "cublas,torch-graph,cupy-graph", "--shape", "1024,1024,1024", "--iters", "1000",
+               "--repeats", "2", "--sample-seconds", "2", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((out / "run.json").read_text())["results"]
+    assert results["torch-graph"]["ops_per_step"] == results["cupy-graph"]["ops_per_step"] == 100
+    assert results["cublas"]["ops_per_step"] == 1
+    for r in results.values():
+        assert r["error"] is None and r["cpu_us_per_call"] > 0 and r["gpu_us_per_call"] > 0
+        assert r["sample_timing"]["iters"] >= 1000 and r["samples"] > 0

@@ -131,9 +131,15 @@ def main() -> None:
         plain_code = PLAIN[lib].format(**fields) + SEED_LOOP.format(**fields)
         ours_code = FLAMETOOL.format(lib=lib, **fields)
         plain, ours = [], []
-        for _ in range(args.rounds):
-            plain.append(run(plain_code))
-            ours.append(run(ours_code))
+        for r in range(args.rounds):
+            # alternate which side goes first, so that whatever the previous process leaves behind
+            # (GPU clocks, a context being torn down) falls on both sides alike
+            if r % 2:
+                ours.append(run(ours_code))
+                plain.append(run(plain_code))
+            else:
+                plain.append(run(plain_code))
+                ours.append(run(ours_code))
         p_cpu = statistics.median(r["cpu"] for r in plain)
         o_cpu = statistics.median(r["cpu"] for r in ours)
         p_gpu = [r["gpu"] for r in plain if r["gpu"] is not None]

@@ -154,6 +154,7 @@ def cublas_gemm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
     def step() -> None:
         gemm(*args)
 
+    step.args = args
     # the raw pointers in args stay valid only while these arrays live
     step.operands = (a, b, out)
     step.scalars = (alpha, beta)
@@ -190,18 +191,39 @@ def torch_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
 
 
 def cupy_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
-    """GRAPH_OPS cupy.matmul calls captured once in a CUDA graph; each step launches it on the null stream."""
+    """GRAPH_OPS products captured once in a CUDA graph, launched from CuPy on the null stream.
+
+    CuPy 14 refuses cuBLAS calls while a stream captures ("calling cuBLAS API during stream capture is
+    currently unsupported"), so the products are captured by calling the libcublas CuPy loaded directly,
+    with the cublas floor's arguments: the same GPU work, and a replay's host cost is CuPy's graph launch."""
+    import ctypes
+
     import cupy as cp
 
-    step0, sync = cupy_matmul(m, k, n, dtype, device)
-    step0()
+    gemm0, sync = cublas_gemm(m, k, n, dtype, device)
+    gemm0()
     sync()
+    lib = _loaded_library("libcublas.so")
+    handle = gemm0.args[0]
+    lib.cublasSetStream_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.cublasGemmEx.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                 ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                                 ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+                                 ctypes.c_int, ctypes.c_int, ctypes.c_int]
     capture = cp.cuda.Stream(non_blocking=True)
-    with capture:
+    if lib.cublasSetStream_v2(handle, capture.ptr) != 0:
+        raise RuntimeError("cublasSetStream failed")
+    try:
         capture.begin_capture()
-        for _ in range(GRAPH_OPS):
-            step0()
-        graph = capture.end_capture()
+        try:
+            for _ in range(GRAPH_OPS):
+                status = lib.cublasGemmEx(*gemm0.args)
+                if status != 0:
+                    raise RuntimeError(f"cublasGemmEx returned status {status} during capture")
+        finally:
+            graph = capture.end_capture()
+    finally:
+        lib.cublasSetStream_v2(handle, None)  # CuPy sets the stream before each of its own calls anyway
     null = cp.cuda.Stream.null  # the stream the events record on, so they bracket the replay
     launch = graph.launch
 
@@ -209,9 +231,21 @@ def cupy_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, S
         launch(null)
 
     step.ops = GRAPH_OPS
-    step.operands = step0.operands
-    step.graph = (graph, capture)
+    step.operands = gemm0.operands
+    step.graph = (graph, capture, gemm0)
     return step, sync
+
+
+def _loaded_library(stem: str):
+    """The shared library of that name already mapped into this process (the one CuPy uses)."""
+    import ctypes
+
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if "/" in path and path.rsplit("/", 1)[-1].startswith(stem):
+                return ctypes.CDLL(path)
+    raise RuntimeError(f"{stem} is not loaded in this process")
 
 
 # label -> (factory function in this module, library whose version and events apply, needs CUDA)

@@ -63,8 +63,10 @@ def test_folded_holds_only_stacks_inside_step(run):
         total = r["sampling"]["total_samples"]
         assert total == r["samples"] + r["sampling"]["loop_samples"] + r["sampling"]["outside_samples"]
         for s in parsed:
-            first = stacks.frame_function(s.frames[0])
-            assert first.endswith("step"), s.frames[0]
+            # the step() frame opens the stack; py-spy now and then shows an unsymbolized interpreter
+            # address (`0x7f.. (libpython...)`) between the loop and the call
+            names = [stacks.frame_function(f) for f in s.frames[:2]]
+            assert names[0].endswith("step") or (names[0].startswith("0x") and names[1:] and names[1].endswith("step")), s.frames[:2]
             assert not any(stacks.frame_function(f) in ("<module>", "active_loop", "sampled_phase", "run") for f in s.frames)
 
 

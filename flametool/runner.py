@@ -137,8 +137,11 @@ def finish(result: dict, sampling: sampler.Sampling | None, config: Config, out:
     result["samples"] = sampling.kept_samples
     result["rate_hz"] = sampling.rate_hz
     result["sampled_us_per_call"] = sampled
+    slowdown = sampled / unsampled if sampled and unsampled else None
     result["sampling"] = sampling.to_json() | {
-        "slowdown": sampled / unsampled if sampled and unsampled else None,
+        "slowdown": slowdown,
+        "coverage": sampler.coverage(sampling),
+        "suggested_rate_hz": sampler.suggest_rate(sampling.rate_hz, slowdown, sampling.behind_seconds > 0),
         "calls_per_chunk": calls,
         "chunks": len(chunks or []),
     }

@@ -213,3 +213,29 @@ def sampled_us_per_call(chunks: list[list[float]], calls: int, window: tuple[flo
     if not inside:
         return None
     return sum(t1 - t0 for t0, t1 in inside) * 1e6 / (len(inside) * calls)
+
+
+# Sampling that slows the loop more than this is flagged; a suggested rate aims at TARGET_SLOWDOWN.
+MAX_SLOWDOWN = 1.5
+TARGET_SLOWDOWN = 1.25
+
+
+def coverage(sampling: Sampling) -> float | None:
+    """Samples py-spy wrote per sample it was asked for over its window: well under 1 means it fell behind."""
+    if not sampling.window or sampling.window[1] <= sampling.window[0]:
+        return None
+    expected = sampling.rate_hz * (sampling.window[1] - sampling.window[0])
+    return sampling.total_samples / expected if expected else None
+
+
+def suggest_rate(rate_hz: int, slowdown: float | None, behind: bool) -> int | None:
+    """A lower rate when sampling perturbed the loop too much, or None when the rate was fine.
+
+    Each native sample stops the process for a roughly fixed time c, so slowdown = 1 + rate * c; the rate
+    that gives TARGET_SLOWDOWN follows from the measured slowdown. Falling behind halves the rate at least."""
+    if slowdown is not None and slowdown > MAX_SLOWDOWN:
+        stop_seconds = (slowdown - 1) / rate_hz
+        return max(1, min(rate_hz // 2 if behind else rate_hz - 1, int((TARGET_SLOWDOWN - 1) / stop_seconds)))
+    if behind:
+        return max(1, rate_hz // 2)
+    return None

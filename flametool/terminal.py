@@ -106,9 +106,11 @@ def print_summary(data: dict, run_dir: Path, console: Console) -> None:
         sampling = r.get("sampling") or {}
         if sampling and not sampling.get("complete"):
             console.print(Text(f"{label}: sampling incomplete: {sampling.get('error')}"), highlight=False)
-        elif sampling.get("behind"):
-            console.print(Text(f"{label}: py-spy fell {sampling['behind_seconds']:.1f} s behind; try a lower --rate"),
-                          highlight=False)
+        elif sampling.get("suggested_rate_hz"):
+            why = (f"py-spy fell {sampling['behind_seconds']:.1f} s behind" if sampling.get("behind")
+                   else f"sampling slowed the loop {sampling['slowdown']:.2f}x")
+            console.print(Text(f"{label}: {why} at {r['rate_hz']} Hz (shares stay fair); "
+                               f"--rate {sampling['suggested_rate_hz']} would perturb it less"), highlight=False)
     if not data.get("complete"):
         console.print(Text("run incomplete: run.json holds what finished"), highlight=False)
     console.print(Text(f"run directory: {run_dir}"), highlight=False)

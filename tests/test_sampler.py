@@ -34,3 +34,16 @@ def test_sampled_time_uses_chunks_inside_the_window():
 def test_explain_ptrace_refusal():
     msg = sampler.explain_failure(["Error: Permission denied (os error 13)"], 1)
     assert "--no-sample" in msg and "ptrace" in msg
+
+
+def test_suggest_rate_aims_at_the_target_slowdown():
+    # 100 Hz slowed the loop 1.6x: each sample stops it 6 ms; 1.25x needs about 41 Hz
+    assert sampler.suggest_rate(100, 1.6, False) == 41
+    assert sampler.suggest_rate(100, 1.2, False) is None  # fine as it was
+    assert sampler.suggest_rate(100, 1.2, True) == 50  # behind: at least halve
+    assert sampler.suggest_rate(100, 4.0, True) == 8
+
+
+def test_coverage():
+    s = sampler.Sampling(command=[], rate_hz=100, seconds=2, window=(10.0, 12.0), total_samples=150)
+    assert sampler.coverage(s) == 0.75

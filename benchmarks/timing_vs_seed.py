@@ -102,7 +102,7 @@ def run(code: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda:0")
     parser.add_argument("--libs")
@@ -113,13 +113,25 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    return parser
+
+
+def resolve(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill the per-device defaults in place."""
     on_cpu = args.device == "cpu"
-    libs = (args.libs or ("numpy,torch" if on_cpu else "cupy,torch")).split(",")
-    default_shape = "64,64,64" if on_cpu else ("65536,24576,12288" if args.seed else "1024,1024,1024")
-    m, k, n = map(int, (args.shape or default_shape).split(","))
+    args.libs = args.libs or ("numpy,torch" if on_cpu else "cupy,torch")
+    args.shape = args.shape or ("64,64,64" if on_cpu else ("65536,24576,12288" if args.seed else "1024,1024,1024"))
     args.iters = args.iters or (250 if on_cpu or args.seed else 2000)
-    dtype = args.dtype or ("float32" if on_cpu else "float16")
+    args.dtype = args.dtype or ("float32" if on_cpu else "float16")
+    return args
+
+
+def timing_ratios(args: argparse.Namespace) -> float:
+    """Prints plain vs flametool per library; returns the ratio farthest from 1."""
+    on_cpu = args.device == "cpu"
+    libs = args.libs.split(",")
+    m, k, n = map(int, args.shape.split(","))
+    dtype = args.dtype
     index = 0 if on_cpu else int(args.device.partition(":")[2] or 0)
     fields = dict(m=m, k=k, n=n, dtype=dtype, device=args.device, index=index, iters=args.iters,
                   warmup=args.warmup, repeats=args.repeats)
@@ -152,6 +164,11 @@ def main() -> None:
               f"ratio {ratio:.3f}{gpu}")
     worst = max(ratios, key=lambda r: abs(r - 1))
     print(f"worst ratio flametool/plain: {worst:.3f} ({'within' if abs(worst - 1) <= 0.05 else 'OUTSIDE'} 5%)")
+    return worst
+
+
+def main() -> None:
+    timing_ratios(resolve(build_parser().parse_args()))
 
 
 if __name__ == "__main__":

@@ -202,7 +202,8 @@ def _terminate(signum, frame):  # SIGTERM ends a run like Ctrl-C: children stopp
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     err = Console(stderr=True, soft_wrap=True)
-    out = Console()
+    # piped or redirected output is read in a log or an editor, not squeezed to 80 columns
+    out = Console() if sys.stdout.isatty() else Console(width=160)
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:

@@ -79,3 +79,22 @@ def test_floors_run_as_cases(cli, tmp_path):
     for r in results.values():
         assert r["error"] is None and r["cpu_us_per_call"] > 0 and r["gpu_us_per_call"] > 0
         assert r["sample_timing"]["iters"] >= 1000 and r["samples"] > 0
+
+
+def test_second_device_is_used_and_named(cli, tmp_path):
+    from flametool import envinfo
+
+    if envinfo.cuda_device_count() < 2:
+        pytest.skip("needs two CUDA devices")
+    runs = {}
+    for device in ("cuda:0", "cuda:1"):
+        out = tmp_path / device.replace(":", "")
+        proc = cli("compare", "--device", device, "--libs", "cupy,torch", "--shape", "1024,1024,1024",
+                   "--iters", "500", "--repeats", "1", "--no-sample", "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        runs[device] = json.loads((out / "run.json").read_text())
+    for label in ("cupy", "torch"):
+        r0, r1 = runs["cuda:0"]["results"][label], runs["cuda:1"]["results"][label]
+        assert r1["device"] == "cuda:1" and r1["device_index"] == 1 and r1["device_name"]
+        assert r1["gpu_us_per_call"] > 0
+        assert r0["pci_bus_id"] != r1["pci_bus_id"]  # a different physical GPU, not device 0 twice

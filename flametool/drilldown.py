@@ -1,0 +1,109 @@
+"""`flametool snakeviz`: a case's cProfile file in snakeviz, served on loopback only, until stopped.
+
+snakeviz runs as a child (`python -m snakeviz -s`: server only, it never tries to open a browser, which
+matters on the headless machines runs are made on). It picks another port by itself when the one asked
+for is taken, so the URL printed is the one it reports, not the one requested.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import profstats, rundir
+from .errors import FlametoolError, RunDirError
+
+HOST = "127.0.0.1"  # never another interface: a profile holds paths and code names
+DEFAULT_PORT = 8080
+START_SECONDS = 30
+
+
+@dataclass
+class Target:
+    label: str
+    prof: Path
+
+
+def target(run: Path, case: str | None) -> Target:
+    """The case's .prof, checked: the run directory, the case, and that pstats can read the file."""
+    data = rundir.load(run)
+    results = data["results"]
+    if not results:
+        raise RunDirError(f"{run / rundir.RUN_FILE}: no cases")
+    if case is None:
+        with_prof = [l for l, r in results.items() if (r.get("files") or {}).get("prof")]
+        if not with_prof:
+            raise RunDirError(f"{run}: no case has a cProfile file")
+        case = with_prof[0]
+    elif case not in results:
+        raise FlametoolError(f"--case {case!r}: no such case in {run} (cases: {', '.join(results)})")
+    name = (results[case].get("files") or {}).get("prof")
+    if not isinstance(name, str) or Path(name).name != name:
+        raise RunDirError(f"{run}: case {case!r} has no cProfile file" + (" (it failed)" if results[case].get("error") else ""))
+    path = run / name
+    profstats.load(path)
+    return Target(case, path)
+
+
+def command(prof: Path, port: int) -> list[str]:
+    return [sys.executable, "-u", "-m", "snakeviz", "-s", "-H", HOST, "-p", str(port), str(prof.resolve())]
+
+
+def serve(t: Target, port: int, say: Callable[[str], None]) -> int:
+    """Run snakeviz until it exits or we are interrupted (KeyboardInterrupt: Ctrl-C, or SIGTERM via cli)."""
+    if not 1 <= port <= 65535:
+        raise FlametoolError(f"--port {port}: expected 1-65535")
+    proc = subprocess.Popen(command(t.prof, port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
+    lines: list[str] = []
+    url_seen = threading.Event()
+
+    def pump() -> None:  # snakeviz's output, read on a thread so the main one can wait with a timeout
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("http://"):
+                url_seen.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        deadline_hit = not url_seen.wait(START_SECONDS) and proc.poll() is None
+        url = next((l for l in lines if l.startswith("http://")), None)
+        if url is None:
+            stop(proc)
+            why = "did not start within %d s" % START_SECONDS if deadline_hit else f"exited with code {proc.returncode}"
+            tail = next((l for l in reversed(lines) if l.strip()), "")
+            raise FlametoolError(f"snakeviz {why}" + (f": {tail}" if tail else ""))
+        say(f"snakeviz: {t.label} ({t.prof}) at {url}")
+        say("press Ctrl-C to stop")
+        proc.wait()
+        return 0 if proc.returncode == 0 else 1
+    except KeyboardInterrupt:
+        say("snakeviz stopped")
+        return 0
+    finally:
+        stop(proc)
+        reader.join(timeout=2)  # the pipe ends when snakeviz does
+        if proc.stdout and not reader.is_alive():
+            proc.stdout.close()
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGINT first (snakeviz shuts tornado down on it), then SIGTERM, then SIGKILL: never left running."""
+    if proc.poll() is None:
+        for sig, wait in ((signal.SIGINT, 3), (signal.SIGTERM, 3), (signal.SIGKILL, 10)):
+            try:
+                proc.send_signal(sig)
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+            except ProcessLookupError:
+                break

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, analysis, cases, envinfo, exporters, runner, terminal
+from . import __version__, analysis, cases, drilldown, envinfo, exporters, report, runner, terminal
 from .errors import FlametoolError
 
 SEED_SHAPE = [65536, 24576, 12288]
@@ -60,6 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--case", help="export only this case (default: every sampled case)")
     p.add_argument("--lines", action="store_true", help="one frame per source line instead of per function")
     p.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
+
+    p = sub.add_parser("report", help="render report.html from a run directory (no GPU needed)")
+    p.add_argument("run", type=Path, metavar="RUN_DIR", help="run directory")
+    p.add_argument("-o", "--output", type=Path, help=f"HTML file to write (default: RUN_DIR/{report.REPORT_FILE})")
+    p.add_argument("--open", action="store_true", help="open the report in a web browser when there is one")
+
+    p = sub.add_parser("snakeviz", help="serve a case's cProfile file with snakeviz on 127.0.0.1 until Ctrl-C")
+    p.add_argument("run", type=Path, metavar="RUN_DIR", help="run directory")
+    p.add_argument("--case", help="case label (default: the first case with a .prof)")
+    p.add_argument("--port", type=int, default=drilldown.DEFAULT_PORT,
+                   help=f"port to ask for (default {drilldown.DEFAULT_PORT}; snakeviz takes a nearby one if it is in use)")
     return parser
 
 
@@ -162,10 +173,39 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     terminal.print_summary(data, run_dir, out)
     data = analysis.analyse_and_save(run_dir, data)
     terminal.print_layers(data["analysis"], data["diff"], out)
+    write_report(run_dir, data, err, out)
     failed = [l for l, r in data["results"].items() if r.get("error")]
     for label in failed:
         err.print(f"flametool: case {label!r}: {data['results'][label]['error']}", highlight=False)
     return 1 if failed else 0
+
+
+def write_report(run_dir: Path, data: dict, err: Console, out: Console) -> None:
+    """The report is made from what run.json already holds, so failing to render it loses nothing:
+    say so in one line and how to try again, and let the measurement's exit code stand."""
+    try:
+        path = report.write(run_dir, data=data)
+    except Exception as exc:  # noqa: BLE001 - any fault here must not hide a finished measurement
+        err.print(f"flametool: report.html not written ({type(exc).__name__}: {exc}); run.json is complete; "
+                  f"retry with: flametool report {run_dir}", highlight=False, markup=False)
+        return
+    out.print(f"report: {path}", highlight=False, markup=False)
+
+
+def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
+    path = report.write(args.run, args.output)
+    out.print(f"report: {path}", highlight=False, markup=False)
+    if args.open:
+        import webbrowser
+
+        if not webbrowser.open(path.resolve().as_uri()):
+            err.print(f"flametool: no web browser found; open {path} yourself", highlight=False, markup=False)
+    return 0
+
+
+def cmd_snakeviz(args: argparse.Namespace, err: Console, out: Console) -> int:
+    target = drilldown.target(args.run, args.case)
+    return drilldown.serve(target, args.port, lambda text: out.print(text, highlight=False, markup=False, soft_wrap=True))
 
 
 def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
@@ -213,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_diff(args, err, out)
         if args.command == "export":
             return cmd_export(args, out)
+        if args.command == "report":
+            return cmd_report(args, err, out)
+        if args.command == "snakeviz":
+            return cmd_snakeviz(args, err, out)
         raise FlametoolError(f"unknown command {args.command}")
     except FlametoolError as exc:
         err.print(f"flametool: {exc}", highlight=False, markup=False)

@@ -1,0 +1,77 @@
+"""Run directories the report, snakeviz and browser tests share: a real CPU run (made once per test session,
+under real py-spy and cProfile), a hand-built one with hostile frame names, and the H200 reference."""
+
+from __future__ import annotations
+
+import cProfile
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flametool import analysis, rundir
+from h200run import make_h200_run
+from runbuild import make_run
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+XSS = "<img src=x onerror=alert(1)>"
+CLOSER = "</script><script>alert(2)</script>"
+
+_made: dict[str, Path] = {}
+
+
+def cpu_run_dir(factory: pytest.TempPathFactory) -> Path:
+    """`flametool compare --device cpu`, as a user runs it; made once and shared by every test module."""
+    if "cpu" not in _made:
+        if not shutil.which("py-spy"):
+            pytest.fail("py-spy must be installed for the tests (pip install py-spy)")
+        out = factory.mktemp("cpu") / "run"
+        proc = subprocess.run([sys.executable, "-m", "flametool", "compare", "--device", "cpu", "--out", str(out),
+                               "--sample-seconds", "2", "--repeats", "1"], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        _made["cpu"] = out
+    return _made["cpu"]
+
+
+def h200_run_dir(factory: pytest.TempPathFactory) -> Path:
+    if "h200" not in _made:
+        _made["h200"] = make_h200_run(factory.mktemp("h200") / "run")
+    return _made["h200"]
+
+
+def write_prof(path: Path) -> int:
+    """A real cProfile file of a small loop; returns the number of calls profiled."""
+    def step():
+        return sum(range(50))
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(200):
+        step()
+    profiler.disable()
+    profiler.dump_stats(str(path))
+    return 200
+
+
+def hostile_run(path: Path) -> Path:
+    """Two cases whose frames are named like markup, with a .prof each, analysed as compare would."""
+    a = (f"step (case.py:1);{XSS} (evil.py:3);malloc (libc.so.6) 60\n"
+         f"step (case.py:1);numpy_thing (_multiarray_umath.so) 240\n")
+    b = (f"step (case.py:1);{CLOSER} (evil.py:9);{XSS} (evil.py:3) 150\n"
+         f"step (case.py:1);at::native::mm_out (libtorch_cpu.so) 150\n")
+    make_run(path, {"alpha": (a, 10.0, 0), "beta": (b, 14.0, 0)})
+    data = rundir.load(path)
+    for label in data["results"]:
+        calls = write_prof(path / f"{label}.prof")
+        data["results"][label]["files"]["prof"] = f"{label}.prof"
+        data["results"][label]["cprofile_calls"] = calls
+    rundir.save(path, data)
+    analysis.analyse_and_save(path, data)
+    return path
+
+
+def sample_runs() -> list[Path]:
+    return sorted(p.parent for p in SAMPLES.glob("*/run.json")) if SAMPLES.is_dir() else []

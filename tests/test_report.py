@@ -1,0 +1,358 @@
+"""report.html: rendered from a real CPU run, a hand-built run with hostile names, the H200 reference
+stacks and any recorded samples/; every section there, its data parseable, nothing loaded from elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from flametool import cli, flame, report, rundir
+from reportruns import CLOSER, ROOT, XSS, cpu_run_dir, h200_run_dir, hostile_run, sample_runs
+from runbuild import make_run, snapshot
+
+SECTIONS = ["headline", "warnings", "layers", "frames", "flames", "cprofile", "environment"]
+# attributes through which a page loads something (a link the reader clicks, <a href>, loads nothing)
+LOADING = {"src", "srcset", "data", "poster", "action", "formaction", "background", "xlink:href"}
+
+
+class Page(HTMLParser):
+    """What the tests look at: tags with their attributes, the text of every <script>, and all text."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict]] = []
+        self.scripts: list[tuple[dict, str]] = []
+        self.styles: list[str] = []
+        self.text: list[str] = []
+        self._in: tuple[str, dict] | None = None
+        self.feed(html)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append((tag, attrs))
+        if tag in ("script", "style"):
+            self._in = (tag, attrs)
+            self._buf = []
+
+    def handle_endtag(self, tag):
+        if self._in and tag == self._in[0]:
+            body = "".join(self._buf)
+            (self.scripts.append((self._in[1], body)) if tag == "script" else self.styles.append(body))
+            self._in = None
+
+    def handle_data(self, data):
+        if self._in:
+            self._buf.append(data)
+        else:
+            self.text.append(data)
+
+    def ids(self) -> set[str]:
+        return {a["id"] for _, a in self.tags if a.get("id")}
+
+    def flame_data(self) -> dict:
+        blocks = [body for attrs, body in self.scripts if attrs.get("id") == "flame-data"]
+        assert len(blocks) == 1 and [a.get("type") for a, _ in self.scripts if a.get("id") == "flame-data"] == ["application/json"]
+        return json.loads(blocks[0])
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory):
+    return cpu_run_dir(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def h200_run(tmp_path_factory):
+    return h200_run_dir(tmp_path_factory)
+
+
+@pytest.fixture
+def evil_run(tmp_path):
+    return hostile_run(tmp_path / "evil")
+
+
+def render(run: Path) -> tuple[str, Page]:
+    html = report.render(run)
+    return html, Page(html)
+
+
+def check_page(run: Path, html: str, page: Page) -> dict:
+    """What every report must satisfy, whatever its run."""
+    assert set(SECTIONS) <= page.ids(), set(SECTIONS) - page.ids()
+    order = [html.index(f'<section id="{s}"') for s in SECTIONS]
+    assert order == sorted(order), "sections out of order"
+    data = page.flame_data()
+    analysed = [l for l, a in rundir.load(run).get("analysis", {}).items() if "skipped" not in a]
+    kinds = [g["kind"] for g in data["graphs"]]
+    assert kinds.count("case") == len(analysed)
+    assert kinds.count("diff") == (1 if len(analysed) >= 2 else 0)
+    for g in data["graphs"]:
+        assert page.ids() >= {g["id"]}
+        width = 5 if g["kind"] == "case" else 7
+        for i, row in enumerate(g["rows"]):
+            assert len(row) == width and -1 <= row[0] < i and row[1] < len(data["strings"])
+    no_external_loads(page)
+    return data
+
+
+def no_external_loads(page: Page) -> None:
+    for tag, attrs in page.tags:
+        assert tag not in ("link", "iframe", "object", "embed", "base"), tag
+        if tag == "script":
+            assert "src" not in attrs
+        for name, value in attrs.items():
+            if name in LOADING and value is not None:
+                assert value.startswith("data:") or value.startswith("#"), (tag, name, value)
+            if name == "href" and value is not None:
+                assert value.startswith("#"), (tag, name, value)  # only in-page anchors
+            if name == "style" and value:
+                assert "url(" not in value.lower(), value
+    for css in page.styles:
+        assert "url(" not in css.lower() and "@import" not in css.lower() and "@font-face" not in css.lower()
+    for attrs, body in page.scripts:
+        for api in ("fetch(", "XMLHttpRequest", "import(", "importScripts", "WebSocket", ".src ="):
+            assert api not in body, api
+
+
+# --- the page -------------------------------------------------------------------------------------------
+
+def test_compare_writes_report(cpu_run):
+    """compare renders report.html itself, through the same function as `flametool report`."""
+    path = cpu_run / report.REPORT_FILE
+    assert path.is_file()
+    page = Page(path.read_text(encoding="utf-8"))
+    check_page(cpu_run, path.read_text(encoding="utf-8"), page)
+    assert "complete" in rundir.load(cpu_run) and rundir.load(cpu_run)["diff"] is not None
+
+
+def test_cpu_run_report(cpu_run):
+    html, page = render(cpu_run)
+    data = check_page(cpu_run, html, page)
+    text = " ".join(page.text)
+    for label in ("numpy", "torch"):
+        assert f"flametool snakeviz {cpu_run} --case {label}" in text
+        assert f"snakeviz {cpu_run / (label + '.prof')}" in text
+    assert "spends" in text and "per call more than" in text  # the headline sentence
+    assert len(data["graphs"]) == 3
+    assert sum(1 for t, _ in page.tags if t == "rect") > 0  # the layer chart is drawn, server-side
+
+
+def test_h200_reference_report(h200_run):
+    """Thousands of stacks, C++ names hundreds of characters long: pruned, and the page says so."""
+    html, page = render(h200_run)
+    data = check_page(h200_run, html, page)
+    graphs = {g["kind"]: g for g in data["graphs"]}
+    assert all(g["pruned_nodes"] > 0 for g in data["graphs"])
+    assert "are not drawn" in html
+    names = set(data["strings"])
+    assert any(n.startswith("cupy._core._routines_linalg.") for n in names)
+    assert any("THPVariable_mm" in n for n in names)
+    assert graphs["diff"]["head"] == "torch" and graphs["diff"]["base"] == "cupy"
+    text = " ".join(page.text)
+    assert "cupy spends" in text and "more than torch" in text
+    assert "not host-bound" in text and "256,256,256" in text  # which shape was sampled, and why
+    assert len(html) < 1_500_000
+
+
+@pytest.mark.parametrize("run", sample_runs() or [pytest.param(None, marks=pytest.mark.skip(reason="no samples/ recorded yet"))],
+                         ids=lambda p: p.name if p else "none")
+def test_samples_render(run, tmp_path):
+    before = snapshot(run)
+    out = tmp_path / "report.html"
+    assert cli.main(["report", str(run), "-o", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    check_page(run, html, Page(html))
+    assert snapshot(run) == before
+
+
+def test_markup_in_frame_names_is_text(evil_run):
+    html, page = render(evil_run)
+    check_page(evil_run, html, page)
+    assert not [a for t, a in page.tags if t == "img"], "a frame name became an <img> tag"
+    assert [a.get("id") or a.get("type") for a, _ in page.scripts] == ["flame-data", None], "a frame name opened a <script>"
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "onerror=alert(1)>" not in html.replace("&gt;", "")  # never as live markup
+    strings = page.flame_data()["strings"]
+    assert any(XSS in s for s in strings) and any(CLOSER in s for s in strings)  # JSON gives the names back as they were
+    assert "</script><script>alert(2)" not in html
+
+
+def test_warnings(tmp_path):
+    """Each fairness problem named on the page."""
+    run = make_run(tmp_path / "r", {"a": ("step (s.py:1);f (s.py:2) 50\n", 10.0, 0), "b": ("step (s.py:1);g (s.py:3) 50\n", 12.0, 0)})
+    data = rundir.load(run)
+    a, b = data["results"]["a"], data["results"]["b"]
+    b.update(dtype="bfloat16", shape=[128, 64, 64], host_bound=False, bound_note="GPU time per call far above CPU",
+             sample_shape_reason="not host-bound, so sampled at 1024,1024,1024", cprofile_inflation=3.0,
+             cpu_us_per_call_repeats=[12.0, 40.0])
+    a["sampling"] |= {"slowdown": 2.5, "complete": False, "error": "py-spy exited with code 1"}
+    data["complete"] = False
+    rundir.save(run, data)
+    text = " ".join(Page(report.render(run)).text)
+    for words in ("run incomplete", "different dtypes", "different shapes", "not host-bound", "1024,1024,1024",
+                  "few samples", "2.5× slower while py-spy", "sampling incomplete", "py-spy exited with code 1",
+                  "3.0× slower under cProfile", "noisy timing"):
+        assert words in text, words
+
+
+def test_headline_names_the_difference(tmp_path):
+    run = make_run(tmp_path / "r", {
+        "a": ("step (s.py:1);shared (lib.so) 100\n", 10.0, 0),
+        "b": ("step (s.py:1);shared (lib.so) 100\nstep (s.py:1);malloc (libc.so.6) 100\n", 20.0, 0),
+    })
+    data = rundir.load(run)
+    from flametool import analysis
+
+    analysis.analyse_and_save(run, data)
+    model = report.build(run)
+    assert model.headline.sentence.startswith("At the sampled shape (64,64,64) b spends 10.00 us per call more than a")
+    assert "C library/allocator (+10.00 us)" in model.headline.sentence and "malloc (libc.so.6) (+10.00" in model.headline.sentence
+
+
+def test_unanalysed_run_is_analysed_in_memory(tmp_path):
+    """An interrupted compare saves run.json before its analysis; the report analyses it without writing."""
+    run = make_run(tmp_path / "r", {"a": ("step (s.py:1);f (s.py:2) 300\n", 10.0, 0), "b": ("step (s.py:1);g (s.py:3) 300\n", 12.0, 0)})
+    before = snapshot(run)
+    html, page = render(run)
+    assert len(page.flame_data()["graphs"]) == 3
+    assert snapshot(run) == before
+
+
+def test_pruning_threshold():
+    from flametool import attribution as at
+    from flametool import stacks as st
+
+    raw = [st.Stack(("step (s.py:1)", "big (s.py:2)"), 9990), st.Stack(("step (s.py:1)", "tiny (s.py:3)", "deeper (s.py:4)"), 10)]
+    graph = flame.case_graph(at.make_profile("x", raw, 0, 100.0), flame.Strings(), "g")
+    assert graph.pruned_nodes == 2 and abs(graph.pruned_us - 0.1) < 1e-9
+    assert graph.drawn_nodes == 3  # root, step, big
+
+
+def test_environment_is_strict_and_escaping():
+    env = report.environment()
+    assert env.autoescape is True and env.undefined is jinja2.StrictUndefined
+    with pytest.raises(jinja2.UndefinedError):
+        env.from_string("{{ r.missing }}").render(r=object())
+
+
+# --- the command ------------------------------------------------------------------------------------------
+
+def one_line_error(capsys, argv) -> str:
+    rc = cli.main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("flametool: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_report_command_writes_into_run_dir(evil_run, capsys):
+    before = snapshot(evil_run)
+    assert cli.main(["report", str(evil_run)]) == 0
+    assert capsys.readouterr().out.strip() == f"report: {evil_run / 'report.html'}"
+    after = snapshot(evil_run)
+    assert set(after) - set(before) == {"report.html"} and all(after[k] == v for k, v in before.items())
+    assert not [p for p in evil_run.iterdir() if p.name.startswith(".report.html")]  # no temporary left
+
+
+def test_report_output_elsewhere_leaves_run_dir_alone(evil_run, tmp_path):
+    before = snapshot(evil_run)
+    out = tmp_path / "elsewhere.html"
+    assert cli.main(["report", str(evil_run), "-o", str(out)]) == 0
+    assert out.stat().st_size > 0 and snapshot(evil_run) == before
+
+
+def _missing_run_json(run: Path):
+    (run / "run.json").unlink()
+
+
+def _corrupt_run_json(run: Path):
+    (run / "run.json").write_text('{"schema": 1, "results": {', encoding="utf-8")
+
+
+def _newer_schema(run: Path):
+    data = json.loads((run / "run.json").read_text())
+    data["schema"] = rundir.SCHEMA + 1
+    (run / "run.json").write_text(json.dumps(data))
+
+
+def _garbage_folded(run: Path):
+    (run / "beta.folded").write_text("this is not a folded stack\n\x00\x01 nonsense\n", encoding="utf-8")
+
+
+def _bad_prof(run: Path):
+    (run / "alpha.prof").write_bytes(b"not a profile at all \x00\xff")
+
+
+def _missing_prof(run: Path):
+    (run / "alpha.prof").unlink()
+
+
+@pytest.mark.parametrize("spoil, names", [
+    (_missing_run_json, "run.json"), (_corrupt_run_json, "run.json"), (_newer_schema, "run.json"),
+    (_garbage_folded, "beta.folded"), (_bad_prof, "alpha.prof"), (_missing_prof, "alpha.prof"),
+])
+def test_report_bad_input(evil_run, capsys, spoil, names):
+    spoil(evil_run)
+    before = snapshot(evil_run)
+    line = one_line_error(capsys, ["report", str(evil_run)])
+    assert names in line
+    assert snapshot(evil_run) == before
+
+
+def test_report_missing_folder(tmp_path, capsys):
+    line = one_line_error(capsys, ["report", str(tmp_path / "nope")])
+    assert str(tmp_path / "nope") in line and not (tmp_path / "nope").exists()
+
+
+def test_compare_keeps_run_json_when_render_fails(evil_run, capsys, monkeypatch):
+    """compare's last step: a report that cannot be rendered is one line, and run.json is untouched."""
+    def broken(*args, **kwargs):
+        raise RuntimeError("template exploded")
+
+    before = snapshot(evil_run)
+    monkeypatch.setattr(report, "write", broken)
+    from rich.console import Console
+
+    cli.write_report(evil_run, rundir.load(evil_run), Console(stderr=True), Console())
+    err = capsys.readouterr().err
+    assert "report.html not written" in err and "template exploded" in err and "flametool report" in err
+    assert snapshot(evil_run) == before
+
+
+# --- the templates ship in the wheel ----------------------------------------------------------------------
+
+def test_installed_wheel_finds_templates(tmp_path, evil_run):
+    wheels = tmp_path / "wheels"
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(wheels), str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-3000:]
+    (wheel,) = wheels.glob("flametool-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        assert {"flametool/templates/report.html.j2", "flametool/templates/assets/report.js",
+                "flametool/templates/assets/report.css"} <= names
+        site = tmp_path / "site"
+        zf.extractall(site)
+    # the unpacked wheel first on the path: flametool and its templates come from there, not from this checkout
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "import flametool, flametool.report as r;"
+        "assert flametool.__file__.startswith(sys.argv[1]), flametool.__file__;"
+        "print(r.templates_dir());"
+        "r.write(sys.argv[2], sys.argv[3])"
+    )
+    out = tmp_path / "from-wheel.html"
+    proc = subprocess.run([sys.executable, "-c", probe, str(site), str(evil_run), str(out)], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert Path(proc.stdout.strip()) == site / "flametool" / "templates"
+    assert 'id="flame-data"' in out.read_text(encoding="utf-8")

@@ -34,12 +34,15 @@ def colour(layer: str) -> str:
     return FALLBACK[sum(map(ord, layer)) % len(FALLBACK)]
 
 
-def nice_max(value: float) -> float:
-    """The smallest 1, 2, 2.5 or 5 times a power of ten at or above value."""
+def axis(value: float, divisions: int = 5) -> tuple[float, float]:
+    """(step, top): a round tick step (1, 2, 2.5 or 5 times a power of ten) about value/divisions, and
+    the first multiple of it at or above value, so a bar ends near the right edge."""
     if value <= 0:
-        return 1.0
-    power = 10 ** math.floor(math.log10(value))
-    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= value * (1 - 1e-9))
+        return 0.2, 1.0
+    raw = value / divisions
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
+    return step, math.ceil(value / step - 1e-9) * step
 
 
 def fmt(value: float) -> str:
@@ -117,7 +120,7 @@ class DeltaChart:
 def stacked(cases: dict[str, dict[str, tuple[float, float]]], totals: dict[str, float]) -> StackedChart:
     """cases: label -> layer -> (us per call, standard error); totals: label -> measured us per call."""
     width, x0, x1, bar_h, gap, top = 860, 130, 760, 28, 16, 8
-    scale = nice_max(max([*totals.values(), *(sum(u for u, _ in c.values()) for c in cases.values())], default=1.0))
+    step, scale = axis(max([*totals.values(), *(sum(u for u, _ in c.values()) for c in cases.values())], default=1.0))
     px = (x1 - x0) / scale
     bars, seen = [], []
     for i, (label, per_layer) in enumerate(cases.items()):
@@ -134,7 +137,7 @@ def stacked(cases: dict[str, dict[str, tuple[float, float]]], totals: dict[str, 
                 seen.append(layer)
         bars.append(Bar(label, top + i * (bar_h + gap), f"{fmt(totals[label])} us", segs))
     axis_y = top + len(bars) * (bar_h + gap)
-    ticks = [Tick(round(x0 + k * (x1 - x0) / 5, 2), f"{k * scale / 5:g}") for k in range(6)]
+    ticks = [Tick(round(x0 + k * step * px, 2), f"{k * step:g}") for k in range(round(scale / step) + 1)]
     legend = [(layer, colour(layer)) for layer in ly.order(seen)]
     return StackedChart(width, axis_y + 24, x0, x1, bar_h, bars, ticks, legend)
 
@@ -144,7 +147,7 @@ def delta(rows: list[dict], base: str, head: str) -> DeltaChart:
     width, label_w, row_h, top = 860, 190, 22, 8
     half = (width - label_w - 90) / 2
     zero = label_w + 45 + half
-    span = nice_max(max((abs(r["delta_us_per_call"]) + r.get("delta_se_us", 0.0) for r in rows), default=1.0))
+    step, span = axis(max((abs(r["delta_us_per_call"]) + r.get("delta_se_us", 0.0) for r in rows), default=1.0), 3)
     px = half / span
     chart = DeltaChart(width, top + len(rows) * row_h + 26, round(zero, 2), row_h,
                        f"{head} − {base}, us per call (whiskers: ± one standard error)")
@@ -162,6 +165,7 @@ def delta(rows: list[dict], base: str, head: str) -> DeltaChart:
             round(text_x, 2), "start" if right else "end", round(lo, 2), round(hi, 2),
         ))
     axis_y = top + len(rows) * row_h
-    chart.ticks = [Tick(round(zero + k * half / 2, 2), f"{k * span / 2:+g}" if k else "0") for k in range(-2, 3)]
+    n = round(span / step)
+    chart.ticks = [Tick(round(zero + k * step * px, 2), f"{k * step:+g}" if k else "0") for k in range(-n, n + 1)]
     chart.height = axis_y + 22
     return chart

@@ -83,7 +83,8 @@
         if (self.diff) {
           var delta = n.headSelf - n.baseSelf;
           var t = maxDelta > 0 ? Math.min(1, Math.abs(delta) / maxDelta) : 0;
-          d.style.background = mix("#f4f4f4", delta > 0 ? data.more : data.less, 0.15 + 0.85 * Math.sqrt(t) * (delta ? 1 : 0));
+          // white where equal; any change at least faintly tinted, the largest fully saturated
+          d.style.background = delta === 0 ? "#f2f2f2" : mix("#f4f4f4", delta > 0 ? data.more : data.less, 0.12 + 0.88 * Math.sqrt(t));
         } else {
           d.style.background = data.colours[n.layer] || "#e6e6e6";
         }

@@ -1,0 +1,82 @@
+"""How long `flametool report` takes, and how large report.html is, for one run directory.
+
+    python benchmarks/report_speed.py                 # the largest samples/ run, else a fresh CPU run
+    python benchmarks/report_speed.py RUN_DIR         # a run directory of yours
+    python benchmarks/report_speed.py --reference     # the H200 reference stacks (tests/data), rebuilt as a run
+
+Prints the in-process render time (median of --repeat renders: run.json, the .folded and .prof files read,
+the view model built, the page rendered), the wall time of the whole `flametool report` command in a fresh
+process (interpreter start and imports included: what a user waits for), and the size of the page.
+Target on a 2-core machine: under 1-2 s for a real PyTorch-vs-CuPy run. The page is written to a
+temporary folder; the run directory is only read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from flametool import report  # noqa: E402
+
+
+def largest_sample() -> Path | None:
+    runs = [p.parent for p in (ROOT / "samples").glob("*/run.json")]
+    return max(runs, key=lambda r: sum(f.stat().st_size for f in r.glob("*.folded")), default=None)
+
+
+def fresh_cpu_run(where: Path) -> Path:
+    out = where / "cpu-run"
+    print("no samples/ run: recording one on the CPU (flametool compare --device cpu) ...", flush=True)
+    subprocess.run([sys.executable, "-m", "flametool", "compare", "--device", "cpu", "--out", str(out)],
+                   check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("run", nargs="?", type=Path, help="run directory (default: the largest samples/ run)")
+    parser.add_argument("--reference", action="store_true", help="use the H200 reference stacks from tests/data")
+    parser.add_argument("--repeat", type=int, default=5, help="in-process renders to take the median of (default 5)")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="flametool-report-speed-") as tmp:
+        tmp = Path(tmp)
+        if args.reference:
+            from h200run import make_h200_run
+
+            run = make_h200_run(tmp / "h200-reference")
+        else:
+            run = args.run or largest_sample() or fresh_cpu_run(tmp)
+        folded = sum(f.stat().st_size for f in run.glob("*.folded"))
+        stacks = sum(1 for f in run.glob("*.folded") for line in f.open(encoding="utf-8") if line.strip())
+
+        times = []
+        for _ in range(max(args.repeat, 1)):
+            t0 = time.perf_counter()
+            html = report.render(run)
+            times.append(time.perf_counter() - t0)
+
+        out = tmp / "report.html"
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "flametool", "report", str(run), "-o", str(out)], check=True,
+                       stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - t0
+
+        print(f"run: {run} ({stacks} distinct stacks, {folded / 1e6:.2f} MB of .folded)")
+        print(f"render (in process, median of {len(times)}): {statistics.median(times):.3f} s")
+        print(f"flametool report (fresh process, end to end): {wall:.3f} s")
+        print(f"report.html: {len(html.encode('utf-8')) / 1024:.1f} KiB ({out.stat().st_size} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""report.html in a real headless Chromium, opened from file:// with no network: no console error, nothing
+requested but the file itself, the flame graphs drawn, a click zooms, search highlights, tables sort.
+
+Chromium is Debian's `chromium` package. CI installs it (.ci/run), so there a missing browser is a failure;
+on a developer's machine without it (CI unset) the test is skipped with the command that installs it,
+because a browser is a large system package that a plain `pip install -e .[test]` cannot bring.
+Screenshots go to the test's temporary folder, or to $FLAMETOOL_SCREENSHOTS when set (to look at them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from browser import Chromium, find_chromium
+from flametool import report
+from reportruns import cpu_run_dir, h200_run_dir, hostile_run
+
+INSTALL = "apt-get update && apt-get install -y chromium"
+
+
+@pytest.fixture(scope="module")
+def chromium_path() -> str:
+    path = find_chromium()
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"chromium is not installed; CI must install it ({INSTALL}; .ci/run does)")
+        pytest.skip(f"chromium is not installed ({INSTALL}); CI runs this test")
+    return path
+
+
+@pytest.fixture(params=["cpu", "h200", "hostile"])
+def report_page(request, tmp_path_factory) -> tuple[str, Path]:
+    if request.param == "cpu":
+        run = cpu_run_dir(tmp_path_factory)
+    elif request.param == "h200":
+        run = h200_run_dir(tmp_path_factory)
+    else:
+        run = hostile_run(tmp_path_factory.mktemp("hostile") / "run")
+    out = tmp_path_factory.mktemp("page") / "report.html"
+    report.write(run, out)
+    return request.param, out
+
+
+def shots_dir(tmp_path: Path) -> Path:
+    where = Path(os.environ.get("FLAMETOOL_SCREENSHOTS") or tmp_path)
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+NODE_RECT = """(() => {{
+  const el = {sel};
+  el.scrollIntoView({{block: "center"}});
+  const r = el.getBoundingClientRect(), c = el.closest(".fg-canvas").getBoundingClientRect();
+  return {{x: r.left, y: r.top, w: r.width, h: r.height, cx: c.left, cw: c.width, display: getComputedStyle(el).display}};
+}})()"""
+
+
+def test_report_in_chromium(chromium_path, report_page, tmp_path):
+    name, page = report_page
+    with Chromium(chromium_path) as browser:
+        browser.open(page.as_uri())
+        assert browser.errors() == []
+        assert set(browser.requests()) == {page.as_uri()}, "the page loaded something besides itself"
+
+        graphs = browser.eval("Object.keys(window.flametoolGraphs)")
+        data = json.loads(browser.eval("document.getElementById('flame-data').textContent"))
+        assert sorted(graphs) == sorted(g["id"] for g in data["graphs"]) and graphs
+        for gid in graphs:
+            drawn = browser.eval(f"[...document.querySelectorAll('#{gid} .fg-node')].filter(e => e.style.display !== 'none' && e.offsetWidth > 0).length")
+            assert drawn > 1, gid
+
+        # click a frame below the root that is narrower than the graph: it becomes the full width
+        gid = graphs[0]
+        index = browser.eval(f"""(() => {{
+          const g = window.flametoolGraphs['{gid}'], px = g.canvas.clientWidth;
+          const n = g.nodes.filter(n => n.parent >= 0 && n.w * px > 30 && n.w < 0.9).sort((a, b) => b.w - a.w)[0];
+          return n ? n.i : null; }})()""")
+        if index is None:  # every frame spans the graph (one stack): zoom into the first one below the root
+            index = 1
+        sel = f"document.querySelector('#{gid} .fg-node[data-i=\"{index}\"]')"
+        before = browser.eval(NODE_RECT.format(sel=sel))
+        browser.click(before["x"] + min(before["w"] / 2, 20), before["y"] + before["h"] / 2)
+        after = browser.eval(NODE_RECT.format(sel=sel))
+        assert abs(after["w"] - after["cw"]) <= 2 and abs(after["x"] - after["cx"]) <= 2, (before, after)
+        assert browser.eval(f"window.flametoolGraphs['{gid}'].zoomed.i") == index
+
+        # the tooltip names the frame in full
+        browser.send("Input.dispatchMouseEvent", type="mouseMoved", x=after["x"] + 10, y=after["y"] + after["h"] / 2)
+        tip = browser.eval("(() => { const t = document.querySelector('.fg-tip'); return [t.style.display, t.textContent]; })()")
+        full = browser.eval(f"window.flametoolGraphs['{gid}'].nodes[{index}].name")
+        assert tip[0] == "block" and tip[1].startswith(full) and "us/call" in tip[1]
+
+        # reset brings the frame back to its own width
+        browser.eval(f"document.querySelector('#{gid} .fg-reset').click()")
+        reset = browser.eval(NODE_RECT.format(sel=sel))
+        assert abs(reset["w"] - before["w"]) <= 2
+
+        # search highlights the frames that match, and totals them
+        browser.eval(f"""(() => {{ const i = document.querySelector('#{gid} .fg-search');
+          i.value = {json.dumps(full[:40])}.replace(/[.*+?^${{}}()|[\\]\\\\]/g, '\\\\$&'); i.dispatchEvent(new Event('input')); }})()""")
+        assert browser.eval(f"document.querySelectorAll('#{gid} .fg-match').length") >= 1
+        assert "match" in browser.eval(f"document.querySelector('#{gid} .fg-status').textContent")
+
+        # a numeric column sorts, largest first
+        first = browser.eval("""(() => { const t = document.querySelector('table.frames');
+          t.tHead.rows[0].cells[2].click();
+          return [...t.tBodies[0].rows].map(r => parseFloat(r.cells[2].dataset.sort)); })()""")
+        assert first == sorted(first, reverse=True)
+
+        browser.eval(f"document.querySelector('#{gid} .fg-search').value = ''; document.querySelector('#{gid} .fg-search').dispatchEvent(new Event('input'))")
+        assert browser.errors() == []
+        assert not [e for e in browser.events if e.get("method") == "Page.javascriptDialogOpening"], "a name ran as script"
+        shot = shots_dir(tmp_path) / f"report-{name}.png"
+        browser.eval("window.scrollTo(0, 0)")
+        browser.screenshot(shot)
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000

@@ -1,0 +1,158 @@
+"""`flametool snakeviz`: serves a case's .prof on loopback only, and stops cleanly, its child with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from flametool import cli
+from reportruns import cpu_run_dir, hostile_run
+
+
+@pytest.fixture(scope="module")
+def cpu_run(tmp_path_factory):
+    return cpu_run_dir(tmp_path_factory)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of pid, from /proc (Linux)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses with a listening TCP socket on port (IPv4 and IPv6), from /proc/net."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            address, hexport = local.rsplit(":", 1)
+            if int(hexport, 16) == port and state == "0A":  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
+def start(run: Path, *args: str) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "flametool", "snakeviz", str(run), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if " at http://" in line:
+            return proc, line.rsplit(" at ", 1)[1].strip()
+    proc.kill()
+    raise AssertionError(f"no URL printed: {proc.stderr.read()[-2000:]}")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serves_profile_on_loopback_and_stops(cpu_run, sig):
+    port = free_port()
+    proc, url = start(cpu_run, "--case", "torch", "--port", str(port))
+    try:
+        assert url.startswith(f"http://127.0.0.1:{port}/snakeviz/")
+        (server,) = children(proc.pid)
+        assert alive(server)
+        assert listening_addresses(port) == {"0100007F"}, "snakeviz must listen on 127.0.0.1 only"
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            body = resp.read().decode("utf-8", "replace")
+        assert resp.status == 200
+        assert "<title>torch</title>" in body and "built-in method torch.mm" in body  # the profile's own data
+        proc.send_signal(sig)
+        rc = proc.wait(timeout=30)
+        assert rc == 0, proc.stderr.read()
+        assert "snakeviz stopped" in proc.stdout.read()
+        assert not alive(server), "snakeviz outlived flametool"
+        assert not listening_addresses(port)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_killed_outright_takes_snakeviz_with_it(cpu_run):
+    """SIGKILL gives flametool no chance to clean up; the kernel stops snakeviz for it (PDEATHSIG)."""
+    proc, url = start(cpu_run, "--port", str(free_port()))
+    (server,) = children(proc.pid)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while alive(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if alive(server):
+        os.kill(server, signal.SIGKILL)
+        pytest.fail("snakeviz outlived a killed flametool")
+
+
+def test_default_case_is_first(cpu_run):
+    proc, url = start(cpu_run, "--port", str(free_port()))
+    try:
+        assert url.endswith("numpy.prof")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+
+
+def _bad_prof(run: Path):
+    (run / "alpha.prof").write_bytes(b"\x00 not a profile")
+
+
+def _no_prof(run: Path):
+    (run / "alpha.prof").unlink()
+
+
+@pytest.mark.parametrize("spoil, args, words", [
+    (None, ["--case", "gamma"], "--case 'gamma': no such case"),
+    (_bad_prof, ["--case", "alpha"], "alpha.prof: pstats cannot read it"),
+    (_no_prof, ["--case", "alpha"], "alpha.prof: missing"),
+    (None, ["--case", "alpha", "--port", "70000"], "--port 70000"),
+])
+def test_bad_input(tmp_path, capsys, spoil, args, words):
+    run = hostile_run(tmp_path / "r")
+    if spoil:
+        spoil(run)
+    rc = cli.main(["snakeviz", str(run), *args])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], err
+
+
+def test_missing_run_dir(tmp_path, capsys):
+    assert cli.main(["snakeviz", str(tmp_path / "absent")]) == 2
+    assert "no such run directory" in capsys.readouterr().err

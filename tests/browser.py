@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
 import shutil
 import subprocess
 import tempfile
@@ -28,9 +30,11 @@ class Chromium:
             [executable, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--disable-default-apps", "--disable-extensions", "--mute-audio", "--hide-scrollbars",
+             "--disable-breakpad", "--disable-crash-reporter",
              f"--user-data-dir={self.profile}", "--remote-debugging-address=127.0.0.1",
              "--remote-debugging-port=0", f"--window-size={width},{height}", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group: close() stops every helper process with it
         )
         self.events: list[dict] = []
         self.next_id = 0
@@ -127,13 +131,16 @@ class Chromium:
                 ws.close()
             except Exception:
                 pass
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        try:  # whatever of its group is left: helpers that outlive the browser process itself
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
         if self.proc.stderr:
             self.proc.stderr.close()
         shutil.rmtree(self.profile, ignore_errors=True)

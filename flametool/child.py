@@ -26,6 +26,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import explain, procs
 from .cases import Step, Sync, cuda_index
 
 ACTIVE_LOOP = "active_loop"
@@ -140,10 +141,18 @@ class FactoryFailed(Exception):
     pass
 
 
+class CaseUnavailable(Exception):
+    """The machine cannot run this case (library missing or built for another CUDA, no device, out of
+    memory at this shape): the message is the whole story, with what to do."""
+
+
 def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tuple[Step, Sync]:
     try:
         made = factory(*shape, dtype, device)
     except Exception as exc:
+        known = explain.known_fault(exc, shape, dtype, device)
+        if known:
+            raise CaseUnavailable(known) from exc
         raise FactoryFailed(_describe(exc, shape, dtype)) from exc
     if not (isinstance(made, tuple) and len(made) == 2 and all(callable(f) for f in made)):
         raise FactoryFailed(f"returned {type(made).__name__}, expected a (step, sync) pair of callables")
@@ -151,13 +160,9 @@ def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tupl
 
 
 def _describe(exc: BaseException, shape: list[int], dtype: str) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip().splitlines()[0] if str(exc) else type(exc).__name__
-    if "out of memory" in str(exc).lower() or "OutOfMemory" in type(exc).__name__:
-        m, k, n = shape
-        itemsize = 8 if dtype == "float64" else 4 if dtype == "float32" else 2
-        need = (m * k + k * n + m * n) * itemsize / 2**30
-        text += f" (shape {m},{k},{n} {dtype} needs {need:.1f} GiB for a, b and out; try a smaller --shape)"
-    return text
+    # out of memory and faults of the installation are explained by explain.known_fault, before this
+    first = next((l.strip() for l in str(exc).splitlines() if l.strip()), "")
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def warm_up(step: Step, sync: Sync, calls: int) -> float:
@@ -340,14 +345,19 @@ def run(spec: dict, report: Reporter) -> dict:
 def main(argv: list[str]) -> int:
     report = Reporter(int(argv[0]))
     spec = json.loads(argv[1])
+    procs.tie_to_parent(spec.get("parent_pid"))
     try:
         result = run(spec, report)
+    except CaseUnavailable as exc:
+        report.send("error", message=str(exc))
+        return 1
     except FactoryFailed as exc:
         report.send("error", message=f"factory {spec['case']['factory']} failed: {exc}")
         return 1
     except Exception as exc:  # noqa: BLE001 -- anything a case does wrong becomes one line for the parent
         traceback.print_exc()
-        report.send("error", message=_describe(exc, spec["shape"], spec["dtype"]))
+        known = explain.known_fault(exc, spec["shape"], spec["dtype"], spec["device"])
+        report.send("error", message=known or _describe(exc, spec["shape"], spec["dtype"]))
         return 1
     report.send("result", result=result)
     return 0

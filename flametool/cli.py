@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, analysis, cases, drilldown, envinfo, exporters, report, runner, terminal
+from . import __version__, analysis, cases, drilldown, envinfo, exporters, report, rundir, runner, terminal
 from .errors import FlametoolError
 
 SEED_SHAPE = [65536, 24576, 12288]
@@ -136,7 +136,7 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
             raise FlametoolError(f"--device {device}: " + (f"only {gpus} CUDA device(s) found" if gpus else "no CUDA device found"))
     on_cpu = device == "cpu"
 
-    libs = args.libs.split(",") if args.libs else (["numpy", "torch"] if on_cpu else ["cupy", "torch"])
+    libs = args.libs.split(",") if args.libs is not None else (["numpy", "torch"] if on_cpu else ["cupy", "torch"])
     specs = [cases.builtin(l.strip()) for l in libs if l.strip()] + [cases.user_case(c) for c in args.case]
     labels = [s.label for s in specs]
     if not specs:
@@ -162,13 +162,14 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
 
 
 def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
-    config = compare_config(args, lambda text: err.print(text, highlight=False))
+    config = compare_config(args, lambda text: err.print(text, highlight=False, markup=False))
     with terminal.Progress(err, len(config.cases)) as progress:
         try:
             run_dir, data = runner.compare(config, ["flametool", *argv], progress.update)
         except KeyboardInterrupt:
-            err.print(f"flametool: interrupted; what finished is kept in {config.out}/run.json (complete: false)",
-                      highlight=False)
+            kept = config.out / rundir.RUN_FILE
+            err.print(f"flametool: interrupted; what finished is kept in {kept} (complete: false)" if kept.exists()
+                      else "flametool: interrupted before anything was measured", highlight=False, markup=False)
             return 130
     terminal.print_summary(data, run_dir, out)
     data = analysis.analyse_and_save(run_dir, data)
@@ -176,8 +177,13 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     write_report(run_dir, data, err, out)
     failed = [l for l, r in data["results"].items() if r.get("error")]
     for label in failed:
-        err.print(f"flametool: case {label!r}: {data['results'][label]['error']}", highlight=False)
-    return 1 if failed else 0
+        err.print(f"flametool: case {label!r}: {data['results'][label]['error']}", highlight=False, markup=False)
+    # a sampler that hung or crashed kept what it had, but the run is not what was asked for
+    unsampled = [l for l, r in data["results"].items() if (r.get("sampling") or {}).get("complete") is False]
+    for label in unsampled:
+        err.print(f"flametool: case {label!r}: sampling incomplete: {data['results'][label]['sampling']['error']}",
+                  highlight=False, markup=False)
+    return 1 if failed or unsampled else 0
 
 
 def write_report(run_dir: Path, data: dict, err: Console, out: Console) -> None:

@@ -131,3 +131,15 @@ def ensure_new(out: Path) -> None:
     """Refuse to write into an existing, non-empty folder: a run is never overwritten silently."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise FlametoolError(f"{out}: already exists and is not empty; choose another --out")
+
+
+def create(out: Path) -> None:
+    """Make the run directory (an existing empty one is used as is), or say why it cannot be made."""
+    ensure_new(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".{RUN_FILE}.probe"  # a directory that can be made may still not be writable
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise FlametoolError(f"{out}: cannot create the run directory ({exc.strerror or exc}); choose another --out") from None

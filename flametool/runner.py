@@ -12,13 +12,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from . import envinfo, rundir, sampler
+from . import envinfo, procs, rundir, sampler
 from .cases import BUILTIN, CaseSpec
 from .child import ACTIVE_LOOP
-from .errors import CaseError
+from .errors import CaseError, FlametoolError
 
-# The sampled phase needs no more than this beyond --sample-seconds; past it the child stops by itself.
-CHILD_SAMPLE_GRACE = sampler.ATTACH_SECONDS + sampler.FLUSH_SECONDS + 30
+
+def child_sample_grace() -> float:
+    """The sampled phase needs no more than this beyond --sample-seconds; past it the child stops by itself."""
+    return sampler.attach_seconds() + sampler.FLUSH_SECONDS + 30
 
 
 @dataclass
@@ -75,7 +77,8 @@ def run_case(case: CaseSpec, config: Config, out: Path, progress: Progress) -> d
         "sample_shape": config.sample_shape,
         "sample": config.sample,
         "prof_path": str(rundir.prof_path(out, label).resolve()),
-        "max_sample_seconds": config.sample_seconds + CHILD_SAMPLE_GRACE,
+        "max_sample_seconds": config.sample_seconds + child_sample_grace(),
+        "parent_pid": os.getpid(),
     }
     base = rundir.blank_result() | {
         "library": BUILTIN[label][1] if case.module and label in BUILTIN else None,
@@ -106,15 +109,19 @@ def run_case(case: CaseSpec, config: Config, out: Path, progress: Progress) -> d
                     progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
                     sampling = sampler.record(msg["pid"], config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
                                               rundir.folded_path(out, label))
-                    proc.stdin.write(b"stop\n")
-                    proc.stdin.flush()
+                    try:
+                        proc.stdin.write(b"stop\n")
+                        proc.stdin.flush()
+                    except BrokenPipeError:
+                        pass  # the child is gone; it sends no result, and that is reported below
                 elif kind == "result":
                     result = msg["result"]
                 elif kind == "error":
                     error = msg["message"]
         proc.wait()
     finally:
-        stop(proc)
+        with procs.signals_deferred():
+            stop(proc)
     if result is None:
         error = error or f"the child process exited with code {proc.returncode} before reporting (see {log_path})"
         return base | {"error": error}
@@ -163,13 +170,7 @@ def describe_phase(msg: dict) -> str:
 
 def stop(proc: subprocess.Popen) -> None:
     """Never leave a child behind: terminate, then kill."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    procs.kill_tree(proc, grace=5)
     if proc.stdin:
         try:
             proc.stdin.close()
@@ -181,7 +182,10 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
     """Measure every case; run.json is saved after each one and marked complete at the end."""
     out = config.out
     rundir.ensure_new(out)
-    out.mkdir(parents=True, exist_ok=True)
+    if config.sample:  # before anything starts: a run that cannot sample says so now, not after the timings
+        sampler.check_available()
+    sampler.attach_seconds()  # a bad FLAMETOOL_PYSPY_TIMEOUT, too
+    rundir.create(out)
     data = rundir.new_run(config.to_json(), envinfo.collect(config.device), argv, _now())
     rundir.save(out, data)
     try:
@@ -190,12 +194,17 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
             result = run_case(case, config, out, progress)
             data["results"][case.label] = result
             rundir.save(out, data)
+            if (result.get("sampling") or {}).get("refused"):
+                # the kernel will refuse every case alike: stop here, with what to change
+                raise FlametoolError(f"case {case.label!r}: {result['sampling']['error']} "
+                                     f"(its timings and cProfile are kept in {out})")
             if result.get("error") and not config.keep_going:
                 raise CaseError(f"case {case.label!r}: {result['error']} (finished cases kept in {out})")
         data["complete"] = True
     finally:
-        data["finished"] = _now()
-        rundir.save(out, data)
+        with procs.signals_deferred():  # a second Ctrl-C must not lose run.json
+            data["finished"] = _now()
+            rundir.save(out, data)
     return out, data
 
 

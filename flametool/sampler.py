@@ -20,13 +20,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import procs
 from . import stacks as st
 from .errors import FlametoolError
 
 # py-spy may need several seconds to read the symbol tables of big native libraries before it samples.
+# FLAMETOOL_PYSPY_TIMEOUT (seconds) overrides it: tests use a few seconds, slow machines may need more.
 ATTACH_SECONDS = 60.0
-# After SIGINT py-spy writes what it has; give it this long before killing it.
+# After SIGINT py-spy writes what it has; give it this long (at most the attach allowance) before killing it.
 FLUSH_SECONDS = 10.0
+PYSPY_ENV = "FLAMETOOL_PYSPY"  # a py-spy to use instead of the one found beside Python or on PATH
+TIMEOUT_ENV = "FLAMETOOL_PYSPY_TIMEOUT"
+REFUSED = re.compile(r"permission denied|operation not permitted|ptrace", re.I)
+REFUSED_HINT = ("run as root, or set /proc/sys/kernel/yama/ptrace_scope to 0 "
+                "(in a container: --cap-add SYS_PTRACE), or use --no-sample")
 BEHIND = re.compile(r"([\d.]+)s behind in sampling")
 TOTALS = re.compile(r"Samples: (\d+) Errors: (\d+)")
 
@@ -41,6 +48,7 @@ class Sampling:
     complete: bool = False
     exit_code: int | None = None
     error: str | None = None
+    refused: bool = False  # the kernel refused py-spy's attach: every later case would be refused too
     window: tuple[float, float] | None = None  # CLOCK_MONOTONIC seconds while py-spy was sampling
     behind_seconds: float = 0.0
     pyspy_samples: int | None = None
@@ -56,6 +64,7 @@ class Sampling:
             "complete": self.complete,
             "exit_code": self.exit_code,
             "error": self.error,
+            "refused": self.refused,
             "command": self.command,
             "seconds": self.seconds,
             "behind": self.behind_seconds > 0,
@@ -70,7 +79,13 @@ class Sampling:
 
 
 def pyspy_path() -> str:
-    """The py-spy installed beside this Python first (the one our dependency put there), then PATH."""
+    """$FLAMETOOL_PYSPY, else the py-spy installed beside this Python (the one our dependency put there),
+    else the one on PATH."""
+    chosen = os.environ.get(PYSPY_ENV)
+    if chosen:
+        if not (Path(chosen).is_file() and os.access(chosen, os.X_OK)):
+            raise FlametoolError(f"{PYSPY_ENV}={chosen}: not an executable file")
+        return chosen
     local = Path(sys.executable).parent / "py-spy"
     if local.is_file() and os.access(local, os.X_OK):
         return str(local)
@@ -78,6 +93,31 @@ def pyspy_path() -> str:
     if not found:
         raise FlametoolError("py-spy is not installed: pip install py-spy (or run with --no-sample)")
     return found
+
+
+def check_available() -> str:
+    """Before anything starts: a py-spy that exists and runs, or one FlametoolError saying how to get one."""
+    path = pyspy_path()
+    try:
+        subprocess.run([path, "--version"], capture_output=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise FlametoolError(f"{path} does not run ({exc}): reinstall py-spy (pip install py-spy), "
+                             "or run with --no-sample") from None
+    return path
+
+
+def attach_seconds() -> float:
+    """How long py-spy may take beyond the sampling time before it is stopped."""
+    text = os.environ.get(TIMEOUT_ENV)
+    if not text:
+        return ATTACH_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        raise FlametoolError(f"{TIMEOUT_ENV}={text!r}: expected seconds") from None
+    if not value > 0:
+        raise FlametoolError(f"{TIMEOUT_ENV}={text!r}: must be more than 0")
+    return value
 
 
 def pyspy_version() -> str | None:
@@ -127,8 +167,10 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     lines: list[str] = []
 
     try:
-        # py-spy reports on stdout (start, totals) and stderr (errors); read both, timestamped
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        # py-spy reports on stdout (start, totals) and stderr (errors); read both, timestamped. Its own
+        # session: a terminal's Ctrl-C reaches the parent only, which stops py-spy and all it started.
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, errors="replace", start_new_session=True)
     except OSError as exc:
         Path(raw_path).unlink(missing_ok=True)
         sampling.error = f"py-spy could not start: {exc}"
@@ -149,21 +191,22 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     reader = threading.Thread(target=read_output, daemon=True)
     reader.start()
     started = time.monotonic()
+    allowance = attach_seconds()
     try:
-        proc.wait(timeout=seconds + ATTACH_SECONDS)
+        proc.wait(timeout=seconds + allowance)
         sampling.complete = True
     except subprocess.TimeoutExpired:
-        sampling.error = f"py-spy did not finish within {seconds + ATTACH_SECONDS:.0f} s; stopped it and kept what it wrote"
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=FLUSH_SECONDS)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        sampling.error = (f"py-spy did not finish within {seconds + allowance:.0f} s; stopped it and kept what "
+                          "it wrote (a lower --rate helps a py-spy that falls behind)")
+        # SIGINT first: py-spy then writes the samples it has
+        procs.kill_tree(proc, grace=min(FLUSH_SECONDS, allowance), first=signal.SIGINT, group=True)
+    except BaseException:  # the run is being stopped: what py-spy wrote is not kept, nor its file
+        Path(raw_path).unlink(missing_ok=True)
+        raise
     finally:
-        if proc.poll() is None:  # interrupted (Ctrl-C) while waiting: never leave py-spy behind
-            proc.kill()
-            proc.wait()
+        # interrupted (Ctrl-C, SIGTERM) while waiting, or anything py-spy left: never leave it behind
+        with procs.signals_deferred():
+            procs.kill_tree(proc, grace=0, first=signal.SIGKILL, group=True)
     ended = time.monotonic()
     reader.join(timeout=2)
     sampling.exit_code = proc.returncode
@@ -174,13 +217,14 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     start = marks.get("start", max(started, ended - seconds))
     sampling.window = (start, marks.get("end", ended))
 
-    text = Path(raw_path).read_text(encoding="utf-8", errors="replace") if Path(raw_path).exists() else ""
+    text = st.read_text(Path(raw_path), errors="replace") if Path(raw_path).exists() else ""
     Path(raw_path).unlink(missing_ok=True)
     if proc.returncode != 0 and sampling.complete:
         sampling.complete = False
+        sampling.refused = bool(REFUSED.search(" ".join(lines)))
         sampling.error = explain_failure(lines, proc.returncode)
     raw: list[st.Stack] = []
-    for line in text.splitlines():
+    for line in text.split("\n"):  # only newlines end a line: a frame name may hold other separators
         try:
             raw.append(st.parse_line(line))
         except st.FoldedLineError:
@@ -188,17 +232,28 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     sampling.total_samples = sum(s.count for s in raw)
     kept, sampling.loop_samples, sampling.outside_samples = keep_inside(raw, loop_function)
     sampling.kept_samples = sum(s.count for s in kept)
-    out.write_text(st.dumps(kept), encoding="utf-8")
+    with open(out, "w", encoding="utf-8", newline="") as fh:
+        fh.write(st.dumps(kept))
+    if not sampling.complete and sampling.total_samples and not sampling.refused:
+        sampling.error += f"; kept the {sampling.total_samples} samples it wrote"
     return sampling
 
 
 def explain_failure(lines: list[str], code: int) -> str:
     text = " ".join(lines)
-    if "Permission denied" in text or "Operation not permitted" in text or "ptrace" in text.lower():
-        return ("py-spy was not allowed to attach (ptrace refused): run as root, or set "
-                "/proc/sys/kernel/yama/ptrace_scope to 0, or use --no-sample")
-    last = next((l for l in reversed(lines) if l.strip()), "")
-    return f"py-spy exited with code {code}: {last[:300]}"
+    if REFUSED.search(text):  # py-spy 0.4 says "Permission Denied: Try running again with elevated permissions"
+        return f"py-spy was not allowed to attach (ptrace refused): {REFUSED_HINT}"
+    # its last words, not its progress line
+    last = next((l.strip() for l in reversed(lines) if l.strip() and "Sampling process" not in l), "")
+    said = f": {last[:300]}" if last else ""
+    if code < 0 or code > 128:  # killed by a signal (a shell reports 128 + the signal number)
+        number = -code if code < 0 else code - 128
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"py-spy crashed ({name}, exit code {code}){said}"
+    return f"py-spy exited with code {code}{said}"
 
 
 def sampled_us_per_call(chunks: list[list[float]], calls: int, window: tuple[float, float] | None) -> float | None:

@@ -38,7 +38,9 @@ def parse_line(line: str) -> Stack:
 def parse(text: str, source: str = "<folded>") -> list[Stack]:
     """Parse folded text; a malformed line is an error naming the source and the line number."""
     stacks = []
-    for number, line in enumerate(text.splitlines(), 1):
+    # only '\n' ends a line (as dumps writes them): str.splitlines would also split a frame name that
+    # holds '\r', '\x0c' or '\u2028', which a file path or a symbol may
+    for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -50,10 +52,16 @@ def parse(text: str, source: str = "<folded>") -> list[Stack]:
 
 def read(path: Path) -> list[Stack]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise RunDirError(f"{path}: cannot be read ({exc})") from None
     return parse(text, str(path))
+
+
+def read_text(path: Path, errors: str = "strict") -> str:
+    """The file as written: no newline translation, so a '\r' inside a frame name stays in it."""
+    with open(path, encoding="utf-8", errors=errors, newline="") as fh:
+        return fh.read()
 
 
 def dumps(stacks: Iterable[Stack]) -> str:

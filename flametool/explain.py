@@ -1,0 +1,122 @@
+"""Faults of the machine rather than of a case, told in one sentence with what to do: a library that is not
+installed or was built for another CUDA, no CUDA device, out of memory at the chosen shape.
+
+Used by the child when a case cannot be set up or run; what is not recognised here is reported as the
+exception itself. Matching is on exception types and the libraries' own message texts, because the
+exception classes (cupy's CUDARuntimeError, torch's OutOfMemoryError) cannot be imported where the library
+is the thing that failed to load.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import traceback
+
+CUPY_INSTALL = "pip install flametool[cuda12] or [cuda13]"
+INSTALL_HINT = {
+    "cupy": CUPY_INSTALL,
+    "cupy_backends": CUPY_INSTALL,
+    "cupyx": CUPY_INSTALL,
+    "torch": "pip install torch",
+    "numpy": "pip install numpy",
+}
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
+NO_DEVICE = re.compile(r"cudaErrorNoDevice|no CUDA-capable device|No CUDA GPUs are available|"
+                       r"Found no NVIDIA driver|cudaErrorInvalidDevice|invalid device ordinal", re.I)
+OLD_DRIVER = re.compile(r"cudaErrorInsufficientDriver|driver version is insufficient|"
+                        r"CUDA driver (?:version )?is too old|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", re.I)
+MISSING_LIB = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
+OUT_OF_MEMORY = re.compile(r"out of memory|Unable to allocate|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED", re.I)
+
+
+def known_fault(exc: BaseException, shape: list[int], dtype: str, device: str) -> str | None:
+    """One sentence for a fault the user fixes outside the case, or None."""
+    return out_of_memory(exc, shape, dtype, device) or environment(exc, device)
+
+
+def out_of_memory(exc: BaseException, shape: list[int], dtype: str, device: str) -> str | None:
+    name = type(exc).__name__
+    if not (isinstance(exc, MemoryError) or "OutOfMemory" in name or OUT_OF_MEMORY.search(str(exc))):
+        return None
+    m, k, n = shape
+    need = (m * k + k * n + m * n) * ITEMSIZE.get(dtype, 4) / 2**30
+    where = "GPU memory" if device != "cpu" else "memory"
+    return (f"out of {where} at shape {m},{k},{n} {dtype}: a, b and out need {need:.1f} GiB "
+            f"({first_sentences(str(exc)) or name}); try a smaller --shape"
+            + (", or free the GPU (nvidia-smi lists what holds its memory)" if device != "cpu" else ""))
+
+
+def environment(exc: BaseException, device: str) -> str | None:
+    text = str(exc)
+    library = library_of(exc)
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        top = exc.name.split(".")[0]
+        if top in INSTALL_HINT:
+            return f"{'cupy' if top.startswith('cupy') else top} is not installed ({INSTALL_HINT[top]})"
+        return f"module {exc.name!r} is not installed (the case imports it)"
+    if isinstance(exc, ImportError) and library:
+        cause = import_cause(text)
+        if library == "cupy":
+            return (f"cupy cannot be loaded ({cause}): the installed CuPy is probably built for another CUDA; "
+                    f"install the one for the CUDA version nvidia-smi shows ({CUPY_INSTALL})")
+        return f"{library} cannot be loaded ({cause}); reinstall it for this machine's CUDA"
+    if OLD_DRIVER.search(text):
+        which = library or "the library"
+        return (f"the NVIDIA driver is older than the CUDA that {which} was built for ({first_sentences(text)}): "
+                f"install a {which} build for the CUDA version nvidia-smi shows"
+                + (f" ({CUPY_INSTALL})" if which == "cupy" else "") + ", or update the driver")
+    torch = sys.modules.get("torch")
+    if library == "torch" and torch is not None and device != "cpu" and (
+            "not compiled with CUDA" in text or "has no CUDA device" in text):
+        if getattr(torch.version, "cuda", None) is None:
+            return (f"torch {torch.__version__} is built without CUDA: install a CUDA build of torch "
+                    "(https://pytorch.org/get-started/locally/), or use --device cpu")
+        return f"torch {torch.__version__} (CUDA {torch.version.cuda}) sees no CUDA device{visible_devices()}"
+    if NO_DEVICE.search(text):
+        return f"{library or 'the library'} sees no CUDA device {device}{visible_devices()} ({first_sentences(text)})"
+    return None
+
+
+def library_of(exc: BaseException) -> str | None:
+    """Which array library the fault came from: the message, else the deepest frame in a library's files."""
+    text = str(exc)
+    if isinstance(exc, ImportError) and exc.name:
+        return exc.name.split(".")[0]
+    if re.search(r"\bcupy\b|\bCuPy\b|cupy_backends", text):
+        return "cupy"
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        parts = frame.filename.replace("\\", "/").split("/")
+        for lib in ("cupy", "cupy_backends", "cupyx", "torch"):
+            if lib in parts[:-1]:
+                return "cupy" if lib.startswith("cupy") else lib
+    if re.search(r"\btorch\b|Torch", text):
+        return "torch"
+    return None
+
+
+def import_cause(text: str) -> str:
+    """CuPy wraps the real import error in a banner; the line after 'Original error:' is the cause."""
+    lines = [l.strip() for l in text.splitlines() if l.strip() and not set(l.strip()) <= {"="}]
+    for i, line in enumerate(lines):
+        if line.startswith("Original error") and i + 1 < len(lines):
+            return lines[i + 1][:200]
+    missing = MISSING_LIB.search(text)
+    if missing:
+        return f"{missing.group(1)} not found"
+    return lines[0][:200] if lines else "ImportError"
+
+
+def first_sentences(text: str, limit: int = 160) -> str:
+    """The start of a library's message: its first line, cut after the sentence that passes `limit`."""
+    line = next((l.strip() for l in text.splitlines() if l.strip()), "")
+    if len(line) <= limit:
+        return line.rstrip(".")
+    cut = line.find(". ", limit // 2)
+    return (line[:cut] if 0 < cut <= limit * 2 else line[:limit] + "…").rstrip(".")
+
+
+def visible_devices() -> str:
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return f" (CUDA_VISIBLE_DEVICES={value!r})" if value is not None else ""

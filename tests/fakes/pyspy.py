@@ -1,0 +1,44 @@
+"""A stand-in for py-spy, for the faults that real py-spy cannot be made to show on demand.
+
+Mode from $FAKE_PYSPY_MODE: hang (ignores SIGINT, never ends), crash (writes part of its output and exits
+139 as a segfault does under a shell), behind (the real py-spy, plus the "behind in sampling" warning it
+prints when it cannot keep up), refused (the kernel refused the attach: py-spy 0.4's own words). The real
+py-spy is $REAL_PYSPY. Only faults use this; every other test runs the real py-spy.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+mode = os.environ["FAKE_PYSPY_MODE"]
+args = sys.argv[1:]
+if args[:1] in (["--version"], ["-V"]):
+    print("py-spy 0.4.3")
+    sys.exit(0)
+output = args[args.index("--output") + 1] if "--output" in args else None
+
+if mode == "hang":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print("py-spy> Sampling process 100 times a second. Press Control-C to exit.", flush=True)
+    while True:
+        time.sleep(60)
+elif mode == "crash":
+    print("py-spy> Sampling process 100 times a second. Press Control-C to exit.", flush=True)
+    loop = "<module> (flametool/child.py:1);active_loop (flametool/child.py:44)"
+    with open(output, "w") as fh:
+        fh.write(f"{loop};step (tests/cases/user_cases.py:14);add (numpy/_core/umath.so) 7\n")
+        fh.write(f"{loop} 2\n")
+        fh.write(f"{loop};step (tests/cases/user_cases.py:14);add (numpy/_c")  # cut short by the crash
+    os._exit(139)
+elif mode == "behind":
+    print("py-spy> Sampling process 100 times a second. Press Control-C to exit.", flush=True)
+    print("1.52s behind in sampling, results may be inaccurate. Try reducing the sampling rate.", flush=True)
+    sys.exit(subprocess.run([os.environ["REAL_PYSPY"], *args]).returncode)
+elif mode == "refused":
+    print("Error: Permission Denied: Try running again with elevated permissions by going 'sudo env \"PATH=$PATH\" !!'",
+          file=sys.stderr, flush=True)
+    sys.exit(1)
+sys.exit(f"unknown FAKE_PYSPY_MODE {mode!r}")

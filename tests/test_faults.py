@@ -1,0 +1,335 @@
+"""Faults of the machine, not of the tool: a missing or refused py-spy, one that hangs, crashes or falls
+behind, libraries that are missing or built for another CUDA, out of GPU memory. Each ends in one clear
+line and a non-zero exit, keeps what was measured, and leaves no process behind."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+import faultkit as fk
+from flametool import cases, envinfo, explain, rundir, runner, sampler
+from flametool.errors import CaseError, FlametoolError
+
+USER = fk.CASES / "user_cases.py"
+FAULTS = fk.CASES / "fault_cases.py"
+QUICK = ["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--iters", "50", "--warmup", "5"]
+
+
+# --- py-spy missing or refused ------------------------------------------------------------------------------
+
+def test_pyspy_missing_fails_before_anything_starts(tmp_path):
+    python, environ = fk.no_pyspy_python(tmp_path / "bin")
+    out = tmp_path / "run"
+    proc = fk.run([*QUICK, "--out", str(out)], environ, python=python)
+    assert proc.returncode == 2
+    line = fk.error_line(proc)
+    assert line == "flametool: py-spy is not installed: pip install py-spy (or run with --no-sample)"
+    assert not out.exists()  # nothing started
+
+
+def test_no_sample_runs_timings_and_cprofile_without_pyspy(tmp_path):
+    python, environ = fk.no_pyspy_python(tmp_path / "bin")
+    out = tmp_path / "run"
+    proc = fk.run([*QUICK, "--no-sample", "--out", str(out)], environ, python=python)
+    assert proc.returncode == 0, proc.stderr
+    r = rundir.load(out)["results"]["numpy"]
+    assert r["cpu_us_per_call"] > 0 and r["cprofile_us_per_call"] > 0 and r["sampling"] is None
+    assert (out / "numpy.prof").is_file() and not (out / "numpy.folded").exists()
+
+
+def test_flametool_pyspy_must_name_an_executable(tmp_path):
+    proc = fk.run([*QUICK, "--out", str(tmp_path / "run")], fk.env(FLAMETOOL_PYSPY=str(tmp_path / "nope")))
+    assert proc.returncode == 2
+    assert fk.error_line(proc) == f"flametool: FLAMETOOL_PYSPY={tmp_path / 'nope'}: not an executable file"
+
+
+def check_refused(proc: subprocess.CompletedProcess, out: Path) -> None:
+    assert proc.returncode == 2, proc.stderr
+    line = fk.error_line(proc)
+    assert line.startswith("flametool: case 'numpy': py-spy was not allowed to attach (ptrace refused): ")
+    for fix in ("run as root", "/proc/sys/kernel/yama/ptrace_scope", "--no-sample"):
+        assert fix in line
+    data = rundir.load(out)
+    # the case's timings and cProfile are kept; the run stopped there (every case would be refused)
+    assert data["complete"] is False and list(data["results"]) == ["numpy", ]
+    r = data["results"]["numpy"]
+    assert r["cpu_us_per_call"] > 0 and r["cprofile_us_per_call"] > 0
+    assert r["sampling"]["complete"] is False and r["sampling"]["refused"] is True
+    assert "ptrace refused" in r["sampling"]["error"]
+
+
+def test_pyspy_refused_by_the_kernel(tmp_path):
+    """The real py-spy, run as another user than the child, so that the kernel really refuses ptrace."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv to run py-spy as another user")
+    folder = Path(tempfile.mkdtemp(prefix="flametool-refused-"))  # tmp_path is not reachable for 'nobody'
+    try:
+        folder.chmod(0o755)
+        copy = folder / "py-spy-real"
+        shutil.copy2(fk.real_pyspy(), copy)
+        copy.chmod(0o755)
+        wrapper = folder / "py-spy"
+        wrapper.write_text(f'#!/bin/sh\nexec {setpriv} --reuid=65534 --regid=65534 --clear-groups {copy} "$@"\n')
+        wrapper.chmod(0o755)
+        out = tmp_path / "run"
+        proc = fk.run([*QUICK, "--case", f"{USER}:add_case", "--out", str(out)], fk.env(FLAMETOOL_PYSPY=str(wrapper)))
+        check_refused(proc, out)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_pyspy_refused_message_as_py_spy_prints_it(tmp_path):
+    _, environ = fk.fake_pyspy(tmp_path / "fake", "refused")
+    out = tmp_path / "run"
+    proc = fk.run([*QUICK, "--case", f"{USER}:add_case", "--out", str(out)], fk.env(**environ))
+    check_refused(proc, out)
+
+
+# --- py-spy that hangs, crashes or falls behind -----------------------------------------------------------
+
+def test_pyspy_that_hangs_is_stopped_and_the_run_kept(tmp_path):
+    _, environ = fk.fake_pyspy(tmp_path / "fake", "hang")
+    environ = fk.env(**environ, FLAMETOOL_PYSPY_TIMEOUT="2")
+    out = tmp_path / "run"
+    proc = fk.run([*QUICK, "--case", f"{USER}:add_case", "--sample-seconds", "1", "--out", str(out)], environ)
+    assert proc.returncode == 1, proc.stderr
+    data = rundir.load(out)
+    assert data["complete"] is True and list(data["results"]) == ["numpy", "add_case"]
+    for label, r in data["results"].items():
+        assert r["error"] is None and r["cpu_us_per_call"] > 0 and r["cprofile_us_per_call"] > 0
+        assert r["sampling"]["complete"] is False and r["samples"] == 0
+        assert r["sampling"]["error"].startswith("py-spy did not finish within 3 s")
+    errors = [l for l in proc.stderr.splitlines() if l.startswith("flametool: ")]
+    assert errors == [f"flametool: case '{l}': sampling incomplete: {data['results'][l]['sampling']['error']}"
+                      for l in ("numpy", "add_case")]
+    assert "numpy: sampling incomplete: py-spy did not finish" in proc.stdout.replace("\n", "")
+    # it ignored SIGINT and SIGTERM: it was killed, with nothing left
+    assert fk.none_left(environ[fk.TAG]) == []
+
+
+def test_pyspy_that_crashes_keeps_what_it_wrote(tmp_path):
+    _, environ = fk.fake_pyspy(tmp_path / "fake", "crash")
+    out = tmp_path / "run"
+    proc = fk.run([*QUICK, "--libs", "", "--case", f"{USER}:add_case", "--sample-seconds", "1", "--out", str(out)],
+                  fk.env(**environ))
+    assert proc.returncode == 1, proc.stderr
+    r = rundir.load(out)["results"]["add_case"]
+    s = r["sampling"]
+    assert s["complete"] is False and s["exit_code"] == 139
+    assert s["error"] == "py-spy crashed (SIGSEGV, exit code 139); kept the 9 samples it wrote"
+    # the line cut short is dropped; the whole ones are kept and filtered as usual
+    assert r["samples"] == 7 and s["loop_samples"] == 2
+    assert (out / "add_case.folded").read_text() == "step (tests/cases/user_cases.py:14);add (numpy/_core/umath.so) 7\n"
+    assert fk.error_line(proc).startswith("flametool: case 'add_case': sampling incomplete: py-spy crashed (SIGSEGV")
+
+
+def test_pyspy_that_falls_behind_is_flagged(tmp_path):
+    _, environ = fk.fake_pyspy(tmp_path / "fake", "behind")
+    out = tmp_path / "run"
+    proc = fk.run([*QUICK, "--sample-seconds", "1", "--out", str(out)], fk.env(**environ))
+    assert proc.returncode == 0, proc.stderr
+    s = rundir.load(out)["results"]["numpy"]["sampling"]
+    assert s["complete"] is True and s["behind"] is True and s["behind_seconds"] == 1.52
+    assert "numpy: py-spy fell 1.5 s behind at 100 Hz" in proc.stdout
+
+
+def test_pyspy_timeout_setting_is_checked(tmp_path):
+    proc = fk.run([*QUICK, "--out", str(tmp_path / "run")], fk.env(FLAMETOOL_PYSPY_TIMEOUT="soon"))
+    assert proc.returncode == 2
+    assert fk.error_line(proc) == "flametool: FLAMETOOL_PYSPY_TIMEOUT='soon': expected seconds"
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("lines, code, words", [
+    (["Error: Permission Denied: Try running again with elevated permissions by going 'sudo env \"PATH=$PATH\" !!'"], 1,
+     "not allowed to attach (ptrace refused)"),
+    (["Error: Operation not permitted (os error 1)"], 1, "not allowed to attach"),
+    ([], -11, "py-spy crashed (SIGSEGV, exit code -11)"),
+    (["thread 'main' panicked"], 134, "py-spy crashed (SIGABRT, exit code 134): thread 'main' panicked"),
+    (["Error: Failed to find python version from target process"], 1,
+     "py-spy exited with code 1: Error: Failed to find python version from target process"),
+])
+def test_explain_pyspy_failures(lines, code, words):
+    assert words in sampler.explain_failure(lines, code)
+
+
+# --- libraries and devices ---------------------------------------------------------------------------------
+
+def test_no_such_cuda_device(capsys, tmp_path):
+    from flametool import cli
+
+    gpus = envinfo.cuda_device_count()
+    out = tmp_path / "run"
+    assert cli.main(["compare", "--device", f"cuda:{gpus}", "--libs", "torch", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"flametool: --device cuda:{gpus}: " + (f"only {gpus} CUDA device(s) found" if gpus else "no CUDA device found")
+    assert not out.exists()
+
+
+def run_direct(tmp_path: Path, labels: list[str], device: str = "cuda:0", keep_going: bool = True,
+               user: list[str] = ("add_case",), user_file: Path = USER, **config) -> dict:
+    """The runner itself, past the command line's own device check: what a child says when its library
+    cannot run on this machine."""
+    specs = [cases.builtin(l) for l in labels] + [cases.user_case(f"{user_file}:{f}") for f in user]
+    cfg = runner.Config(cases=specs, device=device, shape=[8, 8, 8], dtypes={s.label: "float32" for s in specs},
+                        iters=20, warmup=2, repeats=1, sample=False, keep_going=keep_going, out=tmp_path / "run",
+                        **config)
+    _, data = runner.compare(cfg, ["flametool", "test"], lambda *a: None)
+    return data
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="cupy is installed here")
+def test_cupy_not_installed_and_keep_going(tmp_path):
+    data = run_direct(tmp_path, ["cupy"])
+    assert data["results"]["cupy"]["error"] == "cupy is not installed (pip install flametool[cuda12] or [cuda13])"
+    assert data["results"]["add_case"]["cpu_us_per_call"] > 0 and data["complete"] is True
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="cupy is installed here")
+def test_cupy_not_installed_stops_the_run_without_keep_going(tmp_path):
+    with pytest.raises(CaseError) as caught:
+        run_direct(tmp_path, ["cupy"], keep_going=False)
+    assert str(caught.value).startswith("case 'cupy': cupy is not installed (pip install flametool[cuda12] or [cuda13])")
+    assert caught.value.exit_code == 1
+    data = rundir.load(tmp_path / "run")
+    assert data["complete"] is False and "add_case" not in data["results"]
+
+
+def fake_cupy(folder: Path, body: str) -> dict[str, str]:
+    """A 'cupy' package that fails as a CuPy for another CUDA does; put first on the child's path."""
+    (folder / "cupy").mkdir(parents=True)
+    (folder / "cupy" / "__init__.py").write_text(body)
+    return {"PYTHONPATH": os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p)}
+
+
+# what `import cupy` raises when the wheel's CUDA libraries cannot be loaded (cupy/__init__.py's banner)
+CUPY_BANNER = '''raise ImportError("""
+================================================================
+Failed to import CuPy.
+
+If you installed CuPy via wheels (cupy-cudaXXX or cupy-rocm-X-X), make sure that the package matches with the version of CUDA or ROCm installed.
+
+Original error:
+  ImportError: libcudart.so.12: cannot open shared object file: No such file or directory
+================================================================
+""")
+'''
+# what CuPy's runtime raises when the driver is older than the CUDA the wheel was built for
+OLD_DRIVER = '''
+class CUDARuntimeError(RuntimeError):
+    pass
+
+
+class cuda:
+    class Device:
+        def __init__(self, index):
+            pass
+
+        def use(self):
+            raise CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version")
+'''
+
+
+@pytest.mark.parametrize("body, expected", [
+    (CUPY_BANNER, "cupy cannot be loaded (ImportError: libcudart.so.12: cannot open shared object file: No such file or "
+                  "directory): the installed CuPy is probably built for another CUDA; install the one for the CUDA "
+                  "version nvidia-smi shows (pip install flametool[cuda12] or [cuda13])"),
+    (OLD_DRIVER, "the NVIDIA driver is older than the CUDA that cupy was built for (cudaErrorInsufficientDriver: CUDA "
+                 "driver version is insufficient for CUDA runtime version): install a cupy build for the CUDA version "
+                 "nvidia-smi shows (pip install flametool[cuda12] or [cuda13]), or update the driver"),
+])
+def test_cupy_for_another_cuda(tmp_path, monkeypatch, body, expected):
+    for key, value in fake_cupy(tmp_path / "fake", body).items():
+        monkeypatch.setenv(key, value)
+    data = run_direct(tmp_path, ["cupy"])
+    assert data["results"]["cupy"]["error"] == expected
+    assert data["results"]["add_case"]["error"] is None
+
+
+def test_torch_without_cuda(tmp_path):
+    import torch
+
+    if torch.version.cuda is not None:
+        pytest.skip("this torch is built with CUDA")
+    data = run_direct(tmp_path, ["torch"])
+    assert data["results"]["torch"]["error"] == (
+        f"torch {torch.__version__} is built without CUDA: install a CUDA build of torch "
+        "(https://pytorch.org/get-started/locally/), or use --device cpu")
+    assert data["results"]["add_case"]["cpu_us_per_call"] > 0
+
+
+def test_out_of_gpu_memory_names_the_shape_and_the_memory(tmp_path):
+    specs = [cases.user_case(f"{FAULTS}:oom_case")]
+    cfg = runner.Config(cases=specs, device="cuda:0", shape=[65536, 24576, 12288], dtypes={"oom_case": "float16"},
+                        iters=20, warmup=2, repeats=1, sample=False, out=tmp_path / "run")
+    with pytest.raises(CaseError) as caught:
+        runner.compare(cfg, ["flametool", "test"], lambda *a: None)
+    message = str(caught.value)
+    assert message.startswith(
+        "case 'oom_case': out of GPU memory at shape 65536,24576,12288 float16: a, b and out need 5.1 GiB "
+        "(CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 139.81 GiB of which "
+        "1.23 GiB is free); try a smaller --shape, or free the GPU (nvidia-smi lists what holds its memory)")
+    assert "\n" not in message
+
+
+def test_out_of_memory_through_the_command_line(tmp_path):
+    proc = fk.run(["compare", "--device", "cpu", "--libs", "", "--no-sample", "--shape", "4096,4096,4096",
+                   "--case", f"{FAULTS}:oom_case", "--out", str(tmp_path / "run")])
+    assert proc.returncode == 1
+    line = fk.error_line(proc)
+    assert line.startswith("flametool: case 'oom_case': out of memory at shape 4096,4096,4096 float32: "
+                           "a, b and out need 0.2 GiB (CUDA out of memory. Tried to allocate 20.00 GiB")
+    assert line.endswith("; try a smaller --shape (finished cases kept in " + str(tmp_path / "run") + ")")
+
+
+@pytest.mark.parametrize("exc, device, expected", [
+    (MemoryError(), "cpu", "out of memory at shape 2,3,4 float64: a, b and out need 0.0 GiB (MemoryError)"),
+    (RuntimeError("Out of memory allocating 6,442,450,944 bytes (allocated so far: 0 bytes)."), "cuda:0",
+     "out of GPU memory at shape 2,3,4 float64"),
+    (ModuleNotFoundError("No module named 'torch'", name="torch"), "cpu", "torch is not installed (pip install torch)"),
+    (ModuleNotFoundError("No module named 'cupy_backends.cuda'", name="cupy_backends.cuda"), "cuda:0",
+     "cupy is not installed (pip install flametool[cuda12] or [cuda13])"),
+    (ModuleNotFoundError("No module named 'jax'", name="jax"), "cpu", "module 'jax' is not installed (the case imports it)"),
+    (RuntimeError("CUDA error: no CUDA-capable device is detected"), "cuda:1", "sees no CUDA device cuda:1"),
+    (ValueError("shapes (2,3) and (4,5) not aligned"), "cpu", None),
+])
+def test_known_faults(exc, device, expected):
+    got = explain.known_fault(exc, [2, 3, 4], "float64", device)
+    assert got == expected if expected is None or not got else expected in got
+
+
+# --- output and bad input ----------------------------------------------------------------------------------
+
+def test_error_text_is_never_read_as_markup(tmp_path):
+    proc = fk.run(["compare", "--device", "cpu", "--libs", "", "--no-sample", "--case", f"{FAULTS}:markup_case",
+                   "--out", str(tmp_path / "run")])
+    assert proc.returncode == 1
+    assert "[/bold] <b>bold</b> [red]unclosed \"quoted\" 'x'" in fk.error_line(proc)
+
+
+def test_out_that_cannot_be_created(tmp_path):
+    (tmp_path / "file").write_text("")
+    proc = fk.run([*QUICK, "--no-sample", "--out", str(tmp_path / "file" / "run")])
+    assert proc.returncode == 2
+    assert fk.error_line(proc).startswith(f"flametool: {tmp_path / 'file' / 'run'}: cannot create the run directory (")
+    proc = fk.run([*QUICK, "--no-sample", "--out", str(tmp_path / "file")])
+    assert proc.returncode == 2
+    assert fk.error_line(proc) == f"flametool: {tmp_path / 'file'}: already exists and is not empty; choose another --out"
+
+
+def test_out_that_is_an_empty_folder_is_used(tmp_path):
+    out = tmp_path / "empty"
+    out.mkdir()
+    proc = fk.run([*QUICK, "--no-sample", "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    assert rundir.load(out)["complete"] is True

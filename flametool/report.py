@@ -118,7 +118,7 @@ class Headline:
 
 
 @dataclass
-class Warning:
+class Caveat:
     kind: str  # short tag shown before the text
     text: str
 
@@ -195,7 +195,7 @@ class Report:
     version: str
     complete: bool
     headline: Headline
-    warnings: list[Warning]
+    warnings: list[Caveat]
     layers: Layers
     frame_tables: list[FrameTable]
     diff_table: FrameTable | None
@@ -211,7 +211,7 @@ def ok_results(data: dict) -> dict[str, dict]:
     return {l: r for l, r in data["results"].items() if not r.get("error")}
 
 
-def headline(data: dict, analysed: dict, case_diff: dict | None) -> Headline:
+def headline(data: dict, case_diff: dict | None) -> Headline:
     ok = ok_results(data)
     base = next(iter(ok), "")
     base_cpu = ok[base]["cpu_us_per_call"] if base else None
@@ -266,53 +266,53 @@ def sentence(data: dict, case_diff: dict | None, ok: dict[str, dict]) -> str:
     return "No case finished; nothing was measured."
 
 
-def warnings(data: dict, analysed: dict) -> list[Warning]:
-    out: list[Warning] = []
+def warnings(data: dict, analysed: dict) -> list[Caveat]:
+    out: list[Caveat] = []
     results = data["results"]
     ok = ok_results(data)
     if not data.get("complete"):
-        out.append(Warning("run incomplete", "run.json is marked incomplete (the run was interrupted or a case failed): "
+        out.append(Caveat("run incomplete", "run.json is marked incomplete (the run was interrupted or a case failed): "
                                              "what is shown is what finished."))
     for label, r in results.items():
         if r.get("error"):
-            out.append(Warning("case failed", f"{label}: {r['error']}"))
+            out.append(Caveat("case failed", f"{label}: {r['error']}"))
     for key, what in (("dtype", "dtypes"), ("shape", "shapes"), ("device", "devices"), ("sample_shape", "sampled shapes")):
         values = {l: r.get(key) for l, r in ok.items()}
         if len({json.dumps(v) for v in values.values()}) > 1:
             listed = ", ".join(f"{l} {shape_text(v) if isinstance(v, list) else v}" for l, v in values.items())
-            out.append(Warning("not like for like", f"the cases ran with different {what}: {listed}."))
+            out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
     for label, r in ok.items():
         if r.get("host_bound") is False:
-            out.append(Warning("not host-bound", f"{label}: {r.get('bound_note') or 'the timed loop was not host-bound'}. "
+            out.append(Caveat("not host-bound", f"{label}: {r.get('bound_note') or 'the timed loop was not host-bound'}. "
                                                  f"Sampled at {shape_text(r.get('sample_shape'))}: {r.get('sample_shape_reason') or 'no reason recorded'}."))
         samples = r.get("samples")
         if isinstance(samples, int) and samples < FEW_SAMPLES:
-            out.append(Warning("few samples", f"{label}: {samples} samples inside step() (fewer than {FEW_SAMPLES}): "
+            out.append(Caveat("few samples", f"{label}: {samples} samples inside step() (fewer than {FEW_SAMPLES}): "
                                               "small figures carry large uncertainty; sample longer (--sample-seconds)."))
         sampling = r.get("sampling") if isinstance(r.get("sampling"), dict) else None
         if sampling:
             slowdown = sampling.get("slowdown")
             if isinstance(slowdown, (int, float)) and slowdown > SLOWDOWN_WARN:
-                out.append(Warning("sampling slowed the loop", f"{label}: the loop ran {slowdown:.1f}× slower while py-spy "
+                out.append(Caveat("sampling slowed the loop", f"{label}: the loop ran {slowdown:.1f}× slower while py-spy "
                                    "sampled it (each native sample stops the process). Shares stay fair; times come from "
                                    "the unsampled loop."))
             if sampling.get("complete") is False or sampling.get("error"):
-                out.append(Warning("sampling incomplete", f"{label}: {sampling.get('error') or 'py-spy did not finish'}."))
+                out.append(Caveat("sampling incomplete", f"{label}: {sampling.get('error') or 'py-spy did not finish'}."))
             if sampling.get("behind"):
-                out.append(Warning("sampler behind", f"{label}: py-spy fell {sampling.get('behind_seconds') or 0:.1f} s "
+                out.append(Caveat("sampler behind", f"{label}: py-spy fell {sampling.get('behind_seconds') or 0:.1f} s "
                                                      "behind; try a lower --rate."))
         inflation = r.get("cprofile_inflation")
         if isinstance(inflation, (int, float)) and inflation > CPROFILE_WARN:
-            out.append(Warning("cProfile inflation", f"{label}: the loop ran {inflation:.1f}× slower under cProfile: "
+            out.append(Caveat("cProfile inflation", f"{label}: the loop ran {inflation:.1f}× slower under cProfile: "
                                "its table says which Python functions run, not how long C code takes."))
         reps = [v for v in r.get("cpu_us_per_call_repeats") or [] if isinstance(v, (int, float)) and v > 0]
         if len(reps) > 1 and max(reps) / min(reps) > SPREAD_WARN:
-            out.append(Warning("noisy timing", f"{label}: the timed loops ranged from {us(min(reps))} to {us(max(reps))} "
+            out.append(Caveat("noisy timing", f"{label}: the timed loops ranged from {us(min(reps))} to {us(max(reps))} "
                                                "per call; the median is shown. Was the machine busy?"))
     for label, a in analysed.items():
         c = a.get("closure") or {}
         if c and not c.get("within_tolerance", True) and c.get("ratio") is not None:
-            out.append(Warning("samples lost", f"{label}: layers sum to {c['ratio']:.0%} of the measured time per call "
+            out.append(Caveat("samples lost", f"{label}: layers sum to {c['ratio']:.0%} of the measured time per call "
                                                "(stacks went missing between the sampler and the analysis)."))
     return out
 
@@ -490,7 +490,7 @@ def build(run: Path, data: dict | None = None) -> Report:
         generated=datetime.now().astimezone().isoformat(timespec="seconds"),
         version=__version__,
         complete=bool(data.get("complete")),
-        headline=headline(data, analysed, case_diff),
+        headline=headline(data, case_diff),
         warnings=warnings(data, analysed),
         layers=layer_section(analysis_data, case_diff),
         frame_tables=frame_tables(analysis_data),

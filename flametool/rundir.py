@@ -8,6 +8,7 @@ A run directory holds ``run.json`` (this module's schema), one ``<label>.prof`` 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -119,12 +120,67 @@ def load(run: Path | str) -> dict[str, Any]:
     for label, result in results.items():
         if not isinstance(result, dict):
             raise RunDirError(f"{path}: result {label!r} is not an object")
+        problem = check_types(result)
+        if problem:
+            raise RunDirError(f"{path}: result {label!r}: {problem}")
         for key, default in blank_result().items():
             result.setdefault(key, default)
     data.setdefault("complete", False)
     data.setdefault("config", {})
     data.setdefault("env", {})
     return data
+
+
+# The types of the fields readers compute with, wherever they appear in a result (the result itself,
+# sample_timing, sampling). Checked on load, so that an edited or damaged run.json is one error naming the
+# field rather than a crash somewhere in analysis or the report. null is allowed for each; unknown keys pass.
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _shape(v: Any) -> bool:
+    return isinstance(v, list) and len(v) == 3 and all(_count(x) and x > 0 for x in v)
+
+
+FIELD_TYPES: dict[str, tuple[Any, str]] = {
+    **{k: (_number, "a number >= 0") for k in (
+        "cpu_us_per_call", "gpu_us_per_call", "cprofile_us_per_call", "sampled_us_per_call", "cprofile_inflation",
+        "slowdown", "behind_seconds")},
+    **{k: (_count, "a count") for k in (
+        "samples", "rate_hz", "iters", "warmup", "cprofile_calls", "ops_per_step", "kept_samples", "loop_samples",
+        "outside_samples", "total_samples", "pyspy_samples", "pyspy_errors", "calls_per_chunk", "chunks",
+        "suggested_rate_hz")},
+    **{k: (lambda v: isinstance(v, bool), "true or false") for k in ("host_bound", "complete", "behind", "refused")},
+    **{k: (lambda v: isinstance(v, str), "a string") for k in (
+        "library", "factory", "device", "device_name", "dtype", "bound_note", "sample_shape_reason", "error")},
+    **{k: (lambda v: isinstance(v, list) and all(_number(x) for x in v), "a list of numbers")
+       for k in ("cpu_us_per_call_repeats", "gpu_us_per_call_repeats")},
+    "shape": (_shape, "three positive integers"),
+    "sample_shape": (_shape, "three positive integers"),
+    "files": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "an object of file names"),
+    "sample_timing": (lambda v: isinstance(v, dict), "an object"),
+    "sampling": (lambda v: isinstance(v, dict), "an object"),
+}
+
+
+def check_types(result: dict[str, Any], where: str = "") -> str | None:
+    """What is wrong with a result's field types, or None."""
+    for key, value in result.items():
+        rule = FIELD_TYPES.get(key)
+        if value is None or rule is None:
+            continue
+        ok, what = rule
+        if not ok(value):
+            return f"{where}{key} is {json.dumps(value)[:60]}, expected {what}"
+        if key in ("sample_timing", "sampling"):
+            problem = check_types(value, f"{where}{key}.")
+            if problem:
+                return problem
+    return None
 
 
 def ensure_new(out: Path) -> None:

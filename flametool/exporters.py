@@ -94,7 +94,7 @@ def folded(profs: list[attribution.Profile]) -> str:
     for p in profs:
         for s in p.stacks:
             names = ((p.label,) if prefix else ()) + s.frames
-            lines.append(st.Stack(tuple(n.replace(";", ",") for n in names), s.count))
+            lines.append(st.Stack(tuple(st.folded_safe(n) for n in names), s.count))
     return st.dumps(lines)
 
 

@@ -64,6 +64,17 @@ def read_text(path: Path, errors: str = "strict") -> str:
         return fh.read()
 
 
+# Characters some readers of folded files end a line at (Python's str.splitlines does at all of them)
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_FOLDED_SAFE = str.maketrans({";": ",", **{c: c.encode("unicode_escape").decode("ascii") for c in LINE_BREAKS}})
+
+
+def folded_safe(name: str) -> str:
+    """A frame name that keeps a folded line whole in any reader: ';' (the frame separator) becomes ',',
+    line breaks are written as escapes ('\\r'). For exports; run directories keep names as py-spy gave them."""
+    return name.translate(_FOLDED_SAFE)
+
+
 def dumps(stacks: Iterable[Stack]) -> str:
     return "".join(f"{';'.join(s.frames)} {s.count}\n" for s in stacks)
 

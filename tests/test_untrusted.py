@@ -1,0 +1,137 @@
+"""Untrusted text: frame names come from whatever code was profiled (file paths, C++ symbols, the user's
+own functions). Markup, quotes, line breaks and names thousands of characters long must stay text, keep
+JSON valid and folded lines whole; and no input line, however odd, may crash the parser, the naming or
+the layer rules: it parses, or it is reported."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from flametool import attribution, cli, layers
+from flametool import stacks as st
+from flametool.errors import RunDirError
+from runbuild import make_run, snapshot
+
+HOSTILE = [
+    "<script>alert('x')</script> (evil.py:1)",
+    "[bold red]markup[/] [/] (libmarkup.so)",
+    "\"double\" 'single' `back` \\\\ (quotes.py:2)",
+    "carriage\rreturn\x0cform\x1cfeed\u2028line\u2029para\x85nel (odd/lib.so)",
+    "tab\there &amp <b>bold</b> (html.py:3)",  # no ';': in folded text that separates frames
+    "ünïcödé 函数 🔥 (unicode.py:4)",
+    "x" * 5000 + " (long.py:5)",
+    "std::vector<std::pair<int, " * 200 + "> (libdeep.so)",
+]
+
+
+@pytest.fixture
+def run(tmp_path):
+    lines = "".join(f"step (case.py:1);{name} {i + 1}\n" for i, name in enumerate(HOSTILE))
+    return make_run(tmp_path / "run", {"a": (lines, 10.0, 0), "b": (lines, 12.0, 3)})
+
+
+def test_hostile_names_survive_the_run_directory(run):
+    """What the sampler writes, analysis reads back whole: no line split inside a name."""
+    raw = st.read(run / "a.folded")
+    assert [s.frames[1] for s in raw] == HOSTILE
+
+
+def test_speedscope_export_is_valid_json_with_every_name(run, capsys):
+    before = snapshot(run)
+    assert cli.main(["export", str(run), "--format", "speedscope"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    names = {f["name"] for f in doc["shared"]["frames"]}
+    assert "evil.<script>alert('x')</script>" in names and "[bold red]markup[/] [/] (libmarkup.so)" in names
+    assert any("x" * 5000 in n for n in names)
+    assert any("\u2028" in n and "\r" in n for n in names)  # JSON carries them escaped and gives them back
+    assert snapshot(run) == before
+
+
+def test_folded_export_keeps_one_stack_a_line(run, capsys):
+    assert cli.main(["export", str(run), "--format", "folded"]) == 0
+    text = capsys.readouterr().out
+    stacks = st.parse(text)
+    # one stack a line for any reader: nothing splits a line anywhere else (the loop's own samples are one more)
+    assert text.count("\n") == len(text.splitlines()) == len(stacks) == 2 * len(HOSTILE) + 1
+    assert sum(s.count for s in stacks) == 2 * sum(range(1, len(HOSTILE) + 1)) + 3
+    odd = next(s for s in stacks if any("carriage" in f for f in s.frames))
+    assert any(f.startswith("carriage\\rreturn\\x0cform") for f in odd.frames)
+
+
+def test_terminal_prints_names_as_text(run, capsys, tmp_path):
+    other = make_run(tmp_path / "other", {"a": ("step (case.py:1);[bold red]markup[/] [/] (libmarkup.so) 3\n", 8.0, 0)})
+    assert cli.main(["diff", str(other), str(run), "--case", "a", "--top", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "[bold red]markup[/] [/]" in out.replace("\n", "")
+
+
+def test_report_renders_names_as_text(run):
+    report = pytest.importorskip("flametool.report")
+    html = report.render(run)
+    assert "<script>alert('x')</script>" not in html and "<b>bold</b>" not in html
+    assert "&lt;script&gt;" in html
+
+
+# --- properties ----------------------------------------------------------------------------------------------
+
+LINE = hs.text(hs.characters(blacklist_characters="\n"), max_size=200)
+FRAME_TEXT = hs.text(max_size=80) | hs.sampled_from(HOSTILE) | hs.from_regex(
+    r"[\w.<>:~ ]{0,30} \((?:[\w/.-]{0,30}\.(?:py|pyx|c|cpp|h|so(?:\.\d+)?)|\[vdso\])(?::\d{1,6})?\)", fullmatch=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(LINE)
+def test_any_line_parses_or_is_reported(line):
+    try:
+        s = st.parse_line(line)
+    except st.FoldedLineError:
+        return
+    assert s.count >= 0 and s.frames and all(isinstance(f, str) for f in s.frames)
+
+
+@settings(max_examples=200, deadline=None)
+@given(hs.text(max_size=400))
+def test_any_text_parses_or_names_its_line(text):
+    try:
+        stacks = st.parse(text, "x.folded")
+    except RunDirError as exc:
+        assert str(exc).startswith("x.folded: line ")
+        return
+    assert len(stacks) <= text.count("\n") + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(hs.lists(hs.lists(FRAME_TEXT.filter(lambda f: ";" not in f and "\n" not in f), min_size=1, max_size=6),
+                min_size=1, max_size=5), hs.integers(0, 10**9))
+def test_dumps_then_parse_gives_the_stacks_back(frame_lists, count):
+    stacks = [st.Stack(tuple(f), count) for f in frame_lists if ";".join(f).strip()]
+    assert st.parse(st.dumps(stacks)) == stacks
+
+
+@settings(max_examples=200, deadline=None)
+@given(hs.lists(hs.lists(FRAME_TEXT, min_size=1, max_size=8), min_size=1, max_size=6), hs.booleans())
+def test_naming_and_layers_never_fail(frame_lists, by_line):
+    raw = [st.Stack(tuple(f), 1) for f in frame_lists]
+    stacks, frames = st.normalize(raw, by_line=by_line)
+    assert sum(s.count for s in stacks) == len(raw)
+    for s in stacks:
+        assert all(name in frames for name in s.frames)
+        assert all(l in layers.LAYERS or l == layers.OTHER for l in layers.stack_layers(s.frames, frames))
+        for name in s.frames:
+            assert len(st.display_name(name, 60)) <= 60
+            assert ";" not in st.folded_safe(name) and len(st.folded_safe(name).splitlines()) <= 1
+    profile = attribution.make_profile("p", raw, 0, 5.0, by_line)
+    assert attribution.attribute(profile).us_per_call == 5.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(hs.text(max_size=120))
+def test_name_helpers_take_any_text(text):
+    st.demangle_pyx(text)
+    st.frame_function(text), st.frame_file(text), st.split_location(text)
+    st.strip_templates(text)
+    assert isinstance(st.Namer().frame(text).name, str)

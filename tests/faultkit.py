@@ -148,7 +148,9 @@ def no_pyspy_python(folder: Path) -> tuple[str, dict[str, str]]:
     python = folder / "python"
     python.symlink_to(sys.executable)
     path = os.pathsep.join(p for p in ("/usr/bin", "/bin") if Path(p).is_dir())
-    environ = env(PATH=path)
+    # in a virtual environment the symlink is the base interpreter (pyvenv.cfg is found beside the
+    # executable): give it this one's import path
+    environ = env(PATH=path, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     environ.pop("FLAMETOOL_PYSPY", None)
     assert shutil.which("py-spy", path=path) is None
     return str(python), environ

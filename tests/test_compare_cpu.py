@@ -62,12 +62,17 @@ def test_folded_holds_only_stacks_inside_step(run):
         assert r["samples"] > 100
         total = r["sampling"]["total_samples"]
         assert total == r["samples"] + r["sampling"]["loop_samples"] + r["sampling"]["outside_samples"]
+        # the step() frame opens the stack; py-spy now and then catches the interpreter making the call,
+        # an unsymbolized address (`0x7f.. (libc.so.6)`) between the loop and step(), or alone
+        addresses_only = 0
         for s in parsed:
-            # the step() frame opens the stack; py-spy now and then shows an unsymbolized interpreter
-            # address (`0x7f.. (libpython...)`) between the loop and the call
-            names = [stacks.frame_function(f) for f in s.frames[:2]]
-            assert names[0].endswith("step") or (names[0].startswith("0x") and names[1:] and names[1].endswith("step")), s.frames[:2]
-            assert not any(stacks.frame_function(f) in ("<module>", "active_loop", "sampled_phase", "run") for f in s.frames)
+            names = [stacks.frame_function(f) for f in s.frames]
+            if all(n.startswith("0x") for n in names):
+                addresses_only += s.count
+                continue
+            assert names[0].endswith("step") or (names[0].startswith("0x") and names[1].endswith("step")), s.frames[:2]
+            assert not any(n in ("<module>", "active_loop", "sampled_phase", "run") for n in names)
+        assert addresses_only <= 0.05 * r["samples"], (label, addresses_only)
 
 
 def test_native_frames_are_sampled(run):

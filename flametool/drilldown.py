@@ -7,7 +7,6 @@ for is taken, so the URL printed is the one it reports, not the one requested.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -17,13 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import profstats, rundir
+from . import procs, profstats, rundir
 from .errors import FlametoolError, RunDirError
 
 HOST = "127.0.0.1"  # never another interface: a profile holds paths and code names
 DEFAULT_PORT = 8080
 START_SECONDS = 30
-PR_SET_PDEATHSIG = 1
 
 
 @dataclass
@@ -63,7 +61,10 @@ def serve(t: Target, port: int, say: Callable[[str], None]) -> int:
         raise FlametoolError(f"--port {port}: expected 1-65535")
     proc = subprocess.Popen(command(t.prof, port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True,
-                            preexec_fn=die_with_parent)
+                            # if flametool is killed outright and cannot stop snakeviz, the kernel does, so no
+                            # server is left listening; its own session keeps a terminal's Ctrl-C from
+                            # reaching it before flametool decides
+                            preexec_fn=procs.die_with_parent)
     lines: list[str] = []
     url_seen = threading.Event()
 
@@ -96,16 +97,6 @@ def serve(t: Target, port: int, say: Callable[[str], None]) -> int:
         reader.join(timeout=2)  # the pipe ends when snakeviz does
         if proc.stdout and not reader.is_alive():
             proc.stdout.close()
-
-
-def die_with_parent() -> None:
-    """In the child, before exec: if flametool is killed outright (SIGKILL, a crash) and cannot stop
-    snakeviz itself, the kernel sends snakeviz SIGTERM (Linux; elsewhere a no-op), so no server is left
-    listening. Its own session keeps a terminal's Ctrl-C from reaching it before flametool decides."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def stop(proc: subprocess.Popen) -> None:

@@ -28,12 +28,18 @@ def _prctl(option: int, arg: int) -> bool:
         return False
 
 
+def die_with_parent() -> None:
+    """If the parent dies without cleaning up (SIGKILL, a crash), the kernel sends this process SIGTERM.
+    Safe as a Popen preexec_fn: it only calls prctl."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def tie_to_parent(parent_pid: int | None) -> None:
     """Called first thing in a child. If the parent dies without cleaning up (SIGKILL, a crash) the kernel
     sends the child SIGTERM, so a case never runs on alone. And the parent's descendants (py-spy) may
     attach to it under Yama's ptrace_scope=1, the default on Ubuntu, where only ancestors may otherwise:
     py-spy is the child's sibling, not its ancestor, so without this a non-root run could not sample."""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    die_with_parent()
     if parent_pid is not None:
         if os.getppid() != parent_pid:  # the parent died before the line above took effect
             os._exit(1)

@@ -16,6 +16,10 @@ from .errors import FlametoolError
 
 SEED_SHAPE = [65536, 24576, 12288]
 CPU_SHAPE = [64, 64, 64]
+# On the H200 a native sample stopped a CUDA process for 5-15 ms (the loop ran 1.17-1.77x slower at 50 Hz),
+# so 25 Hz keeps the slowdown near 1.2-1.4x, and 16 s still gives about 400 samples in the loop.
+CUDA_RATE_HZ = 25
+CUDA_SAMPLE_SECONDS = 16
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,9 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", help="float16, bfloat16, float32 or float64, or per case: cupy=float16,torch=bfloat16 "
                                    "(default float16 on CUDA, float32 on the CPU)")
     p.add_argument("--device", help="cuda:N or cpu (default cuda:0 when a CUDA device is found, else cpu)")
-    p.add_argument("--rate", type=int, help="py-spy samples per second (default 50 on CUDA, where each native "
-                                            "sample stops a process of many threads for milliseconds; 100 on the CPU)")
-    p.add_argument("--sample-seconds", type=int, help="seconds of sampling per case (default 10 on CUDA, 5 on the CPU)")
+    p.add_argument("--rate", type=int, help="py-spy samples per second (default 25 on CUDA, where each native "
+                                            "sample stops a process of many threads for 5-15 ms; 100 on the CPU)")
+    p.add_argument("--sample-seconds", type=int, help="seconds of sampling per case (default 16 on CUDA, 5 on the CPU)")
     p.add_argument("--sample-shape", help="M,K,N to sample at (default: the shape when host-bound, else 1024,1024,1024)")
     p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")
     p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails")
@@ -154,8 +158,8 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
     sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
     return runner.Config(
         cases=specs, device=device, shape=shape, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
-        repeats=args.repeats, rate_hz=args.rate or (100 if on_cpu else 50),
-        sample_seconds=args.sample_seconds or (5 if on_cpu else 10), sample_shape=sample_shape,
+        repeats=args.repeats, rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
+        sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS), sample_shape=sample_shape,
         sample=not args.no_sample, keep_going=args.keep_going, out=args.out or runner.default_out(),
         cpu_fallback=cpu_fallback,
     )

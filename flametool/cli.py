@@ -16,7 +16,7 @@ from .errors import FlametoolError
 
 SEED_SHAPE = [65536, 24576, 12288]
 CPU_SHAPE = [64, 64, 64]
-# On the H200 a native sample stopped a CUDA process for 5-15 ms (the loop ran 1.17-1.77x slower at 50 Hz),
+# On the H200 a native sample stopped a CUDA process for 3-15 ms (the loop ran 1.17-1.77x slower at 50 Hz),
 # so 25 Hz keeps the slowdown near 1.2-1.4x, and 16 s still gives about 400 samples in the loop.
 CUDA_RATE_HZ = 25
 CUDA_SAMPLE_SECONDS = 16
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(default float16 on CUDA, float32 on the CPU)")
     p.add_argument("--device", help="cuda:N or cpu (default cuda:0 when a CUDA device is found, else cpu)")
     p.add_argument("--rate", type=int, help="py-spy samples per second (default 25 on CUDA, where each native "
-                                            "sample stops a process of many threads for 5-15 ms; 100 on the CPU)")
+                                            "sample stops a process of many threads for 3-15 ms; 100 on the CPU)")
     p.add_argument("--sample-seconds", type=int, help="seconds of sampling per case (default 16 on CUDA, 5 on the CPU)")
     p.add_argument("--sample-shape", help="M,K,N to sample at (default: the shape when host-bound, else 1024,1024,1024)")
     p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")

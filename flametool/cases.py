@@ -257,7 +257,12 @@ BUILTIN: dict[str, tuple[str, str, bool]] = {
     "torch-graph": ("torch_graph", "torch", True),
     "cupy-graph": ("cupy_graph", "cupy", True),
 }
-FLOORS = ("cublas", "torch-graph", "cupy-graph")
+# what each floor's time per call means, for the report's comparison against them
+FLOORS = {
+    "cublas": "cublasGemmEx called with the least Python",
+    "torch-graph": "host cost per product of replaying a CUDA graph from PyTorch",
+    "cupy-graph": "host cost per product of launching a CUDA graph from CuPy",
+}
 
 
 def builtin(label: str) -> CaseSpec:

@@ -18,7 +18,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from . import __version__, analysis, attribution, charts, flame, profstats, rundir
+from . import __version__, analysis, attribution, cases, charts, flame, profstats, rundir
 from . import stacks as st
 from .errors import FlametoolError
 
@@ -115,6 +115,7 @@ class Headline:
     sentence: str
     base: str
     note: str
+    floors: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -231,7 +232,24 @@ def headline(data: dict, case_diff: dict | None) -> Headline:
         ))
     return Headline(rows, sentence(data, case_diff, ok), base,
                     "CPU: host time per call (median of the timed loops; their range below). GPU: device time per call "
-                    "from events around the same calls. ×: CPU time against the first case.")
+                    "from events around the same calls. ×: CPU time against the first case.",
+                    against_floors(ok))
+
+
+def against_floors(ok: dict[str, dict]) -> list[str]:
+    """How far each library case is above each floor measured in the same run, at the same shape and dtype."""
+    floors = {l: r for l, r in ok.items() if l in cases.FLOORS and str(r.get("factory")).startswith(cases.__name__ + ":")
+              and isinstance(r.get("cpu_us_per_call"), (int, float))}
+    lines = []
+    for label, r in ok.items():
+        cpu = r.get("cpu_us_per_call")
+        if label in floors or not isinstance(cpu, (int, float)):
+            continue
+        parts = [f"{cpu - f['cpu_us_per_call']:+,.2f} us against {fl} ({us(f['cpu_us_per_call'])}: {cases.FLOORS[fl]})"
+                 for fl, f in floors.items() if (f.get("shape"), f.get("dtype")) == (r.get("shape"), r.get("dtype"))]
+        if parts:
+            lines.append(f"{label} ({us(cpu)} per call): " + "; ".join(parts) + ".")
+    return lines
 
 
 def sentence(data: dict, case_diff: dict | None, ok: dict[str, dict]) -> str:

@@ -356,3 +356,26 @@ def test_installed_wheel_finds_templates(tmp_path, evil_run):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert Path(proc.stdout.strip()) == site / "flametool" / "templates"
     assert 'id="flame-data"' in out.read_text(encoding="utf-8")
+
+
+def test_cases_are_shown_against_the_floors(tmp_path):
+    """A run with floor cases says how far each library case is above each floor at the same shape and dtype."""
+    stack = "step (s.py:1);f (s.py:2) 50\n"
+    run = make_run(tmp_path / "r", {"cupy": (stack, 20.0, 0), "torch": (stack, 14.0, 0), "cublas": (stack, 10.5, 0),
+                                    "torch-graph": (stack, 0.04, 0)})
+    data = rundir.load(run)
+    for label in ("cublas", "torch-graph"):
+        data["results"][label]["factory"] = f"flametool.cases:{label}"
+    data["results"]["torch-graph"]["dtype"] = "bfloat16"  # not comparable with the float32 cases: left out
+    rundir.save(run, data)
+    floors = report.build(run).headline.floors
+    assert floors == [
+        "cupy (20.00 us per call): +9.50 us against cublas (10.50 us: cublasGemmEx called with the least Python).",
+        "torch (14.00 us per call): +3.50 us against cublas (10.50 us: cublasGemmEx called with the least Python).",
+    ]
+    html = report.render(run)
+    assert "Against the floors" in html and "+9.50 us against cublas" in html
+    # a user case that happens to be labelled like a floor is not one
+    data["results"]["cublas"]["factory"] = "/home/me/mine.py:cublas"
+    rundir.save(run, data)
+    assert report.build(run).headline.floors == []

@@ -107,8 +107,8 @@ def run_case(case: CaseSpec, config: Config, out: Path, progress: Progress) -> d
                     progress(label, describe_phase(msg))
                 elif kind == "sample_ready":
                     progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
-                    sampling = sampler.record(msg["pid"], config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
-                                              rundir.folded_path(out, label))
+                    sampling = sampler.record_keeping_up(msg["pid"], config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
+                                                         rundir.folded_path(out, label), lambda t: progress(label, t))
                     try:
                         proc.stdin.write(b"stop\n")
                         proc.stdin.flush()

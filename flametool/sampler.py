@@ -19,6 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from . import procs
 from . import stacks as st
@@ -58,9 +59,11 @@ class Sampling:
     loop_samples: int = 0  # in the active loop itself, between calls
     outside_samples: int = 0  # sync(), chunk timing, anything outside the active loop
     output_tail: list[str] = field(default_factory=list)
+    earlier: list[dict] = field(default_factory=list)  # attempts at a higher rate that fell behind
 
     def to_json(self) -> dict:
         return {
+            "earlier_attempts": self.earlier,
             "complete": self.complete,
             "exit_code": self.exit_code,
             "error": self.error,
@@ -294,3 +297,18 @@ def suggest_rate(rate_hz: int, slowdown: float | None, behind: bool) -> int | No
     if behind:
         return max(1, rate_hz // 2)
     return None
+
+
+def record_keeping_up(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path,
+                      say: Callable[[str], None]) -> Sampling:
+    """record(), and when py-spy falls behind, once more at half the rate while the loop still runs: a
+    sampler that cannot keep up stops the process longer than it samples it. The retry's stacks replace
+    the first attempt's; the first attempt stays in run.json (earlier_attempts)."""
+    sampling = record(pid, rate_hz, seconds, loop_function, out)
+    lower = suggest_rate(rate_hz, None, True)
+    if sampling.behind_seconds > 0 and not sampling.refused and lower is not None and lower < rate_hz:
+        say(f"py-spy fell {sampling.behind_seconds:.1f} s behind at {rate_hz} Hz; sampling again at {lower} Hz")
+        retry = record(pid, lower, seconds, loop_function, out)
+        retry.earlier = [sampling.to_json() | {"rate_hz": rate_hz}]
+        sampling = retry
+    return sampling

@@ -9,6 +9,11 @@ from rich.table import Table
 from rich.text import Text
 
 
+def titled(title: str) -> Table:
+    """A table at least as wide as its title, so a long title is not folded over a narrow table."""
+    return Table(title=title, title_justify="left", min_width=len(title))
+
+
 class Progress:
     """A spinner with the case and phase on a terminal; plain lines elsewhere (CI logs, pipes)."""
 
@@ -62,7 +67,7 @@ def print_summary(data: dict, run_dir: Path, console: Console) -> None:
     base_label = next(iter(ok), None)
     base = ok[base_label]["cpu_us_per_call"] if base_label else None
 
-    timing = Table(title="time per call (median of repeats; spread in brackets)", title_justify="left")
+    timing = titled("time per call (median of repeats; spread in brackets)")
     for col, right in (("case", False), ("dtype", False), ("shape", False), ("CPU", True), ("GPU", True),
                        (f"CPU / {base_label}", True), ("bound", False)):
         timing.add_column(col, justify="right" if right else "left")
@@ -79,7 +84,7 @@ def print_summary(data: dict, run_dir: Path, console: Console) -> None:
         )
     console.print(timing)
 
-    profiling = Table(title="profiled loops (at the sampled shape)", title_justify="left")
+    profiling = titled("profiled loops (at the sampled shape)")
     for col, right in (("case", False), ("sampled at", False), ("CPU", True), ("cProfile", True),
                        ("while sampled", True), ("samples", True)):
         profiling.add_column(col, justify="right" if right else "left")
@@ -130,8 +135,7 @@ def print_layers(analysis: dict, case_diff: dict | None, console: Console, top: 
         return
     from .layers import order
 
-    table = Table(title="host time per call by layer, us (± one standard error from the sample count)",
-                  title_justify="left")
+    table = titled("host time per call by layer, us (± one standard error from the sample count)")
     table.add_column("layer")
     for label in done:
         table.add_column(label, justify="right")
@@ -165,8 +169,7 @@ def print_layers(analysis: dict, case_diff: dict | None, console: Console, top: 
 
 
 def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None:
-    table = Table(title=f"frames that differ most ({case_diff['head']} - {case_diff['base']}, self time, us per call)",
-                  title_justify="left")
+    table = titled(f"frames that differ most ({case_diff['head']} - {case_diff['base']}, self time, us per call)")
     table.add_column("frame", overflow="fold", ratio=1)
     table.add_column("layer")
     for col in (case_diff["base"], case_diff["head"], "delta", "delta total"):
@@ -183,8 +186,7 @@ def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None
 
 def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10) -> None:
     """`flametool diff`: one case in two runs."""
-    table = Table(title=f"{label}: host time per call by layer, us (base {case_diff['base_run']}, head {case_diff['head_run']})",
-                  title_justify="left")
+    table = titled(f"{label}: host time per call by layer, us (base {case_diff['base_run']}, head {case_diff['head_run']})")
     for col in ("layer", "base", "head", "delta"):
         table.add_column(col, justify="left" if col == "layer" else "right")
     for r in case_diff["layers"]:

@@ -153,13 +153,13 @@ def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tupl
         known = explain.known_fault(exc, shape, dtype, device)
         if known:
             raise CaseUnavailable(known) from exc
-        raise FactoryFailed(_describe(exc, shape, dtype)) from exc
+        raise FactoryFailed(_describe(exc)) from exc
     if not (isinstance(made, tuple) and len(made) == 2 and all(callable(f) for f in made)):
         raise FactoryFailed(f"returned {type(made).__name__}, expected a (step, sync) pair of callables")
     return made
 
 
-def _describe(exc: BaseException, shape: list[int], dtype: str) -> str:
+def _describe(exc: BaseException) -> str:
     # out of memory and faults of the installation are explained by explain.known_fault, before this
     first = next((l.strip() for l in str(exc).splitlines() if l.strip()), "")
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
@@ -357,7 +357,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 -- anything a case does wrong becomes one line for the parent
         traceback.print_exc()
         known = explain.known_fault(exc, spec["shape"], spec["dtype"], spec["device"])
-        report.send("error", message=known or _describe(exc, spec["shape"], spec["dtype"]))
+        report.send("error", message=known or _describe(exc))
         return 1
     report.send("result", result=result)
     return 0

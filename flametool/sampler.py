@@ -123,14 +123,6 @@ def attach_seconds() -> float:
     return value
 
 
-def pyspy_version() -> str | None:
-    try:
-        out = subprocess.run([pyspy_path(), "--version"], capture_output=True, text=True, timeout=10).stdout
-    except (FlametoolError, OSError, subprocess.TimeoutExpired):
-        return None
-    return out.strip().split()[-1] if out.strip() else None
-
-
 def is_active_loop(frame: str, loop_function: str) -> bool:
     return st.frame_function(frame) == loop_function and st.frame_file(frame).endswith("child.py")
 

@@ -44,7 +44,7 @@ def main() -> None:
         ratio = closure.get("ratio")
         print(f"{label:6s} unsampled {r['sample_timing']['cpu_us_per_call']:7.2f} us, sampled "
               f"{r['sampled_us_per_call']:7.2f} us: slowdown {s['slowdown']:.2f}x "
-              f"({'ok' if s['slowdown'] <= 1.5 else 'OVER'} 1.5x) at {r['rate_hz']} Hz; "
+              f"({'ok' if s['slowdown'] <= 1.5 else 'OVER'} 1.5x) at {r['rate_hz']} Hz, {s.get('threads')} threads; "
               f"{r['samples']} samples in step(); layer sum / measured = "
               + (f"{ratio:.3f} ({'within' if abs(ratio - 1) <= 0.1 else 'OUTSIDE'} 10%)" if ratio else "n/a"))
 

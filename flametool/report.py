@@ -284,6 +284,11 @@ def sentence(data: dict, case_diff: dict | None, ok: dict[str, dict]) -> str:
     return "No case finished; nothing was measured."
 
 
+def _threads(sampling: dict) -> str:
+    threads = sampling.get("threads")
+    return f"all {threads} threads of the process" if isinstance(threads, int) else "the whole process"
+
+
 def warnings(data: dict, analysed: dict) -> list[Caveat]:
     out: list[Caveat] = []
     results = data["results"]
@@ -312,7 +317,7 @@ def warnings(data: dict, analysed: dict) -> list[Caveat]:
             slowdown = sampling.get("slowdown")
             if isinstance(slowdown, (int, float)) and slowdown > SLOWDOWN_WARN:
                 out.append(Caveat("sampling slowed the loop", f"{label}: the loop ran {slowdown:.1f}× slower while py-spy "
-                                   "sampled it (each native sample stops the process). Shares stay fair; times come from "
+                                   "sampled it (each native sample stops {_threads(sampling)}). Shares stay fair; times come from "
                                    "the unsampled loop."))
             if sampling.get("complete") is False or sampling.get("error"):
                 out.append(Caveat("sampling incomplete", f"{label}: {sampling.get('error') or 'py-spy did not finish'}."))

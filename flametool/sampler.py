@@ -54,6 +54,7 @@ class Sampling:
     behind_seconds: float = 0.0
     pyspy_samples: int | None = None
     pyspy_errors: int | None = None
+    threads: int | None = None  # threads of the target when py-spy attached: each sample stops them all
     total_samples: int = 0  # every stack py-spy wrote
     kept_samples: int = 0  # stacks inside step(), the ones analysis reads
     loop_samples: int = 0  # in the active loop itself, between calls
@@ -74,6 +75,7 @@ class Sampling:
             "behind_seconds": self.behind_seconds,
             "pyspy_samples": self.pyspy_samples,
             "pyspy_errors": self.pyspy_errors,
+            "threads": self.threads,
             "total_samples": self.total_samples,
             "kept_samples": self.kept_samples,
             "loop_samples": self.loop_samples,
@@ -145,6 +147,13 @@ def keep_inside(raw: list[st.Stack], loop_function: str) -> tuple[list[st.Stack]
     return st.merge(kept), loop_only, outside
 
 
+def thread_count(pid: int) -> int | None:
+    try:
+        return len(os.listdir(f"/proc/{pid}/task"))
+    except OSError:  # gone, or no /proc: the count is a hint, not a requirement
+        return None
+
+
 def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) -> Sampling:
     """Sample `pid` for `seconds`; write the kept stacks to `out`. Never raises for a py-spy failure:
     the Sampling says what happened, so what was measured before survives."""
@@ -157,7 +166,7 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     except FlametoolError as exc:
         Path(raw_path).unlink(missing_ok=True)
         return Sampling(command=[], rate_hz=rate_hz, seconds=seconds, error=str(exc))
-    sampling = Sampling(command=cmd, rate_hz=rate_hz, seconds=seconds)
+    sampling = Sampling(command=cmd, rate_hz=rate_hz, seconds=seconds, threads=thread_count(pid))
     marks: dict[str, float] = {}
     lines: list[str] = []
 

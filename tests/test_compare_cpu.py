@@ -41,6 +41,8 @@ def test_run_json_contract(run):
         assert r["cprofile_us_per_call"] > 0 and r["cprofile_calls"] >= 200
         assert r["rate_hz"] == 200 and r["sampled_us_per_call"] > 0
         assert r["sampling"]["complete"] is True and r["sampling"]["exit_code"] == 0
+        # the child's threads when py-spy attached: the main thread at least, and torch starts its pool
+        assert r["sampling"]["threads"] >= 1
 
 
 def test_prof_files_load_in_pstats(run):

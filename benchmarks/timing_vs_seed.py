@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from flametool import cli, runner  # noqa: E402
 
 PLAIN = {
     "cupy": """
@@ -95,8 +98,19 @@ print(json.dumps({{"cpu": t["cpu_us_per_call"], "gpu": t["gpu_us_per_call"]}}))
 """
 
 
-def run(code: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+def parse_cpus(text: str) -> set[int]:
+    """'2,3' or '0-3' -> CPU numbers for os.sched_setaffinity."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def run(code: str, env: dict[str, str] | None = None, cpus: set[int] | None = None) -> dict:
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
+                          preexec_fn=pin)
     if proc.returncode != 0:
         sys.exit(f"benchmark child failed:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -113,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cpus", type=parse_cpus, help="pin both sides to these CPUs, e.g. 0-3 (default: not pinned)")
     return parser
 
 
@@ -138,6 +153,9 @@ def timing_ratios(args: argparse.Namespace) -> float:
 
     print(f"shape {m},{k},{n} {dtype} on {args.device}; {args.iters} calls x {args.repeats} repeats, "
           f"{args.rounds} alternating rounds; host (CPU) and device (GPU) microseconds per call")
+    # flametool's side runs in the environment `flametool compare` gives a case's child (its thread pools);
+    # the plain loop in the caller's, as the seed's reporter ran it
+    ours_env = runner.child_env(None if on_cpu else cli.CUDA_POOL_THREADS)
     ratios = []
     for lib in libs:
         plain_code = PLAIN[lib].format(**fields) + SEED_LOOP.format(**fields)
@@ -147,11 +165,11 @@ def timing_ratios(args: argparse.Namespace) -> float:
             # alternate which side goes first, so that whatever the previous process leaves behind
             # (GPU clocks, a context being torn down) falls on both sides alike
             if r % 2:
-                ours.append(run(ours_code))
-                plain.append(run(plain_code))
+                ours.append(run(ours_code, ours_env, args.cpus))
+                plain.append(run(plain_code, None, args.cpus))
             else:
-                plain.append(run(plain_code))
-                ours.append(run(ours_code))
+                plain.append(run(plain_code, None, args.cpus))
+                ours.append(run(ours_code, ours_env, args.cpus))
         p_cpu = statistics.median(r["cpu"] for r in plain)
         o_cpu = statistics.median(r["cpu"] for r in ours)
         p_gpu = [r["gpu"] for r in plain if r["gpu"] is not None]
@@ -162,6 +180,8 @@ def timing_ratios(args: argparse.Namespace) -> float:
                if p_gpu and o_gpu else "")
         print(f"{lib:6s} CPU plain seed loop {p_cpu:8.2f} us, flametool timed phase {o_cpu:8.2f} us, "
               f"ratio {ratio:.3f}{gpu}")
+        rounds = lambda side: " ".join(f"{r['cpu']:.2f}" for r in side)  # noqa: E731
+        print(f"       rounds, CPU us: plain {rounds(plain)}; flametool {rounds(ours)}")
     worst = max(ratios, key=lambda r: abs(r - 1))
     print(f"worst ratio flametool/plain: {worst:.3f} ({'within' if abs(worst - 1) <= 0.05 else 'OUTSIDE'} 5%)")
     return worst

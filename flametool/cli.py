@@ -20,6 +20,10 @@ CPU_SHAPE = [64, 64, 64]
 # so 25 Hz keeps the slowdown near 1.2-1.4x, and 16 s still gives about 400 samples in the loop.
 CUDA_RATE_HZ = 25
 CUDA_SAMPLE_SECONDS = 16
+# With the thread pools as they start (one thread per core) a CUDA child had 34 threads on a 32-core H200 host and a
+# 25 Hz sample slowed the loop 1.49x; with one thread per pool it had 3 and 1.09x (cupy) / 1.15x (torch),
+# with the same unsampled time per call.
+CUDA_POOL_THREADS = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=int, help="py-spy samples per second (default 25 on CUDA, where each native "
                                             "sample stops a process of many threads for 3-15 ms; 100 on the CPU)")
     p.add_argument("--sample-seconds", type=int, help="seconds of sampling per case (default 16 on CUDA, 5 on the CPU)")
+    p.add_argument("--pool-threads", type=int, metavar="N",
+                   help="threads of the CPU thread pools (OpenMP, OpenBLAS, MKL) in each case's process; 0 leaves "
+                        "them as the environment says (default 1 on CUDA, where the GPU does the work and each "
+                        "native sample stops every thread; 0 on the CPU, where the pools do the work)")
     p.add_argument("--sample-shape", help="M,K,N to sample at (default: the shape when host-bound, else 1024,1024,1024)")
     p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")
     p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails")
@@ -124,6 +132,8 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
             raise FlametoolError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
     if args.warmup < 0:
         raise FlametoolError(f"--warmup {args.warmup}: must be 0 or more")
+    if args.pool_threads is not None and args.pool_threads < 0:
+        raise FlametoolError(f"--pool-threads {args.pool_threads}: must be 0 (as the environment says) or more")
     if args.rate is not None and args.rate > 10000:
         raise FlametoolError(f"--rate {args.rate}: py-spy cannot sample faster than 10000 Hz")
 
@@ -156,11 +166,13 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
     shape = parse_shape(args.shape, "--shape") if args.shape else (CPU_SHAPE if on_cpu else SEED_SHAPE)
     dtypes = parse_dtypes(args.dtype or ("float32" if on_cpu else "float16"), labels)
     sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
+    pool_threads = args.pool_threads if args.pool_threads is not None else (0 if on_cpu else CUDA_POOL_THREADS)
     return runner.Config(
         cases=specs, device=device, shape=shape, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
         repeats=args.repeats, rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
         sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS), sample_shape=sample_shape,
-        sample=not args.no_sample, keep_going=args.keep_going, out=args.out or runner.default_out(),
+        pool_threads=pool_threads or None, sample=not args.no_sample, keep_going=args.keep_going,
+        out=args.out or runner.default_out(),
         cpu_fallback=cpu_fallback,
     )
 

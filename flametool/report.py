@@ -486,7 +486,8 @@ def environment_rows(run: Path, data: dict) -> list[tuple[str, str]]:
         ("CPU", f"{env.get('cpu') or '–'}" + (f" ({env['cpu_count']} cores usable)" if env.get("cpu_count") else "")),
     ]
     rows += [(name, str(v)) for name, v in versions.items() if v]
-    shown = ("shape", "dtypes", "iters", "warmup", "repeats", "rate_hz", "sample_seconds", "sample_shape", "sample")
+    shown = ("shape", "dtypes", "iters", "warmup", "repeats", "rate_hz", "sample_seconds", "sample_shape", "sample",
+             "pool_threads")
     rows += [(f"config: {k}", json.dumps(config[k]) if not isinstance(config[k], str) else config[k])
              for k in shown if k in config]
     return rows

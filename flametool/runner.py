@@ -34,6 +34,7 @@ class Config:
     repeats: int = 3
     rate_hz: int = 100
     sample_seconds: int = 5
+    pool_threads: int | None = None  # CPU thread pools in the child (POOL_THREAD_VARS); None: as the environment says
     sample_shape: list[int] | None = None
     sample: bool = True
     keep_going: bool = False
@@ -54,8 +55,15 @@ def default_out() -> Path:
 Progress = Callable[[str, str], None]  # (label, what is happening)
 
 
-def child_env() -> dict[str, str]:
+# The CPU thread pools the array libraries start at import (numpy's OpenBLAS, torch's OpenMP, MKL): one
+# thread per core, idle while a GPU does the work, yet each native sample stops and resumes every one of them.
+POOL_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def child_env(pool_threads: int | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    if pool_threads is not None:
+        env.update(dict.fromkeys(POOL_THREAD_VARS, str(pool_threads)))
     # the child imports flametool from the same place as the parent, installed or not
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -92,7 +100,8 @@ def run_case(case: CaseSpec, config: Config, out: Path, progress: Progress) -> d
     with open(log_path, "w", encoding="utf-8") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "flametool.child", str(write_fd), json.dumps(spec)],
-            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,), env=child_env(),
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+            env=child_env(config.pool_threads),
         )
     os.close(write_fd)
     result: dict | None = None
@@ -148,7 +157,8 @@ def finish(result: dict, sampling: sampler.Sampling | None, config: Config, out:
     result["sampling"] = sampling.to_json() | {
         "slowdown": slowdown,
         "coverage": sampler.coverage(sampling),
-        "suggested_rate_hz": sampler.suggest_rate(sampling.rate_hz, slowdown, sampling.behind_seconds > 0),
+        "suggested_rate_hz": sampler.suggest_rate(sampling.rate_hz, slowdown, sampling.behind_seconds > 0,
+                                                  sampler.loop_share(sampling)),
         "calls_per_chunk": calls,
         "chunks": len(chunks or []),
     }

@@ -277,6 +277,7 @@ def sampled_us_per_call(chunks: list[list[float]], calls: int, window: tuple[flo
 # Sampling that slows the loop more than this is flagged; a suggested rate aims at TARGET_SLOWDOWN.
 MAX_SLOWDOWN = 1.5
 TARGET_SLOWDOWN = 1.25
+MIN_LOOP_SHARE = 0.5
 
 
 def coverage(sampling: Sampling) -> float | None:
@@ -287,12 +288,21 @@ def coverage(sampling: Sampling) -> float | None:
     return sampling.total_samples / expected if expected else None
 
 
-def suggest_rate(rate_hz: int, slowdown: float | None, behind: bool) -> int | None:
+def loop_share(sampling: Sampling) -> float | None:
+    """The share of py-spy's samples that landed in the active loop (step() or the loop between calls)."""
+    if not sampling.total_samples:
+        return None
+    return (sampling.kept_samples + sampling.loop_samples) / sampling.total_samples
+
+
+def suggest_rate(rate_hz: int, slowdown: float | None, behind: bool, share: float | None = 1.0) -> int | None:
     """A lower rate when sampling perturbed the loop too much, or None when the rate was fine.
 
     Each native sample stops the process for a roughly fixed time c, so slowdown = 1 + rate * c; the rate
-    that gives TARGET_SLOWDOWN follows from the measured slowdown. Falling behind halves the rate at least."""
-    if slowdown is not None and slowdown > MAX_SLOWDOWN:
+    that gives TARGET_SLOWDOWN follows from the measured slowdown. Falling behind halves the rate at least.
+    A loop that holds under MIN_LOOP_SHARE of the samples (the rest wait in sync(): GPU-bound, like a CUDA
+    graph replay) gets no lower rate for its slowdown: its few samples would become fewer still."""
+    if slowdown is not None and slowdown > MAX_SLOWDOWN and (share or 0) >= MIN_LOOP_SHARE:
         stop_seconds = (slowdown - 1) / rate_hz
         return max(1, min(rate_hz // 2 if behind else rate_hz - 1, int((TARGET_SLOWDOWN - 1) / stop_seconds)))
     if behind:

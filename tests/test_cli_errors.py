@@ -39,6 +39,7 @@ def one_line_error(capsys, argv, code=2):
         (["--case", f"{CASES}"], "FILE.py:FACTORY"),
         (["--libs", "numpy,numpy"], "appears twice"),
         (["--rate", "0"], "--rate"),
+        (["--pool-threads", "-1"], "--pool-threads -1"),
     ],
 )
 def test_bad_options(capsys, tmp_path, argv, words):

@@ -1,12 +1,13 @@
 """`flametool compare --device cpu`, for real: child processes, cProfile and py-spy --native."""
 
 import json
+import os
 import pstats
 from pathlib import Path
 
 import pytest
 
-from flametool import rundir, stacks
+from flametool import rundir, runner, stacks
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
 
@@ -43,6 +44,25 @@ def test_run_json_contract(run):
         assert r["sampling"]["complete"] is True and r["sampling"]["exit_code"] == 0
         # the child's threads when py-spy attached: the main thread at least, and torch starts its pool
         assert r["sampling"]["threads"] >= 1
+
+
+def test_pool_threads_reach_the_child(cli, tmp_path, run):
+    # by default on the CPU the pools are left as the environment says (they do the work there)
+    assert run[2]["config"]["pool_threads"] is None
+    out = tmp_path / "pools"
+    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--pool-threads", "1", "--iters", "50",
+               "--repeats", "1", "--sample-seconds", "1", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((out / "run.json").read_text())
+    assert data["config"]["pool_threads"] == 1
+    # numpy's BLAS pool of one is the main thread itself: py-spy stops one thread per sample
+    assert data["results"]["numpy"]["sampling"]["threads"] == 1
+
+
+def test_child_env_sets_every_pool():
+    env = runner.child_env(2)
+    assert all(env[v] == "2" for v in runner.POOL_THREAD_VARS)
+    assert all(runner.child_env(None).get(v) == os.environ.get(v) for v in runner.POOL_THREAD_VARS)
 
 
 def test_prof_files_load_in_pstats(run):

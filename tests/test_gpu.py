@@ -28,6 +28,8 @@ def test_cuda_cases_measure_host_and_device(gpu_run):
         assert len(r["gpu_us_per_call_repeats"]) == 2
         assert r["device_name"]  # the GPU actually used, named by the case's own library
         assert r["cuda_runtime"]
+        # one thread per CPU pool on CUDA: the main thread and the driver's few, not one per core
+        assert data["config"]["pool_threads"] == 1 and r["sampling"]["threads"] <= 8, r["sampling"]["threads"]
 
 
 def test_cuda_stacks_reach_cublas(gpu_run):
@@ -78,7 +80,11 @@ def test_floors_run_as_cases(cli, tmp_path):
     assert results["cublas"]["ops_per_step"] == 1
     for r in results.values():
         assert r["error"] is None and r["cpu_us_per_call"] > 0 and r["gpu_us_per_call"] > 0
-        assert r["sample_timing"]["iters"] >= 1000 and r["samples"] > 0
+        assert r["sample_timing"]["iters"] >= 1000 and r["sampling"]["complete"] and r["sampling"]["total_samples"] > 0
+    # a replayed graph leaves the host idle in sync() (few samples land in step()); cublas is all host work
+    assert results["cublas"]["samples"] > 0.5 * results["cublas"]["sampling"]["total_samples"]
+    for label in ("torch-graph", "cupy-graph"):
+        assert results[label]["sampling"]["suggested_rate_hz"] is None  # no lower rate for a GPU-bound loop
 
 
 def test_second_device_is_used_and_named(cli, tmp_path):

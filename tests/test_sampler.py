@@ -42,6 +42,16 @@ def test_suggest_rate_aims_at_the_target_slowdown():
     assert sampler.suggest_rate(100, 1.2, False) is None  # fine as it was
     assert sampler.suggest_rate(100, 1.2, True) == 50  # behind: at least halve
     assert sampler.suggest_rate(100, 4.0, True) == 8
+    # a GPU-bound loop (a CUDA graph replay) where 10 of 400 samples land in the loop: a lower rate would
+    # leave fewer still, so none is suggested for its slowdown; falling behind still halves it
+    assert sampler.suggest_rate(25, 4.0, False, share=10 / 400) is None
+    assert sampler.suggest_rate(25, 4.0, True, share=10 / 400) == 12
+
+
+def test_loop_share():
+    s = sampler.Sampling(command=[], rate_hz=25, seconds=16, total_samples=400, kept_samples=380, loop_samples=10)
+    assert sampler.loop_share(s) == 390 / 400
+    assert sampler.loop_share(sampler.Sampling(command=[], rate_hz=25, seconds=16)) is None
 
 
 def test_coverage():

@@ -3,7 +3,12 @@
 The plain loop is the seed issue's code, written out with no flametool in it (cupy/linalg issue 8191):
 warm-up, synchronize, host clock and CUDA events around `iters` calls. flametool's side is its own
 timed phase (flametool.child: set_up, warm_up, timing), the code `flametool compare` runs. Each side runs
-in a fresh process, alternating, `--rounds` times; the medians are compared. Target: ratio within 5%.
+in a fresh process, alternating, `--rounds` times. Target: ratio within 5%.
+
+Each side's fastest process is compared, as timeit compares its fastest repeat: on the H200 a fresh process
+lands in one of a few speeds for the same code (a cupy loop read 15 us in some processes and 22-24 us in
+others, plain and flametool alike, pinned to one CPU or not, with the hash seed fixed or not), so the
+median of a few rounds jumps between them. The medians and every process's figure are printed beside it.
 
     python benchmarks/timing_vs_seed.py                # CUDA: cupy and torch, host-bound 1024^3, 2000 calls
     python benchmarks/timing_vs_seed.py --seed --rounds 1  # CUDA: the seed workload itself (14 s of GPU a loop)
@@ -170,18 +175,19 @@ def timing_ratios(args: argparse.Namespace) -> float:
             else:
                 plain.append(run(plain_code, None, args.cpus))
                 ours.append(run(ours_code, ours_env, args.cpus))
-        p_cpu = statistics.median(r["cpu"] for r in plain)
-        o_cpu = statistics.median(r["cpu"] for r in ours)
+        p_cpu = min(r["cpu"] for r in plain)
+        o_cpu = min(r["cpu"] for r in ours)
         p_gpu = [r["gpu"] for r in plain if r["gpu"] is not None]
         o_gpu = [r["gpu"] for r in ours if r["gpu"] is not None]
         ratio = o_cpu / p_cpu
         ratios.append(ratio)
-        gpu = (f"; GPU plain {statistics.median(p_gpu):,.1f} us, flametool {statistics.median(o_gpu):,.1f} us"
-               if p_gpu and o_gpu else "")
+        gpu = (f"; GPU plain {min(p_gpu):,.1f} us, flametool {min(o_gpu):,.1f} us" if p_gpu and o_gpu else "")
+        p_med, o_med = statistics.median(r["cpu"] for r in plain), statistics.median(r["cpu"] for r in ours)
         print(f"{lib:6s} CPU plain seed loop {p_cpu:8.2f} us, flametool timed phase {o_cpu:8.2f} us, "
-              f"ratio {ratio:.3f}{gpu}")
+              f"ratio {ratio:.3f}{gpu} (fastest process of each side; medians {p_med:.2f} and {o_med:.2f} us, "
+              f"ratio {o_med / p_med:.3f})")
         rounds = lambda side: " ".join(f"{r['cpu']:.2f}" for r in side)  # noqa: E731
-        print(f"       rounds, CPU us: plain {rounds(plain)}; flametool {rounds(ours)}")
+        print(f"       every process, CPU us: plain {rounds(plain)}; flametool {rounds(ours)}")
     worst = max(ratios, key=lambda r: abs(r - 1))
     print(f"worst ratio flametool/plain: {worst:.3f} ({'within' if abs(worst - 1) <= 0.05 else 'OUTSIDE'} 5%)")
     return worst

@@ -20,9 +20,9 @@ CPU_SHAPE = [64, 64, 64]
 # so 25 Hz keeps the slowdown near 1.2-1.4x, and 16 s still gives about 400 samples in the loop.
 CUDA_RATE_HZ = 25
 CUDA_SAMPLE_SECONDS = 16
-# With the thread pools as they start (one thread per core) a CUDA child had 34 threads on a 32-core H200 host and a
-# 25 Hz sample slowed the loop 1.49x; with one thread per pool it had 3 and 1.09x (cupy) / 1.15x (torch),
-# with the same unsampled time per call.
+# With the thread pools as they start (one thread per core) a CUDA child had 34 threads on a 32-core H200
+# host and a 25 Hz sample slowed the loop 1.49x; with one thread per pool it had 3 and 1.09x (cupy) / 1.15x
+# (torch), with the same unsampled time per call.
 CUDA_POOL_THREADS = 1
 
 

@@ -317,7 +317,7 @@ def warnings(data: dict, analysed: dict) -> list[Caveat]:
             slowdown = sampling.get("slowdown")
             if isinstance(slowdown, (int, float)) and slowdown > SLOWDOWN_WARN:
                 out.append(Caveat("sampling slowed the loop", f"{label}: the loop ran {slowdown:.1f}× slower while py-spy "
-                                   "sampled it (each native sample stops {_threads(sampling)}). Shares stay fair; times come from "
+                                   f"sampled it (each native sample stops {_threads(sampling)}). Shares stay fair; times come from "
                                    "the unsampled loop."))
             if sampling.get("complete") is False or sampling.get("error"):
                 out.append(Caveat("sampling incomplete", f"{label}: {sampling.get('error') or 'py-spy did not finish'}."))

@@ -193,12 +193,12 @@ def test_warnings(tmp_path):
     b.update(dtype="bfloat16", shape=[128, 64, 64], host_bound=False, bound_note="GPU time per call far above CPU",
              sample_shape_reason="not host-bound, so sampled at 1024,1024,1024", cprofile_inflation=3.0,
              cpu_us_per_call_repeats=[12.0, 40.0])
-    a["sampling"] |= {"slowdown": 2.5, "complete": False, "error": "py-spy exited with code 1"}
+    a["sampling"] |= {"slowdown": 2.5, "complete": False, "error": "py-spy exited with code 1", "threads": 34}
     data["complete"] = False
     rundir.save(run, data)
     text = " ".join(Page(report.render(run)).text)
     for words in ("run incomplete", "different dtypes", "different shapes", "not host-bound", "1024,1024,1024",
-                  "few samples", "2.5× slower while py-spy", "sampling incomplete", "py-spy exited with code 1",
+                  "few samples", "2.5× slower while py-spy", "stops all 34 threads of the process", "sampling incomplete", "py-spy exited with code 1",
                   "3.0× slower under cProfile", "noisy timing"):
         assert words in text, words
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Re-records the committed sample runs on a CUDA machine (they came from an NVIDIA H200), with flametool
 # itself, then renders their reports. Run from the repository root: bash samples/record.sh [PREFIX]
-# Default settings (3 timed loops, 16 s of sampling at 25 Hz per case): about 8 minutes of GPU in all.
+# Default settings (3 timed loops, 16 s of sampling at 25 Hz per case): about 6 minutes of GPU on an H200.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=${1:-h200}

@@ -332,6 +332,8 @@ def run(spec: dict, report: Reporter) -> dict:
             step, sync, sample_steps, repeats, events, lambda r: report.phase("timed", repeat=r + 1, of=repeats, shape=sample_shape)
         )
 
+    if not spec.get("profile", True):  # a process that only times (--processes): no cProfile, no py-spy
+        return result
     report.phase("cprofile")
     result.update(cprofile_phase(step, sync, sample_steps, spec["prof_path"]))
 

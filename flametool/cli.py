@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iters", type=int, default=250, help="timed calls per loop (default 250)")
     p.add_argument("--warmup", type=int, default=50, help="warm-up calls (default 50)")
     p.add_argument("--repeats", type=int, default=3, help="timed loops per case; the median is reported (default 3)")
+    p.add_argument("--processes", type=int, default=1, metavar="N",
+                   help="run each case's timed loops in N fresh processes and report the median of all their loops "
+                        "(a new process can run the same loop at another speed); the first also profiles (default 1)")
     p.add_argument("--shape", help="M,K,N: a is MxK, b is KxN (default 65536,24576,12288 on CUDA, 64,64,64 on the CPU)")
     p.add_argument("--dtype", help="float16, bfloat16, float32 or float64, or per case: cupy=float16,torch=bfloat16 "
                                    "(default float16 on CUDA, float32 on the CPU)")
@@ -127,7 +130,7 @@ def parse_dtypes(text: str, labels: list[str]) -> dict[str, str]:
 
 
 def compare_config(args: argparse.Namespace, say) -> runner.Config:
-    for name in ("iters", "repeats", "rate", "sample_seconds"):
+    for name in ("iters", "repeats", "processes", "rate", "sample_seconds"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             raise FlametoolError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
     if args.warmup < 0:
@@ -169,7 +172,8 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
     pool_threads = args.pool_threads if args.pool_threads is not None else (0 if on_cpu else CUDA_POOL_THREADS)
     return runner.Config(
         cases=specs, device=device, shape=shape, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
-        repeats=args.repeats, rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
+        repeats=args.repeats, processes=args.processes,
+        rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
         sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS), sample_shape=sample_shape,
         pool_threads=pool_threads or None, sample=not args.no_sample, keep_going=args.keep_going,
         out=args.out or runner.default_out(),

@@ -230,8 +230,10 @@ def headline(data: dict, case_diff: dict | None) -> Headline:
             bound=("host-bound" if r.get("host_bound") else "not host-bound") if r.get("host_bound") is not None else "–",
             error=r.get("error") or "",
         ))
+    processes = (data.get("config") or {}).get("processes") or 1
+    loops = f"the timed loops of {processes} fresh processes per case" if processes > 1 else "the timed loops"
     return Headline(rows, sentence(data, case_diff, ok), base,
-                    "CPU: host time per call (median of the timed loops; their range below). GPU: device time per call "
+                    f"CPU: host time per call (median of {loops}; their range below). GPU: device time per call "
                     "from events around the same calls. ×: CPU time against the first case.",
                     against_floors(ok))
 
@@ -487,7 +489,7 @@ def environment_rows(run: Path, data: dict) -> list[tuple[str, str]]:
     ]
     rows += [(name, str(v)) for name, v in versions.items() if v]
     shown = ("shape", "dtypes", "iters", "warmup", "repeats", "rate_hz", "sample_seconds", "sample_shape", "sample",
-             "pool_threads")
+             "pool_threads", "processes")
     rows += [(f"config: {k}", json.dumps(config[k]) if not isinstance(config[k], str) else config[k])
              for k in shown if k in config]
     return rows

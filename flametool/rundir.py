@@ -153,12 +153,12 @@ FIELD_TYPES: dict[str, tuple[Any, str]] = {
     **{k: (_count, "a count") for k in (
         "samples", "rate_hz", "iters", "warmup", "cprofile_calls", "ops_per_step", "kept_samples", "loop_samples",
         "outside_samples", "total_samples", "pyspy_samples", "pyspy_errors", "calls_per_chunk", "chunks",
-        "suggested_rate_hz")},
+        "suggested_rate_hz", "processes")},
     **{k: (lambda v: isinstance(v, bool), "true or false") for k in ("host_bound", "complete", "behind", "refused")},
     **{k: (lambda v: isinstance(v, str), "a string") for k in (
         "library", "factory", "device", "device_name", "dtype", "bound_note", "sample_shape_reason", "error")},
     **{k: (lambda v: isinstance(v, list) and all(_number(x) for x in v), "a list of numbers")
-       for k in ("cpu_us_per_call_repeats", "gpu_us_per_call_repeats")},
+       for k in ("cpu_us_per_call_repeats", "gpu_us_per_call_repeats", "cpu_us_per_call_processes")},
     "shape": (_shape, "three positive integers"),
     "sample_shape": (_shape, "three positive integers"),
     "files": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()), "an object of file names"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,7 @@ class Config:
     repeats: int = 3
     rate_hz: int = 100
     sample_seconds: int = 5
+    processes: int = 1  # fresh processes per case that run the timed loops; the first also profiles and samples
     pool_threads: int | None = None  # CPU thread pools in the child (POOL_THREAD_VARS); None: as the environment says
     sample_shape: list[int] | None = None
     sample: bool = True
@@ -72,7 +74,8 @@ def child_env(pool_threads: int | None = None) -> dict[str, str]:
 
 
 def run_case(case: CaseSpec, config: Config, out: Path, progress: Progress) -> dict:
-    """Run one case in its own child; returns its result (with "error" set when it failed)."""
+    """Run one case in its own child, then its timed loops again in config.processes - 1 fresh children;
+    returns its result (with "error" set when it failed)."""
     label = case.label
     spec = {
         "case": case.to_json(),
@@ -95,8 +98,28 @@ def run_case(case: CaseSpec, config: Config, out: Path, progress: Progress) -> d
         "shape": config.shape,
         "device": config.device,
     }
+    result, error, sampling = run_child(spec, config, out, label, out / f"{label}.log", progress)
+    if result is None:
+        return base | {"error": error}
+    result = base | finish(result, sampling, config, out, label)
+    # the timed loops only, at the shapes the first process chose: a fresh process can run the same loop
+    # at a different speed (on the H200, 15 us in some and 22-24 us in others), so one process is one reading
+    timed_only = spec | {"profile": False, "sample": False, "sample_shape": result["sample_shape"]}
+    extras: list[dict] = []
+    for i in range(2, config.processes + 1):
+        def numbered(label: str, text: str, i: int = i) -> None:
+            progress(label, f"process {i}/{config.processes}: {text}")
+        extra, error, _ = run_child(timed_only, config, out, label, out / f"{label}-{i}.log", numbered)
+        if extra is None:  # what the first process measured stays in run.json
+            return result | {"error": f"process {i} of {config.processes}: {error}"}
+        extras.append(extra)
+    return pool_timings(result, extras)
+
+
+def run_child(spec: dict, config: Config, out: Path, label: str, log_path: Path,
+              progress: Progress) -> tuple[dict | None, str | None, sampler.Sampling | None]:
+    """One child process for `spec`, sampled when it says it is ready: (result or None, error, sampling)."""
     read_fd, write_fd = os.pipe()
-    log_path = out / f"{label}.log"
     with open(log_path, "w", encoding="utf-8") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "flametool.child", str(write_fd), json.dumps(spec)],
@@ -132,11 +155,24 @@ def run_case(case: CaseSpec, config: Config, out: Path, progress: Progress) -> d
         with procs.signals_deferred():
             stop(proc)
     if result is None:
-        error = error or f"the child process exited with code {proc.returncode} before reporting (see {log_path})"
-        return base | {"error": error}
+        return None, error or f"the child process exited with code {proc.returncode} before reporting (see {log_path})", None
     if log_path.stat().st_size == 0:
         log_path.unlink()
-    return base | finish(result, sampling, config, out, label)
+    return result, None, sampling
+
+
+def pool_timings(result: dict, extras: list[dict]) -> dict:
+    """The timed loops of every process pooled: each loop is one reading, the figure their median. The
+    cProfile and sampled figures stay the first process's, and so do their ratios (cprofile_inflation,
+    slowdown): each compares loops of one process."""
+    result["processes"] = 1 + len(extras)
+    result["cpu_us_per_call_processes"] = [result["cpu_us_per_call"]] + [e["cpu_us_per_call"] for e in extras]
+    for target, sources in ((result, extras), (result["sample_timing"], [e["sample_timing"] for e in extras])):
+        for key in ("cpu_us_per_call", "gpu_us_per_call"):
+            loops = target[f"{key}_repeats"] + [v for source in sources for v in source[f"{key}_repeats"]]
+            target[f"{key}_repeats"] = loops
+            target[key] = statistics.median(loops) if loops else None
+    return result
 
 
 def finish(result: dict, sampling: sampler.Sampling | None, config: Config, out: Path, label: str) -> dict:

@@ -67,7 +67,9 @@ def print_summary(data: dict, run_dir: Path, console: Console) -> None:
     base_label = next(iter(ok), None)
     base = ok[base_label]["cpu_us_per_call"] if base_label else None
 
-    timing = titled("time per call (median of repeats; spread in brackets)")
+    processes = (data.get("config") or {}).get("processes") or 1
+    timing = titled("time per call (median of " + (f"{processes} processes' timed loops" if processes > 1 else "repeats")
+                    + "; spread in brackets)")
     for col, right in (("case", False), ("dtype", False), ("shape", False), ("CPU", True), ("GPU", True),
                        (f"CPU / {base_label}", True), ("bound", False)):
         timing.add_column(col, justify="right" if right else "left")

@@ -39,6 +39,7 @@ def one_line_error(capsys, argv, code=2):
         (["--case", f"{CASES}"], "FILE.py:FACTORY"),
         (["--libs", "numpy,numpy"], "appears twice"),
         (["--rate", "0"], "--rate"),
+        (["--processes", "0"], "--processes 0"),
         (["--pool-threads", "-1"], "--pool-threads -1"),
     ],
 )
@@ -62,6 +63,19 @@ def test_factory_that_raises(capsys, tmp_path):
     assert data["complete"] is False
     assert data["results"]["numpy"]["cpu_us_per_call"] > 0
     assert "refuses" in data["results"]["raising_case"]["error"]
+
+
+def test_a_later_process_that_fails_keeps_the_first(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("FLAMETOOL_TEST_BUILDS", str(tmp_path / "builds"))
+    out = tmp_path / "run"
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "", "--no-sample", "--repeats", "1",
+                                   "--processes", "3", "--case", f"{CASES}:fails_after_first", "--out", str(out)],
+                          code=1)
+    assert "process 2 of 3" in line and "build 2 refused" in line
+    from flametool import rundir
+
+    r = rundir.load(out)["results"]["fails_after_first"]
+    assert "process 2 of 3" in r["error"] and r["cpu_us_per_call"] > 0 and (out / "fails_after_first.prof").exists()
 
 
 def test_factory_that_returns_the_wrong_thing(capsys, tmp_path):

@@ -3,6 +3,7 @@
 import json
 import os
 import pstats
+import statistics
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,23 @@ def test_pool_threads_reach_the_child(cli, tmp_path, run):
     assert data["config"]["pool_threads"] == 1
     # numpy's BLAS pool of one is the main thread itself: py-spy stops one thread per sample
     assert data["results"]["numpy"]["sampling"]["threads"] == 1
+
+
+def test_processes_pool_the_timed_loops(cli, tmp_path):
+    out = tmp_path / "three"
+    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--processes", "3", "--repeats", "2", "--iters", "100",
+               "--no-sample", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "median of 3 processes' timed loops" in proc.stderr + proc.stdout
+    r = json.loads((out / "run.json").read_text())["results"]["numpy"]
+    assert r["processes"] == 3 and len(r["cpu_us_per_call_processes"]) == 3
+    # every loop of every process is one reading; the figure is their median, at both shapes
+    assert len(r["cpu_us_per_call_repeats"]) == 6 and r["cpu_us_per_call"] == statistics.median(r["cpu_us_per_call_repeats"])
+    assert len(r["sample_timing"]["cpu_us_per_call_repeats"]) == 6
+    # the first process's own median is among them, and only it profiled
+    assert r["cpu_us_per_call_processes"][0] == statistics.median(r["cpu_us_per_call_repeats"][:2])
+    assert sorted(p.name for p in out.iterdir()) == ["numpy.prof", "report.html", "run.json"]
+    assert pstats.Stats(str(out / "numpy.prof")).total_calls > 0
 
 
 def test_child_env_sets_every_pool():

@@ -217,6 +217,15 @@ def test_headline_names_the_difference(tmp_path):
     assert "C library/allocator (+10.00 us)" in model.headline.sentence and "malloc (libc.so.6) (+10.00" in model.headline.sentence
 
 
+def test_caption_names_the_processes(tmp_path):
+    run = make_run(tmp_path / "r", {"a": ("step (s.py:1);f (s.py:2) 50\n", 10.0, 0)})
+    assert "median of the timed loops;" in report.build(run).headline.note
+    data = rundir.load(run)
+    data["config"]["processes"] = 3
+    rundir.save(run, data)
+    assert "median of the timed loops of 3 fresh processes per case;" in report.build(run).headline.note
+
+
 def test_unanalysed_run_is_analysed_in_memory(tmp_path):
     """An interrupted compare saves run.json before its analysis; the report analyses it without writing."""
     run = make_run(tmp_path / "r", {"a": ("step (s.py:1);f (s.py:2) 300\n", 10.0, 0), "b": ("step (s.py:1);g (s.py:3) 300\n", 12.0, 0)})

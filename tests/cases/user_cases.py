@@ -31,3 +31,16 @@ def spin_case(m, k, n, dtype, device):
             pass
 
     return step, lambda: None
+
+
+def fails_after_first(m, k, n, dtype, device):
+    """Builds in the first process only: counts its builds in the file $FLAMETOOL_TEST_BUILDS names."""
+    import os
+    from pathlib import Path
+
+    builds = Path(os.environ["FLAMETOOL_TEST_BUILDS"])
+    count = int(builds.read_text() or 0) + 1 if builds.exists() else 1
+    builds.write_text(str(count))
+    if count > 1:
+        raise RuntimeError(f"build {count} refused")
+    return add_case(m, k, n, dtype, device)

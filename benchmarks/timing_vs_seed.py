@@ -160,7 +160,7 @@ def timing_ratios(args: argparse.Namespace) -> float:
           f"{args.rounds} alternating rounds; host (CPU) and device (GPU) microseconds per call")
     # flametool's side runs in the environment `flametool compare` gives a case's child (its thread pools);
     # the plain loop in the caller's, as the seed's reporter ran it
-    ours_env = runner.child_env(None if on_cpu else cli.CUDA_POOL_THREADS)
+    ours_env = runner.child_env(cli.default_pool_threads(args.device))
     ratios = []
     for lib in libs:
         plain_code = PLAIN[lib].format(**fields) + SEED_LOOP.format(**fields)

@@ -26,6 +26,11 @@ CUDA_SAMPLE_SECONDS = 16
 CUDA_POOL_THREADS = 1
 
 
+def default_pool_threads(device: str) -> int | None:
+    """None (as the environment says) on the CPU, where the pools do the work."""
+    return None if device == "cpu" else CUDA_POOL_THREADS
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flametool",
@@ -169,13 +174,13 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
     shape = parse_shape(args.shape, "--shape") if args.shape else (CPU_SHAPE if on_cpu else SEED_SHAPE)
     dtypes = parse_dtypes(args.dtype or ("float32" if on_cpu else "float16"), labels)
     sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
-    pool_threads = args.pool_threads if args.pool_threads is not None else (0 if on_cpu else CUDA_POOL_THREADS)
+    pool_threads = default_pool_threads(device) if args.pool_threads is None else args.pool_threads or None
     return runner.Config(
         cases=specs, device=device, shape=shape, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
         repeats=args.repeats, processes=args.processes,
         rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
         sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS), sample_shape=sample_shape,
-        pool_threads=pool_threads or None, sample=not args.no_sample, keep_going=args.keep_going,
+        pool_threads=pool_threads, sample=not args.no_sample, keep_going=args.keep_going,
         out=args.out or runner.default_out(),
         cpu_fallback=cpu_fallback,
     )

@@ -1,49 +1,123 @@
-"""The analysis of a run directory: per case, where the time per call goes; between cases or runs, what
-changed. Reads only the run directory (run.json and the .folded files), so it runs anywhere, GPU or not."""
+"""The analysis of a run directory, a pure function of it and the layer rules: per case, its time per call
+with an interval and where that time goes; per compared pair, the paired ratio and difference and what
+differs frame by frame. Nothing here writes: every view (terminal, report, exports) computes it afresh
+from run.json and the .folded files, so a change of the rules changes every view of a run alike."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import attribution, diff, rundir
+from . import attribution, diff, rundir, stats
 from .errors import FlametoolError, RunDirError
+from .record import Run, Timing
 
 # diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case)
 SLOWER_EXIT = 3
 
 
-def analyse_run(run: Path, data: dict) -> tuple[dict, dict | None]:
-    """(analysis, diff) for run.json: every case that has stacks, and the first two such cases diffed.
-    A case that cannot be analysed gets {"skipped": why}; that never fails the run."""
-    analysis: dict[str, dict] = {}
-    profiles: list[attribution.Profile] = []
-    for label, result in data["results"].items():
+@dataclass
+class CaseTiming:
+    """A case's figures: at the requested shape and at the sample shape (the same object when equal)."""
+
+    cpu_us: float | None
+    gpu_us: float | None
+    interval: stats.Interval | None
+    processes: int
+    loops: list[float]
+
+
+def case_timing(timing: Timing | None) -> CaseTiming | None:
+    if timing is None or not timing.cpu_loops:
+        return None
+    return CaseTiming(timing.cpu_us_per_call, timing.gpu_us_per_call, stats.case_interval(timing),
+                      len([p for p in timing.processes if p.cpu_us]), timing.cpu_loops)
+
+
+@dataclass
+class PairAnalysis:
+    base: str
+    head: str
+    timing: stats.PairFigures | None  # at the requested shape
+    sample: stats.PairFigures | None  # at the sample shape, when it differs from the requested one
+    diff: dict | None  # layers and frames, head - base, at the sample shape (None: not both sampled)
+
+    @property
+    def headline(self) -> stats.PairFigures | None:
+        """The figure to lead with: the one pooled over the most processes (the sample shape's, when the
+        requested shape was too slow a loop to time in more than one)."""
+        options = [f for f in (self.timing, self.sample) if f is not None and f.ratio is not None]
+        return max(options, key=lambda f: f.units, default=None) if options else None
+
+
+@dataclass
+class Analysis:
+    run_dir: Path
+    run: Run
+    cases: dict[str, dict] = field(default_factory=dict)  # label -> attribution (CaseCosts.to_json) or {"skipped"}
+    profiles: dict[str, attribution.Profile] = field(default_factory=dict)
+    timings: dict[str, CaseTiming | None] = field(default_factory=dict)
+    sample_timings: dict[str, CaseTiming | None] = field(default_factory=dict)
+    pairs: list[PairAnalysis] = field(default_factory=list)
+
+    @property
+    def first_diff(self) -> dict | None:
+        return next((p.diff for p in self.pairs if p.diff), None)
+
+
+def paired(run: Run, a: str, b: str) -> bool:
+    ga, gb = run.group_of(a), run.group_of(b)
+    return ga is not None and ga is gb and ga.paired
+
+
+def pair_figures(run: Run, base: str, head: str) -> tuple[stats.PairFigures | None, stats.PairFigures | None]:
+    rb, rh = run.results[base], run.results[head]
+    if rb.error or rh.error:
+        return None, None
+    together = paired(run, base, head)
+    at_shape = stats.pair(base, rb.timing, head, rh.timing, together) if rb.timing and rh.timing else None
+    at_sample = None
+    if rb.sample_timing and rh.sample_timing and rb.sample_shape == rh.sample_shape:
+        at_sample = stats.pair(base, rb.sample_timing, head, rh.sample_timing, together)
+    return at_shape, at_sample
+
+
+def analyse(run_dir: Path, run: Run) -> Analysis:
+    """Every case that has stacks attributed, every compared pair figured and diffed. A case that cannot be
+    analysed gets {"skipped": why}; that never fails the analysis."""
+    out = Analysis(run_dir, run)
+    for label, result in run.results.items():
+        out.timings[label] = case_timing(result.timing)
+        out.sample_timings[label] = case_timing(result.sample_timing) or out.timings[label]
         reason = attribution.skip_reason(result)
         if reason is None:
             try:
-                profile = attribution.load_profile(run, data, label)
+                profile = attribution.load_profile(run_dir, run, label)
             except RunDirError as exc:
                 reason = str(exc)
             else:
-                profiles.append(profile)
-                analysis[label] = attribution.attribute(profile).to_json()
+                out.profiles[label] = profile
+                out.cases[label] = attribution.attribute(profile).to_json()
                 continue
-        analysis[label] = {"skipped": reason}
-    case_diff = diff.diff(profiles[0], profiles[1]) if len(profiles) >= 2 else None
-    return analysis, case_diff
+        out.cases[label] = {"skipped": reason}
+    for base, head in run.pairs:
+        at_shape, at_sample = pair_figures(run, base, head)
+        both = base in out.profiles and head in out.profiles
+        out.pairs.append(PairAnalysis(base, head, at_shape, at_sample,
+                                      diff.diff(out.profiles[base], out.profiles[head]) if both else None))
+    return out
 
 
-def analyse_and_save(run: Path, data: dict) -> dict:
-    data["analysis"], data["diff"] = analyse_run(run, data)
-    rundir.save(run, data)
-    return data
+def load(run_dir: Path | str) -> Analysis:
+    run_dir = Path(run_dir)
+    return analyse(run_dir, rundir.load(run_dir))
 
 
-def common_case(run_a: Path, a: dict, run_b: Path, b: dict, case: str | None) -> str:
+def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> str:
     if case is not None:
         for run, data in ((run_a, a), (run_b, b)):
-            if case not in data["results"]:
-                raise FlametoolError(f"--case {case!r}: no such case in {run} (cases: {', '.join(data['results']) or 'none'})")
+            if case not in data.results:
+                raise FlametoolError(f"--case {case!r}: no such case in {run} (cases: {', '.join(data.results) or 'none'})")
         return case
     shared = [l for l in attribution.sampled_labels(a) if l in attribution.sampled_labels(b)]
     if not shared:
@@ -59,6 +133,6 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None) -> dict:
     head = attribution.load_profile(run_b, b, label)
     out = diff.diff(base, head)
     out["base_run"], out["head_run"] = str(run_a), str(run_b)
-    shapes = [(d["results"][label].get("sample_shape"), d["results"][label].get("dtype")) for d in (a, b)]
+    shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
     out["same_shape_and_dtype"] = shapes[0] == shapes[1]
     return out

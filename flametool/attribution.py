@@ -1,10 +1,15 @@
 """Sample shares -> microseconds per call, with an uncertainty per figure and a closure check.
 
-How a figure is made: py-spy's samples say *where* the loop spends its time, the unsampled timed loop
-says *how much* (py-spy stops the process to sample it, so time measured while sampled is inflated, but
+How a figure is made: py-spy's samples say *where* the loop spends its time, the unsampled timed loops
+say *how much* (py-spy stops the process to sample it, so time measured while sampled is inflated, but
 every part of a call is inflated alike and shares stay fair). A frame's time per call is therefore
 
-    (its samples / samples inside the active loop) x unsampled CPU time per call at the sampled shape.
+    (its samples / samples inside the active loop) x the case's paired CPU time per call at the sampled shape
+
+where the paired time is the median of the case's timed loops in every timing process (shared with the
+other cases). A process's own speed multiplies every part of a call alike, so shares taken in the one
+sampled process scale to the pooled time; the sampled process's own unsampled time is kept as a check
+(record.Profiled.own).
 
 "Samples inside the active loop" are the kept stacks (inside step()) plus ``sampling.loop_samples`` (in
 the loop's own bytecode between calls), because the timed figure covers both. The loop's share appears as
@@ -33,6 +38,7 @@ from . import layers as ly
 from . import rundir
 from . import stacks as st
 from .errors import RunDirError
+from .record import CaseResult, Run
 
 CLOSURE_TOLERANCE = 0.10
 
@@ -75,46 +81,42 @@ def make_profile(label: str, raw: list[st.Stack], loop_samples: int, us_per_call
     return Profile(label, stacks, frames, us_per_call, recorded_samples)
 
 
-def sampled_labels(data: dict) -> list[str]:
+def sampled_labels(run: Run) -> list[str]:
     """Cases with stacks to analyse, in run order."""
-    return [l for l, r in data["results"].items() if skip_reason(r) is None]
+    return [l for l, r in run.results.items() if skip_reason(r) is None]
 
 
-def skip_reason(result: dict) -> str | None:
-    if result.get("error"):
+def skip_reason(result: CaseResult) -> str | None:
+    if result.error:
         return "the case failed"
-    files = result.get("files")
-    if not isinstance(files, dict) or not files.get("folded"):
+    if not result.file("folded"):
         return "not sampled (--no-sample, or py-spy did not run)"
-    timing = result.get("sample_timing")
-    timing = timing if isinstance(timing, dict) else {}
-    if not isinstance(timing.get("cpu_us_per_call"), (int, float)) or timing["cpu_us_per_call"] <= 0:
-        return "no unsampled time per call at the sampled shape"
-    if not result.get("samples"):
+    timing = result.at_sample_shape
+    if timing is None or not timing.cpu_us_per_call:
+        return "no time per call at the sampled shape"
+    if not result.samples:
         return "py-spy kept no samples inside step()"
     return None
 
 
-def load_profile(run: Path, data: dict, label: str, by_line: bool = False) -> Profile:
-    """A case's profile from its run directory; any problem is a RunDirError naming it."""
-    result = data["results"].get(label)
+def load_profile(run_dir: Path, run: Run, label: str, by_line: bool = False) -> Profile:
+    """A case's profile from its run directory, scaled by its paired time per call at the sample shape
+    (the median of every process's loops); any problem is a RunDirError naming it."""
+    result = run.results.get(label)
     if result is None:
-        raise RunDirError(f"{run}: no case {label!r} (cases: {', '.join(data['results']) or 'none'})")
+        raise RunDirError(f"{run_dir}: no case {label!r} (cases: {', '.join(run.results) or 'none'})")
     reason = skip_reason(result)
     if reason:
-        raise RunDirError(f"{run}: case {label!r} cannot be analysed: {reason}")
-    name = result["files"]["folded"]
-    if not isinstance(name, str) or Path(name).name != name:
-        raise RunDirError(f"{run / rundir.RUN_FILE}: case {label!r}: files.folded is not a file name in the run directory")
-    raw = st.read(run / name)
-    sampling = result.get("sampling")
-    loop = (sampling.get("loop_samples") if isinstance(sampling, dict) else None) or 0
-    if not isinstance(loop, int) or loop < 0:
-        raise RunDirError(f"{run / rundir.RUN_FILE}: case {label!r}: sampling.loop_samples is not a count")
-    recorded = result["samples"] + loop if isinstance(result["samples"], int) else None
-    profile = make_profile(label, raw, loop, float(result["sample_timing"]["cpu_us_per_call"]), by_line, recorded)
+        raise RunDirError(f"{run_dir}: case {label!r} cannot be analysed: {reason}")
+    name = result.file("folded")
+    if Path(name).name != name or name in ("", ".", ".."):
+        raise RunDirError(f"{run_dir / rundir.RUN_FILE}: case {label!r}: files.folded is not a file name in the run directory")
+    raw = st.read(run_dir / name)
+    loop = result.sampling.loop_samples
+    recorded = result.samples + loop
+    profile = make_profile(label, raw, loop, float(result.at_sample_shape.cpu_us_per_call), by_line, recorded)
     if not profile.samples:
-        raise RunDirError(f"{run / name}: no samples")
+        raise RunDirError(f"{run_dir / name}: no samples")
     return profile
 
 

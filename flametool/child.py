@@ -1,12 +1,16 @@
-"""The child: one process per case, so each case gets a fresh CUDA context and its own sampler.
+"""The child: a fresh process that runs one job for the parent, then exits.
 
 Run as ``python -m flametool.child MSG_FD SPEC_JSON``.  It reports to the parent as JSON lines on the
 file descriptor MSG_FD (stdout and stderr belong to the user's code) and reads one command from stdin,
 ``stop``, which ends the sampled phase.
 
-Phases: set-up, warm-up, timed loops (host clock + device events, the seed's method), then at the sample
-shape: set-up/warm-up/timing again if it differs, the cProfile loop, and the loop that py-spy samples.
-Every phase runs the same function, ``active_loop``: the sampler keeps only stacks inside it.
+Two jobs (``JOBS``):
+- ``time``: every case of a group built side by side in this one process, and their timed loops
+  interleaved (host clock + device events around ``--iters`` calls, the seed's method), at the requested
+  shape and at the sample shape. A process's own speed then multiplies every case in it alike.
+- ``profile``: one case alone at the sample shape: its own unsampled loops, the cProfile loop, and the
+  loop that py-spy samples (py-spy stops the whole process, so a sampled process holds one case).
+Every loop runs the same function, ``active_loop``: the sampler keeps only stacks inside it.
 """
 
 from __future__ import annotations
@@ -198,29 +202,6 @@ def ops_per_step(step: Step) -> int:
     return int(getattr(step, "ops", 1))
 
 
-def timing(step: Step, sync: Sync, calls: int, repeats: int, events: Events | None, progress: Callable[[int], None]) -> dict:
-    cpu: list[float] = []
-    gpu: list[float] = []
-    for r in range(repeats):
-        progress(r)
-        c, g = timed_loop(step, sync, calls, events)
-        cpu.append(c)
-        if g is not None:
-            gpu.append(g)
-    cpu_med = statistics.median(cpu)
-    gpu_med = statistics.median(gpu) if gpu else None
-    host_bound, note = classify(cpu_med, gpu_med)
-    return {
-        "iters": calls * ops_per_step(step),
-        "cpu_us_per_call": cpu_med,
-        "gpu_us_per_call": gpu_med,
-        "cpu_us_per_call_repeats": cpu,
-        "gpu_us_per_call_repeats": gpu,
-        "host_bound": host_bound,
-        "bound_note": note,
-    }
-
-
 def classify(cpu_us: float, gpu_us: float | None) -> tuple[bool, str]:
     if gpu_us is None:
         return True, "CPU device: all the work is on the host"
@@ -236,6 +217,7 @@ def classify(cpu_us: float, gpu_us: float | None) -> tuple[bool, str]:
 
 
 def choose_sample_shape(requested: list[int] | None, shape: list[int], host_bound: bool) -> tuple[list[int], str]:
+    """One sample shape for every case of a process, so that the cases compared are sampled alike."""
     if requested:
         return list(requested), "given with --sample-shape"
     if host_bound:
@@ -293,55 +275,142 @@ def calls_for(seconds_per_call: float, at_least: int) -> int:
     return int(min(MAX_LOOP_CALLS, max(at_least, MIN_LOOP_SECONDS / max(seconds_per_call, 1e-9))))
 
 
-def run(spec: dict, report: Reporter) -> dict:
-    case = spec["case"]
-    shape, dtype, device = spec["shape"], spec["dtype"], spec["device"]
-    iters, repeats = spec["iters"], spec["repeats"]
+def round_order(labels: list[str], r: int) -> list[str]:
+    """The order of the cases in round r: rotated every other round and reversed on odd rounds, so that
+    over the rounds each case goes first and last equally often (for two cases: AB BA BA AB, ...) and a
+    drift within the process, or the cost of following another case, falls on every case alike."""
+    if len(labels) < 2:
+        return list(labels)
+    k = (r // 2) % len(labels)
+    order = labels[k:] + labels[:k]
+    return order[::-1] if r % 2 else order
 
-    report.phase("setup", shape=shape)
-    factory = load_factory(case)
-    step, sync = set_up(factory, shape, dtype, device)
-    events = device_events(device)
-    ops = ops_per_step(step)
-    # --iters and --warmup count operations: a step of N operations runs 1/N as often
-    steps, warm_steps = max(1, math.ceil(iters / ops)), math.ceil(spec["warmup"] / ops)
-    report.phase("warmup", calls=warm_steps)
-    warm_up(step, sync, warm_steps)
 
-    result: dict[str, Any] = {"shape": shape, "dtype": dtype, "device": device, "warmup": spec["warmup"],
-                              "ops_per_step": ops}
-    main = timing(step, sync, steps, repeats, events, lambda r: report.phase("timed", repeat=r + 1, of=repeats))
-    result.update(main)
-    result.update(events.device_info() if events else {"device_name": None})
+def build(cases: list[dict], shape: list[int], device: str, report: Reporter,
+          errors: dict[str, str]) -> dict[str, tuple[Step, Sync]]:
+    """Every case's (step, sync) at `shape`; a case that cannot be built is left out, its reason in `errors`."""
+    made: dict[str, tuple[Step, Sync]] = {}
+    for c in cases:
+        if c["label"] in errors:
+            continue
+        report.phase("setup", shape=shape, label=c["label"])
+        try:
+            made[c["label"]] = set_up(load_factory(c["case"]), shape, c["dtype"], device)
+        except CaseUnavailable as exc:
+            errors[c["label"]] = str(exc)
+        except FactoryFailed as exc:
+            errors[c["label"]] = f"factory {c['case']['factory']} failed: {exc}"
+        except Exception as exc:  # noqa: BLE001 -- a case's file that does not load is that case's failure
+            traceback.print_exc()
+            errors[c["label"]] = explain.known_fault(exc, shape, c["dtype"], device) or _describe(exc)
+    return made
 
-    sample_shape, reason = choose_sample_shape(spec.get("sample_shape"), shape, main["host_bound"])
-    result["sample_shape"] = sample_shape
-    result["sample_shape_reason"] = reason
-    if sample_shape == shape:
-        sample_steps = steps
-        result["sample_timing"] = {k: main[k] for k in ("iters", "cpu_us_per_call", "gpu_us_per_call", "cpu_us_per_call_repeats", "gpu_us_per_call_repeats", "host_bound", "bound_note")}
-    else:
-        del step, sync
+
+def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repeats: int, events: Events | None,
+                report: Reporter, shape: list[int], errors: dict[str, str]) -> dict[str, dict]:
+    """`repeats` rounds, one timed loop of each case per round, in round_order; per case its loops."""
+    loops = {label: {"cpu_us": [], "gpu_us": [], "slots": []} for label in made}
+    slot = 0
+    for r in range(repeats):
+        report.phase("timed", repeat=r + 1, of=repeats, shape=shape)
+        for label in round_order([l for l in made if l not in errors], r):
+            step, sync = made[label]
+            try:
+                cpu, gpu = timed_loop(step, sync, calls[label], events)
+            except Exception as exc:  # noqa: BLE001 -- one case's fault ends that case, not the others
+                traceback.print_exc()
+                errors[label] = _describe(exc)
+                continue
+            loops[label]["cpu_us"].append(cpu)
+            if gpu is not None:
+                loops[label]["gpu_us"].append(gpu)
+            loops[label]["slots"].append(slot)
+            slot += 1
+    return loops
+
+
+def time_cases(spec: dict, report: Reporter) -> dict:
+    """The timed phase of one process: every case of the group built side by side and their loops
+    interleaved, at each shape of the plan. With ``decide``, the first process of a group times the
+    requested shape, says which cases are host-bound, and picks the one shape all of them are sampled at."""
+    cases, device, repeats = spec["cases"], spec["device"], spec["repeats"]
+    errors: dict[str, str] = {}
+    out: dict[str, Any] = {"cases": {c["label"]: {} for c in cases}, "errors": errors}
+    events: Events | None = None
+    plan = list(spec["plan"])  # [{"shape": [...], "calls": {label: steps} or None, "key": "timing"|"sample_timing"}]
+    while plan:
+        item = plan.pop(0)
+        shape = item["shape"]
+        made = build(cases, shape, device, report, errors)
+        if not made:
+            break
+        if events is None:
+            events = device_events(device)
+            info = events.device_info() if events else {"device_name": None}
+            for label in out["cases"]:
+                out["cases"][label]["device_info"] = info
+        calls: dict[str, int] = {}
+        for label, (step, sync) in made.items():
+            ops = ops_per_step(step)
+            out["cases"][label]["ops_per_step"] = ops
+            warm = math.ceil(spec["warmup"] / ops)
+            report.phase("warmup", calls=warm, label=label)
+            per_step = warm_up(step, sync, warm)
+            given = (item.get("calls") or {}).get(label)
+            # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
+            steps = max(1, math.ceil(spec["iters"] / ops))
+            calls[label] = given or (steps if item["key"] == "timing" else calls_for(per_step, steps))
+        loops = interleaved(made, calls, repeats, events, report, shape, errors)
+        for label in made:
+            if label in errors:
+                continue
+            ops = out["cases"][label]["ops_per_step"]
+            timing = {"shape": shape, "calls": calls[label] * ops, "steps": calls[label], "loops": loops[label]}
+            if loops[label]["cpu_us"]:
+                cpu = statistics.median(loops[label]["cpu_us"])
+                gpu = statistics.median(loops[label]["gpu_us"]) if loops[label]["gpu_us"] else None
+                timing["host_bound"], timing["bound_note"] = classify(cpu, gpu)
+            out["cases"][label][item["key"]] = timing
+        del made
         gc.collect()
-        report.phase("setup", shape=sample_shape)
-        step, sync = set_up(factory, sample_shape, dtype, device)
-        report.phase("warmup", calls=warm_steps)
-        per_step = warm_up(step, sync, warm_steps)
-        sample_steps = calls_for(per_step, steps)
-        result["sample_timing"] = timing(
-            step, sync, sample_steps, repeats, events, lambda r: report.phase("timed", repeat=r + 1, of=repeats, shape=sample_shape)
-        )
+        if item.get("decide"):
+            ok = [l for l in out["cases"] if l not in errors and "timing" in out["cases"][l]]
+            host_bound = all(out["cases"][l]["timing"]["host_bound"] for l in ok)
+            sample_shape, reason = choose_sample_shape(spec.get("sample_shape"), shape, host_bound)
+            out["sample_shape"], out["sample_shape_reason"] = sample_shape, reason
+            if sample_shape != shape:
+                plan.insert(0, {"shape": sample_shape, "calls": None, "key": "sample_timing"})
+    return out
 
-    if not spec.get("profile", True):  # a process that only times (--processes): no cProfile, no py-spy
-        return result
+
+def profile_case(spec: dict, report: Reporter) -> dict:
+    """The profiled process of one case, at the sample shape: its own unsampled loops (a check on the
+    paired figure), the cProfile loop, then the loop py-spy samples until the parent says stop."""
+    c = spec["case"]
+    shape = spec["shape"]
+    report.phase("setup", shape=shape)
+    step, sync = set_up(load_factory(c["case"]), shape, c["dtype"], spec["device"])
+    events = device_events(spec["device"])
+    ops = ops_per_step(step)
+    warm = math.ceil(spec["warmup"] / ops)
+    report.phase("warmup", calls=warm)
+    per_step = warm_up(step, sync, warm)
+    steps = spec.get("steps") or calls_for(per_step, max(1, math.ceil(spec["iters"] / ops)))
+    errors: dict[str, str] = {}
+    own = interleaved({c["label"]: (step, sync)}, {c["label"]: steps}, spec["repeats"], events, report, shape, errors)
+    if errors:
+        raise RuntimeError(errors[c["label"]])
+    result: dict[str, Any] = {"own": own[c["label"]], "calls": steps * ops}
     report.phase("cprofile")
-    result.update(cprofile_phase(step, sync, sample_steps, spec["prof_path"]))
-
+    result.update(cprofile_phase(step, sync, steps, spec["prof_path"]))
     if spec.get("sample", True):
         report.send("sample_ready", pid=os.getpid())
-        result["chunks"] = sampled_phase(step, sync, sample_steps, spec["max_sample_seconds"])
-        result["calls_per_chunk"] = sample_steps * ops
+        result["chunks"] = sampled_phase(step, sync, steps, spec["max_sample_seconds"])
+        result["calls_per_chunk"] = steps * ops
     return result
+
+
+JOBS = {"time": time_cases, "profile": profile_case}
 
 
 def main(argv: list[str]) -> int:
@@ -349,16 +418,16 @@ def main(argv: list[str]) -> int:
     spec = json.loads(argv[1])
     procs.tie_to_parent(spec.get("parent_pid"))
     try:
-        result = run(spec, report)
+        result = JOBS[spec["job"]](spec, report)
     except CaseUnavailable as exc:
         report.send("error", message=str(exc))
         return 1
     except FactoryFailed as exc:
-        report.send("error", message=f"factory {spec['case']['factory']} failed: {exc}")
+        report.send("error", message=f"factory {spec['case']['case']['factory']} failed: {exc}")
         return 1
     except Exception as exc:  # noqa: BLE001 -- anything a case does wrong becomes one line for the parent
         traceback.print_exc()
-        known = explain.known_fault(exc, spec["shape"], spec["dtype"], spec["device"])
+        known = explain.known_fault(exc, spec["shape"], spec["case"]["dtype"], spec["device"]) if "case" in spec else None
         report.send("error", message=known or _describe(exc))
         return 1
     report.send("result", result=result)

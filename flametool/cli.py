@@ -24,6 +24,12 @@ CUDA_SAMPLE_SECONDS = 16
 # host and a 25 Hz sample slowed the loop 1.49x; with one thread per pool it had 3 and 1.09x (cupy) / 1.15x
 # (torch), with the same unsampled time per call.
 CUDA_POOL_THREADS = 1
+# Timing processes. On the H200 host the cupy/torch ratio of one process varied by about ±1.5% between
+# processes while the absolute times varied by 50%; five processes pool that to well within the 3% that
+# three runs in a row must agree to, and at 1024^3 each extra process costs a few seconds (set-up and
+# imports; its loops take milliseconds). At a GPU-bound shape only the first process times the requested
+# shape; the others time the host-bound sample shape.
+DEFAULT_PROCESSES = 5
 
 
 def default_pool_threads(device: str) -> int | None:
@@ -47,9 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iters", type=int, default=250, help="timed calls per loop (default 250)")
     p.add_argument("--warmup", type=int, default=50, help="warm-up calls (default 50)")
     p.add_argument("--repeats", type=int, default=3, help="timed loops per case; the median is reported (default 3)")
-    p.add_argument("--processes", type=int, default=1, metavar="N",
-                   help="run each case's timed loops in N fresh processes and report the median of all their loops "
-                        "(a new process can run the same loop at another speed); the first also profiles (default 1)")
+    p.add_argument("--processes", type=int, default=DEFAULT_PROCESSES, metavar="N",
+                   help="fresh processes that run the timed loops; every case is built in each and their loops "
+                        "interleaved, so a process's own speed cancels out of the comparison (default "
+                        f"{DEFAULT_PROCESSES})")
+    p.add_argument("--isolate", action="store_true",
+                   help="time each case in processes of its own instead (for a case that cannot share a process); "
+                        "its comparison with the others is then not paired")
     p.add_argument("--shape", help="M,K,N: a is MxK, b is KxN (default 65536,24576,12288 on CUDA, 64,64,64 on the CPU)")
     p.add_argument("--dtype", help="float16, bfloat16, float32 or float64, or per case: cupy=float16,torch=bfloat16 "
                                    "(default float16 on CUDA, float32 on the CPU)")
@@ -177,7 +187,7 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
     pool_threads = default_pool_threads(device) if args.pool_threads is None else args.pool_threads or None
     return runner.Config(
         cases=specs, device=device, shape=shape, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
-        repeats=args.repeats, processes=args.processes,
+        repeats=args.repeats, processes=args.processes, isolate=args.isolate,
         rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
         sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS), sample_shape=sample_shape,
         pool_threads=pool_threads, sample=not args.no_sample, keep_going=args.keep_going,
@@ -188,34 +198,34 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
 
 def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
     config = compare_config(args, lambda text: err.print(text, highlight=False, markup=False))
-    with terminal.Progress(err, len(config.cases)) as progress:
+    with terminal.Progress(err) as progress:
         try:
-            run_dir, data = runner.compare(config, ["flametool", *argv], progress.update)
+            run_dir, run = runner.compare(config, ["flametool", *argv], progress.update)
         except KeyboardInterrupt:
             kept = config.out / rundir.RUN_FILE
             err.print(f"flametool: interrupted; what finished is kept in {kept} (complete: false)" if kept.exists()
                       else "flametool: interrupted before anything was measured", highlight=False, markup=False)
             return 130
-    terminal.print_summary(data, run_dir, out)
-    data = analysis.analyse_and_save(run_dir, data)
-    terminal.print_layers(data["analysis"], data["diff"], out)
-    write_report(run_dir, data, err, out)
-    failed = [l for l, r in data["results"].items() if r.get("error")]
+    analysed = analysis.analyse(run_dir, run)
+    terminal.print_summary(analysed, out)
+    terminal.print_layers(analysed, out)
+    write_report(run_dir, analysed, err, out)
+    failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
-        err.print(f"flametool: case {label!r}: {data['results'][label]['error']}", highlight=False, markup=False)
+        err.print(f"flametool: case {label!r}: {run.results[label].error}", highlight=False, markup=False)
     # a sampler that hung or crashed kept what it had, but the run is not what was asked for
-    unsampled = [l for l, r in data["results"].items() if (r.get("sampling") or {}).get("complete") is False]
+    unsampled = [l for l, r in run.results.items() if r.sampling is not None and not r.sampling.complete]
     for label in unsampled:
-        err.print(f"flametool: case {label!r}: sampling incomplete: {data['results'][label]['sampling']['error']}",
+        err.print(f"flametool: case {label!r}: sampling incomplete: {run.results[label].sampling.error}",
                   highlight=False, markup=False)
     return 1 if failed or unsampled else 0
 
 
-def write_report(run_dir: Path, data: dict, err: Console, out: Console) -> None:
+def write_report(run_dir: Path, analysed: analysis.Analysis, err: Console, out: Console) -> None:
     """The report is made from what run.json already holds, so failing to render it loses nothing:
     say so in one line and how to try again, and let the measurement's exit code stand."""
     try:
-        path = report.write(run_dir, data=data)
+        path = report.write(run_dir, analysed=analysed)
     except Exception as exc:  # noqa: BLE001 - any fault here must not hide a finished measurement
         err.print(f"flametool: report.html not written ({type(exc).__name__}: {exc}); run.json is complete; "
                   f"retry with: flametool report {run_dir}", highlight=False, markup=False)

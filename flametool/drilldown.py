@@ -32,20 +32,19 @@ class Target:
 
 def target(run: Path, case: str | None) -> Target:
     """The case's .prof, checked: the run directory, the case, and that pstats can read the file."""
-    data = rundir.load(run)
-    results = data["results"]
+    results = rundir.load(run).results
     if not results:
         raise RunDirError(f"{run / rundir.RUN_FILE}: no cases")
     if case is None:
-        with_prof = [l for l, r in results.items() if (r.get("files") or {}).get("prof")]
+        with_prof = [l for l, r in results.items() if r.file("prof")]
         if not with_prof:
             raise RunDirError(f"{run}: no case has a cProfile file")
         case = with_prof[0]
     elif case not in results:
         raise FlametoolError(f"--case {case!r}: no such case in {run} (cases: {', '.join(results)})")
-    name = (results[case].get("files") or {}).get("prof")
-    if not isinstance(name, str) or Path(name).name != name:
-        raise RunDirError(f"{run}: case {case!r} has no cProfile file" + (" (it failed)" if results[case].get("error") else ""))
+    name = results[case].file("prof")
+    if not name or Path(name).name != name or name in (".", ".."):
+        raise RunDirError(f"{run}: case {case!r} has no cProfile file" + (" (it failed)" if results[case].error else ""))
     path = run / name
     profstats.load(path)
     return Target(case, path)

@@ -17,12 +17,13 @@ from pathlib import Path
 from . import __version__, attribution, rundir
 from . import stacks as st
 from .errors import FlametoolError
+from .record import Run
 
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 FORMATS = ("speedscope", "folded")
 
 
-def profiles(run: Path, case: str | None, by_line: bool = False) -> tuple[dict, list[attribution.Profile]]:
+def profiles(run: Path, case: str | None, by_line: bool = False) -> tuple[Run, list[attribution.Profile]]:
     data = rundir.load(run)
     labels = [case] if case is not None else attribution.sampled_labels(data)
     if not labels:

@@ -18,9 +18,12 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from . import __version__, analysis, attribution, cases, charts, flame, profstats, rundir
+from . import __version__, analysis, cases, charts, flame, profstats, rundir
+from . import format as fmt
 from . import stacks as st
+from .analysis import Analysis
 from .errors import FlametoolError
+from .record import CaseResult, Run, Sampling
 
 REPORT_FILE = "report.html"
 PAGE = "report.html.j2"
@@ -72,26 +75,7 @@ def script_json(value) -> Markup:
 
 # --- the view model ---------------------------------------------------------------------------------------
 
-def us(value) -> str:
-    if not isinstance(value, (int, float)):
-        return "–"
-    if value >= 10_000:
-        return f"{value / 1000:,.1f} ms"
-    if value >= 100:
-        return f"{value:,.0f} us"
-    return f"{value:,.2f} us"
-
-
-def num(value: float) -> str:
-    return f"{value:,.2f}"
-
-
-def pm(value: float, se: float) -> str:
-    return f"{value:,.2f} ± {se:,.2f}"
-
-
-def shape_text(shape) -> str:
-    return ",".join(map(str, shape)) if isinstance(shape, list) and shape else "–"
+us, num, pm, shape_text = fmt.us, fmt.num, fmt.pm, fmt.shape
 
 
 @dataclass
@@ -116,6 +100,8 @@ class Headline:
     base: str
     note: str
     floors: list[str] = field(default_factory=list)
+    pairs: list[str] = field(default_factory=list)  # each compared pair: ratio and difference with intervals
+    method: str = ""  # how those were computed, and which time the layer and frame figures use
 
 
 @dataclass
@@ -208,58 +194,77 @@ class Report:
     sections: list[tuple[str, str]] = field(default_factory=list)
 
 
-def ok_results(data: dict) -> dict[str, dict]:
-    return {l: r for l, r in data["results"].items() if not r.get("error")}
+def ok_results(run: Run) -> dict[str, CaseResult]:
+    return {l: r for l, r in run.results.items() if not r.error}
 
 
-def headline(data: dict, case_diff: dict | None) -> Headline:
-    ok = ok_results(data)
+def headline(a: Analysis) -> Headline:
+    run = a.run
+    ok = ok_results(run)
     base = next(iter(ok), "")
-    base_cpu = ok[base]["cpu_us_per_call"] if base else None
+    base_cpu = a.timings[base].cpu_us if base and a.timings.get(base) else None
     rows = []
-    for label, r in data["results"].items():
-        reps = [v for v in r.get("cpu_us_per_call_repeats") or [] if isinstance(v, (int, float))]
-        cpu = r.get("cpu_us_per_call")
-        gpu = r.get("gpu_us_per_call")
+    for label, r in run.results.items():
+        t = a.timings.get(label)
+        cpu = t.cpu_us if t else None
         rows.append(CaseRow(
-            label=label, library=r.get("library") or r.get("factory") or "", dtype=r.get("dtype") or "–",
-            shape=shape_text(r.get("shape")), device=r.get("device_name") or r.get("device") or "–",
-            cpu=us(cpu), cpu_spread=f"{us(min(reps))} – {us(max(reps))}" if len(reps) > 1 else "",
-            gpu=us(gpu) if gpu is not None else ("none (CPU)" if r.get("device") == "cpu" else "–"),
+            label=label, library=r.library or r.factory or "", dtype=r.dtype or "–",
+            shape=shape_text(r.shape), device=r.device_name or r.device or "–",
+            cpu=us(cpu), cpu_spread=f"95%: {fmt.interval(t.interval, us)}" if t and t.interval else "",
+            gpu=us(t.gpu_us) if t and t.gpu_us is not None else ("none (CPU)" if r.device == "cpu" else "–"),
             ratio=f"{cpu / base_cpu:.2f}×" if isinstance(cpu, (int, float)) and base_cpu else "–",
-            bound=("host-bound" if r.get("host_bound") else "not host-bound") if r.get("host_bound") is not None else "–",
-            error=r.get("error") or "",
+            bound=("host-bound" if r.timing.host_bound else "not host-bound") if r.timing and r.timing.host_bound is not None else "–",
+            error=r.error or "",
         ))
-    processes = (data.get("config") or {}).get("processes") or 1
-    loops = f"the timed loops of {processes} fresh processes per case" if processes > 1 else "the timed loops"
-    return Headline(rows, sentence(data, case_diff, ok), base,
-                    f"CPU: host time per call (median of {loops}; their range below). GPU: device time per call "
-                    "from events around the same calls. ×: CPU time against the first case.",
-                    against_floors(ok))
+    processes = run.config.get("processes") or 1
+    pairs, methods = [], []
+    for p in a.pairs:
+        lead = p.headline
+        if lead is None:
+            continue
+        where = f" at the sample shape {shape_text(run.results[p.head].sample_shape)}" if lead is p.sample else ""
+        pairs.append(fmt.pair_sentence(lead, where))
+        if lead is p.sample and p.timing is not None and p.timing.ratio is not None:
+            pairs.append(f"At the requested shape {shape_text(run.results[p.head].shape)}: " + fmt.pair_sentence(p.timing))
+        note = fmt.wide_note(lead, processes)
+        if note:
+            pairs.append(note)
+        if lead.method not in methods:
+            methods.append(lead.method)
+    method = (" ".join(m[0].upper() + m[1:] + "." for m in methods)
+              + " Layer and frame figures are sample shares times each case's paired time per call at the sampled "
+                "shape (the median of its loops in every timing process); the sampled process's own unsampled time "
+                "is shown beside it in the cProfile section as a check.")
+    return Headline(rows, sentence(a, ok), base,
+                    "CPU: host time per call, the median of every timed loop of the case, 95% bootstrap interval over "
+                    "processes below. GPU: device time per call from events around the same calls. ×: CPU time against "
+                    "the first case.",
+                    against_floors(a, ok), pairs, method)
 
 
-def against_floors(ok: dict[str, dict]) -> list[str]:
+def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
     """How far each library case is above each floor measured in the same run, at the same shape and dtype."""
-    floors = {l: r for l, r in ok.items() if l in cases.FLOORS and str(r.get("factory")).startswith(cases.__name__ + ":")
-              and isinstance(r.get("cpu_us_per_call"), (int, float))}
+    cpu = {l: a.timings[l].cpu_us for l in ok if a.timings.get(l)}
+    floors = {l: r for l, r in ok.items() if l in cases.FLOORS and r.factory.startswith(cases.__name__ + ":") and l in cpu}
     lines = []
     for label, r in ok.items():
-        cpu = r.get("cpu_us_per_call")
-        if label in floors or not isinstance(cpu, (int, float)):
+        if label in floors or label not in cpu:
             continue
-        parts = [f"{cpu - f['cpu_us_per_call']:+,.2f} us against {fl} ({us(f['cpu_us_per_call'])}: {cases.FLOORS[fl]})"
-                 for fl, f in floors.items() if (f.get("shape"), f.get("dtype")) == (r.get("shape"), r.get("dtype"))]
+        parts = [f"{cpu[label] - cpu[fl]:+,.2f} us against {fl} ({us(cpu[fl])}: {cases.FLOORS[fl]})"
+                 for fl, f in floors.items() if (f.shape, f.dtype) == (r.shape, r.dtype)]
         if parts:
-            lines.append(f"{label} ({us(cpu)} per call): " + "; ".join(parts) + ".")
+            lines.append(f"{label} ({us(cpu[label])} per call): " + "; ".join(parts) + ".")
     return lines
 
 
-def sentence(data: dict, case_diff: dict | None, ok: dict[str, dict]) -> str:
-    if case_diff:
+def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
+    pair = next((p for p in a.pairs if p.diff), None)
+    if pair is not None:
+        case_diff = pair.diff
         base, head, delta = case_diff["base"], case_diff["head"], case_diff["delta_us_per_call"]
         # the slower case is the subject, and every figure is given as "its time minus the other's"
         slower, faster, sign = (head, base, 1.0) if delta >= 0 else (base, head, -1.0)
-        shape = shape_text(ok.get(head, {}).get("sample_shape"))
+        shape = shape_text(ok[head].sample_shape if head in ok else None)
         times = (case_diff.get("base_us_per_call"), case_diff.get("head_us_per_call"))
         ratio = (max(times) / min(times)) if all(isinstance(t, (int, float)) and t > 0 for t in times) else None
         text = (f"At the sampled shape ({shape}) {slower} spends {abs(delta):,.2f} us per call more than {faster} "
@@ -276,66 +281,76 @@ def sentence(data: dict, case_diff: dict | None, ok: dict[str, dict]) -> str:
         if parts:
             text += f" In {slower} minus {faster}, the " + "; the ".join(parts) + "."
         return text
-    timed = [(l, r["cpu_us_per_call"]) for l, r in ok.items() if isinstance(r.get("cpu_us_per_call"), (int, float))]
+    timed = [(l, a.timings[l].cpu_us) for l in ok if a.timings.get(l)]
     if len(timed) >= 2:
-        (a, ta), (b, tb) = timed[:2]
-        return (f"{b} takes {tb:,.2f} us per call on the host against {a}'s {ta:,.2f} us ({tb / ta:.2f}×); "
+        (x, tx), (y, ty) = timed[:2]
+        return (f"{y} takes {ty:,.2f} us per call on the host against {x}'s {tx:,.2f} us ({ty / tx:.2f}×); "
                 "there is no stack diff to say where (fewer than two cases were sampled).")
     if timed:
         return f"One case measured: {timed[0][0]}, {timed[0][1]:,.2f} us per call on the host."
     return "No case finished; nothing was measured."
 
 
-def _threads(sampling: dict) -> str:
-    threads = sampling.get("threads")
-    return f"all {threads} threads of the process" if isinstance(threads, int) else "the whole process"
+def _threads(sampling: Sampling) -> str:
+    return f"all {sampling.threads} threads of the process" if sampling.threads is not None else "the whole process"
 
 
-def warnings(data: dict, analysed: dict) -> list[Caveat]:
+def warnings(a: Analysis, analysed: dict) -> list[Caveat]:
+    run = a.run
     out: list[Caveat] = []
-    results = data["results"]
-    ok = ok_results(data)
-    if not data.get("complete"):
+    ok = ok_results(run)
+    if not run.complete:
         out.append(Caveat("run incomplete", "run.json is marked incomplete (the run was interrupted or a case failed): "
                                              "what is shown is what finished."))
-    for label, r in results.items():
-        if r.get("error"):
-            out.append(Caveat("case failed", f"{label}: {r['error']}"))
+    for label, r in run.results.items():
+        if r.error:
+            out.append(Caveat("case failed", f"{label}: {r.error}"))
     for key, what in (("dtype", "dtypes"), ("shape", "shapes"), ("device", "devices"), ("sample_shape", "sampled shapes")):
-        values = {l: r.get(key) for l, r in ok.items()}
+        values = {l: getattr(r, key) for l, r in ok.items()}
         if len({json.dumps(v) for v in values.values()}) > 1:
             listed = ", ".join(f"{l} {shape_text(v) if isinstance(v, list) else v}" for l, v in values.items())
             out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
     for label, r in ok.items():
-        if r.get("host_bound") is False:
-            out.append(Caveat("not host-bound", f"{label}: {r.get('bound_note') or 'the timed loop was not host-bound'}. "
-                                                 f"Sampled at {shape_text(r.get('sample_shape'))}: {r.get('sample_shape_reason') or 'no reason recorded'}."))
-        samples = r.get("samples")
-        if isinstance(samples, int) and samples < FEW_SAMPLES:
+        group = run.group_of(label)
+        if group is not None and not group.paired and len(run.results) > 1:
+            out.append(Caveat("not paired", f"{label}: {group.reason}. Its comparison with the other cases carries "
+                                             "each process's own speed (a fresh process can run the same loop tens of "
+                                             "percent faster or slower)."))
+        if r.timing and r.timing.host_bound is False:
+            out.append(Caveat("not host-bound", f"{label}: {r.timing.bound_note or 'the timed loop was not host-bound'}. "
+                                                 f"Sampled at {shape_text(r.sample_shape)}: {r.sample_shape_reason or 'no reason recorded'}."))
+        samples = r.samples
+        if samples is not None and samples < FEW_SAMPLES:
             out.append(Caveat("few samples", f"{label}: {samples} samples inside step() (fewer than {FEW_SAMPLES}): "
                                               "small figures carry large uncertainty; sample longer (--sample-seconds)."))
-        sampling = r.get("sampling") if isinstance(r.get("sampling"), dict) else None
+        sampling = r.sampling
         if sampling:
-            slowdown = sampling.get("slowdown")
-            if isinstance(slowdown, (int, float)) and slowdown > SLOWDOWN_WARN:
+            slowdown = r.profile.slowdown
+            if slowdown is not None and slowdown > SLOWDOWN_WARN:
                 out.append(Caveat("sampling slowed the loop", f"{label}: the loop ran {slowdown:.1f}× slower while py-spy "
                                    f"sampled it (each native sample stops {_threads(sampling)}). Shares stay fair; times come from "
-                                   "the unsampled loop."))
-            if sampling.get("complete") is False or sampling.get("error"):
-                out.append(Caveat("sampling incomplete", f"{label}: {sampling.get('error') or 'py-spy did not finish'}."))
-            if sampling.get("behind"):
-                out.append(Caveat("sampler behind", f"{label}: py-spy fell {sampling.get('behind_seconds') or 0:.1f} s "
+                                   "the unsampled loops."))
+            if not sampling.complete or sampling.error:
+                out.append(Caveat("sampling incomplete", f"{label}: {sampling.error or 'py-spy did not finish'}."))
+            if sampling.behind:
+                out.append(Caveat("sampler behind", f"{label}: py-spy fell {sampling.behind_seconds:.1f} s "
                                                      "behind; try a lower --rate."))
-        inflation = r.get("cprofile_inflation")
-        if isinstance(inflation, (int, float)) and inflation > CPROFILE_WARN:
+        inflation = r.profile.cprofile_inflation if r.profile else None
+        if inflation is not None and inflation > CPROFILE_WARN:
             out.append(Caveat("cProfile inflation", f"{label}: the loop ran {inflation:.1f}× slower under cProfile: "
                                "its table says which Python functions run, not how long C code takes."))
-        reps = [v for v in r.get("cpu_us_per_call_repeats") or [] if isinstance(v, (int, float)) and v > 0]
-        if len(reps) > 1 and max(reps) / min(reps) > SPREAD_WARN:
-            out.append(Caveat("noisy timing", f"{label}: the timed loops ranged from {us(min(reps))} to {us(max(reps))} "
+        t = a.timings.get(label)
+        if t and t.processes > 1:
+            meds = r.timing.process_medians
+            if len(meds) > 1 and max(meds) / min(meds) > SPREAD_WARN:
+                out.append(Caveat("processes differ", f"{label}: its timing processes ran at {us(min(meds))} to "
+                                                       f"{us(max(meds))} per call. Paired comparisons cancel that; "
+                                                       "its own figure is the median of all loops."))
+        elif t and len(t.loops) > 1 and max(t.loops) / min(t.loops) > SPREAD_WARN:
+            out.append(Caveat("noisy timing", f"{label}: the timed loops ranged from {us(min(t.loops))} to {us(max(t.loops))} "
                                                "per call; the median is shown. Was the machine busy?"))
-    for label, a in analysed.items():
-        c = a.get("closure") or {}
+    for label, x in analysed.items():
+        c = x.get("closure") or {}
         if c and not c.get("within_tolerance", True) and c.get("ratio") is not None:
             out.append(Caveat("samples lost", f"{label}: layers sum to {c['ratio']:.0%} of the measured time per call "
                                                "(stacks went missing between the sampler and the analysis)."))
@@ -361,11 +376,7 @@ def layer_section(analysis_data: dict, case_diff: dict | None) -> Layers:
                              f"{d['delta_us_per_call']:+,.2f} ± {d['delta_se_us']:,.2f}" if d else "",
                              ("more" if d["delta_us_per_call"] > 0 else "less" if d["delta_us_per_call"] < 0 else "") if d else ""))
     delta_rows = [r for r in (case_diff or {}).get("layers", []) if r["base_us_per_call"] or r["head_us_per_call"]]
-    closure = []
-    for label, a in done.items():
-        c = a["closure"]
-        closure.append(f"{label}: layers sum to {c['layers_sum_us_per_call']:,.2f} of {c['measured_us_per_call']:,.2f} us "
-                       f"measured (ratio {c['ratio']:.3f}), from {a['samples']} samples.")
+    closure = [f"{label}: {fmt.closure_sentence(a)}." for label, a in done.items()]
     return Layers(
         chart=chart,
         delta_chart=charts.delta(delta_rows, case_diff["base"], case_diff["head"]) if case_diff and delta_rows else None,
@@ -409,13 +420,12 @@ def diff_table(case_diff: dict | None) -> FrameTable | None:
                       f"(us per call; {head} minus {base}; frames matched by name on the merged call tree).")
 
 
-def flame_graphs(run: Path, data: dict, analysis_data: dict, case_diff: dict | None) -> FlameGraphs:
+def flame_graphs(a: Analysis) -> FlameGraphs:
     strings = flame.Strings()
     graphs: list[flame.Graph] = []
-    for i, label in enumerate(attribution.sampled_labels(data)):
-        if "skipped" in analysis_data.get(label, {}):
-            continue
-        graphs.append(flame.case_graph(attribution.load_profile(run, data, label), strings, f"fg-{i}"))
+    for i, (label, profile) in enumerate(a.profiles.items()):
+        graphs.append(flame.case_graph(profile, strings, f"fg-{i}"))
+    case_diff = a.first_diff
     diff_graph = flame.diff_graph(case_diff, strings, "fg-diff") if case_diff else None
     if diff_graph:
         graphs.append(diff_graph)
@@ -439,23 +449,26 @@ def flame_graphs(run: Path, data: dict, analysis_data: dict, case_diff: dict | N
     return FlameGraphs(meta, script_json(payload), pct, note)
 
 
-def cprofile_cases(run: Path, data: dict) -> list[CProfileCase]:
+def cprofile_cases(run: Path, data: Run) -> list[CProfileCase]:
     out = []
-    for label, r in data["results"].items():
-        name = (r.get("files") or {}).get("prof")
+    for label, r in data.results.items():
+        name = r.file("prof")
         commands = [f"flametool snakeviz {shlex.quote(str(run))} --case {shlex.quote(label)}"]
         if not isinstance(name, str) or Path(name).name != name:
             out.append(CProfileCase(label, "", [], "", [], "no cProfile file for this case"
-                                    + (" (it failed)" if r.get("error") else "")))
+                                    + (" (it failed)" if r.error else "")))
             continue
         path = run / name
         commands.append(f"snakeviz {shlex.quote(str(path))}")
         stats = profstats.load(path)
-        steps = r.get("cprofile_calls") if isinstance(r.get("cprofile_calls"), int) else None
+        prof = r.profile
+        steps = prof.cprofile_calls if prof else None
         rows, n = profstats.top(stats, steps)
         per = "per step() call" if steps else "in the whole profile (number of calls unknown)"
-        summary = (f"{us(r.get('cprofile_us_per_call'))} per call under cProfile"
-                   + (f", {r['cprofile_inflation']:.2f}× the unsampled loop" if isinstance(r.get("cprofile_inflation"), (int, float)) else "")
+        own = prof.own_us_per_call if prof else None
+        summary = (f"{us(prof.cprofile_us_per_call if prof else None)} per call under cProfile"
+                   + (f", {prof.cprofile_inflation:.2f}× the unsampled loop of the same process ({us(own)})"
+                      if prof and prof.cprofile_inflation else "")
                    + (f"; {steps:,} calls profiled" if steps else "") + f"; top {len(rows)} of {n} functions by own time, {per}.")
         out.append(CProfileCase(label, name, commands, summary, [ProfileRow(row.function, [
             (f"{row.calls_per_step:,.3g}", row.calls_per_step),
@@ -465,18 +478,18 @@ def cprofile_cases(run: Path, data: dict) -> list[CProfileCase]:
     return out
 
 
-def environment_rows(run: Path, data: dict) -> list[tuple[str, str]]:
-    env, config = data.get("env") or {}, data.get("config") or {}
+def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
+    env, config = data.env, data.config
     gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
-    results = data["results"].values()
-    names = sorted({r["device_name"] for r in results if r.get("device_name")})
-    runtimes = sorted({str(r["cuda_runtime"]) for r in results if r.get("cuda_runtime")})
+    results = data.results.values()
+    names = sorted({str(r.device_name) for r in results if r.device_name})
+    runtimes = sorted({str(r.device_info["cuda_runtime"]) for r in results if r.device_info.get("cuda_runtime")})
     versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
-    command = data.get("command")
+    command = data.command
     rows = [
         ("command", shlex.join(map(str, command)) if isinstance(command, list) else "–"),
-        ("started", str(data.get("started") or "–")),
-        ("finished", str(data.get("finished") or "–") + ("" if data.get("complete") else " (incomplete)")),
+        ("started", data.started or "–"),
+        ("finished", (data.finished or "–") + ("" if data.complete else " (incomplete)")),
         ("run directory", str(run)),
         ("device", str(config.get("device") or gpu.get("device") or "–")),
         ("GPU", ", ".join(names) or ", ".join(map(str, gpu.get("visible") or [])) or "none"),
@@ -489,7 +502,7 @@ def environment_rows(run: Path, data: dict) -> list[tuple[str, str]]:
     ]
     rows += [(name, str(v)) for name, v in versions.items() if v]
     shown = ("shape", "dtypes", "iters", "warmup", "repeats", "rate_hz", "sample_seconds", "sample_shape", "sample",
-             "pool_threads", "processes")
+             "pool_threads", "processes", "isolate")
     rows += [(f"config: {k}", json.dumps(config[k]) if not isinstance(config[k], str) else config[k])
              for k in shown if k in config]
     return rows
@@ -499,29 +512,26 @@ SECTIONS = [("headline", "Headline"), ("warnings", "Fairness"), ("layers", "Laye
             ("flames", "Flame graphs"), ("cprofile", "cProfile"), ("environment", "Environment")]
 
 
-def build(run: Path, data: dict | None = None) -> Report:
+def build(run: Path, analysed: Analysis | None = None) -> Report:
     """The view model of a run directory. Reads, never writes."""
     run = Path(run)
-    data = rundir.load(run) if data is None else data
-    if "analysis" in data and "diff" in data:
-        analysis_data, case_diff = data["analysis"] or {}, data["diff"]
-    else:  # an interrupted run, saved before its analysis: analyse it here, in memory only
-        analysis_data, case_diff = analysis.analyse_run(run, data)
-    analysed = {l: a for l, a in analysis_data.items() if "skipped" not in a}
+    a = analysis.load(run) if analysed is None else analysed
+    data = a.run
+    analysed_cases = {l: x for l, x in a.cases.items() if "skipped" not in x}
     env = environment()
-    labels = list(data["results"])
+    labels = list(data.results)
     return Report(
         title=f"flametool: {' vs '.join(labels) or 'empty run'}",
         run_dir=str(run),
         generated=datetime.now().astimezone().isoformat(timespec="seconds"),
         version=__version__,
-        complete=bool(data.get("complete")),
-        headline=headline(data, case_diff),
-        warnings=warnings(data, analysed),
-        layers=layer_section(analysis_data, case_diff),
-        frame_tables=frame_tables(analysis_data),
-        diff_table=diff_table(case_diff),
-        flames=flame_graphs(run, data, analysis_data, case_diff),
+        complete=data.complete,
+        headline=headline(a),
+        warnings=warnings(a, analysed_cases),
+        layers=layer_section(a.cases, a.first_diff),
+        frame_tables=frame_tables(a.cases),
+        diff_table=diff_table(a.first_diff),
+        flames=flame_graphs(a),
         cprofile=cprofile_cases(run, data),
         environment=environment_rows(run, data),
         css=asset(env, "report.css"),
@@ -530,18 +540,18 @@ def build(run: Path, data: dict | None = None) -> Report:
     )
 
 
-def render(run: Path, data: dict | None = None) -> str:
-    model = build(run, data)
+def render(run: Path, analysed: Analysis | None = None) -> str:
+    model = build(run, analysed)
     try:
         return environment().get_template(PAGE).render(r=model)
     except jinja2.TemplateError as exc:  # a template bug, not the user's input: still one clear line
         raise FlametoolError(f"report template error: {type(exc).__name__}: {exc}") from None
 
 
-def write(run: Path, output: Path | None = None, data: dict | None = None) -> Path:
+def write(run: Path, output: Path | None = None, analysed: Analysis | None = None) -> Path:
     """Render the run directory's report to `output` (default RUN/report.html), atomically."""
     run = Path(run)
-    html = render(run, data)
+    html = render(run, analysed)
     path = Path(output) if output is not None else run / REPORT_FILE
     try:
         rundir.write_atomic(path, html)

@@ -1,11 +1,18 @@
-"""The parent: one child process per case, the sampler attached to it, the run directory written after
-every case so that nothing measured is lost when a later case (or the user) stops the run."""
+"""The parent: the timed loops of every case in shared processes (paired), then each case alone under
+cProfile and py-spy; the run directory written after every process so that nothing measured is lost when
+a later one (or the user) stops the run.
+
+Why shared processes: a fresh process on a shared host runs the same loop at a speed of its own and keeps
+it, which multiplies every case in that process alike. So by default all cases of a run are built in each
+of ``--processes`` processes and their loops interleaved there (see child.time_cases); the comparison is
+made within each process and pooled (stats.py). A case that cannot share a process (it fails to be built
+beside the others, or the shared process dies) is timed in processes of its own, and run.json says why.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -17,6 +24,7 @@ from . import envinfo, procs, rundir, sampler
 from .cases import BUILTIN, CaseSpec
 from .child import ACTIVE_LOOP
 from .errors import CaseError, FlametoolError
+from .record import CaseResult, Group, Loops, Profiled, Run, Sampling, Timing
 
 
 def child_sample_grace() -> float:
@@ -35,11 +43,13 @@ class Config:
     repeats: int = 3
     rate_hz: int = 100
     sample_seconds: int = 5
-    processes: int = 1  # fresh processes per case that run the timed loops; the first also profiles and samples
+    processes: int = 5  # fresh processes that run the timed loops (see cli.DEFAULT_PROCESSES)
     pool_threads: int | None = None  # CPU thread pools in the child (POOL_THREAD_VARS); None: as the environment says
     sample_shape: list[int] | None = None
     sample: bool = True
     keep_going: bool = False
+    isolate: bool = False  # each case's timed loops in processes of its own (not paired)
+    pairs: list[list[str]] | None = None  # [base, head] pairs to compare; None: the first two cases
     out: Path = field(default_factory=lambda: default_out())
     cpu_fallback: bool = False  # True when no CUDA device was found and the CPU defaults were taken
 
@@ -73,52 +83,10 @@ def child_env(pool_threads: int | None = None) -> dict[str, str]:
     return env
 
 
-def run_case(case: CaseSpec, config: Config, out: Path, progress: Progress) -> dict:
-    """Run one case in its own child, then its timed loops again in config.processes - 1 fresh children;
-    returns its result (with "error" set when it failed)."""
-    label = case.label
-    spec = {
-        "case": case.to_json(),
-        "shape": config.shape,
-        "dtype": config.dtypes[label],
-        "device": config.device,
-        "iters": config.iters,
-        "warmup": config.warmup,
-        "repeats": config.repeats,
-        "sample_shape": config.sample_shape,
-        "sample": config.sample,
-        "prof_path": str(rundir.prof_path(out, label).resolve()),
-        "max_sample_seconds": config.sample_seconds + child_sample_grace(),
-        "parent_pid": os.getpid(),
-    }
-    base = rundir.blank_result() | {
-        "library": BUILTIN[label][1] if case.module and label in BUILTIN else None,
-        "factory": f"{case.module or case.file}:{case.factory}",
-        "dtype": spec["dtype"],
-        "shape": config.shape,
-        "device": config.device,
-    }
-    result, error, sampling = run_child(spec, config, out, label, out / f"{label}.log", progress)
-    if result is None:
-        return base | {"error": error}
-    result = base | finish(result, sampling, config, out, label)
-    # the timed loops only, at the shapes the first process chose: a fresh process can run the same loop
-    # at a different speed (on the H200, 15 us in some and 22-24 us in others), so one process is one reading
-    timed_only = spec | {"profile": False, "sample": False, "sample_shape": result["sample_shape"]}
-    extras: list[dict] = []
-    for i in range(2, config.processes + 1):
-        def numbered(label: str, text: str, i: int = i) -> None:
-            progress(label, f"process {i}/{config.processes}: {text}")
-        extra, error, _ = run_child(timed_only, config, out, label, out / f"{label}-{i}.log", numbered)
-        if extra is None:  # what the first process measured stays in run.json
-            return result | {"error": f"process {i} of {config.processes}: {error}"}
-        extras.append(extra)
-    return pool_timings(result, extras)
-
-
-def run_child(spec: dict, config: Config, out: Path, label: str, log_path: Path,
-              progress: Progress) -> tuple[dict | None, str | None, sampler.Sampling | None]:
-    """One child process for `spec`, sampled when it says it is ready: (result or None, error, sampling)."""
+def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: Progress,
+              folded: Path | None = None) -> tuple[dict | None, str | None, Sampling | None]:
+    """One child process for `spec`, sampled into `folded` when it says it is ready:
+    (result or None, error, sampling)."""
     read_fd, write_fd = os.pipe()
     with open(log_path, "w", encoding="utf-8") as log:
         proc = subprocess.Popen(
@@ -129,7 +97,7 @@ def run_child(spec: dict, config: Config, out: Path, label: str, log_path: Path,
     os.close(write_fd)
     result: dict | None = None
     error: str | None = None
-    sampling: sampler.Sampling | None = None
+    sampling: Sampling | None = None
     try:
         with os.fdopen(read_fd, "r", encoding="utf-8") as messages:
             for line in messages:
@@ -140,7 +108,7 @@ def run_child(spec: dict, config: Config, out: Path, label: str, log_path: Path,
                 elif kind == "sample_ready":
                     progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
                     sampling = sampler.record_keeping_up(msg["pid"], config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
-                                                         rundir.folded_path(out, label), lambda t: progress(label, t))
+                                                         folded, lambda t: progress(label, t))
                     try:
                         proc.stdin.write(b"stop\n")
                         proc.stdin.flush()
@@ -161,56 +129,17 @@ def run_child(spec: dict, config: Config, out: Path, label: str, log_path: Path,
     return result, None, sampling
 
 
-def pool_timings(result: dict, extras: list[dict]) -> dict:
-    """The timed loops of every process pooled: each loop is one reading, the figure their median. The
-    cProfile and sampled figures stay the first process's, and so do their ratios (cprofile_inflation,
-    slowdown): each compares loops of one process."""
-    result["processes"] = 1 + len(extras)
-    result["cpu_us_per_call_processes"] = [result["cpu_us_per_call"]] + [e["cpu_us_per_call"] for e in extras]
-    for target, sources in ((result, extras), (result["sample_timing"], [e["sample_timing"] for e in extras])):
-        for key in ("cpu_us_per_call", "gpu_us_per_call"):
-            loops = target[f"{key}_repeats"] + [v for source in sources for v in source[f"{key}_repeats"]]
-            target[f"{key}_repeats"] = loops
-            target[key] = statistics.median(loops) if loops else None
-    return result
-
-
-def finish(result: dict, sampling: sampler.Sampling | None, config: Config, out: Path, label: str) -> dict:
-    chunks = result.pop("chunks", None)
-    calls = result.pop("calls_per_chunk", None)
-    unsampled = result["sample_timing"]["cpu_us_per_call"]
-    result["cprofile_inflation"] = result["cprofile_us_per_call"] / unsampled if unsampled else None
-    result["files"] = {"prof": rundir.prof_path(out, label).name}
-    if sampling is None:
-        result.update(samples=None, rate_hz=None, sampled_us_per_call=None, sampling=None)
-        return result
-    sampled = sampler.sampled_us_per_call(chunks or [], calls or 1, sampling.window)
-    result["files"]["folded"] = rundir.folded_path(out, label).name
-    result["samples"] = sampling.kept_samples
-    result["rate_hz"] = sampling.rate_hz
-    result["sampled_us_per_call"] = sampled
-    slowdown = sampled / unsampled if sampled and unsampled else None
-    result["sampling"] = sampling.to_json() | {
-        "slowdown": slowdown,
-        "coverage": sampler.coverage(sampling),
-        "suggested_rate_hz": sampler.suggest_rate(sampling.rate_hz, slowdown, sampling.behind_seconds > 0,
-                                                  sampler.loop_share(sampling)),
-        "calls_per_chunk": calls,
-        "chunks": len(chunks or []),
-    }
-    return result
-
-
 def describe_phase(msg: dict) -> str:
     phase = msg["phase"]
     shape = msg.get("shape")
     at = f" at {','.join(map(str, shape))}" if shape else ""
     if phase == "timed":
         return f"timed loop {msg['repeat']}/{msg['of']}{at}"
+    who = f"{msg['label']}: " if msg.get("label") else ""
     if phase == "warmup":
-        return f"warm-up ({msg['calls']} calls)"
+        return f"{who}warm-up ({msg['calls']} calls)"
     if phase == "setup":
-        return f"setting up{at}"
+        return f"{who}setting up{at}"
     return {"cprofile": "cProfile loop"}.get(phase, phase)
 
 
@@ -224,34 +153,198 @@ def stop(proc: subprocess.Popen) -> None:
             pass
 
 
-def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, dict]:
-    """Measure every case; run.json is saved after each one and marked complete at the end."""
+
+
+def spec_base(config: Config) -> dict:
+    return {"device": config.device, "iters": config.iters, "warmup": config.warmup, "repeats": config.repeats,
+            "parent_pid": os.getpid()}
+
+
+def case_entry(case: CaseSpec, config: Config) -> dict:
+    return {"label": case.label, "case": case.to_json(), "dtype": config.dtypes[case.label]}
+
+
+def blank_result(case: CaseSpec, config: Config) -> CaseResult:
+    return CaseResult(
+        label=case.label, factory=f"{case.module or case.file}:{case.factory}",
+        library=BUILTIN[case.label][1] if case.module and case.label in BUILTIN else None,
+        device=config.device, dtype=config.dtypes[case.label], shape=list(config.shape), warmup=config.warmup,
+    )
+
+
+def _timing(entry: dict) -> Timing:
+    loops = entry["loops"]
+    return Timing(shape=entry["shape"], calls=entry["calls"], processes=[Loops(**loops)],
+                  host_bound=entry.get("host_bound"), bound_note=entry.get("bound_note"))
+
+
+class Measurement:
+    """The run being measured: its record, saved after every process."""
+
+    def __init__(self, config: Config, run: Run, progress: Progress) -> None:
+        self.config, self.run, self.progress = config, run, progress
+        self.out = config.out
+        self.steps: dict[str, int] = {}  # calls of step() per loop at the sample shape, per case
+
+    def save(self) -> None:
+        rundir.save(self.out, self.run)
+
+    def time_group(self, cases: list[CaseSpec], reason: str) -> list[tuple[CaseSpec, str]]:
+        """The timed loops of `cases` in config.processes processes. Returns the cases to time again alone
+        (they could not be built beside the others, or the shared process failed), with why."""
+        config, run = self.config, self.run
+        paired = len(cases) > 1
+        group = Group([c.label for c in cases], paired, reason)
+        run.groups.append(group)
+        index = len(run.groups) - 1
+        name = "+".join(group.cases)
+        for c in cases:
+            run.results[c.label].group = index
+        entries = [case_entry(c, config) for c in cases]
+        first = spec_base(config) | {
+            "job": "time", "cases": entries, "sample_shape": config.sample_shape,
+            "plan": [{"shape": config.shape, "calls": None, "key": "timing", "decide": True}],
+        }
+        say = lambda what: self.progress(f"timing {name}", f"process 1/{config.processes}: {what}")  # noqa: E731
+        got, error, _ = run_child(first, config, name, self.out / f"{name}-timing.log", lambda _l, t: say(t))
+        if got is None:
+            if paired:
+                return [(c, f"the process shared with {self._others(c, cases)} failed ({error}); timed alone") for c in cases]
+            run.results[cases[0].label].error = error
+            return []
+        retry: list[tuple[CaseSpec, str]] = []
+        for c in cases:
+            r = run.results[c.label]
+            mine = got["cases"][c.label]
+            failed = got["errors"].get(c.label)
+            if failed and paired:
+                retry.append((c, f"could not be built or run beside {self._others(c, cases)} ({failed}); timed alone"))
+                group.cases.remove(c.label)
+                r.group = None
+                continue
+            if failed:
+                r.error = failed
+                continue
+            r.ops_per_step = mine.get("ops_per_step", 1)
+            r.device_info = mine.get("device_info") or {}
+            r.timing = _timing(mine["timing"])
+            r.sample_shape, r.sample_shape_reason = got["sample_shape"], got["sample_shape_reason"]
+            at_sample = mine.get("sample_timing") or mine["timing"]
+            if "sample_timing" in mine:
+                r.sample_timing = _timing(mine["sample_timing"])
+            self.steps[c.label] = at_sample["steps"]
+        group.paired = len(group.cases) > 1
+        group.processes = 1
+        self.save()
+        self._more_processes(group, index)
+        return retry
+
+    def _others(self, case: CaseSpec, cases: list[CaseSpec]) -> str:
+        return ", ".join(c.label for c in cases if c is not case)
+
+    def _more_processes(self, group: Group, index: int) -> None:
+        """Processes 2..N of a group: the loops at the sample shape only (the requested shape, when it is
+        not host-bound, holds the GPU for seconds a loop and is timed in the first process alone)."""
+        config, run = self.config, self.run
+        live = [l for l in group.cases if run.results[l].error is None and l in self.steps]
+        if not live:
+            return
+        sample_shape = run.results[live[0]].sample_shape
+        same = sample_shape == config.shape
+        key = "timing" if same else "sample_timing"
+        by_label = {c.label: c for c in config.cases}
+        name = "+".join(group.cases)
+        for i in range(2, config.processes + 1):
+            live = [l for l in live if run.results[l].error is None]
+            if not live:
+                return
+            spec = spec_base(config) | {
+                "job": "time", "cases": [case_entry(by_label[l], config) for l in live],
+                "plan": [{"shape": sample_shape, "calls": {l: self.steps[l] for l in live}, "key": key}],
+            }
+            say = lambda what, i=i: self.progress(f"timing {name}", f"process {i}/{config.processes}: {what}")  # noqa: E731
+            got, error, _ = run_child(spec, config, name, self.out / f"{name}-timing-{i}.log", lambda _l, t: say(t))
+            for label in live:
+                r = run.results[label]
+                failed = error if got is None else got["errors"].get(label)
+                if failed:  # what the earlier processes measured stays
+                    r.error = f"process {i} of {config.processes}: {failed}"
+                    continue
+                target = r.timing if same else r.sample_timing
+                target.processes.append(Loops(**got["cases"][label][key]["loops"]))
+            group.processes = i
+            self.save()
+
+    def profile(self, case: CaseSpec) -> None:
+        """The case alone at the sample shape: its own loops, cProfile, and py-spy."""
+        config, r = self.config, self.run.results[case.label]
+        label = case.label
+        spec = spec_base(config) | {
+            "job": "profile", "case": case_entry(case, config), "shape": r.sample_shape, "steps": self.steps[label],
+            "sample": config.sample, "prof_path": str(rundir.prof_path(self.out, label).resolve()),
+            "max_sample_seconds": config.sample_seconds + child_sample_grace(),
+        }
+        got, error, sampling = run_child(spec, config, label, self.out / f"{label}.log", self.progress,
+                                         rundir.folded_path(self.out, label))
+        if got is None:
+            r.error = f"profiling alone at {','.join(map(str, r.sample_shape))}: {error}"
+            return
+        files = {"prof": rundir.prof_path(self.out, label).name}
+        if sampling is not None:
+            files["folded"] = rundir.folded_path(self.out, label).name
+            sampling.calls_per_chunk = got.get("calls_per_chunk")
+            sampling.chunks = len(got.get("chunks") or [])
+            sampling.sampled_us_per_call = sampler.sampled_us_per_call(got.get("chunks") or [],
+                                                                       got.get("calls_per_chunk") or 1, sampling.window)
+        r.profile = Profiled(own=Loops(**got["own"]), calls=got["calls"], cprofile_us_per_call=got["cprofile_us_per_call"],
+                             cprofile_calls=got["cprofile_calls"], sampling=sampling, files=files)
+
+
+def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, Run]:
+    """Measure every case; run.json is saved after every process and marked complete at the end."""
     out = config.out
     rundir.ensure_new(out)
     if config.sample:  # before anything starts: a run that cannot sample says so now, not after the timings
         sampler.check_available()
     sampler.attach_seconds()  # a bad FLAMETOOL_PYSPY_TIMEOUT, too
     rundir.create(out)
-    data = rundir.new_run(config.to_json(), envinfo.collect(config.device), argv, _now())
-    rundir.save(out, data)
+    run = Run(schema=rundir.SCHEMA, complete=False, started=_now(), finished=None, command=argv,
+              config=config.to_json(), env=envinfo.collect(config.device),
+              results={c.label: blank_result(c, config) for c in config.cases})
+    m = Measurement(config, run, progress)
+    m.save()
     try:
+        if config.isolate:
+            todo = [(c, "--isolate: each case in processes of its own") for c in config.cases]
+        else:
+            todo = m.time_group(config.cases, "paired: every case of the run in the same processes, loops interleaved")
+        for case, why in todo:
+            m.time_group([case], why)
+        stop_if_failed(run, config, "timing")
         for case in config.cases:
-            progress(case.label, "starting")
-            result = run_case(case, config, out, progress)
-            data["results"][case.label] = result
-            rundir.save(out, data)
-            if (result.get("sampling") or {}).get("refused"):
+            r = run.results[case.label]
+            if r.error is not None or case.label not in m.steps:
+                continue
+            m.profile(case)
+            m.save()
+            sampling = r.sampling
+            if sampling is not None and sampling.refused:
                 # the kernel will refuse every case alike: stop here, with what to change
-                raise FlametoolError(f"case {case.label!r}: {result['sampling']['error']} "
-                                     f"(its timings and cProfile are kept in {out})")
-            if result.get("error") and not config.keep_going:
-                raise CaseError(f"case {case.label!r}: {result['error']} (finished cases kept in {out})")
-        data["complete"] = True
+                raise FlametoolError(f"case {case.label!r}: {sampling.error} (its timings and cProfile are kept in {out})")
+            stop_if_failed(run, config, "profiling")
+        run.complete = True
     finally:
         with procs.signals_deferred():  # a second Ctrl-C must not lose run.json
-            data["finished"] = _now()
-            rundir.save(out, data)
-    return out, data
+            run.finished = _now()
+            m.save()
+    return out, run
+
+
+def stop_if_failed(run: Run, config: Config, phase: str) -> None:
+    failed = [l for l, r in run.results.items() if r.error]
+    if failed and not config.keep_going:
+        label = failed[0]
+        raise CaseError(f"case {label!r}: {run.results[label].error} (finished cases kept in {config.out})")
 
 
 def _now() -> str:

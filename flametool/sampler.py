@@ -17,11 +17,11 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from . import procs
+from .record import Sampling
 from . import stacks as st
 from .errors import FlametoolError
 
@@ -37,50 +37,6 @@ REFUSED_HINT = ("run as root, or set /proc/sys/kernel/yama/ptrace_scope to 0 "
                 "(in a container: --cap-add SYS_PTRACE), or use --no-sample")
 BEHIND = re.compile(r"([\d.]+)s behind in sampling")
 TOTALS = re.compile(r"Samples: (\d+) Errors: (\d+)")
-
-
-@dataclass
-class Sampling:
-    """What one py-spy record produced, and how far it can be trusted."""
-
-    command: list[str]
-    rate_hz: int
-    seconds: int
-    complete: bool = False
-    exit_code: int | None = None
-    error: str | None = None
-    refused: bool = False  # the kernel refused py-spy's attach: every later case would be refused too
-    window: tuple[float, float] | None = None  # CLOCK_MONOTONIC seconds while py-spy was sampling
-    behind_seconds: float = 0.0
-    pyspy_samples: int | None = None
-    pyspy_errors: int | None = None
-    threads: int | None = None  # threads of the target when py-spy attached: each sample stops them all
-    total_samples: int = 0  # every stack py-spy wrote
-    kept_samples: int = 0  # stacks inside step(), the ones analysis reads
-    loop_samples: int = 0  # in the active loop itself, between calls
-    outside_samples: int = 0  # sync(), chunk timing, anything outside the active loop
-    output_tail: list[str] = field(default_factory=list)
-    earlier: list[dict] = field(default_factory=list)  # attempts at a higher rate that fell behind
-
-    def to_json(self) -> dict:
-        return {
-            "earlier_attempts": self.earlier,
-            "complete": self.complete,
-            "exit_code": self.exit_code,
-            "error": self.error,
-            "refused": self.refused,
-            "command": self.command,
-            "seconds": self.seconds,
-            "behind": self.behind_seconds > 0,
-            "behind_seconds": self.behind_seconds,
-            "pyspy_samples": self.pyspy_samples,
-            "pyspy_errors": self.pyspy_errors,
-            "threads": self.threads,
-            "total_samples": self.total_samples,
-            "kept_samples": self.kept_samples,
-            "loop_samples": self.loop_samples,
-            "outside_samples": self.outside_samples,
-        }
 
 
 def pyspy_path() -> str:

@@ -1,12 +1,17 @@
-"""Terminal output: the live progress line while cases run, and the summary table at the end."""
+"""Terminal output: the live progress line while cases run, and the summary at the end. Every name printed
+here may come from another machine's run directory: it goes through format.visible first."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from . import format as fmt
+from . import sampler
+from .analysis import Analysis
+from .layers import order
 
 
 def titled(title: str) -> Table:
@@ -15,12 +20,10 @@ def titled(title: str) -> Table:
 
 
 class Progress:
-    """A spinner with the case and phase on a terminal; plain lines elsewhere (CI logs, pipes)."""
+    """A spinner with the phase on a terminal; plain lines elsewhere (CI logs, pipes)."""
 
-    def __init__(self, console: Console, total: int) -> None:
+    def __init__(self, console: Console) -> None:
         self.console = console
-        self.total = total
-        self.labels: list[str] = []
         self.status = None
 
     def __enter__(self) -> "Progress":
@@ -34,169 +37,169 @@ class Progress:
             self.status.__exit__(*exc)
 
     def update(self, label: str, what: str) -> None:
-        if label not in self.labels:
-            self.labels.append(label)
-        line = Text(f"[{len(self.labels)}/{self.total}] {label}: {what}")
+        line = Text(fmt.visible(f"{label}: {what}"))
         if self.status is not None:
             self.status.update(line)
         else:
             self.console.print(line, highlight=False)
 
 
-def fmt_us(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value >= 10_000:
-        return f"{value / 1000:,.1f} ms"
-    return f"{value:,.2f} us"
+def print_summary(a: Analysis, console: Console) -> None:
+    """The headline (each pair's paired ratio and difference with intervals), the cases' timings, the
+    profiled loops, and what to be careful about."""
+    run = a.run
+    processes = run.config.get("processes") or 1
+    for p in a.pairs:
+        lead = p.headline
+        if lead is None:
+            continue
+        shape_note = ""
+        if p.sample is not None and lead is p.sample:
+            shape_note = f" at the sample shape {fmt.shape(run.results[p.head].sample_shape)}"
+        console.print(Text(fmt.pair_sentence(lead, shape_note)), highlight=False)
+        other = p.timing if lead is p.sample else None
+        if other is not None and other.ratio is not None:
+            console.print(Text("  at the requested shape " + fmt.shape(run.results[p.head].shape) + ": "
+                               + fmt.pair_sentence(other)), highlight=False)
+        note = fmt.wide_note(lead, processes)
+        if note:
+            console.print(Text(note), highlight=False)
 
-
-def spread(values: list[float]) -> str:
-    if len(values) < 2:
-        return ""
-    return f" ({min(values):,.2f}-{max(values):,.2f})"
-
-
-def _row_shape(shape: list[int] | None) -> str:
-    return ",".join(map(str, shape)) if shape else "-"
-
-
-def print_summary(data: dict, run_dir: Path, console: Console) -> None:
-    results = data["results"]
-    ok = {label: r for label, r in results.items() if not r.get("error")}
-    base_label = next(iter(ok), None)
-    base = ok[base_label]["cpu_us_per_call"] if base_label else None
-
-    processes = (data.get("config") or {}).get("processes") or 1
-    timing = titled("time per call (median of " + (f"{processes} processes' timed loops" if processes > 1 else "repeats")
-                    + "; spread in brackets)")
+    timing = titled("host (CPU) and GPU time per call: median of every timed loop, 95% interval in brackets")
     for col, right in (("case", False), ("dtype", False), ("shape", False), ("CPU", True), ("GPU", True),
-                       (f"CPU / {base_label}", True), ("bound", False)):
+                       ("loops", True), ("bound", False)):
         timing.add_column(col, justify="right" if right else "left")
-    for label, r in results.items():
-        if r.get("error"):
-            timing.add_row(Text(label), r.get("dtype") or "", _row_shape(r.get("shape")), "failed", "", "", "")
+    for label, r in run.results.items():
+        t = a.timings.get(label)
+        if r.error or t is None:
+            timing.add_row(Text(fmt.visible(label)), r.dtype, fmt.shape(r.shape), "failed" if r.error else "-", "", "", "")
             continue
         timing.add_row(
-            Text(label), r["dtype"], _row_shape(r["shape"]),
-            fmt_us(r["cpu_us_per_call"]) + spread(r.get("cpu_us_per_call_repeats") or []),
-            fmt_us(r["gpu_us_per_call"]),
-            f"{r['cpu_us_per_call'] / base:.2f}x" if base else "-",
-            "host" if r.get("host_bound") else "device",
+            Text(fmt.visible(label)), r.dtype, fmt.shape(r.shape),
+            fmt.us(t.cpu_us) + (f" ({fmt.interval(t.interval)})" if t.interval else ""),
+            fmt.us(t.gpu_us), f"{len(t.loops)} in {t.processes} proc",
+            "host" if r.timing.host_bound else "device",
         )
     console.print(timing)
 
-    profiling = titled("profiled loops (at the sampled shape)")
-    for col, right in (("case", False), ("sampled at", False), ("CPU", True), ("cProfile", True),
-                       ("while sampled", True), ("samples", True)):
+    profiling = titled("profiled loops (each case alone, at the sampled shape)")
+    for col, right in (("case", False), ("sampled at", False), ("paired", True), ("alone", True),
+                       ("cProfile", True), ("while sampled", True), ("samples", True)):
         profiling.add_column(col, justify="right" if right else "left")
-    for label, r in ok.items():
-        st = r.get("sample_timing") or {}
-        slowdown = (r.get("sampling") or {}).get("slowdown")
-        inflation = r.get("cprofile_inflation")
+    for label, r in run.results.items():
+        if r.error or r.profile is None:
+            continue
+        prof, s = r.profile, r.sampling
+        at = a.sample_timings.get(label)
         profiling.add_row(
-            Text(label), _row_shape(r.get("sample_shape")), fmt_us(st.get("cpu_us_per_call")),
-            f"{fmt_us(r.get('cprofile_us_per_call'))} ({inflation:.2f}x)" if inflation else "-",
-            f"{fmt_us(r.get('sampled_us_per_call'))} ({slowdown:.2f}x)" if slowdown else "-",
-            f"{r['samples']} at {r['rate_hz']} Hz" if r.get("samples") is not None else "-",
+            Text(fmt.visible(label)), fmt.shape(r.sample_shape), fmt.us(at.cpu_us if at else None),
+            fmt.us(prof.own_us_per_call),
+            f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
+            f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
+            f"{s.kept_samples} at {s.rate_hz} Hz" if s else "-",
         )
     console.print(profiling)
 
-    for label, r in results.items():
-        if r.get("error"):
-            console.print(Text(f"{label}: failed: {r['error']}"), highlight=False)
+    for label, r in run.results.items():
+        name = fmt.visible(label)
+        if r.error:
+            console.print(Text(f"{name}: failed: {fmt.visible(r.error)}"), highlight=False)
             continue
-        if not r.get("host_bound"):
-            console.print(Text(f"{label}: {r['bound_note']}"), highlight=False)
-        if r.get("sample_shape") != r.get("shape"):
-            console.print(Text(f"{label}: {r['sample_shape_reason']}"), highlight=False)
-        sampling = r.get("sampling") or {}
-        if sampling and not sampling.get("complete"):
-            console.print(Text(f"{label}: sampling incomplete: {sampling.get('error')}"), highlight=False)
-        elif sampling.get("suggested_rate_hz"):
-            why = (f"py-spy fell {sampling['behind_seconds']:.1f} s behind" if sampling.get("behind")
-                   else f"sampling slowed the loop {sampling['slowdown']:.2f}x")
-            console.print(Text(f"{label}: {why} at {r['rate_hz']} Hz (shares stay fair); "
-                               f"--rate {sampling['suggested_rate_hz']} would perturb it less"), highlight=False)
-    if not data.get("complete"):
+        group = run.group_of(label)
+        if group is not None and not group.paired:
+            console.print(Text(f"{name}: {fmt.visible(group.reason)}"), highlight=False)
+        if r.timing and not r.timing.host_bound:
+            console.print(Text(f"{name}: {r.timing.bound_note}"), highlight=False)
+        if r.sample_shape != r.shape and r.sample_shape_reason:
+            console.print(Text(f"{name}: {r.sample_shape_reason}"), highlight=False)
+        s = r.sampling
+        if s and not s.complete:
+            console.print(Text(f"{name}: sampling incomplete: {fmt.visible(s.error or '')}"), highlight=False)
+        elif s:
+            rate = sampler.suggest_rate(s.rate_hz, r.profile.slowdown, s.behind, sampler.loop_share(s))
+            if rate:
+                why = (f"py-spy fell {s.behind_seconds:.1f} s behind" if s.behind
+                       else f"sampling slowed the loop {r.profile.slowdown:.2f}x")
+                console.print(Text(f"{name}: {why} at {s.rate_hz} Hz (shares stay fair); "
+                                   f"--rate {rate} would perturb it less"), highlight=False)
+    if not run.complete:
         console.print(Text("run incomplete: run.json holds what finished"), highlight=False)
-    console.print(Text(f"run directory: {run_dir}"), highlight=False)
+    console.print(Text(f"run directory: {a.run_dir}"), highlight=False)
 
 
-def _pm(value: float, se: float) -> str:
-    return f"{value:,.2f} ± {se:,.2f}"
-
-
-def print_layers(analysis: dict, case_diff: dict | None, console: Console, top: int = 10) -> None:
+def print_layers(a: Analysis, console: Console, top: int = 10) -> None:
     """Host time per call by layer, side by side for every analysed case, then where two cases differ."""
-    done = {l: a for l, a in analysis.items() if "skipped" not in a}
-    for label, a in analysis.items():
-        if "skipped" in a:
-            console.print(Text(f"{label}: no stack analysis: {a['skipped']}"), highlight=False)
+    analysis = a.cases
+    case_diff = a.first_diff
+    done = {l: x for l, x in analysis.items() if "skipped" not in x}
+    for label, x in analysis.items():
+        if "skipped" in x:
+            console.print(Text(f"{fmt.visible(label)}: no stack analysis: {fmt.visible(x['skipped'])}"), highlight=False)
     if not done:
         return
-    from .layers import order
-
-    table = titled("host time per call by layer, us (± one standard error from the sample count)")
+    table = titled("host time per call by layer, us (paired time x sample shares; ± one standard error from the sample count)")
     table.add_column("layer")
     for label in done:
-        table.add_column(label, justify="right")
+        table.add_column(fmt.visible(label), justify="right")
     if case_diff:
-        table.add_column(f"{case_diff['head']} - {case_diff['base']}", justify="right")
+        table.add_column(f"{fmt.visible(case_diff['head'])} - {fmt.visible(case_diff['base'])}", justify="right")
         deltas = {r["layer"]: r for r in case_diff["layers"]}
-    for layer in order({l for a in done.values() for l in a["layers_us_per_call"]}):
+    for layer in order({l for x in done.values() for l in x["layers_us_per_call"]}):
         row = [Text(layer)]
-        for a in done.values():
-            us = a["layers_us_per_call"].get(layer)
-            row.append(_pm(us, a["layers_se_us"][layer]) if us is not None else "-")
+        for x in done.values():
+            v = x["layers_us_per_call"].get(layer)
+            row.append(fmt.pm(v, x["layers_se_us"][layer]) if v is not None else "-")
         if case_diff:
             d = deltas.get(layer)
-            row.append(f"{d['delta_us_per_call']:+,.2f} ± {d['delta_se_us']:,.2f}" if d else "-")
+            row.append(fmt.pm(d["delta_us_per_call"], d["delta_se_us"], sign=True) if d else "-")
         table.add_row(*row)
-    row = [Text("total (measured)")] + [f"{a['us_per_call']:,.2f}" for a in done.values()]
+    row = [Text("total (measured)")] + [fmt.num(x["us_per_call"]) for x in done.values()]
     if case_diff:
-        row.append(f"{case_diff['delta_us_per_call']:+,.2f}")
+        row.append(fmt.signed(case_diff["delta_us_per_call"]))
     table.add_row(*row, end_section=True)
     console.print(table)
-    for label, a in done.items():
-        c = a["closure"]
+    for label, x in done.items():
+        c = x["closure"]
         flag = "" if c["within_tolerance"] else f" (outside {c['tolerance']:.0%}: samples were lost)"
-        libc = a["layers_called_from_us_per_call"].get("C library/allocator") or {}
+        libc = x["layers_called_from_us_per_call"].get("C library/allocator") or {}
         callers = ", ".join(f"{k} {v:,.2f}" for k, v in list(libc.items())[:3])
-        console.print(Text(f"{label}: layers sum to {c['layers_sum_us_per_call']:,.2f} of {c['measured_us_per_call']:,.2f} us "
-                           f"per call (ratio {c['ratio']:.3f}){flag}; {a['samples']} samples"
+        console.print(Text(f"{fmt.visible(label)}: {fmt.closure_sentence(x)}{flag}"
                            + (f"; C library called from: {callers}" if callers else "")), highlight=False)
     if case_diff:
         print_frame_deltas(case_diff, console, top)
 
 
 def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None:
-    table = titled(f"frames that differ most ({case_diff['head']} - {case_diff['base']}, self time, us per call)")
+    table = titled(f"frames that differ most ({fmt.visible(case_diff['head'])} - {fmt.visible(case_diff['base'])}, "
+                   "self time, us per call)")
     table.add_column("frame", overflow="fold", ratio=1)
     table.add_column("layer")
-    for col in (case_diff["base"], case_diff["head"], "delta", "delta total"):
+    for col in (fmt.visible(case_diff["base"]), fmt.visible(case_diff["head"]), "delta", "delta total"):
         table.add_column(col, justify="right", no_wrap=True)
     changed = [r for r in case_diff["frames"] if r["delta_us_per_call"] or r["delta_total_us_per_call"]]
     if not changed:
         console.print(Text("no frame differs"), highlight=False)
         return
     for r in changed[:top]:
-        table.add_row(Text(r["display"]), r["layer"], f"{r['base_self_us_per_call']:,.2f}", f"{r['head_self_us_per_call']:,.2f}",
-                      f"{r['delta_us_per_call']:+,.2f} ± {r['delta_se_us']:,.2f}", f"{r['delta_total_us_per_call']:+,.2f}")
+        table.add_row(Text(fmt.visible(r["display"])), r["layer"], fmt.num(r["base_self_us_per_call"]),
+                      fmt.num(r["head_self_us_per_call"]), fmt.pm(r["delta_us_per_call"], r["delta_se_us"], sign=True),
+                      fmt.signed(r["delta_total_us_per_call"]))
     console.print(table)
 
 
 def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10) -> None:
     """`flametool diff`: one case in two runs."""
-    table = titled(f"{label}: host time per call by layer, us (base {case_diff['base_run']}, head {case_diff['head_run']})")
+    table = titled(f"{fmt.visible(label)}: host time per call by layer, us (base {fmt.visible(case_diff['base_run'])}, "
+                   f"head {fmt.visible(case_diff['head_run'])})")
     for col in ("layer", "base", "head", "delta"):
         table.add_column(col, justify="left" if col == "layer" else "right")
     for r in case_diff["layers"]:
-        table.add_row(Text(r["layer"]), f"{r['base_us_per_call']:,.2f}", f"{r['head_us_per_call']:,.2f}",
-                      f"{r['delta_us_per_call']:+,.2f} ± {r['delta_se_us']:,.2f}")
-    table.add_row(Text("total (measured)"), f"{case_diff['base_us_per_call']:,.2f}", f"{case_diff['head_us_per_call']:,.2f}",
-                  f"{case_diff['delta_us_per_call']:+,.2f}")
+        table.add_row(Text(r["layer"]), fmt.num(r["base_us_per_call"]), fmt.num(r["head_us_per_call"]),
+                      fmt.pm(r["delta_us_per_call"], r["delta_se_us"], sign=True))
+    table.add_row(Text("total (measured)"), fmt.num(case_diff["base_us_per_call"]), fmt.num(case_diff["head_us_per_call"]),
+                  fmt.signed(case_diff["delta_us_per_call"]))
     console.print(table)
     print_frame_deltas(case_diff | {"base": "base", "head": "head"}, console, top)
     if not case_diff.get("same_shape_and_dtype", True):
         console.print(Text("note: the two runs sampled this case at different shapes or dtypes"), highlight=False)
+

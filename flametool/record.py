@@ -1,0 +1,483 @@
+"""What a run measured, typed once: the records run.json holds, with to/from JSON.
+
+run.json holds measurements only (what the loops, cProfile and py-spy produced, and the decisions taken
+while measuring: which shape was sampled, which cases shared a process). Everything derived from them
+(medians, intervals, ratios, layers, frames, diffs) is computed by ``analysis`` when it is needed, so a
+change of the layer rules or of the statistics can never leave two views of one run disagreeing.
+
+A new measured field goes here: a field of the record that holds it, read back in its ``from_json``.
+
+Reading is strict: every value is checked as it is read and a bad one is a RunDirError naming its path in
+the file (``results.torch.timing.processes[0].cpu_us``). Schema 1 files (one case per process, results
+flat, analysis stored beside them) are read into the same records; see ``from_schema1``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from .errors import RunDirError
+
+SCHEMA = 2
+# a time per call beyond this (about 17 minutes) is not a measurement of a launch: a damaged file
+MAX_US = 1e9
+
+
+# --- checked reading --------------------------------------------------------------------------------------
+
+class Reader:
+    """Reads one JSON value with its path for messages; every getter checks the type it returns."""
+
+    def __init__(self, value: Any, where: str, file: str) -> None:
+        self.value, self.where, self.file = value, where, file
+
+    def fail(self, key: str, value: Any, expected: str) -> RunDirError:
+        import json
+
+        shown = json.dumps(value, allow_nan=True)[:60] if _jsonable(value) else type(value).__name__
+        return RunDirError(f"{self.file}: {self._path(key)} is {shown}, expected {expected}")
+
+    def _path(self, key: str | int) -> str:
+        if isinstance(key, int):
+            return f"{self.where}[{key}]"
+        return f"{self.where}.{key}" if self.where else key
+
+    def child(self, key: str | int, value: Any) -> "Reader":
+        return Reader(value, self._path(key), self.file)
+
+    def obj(self, key: str, optional: bool = False) -> "Reader | None":
+        v = self.value.get(key) if isinstance(self.value, dict) else None
+        if v is None and optional:
+            return None
+        if not isinstance(v, dict):
+            raise self.fail(key, v, "an object")
+        return self.child(key, v)
+
+    def get(self, key: str, check: Callable[[Any], bool], expected: str, default: Any = None) -> Any:
+        v = self.value.get(key, default)
+        if v is None:
+            return default
+        if not check(v):
+            raise self.fail(key, v, expected)
+        return v
+
+    def number(self, key: str, default: float | None = None) -> float | None:
+        v = self.get(key, is_number, f"a number from 0 to {MAX_US:g}", default)
+        return float(v) if v is not None else None
+
+    def count(self, key: str, default: int | None = None) -> int | None:
+        return self.get(key, is_count, "a count", default)
+
+    def text(self, key: str, default: str | None = None) -> str | None:
+        return self.get(key, lambda v: isinstance(v, str), "a string", default)
+
+    def flag(self, key: str, default: bool | None = None) -> bool | None:
+        return self.get(key, lambda v: isinstance(v, bool), "true or false", default)
+
+    def numbers(self, key: str) -> list[float]:
+        return [float(x) for x in self.get(key, lambda v: isinstance(v, list) and all(is_number(x) for x in v),
+                                           "a list of numbers", [])]
+
+    def shape(self, key: str) -> list[int] | None:
+        return self.get(key, is_shape, "three positive integers")
+
+    def items(self, key: str) -> list["Reader"]:
+        v = self.get(key, lambda v: isinstance(v, list), "a list", [])
+        return [self.child(key, None).child(i, x) for i, x in enumerate(v)]
+
+
+def _jsonable(value: Any) -> bool:
+    return isinstance(value, (dict, list, str, int, float, bool)) or value is None
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= MAX_US
+
+
+def is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 10**15
+
+
+def is_shape(v: Any) -> bool:
+    return isinstance(v, list) and len(v) == 3 and all(is_count(x) and x > 0 for x in v)
+
+
+# --- the records --------------------------------------------------------------------------------------------
+
+@dataclass
+class Loops:
+    """One process's timed loops of one case at one shape: one figure per loop, us per operation.
+    ``slots`` is each loop's place in that process's sequence of loops at this shape (all cases counted),
+    so the interleaving can be read back."""
+
+    cpu_us: list[float]
+    gpu_us: list[float] = field(default_factory=list)
+    slots: list[int] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "Loops":
+        slots = r.get("slots", lambda v: isinstance(v, list) and all(is_count(x) for x in v), "a list of counts", [])
+        return cls(r.numbers("cpu_us"), r.numbers("gpu_us"), slots)
+
+
+@dataclass
+class Timing:
+    """A case's timed loops at one shape, in every process that ran them (the seed's method in each:
+    host clock and device events around ``calls`` operations)."""
+
+    shape: list[int]
+    calls: int  # operations per loop
+    processes: list[Loops]
+    host_bound: bool | None = None
+    bound_note: str | None = None
+
+    @property
+    def cpu_loops(self) -> list[float]:
+        return [v for p in self.processes for v in p.cpu_us]
+
+    @property
+    def gpu_loops(self) -> list[float]:
+        return [v for p in self.processes for v in p.gpu_us]
+
+    @property
+    def cpu_us_per_call(self) -> float | None:
+        loops = self.cpu_loops
+        return statistics.median(loops) if loops else None
+
+    @property
+    def gpu_us_per_call(self) -> float | None:
+        loops = self.gpu_loops
+        return statistics.median(loops) if loops else None
+
+    @property
+    def process_medians(self) -> list[float]:
+        return [statistics.median(p.cpu_us) for p in self.processes if p.cpu_us]
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "Timing":
+        return cls(shape=r.shape("shape") or [], calls=r.count("calls", 0),
+                   processes=[Loops.from_json(p) for p in r.items("processes")],
+                   host_bound=r.flag("host_bound"), bound_note=r.text("bound_note"))
+
+
+@dataclass
+class Sampling:
+    """What one py-spy record produced, and how far it can be trusted."""
+
+    command: list[str]
+    rate_hz: int
+    seconds: int
+    complete: bool = False
+    exit_code: int | None = None
+    error: str | None = None
+    refused: bool = False  # the kernel refused py-spy's attach: every later case would be refused too
+    window: tuple[float, float] | None = None  # CLOCK_MONOTONIC seconds while py-spy was sampling
+    behind_seconds: float = 0.0
+    pyspy_samples: int | None = None
+    pyspy_errors: int | None = None
+    threads: int | None = None  # threads of the target when py-spy attached: each sample stops them all
+    total_samples: int = 0  # every stack py-spy wrote
+    kept_samples: int = 0  # stacks inside step(), the ones analysis reads
+    loop_samples: int = 0  # in the active loop itself, between calls
+    outside_samples: int = 0  # sync(), chunk timing, anything outside the active loop
+    output_tail: list[str] = field(default_factory=list)
+    earlier: list[dict] = field(default_factory=list)  # attempts at a higher rate that fell behind
+    # the loop's host time per call while sampled (from the chunks inside the window), and how it was cut
+    sampled_us_per_call: float | None = None
+    calls_per_chunk: int | None = None
+    chunks: int | None = None
+
+    @property
+    def behind(self) -> bool:
+        return self.behind_seconds > 0
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data.pop("window")
+        data.pop("output_tail")
+        data["earlier_attempts"] = data.pop("earlier")
+        return data
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "Sampling":
+        command = r.get("command", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+                        "a list of strings", [])
+        earlier = r.get("earlier_attempts", lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+                        "a list of objects", [])
+        return cls(
+            command=command, rate_hz=r.count("rate_hz", 0), seconds=r.count("seconds", 0),
+            complete=r.flag("complete", False), exit_code=r.get("exit_code", lambda v: isinstance(v, int), "an integer"),
+            error=r.text("error"), refused=r.flag("refused", False), behind_seconds=r.number("behind_seconds", 0.0),
+            pyspy_samples=r.count("pyspy_samples"), pyspy_errors=r.count("pyspy_errors"), threads=r.count("threads"),
+            total_samples=r.count("total_samples", 0), kept_samples=r.count("kept_samples", 0),
+            loop_samples=r.count("loop_samples", 0), outside_samples=r.count("outside_samples", 0), earlier=earlier,
+            sampled_us_per_call=r.number("sampled_us_per_call"), calls_per_chunk=r.count("calls_per_chunk"),
+            chunks=r.count("chunks"),
+        )
+
+
+@dataclass
+class Profiled:
+    """The case's own process at the sample shape: its unsampled loops (the check on the paired figure),
+    the cProfile loop and py-spy's sampling."""
+
+    own: Loops
+    calls: int
+    cprofile_us_per_call: float | None = None
+    cprofile_calls: int | None = None
+    sampling: Sampling | None = None
+    files: dict[str, str] = field(default_factory=dict)  # "prof", "folded": file names in the run directory
+
+    @property
+    def own_us_per_call(self) -> float | None:
+        return statistics.median(self.own.cpu_us) if self.own.cpu_us else None
+
+    @property
+    def cprofile_inflation(self) -> float | None:
+        own = self.own_us_per_call
+        return self.cprofile_us_per_call / own if self.cprofile_us_per_call and own else None
+
+    @property
+    def slowdown(self) -> float | None:
+        own = self.own_us_per_call
+        sampled = self.sampling.sampled_us_per_call if self.sampling else None
+        return sampled / own if sampled and own else None
+
+    def to_json(self) -> dict:
+        return {"own": asdict(self.own), "calls": self.calls, "cprofile_us_per_call": self.cprofile_us_per_call,
+                "cprofile_calls": self.cprofile_calls, "files": self.files,
+                "sampling": self.sampling.to_json() if self.sampling else None}
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "Profiled":
+        files = r.get("files", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+                      "an object of file names", {})
+        sampling = r.obj("sampling", optional=True)
+        return cls(own=Loops.from_json(r.obj("own")), calls=r.count("calls", 0),
+                   cprofile_us_per_call=r.number("cprofile_us_per_call"), cprofile_calls=r.count("cprofile_calls"),
+                   sampling=Sampling.from_json(sampling) if sampling else None, files=dict(files))
+
+
+@dataclass
+class CaseResult:
+    """One case: what it is, its timed loops at the requested shape and at the sample shape (in every
+    process of its group), and its profiled process."""
+
+    label: str
+    factory: str
+    library: str | None
+    device: str
+    dtype: str
+    shape: list[int]
+    warmup: int = 0
+    ops_per_step: int = 1
+    group: int | None = None  # index into Run.groups: the cases it shared its timing processes with
+    timing: Timing | None = None
+    sample_shape: list[int] | None = None
+    sample_shape_reason: str | None = None
+    sample_timing: Timing | None = None  # None when the sample shape is the requested shape
+    device_info: dict[str, Any] = field(default_factory=dict)  # device_name, device_index, pci_bus_id, cuda_*
+    profile: Profiled | None = None
+    error: str | None = None
+
+    @property
+    def at_sample_shape(self) -> Timing | None:
+        """The timed loops at the shape py-spy sampled: the figure attribution scales shares by."""
+        return self.sample_timing if self.sample_timing is not None else self.timing
+
+    @property
+    def device_name(self) -> str | None:
+        return self.device_info.get("device_name")
+
+    @property
+    def sampling(self) -> Sampling | None:
+        return self.profile.sampling if self.profile else None
+
+    @property
+    def samples(self) -> int | None:
+        s = self.sampling
+        return s.kept_samples if s else None
+
+    def file(self, kind: str) -> str | None:
+        return (self.profile.files if self.profile else {}).get(kind)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["timing"] = asdict(self.timing) if self.timing else None
+        data["sample_timing"] = asdict(self.sample_timing) if self.sample_timing else None
+        data["profile"] = self.profile.to_json() if self.profile else None
+        return data
+
+    @classmethod
+    def from_json(cls, r: Reader, label: str) -> "CaseResult":
+        timing, sample_timing, profile = r.obj("timing", True), r.obj("sample_timing", True), r.obj("profile", True)
+        info = r.get("device_info", lambda v: isinstance(v, dict), "an object", {})
+        return cls(
+            label=label, factory=r.text("factory", ""), library=r.text("library"), device=r.text("device", ""),
+            dtype=r.text("dtype", ""), shape=r.shape("shape") or [], warmup=r.count("warmup", 0),
+            ops_per_step=max(1, r.count("ops_per_step", 1)), group=r.count("group"),
+            timing=Timing.from_json(timing) if timing else None,
+            sample_shape=r.shape("sample_shape"), sample_shape_reason=r.text("sample_shape_reason"),
+            sample_timing=Timing.from_json(sample_timing) if sample_timing else None,
+            device_info={k: v for k, v in info.items() if isinstance(v, (str, int, float)) or v is None},
+            profile=Profiled.from_json(profile) if profile else None, error=r.text("error"),
+        )
+
+
+@dataclass
+class Group:
+    """Cases whose timed loops ran in the same processes, interleaved (paired), or one case alone."""
+
+    cases: list[str]
+    paired: bool
+    reason: str  # why these cases share processes, or why this one runs alone
+    processes: int = 0  # how many processes finished their loops
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "Group":
+        cases = r.get("cases", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of labels", [])
+        return cls(cases=cases, paired=r.flag("paired", False), reason=r.text("reason", ""),
+                   processes=r.count("processes", 0))
+
+
+@dataclass
+class Run:
+    schema: int
+    complete: bool
+    started: str
+    finished: str | None
+    command: list[str]
+    config: dict[str, Any]
+    env: dict[str, Any]
+    groups: list[Group] = field(default_factory=list)
+    results: dict[str, CaseResult] = field(default_factory=dict)
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """The compared pairs, (base, head): as configured, else the first two cases."""
+        chosen = self.config.get("pairs")
+        if isinstance(chosen, list) and chosen:
+            return [(p[0], p[1]) for p in chosen if isinstance(p, list) and len(p) == 2
+                    and p[0] in self.results and p[1] in self.results]
+        labels = list(self.results)
+        return [(labels[0], labels[1])] if len(labels) >= 2 else []
+
+    def group_of(self, label: str) -> Group | None:
+        index = self.results[label].group
+        return self.groups[index] if index is not None and 0 <= index < len(self.groups) else None
+
+    def to_json(self) -> dict:
+        return {"schema": SCHEMA, "complete": self.complete, "started": self.started, "finished": self.finished,
+                "command": self.command, "config": self.config, "env": self.env,
+                "groups": [asdict(g) for g in self.groups],
+                "results": {label: r.to_json() for label, r in self.results.items()}}
+
+    @classmethod
+    def from_json(cls, data: Any, file: str) -> "Run":
+        r = Reader(data, "", file)
+        if not isinstance(data, dict) or not isinstance(data.get("schema"), int) or isinstance(data.get("schema"), bool):
+            raise RunDirError(f"{file}: not a flametool run.json (no schema number)")
+        if data["schema"] > SCHEMA:
+            raise RunDirError(f"{file}: schema {data['schema']} is newer than this flametool understands ({SCHEMA}); "
+                              "upgrade flametool")
+        if not isinstance(data.get("results"), dict):
+            raise RunDirError(f"{file}: 'results' is missing or not an object")
+        if data["schema"] < 2:
+            data = from_schema1(data, file)
+            r = Reader(data, "", file)
+        results = r.obj("results")
+        command = r.get("command", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+                        "a list of strings", [])
+        return cls(
+            schema=data["schema"], complete=r.flag("complete", False), started=r.text("started", ""),
+            finished=r.text("finished"), command=command,
+            config=r.get("config", lambda v: isinstance(v, dict), "an object", {}),
+            env=r.get("env", lambda v: isinstance(v, dict), "an object", {}),
+            groups=[Group.from_json(g) for g in r.items("groups")],
+            results={label: CaseResult.from_json(results.obj(label) if isinstance(v, dict)
+                                                 else _not_object(results, label, v), label)
+                     for label, v in results.value.items()},
+        )
+
+
+def _not_object(r: Reader, key: str, value: Any) -> Reader:
+    raise RunDirError(f"{r.file}: result {key!r} is not an object")
+
+
+# --- schema 1 ---------------------------------------------------------------------------------------------
+
+def from_schema1(data: dict, file: str) -> dict:
+    """A schema 1 run.json as schema 2 JSON. Schema 1 ran each case in its own processes and pooled their
+    loops without saying which process ran which, so each case reads as one unpaired group of one process;
+    its stored analysis and diff are dropped (they are recomputed with today's rules)."""
+    results = {}
+    groups = []
+    for label, old in data["results"].items():
+        if not isinstance(old, dict):
+            raise RunDirError(f"{file}: result {label!r} is not an object")
+        r = Reader(old, f"results.{label}", file)
+        for key in ("cpu_us_per_call", "gpu_us_per_call", "cprofile_us_per_call", "sampled_us_per_call"):
+            r.number(key)  # checked here, where the message can still name the field as the file spells it
+        r.count("samples"), r.count("rate_hz"), r.count("iters"), r.count("cprofile_calls")
+        for key in ("library", "factory", "device", "device_name", "dtype", "error", "bound_note",
+                    "sample_shape_reason"):
+            r.text(key)
+        r.flag("host_bound")
+        shape = r.shape("shape")
+        sample_shape = r.shape("sample_shape")
+        files = r.get("files", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+                      "an object of file names", {})
+        st = r.obj("sample_timing", optional=True)
+        sampling = r.obj("sampling", optional=True)
+        if sampling:
+            for key in ("slowdown", "behind_seconds"):
+                sampling.number(key)
+            for key in ("kept_samples", "loop_samples", "total_samples", "calls_per_chunk", "chunks", "threads"):
+                sampling.count(key)
+        main = _timing1(r, shape)
+        sample = _timing1(st, sample_shape) if st else None
+        same = sample_shape is None or sample_shape == shape
+        at_sample = sample if not same else main
+        own = dict(at_sample["processes"][0]) if at_sample else {"cpu_us": [], "gpu_us": [], "slots": []}
+        profile = None
+        if files or old.get("cprofile_us_per_call") is not None:
+            s = dict(sampling.value) if sampling else None
+            if s is not None:
+                s["sampled_us_per_call"] = old.get("sampled_us_per_call")
+                s.setdefault("rate_hz", old.get("rate_hz") or 0)
+                s.setdefault("kept_samples", old.get("samples") or 0)
+            profile = {"own": own,
+                       "calls": (st.value.get("iters") if st else None) or old.get("iters") or 0,
+                       "cprofile_us_per_call": old.get("cprofile_us_per_call"), "cprofile_calls": old.get("cprofile_calls"),
+                       "files": dict(files), "sampling": s}
+        info = {k: old.get(k) for k in ("device_name", "device_index", "pci_bus_id", "cuda_runtime", "cuda_driver_api")
+                if old.get(k) is not None}
+        groups.append({"cases": [label], "paired": False, "reason": "schema 1: each case in its own processes",
+                       "processes": 1})
+        results[label] = {
+            "factory": old.get("factory") or "", "library": old.get("library"), "device": old.get("device") or "",
+            "dtype": old.get("dtype") or "", "shape": shape, "warmup": old.get("warmup") or 0,
+            "ops_per_step": old.get("ops_per_step") or 1, "group": len(groups) - 1,
+            "timing": main, "sample_shape": sample_shape, "sample_shape_reason": old.get("sample_shape_reason"),
+            "sample_timing": None if same else sample, "device_info": info, "profile": profile,
+            "error": old.get("error"),
+        }
+    return {**{k: data.get(k) for k in ("complete", "started", "finished", "command", "config", "env")},
+            "schema": 1, "groups": groups, "results": results}
+
+
+def _timing1(r: Reader, shape: list[int] | None) -> dict | None:
+    """A schema 1 timing (median + repeats) as one process's loops; a file with only the median keeps it."""
+    if r is None or shape is None:
+        return None
+    cpu, gpu = r.numbers("cpu_us_per_call_repeats"), r.numbers("gpu_us_per_call_repeats")
+    median, gmedian = r.number("cpu_us_per_call"), r.number("gpu_us_per_call")
+    if not cpu and median is None:
+        return None
+    return {"shape": shape, "calls": r.count("iters", 0) or 0,
+            "processes": [{"cpu_us": cpu or [median], "gpu_us": gpu or ([gmedian] if gmedian is not None else []),
+                           "slots": []}],
+            "host_bound": r.flag("host_bound"), "bound_note": r.text("bound_note")}

@@ -1,0 +1,162 @@
+"""Figures from timed loops, with intervals a reader can trust on a noisy host.
+
+A fresh process on a shared host runs the same loop at a speed of its own and keeps it (on the H200,
+cupy.matmul at 1024^3 read 17 to 29 us per call across processes), while two cases alternated inside one
+process keep their ratio within a few percent: the process's speed multiplies both alike. So:
+
+- a case's figure is the median of all its loops, with a 95% bootstrap interval that resamples whole
+  processes (the unit that varies), or the loops when there is only one process;
+- a pair of cases timed in the same processes (paired) is compared within each process first: the
+  ratio and the difference of the two cases' medians in that process; those are pooled over processes
+  (geometric mean of the ratios, mean of the differences) with a Student t 95% interval over processes.
+  With one process, the rounds of that process (one loop of each case per round) are the units;
+- a pair timed in different processes (isolated) can only be compared as the ratio of the two pooled
+  medians, with a bootstrap interval that resamples each side's processes independently.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from dataclasses import dataclass
+
+from .record import Timing
+
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 2000
+# A ratio whose interval reaches further than this from its estimate is called wide, with what to do.
+WIDE = 0.05
+
+# Student t, two-sided 95%, by degrees of freedom; between rows the smaller df (the wider interval) is used.
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+        11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093,
+        20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+
+
+def t975(df: int) -> float:
+    if df < 1:
+        raise ValueError("t quantile needs at least one degree of freedom")
+    usable = [d for d in T975 if d <= df]
+    return T975[max(usable)] if df < 1000 else 1.960
+
+
+@dataclass
+class Interval:
+    low: float
+    high: float
+    method: str  # how it was made, in words for the report
+
+
+def mean_interval(values: list[float], units: str) -> Interval | None:
+    """Student t 95% interval of the mean of `values` (None with fewer than two)."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    half = t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return Interval(mean - half, mean + half, f"Student t 95% over {len(values)} {units}")
+
+
+def _percentiles(values: list[float]) -> tuple[float, float]:
+    values = sorted(values)
+    tail = (1 - CONFIDENCE) / 2
+    lo = values[int(math.floor(tail * (len(values) - 1)))]
+    hi = values[int(math.ceil((1 - tail) * (len(values) - 1)))]
+    return lo, hi
+
+
+def groups_of(timing: Timing) -> tuple[list[list[float]], str]:
+    """The units to resample: each process's loops, or each loop when there is one process."""
+    procs = [p.cpu_us for p in timing.processes if p.cpu_us]
+    if len(procs) >= 2:
+        return procs, "processes"
+    return [[v] for v in (procs[0] if procs else [])], "loops of one process"
+
+
+def case_interval(timing: Timing, seed: int = 0) -> Interval | None:
+    """95% bootstrap interval of a case's median time per call, resampling processes (or loops)."""
+    groups, units = groups_of(timing)
+    if len(groups) < 2:
+        return None
+    rng = random.Random(seed)
+    meds = [statistics.median([v for g in rng.choices(groups, k=len(groups)) for v in g])
+            for _ in range(BOOTSTRAP_RESAMPLES)]
+    lo, hi = _percentiles(meds)
+    return Interval(lo, hi, f"bootstrap 95% over {len(groups)} {units}")
+
+
+@dataclass
+class PairFigures:
+    """head against base: ratio (head / base) and difference (head - base, us per call), with intervals."""
+
+    base: str
+    head: str
+    paired: bool
+    ratio: float | None
+    ratio_interval: Interval | None
+    diff_us: float | None
+    diff_interval: Interval | None
+    units: int  # processes (or rounds) pooled
+    per_process_ratio: list[float]
+    per_process_diff_us: list[float]
+    method: str
+
+    @property
+    def wide(self) -> bool:
+        """The ratio's interval reaches more than WIDE from the ratio (or there is none)."""
+        if self.ratio is None or self.ratio_interval is None:
+            return True
+        return max(self.ratio_interval.high / self.ratio - 1, 1 - self.ratio_interval.low / self.ratio) > WIDE
+
+
+def pair(base_label: str, base: Timing, head_label: str, head: Timing, paired: bool, seed: int = 0) -> PairFigures:
+    if paired:
+        return _paired(base_label, base, head_label, head)
+    return _unpaired(base_label, base, head_label, head, seed)
+
+
+def _paired(bl: str, base: Timing, hl: str, head: Timing) -> PairFigures:
+    procs = [(b.cpu_us, h.cpu_us) for b, h in zip(base.processes, head.processes) if b.cpu_us and h.cpu_us]
+    ratios = [statistics.median(h) / statistics.median(b) for b, h in procs if statistics.median(b) > 0]
+    diffs = [statistics.median(h) - statistics.median(b) for b, h in procs]
+    if len(procs) >= 2:
+        units, logs, ds, what = len(procs), [math.log(r) for r in ratios], diffs, "processes"
+    else:  # one process: its rounds (one loop of each case per round, interleaved) are the units
+        b, h = procs[0] if procs else ([], [])
+        rounds = [(x, y) for x, y in zip(b, h) if x > 0]
+        units, what = len(rounds), "rounds of one process"
+        logs = [math.log(y / x) for x, y in rounds]
+        ds = [y - x for x, y in rounds]
+    if not ratios:
+        return PairFigures(bl, hl, True, None, None, None, None, 0, [], [], "no loops to compare")
+    ratio = math.exp(statistics.fmean(logs)) if len(procs) >= 2 else ratios[0]
+    diff = statistics.fmean(ds) if len(procs) >= 2 else diffs[0]
+    li = mean_interval(logs, what)
+    di = mean_interval(ds, what)
+    ratio_iv = Interval(math.exp(li.low), math.exp(li.high), li.method) if li else None
+    return PairFigures(bl, hl, True, ratio, ratio_iv, diff, di, units, ratios, diffs,
+                       f"paired: both cases in the same {len(procs)} process(es), loops interleaved; ratio and "
+                       f"difference taken within each process, then pooled over {units} {what} "
+                       "(geometric mean of ratios, mean of differences) with a Student t 95% interval")
+
+
+def _unpaired(bl: str, base: Timing, hl: str, head: Timing, seed: int) -> PairFigures:
+    mb, mh = base.cpu_us_per_call, head.cpu_us_per_call
+    if not mb or mh is None:
+        return PairFigures(bl, hl, False, None, None, None, None, 0, [], [], "no loops to compare")
+    gb, ub = groups_of(base)
+    gh, uh = groups_of(head)
+    ratio_iv = diff_iv = None
+    if len(gb) >= 2 and len(gh) >= 2:
+        rng = random.Random(seed)
+        ratios, diffs = [], []
+        for _ in range(BOOTSTRAP_RESAMPLES):
+            b = statistics.median([v for g in rng.choices(gb, k=len(gb)) for v in g])
+            h = statistics.median([v for g in rng.choices(gh, k=len(gh)) for v in g])
+            ratios.append(h / b if b else math.inf)
+            diffs.append(h - b)
+        method = f"bootstrap 95%, each side's {ub} / {uh} resampled independently"
+        ratio_iv, diff_iv = Interval(*_percentiles(ratios), method), Interval(*_percentiles(diffs), method)
+    return PairFigures(bl, hl, False, mh / mb, ratio_iv, mh - mb, diff_iv, min(len(gb), len(gh)), [], [],
+                       "isolated: each case in processes of its own, so a process's own speed is not cancelled; "
+                       "ratio and difference of the pooled medians")

@@ -2,8 +2,8 @@
 
 The plain loop is the seed issue's code, written out with no flametool in it (cupy/linalg issue 8191):
 warm-up, synchronize, host clock and CUDA events around `iters` calls. flametool's side is its own
-timed phase (flametool.child: set_up, warm_up, timing), the code `flametool compare` runs. Each side runs
-in a fresh process, alternating, `--rounds` times. Target: ratio within 5%.
+timed phase (flametool.child.time_cases, the code a timing process of `flametool compare` runs, here with
+one case). Each side runs in a fresh process, alternating, `--rounds` times. Target: ratio within 5%.
 
 Each side's fastest process is compared, as timeit compares its fastest repeat: on the H200 a fresh process
 lands in one of a few speeds for the same code (a cupy loop read 15 us in some processes and 22-24 us in
@@ -90,16 +90,23 @@ for _ in range({repeats}):
 print(json.dumps({{"cpu": statistics.median(cpu), "gpu": statistics.median(gpu) if gpu else None}}))
 """
 
+# flametool's timed phase for one case, through the function a timing process of `flametool compare` runs
+# (set-up, warm-up, the timed loops with host clock and device events), with no parent to report to.
 FLAMETOOL = """
-import json
+import json, statistics
 from flametool import cases, child
-spec = cases.builtin("{lib}")
-factory = child.load_factory(spec.to_json())
-step, sync = child.set_up(factory, [{m}, {k}, {n}], "{dtype}", "{device}")
-events = child.device_events("{device}")
-child.warm_up(step, sync, {warmup})
-t = child.timing(step, sync, {iters}, {repeats}, events, lambda r: None)
-print(json.dumps({{"cpu": t["cpu_us_per_call"], "gpu": t["gpu_us_per_call"]}}))
+class Quiet:
+    def phase(self, *args, **kwargs):
+        pass
+spec = {{"cases": [{{"label": "{lib}", "case": cases.builtin("{lib}").to_json(), "dtype": "{dtype}"}}],
+        "device": "{device}", "iters": {iters}, "warmup": {warmup}, "repeats": {repeats},
+        "plan": [{{"shape": [{m}, {k}, {n}], "calls": None, "key": "timing"}}]}}
+got = child.time_cases(spec, Quiet())
+if got["errors"]:
+    raise SystemExit(got["errors"])
+loops = got["cases"]["{lib}"]["timing"]["loops"]
+gpu = statistics.median(loops["gpu_us"]) if loops["gpu_us"] else None
+print(json.dumps({{"cpu": statistics.median(loops["cpu_us"]), "gpu": gpu}}))
 """
 
 

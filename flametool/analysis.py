@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import attribution, diff, rundir, stats
-from .errors import FlametoolError, RunDirError
+from .errors import FlametoolError
 from .record import Run, Timing
 
 # diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case)
@@ -83,23 +83,18 @@ def pair_figures(run: Run, base: str, head: str) -> tuple[stats.PairFigures | No
 
 
 def analyse(run_dir: Path, run: Run) -> Analysis:
-    """Every case that has stacks attributed, every compared pair figured and diffed. A case that cannot be
-    analysed gets {"skipped": why}; that never fails the analysis."""
+    """Every case that has stacks attributed, every compared pair figured and diffed. A case with nothing to
+    analyse (failed, not sampled) gets {"skipped": why}; a damaged stack file is a RunDirError naming it."""
     out = Analysis(run_dir, run)
     for label, result in run.results.items():
         out.timings[label] = case_timing(result.timing)
         out.sample_timings[label] = case_timing(result.sample_timing) or out.timings[label]
         reason = attribution.skip_reason(result)
-        if reason is None:
-            try:
-                profile = attribution.load_profile(run_dir, run, label)
-            except RunDirError as exc:
-                reason = str(exc)
-            else:
-                out.profiles[label] = profile
-                out.cases[label] = attribution.attribute(profile).to_json()
-                continue
-        out.cases[label] = {"skipped": reason}
+        if reason is None:  # a case that should have stacks and whose file is damaged is an error, named
+            out.profiles[label] = profile = attribution.load_profile(run_dir, run, label)
+            out.cases[label] = attribution.attribute(profile).to_json()
+        else:
+            out.cases[label] = {"skipped": reason}
     for base, head in run.pairs:
         at_shape, at_sample = pair_figures(run, base, head)
         both = base in out.profiles and head in out.profiles

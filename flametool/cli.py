@@ -30,6 +30,11 @@ CUDA_POOL_THREADS = 1
 # imports; its loops take milliseconds). At a GPU-bound shape only the first process times the requested
 # shape; the others time the host-bound sample shape.
 DEFAULT_PROCESSES = 5
+# ... but on the H200 (2026-11-30) the ratio of one process still ranged 0.60-0.67 across processes, so five
+# do not always settle it: without --processes, more are run while a ratio's interval is wider than
+# runner.SETTLED, up to MAX_PROCESSES and for at most EXTRA_SECONDS more (about 10 s a process at 1024^3).
+MAX_PROCESSES = 12
+EXTRA_SECONDS = 60
 
 
 def default_pool_threads(device: str) -> int | None:
@@ -53,10 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iters", type=int, default=250, help="timed calls per loop (default 250)")
     p.add_argument("--warmup", type=int, default=50, help="warm-up calls (default 50)")
     p.add_argument("--repeats", type=int, default=3, help="timed loops per case; the median is reported (default 3)")
-    p.add_argument("--processes", type=int, default=DEFAULT_PROCESSES, metavar="N",
+    p.add_argument("--processes", type=int, metavar="N",
                    help="fresh processes that run the timed loops; every case is built in each and their loops "
-                        "interleaved, so a process's own speed cancels out of the comparison (default "
-                        f"{DEFAULT_PROCESSES})")
+                        "interleaved, so a process's own speed cancels out of the comparison (default: "
+                        f"{DEFAULT_PROCESSES}, and up to {MAX_PROCESSES} while a ratio's interval is wider than "
+                        f"±{runner.SETTLED:.0%}, for at most {EXTRA_SECONDS} s more)")
+    p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
+                   help="a pair of cases to compare, head against base (repeatable; default: the first two cases)")
     p.add_argument("--isolate", action="store_true",
                    help="time each case in processes of its own instead (for a case that cannot share a process); "
                         "its comparison with the others is then not paired")
@@ -113,6 +121,16 @@ def parse_shape(text: str, option: str) -> list[int]:
     if len(shape) != 3 or any(x <= 0 for x in shape):
         raise FlametoolError(f"{option} {text!r}: expected three positive integers M,K,N")
     return shape
+
+
+def parse_pair(text: str, labels: list[str]) -> list[str]:
+    base, sep, head = text.partition(":")
+    if not sep or not base or not head or base == head:
+        raise FlametoolError(f"--pair {text!r}: expected BASE:HEAD, two different cases of this run")
+    for label in (base, head):
+        if label not in labels:
+            raise FlametoolError(f"--pair {text!r}: no case named {label!r} in this run ({', '.join(labels)})")
+    return [base, head]
 
 
 def parse_device(text: str) -> str:
@@ -181,13 +199,15 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
         if needs_cuda and on_cpu:
             raise FlametoolError(f"case {s.label!r} needs a CUDA device; use --device cuda:N or leave it out of --libs")
 
+    pairs = [parse_pair(text, labels) for text in args.pair] or None
     shape = parse_shape(args.shape, "--shape") if args.shape else (CPU_SHAPE if on_cpu else SEED_SHAPE)
     dtypes = parse_dtypes(args.dtype or ("float32" if on_cpu else "float16"), labels)
     sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
     pool_threads = default_pool_threads(device) if args.pool_threads is None else args.pool_threads or None
     return runner.Config(
         cases=specs, device=device, shape=shape, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
-        repeats=args.repeats, processes=args.processes, isolate=args.isolate,
+        repeats=args.repeats, processes=args.processes or DEFAULT_PROCESSES,
+        max_processes=args.processes or MAX_PROCESSES, extra_seconds=EXTRA_SECONDS, isolate=args.isolate, pairs=pairs,
         rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
         sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS), sample_shape=sample_shape,
         pool_threads=pool_threads, sample=not args.no_sample, keep_going=args.keep_going,

@@ -15,16 +15,21 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from . import envinfo, procs, rundir, sampler
+from . import envinfo, procs, rundir, sampler, stats
 from .cases import BUILTIN, CaseSpec
-from .child import ACTIVE_LOOP
+from .child import ACTIVE_LOOP, TIMED_SECONDS
 from .errors import CaseError, FlametoolError
 from .record import CaseResult, Group, Loops, Profiled, Run, Sampling, Timing
+
+
+# A pair's ratio has settled when its 95% interval reaches no further than this from it.
+SETTLED = 0.02
 
 
 def child_sample_grace() -> float:
@@ -44,6 +49,8 @@ class Config:
     rate_hz: int = 100
     sample_seconds: int = 5
     processes: int = 5  # fresh processes that run the timed loops (see cli.DEFAULT_PROCESSES)
+    max_processes: int = 5  # more, up to this, while a pair's ratio has not settled (--processes auto)
+    extra_seconds: float = 60.0  # and while the processes past `processes` have taken less than this
     pool_threads: int | None = None  # CPU thread pools in the child (POOL_THREAD_VARS); None: as the environment says
     sample_shape: list[int] | None = None
     sample: bool = True
@@ -134,6 +141,8 @@ def describe_phase(msg: dict) -> str:
     shape = msg.get("shape")
     at = f" at {','.join(map(str, shape))}" if shape else ""
     if phase == "timed":
+        if msg["repeat"] > msg["of"]:
+            return f"more rounds of timed loops{at} (host-bound: each case timed for {TIMED_SECONDS:g} s)"
         return f"timed loop {msg['repeat']}/{msg['of']}{at}"
     who = f"{msg['label']}: " if msg.get("label") else ""
     if phase == "warmup":
@@ -254,15 +263,23 @@ class Measurement:
         key = "timing" if same else "sample_timing"
         by_label = {c.label: c for c in config.cases}
         name = "+".join(group.cases)
-        for i in range(2, config.processes + 1):
+        started = time.monotonic()
+        i = 1
+        while i < config.max_processes:
             live = [l for l in live if run.results[l].error is None]
             if not live:
                 return
+            if i >= config.processes and (self._settled(live, same)
+                                          or time.monotonic() - started > config.extra_seconds):
+                return
+            i += 1
             spec = spec_base(config) | {
                 "job": "time", "cases": [case_entry(by_label[l], config) for l in live],
                 "plan": [{"shape": sample_shape, "calls": {l: self.steps[l] for l in live}, "key": key}],
             }
-            say = lambda what, i=i: self.progress(f"timing {name}", f"process {i}/{config.processes}: {what}")  # noqa: E731
+            say = lambda what, i=i: self.progress(f"timing {name}", f"process {i}/{config.processes}"  # noqa: E731
+                                                  + ("" if i <= config.processes else " (more, until the ratios settle)")
+                                                  + f": {what}")
             got, error, _ = run_child(spec, config, name, self.out / f"{name}-timing-{i}.log", lambda _l, t: say(t))
             for label in live:
                 r = run.results[label]
@@ -274,6 +291,18 @@ class Measurement:
                 target.processes.append(Loops(**got["cases"][label][key]["loops"]))
             group.processes = i
             self.save()
+
+    def _settled(self, live: list[str], same: bool) -> bool:
+        """Every pair of these cases has a ratio whose interval reaches no further than SETTLED from it."""
+        timings = {l: (self.run.results[l].timing if same else self.run.results[l].sample_timing) for l in live}
+        for base, head in self.run.pairs:
+            if base in timings and head in timings:
+                f = stats.pair(base, timings[base], head, timings[head], True)
+                if f.ratio is None or f.ratio_interval is None:
+                    return False
+                if max(f.ratio_interval.high / f.ratio - 1, 1 - f.ratio_interval.low / f.ratio) > SETTLED:
+                    return False
+        return True
 
     def profile(self, case: CaseSpec) -> None:
         """The case alone at the sample shape: its own loops, cProfile, and py-spy."""

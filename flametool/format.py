@@ -53,8 +53,7 @@ def pair_sentence(f: PairFigures, where: str = "") -> str:
             + (f" (95%: {interval(f.ratio_interval, lambda v: f'{v:.3f}')})" if f.ratio_interval else " (no interval)")
             + f"; {f.head} − {f.base} = {signed(f.diff_us)} us per call"
             + (f" (95%: {interval(f.diff_interval, signed)})" if f.diff_interval else ""))
-    how = (f"paired over {f.units} {'processes' if f.units != 1 else 'process'}" if f.paired
-           else "not paired: each case in processes of its own")
+    how = (f"paired over {f.units} {f.unit_name}" if f.paired else "not paired: each case in processes of its own")
     return f"{text}{where}, {how}"
 
 

@@ -218,6 +218,9 @@ class Measurement:
         got, error, _ = run_child(first, config, name, self.out / f"{name}-timing.log", lambda _l, t: say(t))
         if got is None:
             if paired:
+                run.groups.pop()  # nothing was measured together: each case gets a group of its own
+                for c in cases:
+                    run.results[c.label].group = None
                 return [(c, f"the process shared with {self._others(c, cases)} failed ({error}); timed alone") for c in cases]
             run.results[cases[0].label].error = error
             return []
@@ -243,6 +246,8 @@ class Measurement:
                 r.sample_timing = _timing(mine["sample_timing"])
             self.steps[c.label] = at_sample["steps"]
         group.paired = len(group.cases) > 1
+        if paired and not group.paired:
+            group.reason = "alone: the other cases of the run could not share its processes"
         group.processes = 1
         self.save()
         self._more_processes(group, index)
@@ -289,7 +294,8 @@ class Measurement:
                     continue
                 target = r.timing if same else r.sample_timing
                 target.processes.append(Loops(**got["cases"][label][key]["loops"]))
-            group.processes = i
+            if any(label not in (got or {}).get("errors", {}) for label in live) and got is not None:
+                group.processes = i  # processes that finished their loops
             self.save()
 
     def _settled(self, live: list[str], same: bool) -> bool:
@@ -346,7 +352,8 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
         if config.isolate:
             todo = [(c, "--isolate: each case in processes of its own") for c in config.cases]
         else:
-            todo = m.time_group(config.cases, "paired: every case of the run in the same processes, loops interleaved")
+            todo = m.time_group(config.cases, "paired: every case of the run in the same processes, loops interleaved"
+                                if len(config.cases) > 1 else "one case: timed alone")
         for case, why in todo:
             m.time_group([case], why)
         stop_if_failed(run, config, "timing")

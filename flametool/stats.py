@@ -97,6 +97,7 @@ class PairFigures:
     diff_us: float | None
     diff_interval: Interval | None
     units: int  # processes (or rounds) pooled
+    unit_name: str  # what `units` counts: "processes", "rounds of one process", ...
     per_process_ratio: list[float]
     per_process_diff_us: list[float]
     method: str
@@ -124,17 +125,18 @@ def _paired(bl: str, base: Timing, hl: str, head: Timing) -> PairFigures:
     else:  # one process: its rounds (one loop of each case per round, interleaved) are the units
         b, h = procs[0] if procs else ([], [])
         rounds = [(x, y) for x, y in zip(b, h) if x > 0]
-        units, what = len(rounds), "rounds of one process"
+        units, what = len(rounds), "rounds of one process" if len(rounds) != 1 else "round of one process"
         logs = [math.log(y / x) for x, y in rounds]
         ds = [y - x for x, y in rounds]
     if not ratios:
-        return PairFigures(bl, hl, True, None, None, None, None, 0, [], [], "no loops to compare")
-    ratio = math.exp(statistics.fmean(logs)) if len(procs) >= 2 else ratios[0]
-    diff = statistics.fmean(ds) if len(procs) >= 2 else diffs[0]
+        return PairFigures(bl, hl, True, None, None, None, None, 0, "processes", [], [], "no loops to compare")
+    # the estimate is the centre of its interval: the mean over the units pooled (of log ratios)
+    ratio = math.exp(statistics.fmean(logs)) if logs else ratios[0]
+    diff = statistics.fmean(ds) if ds else diffs[0]
     li = mean_interval(logs, what)
     di = mean_interval(ds, what)
     ratio_iv = Interval(math.exp(li.low), math.exp(li.high), li.method) if li else None
-    return PairFigures(bl, hl, True, ratio, ratio_iv, diff, di, units, ratios, diffs,
+    return PairFigures(bl, hl, True, ratio, ratio_iv, diff, di, units, what, ratios, diffs,
                        f"paired: both cases in the same {len(procs)} process(es), loops interleaved; ratio and "
                        f"difference taken within each process, then pooled over {units} {what} "
                        "(geometric mean of ratios, mean of differences) with a Student t 95% interval")
@@ -143,7 +145,7 @@ def _paired(bl: str, base: Timing, hl: str, head: Timing) -> PairFigures:
 def _unpaired(bl: str, base: Timing, hl: str, head: Timing, seed: int) -> PairFigures:
     mb, mh = base.cpu_us_per_call, head.cpu_us_per_call
     if not mb or mh is None:
-        return PairFigures(bl, hl, False, None, None, None, None, 0, [], [], "no loops to compare")
+        return PairFigures(bl, hl, False, None, None, None, None, 0, "processes", [], [], "no loops to compare")
     gb, ub = groups_of(base)
     gh, uh = groups_of(head)
     ratio_iv = diff_iv = None
@@ -157,6 +159,6 @@ def _unpaired(bl: str, base: Timing, hl: str, head: Timing, seed: int) -> PairFi
             diffs.append(h - b)
         method = f"bootstrap 95%, each side's {ub} / {uh} resampled independently"
         ratio_iv, diff_iv = Interval(*_percentiles(ratios), method), Interval(*_percentiles(diffs), method)
-    return PairFigures(bl, hl, False, mh / mb, ratio_iv, mh - mb, diff_iv, min(len(gb), len(gh)), [], [],
+    return PairFigures(bl, hl, False, mh / mb, ratio_iv, mh - mb, diff_iv, min(len(gb), len(gh)), ub, [], [],
                        "isolated: each case in processes of its own, so a process's own speed is not cancelled; "
                        "ratio and difference of the pooled medians")

@@ -106,7 +106,7 @@ def print_summary(a: Analysis, console: Console) -> None:
             console.print(Text(f"{name}: failed: {fmt.visible(r.error)}"), highlight=False)
             continue
         group = run.group_of(label)
-        if group is not None and not group.paired:
+        if group is not None and not group.paired and len(run.results) > 1:
             console.print(Text(f"{name}: {fmt.visible(group.reason)}"), highlight=False)
         if r.timing and not r.timing.host_bound:
             console.print(Text(f"{name}: {r.timing.bound_note}"), highlight=False)

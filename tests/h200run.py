@@ -12,7 +12,9 @@ import gzip
 import json
 from pathlib import Path
 
-from flametool import analysis, rundir
+from flametool import rundir
+from flametool.record import Group
+from runbuild import case_result, new_run
 
 DATA = Path(__file__).parent / "data"
 
@@ -32,27 +34,25 @@ def make_h200_run(path: Path) -> Path:
         "gpu": {"device": "cuda:0", "driver": "580.159", "cuda_driver_api": "13.0", "visible": ["NVIDIA H200"]},
         "versions": {"cupy": "14.2.0", "torch": "2.11.0+cu130", "numpy": None, "py-spy": "0.4.3", "flametool": None},
     }
-    data = rundir.new_run({"device": "cuda:0", "shape": [65536, 24576, 12288], "dtypes": {"cupy": "float16", "torch": "float16"},
-                           "iters": 250, "rate_hz": 250, "sample_seconds": 5},
-                          env, ["(rebuilt from the H200 reference stacks; not a flametool run)"], "2026-11-29T00:00:00+00:00")
+    data = new_run({"device": "cuda:0", "shape": [65536, 24576, 12288], "dtypes": {"cupy": "float16", "torch": "float16"},
+                    "iters": 250, "rate_hz": 250, "sample_seconds": 5}, env)
+    data.command = ["(rebuilt from the H200 reference stacks; not a flametool run)"]
+    data.groups.append(Group(list(FIGURES), False, "rebuilt from reference figures measured in separate processes", 1))
     for label, (library, cpu, gpu, sampled_cpu, inflation, slowdown) in FIGURES.items():
         text = gzip.decompress((DATA / f"h200_{label}.folded.gz").read_bytes()).decode()
         (path / f"{label}.folded").write_text(text, encoding="utf-8")
         kept = sum(int(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.strip())
-        result = rundir.blank_result()
-        result.update(
-            library=library, device="cuda:0", device_name="NVIDIA H200", cuda_runtime="13.0", dtype="float16",
-            shape=[65536, 24576, 12288], cpu_us_per_call=cpu, gpu_us_per_call=gpu, cpu_us_per_call_repeats=[cpu],
-            host_bound=False, bound_note="GPU time per call is far above CPU time per call: the launch queue hid the host cost",
-            sample_shape=[256, 256, 256],
-            sample_shape_reason="the requested shape is not host-bound, so launches were sampled at 256,256,256",
-            sample_timing={"cpu_us_per_call": sampled_cpu}, cprofile_us_per_call=sampled_cpu * inflation,
-            cprofile_inflation=inflation, sampled_us_per_call=sampled_cpu * slowdown, samples=kept, rate_hz=250,
-            sampling={"complete": True, "kept_samples": kept, "loop_samples": loops[label], "slowdown": slowdown},
-            files={"folded": f"{label}.folded"},
-        )
-        data["results"][label] = result
-    data["complete"] = True
+        r = case_result(label, cpu, kept, loops[label], shape=[65536, 24576, 12288], dtype="float16",
+                        sample_shape=[256, 256, 256], sample_us=sampled_cpu, device="cuda:0", library=library, group=0,
+                        device_info={"device_name": "NVIDIA H200", "cuda_runtime": "13.0"})
+        r.timing.processes[0].gpu_us = [gpu]
+        r.timing.host_bound = False
+        r.timing.bound_note = "GPU time per call is far above CPU time per call: the launch queue hid the host cost"
+        r.sample_shape_reason = "the requested shape is not host-bound, so launches were sampled at 256,256,256"
+        r.profile.cprofile_us_per_call = sampled_cpu * inflation
+        r.profile.sampling.rate_hz = 250
+        r.profile.sampling.sampled_us_per_call = sampled_cpu * slowdown
+        data.results[label] = r
+    data.complete = True
     rundir.save(path, data)
-    analysis.analyse_and_save(path, data)
     return path

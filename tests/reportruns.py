@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flametool import analysis, rundir
+from flametool import rundir
 from h200run import make_h200_run
 from runbuild import make_run
 
@@ -30,7 +30,7 @@ def cpu_run_dir(factory: pytest.TempPathFactory) -> Path:
             pytest.fail("py-spy must be installed for the tests (pip install py-spy)")
         out = factory.mktemp("cpu") / "run"
         proc = subprocess.run([sys.executable, "-m", "flametool", "compare", "--device", "cpu", "--out", str(out),
-                               "--sample-seconds", "2", "--repeats", "1"], capture_output=True, text=True, timeout=300)
+                               "--sample-seconds", "2", "--repeats", "1", "--processes", "2"], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         _made["cpu"] = out
     return _made["cpu"]
@@ -64,12 +64,10 @@ def hostile_run(path: Path) -> Path:
          f"step (case.py:1);at::native::mm_out (libtorch_cpu.so) 150\n")
     make_run(path, {"alpha": (a, 10.0, 0), "beta": (b, 14.0, 0)})
     data = rundir.load(path)
-    for label in data["results"]:
-        calls = write_prof(path / f"{label}.prof")
-        data["results"][label]["files"]["prof"] = f"{label}.prof"
-        data["results"][label]["cprofile_calls"] = calls
+    for label, r in data.results.items():
+        r.profile.cprofile_calls = write_prof(path / f"{label}.prof")
+        r.profile.files["prof"] = f"{label}.prof"
     rundir.save(path, data)
-    analysis.analyse_and_save(path, data)
     return path
 
 

@@ -5,25 +5,46 @@ from __future__ import annotations
 from pathlib import Path
 
 from flametool import rundir
+from flametool.record import CaseResult, Group, Loops, Profiled, Run, Sampling, Timing
+
+
+def new_run(config: dict | None = None, env: dict | None = None) -> Run:
+    return Run(schema=rundir.SCHEMA, complete=False, started="2026-11-29T00:00:00+00:00", finished=None,
+               command=["flametool", "test"], config=config or {}, env=env or {})
+
+
+def case_result(label: str, us: float, kept: int, loop: int = 0, shape=(64, 64, 64), dtype: str = "float32",
+                sample_shape=None, sample_us: float | None = None, device: str = "cpu", **extra) -> CaseResult:
+    """A sampled case whose timed loops all read `us` per call (at the sample shape: `sample_us`)."""
+    shape = list(shape)
+    sample_shape = list(sample_shape) if sample_shape else shape
+    at_sample = us if sample_us is None else sample_us
+    r = CaseResult(label=label, factory=f"test:{label}", library=extra.pop("library", None), device=device, dtype=dtype,
+                   shape=shape, timing=Timing(shape, 200, [Loops([us])], host_bound=sample_shape == shape,
+                                              bound_note="hand-built"),
+                   sample_shape=sample_shape, sample_shape_reason="hand-built",
+                   sample_timing=Timing(sample_shape, 200, [Loops([at_sample])], True) if sample_shape != shape else None,
+                   profile=Profiled(own=Loops([at_sample]), calls=200,
+                                    sampling=Sampling(command=[], rate_hz=100, seconds=1, complete=True, kept_samples=kept,
+                                                      loop_samples=loop),
+                                    files={"folded": f"{label}.folded"}))
+    for key, value in extra.items():
+        setattr(r, key, value)
+    return r
 
 
 def make_run(path: Path, cases: dict[str, tuple[str, float, int]]) -> Path:
-    """cases: label -> (folded text, unsampled us per call, loop samples)."""
+    """cases: label -> (folded text, time per call, loop samples)."""
     path.mkdir(parents=True, exist_ok=True)
-    data = rundir.new_run({}, {}, ["flametool", "test"], "2026-11-29T00:00:00+00:00")
+    run = new_run()
+    run.groups.append(Group(list(cases), len(cases) > 1, "hand-built", 1))
     for label, (text, us, loop) in cases.items():
         (path / f"{label}.folded").write_text(text, encoding="utf-8")
         counts = [line.rsplit(" ", 1)[-1] for line in text.splitlines() if line.strip()]
         kept = sum(int(c) for c in counts if c.isdigit()) or 1  # garbage files still claim samples
-        result = rundir.blank_result()
-        result.update(
-            dtype="float32", shape=[64, 64, 64], sample_shape=[64, 64, 64], cpu_us_per_call=us,
-            sample_timing={"cpu_us_per_call": us}, samples=kept, rate_hz=100,
-            sampling={"kept_samples": kept, "loop_samples": loop}, files={"folded": f"{label}.folded"},
-        )
-        data["results"][label] = result
-    data["complete"] = True
-    rundir.save(path, data)
+        run.results[label] = case_result(label, us, kept, loop, group=0)
+    run.complete = True
+    rundir.save(path, run)
     return path
 
 

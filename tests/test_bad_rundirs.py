@@ -54,7 +54,7 @@ FAULTS = {
     "missing .folded": (lambda run: (run / "alpha.folded").unlink(), "alpha.folded", FOLDED_READERS),
     ".folded a folder": (lambda run: ((run / "alpha.folded").unlink(), (run / "alpha.folded").mkdir()),
                          "alpha.folded", FOLDED_READERS),
-    ".folded outside the run": (lambda run: _edit_json(run, lambda d: d["results"]["alpha"]["files"].update(folded="../x.folded")),
+    ".folded outside the run": (lambda run: _edit_json(run, lambda d: d["results"]["alpha"]["profile"]["files"].update(folded="../x.folded")),
                                 "run.json", FOLDED_READERS),
     ".prof pstats cannot read": (lambda run: (run / "alpha.prof").write_bytes(b"not a profile \x00\xff"), "alpha.prof", PROF_READERS),
     "truncated .prof": (lambda run: (run / "alpha.prof").write_bytes((run / "alpha.prof").read_bytes()[:40]), "alpha.prof", PROF_READERS),
@@ -95,8 +95,20 @@ def test_bad_run_directory(tmp_path, good, capsys, monkeypatch, command, fault):
 JSON = hs.recursive(hs.none() | hs.booleans() | hs.integers(-10, 10**6) | hs.floats(allow_nan=True) | hs.text(max_size=12),
                     lambda inner: hs.lists(inner, max_size=3) | hs.dictionaries(hs.text(max_size=8), inner, max_size=3),
                     max_leaves=6)
-FIELDS = ["samples", "sample_timing", "files", "sampling", "error", "cpu_us_per_call", "dtype", "shape",
-          "sample_shape", "rate_hz", "cprofile_calls", "library"]
+FIELDS = ["timing", "timing.processes", "timing.processes.0.cpu_us", "timing.calls", "sample_timing", "profile",
+          "profile.files", "profile.sampling", "profile.sampling.kept_samples", "profile.sampling.loop_samples",
+          "profile.own", "profile.cprofile_calls", "error", "dtype", "shape", "sample_shape", "library", "group",
+          "device_info"]
+
+
+def _set(result: dict, path: str, value) -> None:
+    *parents, last = path.split(".")
+    for key in parents:
+        result = result[int(key)] if isinstance(result, list) else result[key]
+    if isinstance(result, list):
+        result[int(last)] = value
+    else:
+        result[last] = value
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -104,7 +116,7 @@ FIELDS = ["samples", "sample_timing", "files", "sampling", "error", "cpu_us_per_
 def test_any_value_in_run_json_is_an_error_or_a_result(tmp_path_factory, capsys, field, value, command):
     run = hostile_run(tmp_path_factory.mktemp("fuzz") / "run")
     good = hostile_run(tmp_path_factory.mktemp("fuzz") / "good")
-    _edit_json(run, lambda d: d["results"]["alpha"].update({field: value}))
+    _edit_json(run, lambda d: _set(d["results"]["alpha"], field, value))
     before = snapshot(run)
     args = argv(command, run, good) + (["-o", str(tmp_path_factory.mktemp("out") / "r.html")] if command == "report" else [])
     code = cli.main(args)

@@ -54,15 +54,17 @@ def test_bad_options(capsys, tmp_path, argv, words):
 def test_factory_that_raises(capsys, tmp_path):
     out = tmp_path / "run"
     line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1",
-                                   "--case", f"{CASES}:raising_case", "--out", str(out)], code=1)
+                                   "--processes", "1", "--case", f"{CASES}:raising_case", "--out", str(out)], code=1)
     assert "raising_case" in line and "ValueError: this factory refuses to build" in line
-    # numpy ran first and is kept
+    # numpy's timing (beside it, then without it) is kept
     from flametool import rundir
 
     data = rundir.load(out)
-    assert data["complete"] is False
-    assert data["results"]["numpy"]["cpu_us_per_call"] > 0
-    assert "refuses" in data["results"]["raising_case"]["error"]
+    assert data.complete is False
+    assert data.results["numpy"].timing.cpu_us_per_call > 0
+    # it failed beside numpy, was tried alone, and failed there too: its own error, as its factory said it
+    assert data.results["raising_case"].error == "factory raising_case failed: ValueError: this factory refuses to build"
+    assert data.group_of("raising_case").reason.startswith("could not be built or run beside numpy")
 
 
 def test_a_later_process_that_fails_keeps_the_first(capsys, tmp_path, monkeypatch):
@@ -74,27 +76,35 @@ def test_a_later_process_that_fails_keeps_the_first(capsys, tmp_path, monkeypatc
     assert "process 2 of 3" in line and "build 2 refused" in line
     from flametool import rundir
 
-    r = rundir.load(out)["results"]["fails_after_first"]
-    assert "process 2 of 3" in r["error"] and r["cpu_us_per_call"] > 0 and (out / "fails_after_first.prof").exists()
+    data = rundir.load(out)
+    r = data.results["fails_after_first"]
+    # what the first process measured is kept: its loops, and only its
+    assert "process 2 of 3" in r.error and r.timing.cpu_us_per_call > 0 and len(r.timing.processes) == 1
+    assert data.group_of("fails_after_first").processes == 1  # processes that finished their loops
+    # the failure stops the run before the profiled processes (they come after every timing)
+    assert r.profile is None and not (out / "fails_after_first.prof").exists()
 
 
 def test_factory_that_returns_the_wrong_thing(capsys, tmp_path):
-    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "", "--no-sample", "--case",
-                                   f"{CASES}:not_a_pair", "--out", str(tmp_path / "r")], code=1)
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "", "--no-sample", "--processes", "1",
+                                   "--case", f"{CASES}:not_a_pair", "--out", str(tmp_path / "r")], code=1)
     assert "expected a (step, sync) pair" in line
 
 
 def test_keep_going_runs_the_other_cases(capsys, tmp_path):
     out = tmp_path / "run"
     rc = cli_module.main(["compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1",
-                          "--case", f"{CASES}:raising_case", "--case", f"{CASES}:add_case", "--keep-going",
-                          "--out", str(out)])
+                          "--processes", "1", "--case", f"{CASES}:raising_case", "--case", f"{CASES}:add_case",
+                          "--keep-going", "--out", str(out)])
     assert rc == 1
     from flametool import rundir
 
     data = rundir.load(out)
-    assert data["complete"] is True
-    assert data["results"]["add_case"]["cpu_us_per_call"] > 0 and data["results"]["raising_case"]["error"]
+    assert data.complete is True
+    assert data.results["add_case"].timing.cpu_us_per_call > 0 and data.results["raising_case"].error
+    # the others ran to the end: profiled too, and still paired with each other
+    assert data.results["add_case"].profile.cprofile_calls > 0 and data.results["numpy"].profile.cprofile_calls > 0
+    assert data.group_of("numpy") is data.group_of("add_case") and data.group_of("numpy").paired
 
 
 def test_parse_dtypes():

@@ -8,16 +8,34 @@ from pathlib import Path
 
 import pytest
 
-from flametool import rundir, runner, stacks
+from flametool import analysis, child, rundir, runner, stacks
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
+PROCESSES, REPEATS = 2, 2
+
+
+def rounds_of(loops: list) -> int:
+    """Rounds a process ran: --repeats, or more for host-bound loops (until each case has had
+    child.TIMED_SECONDS of timed loops, at most child.MAX_ROUNDS); every case of the process one loop each."""
+    n = len(loops[0].cpu_us)
+    assert REPEATS <= n <= child.MAX_ROUNDS and all(len(l.cpu_us) == len(l.slots) == n for l in loops)
+    return n
+
+
+def interleaved_rounds(results: dict, labels: list[str], i: int) -> list[list[str]]:
+    """The order the cases' loops ran in process i, round by round, read back from their slots."""
+    rounds = rounds_of([results[l].timing.processes[i] for l in labels])
+    by_slot = sorted((slot, l) for l in labels for slot in results[l].timing.processes[i].slots)
+    # one sequence of loops in the process, every case's loops in it, none shared
+    assert [slot for slot, _ in by_slot] == list(range(len(labels) * rounds))
+    return [[l for _, l in by_slot[r * len(labels):(r + 1) * len(labels)]] for r in range(rounds)]
 
 
 @pytest.fixture(scope="module")
 def run(cli, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "cpu"
-    proc = cli("compare", "--device", "cpu", "--case", f"{CASES}:add_case", "--iters", "200", "--repeats", "2",
-               "--sample-seconds", "2", "--rate", "200", "--out", str(out))
+    proc = cli("compare", "--device", "cpu", "--case", f"{CASES}:add_case", "--iters", "200", "--repeats", str(REPEATS),
+               "--processes", str(PROCESSES), "--sample-seconds", "2", "--rate", "200", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     return out, proc, json.loads((out / "run.json").read_text())
 
@@ -25,26 +43,87 @@ def run(cli, tmp_path_factory):
 def test_run_json_contract(run):
     out, _, data = run
     assert data["schema"] == rundir.SCHEMA and data["complete"] is True
+    assert "analysis" not in data and "diff" not in data  # derived, never stored
     assert list(data["results"]) == ["numpy", "torch", "add_case"]
     cfg = data["config"]
     assert cfg["device"] == "cpu" and cfg["shape"] == [64, 64, 64] and cfg["iters"] == 200 and cfg["repeats"] == 2
+    assert cfg["processes"] == PROCESSES and cfg["isolate"] is False
     assert cfg["dtypes"] == {"numpy": "float32", "torch": "float32", "add_case": "float32"}
     env = data["env"]
     for key in ("python", "os", "cpu", "gpu", "versions"):
         assert key in env
     assert env["versions"]["torch"] and env["versions"]["numpy"] and env["versions"]["py-spy"]
-    for label, r in data["results"].items():
-        assert r["error"] is None
-        assert r["cpu_us_per_call"] > 0 and r["gpu_us_per_call"] is None
-        assert len(r["cpu_us_per_call_repeats"]) == 2
-        assert sorted(r["cpu_us_per_call_repeats"])[0] <= r["cpu_us_per_call"] <= sorted(r["cpu_us_per_call_repeats"])[-1]
-        assert r["host_bound"] is True and r["dtype"] == "float32" and r["shape"] == [64, 64, 64]
-        assert r["sample_shape"] == [64, 64, 64] and r["sample_shape_reason"]
-        assert r["cprofile_us_per_call"] > 0 and r["cprofile_calls"] >= 200
-        assert r["rate_hz"] == 200 and r["sampled_us_per_call"] > 0
-        assert r["sampling"]["complete"] is True and r["sampling"]["exit_code"] == 0
+    for label, r in rundir.load(out).results.items():
+        assert r.error is None
+        t = r.timing
+        assert t.cpu_us_per_call > 0 and t.gpu_us_per_call is None and t.gpu_loops == []
+        # every process ran (at least) --repeats loops of every case; the figure is the median of all of them
+        assert len(t.processes) == PROCESSES and all(rounds_of([p]) for p in t.processes)
+        assert min(t.cpu_loops) <= t.cpu_us_per_call <= max(t.cpu_loops)
+        assert t.host_bound is True and r.dtype == "float32" and r.shape == [64, 64, 64]
+        assert t.shape == [64, 64, 64] and t.calls == 200
+        # host-bound: sampled at the requested shape, so there is no second timing
+        assert r.sample_shape == [64, 64, 64] and r.sample_shape_reason and r.sample_timing is None
+        assert r.at_sample_shape is t
+        prof = r.profile
+        assert prof.cprofile_us_per_call > 0 and prof.cprofile_calls >= 200 and prof.cprofile_inflation > 0
+        # the profiled process timed its own unsampled loops (--repeats of them at least) before cProfile and py-spy
+        assert rounds_of([prof.own]) and prof.own.slots == list(range(len(prof.own.cpu_us)))
+        assert prof.own_us_per_call > 0 and prof.calls == 200
+        assert prof.files == {"prof": f"{label}.prof", "folded": f"{label}.folded"}
+        s = r.sampling
+        assert s.rate_hz == 200 and s.sampled_us_per_call > 0 and prof.slowdown > 0
+        assert s.complete is True and s.exit_code == 0
         # the child's threads when py-spy attached: the main thread at least, and torch starts its pool
-        assert r["sampling"]["threads"] >= 1
+        assert s.threads >= 1
+
+
+def test_timing_is_paired_and_interleaved(run):
+    """By default every case is built in each of --processes processes and their loops interleaved there,
+    in child.round_order: the comparison is made within each process."""
+    out, _, _ = run
+    data = rundir.load(out)
+    labels = ["numpy", "torch", "add_case"]
+    (group,) = data.groups
+    assert group.cases == labels and group.paired is True and group.processes == PROCESSES
+    assert group.reason.startswith("paired")
+    assert all(data.results[l].group == 0 and data.group_of(l) is group for l in labels)
+    for i in range(PROCESSES):
+        rounds = interleaved_rounds(data.results, labels, i)
+        assert rounds == [child.round_order(labels, r) for r in range(len(rounds))]
+    assert child.round_order(["a", "b"], 0) == ["a", "b"] and child.round_order(["a", "b"], 1) == ["b", "a"]
+    a = analysis.load(out)
+    (pair,) = a.pairs
+    assert (pair.base, pair.head) == ("numpy", "torch")
+    f = pair.timing
+    assert f.paired is True and f.units == PROCESSES and len(f.per_process_ratio) == PROCESSES
+    assert f.ratio > 0 and f.ratio_interval is not None and f.ratio_interval.low <= f.ratio <= f.ratio_interval.high
+    assert pair.sample is None  # the sample shape is the requested one
+    t = a.timings["numpy"]
+    assert t.processes == PROCESSES and t.loops == data.results["numpy"].timing.cpu_loops
+    assert len(t.loops) >= PROCESSES * REPEATS
+    assert t.interval is not None and f"over {PROCESSES} processes" in t.interval.method
+
+
+def test_isolate_times_each_case_in_processes_of_its_own(cli, tmp_path):
+    out = tmp_path / "isolated"
+    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--case", f"{CASES}:add_case", "--isolate",
+               "--processes", "2", "--repeats", "2", "--iters", "100", "--no-sample", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = rundir.load(out)
+    assert data.config["isolate"] is True
+    assert [(g.cases, g.paired, g.processes) for g in data.groups] == [(["numpy"], False, 2), (["add_case"], False, 2)]
+    assert all(g.reason.startswith("--isolate") for g in data.groups)
+    for index, label in enumerate(["numpy", "add_case"]):
+        r = data.results[label]
+        assert r.group == index and data.group_of(label) is data.groups[index]
+        # alone in each of its processes: its loops are that process's whole sequence
+        assert len(r.timing.processes) == 2
+        assert all(p.slots == list(range(rounds_of([p]))) for p in r.timing.processes)
+    (pair,) = analysis.load(out).pairs
+    assert pair.timing.paired is False and pair.timing.per_process_ratio == [] and pair.timing.ratio > 0
+    assert "not paired: each case in processes of its own" in proc.stdout.replace("\n", "")
+    assert "paired over" not in proc.stdout
 
 
 def test_pool_threads_reach_the_child(cli, tmp_path, run):
@@ -52,12 +131,12 @@ def test_pool_threads_reach_the_child(cli, tmp_path, run):
     assert run[2]["config"]["pool_threads"] is None
     out = tmp_path / "pools"
     proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--pool-threads", "1", "--iters", "50",
-               "--repeats", "1", "--sample-seconds", "1", "--out", str(out))
+               "--repeats", "1", "--processes", "1", "--sample-seconds", "1", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    data = json.loads((out / "run.json").read_text())
-    assert data["config"]["pool_threads"] == 1
+    data = rundir.load(out)
+    assert data.config["pool_threads"] == 1
     # numpy's BLAS pool of one is the main thread itself: py-spy stops one thread per sample
-    assert data["results"]["numpy"]["sampling"]["threads"] == 1
+    assert data.results["numpy"].sampling.threads == 1
 
 
 def test_processes_pool_the_timed_loops(cli, tmp_path):
@@ -65,14 +144,26 @@ def test_processes_pool_the_timed_loops(cli, tmp_path):
     proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--processes", "3", "--repeats", "2", "--iters", "100",
                "--no-sample", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert "median of 3 processes' timed loops" in proc.stderr + proc.stdout
-    r = json.loads((out / "run.json").read_text())["results"]["numpy"]
-    assert r["processes"] == 3 and len(r["cpu_us_per_call_processes"]) == 3
-    # every loop of every process is one reading; the figure is their median, at both shapes
-    assert len(r["cpu_us_per_call_repeats"]) == 6 and r["cpu_us_per_call"] == statistics.median(r["cpu_us_per_call_repeats"])
-    assert len(r["sample_timing"]["cpu_us_per_call_repeats"]) == 6
-    # the first process's own median is among them, and only it profiled
-    assert r["cpu_us_per_call_processes"][0] == statistics.median(r["cpu_us_per_call_repeats"][:2])
+    data = rundir.load(out)
+    r = data.results["numpy"]
+    # the summary says how many loops of how many processes
+    assert f"{len(r.timing.cpu_loops)} in 3 proc" in proc.stdout
+    # one case has nothing to be paired with: no line claims it was paired, or warns that it was not
+    assert "numpy: paired" not in proc.stdout and "numpy: not paired" not in proc.stdout
+    assert data.group_of("numpy").processes == 3 and len(r.timing.processes) == 3
+    # every loop of every process is one reading; the figure is their median (at the sample shape too: the same loops)
+    assert r.timing.cpu_loops == [v for p in r.timing.processes for v in p.cpu_us]
+    assert all(rounds_of([p]) for p in r.timing.processes)
+    assert r.timing.cpu_us_per_call == statistics.median(r.timing.cpu_loops)
+    assert r.sample_timing is None and r.at_sample_shape is r.timing
+    # each process's own median is kept, the first among them
+    assert r.timing.process_medians[0] == statistics.median(r.timing.processes[0].cpu_us)
+    assert len(r.timing.process_medians) == 3
+    t = analysis.load(out).timings["numpy"]
+    assert t.processes == 3 and t.loops == r.timing.cpu_loops and t.cpu_us == r.timing.cpu_us_per_call
+    assert t.interval is not None and "over 3 processes" in t.interval.method
+    # only the case's own profiled process ran cProfile; no log is left behind
+    assert rounds_of([r.profile.own]) and r.profile.cprofile_calls > 0
     assert sorted(p.name for p in out.iterdir()) == ["numpy.prof", "report.html", "run.json"]
     assert pstats.Stats(str(out / "numpy.prof")).total_calls > 0
 
@@ -94,14 +185,14 @@ def test_prof_files_load_in_pstats(run):
 
 
 def test_folded_holds_only_stacks_inside_step(run):
-    out, _, data = run
-    for label, r in data["results"].items():
+    out, _, _ = run
+    for label, r in rundir.load(out).results.items():
         parsed = stacks.read(out / f"{label}.folded")
-        assert sum(s.count for s in parsed) == r["samples"] == r["sampling"]["kept_samples"]
+        assert sum(s.count for s in parsed) == r.samples == r.sampling.kept_samples
         # 2 s at 200 Hz: py-spy on this machine keeps up, so most of ~400 samples land in the loop
-        assert r["samples"] > 100
-        total = r["sampling"]["total_samples"]
-        assert total == r["samples"] + r["sampling"]["loop_samples"] + r["sampling"]["outside_samples"]
+        assert r.samples > 100
+        total = r.sampling.total_samples
+        assert total == r.samples + r.sampling.loop_samples + r.sampling.outside_samples
         # the step() frame opens the stack; py-spy now and then catches the interpreter making the call,
         # an unsymbolized address (`0x7f.. (libc.so.6)`) between the loop and step(), or alone
         addresses_only = 0
@@ -112,7 +203,7 @@ def test_folded_holds_only_stacks_inside_step(run):
                 continue
             assert names[0].endswith("step") or (names[0].startswith("0x") and names[1].endswith("step")), s.frames[:2]
             assert not any(n in ("<module>", "active_loop", "sampled_phase", "run") for n in names)
-        assert addresses_only <= 0.05 * r["samples"], (label, addresses_only)
+        assert addresses_only <= 0.05 * r.samples, (label, addresses_only)
 
 
 def test_native_frames_are_sampled(run):
@@ -124,6 +215,14 @@ def test_native_frames_are_sampled(run):
 def test_summary_printed(run):
     out, proc, _ = run
     assert "numpy" in proc.stdout and "torch" in proc.stdout and "add_case" in proc.stdout
+    # it leads with the first pair's paired ratio and difference
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith("torch / numpy = ") and f"paired over {PROCESSES} processes" in first, first
+    # the progress lines name what runs: the shared timing processes, then each case alone
+    for line in ("timing numpy+torch+add_case: process 1/2: add_case: setting up at 64,64,64",
+                 f"timing numpy+torch+add_case: process {PROCESSES}/{PROCESSES}: timed loop {REPEATS}/{REPEATS} at 64,64,64",
+                 "torch: sampling with py-spy --native at 200 Hz for 2 s"):
+        assert line in proc.stderr.splitlines(), line
     assert f"run directory: {out}" in proc.stdout.replace("\n", "")
 
 
@@ -138,8 +237,10 @@ def test_existing_run_is_never_overwritten(run, cli):
 
 def test_no_sample_runs_timings_and_cprofile_only(cli, tmp_path):
     out = tmp_path / "nosample"
-    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1", "--out", str(out))
+    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1", "--processes", "1",
+               "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    r = json.loads((out / "run.json").read_text())["results"]["numpy"]
-    assert r["samples"] is None and r["sampling"] is None and r["cpu_us_per_call"] > 0
+    r = rundir.load(out).results["numpy"]
+    assert r.samples is None and r.sampling is None and r.timing.cpu_us_per_call > 0
+    assert r.profile.cprofile_us_per_call > 0 and r.profile.files == {"prof": "numpy.prof"}
     assert (out / "numpy.prof").exists() and not (out / "numpy.folded").exists()

@@ -16,12 +16,14 @@ from pathlib import Path
 import pytest
 
 import faultkit as fk
-from flametool import cases, envinfo, explain, rundir, runner, sampler
+from flametool import analysis, cases, envinfo, explain, rundir, runner, sampler
 from flametool.errors import CaseError, FlametoolError
+from flametool.record import Run
 
 USER = fk.CASES / "user_cases.py"
 FAULTS = fk.CASES / "fault_cases.py"
-QUICK = ["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--iters", "50", "--warmup", "5"]
+QUICK = ["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--iters", "50", "--warmup", "5",
+         "--processes", "1"]
 
 
 # --- py-spy missing or refused ------------------------------------------------------------------------------
@@ -41,8 +43,8 @@ def test_no_sample_runs_timings_and_cprofile_without_pyspy(tmp_path):
     out = tmp_path / "run"
     proc = fk.run([*QUICK, "--no-sample", "--out", str(out)], environ, python=python)
     assert proc.returncode == 0, proc.stderr
-    r = rundir.load(out)["results"]["numpy"]
-    assert r["cpu_us_per_call"] > 0 and r["cprofile_us_per_call"] > 0 and r["sampling"] is None
+    r = rundir.load(out).results["numpy"]
+    assert r.timing.cpu_us_per_call > 0 and r.profile.cprofile_us_per_call > 0 and r.sampling is None
     assert (out / "numpy.prof").is_file() and not (out / "numpy.folded").exists()
 
 
@@ -59,12 +61,15 @@ def check_refused(proc: subprocess.CompletedProcess, out: Path) -> None:
     for fix in ("run as root", "/proc/sys/kernel/yama/ptrace_scope", "--no-sample"):
         assert fix in line
     data = rundir.load(out)
-    # the case's timings and cProfile are kept; the run stopped there (every case would be refused)
-    assert data["complete"] is False and list(data["results"]) == ["numpy", ]
-    r = data["results"]["numpy"]
-    assert r["cpu_us_per_call"] > 0 and r["cprofile_us_per_call"] > 0
-    assert r["sampling"]["complete"] is False and r["sampling"]["refused"] is True
-    assert "ptrace refused" in r["sampling"]["error"]
+    # the case's timings and cProfile are kept; the run stopped there (every case would be refused): the
+    # next case was timed beside it, but never profiled
+    assert data.complete is False and list(data.results) == ["numpy", "add_case"]
+    r = data.results["numpy"]
+    assert r.timing.cpu_us_per_call > 0 and r.profile.cprofile_us_per_call > 0
+    assert r.sampling.complete is False and r.sampling.refused is True
+    assert "ptrace refused" in r.sampling.error
+    later = data.results["add_case"]
+    assert later.timing.cpu_us_per_call > 0 and later.profile is None and later.error is None
 
 
 def test_pyspy_refused_by_the_kernel(tmp_path):
@@ -104,13 +109,13 @@ def test_pyspy_that_hangs_is_stopped_and_the_run_kept(tmp_path):
     proc = fk.run([*QUICK, "--case", f"{USER}:add_case", "--sample-seconds", "1", "--out", str(out)], environ)
     assert proc.returncode == 1, proc.stderr
     data = rundir.load(out)
-    assert data["complete"] is True and list(data["results"]) == ["numpy", "add_case"]
-    for label, r in data["results"].items():
-        assert r["error"] is None and r["cpu_us_per_call"] > 0 and r["cprofile_us_per_call"] > 0
-        assert r["sampling"]["complete"] is False and r["samples"] == 0
-        assert r["sampling"]["error"].startswith("py-spy did not finish within 3 s")
+    assert data.complete is True and list(data.results) == ["numpy", "add_case"]
+    for label, r in data.results.items():
+        assert r.error is None and r.timing.cpu_us_per_call > 0 and r.profile.cprofile_us_per_call > 0
+        assert r.sampling.complete is False and r.samples == 0
+        assert r.sampling.error.startswith("py-spy did not finish within 3 s")
     errors = [l for l in proc.stderr.splitlines() if l.startswith("flametool: ")]
-    assert errors == [f"flametool: case '{l}': sampling incomplete: {data['results'][l]['sampling']['error']}"
+    assert errors == [f"flametool: case '{l}': sampling incomplete: {data.results[l].sampling.error}"
                       for l in ("numpy", "add_case")]
     assert "numpy: sampling incomplete: py-spy did not finish" in proc.stdout.replace("\n", "")
     # it ignored SIGINT and SIGTERM: it was killed, with nothing left
@@ -123,12 +128,12 @@ def test_pyspy_that_crashes_keeps_what_it_wrote(tmp_path):
     proc = fk.run([*QUICK, "--libs", "", "--case", f"{USER}:add_case", "--sample-seconds", "1", "--out", str(out)],
                   fk.env(**environ))
     assert proc.returncode == 1, proc.stderr
-    r = rundir.load(out)["results"]["add_case"]
-    s = r["sampling"]
-    assert s["complete"] is False and s["exit_code"] == 139
-    assert s["error"] == "py-spy crashed (SIGSEGV, exit code 139); kept the 9 samples it wrote"
+    r = rundir.load(out).results["add_case"]
+    s = r.sampling
+    assert s.complete is False and s.exit_code == 139
+    assert s.error == "py-spy crashed (SIGSEGV, exit code 139); kept the 9 samples it wrote"
     # the line cut short is dropped; the whole ones are kept and filtered as usual
-    assert r["samples"] == 7 and s["loop_samples"] == 2
+    assert r.samples == 7 and s.loop_samples == 2
     assert (out / "add_case.folded").read_text() == "step (tests/cases/user_cases.py:14);add (numpy/_core/umath.so) 7\n"
     assert fk.error_line(proc).startswith("flametool: case 'add_case': sampling incomplete: py-spy crashed (SIGSEGV")
 
@@ -138,13 +143,14 @@ def test_pyspy_that_falls_behind_is_flagged(tmp_path):
     out = tmp_path / "run"
     proc = fk.run([*QUICK, "--sample-seconds", "1", "--out", str(out)], fk.env(**environ))
     assert proc.returncode == 0, proc.stderr
-    r = rundir.load(out)["results"]["numpy"]
-    s = r["sampling"]
+    r = rundir.load(out).results["numpy"]
+    s = r.sampling
     # flagged, then sampled again at half the rate, which kept up; the first attempt is on record
     assert "py-spy fell 1.5 s behind at 100 Hz; sampling again at 50 Hz" in proc.stderr
-    assert r["rate_hz"] == 50 and s["complete"] is True and s["behind"] is False and r["samples"] > 0
-    [first] = s["earlier_attempts"]
-    assert first["rate_hz"] == 100 and first["behind"] is True and first["behind_seconds"] == 1.52
+    assert s.rate_hz == 50 and s.complete is True and s.behind is False and s.behind_seconds == 0 and r.samples > 0
+    [first] = s.earlier
+    assert first["rate_hz"] == 100 and first["behind_seconds"] == 1.52  # it fell behind
+    assert json.loads((out / "run.json").read_text())["results"]["numpy"]["profile"]["sampling"]["earlier_attempts"] == [first]
 
 
 def test_pyspy_timeout_setting_is_checked(tmp_path):
@@ -181,13 +187,13 @@ def test_no_such_cuda_device(capsys, tmp_path):
 
 
 def run_direct(tmp_path: Path, labels: list[str], device: str = "cuda:0", keep_going: bool = True,
-               user: list[str] = ("add_case",), user_file: Path = USER, **config) -> dict:
+               user: list[str] = ("add_case",), user_file: Path = USER, processes: int = 1, **config) -> Run:
     """The runner itself, past the command line's own device check: what a child says when its library
     cannot run on this machine."""
     specs = [cases.builtin(l) for l in labels] + [cases.user_case(f"{user_file}:{f}") for f in user]
     cfg = runner.Config(cases=specs, device=device, shape=[8, 8, 8], dtypes={s.label: "float32" for s in specs},
                         iters=20, warmup=2, repeats=1, sample=False, keep_going=keep_going, out=tmp_path / "run",
-                        **config)
+                        processes=processes, max_processes=processes, **config)
     _, data = runner.compare(cfg, ["flametool", "test"], lambda *a: None)
     return data
 
@@ -195,8 +201,9 @@ def run_direct(tmp_path: Path, labels: list[str], device: str = "cuda:0", keep_g
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="cupy is installed here")
 def test_cupy_not_installed_and_keep_going(tmp_path):
     data = run_direct(tmp_path, ["cupy"])
-    assert data["results"]["cupy"]["error"] == "cupy is not installed (pip install flametool[cuda12] or [cuda13])"
-    assert data["results"]["add_case"]["cpu_us_per_call"] > 0 and data["complete"] is True
+    assert data.results["cupy"].error == "cupy is not installed (pip install flametool[cuda12] or [cuda13])"
+    assert data.results["add_case"].timing.cpu_us_per_call > 0 and data.complete is True
+    assert data.results["add_case"].profile is not None  # the other case ran to the end
 
 
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="cupy is installed here")
@@ -206,7 +213,8 @@ def test_cupy_not_installed_stops_the_run_without_keep_going(tmp_path):
     assert str(caught.value).startswith("case 'cupy': cupy is not installed (pip install flametool[cuda12] or [cuda13])")
     assert caught.value.exit_code == 1
     data = rundir.load(tmp_path / "run")
-    assert data["complete"] is False and "add_case" not in data["results"]
+    # the run stopped after the timing: the other case, timed beside it, was never profiled
+    assert data.complete is False and data.results["add_case"].profile is None
 
 
 def fake_cupy(folder: Path, body: str) -> dict[str, str]:
@@ -256,8 +264,8 @@ def test_cupy_for_another_cuda(tmp_path, monkeypatch, body, expected):
     for key, value in fake_cupy(tmp_path / "fake", body).items():
         monkeypatch.setenv(key, value)
     data = run_direct(tmp_path, ["cupy"])
-    assert data["results"]["cupy"]["error"] == expected
-    assert data["results"]["add_case"]["error"] is None
+    assert data.results["cupy"].error == expected
+    assert data.results["add_case"].error is None and data.results["add_case"].timing.cpu_us_per_call > 0
 
 
 def test_torch_without_cuda(tmp_path):
@@ -266,16 +274,16 @@ def test_torch_without_cuda(tmp_path):
     if torch.version.cuda is not None:
         pytest.skip("this torch is built with CUDA")
     data = run_direct(tmp_path, ["torch"])
-    assert data["results"]["torch"]["error"] == (
+    assert data.results["torch"].error == (
         f"torch {torch.__version__} is built without CUDA: install a CUDA build of torch "
         "(https://pytorch.org/get-started/locally/), or use --device cpu")
-    assert data["results"]["add_case"]["cpu_us_per_call"] > 0
+    assert data.results["add_case"].timing.cpu_us_per_call > 0
 
 
 def test_out_of_gpu_memory_names_the_shape_and_the_memory(tmp_path):
     specs = [cases.user_case(f"{FAULTS}:oom_case")]
     cfg = runner.Config(cases=specs, device="cuda:0", shape=[65536, 24576, 12288], dtypes={"oom_case": "float16"},
-                        iters=20, warmup=2, repeats=1, sample=False, out=tmp_path / "run")
+                        iters=20, warmup=2, repeats=1, processes=1, max_processes=1, sample=False, out=tmp_path / "run")
     with pytest.raises(CaseError) as caught:
         runner.compare(cfg, ["flametool", "test"], lambda *a: None)
     message = str(caught.value)
@@ -288,7 +296,7 @@ def test_out_of_gpu_memory_names_the_shape_and_the_memory(tmp_path):
 
 def test_out_of_memory_through_the_command_line(tmp_path):
     proc = fk.run(["compare", "--device", "cpu", "--libs", "", "--no-sample", "--shape", "4096,4096,4096",
-                   "--case", f"{FAULTS}:oom_case", "--out", str(tmp_path / "run")])
+                   "--processes", "1", "--case", f"{FAULTS}:oom_case", "--out", str(tmp_path / "run")])
     assert proc.returncode == 1
     line = fk.error_line(proc)
     assert line.startswith("flametool: case 'oom_case': out of memory at shape 4096,4096,4096 float32: "
@@ -315,8 +323,8 @@ def test_known_faults(exc, device, expected):
 # --- output and bad input ----------------------------------------------------------------------------------
 
 def test_error_text_is_never_read_as_markup(tmp_path):
-    proc = fk.run(["compare", "--device", "cpu", "--libs", "", "--no-sample", "--case", f"{FAULTS}:markup_case",
-                   "--out", str(tmp_path / "run")])
+    proc = fk.run(["compare", "--device", "cpu", "--libs", "", "--no-sample", "--processes", "1",
+                   "--case", f"{FAULTS}:markup_case", "--out", str(tmp_path / "run")])
     assert proc.returncode == 1
     assert "[/bold] <b>bold</b> [red]unclosed \"quoted\" 'x'" in fk.error_line(proc)
 
@@ -336,4 +344,65 @@ def test_out_that_is_an_empty_folder_is_used(tmp_path):
     out.mkdir()
     proc = fk.run([*QUICK, "--no-sample", "--out", str(out)])
     assert proc.returncode == 0, proc.stderr
-    assert rundir.load(out)["complete"] is True
+    assert rundir.load(out).complete is True
+
+
+# --- a case that cannot share a process ----------------------------------------------------------------------
+
+def test_a_case_that_cannot_be_built_beside_the_others_is_timed_alone(tmp_path):
+    """Paired timing builds every case in each process; a case that fails there but works alone is timed in
+    processes of its own, run.json says why, and the run succeeds."""
+    out = tmp_path / "run"
+    proc = fk.run(["compare", "--device", "cpu", "--libs", "torch", "--case", f"{FAULTS}:not_beside_torch",
+                   "--processes", "2", "--repeats", "2", "--iters", "50", "--warmup", "5", "--no-sample",
+                   "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    assert not [l for l in proc.stderr.splitlines() if l.startswith("flametool: ")] and "Traceback" not in proc.stderr
+    data = rundir.load(out)
+    assert data.complete is True
+    shared, alone = data.groups
+    assert alone.cases == ["not_beside_torch"] and alone.paired is False and alone.processes == 2
+    assert alone.reason == ("could not be built or run beside torch (factory not_beside_torch failed: RuntimeError: "
+                            "torch is already loaded in this process); timed alone")
+    r = data.results["not_beside_torch"]
+    assert r.error is None and data.group_of("not_beside_torch") is alone
+    # timed alone in each of its own processes, then profiled
+    assert len(r.timing.processes) == 2 and r.timing.cpu_us_per_call > 0
+    assert all(len(p.cpu_us) >= 2 and p.slots == list(range(len(p.cpu_us))) for p in r.timing.processes)
+    assert r.profile is not None and r.profile.cprofile_calls > 0
+    # torch kept the shared processes for itself: alone there too, so not paired, and not said to be
+    t = data.results["torch"]
+    assert shared.cases == ["torch"] and shared.processes == 2 and data.group_of("torch") is shared
+    assert shared.paired is False and not shared.reason.startswith("paired"), shared.reason
+    assert t.error is None and len(t.timing.processes) == 2
+    assert all(len(p.cpu_us) >= 2 and p.slots == list(range(len(p.cpu_us))) for p in t.timing.processes)
+    # the comparison is not paired, and the summary and the page say why
+    (pair,) = analysis.load(out).pairs
+    assert pair.timing.paired is False and pair.timing.per_process_ratio == []
+    assert f"not_beside_torch: {alone.reason}" in proc.stdout.replace("\n", "")
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "could not be built or run beside torch" in html and "not paired" in html
+
+
+def test_a_shared_process_that_dies_times_every_case_alone(tmp_path):
+    """The shared timing process dies (a case ends it): every case is timed again in processes of its own,
+    run.json says why, and no group in it still claims a pairing that measured nothing."""
+    out = tmp_path / "run"
+    proc = fk.run(["compare", "--device", "cpu", "--libs", "torch", "--case", f"{FAULTS}:exits_beside_torch",
+                   "--processes", "2", "--repeats", "1", "--iters", "50", "--warmup", "5", "--no-sample",
+                   "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    data = rundir.load(out)
+    assert data.complete is True
+    for label, other in (("torch", "exits_beside_torch"), ("exits_beside_torch", "torch")):
+        r, group = data.results[label], data.group_of(label)
+        assert r.error is None and r.timing.cpu_us_per_call > 0 and len(r.timing.processes) == 2
+        assert group.cases == [label] and group.paired is False and group.processes == 2
+        assert group.reason.startswith(f"the process shared with {other} failed (the child process exited with code 3 ")
+        assert group.reason.endswith("; timed alone")
+    # every group of run.json is the group of the cases it lists, and none is paired
+    for index, group in enumerate(data.groups):
+        assert not group.paired, group
+        assert all(data.results[label].group == index for label in group.cases), (index, group)
+    (pair,) = analysis.load(out).pairs
+    assert pair.timing.paired is False

@@ -1,10 +1,8 @@
 """The CUDA cases on a real GPU (skipped where there is none): cupy and torch, timed and sampled."""
 
-import json
-
 import pytest
 
-from flametool import stacks
+from flametool import analysis, rundir, sampler, stacks
 
 pytestmark = pytest.mark.gpu
 
@@ -13,29 +11,36 @@ pytestmark = pytest.mark.gpu
 def gpu_run(cli, tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu") / "run"
     proc = cli("compare", "--libs", "cupy,torch", "--shape", "1024,1024,1024", "--iters", "1000", "--repeats", "2",
-               "--sample-seconds", "3", "--rate", "100", "--out", str(out))
+               "--processes", "2", "--sample-seconds", "3", "--rate", "100", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    return out, json.loads((out / "run.json").read_text())
+    return out, rundir.load(out)
 
 
 def test_cuda_cases_measure_host_and_device(gpu_run):
-    _, data = gpu_run
-    assert data["complete"] and data["config"]["device"] == "cuda:0"
+    out, data = gpu_run
+    assert data.complete and data.config["device"] == "cuda:0"
     for label in ("cupy", "torch"):
-        r = data["results"][label]
-        assert r["error"] is None
-        assert r["cpu_us_per_call"] > 0 and r["gpu_us_per_call"] > 0
-        assert len(r["gpu_us_per_call_repeats"]) == 2
-        assert r["device_name"]  # the GPU actually used, named by the case's own library
-        assert r["cuda_runtime"]
+        r = data.results[label]
+        assert r.error is None
+        assert r.timing.cpu_us_per_call > 0 and r.timing.gpu_us_per_call > 0
+        # CUDA events around every timed loop (--repeats of them at least), in both processes
+        assert len(r.timing.processes) == 2
+        assert all(len(p.gpu_us) == len(p.cpu_us) >= 2 for p in r.timing.processes)
+        assert r.device_name  # the GPU actually used, named by the CUDA library loaded in its process
+        assert r.device_info["cuda_runtime"]
         # one thread per CPU pool on CUDA: the main thread and the driver's few, not one per core
-        assert data["config"]["pool_threads"] == 1 and r["sampling"]["threads"] <= 8, r["sampling"]["threads"]
+        assert data.config["pool_threads"] == 1 and r.sampling.threads <= 8, r.sampling.threads
+    # both libraries built in each process, their loops interleaved: the ratio is paired
+    (group,) = data.groups
+    assert group.cases == ["cupy", "torch"] and group.paired and group.processes == 2
+    (pair,) = analysis.load(out).pairs
+    assert pair.timing.paired and pair.timing.units == 2 and pair.timing.ratio > 0
 
 
 def test_cuda_stacks_reach_cublas(gpu_run):
     out, data = gpu_run
     for label in ("cupy", "torch"):
-        assert data["results"][label]["samples"] > 50
+        assert data.results[label].samples > 50
         text = (out / f"{label}.folded").read_text()
         assert "cublas" in text.lower(), label
         for s in stacks.read(out / f"{label}.folded"):
@@ -45,12 +50,16 @@ def test_cuda_stacks_reach_cublas(gpu_run):
 def test_gpu_bound_shape_samples_at_a_host_bound_shape(cli, tmp_path):
     out = tmp_path / "big"
     proc = cli("compare", "--libs", "torch", "--shape", "8192,8192,8192", "--iters", "50", "--warmup", "5",
-               "--repeats", "1", "--no-sample", "--out", str(out))
+               "--repeats", "1", "--processes", "2", "--no-sample", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    r = json.loads((out / "run.json").read_text())["results"]["torch"]
-    assert r["host_bound"] is False and r["gpu_us_per_call"] > r["cpu_us_per_call"]
-    assert r["sample_shape"] == [1024, 1024, 1024] and "not host-bound" in r["sample_shape_reason"]
-    assert r["sample_timing"]["cpu_us_per_call"] > 0 and r["sample_timing"]["iters"] >= 50
+    r = rundir.load(out).results["torch"]
+    assert r.timing.host_bound is False and r.timing.gpu_us_per_call > r.timing.cpu_us_per_call
+    assert r.sample_shape == [1024, 1024, 1024] and "not host-bound" in r.sample_shape_reason
+    assert r.sample_timing.shape == [1024, 1024, 1024] and r.at_sample_shape is r.sample_timing
+    assert r.sample_timing.cpu_us_per_call > 0 and r.sample_timing.calls >= 50
+    # the slow GPU-bound loop is timed in the first process only; every process times the sample shape
+    assert len(r.timing.processes) == 1 and len(r.sample_timing.processes) == 2
+    assert r.profile.calls == r.sample_timing.calls  # the profiled loop runs as many calls as the timed one
 
 
 @pytest.mark.parametrize("label", ["cupy", "torch", "cublas", "torch-graph", "cupy-graph"])
@@ -73,18 +82,21 @@ def test_builtin_gpu_cases_compute_the_product(label):
 def test_floors_run_as_cases(cli, tmp_path):
     out = tmp_path / "floors"
     proc = cli("compare", "--libs", "cublas,torch-graph,cupy-graph", "--shape", "1024,1024,1024", "--iters", "1000",
-               "--repeats", "2", "--sample-seconds", "2", "--out", str(out))
+               "--repeats", "2", "--processes", "2", "--sample-seconds", "2", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    results = json.loads((out / "run.json").read_text())["results"]
-    assert results["torch-graph"]["ops_per_step"] == results["cupy-graph"]["ops_per_step"] == 100
-    assert results["cublas"]["ops_per_step"] == 1
+    results = rundir.load(out).results
+    assert results["torch-graph"].ops_per_step == results["cupy-graph"].ops_per_step == 100
+    assert results["cublas"].ops_per_step == 1
     for r in results.values():
-        assert r["error"] is None and r["cpu_us_per_call"] > 0 and r["gpu_us_per_call"] > 0
-        assert r["sample_timing"]["iters"] >= 1000 and r["sampling"]["complete"] and r["sampling"]["total_samples"] > 0
+        assert r.error is None and r.timing.cpu_us_per_call > 0 and r.timing.gpu_us_per_call > 0
+        assert r.at_sample_shape.calls >= 1000 and r.profile.calls >= 1000
+        assert r.sampling.complete and r.sampling.total_samples > 0
     # a replayed graph leaves the host idle in sync() (few samples land in step()); cublas is all host work
-    assert results["cublas"]["samples"] > 0.5 * results["cublas"]["sampling"]["total_samples"]
+    assert results["cublas"].samples > 0.5 * results["cublas"].sampling.total_samples
     for label in ("torch-graph", "cupy-graph"):
-        assert results[label]["sampling"]["suggested_rate_hz"] is None  # no lower rate for a GPU-bound loop
+        s = results[label].sampling
+        # no lower rate for a GPU-bound loop (what the summary would suggest)
+        assert sampler.suggest_rate(s.rate_hz, results[label].profile.slowdown, s.behind, sampler.loop_share(s)) is None
 
 
 def test_second_device_is_used_and_named(cli, tmp_path):
@@ -96,11 +108,11 @@ def test_second_device_is_used_and_named(cli, tmp_path):
     for device in ("cuda:0", "cuda:1"):
         out = tmp_path / device.replace(":", "")
         proc = cli("compare", "--device", device, "--libs", "cupy,torch", "--shape", "1024,1024,1024",
-                   "--iters", "500", "--repeats", "1", "--no-sample", "--out", str(out))
+                   "--iters", "500", "--repeats", "1", "--processes", "1", "--no-sample", "--out", str(out))
         assert proc.returncode == 0, proc.stderr
-        runs[device] = json.loads((out / "run.json").read_text())
+        runs[device] = rundir.load(out)
     for label in ("cupy", "torch"):
-        r0, r1 = runs["cuda:0"]["results"][label], runs["cuda:1"]["results"][label]
-        assert r1["device"] == "cuda:1" and r1["device_index"] == 1 and r1["device_name"]
-        assert r1["gpu_us_per_call"] > 0
-        assert r0["pci_bus_id"] != r1["pci_bus_id"]  # a different physical GPU, not device 0 twice
+        r0, r1 = runs["cuda:0"].results[label], runs["cuda:1"].results[label]
+        assert r1.device == "cuda:1" and r1.device_info["device_index"] == 1 and r1.device_name
+        assert r1.timing.gpu_us_per_call > 0
+        assert r0.device_info["pci_bus_id"] != r1.device_info["pci_bus_id"]  # a different physical GPU, not device 0 twice

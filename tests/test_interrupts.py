@@ -11,18 +11,20 @@ import time
 import pytest
 
 import faultkit as fk
+from flametool import rundir
+from flametool.record import Run
 
 SLOW = fk.CASES / "fault_cases.py"
 
 
-def finished(bg: fk.Background, out) -> dict:
+def finished(bg: fk.Background, out) -> Run:
     code = bg.finish()
     left = fk.none_left(bg.tag)
     assert left == [], f"processes left behind: {left}"
     assert code == 130, (code, bg.err)
     assert "Traceback" not in "\n".join(bg.err)
-    data = json.loads((out / "run.json").read_text())
-    assert data["complete"] is False and data["finished"]
+    data = rundir.load(out)
+    assert data.complete is False and data.finished
     assert bg.err[-1] == f"flametool: interrupted; what finished is kept in {out / 'run.json'} (complete: false)"
     return data
 
@@ -30,37 +32,48 @@ def finished(bg: fk.Background, out) -> dict:
 @pytest.mark.parametrize("sig, group", [(signal.SIGINT, True), (signal.SIGTERM, False)],
                          ids=["ctrl-c", "sigterm"])
 def test_stop_during_a_later_case_keeps_the_finished_one(tmp_path, sig, group):
+    """Both cases timed (in one shared process), numpy profiled, then stopped while the second case's own
+    process sets up: what finished is kept, the second case's profile is not there."""
     out = tmp_path / "run"
-    bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--no-sample",
-                        "--case", f"{SLOW}:slow_setup_case", "--out", str(out)], fk.env())
-    bg.wait_for("slow_setup_case: setting up")
-    bg.wait_until(lambda: any("flametool.child" in cmd and "slow_setup_case" in cmd for _, cmd in fk.tagged(bg.tag)),
+    bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--processes", "1",
+                        "--no-sample", "--case", f"{SLOW}:slow_second_build", "--out", str(out)],
+                       fk.env(FLAMETOOL_TEST_BUILDS=str(tmp_path / "builds")))
+    # its own profiled process (the timing process's progress lines start "timing ...")
+    bg.wait_until(lambda: any(l.startswith("slow_second_build: setting up") for l in bg.err), "the second case set up")
+    bg.wait_until(lambda: any("flametool.child" in cmd and "slow_second_build" in cmd for _, cmd in fk.tagged(bg.tag)),
                   "the second case's child")
     time.sleep(0.5)  # inside the factory's sleep
     bg.signal(sig, group)
     data = finished(bg, out)
-    assert list(data["results"]) == ["numpy"] and data["results"]["numpy"]["cpu_us_per_call"] > 0
+    assert list(data.results) == ["numpy", "slow_second_build"]
+    numpy = data.results["numpy"]
+    assert numpy.error is None and numpy.timing.cpu_us_per_call > 0 and numpy.profile.cprofile_calls > 0
     assert (out / "numpy.prof").is_file()
+    later = data.results["slow_second_build"]
+    assert later.timing.cpu_us_per_call > 0  # timed beside numpy before the stop
+    assert later.profile is None and not (out / "slow_second_build.prof").exists()
 
 
 @pytest.mark.parametrize("sig, group", [(signal.SIGINT, True), (signal.SIGTERM, False)],
                          ids=["ctrl-c", "sigterm"])
 def test_stop_while_py_spy_samples(tmp_path, sig, group):
     out = tmp_path / "run"
-    bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--sample-seconds", "60",
-                        "--out", str(out)], fk.env())
+    bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--processes", "1",
+                        "--sample-seconds", "60", "--out", str(out)], fk.env())
     bg.wait_for("sampling with py-spy")
     bg.wait_until(lambda: any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(bg.tag)), "py-spy running")
     time.sleep(0.5)
     bg.signal(sig, group)
     data = finished(bg, out)
-    assert data["results"] == {}  # the case being sampled had not finished
+    # its timing finished and is kept; the profiled process being sampled had not finished
+    r = data.results["numpy"]
+    assert r.timing.cpu_us_per_call > 0 and r.profile is None
 
 
 def test_parent_killed_outright_takes_its_child_along(tmp_path):
     """SIGKILL leaves the parent no chance to clean up: the kernel stops the child (PR_SET_PDEATHSIG)."""
     out = tmp_path / "run"
-    bg = fk.Background(["compare", "--device", "cpu", "--libs", "", "--no-sample", "--case",
+    bg = fk.Background(["compare", "--device", "cpu", "--libs", "", "--no-sample", "--processes", "1", "--case",
                         f"{SLOW}:slow_setup_case", "--out", str(out)], fk.env())
     bg.wait_until(lambda: any("flametool.child" in cmd and "slow_setup_case" in cmd for _, cmd in fk.tagged(bg.tag)),
                   "the child")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flametool import cli, rundir
+from flametool import analysis, cli
 from flametool import stacks as st
 from runbuild import snapshot
 
@@ -23,28 +23,35 @@ BUSY = "planted_busy_wait_20us"
 def planted_run(tmp_path_factory, cli):
     out = tmp_path_factory.mktemp("planted") / "run"
     proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--case", f"{CASES}:numpy_plus_planted",
-               "--sample-seconds", "3", "--rate", "200", "--repeats", "1", "--iters", "2000", "--out", str(out))
+               "--sample-seconds", "3", "--rate", "200", "--repeats", "1", "--iters", "2000", "--processes", "2",
+               "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     return out, proc.stdout
 
 
-def test_compare_saves_analysis_and_diff(planted_run):
+def test_compare_analyses_and_diffs(planted_run):
     out, stdout = planted_run
-    data = rundir.load(out)
-    assert set(data["analysis"]) == {"numpy", "numpy_plus_planted"}
-    for label, a in data["analysis"].items():
-        assert a["closure"]["within_tolerance"], a["closure"]
-        assert sum(a["layers_us_per_call"].values()) == pytest.approx(data["results"][label]["sample_timing"]["cpu_us_per_call"])
-        assert a["hot_frames"] and {"frame", "layer", "self_us_per_call", "total_us_per_call", "samples"} <= set(a["hot_frames"][0])
-    assert data["diff"]["base"] == "numpy" and data["diff"]["head"] == "numpy_plus_planted"
+    a = analysis.load(out)
+    assert set(a.cases) == set(a.profiles) == {"numpy", "numpy_plus_planted"}
+    for label, x in a.cases.items():
+        assert x["closure"]["within_tolerance"], x["closure"]
+        # layers add up to the case's paired time per call at the sampled shape
+        assert sum(x["layers_us_per_call"].values()) == pytest.approx(a.run.results[label].at_sample_shape.cpu_us_per_call)
+        assert x["hot_frames"] and {"frame", "layer", "self_us_per_call", "total_us_per_call", "samples"} <= set(x["hot_frames"][0])
+    assert a.first_diff["base"] == "numpy" and a.first_diff["head"] == "numpy_plus_planted"
+    # the two were timed in the same processes: the planted cost shows in the paired difference too
+    (pair,) = a.pairs
+    assert pair.timing.paired is True and pair.timing.units == 2
+    assert pair.timing.diff_us == pytest.approx(PLANTED_US, rel=0.25), pair.timing
     # the layer table is printed after the summary (rows, not titles: titles wrap on narrow terminals)
     assert "CPU BLAS" in stdout and "total (measured)" in stdout
 
 
 def test_planted_cost_found_at_its_size(planted_run):
     out, _ = planted_run
-    rows = [r for r in rundir.load(out)["diff"]["frames"] if r["frame"].endswith(BUSY)]
-    assert len(rows) == 1, [r["frame"] for r in rundir.load(out)["diff"]["frames"][:10]]
+    frames = analysis.load(out).first_diff["frames"]
+    rows = [r for r in frames if r["frame"].endswith(BUSY)]
+    assert len(rows) == 1, [r["frame"] for r in frames[:10]]
     found = rows[0]["delta_total_us_per_call"]
     assert found == pytest.approx(PLANTED_US, rel=0.15), rows[0]
     assert rows[0]["base_total_us_per_call"] == 0

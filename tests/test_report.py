@@ -14,7 +14,8 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from flametool import cli, flame, report, rundir
+from flametool import analysis, cli, flame, report, rundir
+from flametool.record import Group, Loops
 from reportruns import CLOSER, ROOT, XSS, cpu_run_dir, h200_run_dir, hostile_run, sample_runs
 from runbuild import make_run, snapshot
 
@@ -90,7 +91,7 @@ def check_page(run: Path, html: str, page: Page) -> dict:
     order = [html.index(f'<section id="{s}"') for s in SECTIONS]
     assert order == sorted(order), "sections out of order"
     data = page.flame_data()
-    analysed = [l for l, a in rundir.load(run).get("analysis", {}).items() if "skipped" not in a]
+    analysed = [l for l, a in analysis.load(run).cases.items() if "skipped" not in a]
     kinds = [g["kind"] for g in data["graphs"]]
     assert kinds.count("case") == len(analysed)
     assert kinds.count("diff") == (1 if len(analysed) >= 2 else 0)
@@ -130,7 +131,7 @@ def test_compare_writes_report(cpu_run):
     assert path.is_file()
     page = Page(path.read_text(encoding="utf-8"))
     check_page(cpu_run, path.read_text(encoding="utf-8"), page)
-    assert "complete" in rundir.load(cpu_run) and rundir.load(cpu_run)["diff"] is not None
+    assert rundir.load(cpu_run).complete is True and analysis.load(cpu_run).first_diff is not None
 
 
 def test_cpu_run_report(cpu_run):
@@ -141,6 +142,10 @@ def test_cpu_run_report(cpu_run):
         assert f"flametool snakeviz {cpu_run} --case {label}" in text
         assert f"snakeviz {cpu_run / (label + '.prof')}" in text
     assert "spends" in text and "per call more than" in text  # the headline sentence
+    # the headline leads with the paired ratio of the two cases, timed in the same processes
+    pairs = report.build(cpu_run).headline.pairs
+    assert pairs[0].startswith("torch / numpy = ") and pairs[0].endswith(", paired over 2 processes"), pairs
+    assert text.index(pairs[0]) < text.index("per call more than")
     assert len(data["graphs"]) == 3
     assert sum(1 for t, _ in page.tags if t == "rect") > 0  # the layer chart is drawn, server-side
 
@@ -159,6 +164,8 @@ def test_h200_reference_report(h200_run):
     text = " ".join(page.text)
     assert "cupy spends" in text and "more than torch" in text
     assert "not host-bound" in text and "256,256,256" in text  # which shape was sampled, and why
+    # its figures were measured in separate processes: the page says the comparison is not paired
+    assert "not paired: each case in processes of its own" in text and "not paired" in [w.kind for w in report.build(h200_run).warnings]
     assert len(html) < 1_500_000
 
 
@@ -189,13 +196,17 @@ def test_warnings(tmp_path):
     """Each fairness problem named on the page."""
     run = make_run(tmp_path / "r", {"a": ("step (s.py:1);f (s.py:2) 50\n", 10.0, 0), "b": ("step (s.py:1);g (s.py:3) 50\n", 12.0, 0)})
     data = rundir.load(run)
-    a, b = data["results"]["a"], data["results"]["b"]
-    b.update(dtype="bfloat16", shape=[128, 64, 64], host_bound=False, bound_note="GPU time per call far above CPU",
-             sample_shape_reason="not host-bound, so sampled at 1024,1024,1024", cprofile_inflation=3.0,
-             cpu_us_per_call_repeats=[12.0, 40.0])
-    a["sampling"] |= {"slowdown": 2.5, "complete": False, "error": "py-spy exited with code 1", "threads": 34}
-    data["complete"] = False
+    a, b = data.results["a"], data.results["b"]
+    b.dtype, b.shape = "bfloat16", [128, 64, 64]
+    b.timing.host_bound, b.timing.bound_note = False, "GPU time per call far above CPU"
+    b.sample_shape_reason = "not host-bound, so sampled at 1024,1024,1024"
+    b.profile.cprofile_us_per_call = 3.0 * b.profile.own_us_per_call  # 3x its own unsampled loop
+    b.timing.processes[0].cpu_us = [12.0, 40.0]  # one process, two loops far apart
+    a.profile.sampling.sampled_us_per_call = 2.5 * a.profile.own_us_per_call  # 2.5x slower while sampled
+    a.profile.sampling.complete, a.profile.sampling.error, a.profile.sampling.threads = False, "py-spy exited with code 1", 34
+    data.complete = False
     rundir.save(run, data)
+    assert b.profile.cprofile_inflation == pytest.approx(3.0) and a.profile.slowdown == pytest.approx(2.5)
     text = " ".join(Page(report.render(run)).text)
     for words in ("run incomplete", "different dtypes", "different shapes", "not host-bound", "1024,1024,1024",
                   "few samples", "2.5× slower while py-spy", "stops all 34 threads of the process", "sampling incomplete", "py-spy exited with code 1",
@@ -208,26 +219,71 @@ def test_headline_names_the_difference(tmp_path):
         "a": ("step (s.py:1);shared (lib.so) 100\n", 10.0, 0),
         "b": ("step (s.py:1);shared (lib.so) 100\nstep (s.py:1);malloc (libc.so.6) 100\n", 20.0, 0),
     })
-    data = rundir.load(run)
-    from flametool import analysis
-
-    analysis.analyse_and_save(run, data)
     model = report.build(run)
+    # the headline leads with the paired ratio and difference (one process, one round each: no interval)...
+    assert model.headline.pairs == ["b / a = 2.000× (no interval); b − a = +10.00 us per call, paired over 1 round of one process",
+                                    "b / a: no interval (too few processes or rounds); run with --processes 5 for one"]
+    # ...then says where the difference is
     assert model.headline.sentence.startswith("At the sampled shape (64,64,64) b spends 10.00 us per call more than a")
     assert "C library/allocator (+10.00 us)" in model.headline.sentence and "malloc (libc.so.6) (+10.00" in model.headline.sentence
+    html = report.render(run)
+    assert html.index("b / a = 2.000×") < html.index("At the sampled shape (64,64,64) b spends")
 
 
-def test_caption_names_the_processes(tmp_path):
-    run = make_run(tmp_path / "r", {"a": ("step (s.py:1);f (s.py:2) 50\n", 10.0, 0)})
-    assert "median of the timed loops;" in report.build(run).headline.note
+def paired_processes(run: Path, loops: dict[str, list[list[float]]]) -> None:
+    """Give each case of a hand-built run these loops, one list per timing process (all cases paired)."""
     data = rundir.load(run)
-    data["config"]["processes"] = 3
+    for label, per_process in loops.items():
+        data.results[label].timing.processes = [Loops(list(l), slots=[]) for l in per_process]
+    data.groups = [Group(list(loops), len(loops) > 1, "paired: hand-built", len(next(iter(loops.values()))))]
     rundir.save(run, data)
-    assert "median of the timed loops of 3 fresh processes per case;" in report.build(run).headline.note
 
 
-def test_unanalysed_run_is_analysed_in_memory(tmp_path):
-    """An interrupted compare saves run.json before its analysis; the report analyses it without writing."""
+def test_headline_names_the_processes(tmp_path):
+    """How many processes a paired figure pools, and the interval over them, are on the page."""
+    stack = "step (s.py:1);f (s.py:2) 50\n"
+    run = make_run(tmp_path / "r", {"a": (stack, 10.0, 0), "b": (stack, 12.0, 0)})
+    # the processes run at speeds of their own; b / a is 1.19, 1.20 and 1.21 within them
+    paired_processes(run, {"a": [[10.0, 10.0], [15.0, 15.0], [20.0, 20.0]], "b": [[11.9, 11.9], [18.0, 18.0], [24.2, 24.2]]})
+    model = report.build(run)
+    (line,) = model.headline.pairs  # a tight interval: no note that it is wide
+    assert line.startswith("b / a = 1.200× (95%: 1.17") and line.endswith(", paired over 3 processes"), line
+    assert "over 3 processes" in model.headline.method
+    rows = {c.label: c for c in model.headline.cases}
+    assert rows["a"].cpu == "15.00 us" and rows["a"].cpu_spread.startswith("95%: ")  # bootstrap over the processes
+    # one process of three rounds: the units are rounds of that process, and the page says so, not "3 processes"
+    paired_processes(run, {"a": [[10.0, 10.2, 10.4]], "b": [[12.0, 12.3, 12.5]]})
+    (line,) = report.build(run).headline.pairs
+    assert line.startswith("b / a = 1.20") and "3 processes" not in line and "3 rounds" in line, line
+
+
+def test_pairs_that_are_not_paired_say_so(tmp_path):
+    """A case timed in processes of its own (--isolate, or it could not share one): the caveat, with why,
+    and the pair figure marked not paired."""
+    stack = "step (s.py:1);f (s.py:2) 50\n"
+    run = make_run(tmp_path / "r", {"a": (stack, 10.0, 0), "b": (stack, 12.0, 0)})
+    data = rundir.load(run)
+    data.groups = [Group(["a"], False, "--isolate: each case in processes of its own", 1),
+                   Group(["b"], False, "--isolate: each case in processes of its own", 1)]
+    data.results["a"].group, data.results["b"].group = 0, 1
+    rundir.save(run, data)
+    model = report.build(run)
+    assert model.headline.pairs[0] == "b / a = 1.200× (no interval); b − a = +2.00 us per call, not paired: each case in processes of its own"
+    caveats = [w.text for w in model.warnings if w.kind == "not paired"]
+    assert len(caveats) == 2 and caveats[0].startswith("a: --isolate: each case in processes of its own.")
+
+
+def test_processes_that_differ_are_flagged(tmp_path):
+    stack = "step (s.py:1);f (s.py:2) 50\n"
+    run = make_run(tmp_path / "r", {"a": (stack, 10.0, 0), "b": (stack, 12.0, 0)})
+    paired_processes(run, {"a": [[10.0], [20.0]], "b": [[12.0], [24.0]]})
+    text = " ".join(Page(report.render(run)).text)
+    assert "a: its timing processes ran at 10.00 us to 20.00 us per call" in text
+    assert "not paired" not in text  # both cases shared those processes
+
+
+def test_run_is_analysed_in_memory(tmp_path):
+    """run.json holds measurements only: the report analyses the run afresh, and writes nothing."""
     run = make_run(tmp_path / "r", {"a": ("step (s.py:1);f (s.py:2) 300\n", 10.0, 0), "b": ("step (s.py:1);g (s.py:3) 300\n", 12.0, 0)})
     before = snapshot(run)
     html, page = render(run)
@@ -331,7 +387,7 @@ def test_compare_keeps_run_json_when_render_fails(evil_run, capsys, monkeypatch)
     monkeypatch.setattr(report, "write", broken)
     from rich.console import Console
 
-    cli.write_report(evil_run, rundir.load(evil_run), Console(stderr=True), Console())
+    cli.write_report(evil_run, analysis.load(evil_run), Console(stderr=True), Console())
     err = capsys.readouterr().err
     assert "report.html not written" in err and "template exploded" in err and "flametool report" in err
     assert snapshot(evil_run) == before
@@ -374,8 +430,8 @@ def test_cases_are_shown_against_the_floors(tmp_path):
                                     "torch-graph": (stack, 0.04, 0)})
     data = rundir.load(run)
     for label in ("cublas", "torch-graph"):
-        data["results"][label]["factory"] = f"flametool.cases:{label}"
-    data["results"]["torch-graph"]["dtype"] = "bfloat16"  # not comparable with the float32 cases: left out
+        data.results[label].factory = f"flametool.cases:{label}"
+    data.results["torch-graph"].dtype = "bfloat16"  # not comparable with the float32 cases: left out
     rundir.save(run, data)
     floors = report.build(run).headline.floors
     assert floors == [
@@ -385,6 +441,6 @@ def test_cases_are_shown_against_the_floors(tmp_path):
     html = report.render(run)
     assert "Against the floors" in html and "+9.50 us against cublas" in html
     # a user case that happens to be labelled like a floor is not one
-    data["results"]["cublas"]["factory"] = "/home/me/mine.py:cublas"
+    data.results["cublas"].factory = "/home/me/mine.py:cublas"
     rundir.save(run, data)
     assert report.build(run).headline.floors == []

@@ -1,19 +1,36 @@
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
-from flametool import rundir
+from flametool import analysis, rundir
 from flametool.errors import RunDirError
+from runbuild import case_result, new_run
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
 
-def test_save_is_atomic_and_readable(tmp_path):
-    data = rundir.new_run({"iters": 1}, {}, ["flametool"], "now")
-    data["results"]["x"] = {"cpu_us_per_call": 1.0}
-    rundir.save(tmp_path, data)
+def test_save_is_atomic_and_reads_back_the_same_records(tmp_path):
+    run = new_run({"iters": 1})
+    run.results["x"] = case_result("x", 1.5, 10)
+    rundir.save(tmp_path, run)
     loaded = rundir.load(tmp_path)
-    assert loaded["results"]["x"]["cpu_us_per_call"] == 1.0
-    assert loaded["results"]["x"]["gpu_us_per_call"] is None  # missing fields are filled in
+    assert loaded == run  # every field, nested records included
+    assert loaded.results["x"].timing.cpu_us_per_call == 1.5
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # no temporary left behind
+
+
+def test_run_json_holds_measurements_only(tmp_path):
+    run = new_run()
+    run.results["x"] = case_result("x", 1.5, 10)
+    rundir.save(tmp_path, run)
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert data["schema"] == rundir.SCHEMA == 2
+    assert "analysis" not in data and "diff" not in data
+    # the median is derived, not stored: the loops are
+    assert "cpu_us_per_call" not in json.dumps(data["results"]["x"]["timing"])
+    assert data["results"]["x"]["timing"]["processes"][0]["cpu_us"] == [1.5]
 
 
 @pytest.mark.parametrize(
@@ -24,6 +41,10 @@ def test_save_is_atomic_and_readable(tmp_path):
         ('{"results": {}}', "no schema number"),
         ('{"schema": 99, "results": {}}', "newer"),
         ('{"schema": 1, "results": []}', "'results'"),
+        ('{"schema": 2, "results": {"a": {"timing": {"shape": [1, 1, 1], "processes": [{"cpu_us": [1e308]}]}}}}',
+         r"results\.a\.timing\.processes\[0\]\.cpu_us is \[1e\+308\], expected a list of numbers"),
+        ('{"schema": 2, "config": [], "results": {}}', "config is"),
+        ("[" * 100000 + "]" * 100000, "cannot be read as JSON"),
     ],
 )
 def test_bad_run_json(tmp_path, content, words):
@@ -36,3 +57,18 @@ def test_bad_run_json(tmp_path, content, words):
 def test_missing_directory(tmp_path):
     with pytest.raises(RunDirError, match="no such run directory"):
         rundir.load(tmp_path / "nope")
+
+
+def test_schema1_run_reads_into_the_same_records(tmp_path):
+    """A schema 1 run directory (the format before paired timing) still loads, analyses and diffs."""
+    old = tmp_path / "old"
+    shutil.copytree(Path(__file__).parent / "data" / "schema1-run", old)
+    run = rundir.load(old)
+    assert run.schema == 1 and list(run.results) == ["numpy", "torch"]
+    numpy = run.results["numpy"]
+    assert numpy.timing.cpu_loops == pytest.approx([5.16696, 5.65058]) and numpy.timing.cpu_us_per_call == pytest.approx(5.40877)
+    assert numpy.profile.cprofile_calls and numpy.samples and numpy.file("folded") == "numpy.folded"
+    assert all(not g.paired for g in run.groups)  # schema 1 ran each case in its own processes
+    a = analysis.analyse(old, run)
+    assert set(a.profiles) == {"numpy", "torch"} and a.pairs[0].diff is not None
+    assert a.pairs[0].timing is not None and a.pairs[0].timing.paired is False

@@ -1,6 +1,7 @@
 """The sampler's filtering and timing logic on hand-built inputs."""
 
 from flametool import sampler
+from flametool.record import Sampling
 from flametool.stacks import Stack
 
 LOOP = "active_loop (flametool/child.py:44)"
@@ -49,11 +50,11 @@ def test_suggest_rate_aims_at_the_target_slowdown():
 
 
 def test_loop_share():
-    s = sampler.Sampling(command=[], rate_hz=25, seconds=16, total_samples=400, kept_samples=380, loop_samples=10)
+    s = Sampling(command=[], rate_hz=25, seconds=16, total_samples=400, kept_samples=380, loop_samples=10)
     assert sampler.loop_share(s) == 390 / 400
-    assert sampler.loop_share(sampler.Sampling(command=[], rate_hz=25, seconds=16)) is None
+    assert sampler.loop_share(Sampling(command=[], rate_hz=25, seconds=16)) is None
 
 
 def test_coverage():
-    s = sampler.Sampling(command=[], rate_hz=100, seconds=2, window=(10.0, 12.0), total_samples=150)
+    s = Sampling(command=[], rate_hz=100, seconds=2, window=(10.0, 12.0), total_samples=150)
     assert sampler.coverage(s) == 0.75

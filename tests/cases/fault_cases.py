@@ -1,6 +1,7 @@
 """User cases that fail the way machines do: out of GPU memory, a slow set-up to interrupt, a message
-full of markup."""
+full of markup, a case that cannot share a process with another library."""
 
+import sys
 import time
 
 
@@ -23,5 +24,56 @@ def slow_setup_case(m, k, n, dtype, device):
     raise AssertionError("the test should have stopped this case")
 
 
+def slow_second_build(m, k, n, dtype, device):
+    """Builds at once the first time, then sets up slowly (to be interrupted): with --processes 1 the first
+    build is the timing process, the second the case's profiled process. Counts its builds in the file
+    $FLAMETOOL_TEST_BUILDS names."""
+    import os
+    from pathlib import Path
+
+    builds = Path(os.environ["FLAMETOOL_TEST_BUILDS"])
+    count = int(builds.read_text() or 0) + 1 if builds.exists() else 1
+    builds.write_text(str(count))
+    if count > 1:
+        print("slow_second_build: setting up slowly", flush=True)
+        time.sleep(120)
+        raise AssertionError("the test should have stopped this case")
+    data = list(range(m))
+
+    def step():
+        sum(data)
+
+    return step, lambda: None
+
+
 def markup_case(m, k, n, dtype, device):
     raise ValueError("[/bold] <b>bold</b> [red]unclosed \"quoted\" 'x'")
+
+
+def not_beside_torch(m, k, n, dtype, device):
+    """Refuses to be built in a process where torch is already loaded (as a library that claims a device or
+    a thread pool for itself can); alone it works. Nothing in flametool's child imports torch, so this fails
+    exactly when a torch case was built before it in the same process."""
+    if "torch" in sys.modules:
+        raise RuntimeError("torch is already loaded in this process")
+    data = list(range(m))
+
+    def step():
+        sum(data)
+
+    return step, lambda: None
+
+
+def exits_beside_torch(m, k, n, dtype, device):
+    """Ends its whole process when torch is already loaded there (as a library that aborts on a conflict
+    does): the process it shares with a torch case dies before reporting anything. Alone it works."""
+    if "torch" in sys.modules:
+        import os
+
+        os._exit(3)
+    data = list(range(m))
+
+    def step():
+        sum(data)
+
+    return step, lambda: None

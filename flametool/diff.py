@@ -4,20 +4,17 @@ Frames are matched by normalized name, so the shared part of two stacks (cuBLAS,
 up under the same path and a difference shows where it really is. The top frame of every stack is the
 case's own step() function, which has a different name in every case; it is matched as STEP_ROOT.
 
-The differential flame graph follows Brendan Gregg's: the shape (widths) comes from the head profile
-(the second, "after" side), the colour from the delta of each frame's time (head - base): red where head
-spends more, blue where it spends less. A path that only the base has gets width 0 there, so each node
-also carries the base's time, from which the negated graph (width from base) can be drawn.
+The merged call tree (tree.build of both sides) is what the differential flame graph is drawn from (see
+flame.diff_graph).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-
 from . import layers as ly
 from . import stacks as st
-from .attribution import Profile, attribute, frame_layers
+from . import tree
+from .attribution import Profile, attribute
 
 STEP_ROOT = "step()"
 
@@ -44,27 +41,6 @@ def aligned_profile(profile: Profile) -> Profile:
     frames = dict(profile.frames)
     frames[STEP_ROOT] = st.Frame(STEP_ROOT, "", "python")
     return Profile(profile.label, aligned(profile), frames, profile.us_per_call, profile.recorded_samples)
-
-
-@dataclass
-class Node:
-    name: str
-    self_n: list[int] = field(default_factory=lambda: [0, 0])
-    total_n: list[int] = field(default_factory=lambda: [0, 0])
-    children: dict[str, "Node"] = field(default_factory=dict)
-
-
-def merged_tree(base: Profile, head: Profile) -> Node:
-    root = Node("")
-    for side, profile in enumerate((base, head)):
-        for s in profile.stacks:
-            node = root
-            node.total_n[side] += s.count
-            for name in s.frames:
-                node = node.children.setdefault(name, Node(name))
-                node.total_n[side] += s.count
-            node.self_n[side] += s.count
-    return root
 
 
 def _delta_se(base: Profile, head: Profile, nb: int, nh: int) -> float:
@@ -112,34 +88,10 @@ def diff(base: Profile, head: Profile) -> dict:
         "ratio": head.us_per_call / base.us_per_call if base.us_per_call else None,
         "layers": layer_rows,
         "frames": frame_rows,
-        "flamegraph": flamegraph(base, head),
-    }
-
-
-def flamegraph(base: Profile, head: Profile) -> dict:
-    """Nodes of the merged tree, parents before children: the data for a differential flame graph."""
-    layer_of = {**frame_layers(base)[0], **frame_layers(head)[0]}
-    nodes: list[dict] = []
-
-    def walk(node: Node, parent: int | None, depth: int) -> None:
-        for child in sorted(node.children.values(), key=lambda n: n.name):
-            idx = len(nodes)
-            (tb, th), (sb, sh) = child.total_n, child.self_n
-            nodes.append({
-                "id": idx, "parent": parent, "depth": depth, "frame": child.name,
-                "layer": layer_of.get(child.name, ly.OTHER),
-                "base_total_us_per_call": base.us(tb), "head_total_us_per_call": head.us(th),
-                "base_self_us_per_call": base.us(sb), "head_self_us_per_call": head.us(sh),
-                "delta_us_per_call": head.us(th) - base.us(tb),
-                "delta_self_us_per_call": head.us(sh) - base.us(sb),
-            })
-            walk(child, idx, depth + 1)
-
-    walk(merged_tree(base, head), None, 0)
-    return {
-        "width_from": "head",
-        "colour_from": "delta_self_us_per_call (head - base): red where head spends more, blue where less",
-        "nodes": nodes,
+        # the merged call tree (not JSON: for the differential flame graph) and what one sample of each side is
+        # worth in us per call
+        "tree": tree.build([base, head]),
+        "us_per_sample": [base.us(1), head.us(1)],
     }
 
 

@@ -13,18 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import layers as ly
+from . import tree
 from .attribution import Profile
 
 DISPLAY_THRESHOLD = 0.002  # of the root's width
-
-
-@dataclass
-class Tree:
-    name: str
-    layer: str
-    total: int = 0
-    self: int = 0
-    children: dict[str, "Tree"] = field(default_factory=dict)
 
 
 @dataclass
@@ -62,81 +54,56 @@ class Strings:
         return i
 
 
-def case_tree(profile: Profile) -> Tree:
-    """The case's call tree; each node's layer is the one its stack resolved it to (an inlined header
-    frame takes its caller's layer, so the same name can sit in different layers under different callers)."""
-    root = Tree(f"all: {profile.label}", "")
-    for s in profile.stacks:
-        lays = ly.stack_layers(s.frames, profile.frames)
-        node = root
-        node.total += s.count
-        for name, layer in zip(s.frames, lays):
-            node = node.children.get(name) or node.children.setdefault(name, Tree(name, layer))
-            node.total += s.count
-        node.self += s.count
-    return root
-
-
 def case_graph(profile: Profile, strings: Strings, gid: str, threshold: float = DISPLAY_THRESHOLD) -> Graph:
-    root = case_tree(profile)
-    graph = Graph(gid, "case", profile.label, extra={"total_us": profile.us(root.total)})
-    floor = threshold * root.total
+    root = tree.build([profile], f"all: {profile.label}")
+    graph = Graph(gid, "case", profile.label, extra={"total_us": profile.us(root.total[0])})
+    floor = threshold * root.total[0]
     rows = graph.rows
-
-    def walk(node: Tree, parent: int) -> None:
-        for child in sorted(node.children.values(), key=lambda n: n.name):
-            if child.total < floor or child.total == 0:
-                graph.pruned_nodes += count_nodes(child)
-                graph.pruned_us += profile.us(child.total)
-                continue
-            idx = len(rows)
-            rows.append([parent, strings(child.name), strings(child.layer),
-                         round(profile.us(child.total), 4), round(profile.us(child.self), 4)])
-            walk(child, idx)
-
-    rows.append([-1, strings(root.name), strings(""), round(profile.us(root.total), 4), 0.0])
-    walk(root, 0)
+    row_of = {id(root): 0}
+    rows.append([-1, strings(root.name), strings(""), round(profile.us(root.total[0]), 4), 0.0])
+    pruned: set[int] = set()
+    for node, parent, _ in root.walk():
+        if id(parent) in pruned or node.total[0] < floor or node.total[0] == 0:
+            pruned.add(id(node))
+            graph.pruned_nodes += 1
+            if id(parent) not in pruned:  # the subtree's time is counted once, at its top
+                graph.pruned_us += profile.us(node.total[0])
+            continue
+        row_of[id(node)] = len(rows)
+        rows.append([row_of[id(parent)], strings(node.name), strings(node.layer),
+                     round(profile.us(node.total[0]), 4), round(profile.us(node.self[0]), 4)])
     graph.drawn_nodes = len(rows)
     return graph
 
 
-def count_nodes(node: Tree) -> int:
-    return 1 + sum(count_nodes(c) for c in node.children.values())
-
-
 def diff_graph(case_diff: dict, strings: Strings, gid: str, threshold: float = DISPLAY_THRESHOLD) -> Graph | None:
-    """The differential graph from run.json's diff.flamegraph (nodes parents first, us per call)."""
-    fg = case_diff.get("flamegraph") or {}
-    nodes = fg.get("nodes") or []
+    """The differential flame graph, after Brendan Gregg's: widths from the head (the "after" side), colour
+    from each frame's delta (head - base): red where head spends more, blue where less. A node also carries
+    the base's widths, so the page can draw the negated graph (widths from the base) as well."""
+    root: tree.Node = case_diff["tree"]
+    ub, uh = case_diff["us_per_sample"]
     base, head = case_diff["base"], case_diff["head"]
-    graph = Graph(gid, "diff", f"{head} vs {base}", extra={"base": base, "head": head,
-                                                            "width_from": fg.get("width_from", "head")})
-    tops = [n for n in nodes if n.get("parent") is None]
-    head_root = sum(n["head_total_us_per_call"] for n in tops)
-    base_root = sum(n["base_total_us_per_call"] for n in tops)
-    graph.extra |= {"head_total_us": head_root, "base_total_us": base_root}
-    if not nodes:
+    head_root, base_root = root.total[1] * uh, root.total[0] * ub
+    graph = Graph(gid, "diff", f"{head} vs {base}", extra={"base": base, "head": head, "width_from": "head",
+                                                            "head_total_us": head_root, "base_total_us": base_root})
+    if not root.children:
         return None
     # a node is kept when it is visible with either side's widths (the page can draw both)
     floor_h, floor_b = threshold * head_root, threshold * base_root
     rows = graph.rows
     rows.append([-1, strings(f"all: {head} vs {base}"), strings(""), round(head_root, 4), round(base_root, 4), 0.0, 0.0])
-    row_of: dict[int, int] = {}
-    dropped: set[int] = set()
-    for n in nodes:
-        parent = n.get("parent")
-        if parent in dropped:
-            dropped.add(n["id"])
+    row_of = {id(root): 0}
+    pruned: set[int] = set()
+    for node, parent, _ in root.walk():
+        ht, bt = node.total[1] * uh, node.total[0] * ub
+        if id(parent) in pruned or ((ht < floor_h or ht == 0) and (bt < floor_b or bt == 0)):
+            pruned.add(id(node))
             graph.pruned_nodes += 1
+            if id(parent) not in pruned:
+                graph.pruned_us += max(ht, bt)
             continue
-        ht, bt = n["head_total_us_per_call"], n["base_total_us_per_call"]
-        if (ht < floor_h or ht == 0) and (bt < floor_b or bt == 0):
-            dropped.add(n["id"])
-            graph.pruned_nodes += 1
-            graph.pruned_us += max(ht, bt)
-            continue
-        row_of[n["id"]] = len(rows)
-        rows.append([0 if parent is None else row_of[parent], strings(n["frame"]), strings(n.get("layer") or ly.OTHER),
-                     round(ht, 4), round(bt, 4), round(n["head_self_us_per_call"], 4), round(n["base_self_us_per_call"], 4)])
+        row_of[id(node)] = len(rows)
+        rows.append([row_of[id(parent)], strings(node.name), strings(node.layer or ly.OTHER), round(ht, 4), round(bt, 4),
+                     round(node.self[1] * uh, 4), round(node.self[0] * ub, 4)])
     graph.drawn_nodes = len(rows)
     return graph

@@ -214,6 +214,7 @@ def test_diff_deltas_add_up(a, b, us_a, us_b):
     d = diff.diff(pa, pb)
     assert sum(r["delta_us_per_call"] for r in d["layers"]) == pytest.approx(us_b - us_a, abs=1e-6)
     assert sum(r["delta_us_per_call"] for r in d["frames"]) == pytest.approx(us_b - us_a, abs=1e-6)
-    roots = [n for n in d["flamegraph"]["nodes"] if n["parent"] is None]
-    assert sum(n["head_total_us_per_call"] for n in roots) == pytest.approx(us_b)
-    assert sum(n["base_total_us_per_call"] for n in roots) == pytest.approx(us_a)
+    root = d["tree"]
+    root.check()
+    ub, uh = d["us_per_sample"]
+    assert root.total[1] * uh == pytest.approx(us_b) and root.total[0] * ub == pytest.approx(us_a)

@@ -52,29 +52,23 @@ def test_layer_deltas_add_up_to_the_measured_difference(d):
 
 
 def test_differential_flame_graph_nodes(d):
-    fg = d["flamegraph"]
-    assert fg["width_from"] == "head"
-    nodes = fg["nodes"]
+    root = d["tree"]
+    root.check()  # total = self + children's totals, both sides, everywhere
+    ub, uh = d["us_per_sample"]
     by_path = {}
-    for n in nodes:
-        parent = by_path_name(nodes, n["parent"])
-        by_path[parent + (n["frame"],)] = n
-        assert n["parent"] is None or n["parent"] < n["id"]  # parents come first
-    root = by_path[(diff.STEP_ROOT,)]
-    assert root["head_total_us_per_call"] == pytest.approx(8.0) and root["base_total_us_per_call"] == pytest.approx(6.0)
+    for node, parent, _ in root.walk():
+        by_path[by_path_of(by_path, parent) + (node.name,)] = node
+    step = by_path[(diff.STEP_ROOT,)]
+    assert step.total[1] * uh == pytest.approx(8.0) and step.total[0] * ub == pytest.approx(6.0)
     planted = by_path[(diff.STEP_ROOT, "lib.s.shared", "tests.b.planted")]
-    assert planted["base_total_us_per_call"] == 0 and planted["delta_us_per_call"] == pytest.approx(4.0)
-    assert planted["layer"] == "Python"
+    assert planted.total[0] == 0 and (planted.total[1] * uh - planted.total[0] * ub) == pytest.approx(4.0)
+    assert planted.layer == "Python"
     x = by_path[(diff.STEP_ROOT, "lib.s.shared", "lib.s.x")]
-    assert x["delta_self_us_per_call"] == pytest.approx(0.0)
+    assert x.self[1] * uh - x.self[0] * ub == pytest.approx(0.0)
 
 
-def by_path_name(nodes, idx):
-    path = ()
-    while idx is not None:
-        path = (nodes[idx]["frame"],) + path
-        idx = nodes[idx]["parent"]
-    return path
+def by_path_of(by_path: dict, node) -> tuple:
+    return next((path for path, n in by_path.items() if n is node), ())
 
 
 def test_a_native_step_sits_under_the_root():

@@ -248,14 +248,20 @@ def _loaded_library(stem: str):
     raise RuntimeError(f"{stem} is not loaded in this process")
 
 
-# label -> (factory function in this module, library whose version and events apply, needs CUDA)
-BUILTIN: dict[str, tuple[str, str, bool]] = {
-    "cupy": ("cupy_matmul", "cupy", True),
-    "torch": ("torch_mm", "torch", False),
-    "numpy": ("numpy_matmul", "numpy", False),
-    "cublas": ("cublas_gemm", "cupy", True),
-    "torch-graph": ("torch_graph", "torch", True),
-    "cupy-graph": ("cupy_graph", "cupy", True),
+@dataclass(frozen=True)
+class Builtin:
+    factory: str  # the factory function in this module
+    library: str  # whose version and device events apply
+    needs_cuda: bool
+
+
+BUILTIN: dict[str, Builtin] = {
+    "cupy": Builtin("cupy_matmul", "cupy", True),
+    "torch": Builtin("torch_mm", "torch", False),
+    "numpy": Builtin("numpy_matmul", "numpy", False),
+    "cublas": Builtin("cublas_gemm", "cupy", True),
+    "torch-graph": Builtin("torch_graph", "torch", True),
+    "cupy-graph": Builtin("cupy_graph", "cupy", True),
 }
 # what each floor's time per call means, for the report's comparison against them
 FLOORS = {
@@ -268,7 +274,7 @@ FLOORS = {
 def builtin(label: str) -> CaseSpec:
     if label not in BUILTIN:
         raise FlametoolError(f"unknown case {label!r}; built-in cases are {', '.join(BUILTIN)} (or use --case FILE.py:FACTORY)")
-    return CaseSpec(label=label, factory=BUILTIN[label][0], module=__name__)
+    return CaseSpec(label=label, factory=BUILTIN[label].factory, module=__name__)
 
 
 def user_case(text: str) -> CaseSpec:

@@ -195,7 +195,7 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
     if dupes:
         raise FlametoolError(f"case label {dupes[0]!r} appears twice; each case needs its own label")
     for s in specs:
-        needs_cuda = s.module and cases.BUILTIN[s.label][2]
+        needs_cuda = s.module and cases.BUILTIN[s.label].needs_cuda
         if needs_cuda and on_cpu:
             raise FlametoolError(f"case {s.label!r} needs a CUDA device; use --device cuda:N or leave it out of --libs")
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
+from .errors import FlametoolError
 from .stacks import Frame
 
 INHERIT = "inherit"
@@ -26,11 +30,26 @@ class Rule:
                 and (self.file is None or bool(self.file.search(frame.file))))
 
 
+RULES_ENV = "FLAMETOOL_LAYERS"  # a layers.json of one's own, to try other rules on existing runs
+
+
 def load(text: str | None = None) -> tuple[list[Rule], dict[str, str]]:
-    """The rules and the layers (name -> what it holds, in display order) from layers.json (or `text`)."""
+    """The rules and the layers (name -> what it holds, in display order) from layers.json (or `text`, or
+    the file $FLAMETOOL_LAYERS names)."""
     if text is None:
-        text = resources.files(__package__).joinpath("layers.json").read_text(encoding="utf-8")
-    data = json.loads(text)
+        path = os.environ.get(RULES_ENV)
+        try:
+            text = (Path(path).read_text(encoding="utf-8") if path
+                    else resources.files(__package__).joinpath("layers.json").read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise FlametoolError(f"{RULES_ENV}={path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        return _parse(json.loads(text))
+    except (ValueError, KeyError, TypeError, re.error) as exc:
+        raise FlametoolError(f"{path or 'layers.json'}: not a layers file ({type(exc).__name__}: {exc})") from None
+
+
+def _parse(data: dict) -> tuple[list[Rule], dict[str, str]]:
     layers = {entry["layer"]: entry["about"] for entry in data["layers"]}
     rules = []
     for entry in data["rules"]:
@@ -42,15 +61,23 @@ def load(text: str | None = None) -> tuple[list[Rule], dict[str, str]]:
     return rules, layers
 
 
-RULES, LAYERS = load()
+@functools.lru_cache(maxsize=None)
+def current() -> tuple[list[Rule], dict[str, str]]:
+    """The rules in force, read once, when first needed (so a bad $FLAMETOOL_LAYERS is one error line)."""
+    return load()
 
 
-def classify(frame: Frame, rules: list[Rule] = RULES) -> str:
+def about() -> dict[str, str]:
+    """Layer name -> what it holds, in display order."""
+    return current()[1]
+
+
+def classify(frame: Frame, rules: list[Rule] | None = None) -> str:
     """The frame's own layer; may be INHERIT (its caller's layer decides)."""
-    return next((r.layer for r in rules if r.matches(frame)), OTHER)
+    return next((r.layer for r in (current()[0] if rules is None else rules) if r.matches(frame)), OTHER)
 
 
-def stack_layers(names: tuple[str, ...], frames: dict[str, Frame], rules: list[Rule] = RULES) -> list[str]:
+def stack_layers(names: tuple[str, ...], frames: dict[str, Frame], rules: list[Rule] | None = None) -> list[str]:
     """The layer of each frame of one stack, root first, with INHERIT resolved from the caller."""
     out: list[str] = []
     for name in names:
@@ -63,5 +90,5 @@ def stack_layers(names: tuple[str, ...], frames: dict[str, Frame], rules: list[R
 
 def order(layer_names) -> list[str]:
     """Layers in the order layers.json lists them (unknown ones last, by name)."""
-    known = list(LAYERS)
+    known = list(about())
     return sorted(layer_names, key=lambda l: (known.index(l) if l in known else len(known), l))

@@ -176,7 +176,7 @@ def case_entry(case: CaseSpec, config: Config) -> dict:
 def blank_result(case: CaseSpec, config: Config) -> CaseResult:
     return CaseResult(
         label=case.label, factory=f"{case.module or case.file}:{case.factory}",
-        library=BUILTIN[case.label][1] if case.module and case.label in BUILTIN else None,
+        library=BUILTIN[case.label].library if case.module and case.label in BUILTIN else None,
         device=config.device, dtype=config.dtypes[case.label], shape=list(config.shape), warmup=config.warmup,
     )
 

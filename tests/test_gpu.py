@@ -69,7 +69,7 @@ def test_builtin_gpu_cases_compute_the_product(label):
 
     from flametool import cases
 
-    factory = getattr(cases, cases.BUILTIN[label][0])
+    factory = getattr(cases, cases.BUILTIN[label].factory)
     step, sync = factory(96, 64, 32, "float32", "cuda:0")
     a, b, out = step.operands
     out.fill_(0) if hasattr(out, "fill_") else out.fill(0)

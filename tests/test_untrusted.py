@@ -120,7 +120,7 @@ def test_naming_and_layers_never_fail(frame_lists, by_line):
     assert sum(s.count for s in stacks) == len(raw)
     for s in stacks:
         assert all(name in frames for name in s.frames)
-        assert all(l in layers.LAYERS or l == layers.OTHER for l in layers.stack_layers(s.frames, frames))
+        assert all(l in layers.about() or l == layers.OTHER for l in layers.stack_layers(s.frames, frames))
         for name in s.frames:
             assert len(st.display_name(name, 60)) <= 60
             assert ";" not in st.folded_safe(name) and len(st.folded_safe(name).splitlines()) <= 1

@@ -259,10 +259,7 @@ def cmd_export(args: argparse.Namespace, out: Console) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
         return 0
-    try:
-        args.output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise FlametoolError(f"{args.output}: cannot be written ({exc.strerror or exc})") from None
+    rundir.write_output(args.output, text)
     return 0
 
 

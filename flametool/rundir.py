@@ -90,6 +90,18 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def write_output(path: Path, text: str) -> None:
+    """Write a file the user named (`-o`) as a shell's '>' would: through whatever is there, so a symlink
+    keeps pointing where it did, a FIFO is fed, a device (/dev/stdout, /dev/full) is written to and stays a
+    device. Any failure, on open or on write (ENOSPC), is one FlametoolError naming the path. Files inside a
+    run directory are written with write_atomic instead."""
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise FlametoolError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+
+
 def save(run: Path, data: dict[str, Any]) -> None:
     write_atomic(run / RUN_FILE, json.dumps(data, indent=2, sort_keys=False) + "\n")
 

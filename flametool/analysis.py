@@ -12,16 +12,17 @@ from .errors import FlametoolError, RunDirError
 SLOWER_EXIT = 3
 
 
-def analyse_run(run: Path, data: dict) -> tuple[dict, dict | None]:
+def analyse_run(run: Path, data: dict, loaded: dict[str, attribution.Profile] | None = None) -> tuple[dict, dict | None]:
     """(analysis, diff) for run.json: every case that has stacks, and the first two such cases diffed.
-    A case that cannot be analysed gets {"skipped": why}; that never fails the run."""
+    A case that cannot be analysed gets {"skipped": why}; that never fails the run. `loaded`: profiles the
+    caller has read already (by label), used instead of reading them again."""
     analysis: dict[str, dict] = {}
     profiles: list[attribution.Profile] = []
     for label, result in data["results"].items():
         reason = attribution.skip_reason(result)
         if reason is None:
             try:
-                profile = attribution.load_profile(run, data, label)
+                profile = loaded[label] if loaded and label in loaded else attribution.load_profile(run, data, label)
             except RunDirError as exc:
                 reason = str(exc)
             else:

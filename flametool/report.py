@@ -409,13 +409,13 @@ def diff_table(case_diff: dict | None) -> FrameTable | None:
                       f"(us per call; {head} minus {base}; frames matched by name on the merged call tree).")
 
 
-def flame_graphs(run: Path, data: dict, analysis_data: dict, case_diff: dict | None) -> FlameGraphs:
+def flame_graphs(profiles: dict[str, attribution.Profile], analysis_data: dict, case_diff: dict | None) -> FlameGraphs:
     strings = flame.Strings()
     graphs: list[flame.Graph] = []
-    for i, label in enumerate(attribution.sampled_labels(data)):
+    for i, (label, profile) in enumerate(profiles.items()):
         if "skipped" in analysis_data.get(label, {}):
             continue
-        graphs.append(flame.case_graph(attribution.load_profile(run, data, label), strings, f"fg-{i}"))
+        graphs.append(flame.case_graph(profile, strings, f"fg-{i}"))
     diff_graph = flame.diff_graph(case_diff, strings, "fg-diff") if case_diff else None
     if diff_graph:
         graphs.append(diff_graph)
@@ -503,10 +503,12 @@ def build(run: Path, data: dict | None = None) -> Report:
     """The view model of a run directory. Reads, never writes."""
     run = Path(run)
     data = rundir.load(run) if data is None else data
-    if "analysis" in data and "diff" in data:
-        analysis_data, case_diff = data["analysis"] or {}, data["diff"]
-    else:  # an interrupted run, saved before its analysis: analyse it here, in memory only
-        analysis_data, case_diff = analysis.analyse_run(run, data)
+    # run.json's 'analysis' and 'diff' are derived from the stacks and timings (and not checked on load):
+    # they are computed afresh here, in memory only, so an edited or stale copy can neither crash the page nor
+    # show figures that are not the run's
+    # a sampled case's stacks that cannot be read are an error naming the file, as in diff and export
+    profiles = {l: attribution.load_profile(run, data, l) for l in attribution.sampled_labels(data)}
+    analysis_data, case_diff = analysis.analyse_run(run, data, profiles)
     analysed = {l: a for l, a in analysis_data.items() if "skipped" not in a}
     env = environment()
     labels = list(data["results"])
@@ -521,7 +523,7 @@ def build(run: Path, data: dict | None = None) -> Report:
         layers=layer_section(analysis_data, case_diff),
         frame_tables=frame_tables(analysis_data),
         diff_table=diff_table(case_diff),
-        flames=flame_graphs(run, data, analysis_data, case_diff),
+        flames=flame_graphs(profiles, analysis_data, case_diff),
         cprofile=cprofile_cases(run, data),
         environment=environment_rows(run, data),
         css=asset(env, "report.css"),

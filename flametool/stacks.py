@@ -22,6 +22,9 @@ class FoldedLineError(ValueError):
     pass
 
 
+MAX_COUNT = 10**12  # samples on one line; bounded so that sums and shares of counts stay finite floats
+
+
 def parse_line(line: str) -> Stack:
     body, sep, count = line.rstrip("\n").rpartition(" ")
     if not sep or not body:
@@ -32,6 +35,9 @@ def parse_line(line: str) -> Stack:
         raise FoldedLineError(f"count {count[:40]!r} is not an integer") from None
     if n < 0:
         raise FoldedLineError("negative count")
+    if n > MAX_COUNT:
+        raise FoldedLineError(f"count {count[:20]!r}{'...' if len(count) > 20 else ''} is implausibly large "
+                              f"(more than {MAX_COUNT:.0e} samples)")
     return Stack(tuple(body.split(";")), n)
 
 

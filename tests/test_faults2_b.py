@@ -93,3 +93,127 @@ def test_default_report_stays_atomic(run, tmp_path, capsys):
     assert cli.main(["report", str(run)]) == 0
     assert outside.read_text() == "keep"
     assert not (run / "report.html").is_symlink() and (run / "report.html").read_text().startswith("<!DOCTYPE html>")
+
+
+# --- 6: every part of run.json a reader loads is checked; derived figures stay finite -----------------------
+
+READERS = ["report", "diff", "export", "snakeviz"]
+
+
+def read_with(command: str, run: Path, good: Path, tmp_path: Path, monkeypatch) -> int:
+    if command == "snakeviz":  # serving is not what is tested: only that the run directory is read and checked
+        from flametool import drilldown
+
+        monkeypatch.setattr(drilldown, "serve", lambda *a: 0)
+    return cli.main({
+        "report": ["report", str(run), "-o", str(tmp_path / "out.html")],
+        "diff": ["diff", str(good), str(run)],
+        "export": ["export", str(run), "--format", "speedscope"],
+        "snakeviz": ["snakeviz", str(run)],
+    }[command])
+
+
+def edit(run: Path, change) -> None:
+    data = json.loads((run / "run.json").read_text())
+    change(data)
+    (run / "run.json").write_text(json.dumps(data))  # allow_nan: as an editor or another tool might
+
+
+def nested(depth: int):
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+SPOILED = {
+    "config a list": (lambda d: d.update(config=[1]), "run.json: config is [1], expected an object"),
+    "config.processes a string": (lambda d: d["config"].update(processes="5"),
+                                  'run.json: config.processes is "5", expected a count'),
+    "env a string": (lambda d: d.update(env="x"), 'run.json: env is "x", expected an object'),
+    "huge time per call": (lambda d: d["results"]["alpha"]["sample_timing"].update(cpu_us_per_call=1e308),
+                           "run.json: result 'alpha': sample_timing.cpu_us_per_call is 1e+308, expected a number 0 or "
+                           "from 1e-06 to 1e+12"),
+    "tiny time per call": (lambda d: d["results"]["alpha"].update(cpu_us_per_call=1e-300),
+                           "run.json: result 'alpha': cpu_us_per_call is 1e-300, expected a number"),
+    "huge count": (lambda d: d["results"]["alpha"].update(samples=10**30),
+                   "run.json: result 'alpha': samples is 1000000000000000000000000000000, expected a count"),
+    "NaN in a result": (lambda d: d["results"]["alpha"].update(cpu_us_per_call=float("nan")),
+                        "run.json: results.alpha.cpu_us_per_call is NaN, not a finite number"),
+    "NaN in analysis": (lambda d: d["analysis"]["alpha"].update(us_per_call=float("nan")),
+                        "run.json: analysis.alpha.us_per_call is NaN, not a finite number"),
+    "Infinity (1e400) in env": (lambda d: d["env"].update(cpu_count=float("inf")),
+                                "run.json: env.cpu_count is Infinity, not a finite number"),
+    "nested 100 deep": (lambda d: d["env"].update(gpu=nested(100)), "run.json: nested more than 32 levels deep (at env.gpu"),
+}
+
+
+@pytest.mark.parametrize("fault", list(SPOILED))
+@pytest.mark.parametrize("command", READERS)
+def test_spoiled_run_json_is_one_line(tmp_path, capsys, monkeypatch, command, fault):
+    run, good = hostile_run(tmp_path / "run"), hostile_run(tmp_path / "good")
+    spoil, expected = SPOILED[fault]
+    edit(run, spoil)
+    before = snapshot(run)
+    code = read_with(command, run, good, tmp_path, monkeypatch)
+    _, line = one_line(capsys)
+    assert code == 2
+    assert line.startswith(f"flametool: {run}/run.json: ") and expected in line, line
+    assert snapshot(run) == before
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_json_nested_past_the_recursion_limit_is_one_line(tmp_path, capsys, monkeypatch, command):
+    run, good = hostile_run(tmp_path / "run"), hostile_run(tmp_path / "good")
+    text = (run / "run.json").read_text()
+    (run / "run.json").write_text(text.replace('"env": {', '"deep": ' + "[" * 100_000 + "]" * 100_000 + ', "env": {', 1))
+    code = read_with(command, run, good, tmp_path, monkeypatch)
+    _, line = one_line(capsys)
+    assert code == 2 and line.startswith(f"flametool: {run}/run.json: ") and "nested" in line, line
+
+
+def test_folded_count_too_large_is_one_line(tmp_path, capsys):
+    run = hostile_run(tmp_path / "run")
+    (run / "alpha.folded").write_text("step (case.py:1);malloc (libc.so.6) " + "9" * 400 + "\n")
+    assert cli.main(["export", str(run), "--format", "speedscope"]) == 2
+    _, line = one_line(capsys)
+    assert line.startswith(f"flametool: {run}/alpha.folded: line 1: count '99999") and "implausibly large" in line
+
+
+def test_stored_analysis_and_diff_are_not_read_but_recomputed(tmp_path, capsys):
+    """The report computes analysis and diff afresh: stored ones of any shape neither crash it nor show."""
+    run = hostile_run(tmp_path / "run")
+    from flametool import report
+
+    expected = report.render(run)
+    edit(run, lambda d: d.update(analysis={"alpha": {"hot_frames": "x", "us_per_call": "nan"}, "beta": [1]},
+                                 diff={"base": 1, "layers": None, "frames": {"a": 2}}))
+    assert cli.main(["report", str(run), "-o", str(tmp_path / "a.html")]) == 0
+    edit(run, lambda d: (d.pop("analysis"), d.pop("diff")))
+    assert cli.main(["report", str(run), "-o", str(tmp_path / "b.html")]) == 0
+    strip = lambda html: "\n".join(l for l in html.splitlines() if "generated" not in l and "run directory" not in l)  # noqa: E731
+    assert strip((tmp_path / "a.html").read_text()) == strip((tmp_path / "b.html").read_text()) == strip(expected)
+    assert ">nan<" not in (tmp_path / "a.html").read_text()
+
+
+def test_json_writers_refuse_nan_with_one_clear_error(tmp_path):
+    from flametool.errors import FlametoolError
+
+    run = make_run(tmp_path / "run", {"a": ("step (case.py:1);malloc (libc.so.6) 5\n", 10.0, 0)})
+    data = rundir.load(run)
+    before = (run / "run.json").read_bytes()
+    data["results"]["a"]["cpu_us_per_call"] = float("nan")
+    with pytest.raises(FlametoolError, match=r"run.json: not written: results.a.cpu_us_per_call is NaN, not a finite number"):
+        rundir.save(run, data)
+    assert (run / "run.json").read_bytes() == before  # the last good run.json is kept
+
+
+def test_speedscope_weights_stay_finite_at_the_bound(tmp_path, capsys):
+    """The largest plausible time per call and count still export as finite JSON numbers."""
+    run = make_run(tmp_path / "run", {"a": ("step (case.py:1);malloc (libc.so.6) 999999999999\n"
+                                            "step (case.py:1);free (libc.so.6) 1\n", 1e12, 0)})
+    edit(run, lambda d: d["results"]["a"].update(samples=1))  # recorded far fewer than read: the largest shares
+    assert cli.main(["export", str(run), "--format", "speedscope"]) == 0
+    text = capsys.readouterr().out
+    assert "Infinity" not in text and "NaN" not in text
+    json.loads(text, parse_constant=lambda c: pytest.fail(c))

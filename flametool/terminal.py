@@ -1,4 +1,9 @@
-"""Terminal output: the live progress line while cases run, and the summary table at the end."""
+"""Terminal output: the live progress line while cases run, and the summary table at the end.
+
+Names printed here come from run directories made on other machines and from whatever code was profiled
+(frame names, labels, error texts, paths), so every such string goes through ``visible`` (control
+characters as escapes: ESC[2J prints as \\x1b[2J and clears nothing) and into a ``Text`` (no console
+markup or emoji codes are read from it)."""
 
 from __future__ import annotations
 
@@ -9,9 +14,32 @@ from rich.table import Table
 from rich.text import Text
 
 
+# C0 and C1 control characters and DEL (ESC, CSI, BEL, BS, CR, ...), Unicode line and paragraph
+# separators, and the bidirectional controls that reorder what follows them on screen
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_CONTROLS = [chr(i) for i in range(0x20)] + ["\x7f"] + [chr(i) for i in range(0x80, 0xA0)] + ["\u2028", "\u2029", *_BIDI]
+_VISIBLE = str.maketrans({c: f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" for c in _CONTROLS})
+
+
+def visible(value: object) -> str:
+    """The text with every control character written as an escape (\\x1b, \\u202e), for a terminal."""
+    return str(value).translate(_VISIBLE)
+
+
+def text(value: object) -> Text:
+    """A table cell or line of untrusted text: controls made visible, no markup read from it."""
+    return Text(visible(value))
+
+
+def say(console: Console, line: object, **kwargs) -> None:
+    """Print one line of untrusted text (an error naming a path or a label)."""
+    console.print(text(line), highlight=False, **kwargs)
+
+
 def titled(title: str) -> Table:
     """A table at least as wide as its title, so a long title is not folded over a narrow table."""
-    return Table(title=title, title_justify="left", min_width=len(title))
+    title = visible(title)
+    return Table(title=Text(title), title_justify="left", min_width=len(title))
 
 
 class Progress:
@@ -36,7 +64,7 @@ class Progress:
     def update(self, label: str, what: str) -> None:
         if label not in self.labels:
             self.labels.append(label)
-        line = Text(f"[{len(self.labels)}/{self.total}] {label}: {what}")
+        line = text(f"[{len(self.labels)}/{self.total}] {label}: {what}")
         if self.status is not None:
             self.status.update(line)
         else:
@@ -72,13 +100,13 @@ def print_summary(data: dict, run_dir: Path, console: Console) -> None:
                     + "; spread in brackets)")
     for col, right in (("case", False), ("dtype", False), ("shape", False), ("CPU", True), ("GPU", True),
                        (f"CPU / {base_label}", True), ("bound", False)):
-        timing.add_column(col, justify="right" if right else "left")
+        timing.add_column(text(col), justify="right" if right else "left")
     for label, r in results.items():
         if r.get("error"):
-            timing.add_row(Text(label), r.get("dtype") or "", _row_shape(r.get("shape")), "failed", "", "", "")
+            timing.add_row(text(label), text(r.get("dtype") or ""), _row_shape(r.get("shape")), "failed", "", "", "")
             continue
         timing.add_row(
-            Text(label), r["dtype"], _row_shape(r["shape"]),
+            text(label), text(r["dtype"]), _row_shape(r["shape"]),
             fmt_us(r["cpu_us_per_call"]) + spread(r.get("cpu_us_per_call_repeats") or []),
             fmt_us(r["gpu_us_per_call"]),
             f"{r['cpu_us_per_call'] / base:.2f}x" if base else "-",
@@ -95,7 +123,7 @@ def print_summary(data: dict, run_dir: Path, console: Console) -> None:
         slowdown = (r.get("sampling") or {}).get("slowdown")
         inflation = r.get("cprofile_inflation")
         profiling.add_row(
-            Text(label), _row_shape(r.get("sample_shape")), fmt_us(st.get("cpu_us_per_call")),
+            text(label), _row_shape(r.get("sample_shape")), fmt_us(st.get("cpu_us_per_call")),
             f"{fmt_us(r.get('cprofile_us_per_call'))} ({inflation:.2f}x)" if inflation else "-",
             f"{fmt_us(r.get('sampled_us_per_call'))} ({slowdown:.2f}x)" if slowdown else "-",
             f"{r['samples']} at {r['rate_hz']} Hz" if r.get("samples") is not None else "-",
@@ -104,23 +132,23 @@ def print_summary(data: dict, run_dir: Path, console: Console) -> None:
 
     for label, r in results.items():
         if r.get("error"):
-            console.print(Text(f"{label}: failed: {r['error']}"), highlight=False)
+            console.print(text(f"{label}: failed: {r['error']}"), highlight=False)
             continue
         if not r.get("host_bound"):
-            console.print(Text(f"{label}: {r['bound_note']}"), highlight=False)
+            console.print(text(f"{label}: {r['bound_note']}"), highlight=False)
         if r.get("sample_shape") != r.get("shape"):
-            console.print(Text(f"{label}: {r['sample_shape_reason']}"), highlight=False)
+            console.print(text(f"{label}: {r['sample_shape_reason']}"), highlight=False)
         sampling = r.get("sampling") or {}
         if sampling and not sampling.get("complete"):
-            console.print(Text(f"{label}: sampling incomplete: {sampling.get('error')}"), highlight=False)
+            console.print(text(f"{label}: sampling incomplete: {sampling.get('error')}"), highlight=False)
         elif sampling.get("suggested_rate_hz"):
             why = (f"py-spy fell {sampling['behind_seconds']:.1f} s behind" if sampling.get("behind")
                    else f"sampling slowed the loop {sampling['slowdown']:.2f}x")
-            console.print(Text(f"{label}: {why} at {r['rate_hz']} Hz (shares stay fair); "
+            console.print(text(f"{label}: {why} at {r['rate_hz']} Hz (shares stay fair); "
                                f"--rate {sampling['suggested_rate_hz']} would perturb it less"), highlight=False)
     if not data.get("complete"):
-        console.print(Text("run incomplete: run.json holds what finished"), highlight=False)
-    console.print(Text(f"run directory: {run_dir}"), highlight=False)
+        console.print(text("run incomplete: run.json holds what finished"), highlight=False)
+    console.print(text(f"run directory: {run_dir}"), highlight=False)
 
 
 def _pm(value: float, se: float) -> str:
@@ -132,7 +160,7 @@ def print_layers(analysis: dict, case_diff: dict | None, console: Console, top: 
     done = {l: a for l, a in analysis.items() if "skipped" not in a}
     for label, a in analysis.items():
         if "skipped" in a:
-            console.print(Text(f"{label}: no stack analysis: {a['skipped']}"), highlight=False)
+            console.print(text(f"{label}: no stack analysis: {a['skipped']}"), highlight=False)
     if not done:
         return
     from .layers import order
@@ -140,12 +168,12 @@ def print_layers(analysis: dict, case_diff: dict | None, console: Console, top: 
     table = titled("host time per call by layer, us (± one standard error from the sample count)")
     table.add_column("layer")
     for label in done:
-        table.add_column(label, justify="right")
+        table.add_column(text(label), justify="right")
     if case_diff:
-        table.add_column(f"{case_diff['head']} - {case_diff['base']}", justify="right")
+        table.add_column(text(f"{case_diff['head']} - {case_diff['base']}"), justify="right")
         deltas = {r["layer"]: r for r in case_diff["layers"]}
     for layer in order({l for a in done.values() for l in a["layers_us_per_call"]}):
-        row = [Text(layer)]
+        row = [text(layer)]
         for a in done.values():
             us = a["layers_us_per_call"].get(layer)
             row.append(_pm(us, a["layers_se_us"][layer]) if us is not None else "-")
@@ -153,7 +181,7 @@ def print_layers(analysis: dict, case_diff: dict | None, console: Console, top: 
             d = deltas.get(layer)
             row.append(f"{d['delta_us_per_call']:+,.2f} ± {d['delta_se_us']:,.2f}" if d else "-")
         table.add_row(*row)
-    row = [Text("total (measured)")] + [f"{a['us_per_call']:,.2f}" for a in done.values()]
+    row = [text("total (measured)")] + [f"{a['us_per_call']:,.2f}" for a in done.values()]
     if case_diff:
         row.append(f"{case_diff['delta_us_per_call']:+,.2f}")
     table.add_row(*row, end_section=True)
@@ -163,7 +191,7 @@ def print_layers(analysis: dict, case_diff: dict | None, console: Console, top: 
         flag = "" if c["within_tolerance"] else f" (outside {c['tolerance']:.0%}: samples were lost)"
         libc = a["layers_called_from_us_per_call"].get("C library/allocator") or {}
         callers = ", ".join(f"{k} {v:,.2f}" for k, v in list(libc.items())[:3])
-        console.print(Text(f"{label}: layers sum to {c['layers_sum_us_per_call']:,.2f} of {c['measured_us_per_call']:,.2f} us "
+        console.print(text(f"{label}: layers sum to {c['layers_sum_us_per_call']:,.2f} of {c['measured_us_per_call']:,.2f} us "
                            f"per call (ratio {c['ratio']:.3f}){flag}; {a['samples']} samples"
                            + (f"; C library called from: {callers}" if callers else "")), highlight=False)
     if case_diff:
@@ -175,13 +203,13 @@ def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None
     table.add_column("frame", overflow="fold", ratio=1)
     table.add_column("layer")
     for col in (case_diff["base"], case_diff["head"], "delta", "delta total"):
-        table.add_column(col, justify="right", no_wrap=True)
+        table.add_column(text(col), justify="right", no_wrap=True)
     changed = [r for r in case_diff["frames"] if r["delta_us_per_call"] or r["delta_total_us_per_call"]]
     if not changed:
-        console.print(Text("no frame differs"), highlight=False)
+        console.print(text("no frame differs"), highlight=False)
         return
     for r in changed[:top]:
-        table.add_row(Text(r["display"]), r["layer"], f"{r['base_self_us_per_call']:,.2f}", f"{r['head_self_us_per_call']:,.2f}",
+        table.add_row(text(r["display"]), text(r["layer"]), f"{r['base_self_us_per_call']:,.2f}", f"{r['head_self_us_per_call']:,.2f}",
                       f"{r['delta_us_per_call']:+,.2f} ± {r['delta_se_us']:,.2f}", f"{r['delta_total_us_per_call']:+,.2f}")
     console.print(table)
 
@@ -192,11 +220,11 @@ def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10)
     for col in ("layer", "base", "head", "delta"):
         table.add_column(col, justify="left" if col == "layer" else "right")
     for r in case_diff["layers"]:
-        table.add_row(Text(r["layer"]), f"{r['base_us_per_call']:,.2f}", f"{r['head_us_per_call']:,.2f}",
+        table.add_row(text(r["layer"]), f"{r['base_us_per_call']:,.2f}", f"{r['head_us_per_call']:,.2f}",
                       f"{r['delta_us_per_call']:+,.2f} ± {r['delta_se_us']:,.2f}")
-    table.add_row(Text("total (measured)"), f"{case_diff['base_us_per_call']:,.2f}", f"{case_diff['head_us_per_call']:,.2f}",
+    table.add_row(text("total (measured)"), f"{case_diff['base_us_per_call']:,.2f}", f"{case_diff['head_us_per_call']:,.2f}",
                   f"{case_diff['delta_us_per_call']:+,.2f}")
     console.print(table)
     print_frame_deltas(case_diff | {"base": "base", "head": "head"}, console, top)
     if not case_diff.get("same_shape_and_dtype", True):
-        console.print(Text("note: the two runs sampled this case at different shapes or dtypes"), highlight=False)
+        console.print(text("note: the two runs sampled this case at different shapes or dtypes"), highlight=False)

@@ -217,3 +217,73 @@ def test_speedscope_weights_stay_finite_at_the_bound(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "Infinity" not in text and "NaN" not in text
     json.loads(text, parse_constant=lambda c: pytest.fail(c))
+
+
+# --- 7: names from a run never drive the terminal ------------------------------------------------------------
+
+CLEAR = "\x1b[2J"
+HOSTILE_FRAMES = [f"clear{CLEAR}screen (evil.py:1)", "bell\x07ring\x08 (evil.py:2)", "csi\x9b2J (libevil.so)",
+                  "rtl\u202eexe.txt (evil.py:3)", "[/bold] markup [red]x (evil.py:4)"]
+
+
+def hostile_terminal_run(path: Path, us: float, label: str = "alpha") -> Path:
+    lines = "".join(f"step (case.py:1);{name} {10 * (i + 1)}\n" for i, name in enumerate(HOSTILE_FRAMES))
+    return make_run(path, {label: (lines + "step (case.py:1);malloc (libc.so.6) 50\n", us, 0),
+                           "plain": ("step (case.py:1);malloc (libc.so.6) 80\n", 5.0, 0)})
+
+
+def assert_inert(output: str) -> None:
+    assert "\x1b" not in output and "\x9b" not in output and "\x07" not in output and "\u202e" not in output, repr(output)
+
+
+def test_diff_prints_hostile_frame_names_visibly(tmp_path):
+    from conftest import run_cli
+
+    base = hostile_terminal_run(tmp_path / "base", 10.0)
+    head = make_run(tmp_path / "head", {"alpha": ("step (case.py:1);malloc (libc.so.6) 50\n", 12.0, 0)})
+    proc = run_cli("diff", str(base), str(head), "--case", "alpha")
+    assert proc.returncode == 0, proc.stderr
+    assert_inert(proc.stdout + proc.stderr)
+    assert "\\x1b[2J" in proc.stdout and "\\x9b2J" in proc.stdout and "\\u202e" in proc.stdout
+    assert "[/bold] markup [red]x" in proc.stdout  # console markup is printed as text, not read
+
+
+def test_compare_summary_prints_hostile_names_visibly(tmp_path):
+    """What `flametool compare` prints at the end (cli.cmd_compare): the summary, the layers, the frame deltas."""
+    import io
+
+    from rich.console import Console
+
+    from flametool import analysis, terminal
+
+    label = f"ev{CLEAR}il"
+    run = hostile_terminal_run(tmp_path / "run", 10.0, label)
+    data = rundir.load(run)
+    data["results"]["plain"].update(error=f"factory raised {CLEAR}ValueError[/]", dtype="[/x]")
+    data["results"][label].update(bound_note=f"note {CLEAR}", host_bound=False, sample_shape_reason="why\x1b[1A",
+                                   sample_shape=[128, 128, 128])
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, color_system=None, width=200)
+    terminal.print_summary(data, run, console)
+    data["results"]["plain"]["error"] = None
+    terminal.print_layers(*analysis.analyse_run(run, data), console)
+    printed = buffer.getvalue()
+    assert_inert(printed)
+    assert "ev\\x1b[2Jil" in printed and "clear\\x1b[2Jscreen" in printed and "factory raised \\x1b[2JValueError[/]" in printed
+    assert "why\\x1b[1A" in printed and "bell\\x07ring\\x08" in printed
+
+
+def test_error_lines_print_names_visibly(tmp_path, capsys):
+    missing = tmp_path / f"run{CLEAR}"
+    assert cli.main(["report", str(missing)]) == 2
+    _, line = one_line(capsys)
+    assert_inert(line)
+    assert line == f"flametool: {tmp_path}/run\\x1b[2J: no such run directory"
+
+
+def test_folded_export_writes_controls_as_escapes(tmp_path, capsys):
+    run = hostile_terminal_run(tmp_path / "run", 10.0)
+    assert cli.main(["export", str(run), "--format", "folded", "--case", "alpha"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out  # (bidi marks are data, not controls)
+    assert "clear\\x1b[2Jscreen" in out and "csi\\x9b2J" in out

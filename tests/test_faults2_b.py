@@ -287,3 +287,65 @@ def test_folded_export_writes_controls_as_escapes(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out  # (bidi marks are data, not controls)
     assert "clear\\x1b[2Jscreen" in out and "csi\\x9b2J" in out
+
+
+# --- 10: the up-front --case check: honours coding cookies, sees names bound under if/try/..., wants .py ----
+
+FACTORY_BODY = '''
+    import numpy as np
+    a = np.ones((m, n), dtype=dtype)
+
+    def step():
+        np.add(a, a, out=a)
+
+    return step, lambda: None
+'''
+LATIN1 = ("# -*- coding: latin-1 -*-\n# caf\xe9: a latin-1 comment\nlabel = 'd\xe9j\xe0 vu'\n\ndef base(m, k, n, dtype, device):"
+          + FACTORY_BODY).encode("latin-1")
+UNDER = {
+    "if": "import sys\nif sys.version_info >= (3,):\n    def base(m, k, n, dtype, device):" + FACTORY_BODY.replace("\n    ", "\n        "),
+    "try": "try:\n    import numpy\nexcept ImportError:\n    numpy = None\nelse:\n    def base(m, k, n, dtype, device):"
+           + FACTORY_BODY.replace("\n    ", "\n        "),
+    "with": "import contextlib\nwith contextlib.suppress(Exception):\n    def base(m, k, n, dtype, device):"
+            + FACTORY_BODY.replace("\n    ", "\n        "),
+    "for": "def _make(m, k, n, dtype, device):" + FACTORY_BODY + "\nfor base in [_make]:\n    pass\n",
+    "assigned in a tuple": "def _make(m, k, n, dtype, device):" + FACTORY_BODY + "\n(base, other) = (_make, None)\n",
+}
+
+
+@pytest.mark.parametrize("where", list(UNDER))
+def test_case_factory_bound_under_a_block_is_accepted(tmp_path, where):
+    from flametool import cases
+
+    path = tmp_path / "mine.py"
+    path.write_text(UNDER[where])
+    assert cases.user_case(f"{path}:base").factory == "base"
+
+
+def test_case_file_with_a_coding_cookie_is_accepted_and_runs(tmp_path):
+    from conftest import run_cli
+
+    path = tmp_path / "latin.py"
+    path.write_bytes(LATIN1)
+    out = tmp_path / "run"
+    proc = run_cli("compare", "--device", "cpu", "--libs", "", "--case", f"{path}:base", "--no-sample",
+                   "--repeats", "1", "--iters", "20", "--warmup", "2", "--shape", "8,8,8", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert rundir.load(out)["results"]["base"]["cpu_us_per_call"] > 0
+
+
+@pytest.mark.parametrize("name, content, words", [
+    ("good.txt", "def base(m, k, n, dtype, device):" + FACTORY_BODY, "good.txt is not a Python file"),
+    ("nested.py", "def outer():\n    def base(m, k, n, dtype, device):\n        pass\n", "defines no base"),
+    ("klass.py", "class K:\n    def base(self):\n        pass\n", "defines no base"),
+    ("badcookie.py", "# -*- coding: no-such-codec -*-\ndef base(): pass\n", "does not parse"),
+    ("notlatin.py", b"# caf\xe9\ndef base(): pass\n", "does not parse"),
+])
+def test_bad_case_file_is_one_line_before_anything_starts(tmp_path, capsys, name, content, words):
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    out = tmp_path / "run"
+    code = cli.main(["compare", "--device", "cpu", "--libs", "", "--case", f"{path}:base", "--no-sample", "--out", str(out)])
+    _, line = one_line(capsys)
+    assert code == 2 and words in line, line
+    assert not out.exists()

@@ -17,6 +17,7 @@ called with the least Python, and the host cost per product when a graph of prod
 from __future__ import annotations
 
 import ast
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -278,30 +279,65 @@ def builtin(label: str) -> CaseSpec:
 
 
 def user_case(text: str) -> CaseSpec:
-    """Check ``FILE.py:FACTORY`` without running the file: it exists, parses, and defines FACTORY."""
+    """Check ``FILE.py:FACTORY`` without running the file: a .py file that exists, parses (read as Python
+    reads it: a PEP 263 coding cookie or a BOM decides the encoding), and binds FACTORY at module level."""
     path_text, sep, factory = text.rpartition(":")
     if not sep or not path_text or not factory:
         raise FlametoolError(f"--case {text!r}: expected FILE.py:FACTORY")
     path = Path(path_text)
     if not path.is_file():
         raise FlametoolError(f"--case {text!r}: no such file {path}")
+    if path.suffix != ".py":  # the child imports it as Python source, which only a .py file is found as
+        raise FlametoolError(f"--case {text!r}: {path} is not a Python file (expected FILE.py:FACTORY)")
+    if not factory.isidentifier():
+        raise FlametoolError(f"--case {text!r}: {factory!r} is not a Python name")
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (SyntaxError, UnicodeDecodeError) as exc:
+        with tokenize.open(path) as fh:
+            source = fh.read()
+        tree = ast.parse(source, filename=str(path))
+    except OSError as exc:
+        raise FlametoolError(f"--case {text!r}: {path} cannot be read ({exc.strerror or exc})") from None
+    except (SyntaxError, UnicodeDecodeError, ValueError) as exc:  # ValueError: a NUL byte (Python 3.11)
         raise FlametoolError(f"--case {text!r}: {path} does not parse ({exc})") from None
-    if factory not in _top_level_names(tree):
+    names, star = module_names(tree)
+    if factory not in names and not star:  # after 'from x import *' any name may be bound: the child checks
         raise FlametoolError(f"--case {text!r}: {path} defines no {factory}")
     return CaseSpec(label=factory, factory=factory, file=str(path.resolve()))
 
 
-def _top_level_names(tree: ast.Module) -> set[str]:
+def module_names(tree: ast.Module) -> tuple[set[str], bool]:
+    """The names a module binds at module level, wherever the statement is (under if, try, with, for,
+    while, match), and whether it has a 'from ... import *'. Function and class bodies (and lambdas,
+    comprehensions) have scopes of their own and are not entered; their names are bound there."""
     names: set[str] = set()
-    for node in tree.body:
+    star = False
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return names
+            # decorators and default values run at module level; a walrus there binds a module name
+            todo.extend(node.decorator_list)
+            if not isinstance(node, ast.ClassDef):
+                todo.extend(node.args.defaults + [d for d in node.args.kw_defaults if d is not None])
+            else:
+                todo.extend(node.bases + [k.value for k in node.keywords])
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    star = True
+                else:
+                    names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+        todo.extend(ast.iter_child_nodes(node))
+    return names, star

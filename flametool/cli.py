@@ -217,14 +217,14 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
 
 
 def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
-    config = compare_config(args, lambda text: err.print(text, highlight=False, markup=False))
+    config = compare_config(args, lambda text: terminal.say(err, text))
     with terminal.Progress(err) as progress:
         try:
             run_dir, run = runner.compare(config, ["flametool", *argv], progress.update)
         except KeyboardInterrupt:
             kept = config.out / rundir.RUN_FILE
-            err.print(f"flametool: interrupted; what finished is kept in {kept} (complete: false)" if kept.exists()
-                      else "flametool: interrupted before anything was measured", highlight=False, markup=False)
+            terminal.say(err, f"flametool: interrupted; what finished is kept in {kept} (complete: false)" if kept.exists()
+                         else "flametool: interrupted before anything was measured")
             return 130
     analysed = analysis.analyse(run_dir, run)
     terminal.print_summary(analysed, out)
@@ -232,12 +232,11 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     write_report(run_dir, analysed, err, out)
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
-        err.print(f"flametool: case {label!r}: {run.results[label].error}", highlight=False, markup=False)
+        terminal.say(err, f"flametool: case {label!r}: {run.results[label].error}")
     # a sampler that hung or crashed kept what it had, but the run is not what was asked for
     unsampled = [l for l, r in run.results.items() if r.sampling is not None and not r.sampling.complete]
     for label in unsampled:
-        err.print(f"flametool: case {label!r}: sampling incomplete: {run.results[label].sampling.error}",
-                  highlight=False, markup=False)
+        terminal.say(err, f"flametool: case {label!r}: sampling incomplete: {run.results[label].sampling.error}")
     return 1 if failed or unsampled else 0
 
 
@@ -247,26 +246,26 @@ def write_report(run_dir: Path, analysed: analysis.Analysis, err: Console, out: 
     try:
         path = report.write(run_dir, analysed=analysed)
     except Exception as exc:  # noqa: BLE001 - any fault here must not hide a finished measurement
-        err.print(f"flametool: report.html not written ({type(exc).__name__}: {exc}); run.json is complete; "
-                  f"retry with: flametool report {run_dir}", highlight=False, markup=False)
+        terminal.say(err, f"flametool: report.html not written ({type(exc).__name__}: {exc}); run.json is complete; "
+                          f"retry with: flametool report {run_dir}")
         return
-    out.print(f"report: {path}", highlight=False, markup=False)
+    terminal.say(out, f"report: {path}")
 
 
 def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
     path = report.write(args.run, args.output)
-    out.print(f"report: {path}", highlight=False, markup=False)
+    terminal.say(out, f"report: {path}")
     if args.open:
         import webbrowser
 
         if not webbrowser.open(path.resolve().as_uri()):
-            err.print(f"flametool: no web browser found; open {path} yourself", highlight=False, markup=False)
+            terminal.say(err, f"flametool: no web browser found; open {path} yourself")
     return 0
 
 
 def cmd_snakeviz(args: argparse.Namespace, err: Console, out: Console) -> int:
     target = drilldown.target(args.run, args.case)
-    return drilldown.serve(target, args.port, lambda text: out.print(text, highlight=False, markup=False, soft_wrap=True))
+    return drilldown.serve(target, args.port, lambda text: terminal.say(out, text, soft_wrap=True))
 
 
 def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
@@ -277,8 +276,8 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
     terminal.print_run_diff(result, label, out, args.top)
     grew = (result["ratio"] - 1) * 100
     if args.fail_above is not None and grew > args.fail_above:
-        err.print(f"flametool: {label}: {result['base_us_per_call']:.2f} -> {result['head_us_per_call']:.2f} us per call, "
-                  f"{grew:+.1f}% (more than --fail-above {args.fail_above:g}%)", highlight=False, markup=False)
+        terminal.say(err, f"flametool: {label}: {result['base_us_per_call']:.2f} -> {result['head_us_per_call']:.2f} us per call, "
+                          f"{grew:+.1f}% (more than --fail-above {args.fail_above:g}%)")
         return analysis.SLOWER_EXIT
     return 0
 
@@ -289,10 +288,7 @@ def cmd_export(args: argparse.Namespace, out: Console) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
         return 0
-    try:
-        args.output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise FlametoolError(f"{args.output}: cannot be written ({exc.strerror or exc})") from None
+    rundir.write_output(args.output, text)
     return 0
 
 
@@ -320,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_snakeviz(args, err, out)
         raise FlametoolError(f"unknown command {args.command}")
     except FlametoolError as exc:
-        err.print(f"flametool: {exc}", highlight=False, markup=False)
+        terminal.say(err, f"flametool: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
         err.print("flametool: interrupted", highlight=False)

@@ -107,6 +107,9 @@ def export(run: Path, fmt: str, case: str | None, by_line: bool = False) -> str:
     if fmt == "folded":
         return folded(profs)
     doc = speedscope(profs, name=f"flametool {run.name}")
-    text = json.dumps(doc)
+    try:
+        text = json.dumps(doc, allow_nan=False)
+    except ValueError:  # the run's figures are bounded on load, so this is a bug, still said in one line
+        raise FlametoolError(f"{run}: speedscope export not written: a weight is not a finite number") from None
     check_speedscope(json.loads(text))  # what is written, read back
     return text

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from .stats import Interval, PairFigures
 
 DASH = "–"
@@ -77,9 +75,14 @@ def closure_sentence(x: dict) -> str:
             f"(ratio {c['ratio']:.3f}), from {x['samples']} samples")
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# C0 and C1 control characters and DEL (ESC, CSI, BEL, BS, CR, ...), Unicode line and paragraph
+# separators, and the bidirectional controls that reorder what follows them on screen
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_CONTROLS = [chr(i) for i in range(0x20)] + ["\x7f"] + [chr(i) for i in range(0x80, 0xA0)] + ["\u2028", "\u2029", *_BIDI]
+_VISIBLE = str.maketrans({c: f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}" for c in _CONTROLS})
 
 
-def visible(text: str) -> str:
-    """Control characters (escape sequences in a frame name from another machine) shown as escapes."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+def visible(value: object) -> str:
+    """The text with every control character written as an escape (\\x1b, \\u202e): a name from another
+    machine's run (ESC[2J) prints as text and clears nothing."""
+    return str(value).translate(_VISIBLE)

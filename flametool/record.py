@@ -22,8 +22,13 @@ from typing import Any, Callable
 from .errors import RunDirError
 
 SCHEMA = 2
-# a time per call beyond this (about 17 minutes) is not a measurement of a launch: a damaged file
-MAX_US = 1e9
+# Bounds that keep every derived figure finite: a time per call (us), a ratio or a number of seconds is 0 or
+# within [MIN_NUMBER, MAX_NUMBER] (a call of 1e12 us takes eleven days; 1e-6 us is a femtosecond), so that
+# sums, differences and quotients of them stay far from overflow; counts stay below MAX_COUNT.
+MIN_NUMBER = 1e-6
+MAX_NUMBER = 1e12
+MAX_COUNT = 10**12
+NUMBER = f"a number 0 or from {MIN_NUMBER:g} to {MAX_NUMBER:g}"
 
 
 # --- checked reading --------------------------------------------------------------------------------------
@@ -65,7 +70,7 @@ class Reader:
         return v
 
     def number(self, key: str, default: float | None = None) -> float | None:
-        v = self.get(key, is_number, f"a number from 0 to {MAX_US:g}", default)
+        v = self.get(key, is_number, NUMBER, default)
         return float(v) if v is not None else None
 
     def count(self, key: str, default: int | None = None) -> int | None:
@@ -94,11 +99,12 @@ def _jsonable(value: Any) -> bool:
 
 
 def is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= MAX_US
+    return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            and (v == 0 or MIN_NUMBER <= v <= MAX_NUMBER))
 
 
 def is_count(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 10**15
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_COUNT
 
 
 def is_shape(v: Any) -> bool:
@@ -389,6 +395,19 @@ class Run:
             data = from_schema1(data, file)
             r = Reader(data, "", file)
         results = r.obj("results")
+        config = r.obj("config", optional=True)
+        if config:  # the options readers compute with (processes, shape, pairs, ...) are checked like the rest
+            for key in ("iters", "warmup", "repeats", "rate_hz", "sample_seconds", "processes", "max_processes",
+                        "pool_threads"):
+                config.count(key)
+            for key in ("sample", "keep_going", "cpu_fallback", "isolate"):
+                config.flag(key)
+            config.shape("shape"), config.shape("sample_shape"), config.text("device"), config.number("extra_seconds")
+            config.get("dtypes", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+                       "an object of strings")
+            config.get("pairs", lambda v: isinstance(v, list) and all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in v),
+                "a list of [base, head] labels")
         command = r.get("command", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
                         "a list of strings", [])
         return cls(

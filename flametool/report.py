@@ -549,10 +549,15 @@ def render(run: Path, analysed: Analysis | None = None) -> str:
 
 
 def write(run: Path, output: Path | None = None, analysed: Analysis | None = None) -> Path:
-    """Render the run directory's report to `output` (default RUN/report.html), atomically."""
+    """Render the run directory's report to RUN/report.html, atomically (a reader never sees half a page,
+    and a failed write keeps the last one), or to `output`, the file the user named, written through
+    whatever is there (a symlink, a FIFO, a device) as `export -o` does."""
     run = Path(run)
     html = render(run, analysed)
-    path = Path(output) if output is not None else run / REPORT_FILE
+    if output is not None:
+        rundir.write_output(Path(output), html)
+        return Path(output)
+    path = run / REPORT_FILE
     try:
         rundir.write_atomic(path, html)
     except OSError as exc:

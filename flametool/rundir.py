@@ -8,9 +8,11 @@ A run directory holds ``run.json`` (the records of record.py), one ``<label>.pro
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from . import record
 from .errors import FlametoolError, RunDirError
@@ -42,8 +44,26 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def write_output(path: Path, text: str) -> None:
+    """Write a file the user named (`-o`) as a shell's '>' would: through whatever is there, so a symlink
+    keeps pointing where it did, a FIFO is fed, a device (/dev/stdout, /dev/full) is written to and stays a
+    device. Any failure, on open or on write (ENOSPC), is one FlametoolError naming the path. Files inside a
+    run directory are written with write_atomic instead."""
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise FlametoolError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+
+
 def save(run: Path, data: record.Run) -> None:
-    write_atomic(run / RUN_FILE, json.dumps(data.to_json(), indent=2, allow_nan=False) + "\n")
+    """run.json, atomically; strict JSON only (no NaN or Infinity, which other parsers reject)."""
+    doc = data.to_json()
+    try:
+        text = json.dumps(doc, indent=2, allow_nan=False)
+    except ValueError:
+        raise FlametoolError(f"{run / RUN_FILE}: not written: {check_tree(doc) or 'a value is not a finite number'}") from None
+    write_atomic(run / RUN_FILE, text + "\n")
 
 
 def load(run: Path | str) -> record.Run:
@@ -58,9 +78,48 @@ def load(run: Path | str) -> record.Run:
         raise RunDirError(f"{path}: missing (is {run} a flametool run directory?)")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise RunDirError(f"{path}: cannot be read as JSON ({type(exc).__name__}: {str(exc)[:100]})") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, or an integer of 4300+ digits
+        raise RunDirError(f"{path}: cannot be read as JSON ({str(exc)[:100]})") from None
+    except RecursionError:
+        raise RunDirError(f"{path}: cannot be read as JSON (nested more than {MAX_DEPTH} levels deep)") from None
+    problem = check_tree(data)
+    if problem:
+        raise RunDirError(f"{path}: {problem}")
     return record.Run.from_json(data, str(path))
+
+
+# run.json nests about 8 levels (results.LABEL.profile.sampling.earlier_attempts[0].command[0]); deeper is
+# not ours, and would only make a reader recurse until Python stops it
+MAX_DEPTH = 32
+
+
+def check_tree(data: Any) -> str | None:
+    """What is wrong with the document as a whole: nesting deeper than MAX_DEPTH, or a number that is not
+    finite (NaN, Infinity and 1e400 are accepted by Python's json but are no JSON number). Iterative, so
+    that no depth can make it recurse; the path to the value is named."""
+    todo: list[tuple[Any, int, Any]] = [(data, 1, None)]
+    while todo:
+        value, depth, trail = todo.pop()
+        if depth > MAX_DEPTH:
+            return f"nested more than {MAX_DEPTH} levels deep (at {_path(trail)[:100]})"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{_path(trail)} is {json.dumps(value)}, not a finite number"
+        if isinstance(value, dict):
+            todo.extend((v, depth + 1, (trail, k)) for k, v in value.items())
+        elif isinstance(value, list):
+            todo.extend((v, depth + 1, (trail, i)) for i, v in enumerate(value))
+    return None
+
+
+def _path(trail: Any) -> str:
+    keys = []
+    while trail is not None:
+        trail, key = trail
+        keys.append(key)
+    text = ""
+    for key in reversed(keys):
+        text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else str(key))
+    return text or "the document"
 
 
 def ensure_new(out: Path) -> None:

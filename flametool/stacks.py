@@ -22,6 +22,9 @@ class FoldedLineError(ValueError):
     pass
 
 
+MAX_COUNT = 10**12  # samples on one line; bounded so that sums and shares of counts stay finite floats
+
+
 def parse_line(line: str) -> Stack:
     body, sep, count = line.rstrip("\n").rpartition(" ")
     if not sep or not body:
@@ -32,6 +35,9 @@ def parse_line(line: str) -> Stack:
         raise FoldedLineError(f"count {count[:40]!r} is not an integer") from None
     if n < 0:
         raise FoldedLineError("negative count")
+    if n > MAX_COUNT:
+        raise FoldedLineError(f"count {count[:20]!r}{'...' if len(count) > 20 else ''} is implausibly large "
+                              f"(more than {MAX_COUNT:.0e} samples)")
     return Stack(tuple(body.split(";")), n)
 
 
@@ -66,12 +72,15 @@ def read_text(path: Path, errors: str = "strict") -> str:
 
 # Characters some readers of folded files end a line at (Python's str.splitlines does at all of them)
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-_FOLDED_SAFE = str.maketrans({";": ",", **{c: c.encode("unicode_escape").decode("ascii") for c in LINE_BREAKS}})
+# and the other control characters but tab (ESC, CSI, BEL, ...): an export printed on a terminal drives nothing
+CONTROLS = "".join(chr(i) for i in (*range(0x20), *range(0x7F, 0xA0)) if chr(i) != "\t")
+_FOLDED_SAFE = str.maketrans({";": ",", **{c: c.encode("unicode_escape").decode("ascii") for c in LINE_BREAKS + CONTROLS}})
 
 
 def folded_safe(name: str) -> str:
     """A frame name that keeps a folded line whole in any reader: ';' (the frame separator) becomes ',',
-    line breaks are written as escapes ('\\r'). For exports; run directories keep names as py-spy gave them."""
+    line breaks and other control characters are written as escapes ('\\r', '\\x1b'). For exports; run
+    directories keep names as py-spy gave them."""
     return name.translate(_FOLDED_SAFE)
 
 

@@ -14,9 +14,20 @@ from .analysis import Analysis
 from .layers import order
 
 
+def text(value: object) -> Text:
+    """A table cell or line of untrusted text: controls made visible, no markup read from it."""
+    return Text(fmt.visible(value))
+
+
+def say(console: Console, line: object, **kwargs) -> None:
+    """Print one line of untrusted text (an error naming a path or a label)."""
+    console.print(text(line), highlight=False, **kwargs)
+
+
 def titled(title: str) -> Table:
     """A table at least as wide as its title, so a long title is not folded over a narrow table."""
-    return Table(title=title, title_justify="left", min_width=len(title))
+    title = fmt.visible(title)
+    return Table(title=Text(title), title_justify="left", min_width=len(title))
 
 
 class Progress:
@@ -37,7 +48,7 @@ class Progress:
             self.status.__exit__(*exc)
 
     def update(self, label: str, what: str) -> None:
-        line = Text(fmt.visible(f"{label}: {what}"))
+        line = text((f"{label}: {what}"))
         if self.status is not None:
             self.status.update(line)
         else:
@@ -56,14 +67,14 @@ def print_summary(a: Analysis, console: Console) -> None:
         shape_note = ""
         if p.sample is not None and lead is p.sample:
             shape_note = f" at the sample shape {fmt.shape(run.results[p.head].sample_shape)}"
-        console.print(Text(fmt.pair_sentence(lead, shape_note)), highlight=False)
+        say(console, (fmt.pair_sentence(lead, shape_note)))
         other = p.timing if lead is p.sample else None
         if other is not None and other.ratio is not None:
-            console.print(Text("  at the requested shape " + fmt.shape(run.results[p.head].shape) + ": "
-                               + fmt.pair_sentence(other)), highlight=False)
+            say(console, ("  at the requested shape " + fmt.shape(run.results[p.head].shape) + ": "
+                               + fmt.pair_sentence(other)))
         note = fmt.wide_note(lead, processes)
         if note:
-            console.print(Text(note), highlight=False)
+            say(console, (note))
 
     timing = titled("host (CPU) and GPU time per call: median of every timed loop, 95% interval in brackets")
     for col, right in (("case", False), ("dtype", False), ("shape", False), ("CPU", True), ("GPU", True),
@@ -72,10 +83,10 @@ def print_summary(a: Analysis, console: Console) -> None:
     for label, r in run.results.items():
         t = a.timings.get(label)
         if r.error or t is None:
-            timing.add_row(Text(fmt.visible(label)), r.dtype, fmt.shape(r.shape), "failed" if r.error else "-", "", "", "")
+            timing.add_row(text(label), text(r.dtype), fmt.shape(r.shape), "failed" if r.error else "-", "", "", "")
             continue
         timing.add_row(
-            Text(fmt.visible(label)), r.dtype, fmt.shape(r.shape),
+            text(label), text(r.dtype), fmt.shape(r.shape),
             fmt.us(t.cpu_us) + (f" ({fmt.interval(t.interval)})" if t.interval else ""),
             fmt.us(t.gpu_us), f"{len(t.loops)} in {t.processes} proc",
             "host" if r.timing.host_bound else "device",
@@ -92,7 +103,7 @@ def print_summary(a: Analysis, console: Console) -> None:
         prof, s = r.profile, r.sampling
         at = a.sample_timings.get(label)
         profiling.add_row(
-            Text(fmt.visible(label)), fmt.shape(r.sample_shape), fmt.us(at.cpu_us if at else None),
+            text((label)), fmt.shape(r.sample_shape), fmt.us(at.cpu_us if at else None),
             fmt.us(prof.own_us_per_call),
             f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
             f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
@@ -103,28 +114,28 @@ def print_summary(a: Analysis, console: Console) -> None:
     for label, r in run.results.items():
         name = fmt.visible(label)
         if r.error:
-            console.print(Text(f"{name}: failed: {fmt.visible(r.error)}"), highlight=False)
+            say(console, (f"{name}: failed: {fmt.visible(r.error)}"))
             continue
         group = run.group_of(label)
         if group is not None and not group.paired and len(run.results) > 1:
-            console.print(Text(f"{name}: {fmt.visible(group.reason)}"), highlight=False)
+            say(console, (f"{name}: {fmt.visible(group.reason)}"))
         if r.timing and not r.timing.host_bound:
-            console.print(Text(f"{name}: {r.timing.bound_note}"), highlight=False)
+            say(console, (f"{name}: {r.timing.bound_note}"))
         if r.sample_shape != r.shape and r.sample_shape_reason:
-            console.print(Text(f"{name}: {r.sample_shape_reason}"), highlight=False)
+            say(console, (f"{name}: {r.sample_shape_reason}"))
         s = r.sampling
         if s and not s.complete:
-            console.print(Text(f"{name}: sampling incomplete: {fmt.visible(s.error or '')}"), highlight=False)
+            say(console, (f"{name}: sampling incomplete: {fmt.visible(s.error or '')}"))
         elif s:
             rate = sampler.suggest_rate(s.rate_hz, r.profile.slowdown, s.behind, sampler.loop_share(s))
             if rate:
                 why = (f"py-spy fell {s.behind_seconds:.1f} s behind" if s.behind
                        else f"sampling slowed the loop {r.profile.slowdown:.2f}x")
-                console.print(Text(f"{name}: {why} at {s.rate_hz} Hz (shares stay fair); "
-                                   f"--rate {rate} would perturb it less"), highlight=False)
+                say(console, (f"{name}: {why} at {s.rate_hz} Hz (shares stay fair); "
+                                   f"--rate {rate} would perturb it less"))
     if not run.complete:
-        console.print(Text("run incomplete: run.json holds what finished"), highlight=False)
-    console.print(Text(f"run directory: {a.run_dir}"), highlight=False)
+        say(console, ("run incomplete: run.json holds what finished"))
+    say(console, (f"run directory: {a.run_dir}"))
 
 
 def print_layers(a: Analysis, console: Console, top: int = 10) -> None:
@@ -134,7 +145,7 @@ def print_layers(a: Analysis, console: Console, top: int = 10) -> None:
     done = {l: x for l, x in analysis.items() if "skipped" not in x}
     for label, x in analysis.items():
         if "skipped" in x:
-            console.print(Text(f"{fmt.visible(label)}: no stack analysis: {fmt.visible(x['skipped'])}"), highlight=False)
+            say(console, (f"{fmt.visible(label)}: no stack analysis: {fmt.visible(x['skipped'])}"))
     if not done:
         return
     table = titled("host time per call by layer, us (paired time x sample shares; ± one standard error from the sample count)")
@@ -145,7 +156,7 @@ def print_layers(a: Analysis, console: Console, top: int = 10) -> None:
         table.add_column(f"{fmt.visible(case_diff['head'])} - {fmt.visible(case_diff['base'])}", justify="right")
         deltas = {r["layer"]: r for r in case_diff["layers"]}
     for layer in order({l for x in done.values() for l in x["layers_us_per_call"]}):
-        row = [Text(layer)]
+        row = [text(layer)]
         for x in done.values():
             v = x["layers_us_per_call"].get(layer)
             row.append(fmt.pm(v, x["layers_se_us"][layer]) if v is not None else "-")
@@ -163,8 +174,8 @@ def print_layers(a: Analysis, console: Console, top: int = 10) -> None:
         flag = "" if c["within_tolerance"] else f" (outside {c['tolerance']:.0%}: samples were lost)"
         libc = x["layers_called_from_us_per_call"].get("C library/allocator") or {}
         callers = ", ".join(f"{k} {v:,.2f}" for k, v in list(libc.items())[:3])
-        console.print(Text(f"{fmt.visible(label)}: {fmt.closure_sentence(x)}{flag}"
-                           + (f"; C library called from: {callers}" if callers else "")), highlight=False)
+        say(console, (f"{fmt.visible(label)}: {fmt.closure_sentence(x)}{flag}"
+                           + (f"; C library called from: {callers}" if callers else "")))
     if case_diff:
         print_frame_deltas(case_diff, console, top)
 
@@ -178,10 +189,10 @@ def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None
         table.add_column(col, justify="right", no_wrap=True)
     changed = [r for r in case_diff["frames"] if r["delta_us_per_call"] or r["delta_total_us_per_call"]]
     if not changed:
-        console.print(Text("no frame differs"), highlight=False)
+        say(console, ("no frame differs"))
         return
     for r in changed[:top]:
-        table.add_row(Text(fmt.visible(r["display"])), r["layer"], fmt.num(r["base_self_us_per_call"]),
+        table.add_row(text((r["display"])), r["layer"], fmt.num(r["base_self_us_per_call"]),
                       fmt.num(r["head_self_us_per_call"]), fmt.pm(r["delta_us_per_call"], r["delta_se_us"], sign=True),
                       fmt.signed(r["delta_total_us_per_call"]))
     console.print(table)
@@ -194,12 +205,12 @@ def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10)
     for col in ("layer", "base", "head", "delta"):
         table.add_column(col, justify="left" if col == "layer" else "right")
     for r in case_diff["layers"]:
-        table.add_row(Text(r["layer"]), fmt.num(r["base_us_per_call"]), fmt.num(r["head_us_per_call"]),
+        table.add_row(text(r["layer"]), fmt.num(r["base_us_per_call"]), fmt.num(r["head_us_per_call"]),
                       fmt.pm(r["delta_us_per_call"], r["delta_se_us"], sign=True))
     table.add_row(Text("total (measured)"), fmt.num(case_diff["base_us_per_call"]), fmt.num(case_diff["head_us_per_call"]),
                   fmt.signed(case_diff["delta_us_per_call"]))
     console.print(table)
     print_frame_deltas(case_diff | {"base": "base", "head": "head"}, console, top)
     if not case_diff.get("same_shape_and_dtype", True):
-        console.print(Text("note: the two runs sampled this case at different shapes or dtypes"), highlight=False)
+        say(console, ("note: the two runs sampled this case at different shapes or dtypes"))
 

@@ -12,10 +12,11 @@ from .errors import FlametoolError, RunDirError
 SLOWER_EXIT = 3
 
 
-def analyse_run(run: Path, data: dict, loaded: dict[str, attribution.Profile] | None = None) -> tuple[dict, dict | None]:
+def analyse_run(run: Path, data: dict, loaded: dict[str, attribution.Profile] | None = None,
+                flame_threshold: float | None = None) -> tuple[dict, dict | None]:
     """(analysis, diff) for run.json: every case that has stacks, and the first two such cases diffed.
     A case that cannot be analysed gets {"skipped": why}; that never fails the run. `loaded`: profiles the
-    caller has read already (by label), used instead of reading them again."""
+    caller has read already (by label), used instead of reading them again; flame_threshold: see diff.diff."""
     analysis: dict[str, dict] = {}
     profiles: list[attribution.Profile] = []
     for label, result in data["results"].items():
@@ -30,7 +31,7 @@ def analyse_run(run: Path, data: dict, loaded: dict[str, attribution.Profile] | 
                 analysis[label] = attribution.attribute(profile).to_json()
                 continue
         analysis[label] = {"skipped": reason}
-    case_diff = diff.diff(profiles[0], profiles[1]) if len(profiles) >= 2 else None
+    case_diff = diff.diff(profiles[0], profiles[1], flame_threshold) if len(profiles) >= 2 else None
     return analysis, case_diff
 
 

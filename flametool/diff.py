@@ -25,12 +25,15 @@ STEP_ROOT = "step()"
 def aligned(profile: Profile) -> list[st.Stack]:
     """Stacks with the case's step() frame, the root of each kept stack, renamed STEP_ROOT."""
     out = []
+    frames = profile.frames
     for s in profile.stacks:
         # py-spy now and then puts an unnamed address above step() (a trampoline or an unwinding slip);
         # when a named frame follows, the stack is aligned at that one
-        skip = next((i for i, n in enumerate(s.frames) if profile.frames[n].kind != "address"), 0)
-        s = st.Stack(s.frames[skip:], s.count)
-        first = profile.frames[s.frames[0]]
+        first = frames[s.frames[0]]
+        if first.kind == "address":
+            skip = next((i for i, n in enumerate(s.frames) if frames[n].kind != "address"), 0)
+            s = st.Stack(s.frames[skip:], s.count)
+            first = frames[s.frames[0]]
         if first.kind == "python":
             out.append(st.Stack((STEP_ROOT,) + s.frames[1:], s.count))
         elif first.kind == "loop":
@@ -61,7 +64,10 @@ def merged_tree(base: Profile, head: Profile) -> Node:
             node = root
             node.total_n[side] += s.count
             for name in s.frames:
-                node = node.children.setdefault(name, Node(name))
+                child = node.children.get(name)
+                if child is None:  # (not setdefault: that would build a Node for every frame of every stack)
+                    child = node.children[name] = Node(name)
+                node = child
                 node.total_n[side] += s.count
             node.self_n[side] += s.count
     return root
@@ -71,8 +77,9 @@ def _delta_se(base: Profile, head: Profile, nb: int, nh: int) -> float:
     return math.hypot(base.se(nb), head.se(nh))
 
 
-def diff(base: Profile, head: Profile) -> dict:
-    """The "diff" record of run.json: layers, frames and the flame graph nodes, head minus base."""
+def diff(base: Profile, head: Profile, flame_threshold: float | None = None) -> dict:
+    """The "diff" record of run.json: layers, frames and the flame graph nodes, head minus base.
+    With flame_threshold, the flame graph holds only the nodes a graph pruned at it draws (flamegraph)."""
     base, head = aligned_profile(base), aligned_profile(head)
     cb, ch = attribute(base), attribute(head)
 
@@ -112,13 +119,20 @@ def diff(base: Profile, head: Profile) -> dict:
         "ratio": head.us_per_call / base.us_per_call if base.us_per_call else None,
         "layers": layer_rows,
         "frames": frame_rows,
-        "flamegraph": flamegraph(base, head),
+        "flamegraph": flamegraph(base, head, flame_threshold),
     }
 
 
-def flamegraph(base: Profile, head: Profile) -> dict:
-    """Nodes of the merged tree, parents before children: the data for a differential flame graph."""
+def flamegraph(base: Profile, head: Profile, threshold: float | None = None) -> dict:
+    """Nodes of the merged tree, parents before children: the data for a differential flame graph.
+
+    With a threshold, only the nodes flame.diff_graph draws at it are listed (a node under it on both
+    sides, and everything below such a node, is not), with the count and time of those left out and the
+    root's totals, as diff_graph would find them from every node: the report's graph without the millions of
+    nodes a large profile has. Computed from the stacks sorted (st.SortedStacks), not from merged_tree."""
     layer_of = {**frame_layers(base)[0], **frame_layers(head)[0]}
+    if threshold is not None:
+        return _pruned_flamegraph(base, head, layer_of, threshold)
     nodes: list[dict] = []
 
     def walk(node: Node, parent: int | None, depth: int) -> None:
@@ -140,6 +154,45 @@ def flamegraph(base: Profile, head: Profile) -> dict:
         "width_from": "head",
         "colour_from": "delta_self_us_per_call (head - base): red where head spends more, blue where less",
         "nodes": nodes,
+    }
+
+
+def _pruned_flamegraph(base: Profile, head: Profile, layer_of: dict[str, str], threshold: float) -> dict:
+    view = st.SortedStacks([base.stacks, head.stacks])
+    tops = list(view.children(0, 0, len(view)))
+    head_root = sum(head.us(view.total(1, i, j)) for _, i, j in tops)
+    base_root = sum(base.us(view.total(0, i, j)) for _, i, j in tops)
+    floor_h, floor_b = threshold * head_root, threshold * base_root
+    nodes: list[dict] = []
+    pruned = {"nodes": 0, "us": 0.0}
+
+    def walk(children, parent: int | None, depth: int) -> None:
+        for name, i, j in children:
+            tb, th = view.total(0, i, j), view.total(1, i, j)
+            bt, ht = base.us(tb), head.us(th)
+            if (ht < floor_h or ht == 0) and (bt < floor_b or bt == 0):
+                pruned["nodes"] += view.nodes(depth + 1, i, j)
+                pruned["us"] += max(ht, bt)
+                continue
+            idx = len(nodes)
+            sb, sh = view.own(0, depth + 1, i, j), view.own(1, depth + 1, i, j)
+            nodes.append({
+                "id": idx, "parent": parent, "depth": depth, "frame": name,
+                "layer": layer_of.get(name, ly.OTHER),
+                "base_total_us_per_call": bt, "head_total_us_per_call": ht,
+                "base_self_us_per_call": base.us(sb), "head_self_us_per_call": head.us(sh),
+                "delta_us_per_call": ht - bt,
+                "delta_self_us_per_call": head.us(sh) - base.us(sb),
+            })
+            walk(view.children(depth + 1, i, j), idx, depth + 1)
+
+    walk(tops, None, 0)
+    return {
+        "width_from": "head",
+        "colour_from": "delta_self_us_per_call (head - base): red where head spends more, blue where less",
+        "nodes": nodes,
+        "threshold": threshold, "pruned_nodes": pruned["nodes"], "pruned_us": pruned["us"],
+        "head_total_us": head_root, "base_total_us": base_root,
     }
 
 

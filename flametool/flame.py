@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import layers as ly
+from . import stacks as st
 from .attribution import Profile
 
 DISPLAY_THRESHOLD = 0.002  # of the root's width
@@ -66,8 +67,7 @@ def case_tree(profile: Profile) -> Tree:
     """The case's call tree; each node's layer is the one its stack resolved it to (an inlined header
     frame takes its caller's layer, so the same name can sit in different layers under different callers)."""
     root = Tree(f"all: {profile.label}", "")
-    for s in profile.stacks:
-        lays = ly.stack_layers(s.frames, profile.frames)
+    for s, lays in zip(profile.stacks, profile.stack_layers()):
         node = root
         node.total += s.count
         for name, layer in zip(s.frames, lays):
@@ -78,24 +78,31 @@ def case_tree(profile: Profile) -> Tree:
 
 
 def case_graph(profile: Profile, strings: Strings, gid: str, threshold: float = DISPLAY_THRESHOLD) -> Graph:
-    root = case_tree(profile)
-    graph = Graph(gid, "case", profile.label, extra={"total_us": profile.us(root.total)})
-    floor = threshold * root.total
+    """The case's call tree (case_tree) pruned and packed into rows; computed from the stacks sorted
+    (st.SortedStacks), so that only the nodes drawn, and the children of those, are ever visited."""
+    view = st.SortedStacks([profile.stacks])
+    layers = profile.stack_layers()
+    root_total = view.total(0, 0, len(view))
+    graph = Graph(gid, "case", profile.label, extra={"total_us": profile.us(root_total)})
+    floor = threshold * root_total
     rows = graph.rows
 
-    def walk(node: Tree, parent: int) -> None:
-        for child in sorted(node.children.values(), key=lambda n: n.name):
-            if child.total < floor or child.total == 0:
-                graph.pruned_nodes += count_nodes(child)
-                graph.pruned_us += profile.us(child.total)
+    def walk(depth: int, a: int, b: int, parent: int) -> None:
+        for name, i, j in view.children(depth, a, b):
+            total = view.total(0, i, j)
+            if total < floor or total == 0:
+                graph.pruned_nodes += view.nodes(depth + 1, i, j)
+                graph.pruned_us += profile.us(total)
                 continue
             idx = len(rows)
-            rows.append([parent, strings(child.name), strings(child.layer),
-                         round(profile.us(child.total), 4), round(profile.us(child.self), 4)])
-            walk(child, idx)
+            # a node's layer is its frame's in any stack under it: layers resolve from the callers down
+            layer = layers[view.index[i]][depth]
+            rows.append([parent, strings(name), strings(layer),
+                         round(profile.us(total), 4), round(profile.us(view.own(0, depth + 1, i, j)), 4)])
+            walk(depth + 1, i, j, idx)
 
-    rows.append([-1, strings(root.name), strings(""), round(profile.us(root.total), 4), 0.0])
-    walk(root, 0)
+    rows.append([-1, strings(f"all: {profile.label}"), strings(""), round(profile.us(root_total), 4), 0.0])
+    walk(0, 0, len(view), 0)
     graph.drawn_nodes = len(rows)
     return graph
 
@@ -111,11 +118,17 @@ def diff_graph(case_diff: dict, strings: Strings, gid: str, threshold: float = D
     base, head = case_diff["base"], case_diff["head"]
     graph = Graph(gid, "diff", f"{head} vs {base}", extra={"base": base, "head": head,
                                                             "width_from": fg.get("width_from", "head")})
-    tops = [n for n in nodes if n.get("parent") is None]
-    head_root = sum(n["head_total_us_per_call"] for n in tops)
-    base_root = sum(n["base_total_us_per_call"] for n in tops)
+    if "threshold" in fg:  # pruned already, by diff.flamegraph at this threshold: these nodes are all drawn
+        if fg["threshold"] != threshold:
+            raise ValueError(f"the diff's flame graph was pruned at {fg['threshold']}, not {threshold}")
+        head_root, base_root = fg["head_total_us"], fg["base_total_us"]
+        graph.pruned_nodes, graph.pruned_us = fg["pruned_nodes"], fg["pruned_us"]
+    else:
+        tops = [n for n in nodes if n.get("parent") is None]
+        head_root = sum(n["head_total_us_per_call"] for n in tops)
+        base_root = sum(n["base_total_us_per_call"] for n in tops)
     graph.extra |= {"head_total_us": head_root, "base_total_us": base_root}
-    if not nodes:
+    if not nodes and not graph.pruned_nodes:
         return None
     # a node is kept when it is visible with either side's widths (the page can draw both)
     floor_h, floor_b = threshold * head_root, threshold * base_root

@@ -508,7 +508,8 @@ def build(run: Path, data: dict | None = None) -> Report:
     # show figures that are not the run's
     # a sampled case's stacks that cannot be read are an error naming the file, as in diff and export
     profiles = {l: attribution.load_profile(run, data, l) for l in attribution.sampled_labels(data)}
-    analysis_data, case_diff = analysis.analyse_run(run, data, profiles)
+    # the diff's flame graph only as drawn: a large profile's merged call tree has millions of nodes
+    analysis_data, case_diff = analysis.analyse_run(run, data, profiles, flame.DISPLAY_THRESHOLD)
     analysed = {l: a for l, a in analysis_data.items() if "skipped" not in a}
     env = environment()
     labels = list(data["results"])

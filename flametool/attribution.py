@@ -29,9 +29,11 @@ sampling itself (the sampled-loop slowdown in run.json is the figure for that).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 from . import layers as ly
@@ -52,10 +54,23 @@ class Profile:
     frames: dict[str, st.Frame]
     us_per_call: float  # unsampled CPU time per call at the sampled shape
     recorded_samples: int | None = None  # what the sampler says it kept, loop included (None: trust the stacks)
+    # derived once and reused (attribution, the diff and the flame graphs all need them); stacks and frames
+    # are not changed after a Profile is made
+    _layers: list[tuple[str, ...]] | None = field(default=None, init=False, repr=False, compare=False)
+    _layer_of: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
 
-    @property
+    @functools.cached_property
     def samples(self) -> int:
         return sum(s.count for s in self.stacks)
+
+    def stack_layers(self) -> list[tuple[str, ...]]:
+        """The resolved layers of every stack (ly.stack_layers), each frame classified once; equal layer
+        sequences share one tuple."""
+        if self._layers is None:
+            own = ly.own_layers(self.frames)
+            shared: dict[tuple[str, ...], tuple[str, ...]] = {}
+            self._layers = [shared.setdefault(t, t) for t in (tuple(ly.resolve(s.frames, own)) for s in self.stacks)]
+        return self._layers
 
     @property
     def denominator(self) -> int:
@@ -111,10 +126,10 @@ def load_profile(run_dir: Path, run: Run, label: str, by_line: bool = False) -> 
     name = result.file("folded")
     if Path(name).name != name or name in ("", ".", ".."):
         raise RunDirError(f"{run_dir / rundir.RUN_FILE}: case {label!r}: files.folded is not a file name in the run directory")
-    raw = st.read(run_dir / name)
     loop = result.sampling.loop_samples
-    recorded = result.samples + loop
-    profile = make_profile(label, raw, loop, float(result.at_sample_shape.cpu_us_per_call), by_line, recorded)
+    # as make_profile does, streamed: the raw stacks of a large profile are never all in memory
+    stacks, frames = st.read_normalized(run_dir / name, by_line, [st.Stack((st.LOOP_FRAME,), loop)] if loop else [])
+    profile = Profile(label, stacks, frames, float(result.at_sample_shape.cpu_us_per_call), result.samples + loop)
     if not profile.samples:
         raise RunDirError(f"{run_dir / name}: no samples")
     return profile
@@ -187,34 +202,59 @@ class CaseCosts:
         }
 
 
-def frame_layers(profile: Profile) -> tuple[dict[str, str], list[list[str]]]:
+def frame_layers(profile: Profile) -> tuple[dict[str, str], list[tuple[str, ...]]]:
     """Each frame's layer (where its own samples went; inherited layers can differ by caller), and the
     resolved layers of every stack."""
-    per_stack = [ly.stack_layers(s.frames, profile.frames) for s in profile.stacks]
-    own: dict[str, Counter] = {}
-    first_seen: dict[str, str] = {}
-    for s, lays in zip(profile.stacks, per_stack):
-        own.setdefault(s.frames[-1], Counter())[lays[-1]] += s.count
-        for name, layer in zip(s.frames, lays):
-            first_seen.setdefault(name, layer)
-    # a frame with no samples of its own (a caller only) takes the layer it was first seen in
-    return {n: (own[n].most_common(1)[0][0] if n in own else l) for n, l in first_seen.items()}, per_stack
+    per_stack = profile.stack_layers()
+    if profile._layer_of is None:
+        own: dict[str, Counter] = {}
+        for s, lays in zip(profile.stacks, per_stack):
+            leaf = own.get(s.frames[-1])
+            if leaf is None:
+                leaf = own[s.frames[-1]] = Counter()
+            leaf[lays[-1]] += s.count
+        # a frame with no samples of its own (a caller only) takes the layer it was first seen in: filled
+        # from the last stack to the first, so the earliest sighting is the one that stays
+        first_seen: dict[str, str] = {}
+        for s, lays in zip(reversed(profile.stacks), reversed(per_stack)):
+            first_seen.update(zip(reversed(s.frames), reversed(lays)))
+        profile._layer_of = {n: (own[n].most_common(1)[0][0] if n in own else l) for n, l in first_seen.items()}
+    return profile._layer_of, per_stack
+
+
+def total_counts(profile: Profile) -> Counter:
+    """Samples per frame, in its own code or below it: each stack counts once for every frame in it, however
+    often a frame recurs in it. Counted a count value at a time, by C-level iteration."""
+    by_count: dict[int, list[tuple[str, ...]]] = {}
+    for s in profile.stacks:
+        by_count.setdefault(s.count, []).append(s.frames)
+    total: Counter = Counter()
+    for count, group in by_count.items():
+        seen = Counter(chain.from_iterable(map(set, group)))
+        if count == 1:
+            total.update(seen)
+        else:
+            for name, n in seen.items():
+                total[name] += n * count
+    return total
 
 
 def attribute(profile: Profile) -> CaseCosts:
     layer_of, per_stack = frame_layers(profile)
     self_n: Counter = Counter()
-    total_n: Counter = Counter()
     layer_n: Counter = Counter()
     callers: dict[str, Counter] = {}
+    caller_of: dict[tuple[str, ...], str | None] = {}  # per distinct layer sequence
     for s, lays in zip(profile.stacks, per_stack):
         self_n[s.frames[-1]] += s.count
-        for name in set(s.frames):  # once per sample, however often a frame recurs in it
-            total_n[name] += s.count
         layer_n[lays[-1]] += s.count
-        caller = next((l for l in reversed(lays[:-1]) if l != lays[-1]), None)
+        try:
+            caller = caller_of[lays]
+        except KeyError:
+            caller = caller_of[lays] = next((l for l in reversed(lays[:-1]) if l != lays[-1]), None)
         if caller:
             callers.setdefault(lays[-1], Counter())[caller] += s.count
+    total_n = total_counts(profile)
 
     def fig(n: int) -> Figure:
         return Figure(profile.us(n), profile.se(n), n)

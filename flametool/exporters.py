@@ -12,6 +12,7 @@ starts with the case's label, so one file holds them side by side.
 from __future__ import annotations
 
 import json
+from itertools import chain
 from pathlib import Path
 
 from . import __version__, attribution, rundir
@@ -32,21 +33,20 @@ def profiles(run: Path, case: str | None, by_line: bool = False) -> tuple[Run, l
 
 
 def speedscope(profs: list[attribution.Profile], name: str) -> dict:
+    # frames shared between profiles, numbered in the order they are first met (profile by profile, stack
+    # by stack, root first); each stack is then one C-level map over that index
     index: dict[str, int] = {}
     frames: list[dict] = []
-
-    def frame_id(key: str, frame: st.Frame) -> int:
-        if key not in index:
-            index[key] = len(frames)
-            entry = {"name": key}
-            if frame.file:
-                entry["file"] = frame.file
-            frames.append(entry)
-        return index[key]
+    for p in profs:
+        for key in dict.fromkeys(chain.from_iterable(s.frames for s in p.stacks)):
+            if key not in index:
+                index[key] = len(frames)
+                frame = p.frames[key]
+                frames.append({"name": key, "file": frame.file} if frame.file else {"name": key})
 
     out_profiles = []
     for p in profs:
-        samples = [[frame_id(n, p.frames[n]) for n in s.frames] for s in p.stacks]
+        samples = [list(map(index.__getitem__, s.frames)) for s in p.stacks]
         weights = [p.us(s.count) for s in p.stacks]
         out_profiles.append({
             "type": "sampled", "name": f"{p.label} (us per call)", "unit": "microseconds",
@@ -81,7 +81,8 @@ def check_speedscope(doc: dict) -> None:
             problems.append(f"profiles[{i}].type/unit")
         if len(p.get("samples", [])) != len(p.get("weights", [])):
             problems.append(f"profiles[{i}]: samples and weights differ in length")
-        if any(not (0 <= i_ < len(frames or [])) for s in p.get("samples", []) for i_ in s):
+        stacks = [s for s in p.get("samples", []) if s]
+        if stacks and not (0 <= min(map(min, stacks)) and max(map(max, stacks)) < len(frames or [])):
             problems.append(f"profiles[{i}]: frame index out of range")
         if p.get("endValue", 0) < p.get("startValue", 0):
             problems.append(f"profiles[{i}]: endValue < startValue")
@@ -107,9 +108,10 @@ def export(run: Path, fmt: str, case: str | None, by_line: bool = False) -> str:
     if fmt == "folded":
         return folded(profs)
     doc = speedscope(profs, name=f"flametool {run.name}")
+    # checked as written: json.dumps turns these dicts, lists, strings and numbers into JSON that reads back
+    # as the same, and refuses a number JSON has not (allow_nan=False)
+    check_speedscope(doc)
     try:
-        text = json.dumps(doc, allow_nan=False)
+        return json.dumps(doc, allow_nan=False)
     except ValueError:  # the run's figures are bounded on load, so this is a bug, still said in one line
         raise FlametoolError(f"{run}: speedscope export not written: a weight is not a finite number") from None
-    check_speedscope(json.loads(text))  # what is written, read back
-    return text

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import re
 import json
+import re
 from dataclasses import dataclass
+from array import array
+from bisect import bisect_right
+from itertools import accumulate, chain, compress, groupby, islice
+from itertools import count as _naturals
+from operator import itemgetter, ne
 from importlib import resources
 from pathlib import Path
 from typing import Iterable
@@ -29,6 +34,10 @@ def parse_line(line: str) -> Stack:
     body, sep, count = line.rstrip("\n").rpartition(" ")
     if not sep or not body:
         raise FoldedLineError("expected 'frame;frame;... COUNT'")
+    return Stack(tuple(body.split(";")), _count(count))
+
+
+def _count(count: str) -> int:
     try:
         n = int(count)
     except ValueError:
@@ -38,7 +47,7 @@ def parse_line(line: str) -> Stack:
     if n > MAX_COUNT:
         raise FoldedLineError(f"count {count[:20]!r}{'...' if len(count) > 20 else ''} is implausibly large "
                               f"(more than {MAX_COUNT:.0e} samples)")
-    return Stack(tuple(body.split(";")), n)
+    return n
 
 
 def parse(text: str, source: str = "<folded>") -> list[Stack]:
@@ -188,14 +197,20 @@ class Namer:
 
     def __init__(self, stacks: Iterable[Stack] = ()) -> None:
         self.seen_modules: dict[str, set[str]] = {}
-        for s in stacks:
-            for raw in s.frames:
-                _, file, _ = split_location(raw)
-                m = EXTENSION_SO.match(ABI_TAG.sub("", file))
-                if m and "/" in m.group("path"):
-                    module = m.group("path").replace("/", ".")
-                    self.seen_modules.setdefault(module.rsplit(".", 1)[-1], set()).add(module)
+        for raw in {raw for s in stacks for raw in s.frames}:
+            self.observe(raw)
         self.cache: dict[str, Frame] = {}
+        # raw frames whose name depended on seen_modules (a Cython file stem the table does not know)
+        self.dependent: set[str] = set()
+        self._consulted = False
+
+    def observe(self, raw: str) -> None:
+        """Note the extension module a raw frame's location names, if any (see module_for)."""
+        _, file, _ = split_location(raw)
+        m = EXTENSION_SO.match(ABI_TAG.sub("", file))
+        if m and "/" in m.group("path"):
+            module = m.group("path").replace("/", ".")
+            self.seen_modules.setdefault(module.rsplit(".", 1)[-1], set()).add(module)
 
     def module_for(self, stem: str) -> str | None:
         """The one module a Cython file stem can be, or None when it is unknown or ambiguous.
@@ -206,13 +221,17 @@ class Namer:
         known = CYTHON_MODULES.get(stem, ())
         if known:
             return known[0] if len(known) == 1 else None
+        self._consulted = True
         seen = self.seen_modules.get(stem, set())
         return next(iter(seen)) if len(seen) == 1 else None
 
     def frame(self, raw: str) -> Frame:
         got = self.cache.get(raw)
         if got is None:
+            self._consulted = False
             got = self.cache[raw] = self._name(raw)
+            if self._consulted:
+                self.dependent.add(raw)
         return got
 
     def _name(self, raw: str) -> Frame:
@@ -274,26 +293,200 @@ def with_line(frame: Frame) -> str:
     return f"{frame.name} ({frame.file.rsplit('/', 1)[-1]}:{frame.line})"
 
 
+class _Normalizer:
+    """Raw stacks in, normalized and merged stacks out, one at a time (see normalize).
+
+    Each distinct raw frame is named once (Namer caches it) and keyed once (self.keys, raw -> key); a stack
+    is then mapped and its runs collapsed by C-level iteration (map, groupby), which is what keeps a profile
+    of millions of stacks tractable. `frames` keeps, per key, the Frame of its first raw frame in stream
+    order, and `counts` the stacks in first-seen order, exactly as a loop over every frame would."""
+
+    def __init__(self, namer: Namer, by_line: bool) -> None:
+        self.namer = namer
+        self.by_line = by_line
+        self.frames: dict[str, Frame] = {}
+        self.counts: dict[tuple[str, ...], int] = {}
+        canonical: dict[str, str] = {}  # one object per key: stacks share it, and compare by identity first
+        frames = self.frames
+
+        class Keys(dict):
+            def __missing__(self, raw: str):
+                namer.observe(raw)  # read_normalized checks at the end what this could not know yet
+                f = namer.frame(raw)
+                key = with_line(f) if by_line and f.kind != "address" else f.name
+                key = canonical.setdefault(key, key)
+                frames.setdefault(key, f)
+                got = self[raw] = (key, f.kind == "address") if by_line else key
+                return got
+
+        self.keys = Keys()
+
+    def add(self, raws: Iterable[str], count: int) -> None:
+        if self.by_line:  # only unnamed addresses collapse: two calls on the same line stay two frames
+            names: list[str] = []
+            for key, address in map(self.keys.__getitem__, raws):
+                if names and address and names[-1] == key:
+                    continue
+                names.append(key)
+            key_tuple = tuple(names)
+        else:
+            key_tuple = tuple(map(_first, groupby(map(self.keys.__getitem__, raws))))
+        counts = self.counts
+        counts[key_tuple] = counts.get(key_tuple, 0) + count
+
+    def result(self) -> tuple[list[Stack], dict[str, Frame]]:
+        return [Stack(f, c) for f, c in self.counts.items()], self.frames
+
+
+_first = itemgetter(0)
+
+
 def normalize(stacks: list[Stack], by_line: bool = False) -> tuple[list[Stack], dict[str, Frame]]:
     """Stacks of normalized names (function level unless by_line), merged, and what each name is.
 
     Runs of the same name collapse into one frame: six unnamed addresses in a row in libcublas are one
     visit to '[libcublas.so.13]', and a Cython def wrapper calling its own C implementation is one call.
     A self-recursive Python function shows once per run too; its time is unchanged."""
-    namer = Namer(stacks)
-    frames: dict[str, Frame] = {}
-    out: list[Stack] = []
+    norm = _Normalizer(Namer(stacks), by_line)
     for s in stacks:
-        names: list[str] = []
-        for raw in s.frames:
-            f = namer.frame(raw)
-            key = with_line(f) if by_line and f.kind != "address" else f.name
-            if names and names[-1] == key and (not by_line or f.kind == "address"):
-                continue
-            frames.setdefault(key, f)
-            names.append(key)
-        out.append(Stack(tuple(names), s.count))
-    return merge(out), frames
+        norm.add(s.frames, s.count)
+    return norm.result()
+
+
+READ_CHUNK = 1 << 22
+
+
+def _line_chunks(path: Path) -> Iterable[list[str]]:
+    """The lines of a folded file, a few megabytes of them at a time: only '\n' ends a line (as in parse)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            rest = ""
+            while True:
+                chunk = fh.read(READ_CHUNK)
+                if not chunk:
+                    yield [rest]
+                    return
+                lines = (rest + chunk).split("\n")
+                rest = lines.pop()
+                yield lines
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunDirError(f"{path}: cannot be read ({exc})") from None
+
+
+def read_normalized(path: Path, by_line: bool = False, extra: Iterable[Stack] = ()) -> tuple[list[Stack], dict[str, Frame]]:
+    """normalize() of the file's stacks that have frames and samples, then `extra`, read as a stream: the
+    same result as normalize([s for s in read(path) if s.frames and s.count > 0] + list(extra)) without
+    holding the raw stacks (a profile of two million lines is gigabytes of raw frame names).
+
+    Naming a Cython frame of a file stem the module table does not know can depend on an extension path
+    anywhere in the file; such frames are named as they come, and checked against every path once the file
+    is read. Should one come out differently, the file is read again with every path known from the start."""
+    extra = list(extra)
+    namer = Namer()
+    for _ in range(2):
+        norm = _Normalizer(namer, by_line)
+        add, counts, key_of = norm.add, norm.counts, norm.keys.__getitem__
+        get = counts.get
+        number = 0  # lines before this chunk
+        for lines in _line_chunks(path):
+            for line in lines:
+                # parse_line's split, cheaper: the count is after the last space, which is in the last frame
+                # when there is one there; anything else (a blank line too) goes the way parse goes
+                parts = line.split(";")
+                last, sep, count = parts[-1].rpartition(" ")
+                try:
+                    n = int(count) if sep and (last or len(parts) > 1) else -1
+                except ValueError:
+                    n = -1
+                if not 0 <= n <= MAX_COUNT:
+                    if not line or line.isspace():
+                        continue
+                    try:
+                        n = parse_line(line).count  # raises what parse would
+                    except FoldedLineError as exc:
+                        raise RunDirError(f"{path}: line {number + lines.index(line) + 1}: {exc}") from None
+                if n > 0:
+                    parts[-1] = last
+                    if by_line:
+                        add(parts, n)
+                    else:  # norm.add, inline: this runs once per line of the file
+                        key = tuple(map(_first, groupby(map(key_of, parts))))
+                        counts[key] = get(key, 0) + n
+            number += len(lines)
+        for s in extra:
+            if s.frames and s.count > 0:
+                add(s.frames, s.count)
+        primed = Namer()
+        primed.seen_modules = namer.seen_modules
+        if all(primed.frame(raw) == namer.cache[raw] for raw in namer.dependent):
+            break
+        namer = Namer()  # again, with every module path known before any frame is named
+        namer.seen_modules = primed.seen_modules
+    return norm.result()
+
+
+class SortedStacks:
+    """The call tree of one profile's stacks, or of two profiles' ("sides") merged, read off the stacks
+    sorted by their frames instead of built node by node (a profile of millions of lines has millions of
+    nodes, of which a flame graph draws a few thousand).
+
+    A node is a prefix P (depth len(P)); the stacks under it are one contiguous range of the sorted list,
+    those that are P itself first (its own samples), and its children are the runs of equal frames at
+    position len(P) of the rest, in name order: the order a walk of the tree visits them. A node's totals are
+    differences of running sums, and the number of nodes below one is, from the running sums of the stacks'
+    lengths and of the common prefix of each stack with the one before it, found without visiting them."""
+
+    def __init__(self, sides: list[list[Stack]]) -> None:
+        entries = sorted(((s.frames, side, i) for side, stacks in enumerate(sides) for i, s in enumerate(stacks)),
+                         key=_first)  # stable: a stack both sides have is base's first
+        self.frames: list[tuple[str, ...]] = [e[0] for e in entries]
+        self.side: list[int] = [e[1] for e in entries]
+        self.index: list[int] = [e[2] for e in entries]  # the stack's place in its side's list
+        counts = [sides[side][i].count for _, side, i in entries]
+        self.counts = counts
+        self.cum = [array("q", chain((0,), accumulate(c if sd == side else 0 for c, sd in zip(counts, self.side))))
+                    for side in range(len(sides))]
+        frames = self.frames
+        self.cum_len = array("q", chain((0,), accumulate(map(len, frames))))
+        # cum_lcp[m]: the common prefix lengths of each stack with the one before it, summed below m
+        self.cum_lcp = array("q", chain((0, 0), accumulate(map(_common_prefix, frames, islice(frames, 1, None)))))
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def total(self, side: int, i: int, j: int) -> int:
+        cum = self.cum[side]
+        return cum[j] - cum[i]
+
+    def children(self, depth: int, a: int, b: int) -> Iterable[tuple[str, int, int]]:
+        """(name, i, j) of each child of the node of that depth over [a, b), in name order."""
+        frames = self.frames
+        i = a
+        while i < b and len(frames[i]) == depth:  # the node's own stacks
+            i += 1
+        key = itemgetter(depth)
+        while i < b:
+            name = frames[i][depth]
+            j = bisect_right(frames, name, i, b, key=key)
+            yield name, i, j
+            i = j
+
+    def own(self, side: int, depth: int, i: int, j: int) -> int:
+        """Samples of a node of that depth over [i, j) in its own code: its stacks that end there."""
+        frames, n = self.frames, 0
+        while i < j and len(frames[i]) == depth:
+            if self.side[i] == side:
+                n += self.counts[i]
+            i += 1
+        return n
+
+    def nodes(self, depth: int, i: int, j: int) -> int:
+        """How many nodes the subtree of the node of that depth over [i, j) has, itself included."""
+        return (self.cum_len[j] - self.cum_len[i]) - (depth - 1) - (self.cum_lcp[j] - self.cum_lcp[i + 1])
+
+
+def _common_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    return next(compress(_naturals(), map(ne, a, b)), min(len(a), len(b)))
 
 
 # --- display: long C++ names shortened, the full name kept elsewhere -------------------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from . import layers as ly
 from .attribution import Profile
 
 
@@ -46,8 +45,7 @@ def build(profiles: list[Profile], root_name: str = "") -> Node:
     sides = len(profiles)
     root = Node(root_name, "", [0] * sides, [0] * sides)
     for side, profile in enumerate(profiles):
-        for s in profile.stacks:
-            lays = ly.stack_layers(s.frames, profile.frames)
+        for s, lays in zip(profile.stacks, profile.stack_layers()):
             node = root
             node.total[side] += s.count
             for name, layer in zip(s.frames, lays):

@@ -194,8 +194,7 @@ def run_dir(where: Path, lines: int) -> tuple[Path, dict]:
     data = json.loads((run / "run.json").read_text())
     for label in info:  # the real files, moved in after make_run wrote its run.json around empty ones
         shutil.move(str(where / f"{label}.gen"), run / f"{label}.folded")
-        data["results"][label]["samples"] = info[label]["samples"]
-        data["results"][label]["sampling"]["kept_samples"] = info[label]["samples"]
+        data["results"][label]["profile"]["sampling"]["kept_samples"] = info[label]["samples"]
     (run / "run.json").write_text(json.dumps(data, indent=2))
     return run, info
 

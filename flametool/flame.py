@@ -61,13 +61,10 @@ def case_graph(profile: Profile, strings: Strings, gid: str, threshold: float = 
     rows = graph.rows
     row_of = {id(root): 0}
     rows.append([-1, strings(root.name), strings(""), round(profile.us(root.total[0]), 4), 0.0])
-    pruned: set[int] = set()
-    for node, parent, _ in root.walk():
-        if id(parent) in pruned or node.total[0] < floor or node.total[0] == 0:
-            pruned.add(id(node))
-            graph.pruned_nodes += 1
-            if id(parent) not in pruned:  # the subtree's time is counted once, at its top
-                graph.pruned_us += profile.us(node.total[0])
+    for node, parent, kept in root.pruned_walk(lambda n: n.total[0] >= floor and n.total[0] > 0):
+        if not kept:  # dropped with its subtree (its children are narrower still), counted once
+            graph.pruned_nodes += tree.count(node)
+            graph.pruned_us += profile.us(node.total[0])
             continue
         row_of[id(node)] = len(rows)
         rows.append([row_of[id(parent)], strings(node.name), strings(node.layer),
@@ -93,14 +90,16 @@ def diff_graph(case_diff: dict, strings: Strings, gid: str, threshold: float = D
     rows = graph.rows
     rows.append([-1, strings(f"all: {head} vs {base}"), strings(""), round(head_root, 4), round(base_root, 4), 0.0, 0.0])
     row_of = {id(root): 0}
-    pruned: set[int] = set()
-    for node, parent, _ in root.walk():
+
+    def visible(n: tree.Node) -> bool:
+        ht, bt = n.total[1] * uh, n.total[0] * ub
+        return not ((ht < floor_h or ht == 0) and (bt < floor_b or bt == 0))
+
+    for node, parent, kept in root.pruned_walk(visible):
         ht, bt = node.total[1] * uh, node.total[0] * ub
-        if id(parent) in pruned or ((ht < floor_h or ht == 0) and (bt < floor_b or bt == 0)):
-            pruned.add(id(node))
-            graph.pruned_nodes += 1
-            if id(parent) not in pruned:
-                graph.pruned_us += max(ht, bt)
+        if not kept:
+            graph.pruned_nodes += tree.count(node)
+            graph.pruned_us += max(ht, bt)
             continue
         row_of[id(node)] = len(rows)
         rows.append([row_of[id(parent)], strings(node.name), strings(node.layer or ly.OTHER), round(ht, 4), round(bt, 4),

@@ -11,19 +11,32 @@ Self-check, as pyinstrument's frame tree has: a node's total is its own (self) c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Iterator
 
 from .attribution import Profile
 
 
-@dataclass
 class Node:
-    name: str
-    layer: str
-    total: list[int]  # samples per side, this node and everything under it
-    self: list[int]  # samples per side that end here
-    children: dict[str, "Node"] = field(default_factory=dict)
+    """One frame on one path. (__slots__: a large profile's tree has millions of these.)"""
+
+    __slots__ = ("name", "layer", "total", "self", "children")
+
+    def __init__(self, name: str, layer: str, total: list[int], self_: list[int]) -> None:
+        self.name, self.layer = name, layer
+        self.total = total  # samples per side, this node and everything under it
+        self.self = self_  # samples per side that end here
+        self.children: dict[str, Node] = {}
+
+    def pruned_walk(self, keep) -> Iterator[tuple["Node", "Node", bool]]:
+        """(node, parent, kept) below this one, parents before children, children by name; the subtree of a
+        node that `keep` refuses is not visited (its top is yielded, with kept False)."""
+        todo = [(c, self) for c in sorted(self.children.values(), key=lambda n: n.name, reverse=True)]
+        while todo:
+            node, parent = todo.pop()
+            kept = keep(node)
+            yield node, parent, kept
+            if kept and node.children:
+                todo.extend((c, node) for c in sorted(node.children.values(), key=lambda n: n.name, reverse=True))
 
     def walk(self, parent: "Node | None" = None, depth: int = 0) -> Iterator[tuple["Node", "Node | None", int]]:
         """(node, parent, depth) below this one, parents before children, children by name."""
@@ -56,5 +69,10 @@ def build(profiles: list[Profile], root_name: str = "") -> Node:
 
 
 def count(node: Node) -> int:
-    """Nodes in this subtree, this one included."""
-    return 1 + sum(count(c) for c in node.children.values())
+    """Nodes in this subtree, this one included (iterative: a path can be thousands of frames deep)."""
+    n, todo = 0, [node]
+    while todo:
+        x = todo.pop()
+        n += 1
+        todo.extend(x.children.values())
+    return n

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from flametool import report  # noqa: E402
+from flametool.renderers import html as report  # noqa: E402
 
 
 def largest_sample() -> Path | None:

@@ -5,6 +5,7 @@ from run.json and the .folded files, so a change of the rules changes every view
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +41,13 @@ class PairAnalysis:
     head: str
     timing: stats.PairFigures | None  # at the requested shape
     sample: stats.PairFigures | None  # at the sample shape, when it differs from the requested one
-    diff: dict | None  # layers and frames, head - base, at the sample shape (None: not both sampled)
+    profiles: tuple[attribution.Profile, attribution.Profile] | None = None  # (base, head) when both were sampled
+
+    @functools.cached_property
+    def diff(self) -> dict | None:
+        """Layers and frames, head - base, at the sample shape (None: not both sampled). Made when first
+        asked for: an export of one case's stacks never needs it."""
+        return diff.diff(*self.profiles) if self.profiles else None
 
     @property
     def headline(self) -> stats.PairFigures | None:
@@ -99,7 +106,7 @@ def analyse(run_dir: Path, run: Run) -> Analysis:
         at_shape, at_sample = pair_figures(run, base, head)
         both = base in out.profiles and head in out.profiles
         out.pairs.append(PairAnalysis(base, head, at_shape, at_sample,
-                                      diff.diff(out.profiles[base], out.profiles[head]) if both else None))
+                                      (out.profiles[base], out.profiles[head]) if both else None))
     return out
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, analysis, cases, drilldown, envinfo, exporters, report, rundir, runner, terminal
+from . import __version__, analysis, cases, drilldown, envinfo, renderers, rundir, runner
+from .renderers import html as report
+from .renderers import terminal
 from .errors import FlametoolError
 
 SEED_SHAPE = [65536, 24576, 12288]
@@ -227,8 +229,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
                          else "flametool: interrupted before anything was measured")
             return 130
     analysed = analysis.analyse(run_dir, run)
-    terminal.print_summary(analysed, out)
-    terminal.print_layers(analysed, out)
+    sys.stdout.write(renderers.get("terminal")(width=out.width, colour=out.is_terminal).render(analysed))
     write_report(run_dir, analysed, err, out)
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
@@ -283,7 +284,8 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: Console) -> int:
-    text = exporters.export(args.run, args.format, args.case, by_line=args.lines)
+    renderer = renderers.get(args.format, renderers.EXPORTS)(case=args.case, by_line=args.lines)
+    text = renderer.render(analysis.load(args.run))
     if args.output is None:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("websocket", reason="websocket-client (pip install -e .[test]) drives Chromium")
 
 from browser import Chromium, find_chromium  # noqa: E402
-from flametool import report  # noqa: E402
+from flametool.renderers import html as report  # noqa: E402
 from reportruns import cpu_run_dir, h200_run_dir, hostile_run  # noqa: E402
 
 INSTALL = "apt-get update && apt-get install -y chromium"

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from flametool import cli, exporters
+from flametool import cli
+from flametool.renderers import speedscope as exporters
 from flametool import stacks as st
 from flametool.errors import FlametoolError
 from runbuild import make_run, snapshot

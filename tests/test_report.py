@@ -14,7 +14,9 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from flametool import analysis, cli, flame, report, rundir
+from flametool import analysis, cli, rundir
+from flametool.renderers import flame
+from flametool.renderers import html as report
 from flametool.record import Group, Loops
 from reportruns import CLOSER, ROOT, XSS, cpu_run_dir, h200_run_dir, hostile_run, sample_runs
 from runbuild import make_run, snapshot
@@ -410,7 +412,7 @@ def test_installed_wheel_finds_templates(tmp_path, evil_run):
     # the unpacked wheel first on the path: flametool and its templates come from there, not from this checkout
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "import flametool, flametool.report as r;"
+        "import flametool, flametool.renderers.html as r;"
         "assert flametool.__file__.startswith(sys.argv[1]), flametool.__file__;"
         "print(r.templates_dir());"
         "r.write(sys.argv[2], sys.argv[3])"

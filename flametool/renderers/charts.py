@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from . import layers as ly
+from .. import layers as ly
 
 # Light colours so that dark text reads on every one of them; the flame graphs use the same ones.
 LAYER_COLOURS = {

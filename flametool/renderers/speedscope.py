@@ -1,35 +1,19 @@
-"""Exports of a run's stacks with normalized names: speedscope's JSON file format and folded stacks.
-
-speedscope: https://www.speedscope.app/file-format-schema.json (spec: speedscope's file-format-spec.ts).
-One sampled profile per case; each stack's weight is its time per call in microseconds, so a profile's
-total is the case's CPU time per call and speedscope's numbers read directly as us per call.
-
-folded: one 'frame;frame;... COUNT' line per stack (flamegraph.pl, inferno, speedscope read it). Counts
-stay integers (sample counts), as flamegraph.pl expects; when more than one case is exported each stack
-starts with the case's label, so one file holds them side by side.
-"""
+"""speedscope's JSON file format: https://www.speedscope.app/file-format-schema.json (spec: speedscope's
+file-format-spec.ts). One sampled profile per case; each stack's weight is its time per call in
+microseconds, so a profile's total is the case's CPU time per call and speedscope's numbers read directly
+as us per call."""
 
 from __future__ import annotations
 
 import json
 from itertools import chain
-from pathlib import Path
 
-from . import __version__, attribution, rundir
-from . import stacks as st
-from .errors import FlametoolError
-from .record import Run
+from .. import __version__, attribution
+from ..analysis import Analysis
+from ..errors import FlametoolError
+from .base import ExportRenderer
 
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
-FORMATS = ("speedscope", "folded")
-
-
-def profiles(run: Path, case: str | None, by_line: bool = False) -> tuple[Run, list[attribution.Profile]]:
-    data = rundir.load(run)
-    labels = [case] if case is not None else attribution.sampled_labels(data)
-    if not labels:
-        raise FlametoolError(f"{run}: no case has stacks to export")
-    return data, [attribution.load_profile(run, data, label, by_line) for label in labels]
 
 
 def speedscope(profs: list[attribution.Profile], name: str) -> dict:
@@ -90,28 +74,17 @@ def check_speedscope(doc: dict) -> None:
         raise FlametoolError(f"speedscope export failed its own check: {', '.join(problems)}")
 
 
-def folded(profs: list[attribution.Profile]) -> str:
-    prefix = len(profs) > 1
-    lines = []
-    for p in profs:
-        for s in p.stacks:
-            names = ((p.label,) if prefix else ()) + s.frames
-            lines.append(st.Stack(tuple(st.folded_safe(n) for n in names), s.count))
-    return st.dumps(lines)
+class SpeedscopeRenderer(ExportRenderer):
+    """speedscope's JSON file: one sampled profile per case, weights in us per call."""
 
+    name = "speedscope"
 
-def export(run: Path, fmt: str, case: str | None, by_line: bool = False) -> str:
-    """The export as text; `run` is only read."""
-    if fmt not in FORMATS:
-        raise FlametoolError(f"--format {fmt!r}: choose from {', '.join(FORMATS)}")
-    _, profs = profiles(run, case, by_line)
-    if fmt == "folded":
-        return folded(profs)
-    doc = speedscope(profs, name=f"flametool {run.name}")
-    # checked as written: json.dumps turns these dicts, lists, strings and numbers into JSON that reads back
-    # as the same, and refuses a number JSON has not (allow_nan=False)
-    check_speedscope(doc)
-    try:
-        return json.dumps(doc, allow_nan=False)
-    except ValueError:  # the run's figures are bounded on load, so this is a bug, still said in one line
-        raise FlametoolError(f"{run}: speedscope export not written: a weight is not a finite number") from None
+    def render(self, analysed: Analysis) -> str:
+        doc = speedscope(self.profiles(analysed), name=f"flametool {analysed.run_dir.name}")
+        # checked as written: json.dumps turns these dicts, lists, strings and numbers into JSON that reads
+        # back as the same, and refuses a number JSON has not (allow_nan=False)
+        check_speedscope(doc)
+        try:
+            return json.dumps(doc, allow_nan=False)
+        except ValueError:  # the run's figures are bounded on load, so this is a bug, still said in one line
+            raise FlametoolError(f"{analysed.run_dir}: speedscope export not written: a weight is not a finite number") from None

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import layers as ly
-from . import tree
-from .attribution import Profile
+from .. import layers as ly
+from .. import tree
+from ..attribution import Profile
 
 DISPLAY_THRESHOLD = 0.002  # of the root's width
 

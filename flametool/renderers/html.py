@@ -1,4 +1,7 @@
-"""report.html: the Jinja2 environment and the view model its templates read.
+"""The HTML renderer, report.html: the Jinja2 environment and the view model its templates read.
+
+A new section of the page is a dataclass here (what it shows, decided here), a function that fills it from
+the analysis, a field of Report, and a partial in templates/partials/ that lays it out.
 
 Everything the page shows is decided here, as plain dataclasses of strings and numbers; the templates in
 templates/ only lay it out. The page is one file with its style, script and data inline, so it opens from
@@ -18,12 +21,14 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from . import __version__, analysis, cases, charts, flame, profstats, rundir
-from . import format as fmt
-from . import stacks as st
-from .analysis import Analysis
-from .errors import FlametoolError
-from .record import CaseResult, Run, Sampling
+from .. import __version__, analysis, cases, profstats, rundir
+from . import charts, flame
+from .. import format as fmt
+from .. import stacks as st
+from ..analysis import Analysis
+from ..errors import FlametoolError
+from ..record import CaseResult, Run, Sampling
+from .base import Renderer
 
 REPORT_FILE = "report.html"
 PAGE = "report.html.j2"
@@ -38,12 +43,12 @@ TOP_DIFF = 40
 # --- templates: in the wheel as flametool/templates, in a checkout as the top-level templates/ ----------
 
 def templates_dir() -> Path:
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "templates", here.parent / "templates"):
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "templates", package.parent / "templates"):
         if (candidate / PAGE).is_file():
             return candidate
-    raise FlametoolError(f"report templates not found (looked in {here / 'templates'} and {here.parent / 'templates'}); "
-                         "reinstall flametool")
+    raise FlametoolError(f"report templates not found (looked in {package / 'templates'} and "
+                         f"{package.parent / 'templates'}); reinstall flametool")
 
 
 @functools.lru_cache(maxsize=None)
@@ -365,7 +370,7 @@ def layer_section(analysis_data: dict, case_diff: dict | None) -> Layers:
         {l: a["us_per_call"] for l, a in done.items()},
     ) if done else None
     deltas = {r["layer"]: r for r in case_diff["layers"]} if case_diff else {}
-    from .layers import order
+    from ..layers import order
 
     rows = []
     for layer in order({k for a in done.values() for k in a["layers_us_per_call"]} | set(deltas)):
@@ -538,6 +543,15 @@ def build(run: Path, analysed: Analysis | None = None) -> Report:
         js=asset(env, "report.js"),
         sections=SECTIONS,
     )
+
+
+class HtmlRenderer(Renderer):
+    """report.html: one self-contained page."""
+
+    name = "html"
+
+    def render(self, analysed: Analysis) -> str:
+        return render(analysed.run_dir, analysed)
 
 
 def render(run: Path, analysed: Analysis | None = None) -> str:

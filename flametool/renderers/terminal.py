@@ -3,15 +3,18 @@ here may come from another machine's run directory: it goes through format.visib
 
 from __future__ import annotations
 
+import io
+
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from . import format as fmt
-from . import sampler
-from .analysis import Analysis
-from .layers import order
+from .. import format as fmt
+from .. import sampler
+from ..analysis import Analysis
+from ..layers import order
+from .base import Renderer
 
 
 def text(value: object) -> Text:
@@ -214,3 +217,20 @@ def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10)
     if not case_diff.get("same_shape_and_dtype", True):
         say(console, ("note: the two runs sampled this case at different shapes or dtypes"))
 
+
+
+class TerminalRenderer(Renderer):
+    """What `flametool compare` prints at the end: the pairs, the timings, the layers and the frame deltas."""
+
+    name = "terminal"
+
+    def __init__(self, width: int | None = None, colour: bool = False) -> None:
+        self.width, self.colour = width, colour
+
+    def render(self, analysed: Analysis) -> str:
+        buffer = io.StringIO()
+        console = Console(file=buffer, width=self.width or 160, force_terminal=self.colour,
+                          color_system="auto" if self.colour else None, soft_wrap=False)
+        print_summary(analysed, console)
+        print_layers(analysed, console)
+        return buffer.getvalue()

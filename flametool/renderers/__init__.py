@@ -1,0 +1,21 @@
+"""Every output of an analysed run, behind one interface (base.Renderer): the terminal summary, the HTML
+report, speedscope's JSON and folded stacks. They share one formatting module (flametool.format)."""
+
+from __future__ import annotations
+
+from ..errors import FlametoolError
+from .base import Renderer
+from .folded import FoldedRenderer
+from .html import HtmlRenderer
+from .speedscope import SpeedscopeRenderer
+from .terminal import TerminalRenderer
+
+RENDERERS: dict[str, type[Renderer]] = {r.name: r for r in (TerminalRenderer, HtmlRenderer, SpeedscopeRenderer,
+                                                            FoldedRenderer)}
+EXPORTS = ("speedscope", "folded")  # what `flametool export --format` offers
+
+
+def get(name: str, choices: tuple[str, ...] = tuple(RENDERERS), option: str = "--format") -> type[Renderer]:
+    if name not in choices:
+        raise FlametoolError(f"{option} {name!r}: choose from {', '.join(choices)}")
+    return RENDERERS[name]

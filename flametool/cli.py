@@ -5,6 +5,7 @@ and turns known failures into one line on stderr and an exit code (2 bad input, 
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
 from pathlib import Path
@@ -31,8 +32,22 @@ def default_pool_threads(device: str) -> int | None:
     return None if device == "cpu" else CUDA_POOL_THREADS
 
 
+# The most each count may be: far beyond any useful run, far below one that would run for days (a call takes a
+# microsecond at the least) or overflow a float.
+LIMITS = {"iters": 10_000_000, "warmup": 10_000_000, "repeats": 1000, "processes": 100, "sample_seconds": 3600,
+          "pool_threads": 4096, "top": 100_000}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line starting 'flametool: ' (exit 2) like every other fault, not a
+    usage block and 'flametool compare: error: ...'."""
+
+    def error(self, message: str):  # noqa: D401 - argparse's hook; must not return
+        raise FlametoolError(f"{message} (see {self.prog} --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="flametool",
         description="Where the host (CPU) time goes when a GPU array library launches work, side by side.",
     )
@@ -134,10 +149,19 @@ def parse_dtypes(text: str, labels: list[str]) -> dict[str, str]:
     return {l: per_case.get(l, default) for l in labels}
 
 
+def check_limits(args: argparse.Namespace) -> None:
+    for name, most in LIMITS.items():
+        value = getattr(args, name, None)
+        if value is not None and value > most:
+            text = str(value) if len(str(value)) <= 20 else f"{str(value)[:8]}... ({len(str(value))} digits)"
+            raise FlametoolError(f"--{name.replace('_', '-')} {text}: at most {most:,}")
+
+
 def compare_config(args: argparse.Namespace, say) -> runner.Config:
     for name in ("iters", "repeats", "processes", "rate", "sample_seconds"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             raise FlametoolError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
+    check_limits(args)
     if args.warmup < 0:
         raise FlametoolError(f"--warmup {args.warmup}: must be 0 or more")
     if args.pool_threads is not None and args.pool_threads < 0:
@@ -240,8 +264,11 @@ def cmd_snakeviz(args: argparse.Namespace, err: Console, out: Console) -> int:
 
 
 def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
-    if args.fail_above is not None and args.fail_above < 0:
-        raise FlametoolError(f"--fail-above {args.fail_above}: must be 0 or more")
+    if args.fail_above is not None and not (math.isfinite(args.fail_above) and args.fail_above >= 0):
+        raise FlametoolError(f"--fail-above {args.fail_above}: must be a number, 0 or more (a percentage)")
+    if args.top < 0:
+        raise FlametoolError(f"--top {args.top}: must be 0 or more")
+    check_limits(args)
     result = analysis.diff_runs(args.run_a, args.run_b, args.case)
     label = result["base"]
     terminal.print_run_diff(result, label, out, args.top)
@@ -275,7 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     err = Console(stderr=True, soft_wrap=True)
     # piped or redirected output is read in a log or an editor, not squeezed to 80 columns
     out = Console() if sys.stdout.isatty() else Console(width=160)
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except FlametoolError as exc:
+        err.print(f"flametool: {exc}", highlight=False, markup=False)
+        return exc.exit_code
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         if args.command == "compare":

@@ -1,0 +1,101 @@
+"""Faults 2 (issue 13), part a: Ctrl-C late in a long sampling phase, two runs on one --out, processes a case
+starts, a full disk, standard output that fails, a case that writes to the message pipe, absurd inputs.
+Each is reproduced as a user meets it: signals to the process group, simultaneous starts, a tiny tmpfs, a
+closed pipe, /dev/full; py-spy is the real one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import faultkit as fk
+from flametool import cli as cli_module
+from flametool import rundir, runner
+
+CASES2 = fk.CASES / "faults2_cases.py"
+SAMPLES = fk.ROOT / "samples"
+# the issue's settings, "F"
+F = ["--device", "cpu", "--shape", "16,16,16", "--iters", "200", "--warmup", "20", "--repeats", "1",
+     "--sample-seconds", "2"]
+
+
+def interrupted(bg: fk.Background, out: Path, code: int | None = None) -> dict:
+    code = bg.finish() if code is None else code
+    left = fk.none_left(bg.tag)
+    assert left == [], f"processes left behind: {left}"
+    assert code == 130, (code, bg.err)
+    assert "Traceback" not in "\n".join(bg.err)
+    assert bg.err[-1] == f"flametool: interrupted; what finished is kept in {out / 'run.json'} (complete: false)"
+    data = rundir.load(out)
+    assert data["complete"] is False and data["finished"]
+    return data
+
+
+# --- 11: input limits and argparse errors --------------------------------------------------------------------
+
+def one_line(capsys, argv) -> str:
+    rc = cli_module.main(argv)
+    captured = capsys.readouterr()
+    assert rc == 2, captured.err
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("flametool: "), captured.err
+    assert "Traceback" not in captured.err and "usage:" not in captured.err and " error: " not in captured.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("option, value, most", [
+    ("--iters", str(10**12), "10,000,000"),
+    ("--iters", str(10**400), "10,000,000"),
+    ("--warmup", str(10**9), "10,000,000"),
+    ("--repeats", "100000", "1,000"),
+    ("--processes", "1000", "100"),
+    ("--sample-seconds", "86400", "3,600"),
+])
+def test_absurd_counts_are_refused(tmp_path, option, value, most):
+    """In a process of its own with a time limit: accepted, such a count would run for days."""
+    out = tmp_path / "run"
+    environ = fk.env()
+    try:
+        proc = fk.run(["compare", "--device", "cpu", "--libs", "numpy", option, value, "--out", str(out)], environ,
+                      timeout=60)
+    finally:
+        for pid, _ in fk.tagged(environ[fk.TAG]):
+            os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 2
+    line = fk.error_line(proc)
+    assert line.startswith(f"flametool: {option} ") and line.endswith(f"at most {most}"), line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN"])
+def test_fail_above_must_be_finite(capsys, value):
+    line = one_line(capsys, ["diff", str(SAMPLES / "h200-seed-fp16"), str(SAMPLES / "h200-seed-fp16"),
+                             f"--fail-above={value}"])
+    assert line.startswith(f"flametool: --fail-above {float(value)}: must be a number")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["compare", "--iters", "abc"], "argument --iters: invalid int value: 'abc' (see flametool compare --help)"),
+    (["compare", "--no-such-option"], "unrecognized arguments: --no-such-option"),
+    (["diff", "only-one-run"], "the following arguments are required: RUN_B"),
+    ([], "the following arguments are required: COMMAND (see flametool --help)"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_argparse_errors_are_one_line(capsys, argv, words):
+    assert words in one_line(capsys, argv)
+
+
+def test_argparse_error_from_the_command_line():
+    proc = fk.run(["compare", "--iters", "1e3"])
+    assert proc.returncode == 2
+    assert proc.stderr == ("flametool: argument --iters: invalid int value: '1e3' "
+                           "(see flametool compare --help)\n")

@@ -5,7 +5,9 @@ and turns known failures into one line on stderr and an exit code (2 bad input, 
 from __future__ import annotations
 
 import argparse
+import errno
 import math
+import os
 import signal
 import sys
 from pathlib import Path
@@ -283,14 +285,63 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
 def cmd_export(args: argparse.Namespace, out: Console) -> int:
     text = exporters.export(args.run, args.format, args.case, by_line=args.lines)
     if args.output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        out.file.write(text)
+        out.file.flush()
         return 0
     try:
         args.output.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise FlametoolError(f"{args.output}: cannot be written ({exc.strerror or exc})") from None
     return 0
+
+
+class Stdout:
+    """Standard output as the commands write it. A reader that stops reading (`| head`) is not a fault: the
+    rest of the output is dropped, nothing is said, and the command finishes with its own exit code (a diff
+    that passed exits 0, one over --fail-above 3; compare still writes its analysis and report). Any other
+    failure (a full disk, /dev/full) ends the command in one line."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.dropped = False  # set after a failure: later output goes nowhere
+
+    def write(self, text: str) -> int:
+        if not self.dropped:
+            try:
+                self.stream.write(text)
+                self.stream.flush()
+            except OSError as exc:
+                self._failed(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.dropped:
+            try:
+                self.stream.flush()
+            except OSError as exc:
+                self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        self.dropped = True
+        try:  # what is still buffered goes nowhere, so Python's own flush at exit cannot fail again
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+        if exc.errno == errno.EPIPE:
+            return
+        raise FlametoolError(f"standard output: cannot be written ({exc.strerror or exc})") from None
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.stream, "encoding", None) or "utf-8"
 
 
 def _terminate(signum, frame):  # SIGTERM ends a run like Ctrl-C: children stopped, run.json kept
@@ -300,8 +351,9 @@ def _terminate(signum, frame):  # SIGTERM ends a run like Ctrl-C: children stopp
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     err = Console(stderr=True, soft_wrap=True)
+    stdout = Stdout(sys.stdout)
     # piped or redirected output is read in a log or an editor, not squeezed to 80 columns
-    out = Console() if sys.stdout.isatty() else Console(width=160)
+    out = Console(file=stdout) if stdout.isatty() else Console(file=stdout, width=160)
     try:
         args = build_parser().parse_args(argv)
     except FlametoolError as exc:

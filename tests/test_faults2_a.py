@@ -39,6 +39,55 @@ def interrupted(bg: fk.Background, out: Path, code: int | None = None) -> dict:
     return data
 
 
+# --- 8: standard output that fails ---------------------------------------------------------------------------
+
+def test_export_to_a_full_device():
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "flametool", "export", str(SAMPLES / "h200-seed-fp16"),
+                               "--format", "speedscope"], stdout=full, stderr=subprocess.PIPE, text=True,
+                              cwd=fk.ROOT, timeout=120)
+    assert proc.returncode == 2
+    assert fk.error_line(proc) == "flametool: standard output: cannot be written (No space left on device)"
+    assert proc.stderr.count("\n") == 1  # nothing else, not Python's "Exception ignored" at exit
+
+
+@pytest.mark.parametrize("command", [
+    ["diff", str(SAMPLES / "h200-seed-fp16"), str(SAMPLES / "h200-seed-as-reported")],
+    ["export", str(SAMPLES / "h200-seed-fp16"), "--format", "folded"],
+], ids=["diff", "export"])
+def test_a_reader_that_stops_reading_is_not_a_fault(command):
+    """`flametool diff A B | head -1`: head has gone when flametool writes; flametool stops quietly with its
+    own exit code (0: the diff passed), not 1 ("a case failed") with nothing said."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is written
+    proc = subprocess.run([sys.executable, "-m", "flametool", *command], stdout=write, stderr=subprocess.PIPE,
+                          text=True, cwd=fk.ROOT, timeout=120)
+    os.close(write)
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
+def test_head_reads_one_line_of_a_diff():
+    """The issue's pipeline as a shell runs it."""
+    a, b = SAMPLES / "h200-seed-fp16", SAMPLES / "h200-seed-as-reported"
+    proc = subprocess.run(["bash", "-c", f'"{sys.executable}" -m flametool diff {a} {b} --top 1000 | head -1; '
+                                         'echo "exit ${PIPESTATUS[0]}" >&2'],
+                          capture_output=True, text=True, cwd=fk.ROOT, timeout=120)
+    assert proc.stdout.count("\n") == 1
+    assert proc.stderr == "exit 0\n"
+
+
+def test_diff_over_fail_above_keeps_its_exit_code_when_the_reader_is_gone():
+    read, write = os.pipe()
+    os.close(read)
+    proc = subprocess.run([sys.executable, "-m", "flametool", "diff", str(SAMPLES / "h200-hostbound-1024"),
+                           str(SAMPLES / "h200-seed-fp16"), "--case", "cupy", "--fail-above", "0"],
+                          stdout=write, stderr=subprocess.PIPE, text=True, cwd=fk.ROOT, timeout=120)
+    os.close(write)
+    assert proc.returncode in (0, 3) and "Traceback" not in proc.stderr
+    if proc.returncode == 3:
+        assert fk.error_line(proc).startswith("flametool: cupy: ")
+
+
 # --- 11: input limits and argparse errors --------------------------------------------------------------------
 
 def one_line(capsys, argv) -> str:

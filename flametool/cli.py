@@ -348,6 +348,20 @@ def _terminate(signum, frame):  # SIGTERM ends a run like Ctrl-C: children stopp
     raise KeyboardInterrupt
 
 
+def take_ctrl_c():
+    """Make SIGINT stop flametool even when it was started with SIGINT ignored, and return what to restore.
+
+    A shell without job control starts a background command with SIGINT ignored (a script's `setsid
+    flametool compare ... &`), and Python keeps it ignored: a `kill -INT` to the run's process group then
+    stopped nothing, and the run went on for as long as it was asked to. When flametool leads its own
+    process group (setsid, or a shell with job control), a SIGINT sent to that group is meant for it. Run in
+    a script's own group (`flametool ... &` without setsid), it keeps ignoring Ctrl-C, as the shell intends."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN and os.getpgrp() == os.getpid():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    return previous
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     err = Console(stderr=True, soft_wrap=True)
@@ -360,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"flametool: {exc}", highlight=False, markup=False)
         return exc.exit_code
     previous = signal.signal(signal.SIGTERM, _terminate)
+    previous_int = take_ctrl_c()
     try:
         if args.command == "compare":
             return cmd_compare(args, argv, err, out)
@@ -380,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)
 
 
 def main_entry() -> None:

@@ -39,6 +39,53 @@ def interrupted(bg: fk.Background, out: Path, code: int | None = None) -> dict:
     return data
 
 
+# --- 1: Ctrl-C during a long sampling phase ------------------------------------------------------------------
+
+class SetsidInScript(fk.Background):
+    """`setsid flametool ... &` from a shell script (no job control): the shell starts a background command
+    with SIGINT ignored, and setsid makes flametool the leader of its own process group. stderr and the
+    exit code come through the shell, which waits for it; `pid` is flametool's (its group's id)."""
+
+    def __init__(self, args: list[str], environ: dict[str, str]) -> None:
+        self.tag = environ[fk.TAG]
+        script = 'setsid "$@" & echo "$!"; wait "$!"'
+        self.proc = subprocess.Popen(["sh", "-c", script, "sh", sys.executable, "-m", "flametool", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ,
+                                     cwd=fk.ROOT, start_new_session=True)
+        self.pid = int(self.proc.stdout.readline())
+        self.err: list[str] = []
+        self.out: list[str] = []
+        import threading
+
+        self.readers = [threading.Thread(target=self._read, args=(s, l), daemon=True)
+                        for s, l in ((self.proc.stderr, self.err), (self.proc.stdout, self.out))]
+        for r in self.readers:
+            r.start()
+
+    def signal(self, sig: int, group: bool) -> None:
+        os.killpg(self.pid, sig) if group else os.kill(self.pid, sig)
+
+
+@pytest.mark.parametrize("start", ["setsid-in-a-script", "terminal"])
+def test_ctrl_c_well_into_a_long_sampling_phase(tmp_path, start):
+    """The issue: `setsid flametool compare ... --sample-seconds 60 &`, then `kill -INT -- -PGID` while numpy
+    is being sampled. flametool was started with SIGINT ignored (by the shell) and went on sampling."""
+    out = tmp_path / "run"
+    args = ["compare", "--device", "cpu", "--iters", "2000", "--warmup", "100", "--sample-seconds", "60",
+            "--out", str(out)]
+    bg = SetsidInScript(args, fk.env()) if start == "setsid-in-a-script" else fk.Background(args, fk.env())
+    bg.wait_for("numpy: sampling with py-spy")
+    bg.wait_until(lambda: any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(bg.tag)), "py-spy running")
+    time.sleep(4)  # well into the sampling phase, as in the issue
+    t0 = time.monotonic()
+    bg.signal(signal.SIGINT, group=True)
+    code = bg.finish(timeout=60)
+    assert time.monotonic() - t0 < 20, "Ctrl-C did not stop the sampling phase"
+    data = interrupted(bg, out, code)
+    assert data["results"] == {}  # numpy was being sampled: it had not finished
+    assert not any("torch" in line for line in bg.err)  # and torch never started
+
+
 # --- 8: standard output that fails ---------------------------------------------------------------------------
 
 def test_export_to_a_full_device():

@@ -207,7 +207,7 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
         rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
         sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS), sample_shape=sample_shape,
         pool_threads=pool_threads, sample=not args.no_sample, keep_going=args.keep_going,
-        out=args.out or runner.default_out(),
+        out=args.out or runner.default_out(), out_is_default=args.out is None,
         cpu_fallback=cpu_fallback,
     )
 

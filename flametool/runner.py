@@ -41,6 +41,7 @@ class Config:
     sample: bool = True
     keep_going: bool = False
     out: Path = field(default_factory=lambda: default_out())
+    out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
     cpu_fallback: bool = False  # True when no CUDA device was found and the CPU defaults were taken
 
     def to_json(self) -> dict:
@@ -227,11 +228,12 @@ def stop(proc: subprocess.Popen) -> None:
 def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, dict]:
     """Measure every case; run.json is saved after each one and marked complete at the end."""
     out = config.out
-    rundir.ensure_new(out)
+    if not config.out_is_default:
+        rundir.ensure_new(out)
     if config.sample:  # before anything starts: a run that cannot sample says so now, not after the timings
         sampler.check_available()
     sampler.attach_seconds()  # a bad FLAMETOOL_PYSPY_TIMEOUT, too
-    rundir.create(out)
+    out = config.out = rundir.create(out, unique=config.out_is_default)
     data = rundir.new_run(config.to_json(), envinfo.collect(config.device), argv, _now())
     rundir.save(out, data)
     try:

@@ -86,6 +86,100 @@ def test_ctrl_c_well_into_a_long_sampling_phase(tmp_path, start):
     assert not any("torch" in line for line in bg.err)  # and torch never started
 
 
+# --- 2: two runs on one --out --------------------------------------------------------------------------------
+
+def test_two_runs_started_at_once_on_one_out(tmp_path):
+    """`flametool compare F --libs numpy --out R & flametool compare F --libs torch --out R`: exactly one
+    gets R, the other is refused in one line, and R holds the winner's result."""
+    for attempt in range(2):
+        out = tmp_path / f"run{attempt}"
+        environ = fk.env()
+        procs = [subprocess.Popen([sys.executable, "-m", "flametool", "compare", *F, "--libs", lib, "--out", str(out)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ, cwd=fk.ROOT)
+                 for lib in ("numpy", "torch")]
+        done = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
+        codes = [c for c, _, _ in done]
+        assert sorted(codes) == [0, 2], done
+        winner = ("numpy", "torch")[codes.index(0)]
+        loser_err = done[codes.index(2)][2]
+        assert "Traceback" not in loser_err
+        assert [l for l in loser_err.splitlines() if l.startswith("flametool:")] == [
+            f"flametool: {out}: already exists and is not empty; choose another --out"]
+        data = rundir.load(out)
+        assert data["complete"] is True and list(data["results"]) == [winner]
+        assert fk.none_left(environ[fk.TAG]) == []
+
+
+def _claim(out: str, go, results) -> None:
+    go.wait()
+    try:
+        results.put(str(rundir.create(Path(out))))
+    except Exception as exc:  # noqa: BLE001
+        results.put(f"refused: {exc}")
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "existing-empty-folder"])
+def test_claiming_a_run_directory_is_atomic(tmp_path, existing):
+    """Eight processes claim one directory at the same instant: exactly one gets it."""
+    import multiprocessing as mp
+
+    out = tmp_path / "run"
+    if existing:
+        out.mkdir()
+    ctx = mp.get_context("fork")
+    go, results = ctx.Event(), ctx.Queue()
+    workers = [ctx.Process(target=_claim, args=(str(out), go, results)) for _ in range(8)]
+    for w in workers:
+        w.start()
+    time.sleep(0.5)
+    go.set()
+    got = sorted(results.get(timeout=30) for _ in workers)
+    for w in workers:
+        w.join(timeout=30)
+    assert got.count(str(out)) == 1, got
+    assert all(g.startswith("refused: ") and "already exists" in g for g in got if g != str(out)), got
+    assert [p.name for p in out.iterdir()] == ["run.json"] and rundir.load(out)["results"] == {}
+
+
+def test_default_out_takes_a_suffix_when_its_name_is_taken(tmp_path):
+    """The default --out has one-second resolution: a run started in a second another run already took gets
+    <timestamp>-2 rather than being refused."""
+    now = datetime.now()
+    for s in range(0, 40):  # every name this run could get in the next 40 s is taken
+        taken = tmp_path / "flametool-runs" / (now + timedelta(seconds=s)).strftime("%Y%m%d-%H%M%S")
+        taken.mkdir(parents=True)
+        (taken / "run.json").write_text("{}")
+    environ = fk.env()
+    proc = subprocess.run([sys.executable, "-m", "flametool", "compare", *F, "--libs", "numpy", "--no-sample"],
+                          capture_output=True, text=True, env=environ, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    made = [p for p in (tmp_path / "flametool-runs").iterdir() if p.name.endswith("-2")]
+    assert len(made) == 1, sorted(p.name for p in (tmp_path / "flametool-runs").iterdir())
+    data = rundir.load(made[0])
+    assert data["complete"] is True and data["config"]["out"] == str(Path("flametool-runs") / made[0].name)
+
+
+def test_default_out_of_two_runs_in_one_second(tmp_path):
+    """Two runs with the default --out started together: both run, each in a directory of its own."""
+    environ = fk.env()
+    procs = [subprocess.Popen([sys.executable, "-m", "flametool", "compare", *F, "--libs", "numpy", "--no-sample"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ, cwd=tmp_path)
+             for _ in range(2)]
+    done = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    assert [c for c, _ in done] == [0, 0], done
+    runs = sorted((tmp_path / "flametool-runs").iterdir())
+    assert len(runs) == 2 and all(rundir.load(r)["complete"] for r in runs)
+
+
+def test_create_unique_suffixes(tmp_path):
+    out = tmp_path / "20250101-000000"
+    assert rundir.create(out, unique=True) == out
+    assert rundir.create(out, unique=True) == tmp_path / "20250101-000000-2"
+    assert rundir.create(out, unique=True) == tmp_path / "20250101-000000-3"
+    with pytest.raises(Exception, match="already exists"):
+        rundir.create(out)
+
+
 # --- 8: standard output that fails ---------------------------------------------------------------------------
 
 def test_export_to_a_full_device():

@@ -125,7 +125,7 @@ def run_child(spec: dict, config: Config, out: Path, label: str, log_path: Path,
         proc = subprocess.Popen(
             [sys.executable, "-m", "flametool.child", str(write_fd), json.dumps(spec)],
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-            env=child_env(config.pool_threads),
+            env=child_env(config.pool_threads), **procs.own_group(),
         )
     os.close(write_fd)
     result: dict | None = None
@@ -151,7 +151,7 @@ def run_child(spec: dict, config: Config, out: Path, label: str, log_path: Path,
                     result = msg["result"]
                 elif kind == "error":
                     error = msg["message"]
-        proc.wait()
+        procs.wait_exited(proc)  # not reaped yet: stop() then takes along whatever the case started
     finally:
         with procs.signals_deferred():
             stop(proc)
@@ -216,8 +216,8 @@ def describe_phase(msg: dict) -> str:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """Never leave a child behind: terminate, then kill."""
-    procs.kill_tree(proc, grace=5)
+    """Never leave a child behind, nor anything it started (its process group): terminate, then kill."""
+    procs.kill_tree(proc, grace=5, group=True)
     if proc.stdin:
         try:
             proc.stdin.close()

@@ -180,6 +180,40 @@ def test_create_unique_suffixes(tmp_path):
         rundir.create(out)
 
 
+# --- 4: processes a case starts ------------------------------------------------------------------------------
+
+def sleeping(tag: str) -> list:
+    return [(pid, cmd) for pid, cmd in fk.tagged(tag) if cmd.startswith("sleep 777")]
+
+
+def test_a_process_the_case_started_ends_with_the_run(tmp_path):
+    environ = fk.env()
+    out = tmp_path / "run"
+    proc = fk.run(["compare", *F, "--libs", "", "--case", f"{CASES2}:spawning_case", "--out", str(out)], environ)
+    assert proc.returncode == 0, proc.stderr
+    assert rundir.load(out)["results"]["spawning_case"]["cpu_us_per_call"] > 0
+    assert fk.none_left(environ[fk.TAG]) == []
+
+
+@pytest.mark.parametrize("sig, group", [(signal.SIGINT, True), (signal.SIGTERM, False), (signal.SIGKILL, False)],
+                         ids=["ctrl-c", "sigterm", "sigkill"])
+def test_a_process_the_case_started_ends_when_the_run_is_stopped(tmp_path, sig, group):
+    out = tmp_path / "run"
+    bg = fk.Background(["compare", *F, "--libs", "numpy", "--no-sample", "--case", f"{CASES2}:spawning_slow_case",
+                        "--out", str(out)], fk.env())
+    bg.wait_for("spawning_slow_case: setting up")
+    bg.wait_until(lambda: sleeping(bg.tag), "the case's sleep 777")
+    time.sleep(0.5)
+    bg.signal(sig, group)
+    if sig == signal.SIGKILL:
+        assert bg.finish() == -signal.SIGKILL
+        assert fk.none_left(bg.tag) == []
+        assert list(rundir.load(out)["results"]) == ["numpy"]
+        return
+    data = interrupted(bg, out)
+    assert list(data["results"]) == ["numpy"]
+
+
 # --- 8: standard output that fails ---------------------------------------------------------------------------
 
 def test_export_to_a_full_device():

@@ -12,6 +12,7 @@ Every phase runs the same function, ``active_loop``: the sampler keeps only stac
 from __future__ import annotations
 
 import cProfile
+import fcntl
 import gc
 import importlib
 import importlib.util
@@ -113,6 +114,16 @@ def _cuda_version(v: int) -> str:
 
 class Reporter:
     def __init__(self, fd: int) -> None:
+        # Out of the case's way: moved to a high number, closed on exec (what the case starts does not get
+        # it), and the number it came on points at /dev/null, so a case that writes there reaches no one.
+        try:
+            moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 512)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fd, inheritable=False)
+            os.close(null)
+            fd = moved
+        except (OSError, AttributeError):  # no F_DUPFD_CLOEXEC, or a low limit on open files
+            os.set_inheritable(fd, False)
         self.out = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
 
     def send(self, event: str, **fields: Any) -> None:

@@ -131,14 +131,18 @@ def run_child(spec: dict, config: Config, out: Path, label: str, log_path: Path,
     result: dict | None = None
     error: str | None = None
     sampling: sampler.Sampling | None = None
+    ignored = 0
     try:
-        with os.fdopen(read_fd, "r", encoding="utf-8") as messages:
+        with os.fdopen(read_fd, "r", encoding="utf-8", errors="replace") as messages:
             for line in messages:
-                msg = json.loads(line)
-                kind = msg["event"]
+                msg = parse_message(line)
+                kind = msg and msg["event"]
                 if kind == "phase":
-                    progress(label, describe_phase(msg))
-                elif kind == "sample_ready":
+                    try:
+                        progress(label, describe_phase(msg))
+                    except (KeyError, TypeError, ValueError):
+                        ignored += 1
+                elif kind == "sample_ready" and msg.get("pid") == proc.pid:
                     progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
                     sampling = sampler.record_keeping_up(msg["pid"], config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
                                                          rundir.folded_path(out, label), lambda t: progress(label, t))
@@ -147,19 +151,41 @@ def run_child(spec: dict, config: Config, out: Path, label: str, log_path: Path,
                         proc.stdin.flush()
                     except BrokenPipeError:
                         pass  # the child is gone; it sends no result, and that is reported below
-                elif kind == "result":
-                    result = msg["result"]
+                elif kind == "result" and isinstance(msg.get("result"), dict):
+                    result, error = msg["result"], None  # the child's last word is the one that counts
                 elif kind == "error":
-                    error = msg["message"]
+                    result, error = None, str(msg.get("message"))
+                else:
+                    ignored += 1
         procs.wait_exited(proc)  # not reaped yet: stop() then takes along whatever the case started
     finally:
         with procs.signals_deferred():
             stop(proc)
     if result is None:
-        return None, error or f"the child process exited with code {proc.returncode} before reporting (see {log_path})", None
+        stray = f"; {ignored} line(s) on its message pipe were not messages" if ignored else ""
+        return None, error or f"the child process exited with code {proc.returncode} before reporting (see {log_path}){stray}", None
     if log_path.stat().st_size == 0:
         log_path.unlink()
     return result, None, sampling
+
+
+MESSAGE_START = '{"event": '
+
+
+def parse_message(line: str) -> dict | None:
+    """One message from the child, or None for a line that is not one. The case's code runs in the child and
+    can write to the message pipe too (it is the child's): what is not a message is ignored, and a message
+    that follows stray bytes on the same line is still found."""
+    for start in (0, line.rfind(MESSAGE_START)):
+        if start < 0:
+            continue
+        try:
+            msg = json.loads(line[start:])
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and isinstance(msg.get("event"), str):
+            return msg
+    return None
 
 
 def pool_timings(result: dict, extras: list[dict]) -> dict:

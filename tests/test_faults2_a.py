@@ -263,6 +263,35 @@ def test_diff_over_fail_above_keeps_its_exit_code_when_the_reader_is_gone():
         assert fk.error_line(proc).startswith("flametool: cupy: ")
 
 
+# --- 9: a case writing to the message pipe -------------------------------------------------------------------
+
+def test_a_case_writing_junk_to_the_message_pipe(tmp_path):
+    environ = fk.env()
+    out = tmp_path / "run"
+    proc = fk.run(["compare", *F, "--libs", "", "--case", f"{CASES2}:junk_on_the_named_fd",
+                   "--case", f"{CASES2}:junk_on_every_pipe", "--out", str(out)], environ)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    results = rundir.load(out)["results"]
+    for label in ("junk_on_the_named_fd", "junk_on_every_pipe"):
+        assert results[label]["cpu_us_per_call"] > 0 and results[label]["samples"] > 0, results[label]
+    assert fk.none_left(environ[fk.TAG]) == []
+
+
+@pytest.mark.parametrize("line, event", [
+    ('{"event": "phase", "phase": "cprofile"}\n', "phase"),
+    ('not json\n', None),
+    ('{}\n', None),
+    ('[1]\n', None),
+    ('"text"\n', None),
+    ('{"event": 5}\n', None),
+    ('junk without a newline{"event": "result", "result": {}}\n', "result"),
+])
+def test_parse_message(line, event):
+    msg = runner.parse_message(line)
+    assert (msg and msg["event"]) == event
+
+
 # --- 11: input limits and argparse errors --------------------------------------------------------------------
 
 def one_line(capsys, argv) -> str:

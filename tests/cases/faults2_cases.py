@@ -32,3 +32,49 @@ def spawning_slow_case(m, k, n, dtype, device):
     print("spawning_slow_case: setting up", flush=True)
     time.sleep(120)
     raise AssertionError("the test should have stopped this case")
+
+
+def _pipes():
+    """The pipes this process writes to beyond stdin/stdout/stderr: the parent's message pipe, wherever it is."""
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd <= 2:
+            continue
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("pipe:") and os.get_blocking(fd) is not None:
+            flags = __import__("fcntl").fcntl(fd, __import__("fcntl").F_GETFL)
+            if flags & os.O_ACCMODE == os.O_WRONLY:
+                found.append(fd)
+    return found
+
+
+JUNK = [b"not json at all\n", b"{}\n", b"[1, 2, 3]\n", b"\xff\xfe binary\n", b'{"event": "phase"}\n',
+        b'{"event": "result", "result": 5}\n', b'{"event": "sample_ready", "pid": 1}\n']
+
+
+def junk_on_the_named_fd(m, k, n, dtype, device):
+    """Writes non-JSON to the descriptor named on the child's command line (the message pipe, as started)."""
+    fd = int(sys.argv[1])
+    for junk in JUNK:
+        os.write(fd, junk)
+    return _matmul(m, k, n, dtype)
+
+
+def junk_on_every_pipe(m, k, n, dtype, device):
+    """Finds the message pipe wherever it was moved and writes non-JSON to it, the last line left open."""
+    fds = _pipes()
+    assert fds, "no pipe found"
+    for fd in fds:
+        for junk in JUNK:
+            os.write(fd, junk)
+        os.write(fd, b"no newline after this")  # the next message starts on this line
+    step, sync = _matmul(m, k, n, dtype)
+
+    def noisy_step():
+        step()
+
+    return noisy_step, sync

@@ -273,7 +273,14 @@ def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> dict:
         total_calls += calls
         if time.perf_counter() >= deadline:
             break
-    profiler.dump_stats(path)
+    try:
+        profiler.dump_stats(path)
+    except OSError as exc:  # a full disk: one line, and no half-written profile left
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise CaseUnavailable(f"{path}: cannot be written ({exc.strerror or exc})") from None
     return {"cprofile_us_per_call": host * 1e6 / (total_calls * ops_per_step(step)), "cprofile_calls": total_calls}
 
 
@@ -368,7 +375,10 @@ def main(argv: list[str]) -> int:
         report.send("error", message=f"factory {spec['case']['factory']} failed: {exc}")
         return 1
     except Exception as exc:  # noqa: BLE001 -- anything a case does wrong becomes one line for the parent
-        traceback.print_exc()
+        try:
+            traceback.print_exc()
+        except OSError:  # the log cannot be written (a full disk): the one line below still goes
+            pass
         known = explain.known_fault(exc, spec["shape"], spec["dtype"], spec["device"])
         report.send("error", message=known or _describe(exc))
         return 1

@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from . import __version__, analysis, cases, drilldown, envinfo, exporters, report, rundir, runner, terminal
-from .errors import FlametoolError
+from .errors import FlametoolError, WriteError
 
 SEED_SHAPE = [65536, 24576, 12288]
 CPU_SHAPE = [64, 64, 64]
@@ -225,7 +225,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     terminal.print_summary(data, run_dir, out)
     data = analysis.analyse_and_save(run_dir, data)
     terminal.print_layers(data["analysis"], data["diff"], out)
-    write_report(run_dir, data, err, out)
+    written = write_report(run_dir, data, err, out)
     failed = [l for l, r in data["results"].items() if r.get("error")]
     for label in failed:
         err.print(f"flametool: case {label!r}: {data['results'][label]['error']}", highlight=False, markup=False)
@@ -234,19 +234,25 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     for label in unsampled:
         err.print(f"flametool: case {label!r}: sampling incomplete: {data['results'][label]['sampling']['error']}",
                   highlight=False, markup=False)
-    return 1 if failed or unsampled else 0
+    return 1 if failed or unsampled else (0 if written else 2)
 
 
-def write_report(run_dir: Path, data: dict, err: Console, out: Console) -> None:
+def write_report(run_dir: Path, data: dict, err: Console, out: Console) -> bool:
     """The report is made from what run.json already holds, so failing to render it loses nothing:
-    say so in one line and how to try again, and let the measurement's exit code stand."""
+    say so in one line and how to try again. A report that renders but cannot be written (a full disk) is
+    a fault of the machine (False: exit 2); one that fails to render lets the measurement's exit code stand."""
     try:
         path = report.write(run_dir, data=data)
+    except WriteError as exc:
+        err.print(f"flametool: {exc}; run.json is complete; retry with: flametool report {run_dir}",
+                  highlight=False, markup=False)
+        return False
     except Exception as exc:  # noqa: BLE001 - any fault here must not hide a finished measurement
         err.print(f"flametool: report.html not written ({type(exc).__name__}: {exc}); run.json is complete; "
                   f"retry with: flametool report {run_dir}", highlight=False, markup=False)
-        return
+        return True
     out.print(f"report: {path}", highlight=False, markup=False)
+    return True
 
 
 def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:

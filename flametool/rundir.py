@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .errors import FlametoolError, RunDirError
+from .errors import FlametoolError, RunDirError, WriteError
 
 SCHEMA = 1
 RUN_FILE = "run.json"
@@ -76,8 +76,12 @@ def new_run(config: dict[str, Any], env: dict[str, Any], argv: list[str], starte
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write via a temporary file in the same folder and rename, so a reader never sees half a file. A write
+    that fails is one FlametoolError naming the file (cannot_write)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -85,8 +89,10 @@ def write_atomic(path: Path, text: str) -> None:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes it private; a run directory is meant to be shared
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # a full disk, no permission: one line; the file as it was is kept
+            raise cannot_write(path, exc) from None
         raise
 
 
@@ -235,6 +241,10 @@ def claim(out: Path) -> bool:
             fh.write(json.dumps(CLAIMED) + "\n")
     except OSError as exc:
         path.unlink(missing_ok=True)
-        raise FlametoolError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+        raise cannot_write(path, exc) from None
     return True
 
+
+def cannot_write(path: Path, exc: OSError) -> WriteError:
+    """One line for a file of the run directory that cannot be written (a full disk, no permission)."""
+    return WriteError(f"{path}: cannot be written ({exc.strerror or exc}); what was written before is kept")

@@ -120,8 +120,12 @@ def run_case(case: CaseSpec, config: Config, out: Path, progress: Progress) -> d
 def run_child(spec: dict, config: Config, out: Path, label: str, log_path: Path,
               progress: Progress) -> tuple[dict | None, str | None, sampler.Sampling | None]:
     """One child process for `spec`, sampled when it says it is ready: (result or None, error, sampling)."""
+    try:
+        log = open(log_path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise rundir.cannot_write(log_path, exc) from None
     read_fd, write_fd = os.pipe()
-    with open(log_path, "w", encoding="utf-8") as log:
+    with log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "flametool.child", str(write_fd), json.dumps(spec)],
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),

@@ -214,6 +214,72 @@ def test_a_process_the_case_started_ends_when_the_run_is_stopped(tmp_path, sig, 
     assert list(data["results"]) == ["numpy"]
 
 
+# --- 5: a full disk ------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A tmpfs of a few KB (as root), unmounted afterwards."""
+    mounted: list[Path] = []
+
+    def make(size: str) -> Path:
+        where = tmp_path / f"disk{len(mounted)}"
+        where.mkdir()
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()}); needs root")
+        mounted.append(where)
+        return where
+
+    yield make
+    for where in mounted:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+@pytest.mark.parametrize("size, extra, file", [
+    ("20k", [], "numpy.folded"),  # the issue's: sampled stacks do not fit
+    ("20k", ["--no-sample"], "run.json"),  # both cases measured, the last save does not fit
+    ("20k", ["--no-sample", "--libs", "numpy"], "report.html"),
+    ("4k", ["--no-sample", "--libs", "numpy"], "run.json"),  # no room for anything beyond the first page
+    ("20k", ["--no-sample", "--libs", "", "--case", f"{CASES2}:loud_case"], None),  # the case's log fills it
+], ids=["folded", "run.json", "report", "nothing-fits", "log"])
+def test_full_disk_is_one_line(tiny_disk, size, extra, file):
+    disk = tiny_disk(size)
+    out = disk / "R"
+    environ = fk.env()
+    proc = fk.run(["compare", *F, *extra, "--out", str(out)], environ)
+    line = fk.error_line(proc)  # one line, no traceback
+    assert proc.returncode != 0
+    assert "cannot be written (No space left on device)" in line, line
+    if file is not None:
+        assert line.startswith(f"flametool: {out / file}: cannot be written"), line
+    else:
+        assert "loud_case.log: cannot be written" in line or "run.json: cannot be written" in line, line
+    assert fk.none_left(environ[fk.TAG]) == []
+    data = rundir.load(out)  # what was written is kept, and valid
+    if file == "report.html":
+        assert data["complete"] is True and data["results"]["numpy"]["cpu_us_per_call"] > 0
+    if "--no-sample" in extra and file == "run.json" and size == "20k":
+        assert set(data["results"]) == {"numpy", "torch"}  # both cases kept
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary file left
+
+
+def test_a_profile_that_does_not_fit(tiny_disk):
+    """Room for run.json, none for the case's profile: one line naming the .prof, nothing half written."""
+    disk = tiny_disk("8k")
+    out = disk / "R"
+    environ = fk.env()
+    proc = fk.run(["compare", *F, "--no-sample", "--libs", "", "--case", f"{CASES2}:many_functions_case",
+                   "--out", str(out)], environ)
+    line = fk.error_line(proc)
+    assert proc.returncode == 1
+    assert line.startswith(f"flametool: case 'many_functions_case': {out / 'many_functions_case.prof'}: "
+                           "cannot be written (No space left on device)"), line
+    assert not (out / "many_functions_case.prof").exists()
+    assert fk.none_left(environ[fk.TAG]) == []
+    rundir.load(out)
+
+
 # --- 8: standard output that fails ---------------------------------------------------------------------------
 
 def test_export_to_a_full_device():

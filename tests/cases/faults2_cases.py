@@ -78,3 +78,24 @@ def junk_on_every_pipe(m, k, n, dtype, device):
         step()
 
     return noisy_step, sync
+
+
+def loud_case(m, k, n, dtype, device):
+    """Prints 1 MB while setting up (its output goes to <case>.log in the run directory)."""
+    for _ in range(1024):
+        print("x" * 1023, flush=True)
+    return _matmul(m, k, n, dtype)
+
+
+def many_functions_case(m, k, n, dtype, device):
+    """A step through 400 Python functions: its cProfile file is tens of KB."""
+    namespace = {}
+    for i in range(400):
+        exec(f"def f{i}(x):\n    return x", namespace)
+    functions = [namespace[f"f{i}"] for i in range(400)]
+
+    def step():
+        for f in functions:
+            f(None)
+
+    return step, lambda: None

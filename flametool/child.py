@@ -16,6 +16,7 @@ Every loop runs the same function, ``active_loop``: the sampler keeps only stack
 from __future__ import annotations
 
 import cProfile
+import fcntl
 import gc
 import importlib
 import importlib.util
@@ -121,6 +122,16 @@ def _cuda_version(v: int) -> str:
 
 class Reporter:
     def __init__(self, fd: int) -> None:
+        # Out of the case's way: moved to a high number, closed on exec (what the case starts does not get
+        # it), and the number it came on points at /dev/null, so a case that writes there reaches no one.
+        try:
+            moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 512)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, fd, inheritable=False)
+            os.close(null)
+            fd = moved
+        except (OSError, AttributeError):  # no F_DUPFD_CLOEXEC, or a low limit on open files
+            os.set_inheritable(fd, False)
         self.out = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
 
     def send(self, event: str, **fields: Any) -> None:
@@ -248,7 +259,14 @@ def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> dict:
         total_calls += calls
         if time.perf_counter() >= deadline:
             break
-    profiler.dump_stats(path)
+    try:
+        profiler.dump_stats(path)
+    except OSError as exc:  # a full disk: one line, and no half-written profile left
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        raise CaseUnavailable(f"{path}: cannot be written ({exc.strerror or exc})") from None
     return {"cprofile_us_per_call": host * 1e6 / (total_calls * ops_per_step(step)), "cprofile_calls": total_calls}
 
 
@@ -311,9 +329,9 @@ def build(cases: list[dict], shape: list[int], device: str, report: Reporter,
 
 
 def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repeats: int, events: Events | None,
-                report: Reporter, shape: list[int], errors: dict[str, str]) -> dict[str, dict]:
+                report: Reporter, shape: list[int], errors: dict[str, str], extend: bool = True) -> dict[str, dict]:
     """Rounds of one timed loop of each case, in round_order; per case its loops. `repeats` rounds, and
-    then more rounds of the host-bound cases (their loops take milliseconds) until each has been timed for
+    (with `extend`, when --repeats was not given) more rounds of the host-bound cases (their loops take milliseconds) until each has been timed for
     TIMED_SECONDS: a handful of 4 ms loops is a noisy reading, a second's worth is not. A GPU-bound case (a
     graph floor) sits the extra rounds out: its loops are long and wait on the launch queue."""
     loops = {label: {"cpu_us": [], "gpu_us": [], "slots": []} for label in made}
@@ -321,6 +339,8 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
     slot = r = 0
     while True:
         live = [l for l in made if l not in errors]
+        if r >= repeats and not extend:
+            break
         if live and r >= repeats:  # extra rounds: the host-bound cases, all of them, while one is short
             live = [l for l in live if classify(statistics.median(loops[l]["cpu_us"]),
                                                 statistics.median(loops[l]["gpu_us"]) if loops[l]["gpu_us"] else None)[0]]
@@ -340,9 +360,10 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
                 errors[label] = _describe(exc)
                 continue
             spent[label] += time.perf_counter() - t0
-            loops[label]["cpu_us"].append(cpu)
+            # 0.1 ns is finer than any loop's figure can be read to; more digits only fill run.json
+            loops[label]["cpu_us"].append(round(cpu, 4))
             if gpu is not None:
-                loops[label]["gpu_us"].append(gpu)
+                loops[label]["gpu_us"].append(round(gpu, 4))
             loops[label]["slots"].append(slot)
             slot += 1
         r += 1
@@ -380,7 +401,7 @@ def time_cases(spec: dict, report: Reporter) -> dict:
             # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
             steps = max(1, math.ceil(spec["iters"] / ops))
             calls[label] = given or (steps if item["key"] == "timing" else calls_for(per_step, steps))
-        loops = interleaved(made, calls, repeats, events, report, shape, errors)
+        loops = interleaved(made, calls, repeats, events, report, shape, errors, spec.get("extend_rounds", True))
         for label in made:
             if label in errors:
                 continue
@@ -417,7 +438,8 @@ def profile_case(spec: dict, report: Reporter) -> dict:
     per_step = warm_up(step, sync, warm)
     steps = spec.get("steps") or calls_for(per_step, max(1, math.ceil(spec["iters"] / ops)))
     errors: dict[str, str] = {}
-    own = interleaved({c["label"]: (step, sync)}, {c["label"]: steps}, spec["repeats"], events, report, shape, errors)
+    own = interleaved({c["label"]: (step, sync)}, {c["label"]: steps}, spec["repeats"], events, report, shape, errors,
+                      spec.get("extend_rounds", True))
     if errors:
         raise RuntimeError(errors[c["label"]])
     result: dict[str, Any] = {"own": own[c["label"]], "calls": steps * ops}
@@ -446,7 +468,10 @@ def main(argv: list[str]) -> int:
         report.send("error", message=f"factory {spec['case']['case']['factory']} failed: {exc}")
         return 1
     except Exception as exc:  # noqa: BLE001 -- anything a case does wrong becomes one line for the parent
-        traceback.print_exc()
+        try:
+            traceback.print_exc()
+        except OSError:  # the log cannot be written (a full disk): the one line below still goes
+            pass
         known = explain.known_fault(exc, spec["shape"], spec["case"]["dtype"], spec["device"]) if "case" in spec else None
         report.send("error", message=known or _describe(exc))
         return 1

@@ -5,6 +5,9 @@ and turns known failures into one line on stderr and an exit code (2 bad input, 
 from __future__ import annotations
 
 import argparse
+import errno
+import math
+import os
 import signal
 import sys
 from pathlib import Path
@@ -14,7 +17,7 @@ from rich.console import Console
 from . import __version__, analysis, cases, drilldown, envinfo, renderers, rundir, runner
 from .renderers import html as report
 from .renderers import terminal
-from .errors import FlametoolError
+from .errors import FlametoolError, WriteError
 
 SEED_SHAPE = [65536, 24576, 12288]
 CPU_SHAPE = [64, 64, 64]
@@ -32,6 +35,7 @@ CUDA_POOL_THREADS = 1
 # imports; its loops take milliseconds). At a GPU-bound shape only the first process times the requested
 # shape; the others time the host-bound sample shape.
 DEFAULT_PROCESSES = 5
+DEFAULT_REPEATS = 3
 # ... but on the H200 (2026-11-30) the ratio of one process still ranged 0.60-0.67 across processes, so five
 # do not always settle it: without --processes, more are run while a ratio's interval is wider than
 # runner.SETTLED, up to MAX_PROCESSES and for at most EXTRA_SECONDS more (about 10 s a process at 1024^3).
@@ -44,8 +48,22 @@ def default_pool_threads(device: str) -> int | None:
     return None if device == "cpu" else CUDA_POOL_THREADS
 
 
+# The most each count may be: far beyond any useful run, far below one that would run for days (a call takes a
+# microsecond at the least) or overflow a float.
+LIMITS = {"iters": 10_000_000, "warmup": 10_000_000, "repeats": 1000, "processes": 100, "sample_seconds": 3600,
+          "pool_threads": 4096, "top": 100_000}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line starting 'flametool: ' (exit 2) like every other fault, not a
+    usage block and 'flametool compare: error: ...'."""
+
+    def error(self, message: str):  # noqa: D401 - argparse's hook; must not return
+        raise FlametoolError(f"{message} (see {self.prog} --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="flametool",
         description="Where the host (CPU) time goes when a GPU array library launches work, side by side.",
     )
@@ -59,7 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add a user case: FACTORY(m, k, n, dtype, device) returns (step, sync); repeatable")
     p.add_argument("--iters", type=int, default=250, help="timed calls per loop (default 250)")
     p.add_argument("--warmup", type=int, default=50, help="warm-up calls (default 50)")
-    p.add_argument("--repeats", type=int, default=3, help="timed loops per case; the median is reported (default 3)")
+    p.add_argument("--repeats", type=int,
+                   help="rounds of timed loops per process (one loop of each case a round); the median is reported "
+                        "(default 3, and at a host-bound shape more rounds until each case was timed for 1 s; a "
+                        "given number is run as given)")
     p.add_argument("--processes", type=int, metavar="N",
                    help="fresh processes that run the timed loops; every case is built in each and their loops "
                         "interleaved, so a process's own speed cancels out of the comparison (default: "
@@ -164,10 +185,19 @@ def parse_dtypes(text: str, labels: list[str]) -> dict[str, str]:
     return {l: per_case.get(l, default) for l in labels}
 
 
+def check_limits(args: argparse.Namespace) -> None:
+    for name, most in LIMITS.items():
+        value = getattr(args, name, None)
+        if value is not None and value > most:
+            text = str(value) if len(str(value)) <= 20 else f"{str(value)[:8]}... ({len(str(value))} digits)"
+            raise FlametoolError(f"--{name.replace('_', '-')} {text}: at most {most:,}")
+
+
 def compare_config(args: argparse.Namespace, say) -> runner.Config:
     for name in ("iters", "repeats", "processes", "rate", "sample_seconds"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             raise FlametoolError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
+    check_limits(args)
     if args.warmup < 0:
         raise FlametoolError(f"--warmup {args.warmup}: must be 0 or more")
     if args.pool_threads is not None and args.pool_threads < 0:
@@ -208,12 +238,13 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
     pool_threads = default_pool_threads(device) if args.pool_threads is None else args.pool_threads or None
     return runner.Config(
         cases=specs, device=device, shape=shape, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
-        repeats=args.repeats, processes=args.processes or DEFAULT_PROCESSES,
+        repeats=args.repeats or DEFAULT_REPEATS, extend_rounds=args.repeats is None,
+        processes=args.processes or DEFAULT_PROCESSES,
         max_processes=args.processes or MAX_PROCESSES, extra_seconds=EXTRA_SECONDS, isolate=args.isolate, pairs=pairs,
         rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
         sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS), sample_shape=sample_shape,
         pool_threads=pool_threads, sample=not args.no_sample, keep_going=args.keep_going,
-        out=args.out or runner.default_out(),
+        out=args.out or runner.default_out(), out_is_default=args.out is None,
         cpu_fallback=cpu_fallback,
     )
 
@@ -229,8 +260,8 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
                          else "flametool: interrupted before anything was measured")
             return 130
     analysed = analysis.analyse(run_dir, run)
-    sys.stdout.write(renderers.get("terminal")(width=out.width, colour=out.is_terminal).render(analysed))
-    write_report(run_dir, analysed, err, out)
+    out.file.write(renderers.get("terminal")(width=out.width, colour=out.is_terminal).render(analysed))
+    written = write_report(run_dir, analysed, err, out)
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
         terminal.say(err, f"flametool: case {label!r}: {run.results[label].error}")
@@ -238,19 +269,24 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     unsampled = [l for l, r in run.results.items() if r.sampling is not None and not r.sampling.complete]
     for label in unsampled:
         terminal.say(err, f"flametool: case {label!r}: sampling incomplete: {run.results[label].sampling.error}")
-    return 1 if failed or unsampled else 0
+    return 1 if failed or unsampled else (0 if written else 2)
 
 
-def write_report(run_dir: Path, analysed: analysis.Analysis, err: Console, out: Console) -> None:
+def write_report(run_dir: Path, analysed: analysis.Analysis, err: Console, out: Console) -> bool:
     """The report is made from what run.json already holds, so failing to render it loses nothing:
-    say so in one line and how to try again, and let the measurement's exit code stand."""
+    say so in one line and how to try again. A report that renders but cannot be written (a full disk) is
+    a fault of the machine (False: exit 2); one that fails to render lets the measurement's exit code stand."""
     try:
         path = report.write(run_dir, analysed=analysed)
+    except WriteError as exc:
+        terminal.say(err, f"flametool: {exc}; run.json is complete; retry with: flametool report {run_dir}")
+        return False
     except Exception as exc:  # noqa: BLE001 - any fault here must not hide a finished measurement
         terminal.say(err, f"flametool: report.html not written ({type(exc).__name__}: {exc}); run.json is complete; "
                           f"retry with: flametool report {run_dir}")
-        return
+        return True
     terminal.say(out, f"report: {path}")
+    return True
 
 
 def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
@@ -270,8 +306,11 @@ def cmd_snakeviz(args: argparse.Namespace, err: Console, out: Console) -> int:
 
 
 def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
-    if args.fail_above is not None and args.fail_above < 0:
-        raise FlametoolError(f"--fail-above {args.fail_above}: must be 0 or more")
+    if args.fail_above is not None and not (math.isfinite(args.fail_above) and args.fail_above >= 0):
+        raise FlametoolError(f"--fail-above {args.fail_above}: must be a number, 0 or more (a percentage)")
+    if args.top < 0:
+        raise FlametoolError(f"--top {args.top}: must be 0 or more")
+    check_limits(args)
     result = analysis.diff_runs(args.run_a, args.run_b, args.case)
     label = result["base"]
     terminal.print_run_diff(result, label, out, args.top)
@@ -287,24 +326,93 @@ def cmd_export(args: argparse.Namespace, out: Console) -> int:
     renderer = renderers.get(args.format, renderers.EXPORTS)(case=args.case, by_line=args.lines)
     text = renderer.render(analysis.load(args.run))
     if args.output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        out.file.write(text)
+        out.file.flush()
         return 0
     rundir.write_output(args.output, text)
     return 0
+
+
+class Stdout:
+    """Standard output as the commands write it. A reader that stops reading (`| head`) is not a fault: the
+    rest of the output is dropped, nothing is said, and the command finishes with its own exit code (a diff
+    that passed exits 0, one over --fail-above 3; compare still writes its analysis and report). Any other
+    failure (a full disk, /dev/full) ends the command in one line."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.dropped = False  # set after a failure: later output goes nowhere
+
+    def write(self, text: str) -> int:
+        if not self.dropped:
+            try:
+                self.stream.write(text)
+                self.stream.flush()
+            except OSError as exc:
+                self._failed(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.dropped:
+            try:
+                self.stream.flush()
+            except OSError as exc:
+                self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        self.dropped = True
+        try:  # what is still buffered goes nowhere, so Python's own flush at exit cannot fail again
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+        if exc.errno == errno.EPIPE:
+            return
+        raise FlametoolError(f"standard output: cannot be written ({exc.strerror or exc})") from None
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.stream, "encoding", None) or "utf-8"
 
 
 def _terminate(signum, frame):  # SIGTERM ends a run like Ctrl-C: children stopped, run.json kept
     raise KeyboardInterrupt
 
 
+def take_ctrl_c():
+    """Make SIGINT stop flametool even when it was started with SIGINT ignored, and return what to restore.
+
+    A shell without job control starts a background command with SIGINT ignored (a script's `setsid
+    flametool compare ... &`), and Python keeps it ignored: a `kill -INT` to the run's process group then
+    stopped nothing, and the run went on for as long as it was asked to. When flametool leads its own
+    process group (setsid, or a shell with job control), a SIGINT sent to that group is meant for it. Run in
+    a script's own group (`flametool ... &` without setsid), it keeps ignoring Ctrl-C, as the shell intends."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN and os.getpgrp() == os.getpid():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    return previous
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     err = Console(stderr=True, soft_wrap=True)
+    stdout = Stdout(sys.stdout)
     # piped or redirected output is read in a log or an editor, not squeezed to 80 columns
-    out = Console() if sys.stdout.isatty() else Console(width=160)
-    args = build_parser().parse_args(argv)
+    out = Console(file=stdout) if stdout.isatty() else Console(file=stdout, width=160)
+    try:
+        args = build_parser().parse_args(argv)
+    except FlametoolError as exc:
+        terminal.say(err, f"flametool: {exc}")
+        return exc.exit_code
     previous = signal.signal(signal.SIGTERM, _terminate)
+    previous_int = take_ctrl_c()
     try:
         if args.command == "compare":
             return cmd_compare(args, argv, err, out)
@@ -325,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)
 
 
 def main_entry() -> None:

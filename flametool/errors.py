@@ -15,3 +15,7 @@ class CaseError(FlametoolError):
     """A case that could not be set up or run (its factory raised, its library is missing, ...)."""
 
     exit_code = 1
+
+
+class WriteError(FlametoolError):
+    """A file that cannot be written (a full disk, no permission); what was written before is kept."""

@@ -9,6 +9,7 @@ is the thing that failed to load.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -33,7 +34,25 @@ OUT_OF_MEMORY = re.compile(r"out of memory|Unable to allocate|cudaErrorMemoryAll
 
 def known_fault(exc: BaseException, shape: list[int], dtype: str, device: str) -> str | None:
     """One sentence for a fault the user fixes outside the case, or None."""
-    return out_of_memory(exc, shape, dtype, device) or environment(exc, device)
+    return disk_full(exc) or out_of_memory(exc, shape, dtype, device) or environment(exc, device)
+
+
+DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def disk_full(exc: BaseException) -> str | None:
+    """A write that found no room. Without a file name in the error it was most likely the case's own output
+    (its stdout is <case>.log in the run directory) when that file's disk is full."""
+    if not (isinstance(exc, OSError) and exc.errno in DISK_FULL):
+        return None
+    name = exc.filename
+    if name is None:
+        try:
+            if os.fstatvfs(1).f_bavail == 0:
+                name = os.readlink("/proc/self/fd/1")
+        except OSError:
+            pass
+    return f"{name or 'a file'}: cannot be written ({exc.strerror or exc})"
 
 
 def out_of_memory(exc: BaseException, shape: list[int], dtype: str, device: str) -> str | None:

@@ -12,8 +12,10 @@ import ctypes
 import os
 import signal
 import subprocess
+import sys
 import threading
-from typing import Iterator
+import time
+from typing import Any, Iterator
 
 PR_SET_PDEATHSIG = 1
 PR_SET_PTRACER = 0x59616D61  # Yama's "this process may trace me"
@@ -47,6 +49,74 @@ def tie_to_parent(parent_pid: int | None) -> None:
     # Ctrl-C in a terminal reaches the whole process group; the parent decides when a case stops (it
     # terminates the child after saving what finished), so the child leaves SIGINT to it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    guard_group()
+
+
+def own_group() -> dict[str, Any]:
+    """Popen arguments that start a child as the leader of a process group of its own, so that it and
+    everything it starts can be stopped together (kill_tree(group=True)). The parent stays in the
+    terminal's group: Ctrl-C reaches the parent, which stops the child's group."""
+    return {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+
+
+def guard_group() -> None:
+    """In a child that leads its own process group: fork a small guardian that kills the whole group, and
+    so whatever the case started (a `subprocess.Popen(["sleep", ...])` in a factory), as soon as the child
+    is gone, however it ends: a normal exit, a crash, SIGKILL, or the kernel's SIGTERM when the parent was
+    killed outright (PR_SET_PDEATHSIG). The child keeps the default SIGTERM, which stops it even inside a
+    long C call, where a Python handler would not run. Best effort: a process that leaves the group
+    (setsid) is not followed."""
+    if os.getpgrp() != os.getpid() or not hasattr(signal, "sigwait") or not hasattr(os, "fork"):
+        return
+    leader = os.getpid()
+    # blocked before the fork, so that the guardian cannot miss a SIGTERM that comes at once
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        pid = os.fork()
+    except OSError:  # no guardian: the parent still stops the group whenever it is alive to
+        pid = None
+    if pid != 0:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        return
+    code = 0
+    try:  # the guardian: hold nothing of the child's (a pipe held open here would keep the parent waiting)
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        os.closerange(3, max(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024))
+        _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() == leader:  # else the child is gone already
+            signal.sigwait({signal.SIGTERM})
+        os.killpg(leader, signal.SIGKILL)  # the guardian too
+    except BaseException:  # noqa: BLE001 - a fault of the guardian itself never stops the case
+        code = 1
+    finally:
+        os._exit(code)
+
+
+def wait_exited(proc: subprocess.Popen, timeout: float | None = None) -> bool:
+    """Wait until `proc` has exited, without reaping it: until it is reaped, its pid still names its process
+    group, so the group (what it started) can be signalled without hitting a stranger that got the pid.
+    True when it has exited."""
+    if not hasattr(os, "waitid"):
+        try:
+            proc.wait(timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while proc.returncode is None:
+        try:
+            flags = os.WEXITED | os.WNOWAIT | (0 if deadline is None else os.WNOHANG)
+            if os.waitid(os.P_PID, proc.pid, flags) is not None:
+                return True
+        except ChildProcessError:
+            return True
+        if deadline is not None:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+    return True
 
 
 def kill_tree(proc: subprocess.Popen, grace: float = 5.0, first: int = signal.SIGTERM, group: bool = False) -> None:
@@ -63,6 +133,14 @@ def kill_tree(proc: subprocess.Popen, grace: float = 5.0, first: int = signal.SI
         except (ProcessLookupError, PermissionError):
             pass
 
+    if group:
+        # the leader is reaped only after the group's last signal: see wait_exited
+        if proc.returncode is None:
+            send(first)
+            wait_exited(proc, grace)
+        send(signal.SIGKILL)
+        proc.wait()
+        return
     if proc.poll() is None:
         send(first)
         try:

@@ -400,7 +400,7 @@ class Run:
             for key in ("iters", "warmup", "repeats", "rate_hz", "sample_seconds", "processes", "max_processes",
                         "pool_threads"):
                 config.count(key)
-            for key in ("sample", "keep_going", "cpu_fallback", "isolate"):
+            for key in ("sample", "keep_going", "cpu_fallback", "isolate", "extend_rounds", "out_is_default"):
                 config.flag(key)
             config.shape("shape"), config.shape("sample_shape"), config.text("device"), config.number("extra_seconds")
             config.get("dtypes", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),

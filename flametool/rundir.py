@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from . import record
-from .errors import FlametoolError, RunDirError
+from .errors import FlametoolError, RunDirError, WriteError
 
 SCHEMA = record.SCHEMA
 RUN_FILE = "run.json"
@@ -30,8 +31,12 @@ def folded_path(run: Path, label: str) -> Path:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write via a temporary file in the same folder and rename, so a reader never sees half a file. A write
+    that fails is one FlametoolError naming the file (cannot_write)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -39,8 +44,10 @@ def write_atomic(path: Path, text: str) -> None:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes it private; a run directory is meant to be shared
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # a full disk, no permission: one line; the file as it was is kept
+            raise cannot_write(path, exc) from None
         raise
 
 
@@ -63,7 +70,15 @@ def save(run: Path, data: record.Run) -> None:
         text = json.dumps(doc, indent=2, allow_nan=False)
     except ValueError:
         raise FlametoolError(f"{run / RUN_FILE}: not written: {check_tree(doc) or 'a value is not a finite number'}") from None
-    write_atomic(run / RUN_FILE, text + "\n")
+    write_atomic(run / RUN_FILE, NUMBER_LIST.sub(_one_line, text) + "\n")
+
+
+# A run holds hundreds of loop figures per case: a list of numbers goes on one line, not one number a line
+NUMBER_LIST = re.compile(r"\[\s*(-?[0-9.eE+-]+(?:,\s*-?[0-9.eE+-]+)*)\s*\]")
+
+
+def _one_line(m: re.Match) -> str:
+    return "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]"
 
 
 def load(run: Path | str) -> record.Run:
@@ -128,13 +143,56 @@ def ensure_new(out: Path) -> None:
         raise FlametoolError(f"{out}: already exists and is not empty; choose another --out")
 
 
-def create(out: Path) -> None:
-    """Make the run directory (an existing empty one is used as is), or say why it cannot be made."""
-    ensure_new(out)
+# What run.json holds from the moment a run claims its directory until the run writes its own: a valid,
+# empty, incomplete run, so a reader in between sees no half file.
+CLAIMED = {"schema": SCHEMA, "complete": False, "started": None, "finished": None, "command": [], "config": {},
+           "env": {}, "results": {}}
+UNIQUE_TRIES = 1000
+
+
+def create(out: Path, unique: bool = False) -> Path:
+    """Make and claim the run directory (an existing empty one is used as is), or say why it cannot be.
+
+    Claiming is one atomic step, creating run.json with O_EXCL in it, so of two runs started on one --out at
+    once exactly one gets it and the other is refused (checking that the folder is new, then writing into
+    it, let both go on and one lose its results). With `unique` (the default --out, a timestamp of one
+    second), a name already taken gets a suffix instead: -2, -3, ... Returns the directory claimed."""
+    for n in range(1, UNIQUE_TRIES + 1):
+        path = out if n == 1 else out.with_name(f"{out.name}-{n}")
+        if claim(path):
+            return path
+        if not unique:
+            break
+    raise FlametoolError(f"{out}: already exists and is not empty; choose another --out")
+
+
+def claim(out: Path) -> bool:
+    """True when this process made `out` its run directory; False when it is taken (not empty, or a file)."""
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".{RUN_FILE}.probe"  # a directory that can be made may still not be writable
-        probe.write_text("")
-        probe.unlink()
+        fd = os.open(out / RUN_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
     except OSError as exc:
+        if out.exists() and not out.is_dir():
+            return False
         raise FlametoolError(f"{out}: cannot create the run directory ({exc.strerror or exc}); choose another --out") from None
+    path = out / RUN_FILE
+    try:
+        # run.json was not there, but other files may be: then the folder is not empty, and not ours
+        if any(p.name != RUN_FILE for p in out.iterdir()):
+            os.close(fd)
+            path.unlink()
+            return False
+        # a directory that can be made may still not be writable (a full disk): this is the probe
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(CLAIMED) + "\n")
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise cannot_write(path, exc) from None
+    return True
+
+
+def cannot_write(path: Path, exc: OSError) -> WriteError:
+    """One line for a file of the run directory that cannot be written (a full disk, no permission)."""
+    return WriteError(f"{path}: cannot be written ({exc.strerror or exc}); what was written before is kept")

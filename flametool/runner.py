@@ -46,6 +46,7 @@ class Config:
     iters: int = 250
     warmup: int = 50
     repeats: int = 3
+    extend_rounds: bool = True  # more rounds at a host-bound shape (child.TIMED_SECONDS); False: `repeats` exactly
     rate_hz: int = 100
     sample_seconds: int = 5
     processes: int = 5  # fresh processes that run the timed loops (see cli.DEFAULT_PROCESSES)
@@ -58,6 +59,7 @@ class Config:
     isolate: bool = False  # each case's timed loops in processes of its own (not paired)
     pairs: list[list[str]] | None = None  # [base, head] pairs to compare; None: the first two cases
     out: Path = field(default_factory=lambda: default_out())
+    out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
     cpu_fallback: bool = False  # True when no CUDA device was found and the CPU defaults were taken
 
     def to_json(self) -> dict:
@@ -94,25 +96,33 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
               folded: Path | None = None) -> tuple[dict | None, str | None, Sampling | None]:
     """One child process for `spec`, sampled into `folded` when it says it is ready:
     (result or None, error, sampling)."""
+    try:
+        log = open(log_path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise rundir.cannot_write(log_path, exc) from None
     read_fd, write_fd = os.pipe()
-    with open(log_path, "w", encoding="utf-8") as log:
+    with log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "flametool.child", str(write_fd), json.dumps(spec)],
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-            env=child_env(config.pool_threads),
+            env=child_env(config.pool_threads), **procs.own_group(),
         )
     os.close(write_fd)
     result: dict | None = None
     error: str | None = None
     sampling: Sampling | None = None
+    ignored = 0
     try:
-        with os.fdopen(read_fd, "r", encoding="utf-8") as messages:
+        with os.fdopen(read_fd, "r", encoding="utf-8", errors="replace") as messages:
             for line in messages:
-                msg = json.loads(line)
-                kind = msg["event"]
+                msg = parse_message(line)
+                kind = msg and msg["event"]
                 if kind == "phase":
-                    progress(label, describe_phase(msg))
-                elif kind == "sample_ready":
+                    try:
+                        progress(label, describe_phase(msg))
+                    except (KeyError, TypeError, ValueError):
+                        ignored += 1
+                elif kind == "sample_ready" and msg.get("pid") == proc.pid:
                     progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
                     sampling = sampler.record_keeping_up(msg["pid"], config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
                                                          folded, lambda t: progress(label, t))
@@ -121,19 +131,41 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
                         proc.stdin.flush()
                     except BrokenPipeError:
                         pass  # the child is gone; it sends no result, and that is reported below
-                elif kind == "result":
-                    result = msg["result"]
+                elif kind == "result" and isinstance(msg.get("result"), dict):
+                    result, error = msg["result"], None  # the child's last word is the one that counts
                 elif kind == "error":
-                    error = msg["message"]
-        proc.wait()
+                    result, error = None, str(msg.get("message"))
+                else:
+                    ignored += 1
+        procs.wait_exited(proc)  # not reaped yet: stop() then takes along whatever the case started
     finally:
         with procs.signals_deferred():
             stop(proc)
     if result is None:
-        return None, error or f"the child process exited with code {proc.returncode} before reporting (see {log_path})", None
+        stray = f"; {ignored} line(s) on its message pipe were not messages" if ignored else ""
+        return None, error or f"the child process exited with code {proc.returncode} before reporting (see {log_path}){stray}", None
     if log_path.stat().st_size == 0:
         log_path.unlink()
     return result, None, sampling
+
+
+MESSAGE_START = '{"event": '
+
+
+def parse_message(line: str) -> dict | None:
+    """One message from the child, or None for a line that is not one. The case's code runs in the child and
+    can write to the message pipe too (it is the child's): what is not a message is ignored, and a message
+    that follows stray bytes on the same line is still found."""
+    for start in (0, line.rfind(MESSAGE_START)):
+        if start < 0:
+            continue
+        try:
+            msg = json.loads(line[start:])
+        except ValueError:
+            continue
+        if isinstance(msg, dict) and isinstance(msg.get("event"), str):
+            return msg
+    return None
 
 
 def describe_phase(msg: dict) -> str:
@@ -153,8 +185,8 @@ def describe_phase(msg: dict) -> str:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """Never leave a child behind: terminate, then kill."""
-    procs.kill_tree(proc, grace=5)
+    """Never leave a child behind, nor anything it started (its process group): terminate, then kill."""
+    procs.kill_tree(proc, grace=5, group=True)
     if proc.stdin:
         try:
             proc.stdin.close()
@@ -166,6 +198,7 @@ def stop(proc: subprocess.Popen) -> None:
 
 def spec_base(config: Config) -> dict:
     return {"device": config.device, "iters": config.iters, "warmup": config.warmup, "repeats": config.repeats,
+            "extend_rounds": config.extend_rounds,
             "parent_pid": os.getpid()}
 
 
@@ -338,11 +371,12 @@ class Measurement:
 def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, Run]:
     """Measure every case; run.json is saved after every process and marked complete at the end."""
     out = config.out
-    rundir.ensure_new(out)
+    if not config.out_is_default:
+        rundir.ensure_new(out)
     if config.sample:  # before anything starts: a run that cannot sample says so now, not after the timings
         sampler.check_available()
     sampler.attach_seconds()  # a bad FLAMETOOL_PYSPY_TIMEOUT, too
-    rundir.create(out)
+    out = config.out = rundir.create(out, unique=config.out_is_default)
     run = Run(schema=rundir.SCHEMA, complete=False, started=_now(), finished=None, command=argv,
               config=config.to_json(), env=envinfo.collect(config.device),
               results={c.label: blank_result(c, config) for c in config.cases})

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import procs
+from . import procs, rundir
 from .record import Sampling
 from . import stacks as st
 from .errors import FlametoolError
@@ -192,8 +192,7 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     sampling.total_samples = sum(s.count for s in raw)
     kept, sampling.loop_samples, sampling.outside_samples = keep_inside(raw, loop_function)
     sampling.kept_samples = sum(s.count for s in kept)
-    with open(out, "w", encoding="utf-8", newline="") as fh:
-        fh.write(st.dumps(kept))
+    rundir.write_atomic(out, st.dumps(kept))  # a full disk: one line, and no half file
     if not sampling.complete and sampling.total_samples and not sampling.refused:
         sampling.error += f"; kept the {sampling.total_samples} samples it wrote"
     return sampling

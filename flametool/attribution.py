@@ -38,7 +38,8 @@ from pathlib import Path
 
 from . import layers as ly
 from . import rundir
-from . import stacks as st
+from . import folded
+from . import naming
 from .errors import RunDirError
 from .record import CaseResult, Run
 
@@ -50,8 +51,8 @@ class Profile:
     """One case's stacks, named for people and ready to be scaled to microseconds per call."""
 
     label: str
-    stacks: list[st.Stack]  # normalized names, root first; the loop's own samples as [LOOP_FRAME]
-    frames: dict[str, st.Frame]
+    stacks: list[folded.Stack]  # normalized names, root first; the loop's own samples as [LOOP_FRAME]
+    frames: dict[str, naming.Frame]
     us_per_call: float  # unsampled CPU time per call at the sampled shape
     recorded_samples: int | None = None  # what the sampler says it kept, loop included (None: trust the stacks)
     # derived once and reused (attribution, the diff and the flame graphs all need them); stacks and frames
@@ -87,12 +88,12 @@ class Profile:
         return math.sqrt(max(p * (1 - p), 0.0) / n) * self.us_per_call
 
 
-def make_profile(label: str, raw: list[st.Stack], loop_samples: int, us_per_call: float,
+def make_profile(label: str, raw: list[folded.Stack], loop_samples: int, us_per_call: float,
                  by_line: bool = False, recorded_samples: int | None = None) -> Profile:
     usable = [s for s in raw if s.frames and s.count > 0]
     if loop_samples:
-        usable.append(st.Stack((st.LOOP_FRAME,), loop_samples))
-    stacks, frames = st.normalize(usable, by_line=by_line)
+        usable.append(folded.Stack((naming.LOOP_FRAME,), loop_samples))
+    stacks, frames = naming.normalize(usable, by_line=by_line)
     return Profile(label, stacks, frames, us_per_call, recorded_samples)
 
 
@@ -128,7 +129,7 @@ def load_profile(run_dir: Path, run: Run, label: str, by_line: bool = False) -> 
         raise RunDirError(f"{run_dir / rundir.RUN_FILE}: case {label!r}: files.folded is not a file name in the run directory")
     loop = result.sampling.loop_samples
     # as make_profile does, streamed: the raw stacks of a large profile are never all in memory
-    stacks, frames = st.read_normalized(run_dir / name, by_line, [st.Stack((st.LOOP_FRAME,), loop)] if loop else [])
+    stacks, frames = naming.read_normalized(run_dir / name, by_line, [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else [])
     profile = Profile(label, stacks, frames, float(result.at_sample_shape.cpu_us_per_call), result.samples + loop)
     if not profile.samples:
         raise RunDirError(f"{run_dir / name}: no samples")
@@ -152,7 +153,7 @@ class FrameCost:
     def to_json(self) -> dict:
         return {
             "frame": self.frame,
-            "display": st.display_name(self.frame),
+            "display": naming.display_name(self.frame),
             "layer": self.layer,
             "self_us_per_call": self.self.us_per_call,
             "total_us_per_call": self.total.us_per_call,
@@ -266,7 +267,7 @@ def attribute(profile: Profile) -> CaseCosts:
         us_per_call=profile.us_per_call,
         samples=profile.samples,
         recorded=profile.denominator,
-        loop_samples=total_n.get(st.LOOP_FRAME, 0),
+        loop_samples=total_n.get(naming.LOOP_FRAME, 0),
         layers={l: fig(layer_n[l]) for l in ly.order(layer_n)},
         frames=frames,
         called_from={l: {c: profile.us(n) for c, n in cs.most_common()} for l, cs in callers.items()},

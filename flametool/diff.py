@@ -12,34 +12,35 @@ from __future__ import annotations
 
 import math
 from . import layers as ly
-from . import stacks as st
+from . import folded
+from . import naming
 from . import tree
 from .attribution import Profile, attribute
 
 STEP_ROOT = "step()"
 
 
-def aligned(profile: Profile) -> list[st.Stack]:
+def aligned(profile: Profile) -> list[folded.Stack]:
     """Stacks with the case's step() frame, the root of each kept stack, renamed STEP_ROOT."""
     out = []
     for s in profile.stacks:
         # py-spy now and then puts an unnamed address above step() (a trampoline or an unwinding slip);
         # when a named frame follows, the stack is aligned at that one
         skip = next((i for i, n in enumerate(s.frames) if profile.frames[n].kind != "address"), 0)
-        s = st.Stack(s.frames[skip:], s.count)
+        s = folded.Stack(s.frames[skip:], s.count)
         first = profile.frames[s.frames[0]]
         if first.kind == "python":
-            out.append(st.Stack((STEP_ROOT,) + s.frames[1:], s.count))
+            out.append(folded.Stack((STEP_ROOT,) + s.frames[1:], s.count))
         elif first.kind == "loop":
             out.append(s)
         else:  # step is itself a native callable (step = np.matmul): it sits under STEP_ROOT
-            out.append(st.Stack((STEP_ROOT,) + s.frames, s.count))
-    return st.merge(out)
+            out.append(folded.Stack((STEP_ROOT,) + s.frames, s.count))
+    return folded.merge(out)
 
 
 def aligned_profile(profile: Profile) -> Profile:
     frames = dict(profile.frames)
-    frames[STEP_ROOT] = st.Frame(STEP_ROOT, "", "python")
+    frames[STEP_ROOT] = naming.Frame(STEP_ROOT, "", "python")
     return Profile(profile.label, aligned(profile), frames, profile.us_per_call, profile.recorded_samples)
 
 
@@ -69,7 +70,7 @@ def diff(base: Profile, head: Profile) -> dict:
         sb, sh = (fb.self.samples if fb else 0), (fh.self.samples if fh else 0)
         tb, th = (fb.total.samples if fb else 0), (fh.total.samples if fh else 0)
         frame_rows.append({
-            "frame": name, "display": st.display_name(name), "layer": (fh or fb).layer,
+            "frame": name, "display": naming.display_name(name), "layer": (fh or fb).layer,
             "base_self_us_per_call": base.us(sb), "head_self_us_per_call": head.us(sh),
             "base_total_us_per_call": base.us(tb), "head_total_us_per_call": head.us(th),
             "delta_us_per_call": head.us(sh) - base.us(sb),

@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import FlametoolError
-from .stacks import Frame
+from .naming import Frame
 
 INHERIT = "inherit"
 OTHER = "other"

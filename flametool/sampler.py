@@ -22,7 +22,7 @@ from typing import Callable
 
 from . import procs, rundir
 from .record import Sampling
-from . import stacks as st
+from . import folded
 from .errors import FlametoolError
 
 # py-spy may need several seconds to read the symbol tables of big native libraries before it samples.
@@ -82,15 +82,15 @@ def attach_seconds() -> float:
 
 
 def is_active_loop(frame: str, loop_function: str) -> bool:
-    return st.frame_function(frame) == loop_function and st.frame_file(frame).endswith("child.py")
+    return folded.frame_function(frame) == loop_function and folded.frame_file(frame).endswith("child.py")
 
 
-def keep_inside(raw: list[st.Stack], loop_function: str) -> tuple[list[st.Stack], int, int]:
+def keep_inside(raw: list[folded.Stack], loop_function: str) -> tuple[list[folded.Stack], int, int]:
     """Stacks below the innermost active-loop frame, with that frame and everything above it cut off.
 
     Returns (kept, loop_only, outside): samples in the loop's own bytecode between calls, and samples
     outside the loop (sync, set-up, other threads) are counted, not kept."""
-    kept: list[st.Stack] = []
+    kept: list[folded.Stack] = []
     loop_only = outside = 0
     for s in raw:
         idx = max((i for i, f in enumerate(s.frames) if is_active_loop(f, loop_function)), default=-1)
@@ -99,8 +99,8 @@ def keep_inside(raw: list[st.Stack], loop_function: str) -> tuple[list[st.Stack]
         elif idx == len(s.frames) - 1:
             loop_only += s.count
         else:
-            kept.append(st.Stack(s.frames[idx + 1 :], s.count))
-    return st.merge(kept), loop_only, outside
+            kept.append(folded.Stack(s.frames[idx + 1 :], s.count))
+    return folded.merge(kept), loop_only, outside
 
 
 def thread_count(pid: int) -> int | None:
@@ -116,40 +116,64 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     seconds = max(1, math.ceil(seconds))
     fd, raw_path = tempfile.mkstemp(prefix="flametool-pyspy-", suffix=".txt")
     os.close(fd)
+    raw_file = Path(raw_path)
     try:
-        cmd = [pyspy_path(), "record", "--pid", str(pid), "--native", "--rate", str(rate_hz),
-               "--duration", str(seconds), "--format", "raw", "--output", raw_path]
-    except FlametoolError as exc:
-        Path(raw_path).unlink(missing_ok=True)
-        return Sampling(command=[], rate_hz=rate_hz, seconds=seconds, error=str(exc))
-    sampling = Sampling(command=cmd, rate_hz=rate_hz, seconds=seconds, threads=thread_count(pid))
-    marks: dict[str, float] = {}
-    lines: list[str] = []
+        try:
+            cmd = [pyspy_path(), "record", "--pid", str(pid), "--native", "--rate", str(rate_hz),
+                   "--duration", str(seconds), "--format", "raw", "--output", raw_path]
+        except FlametoolError as exc:
+            return Sampling(command=[], rate_hz=rate_hz, seconds=seconds, error=str(exc))
+        sampling = Sampling(command=cmd, rate_hz=rate_hz, seconds=seconds, threads=thread_count(pid))
+        if not run_bounded(sampling):
+            return sampling
+        raw = read_raw(raw_file)
+    finally:  # what py-spy wrote is read above, or not kept (the run is being stopped)
+        raw_file.unlink(missing_ok=True)
+    sampling.total_samples = sum(s.count for s in raw)
+    kept, sampling.loop_samples, sampling.outside_samples = keep_inside(raw, loop_function)
+    sampling.kept_samples = sum(s.count for s in kept)
+    rundir.write_atomic(out, folded.dumps(kept))  # a full disk: one line, and no half file
+    if not sampling.complete and sampling.total_samples and not sampling.refused:
+        sampling.error += f"; kept the {sampling.total_samples} samples it wrote"
+    return sampling
 
-    try:
-        # py-spy reports on stdout (start, totals) and stderr (errors); read both, timestamped. Its own
-        # session: a terminal's Ctrl-C reaches the parent only, which stops py-spy and all it started.
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, errors="replace", start_new_session=True)
-    except OSError as exc:
-        Path(raw_path).unlink(missing_ok=True)
-        sampling.error = f"py-spy could not start: {exc}"
-        return sampling
 
-    def read_output() -> None:
+class Output:
+    """py-spy's own output (start, totals, "behind" warnings on stdout; errors on stderr), read as it comes
+    and timestamped: when it started and stopped sampling is the window the loop's chunks are matched to."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.lines: list[str] = []
+        self.marks: dict[str, float] = {}
+        self.behind_seconds = 0.0
+        self.thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self.thread.start()
+
+    def _read(self, proc: subprocess.Popen) -> None:
         for line in proc.stdout:
             now = time.monotonic()
-            lines.append(line.rstrip())
+            self.lines.append(line.rstrip())
             if "Sampling process" in line:
-                marks.setdefault("start", now)
+                self.marks.setdefault("start", now)
             elif line.startswith("py-spy> Wrote") or "Samples:" in line:
-                marks.setdefault("end", now)
+                self.marks.setdefault("end", now)
             m = BEHIND.search(line)
             if m:
-                sampling.behind_seconds = max(sampling.behind_seconds, float(m.group(1)))
+                self.behind_seconds = max(self.behind_seconds, float(m.group(1)))
 
-    reader = threading.Thread(target=read_output, daemon=True)
-    reader.start()
+
+def run_bounded(sampling: Sampling) -> bool:
+    """Run sampling.command for at most its seconds plus attach_seconds(); stop it (SIGINT first, so it
+    writes what it has) when it runs over; fill in what happened. False when py-spy did not start."""
+    seconds = sampling.seconds
+    try:
+        # its own session: a terminal's Ctrl-C reaches the parent only, which stops py-spy and all it started
+        proc = subprocess.Popen(sampling.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+    except OSError as exc:
+        sampling.error = f"py-spy could not start: {exc}"
+        return False
+    output = Output(proc)
     started = time.monotonic()
     allowance = attach_seconds()
     try:
@@ -158,44 +182,38 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     except subprocess.TimeoutExpired:
         sampling.error = (f"py-spy did not finish within {seconds + allowance:.0f} s; stopped it and kept what "
                           "it wrote (a lower --rate helps a py-spy that falls behind)")
-        # SIGINT first: py-spy then writes the samples it has
         procs.kill_tree(proc, grace=min(FLUSH_SECONDS, allowance), first=signal.SIGINT, group=True)
-    except BaseException:  # the run is being stopped: what py-spy wrote is not kept, nor its file
-        Path(raw_path).unlink(missing_ok=True)
-        raise
     finally:
         # interrupted (Ctrl-C, SIGTERM) while waiting, or anything py-spy left: never leave it behind
         with procs.signals_deferred():
             procs.kill_tree(proc, grace=0, first=signal.SIGKILL, group=True)
     ended = time.monotonic()
-    reader.join(timeout=2)
+    output.thread.join(timeout=2)
+    lines = output.lines
+    sampling.behind_seconds = output.behind_seconds
     sampling.exit_code = proc.returncode
     sampling.output_tail = lines[-5:]
     totals = next((TOTALS.search(l) for l in reversed(lines) if TOTALS.search(l)), None)
     if totals:
         sampling.pyspy_samples, sampling.pyspy_errors = int(totals.group(1)), int(totals.group(2))
-    start = marks.get("start", max(started, ended - seconds))
-    sampling.window = (start, marks.get("end", ended))
-
-    text = st.read_text(Path(raw_path), errors="replace") if Path(raw_path).exists() else ""
-    Path(raw_path).unlink(missing_ok=True)
+    sampling.window = (output.marks.get("start", max(started, ended - seconds)), output.marks.get("end", ended))
     if proc.returncode != 0 and sampling.complete:
         sampling.complete = False
         sampling.refused = bool(REFUSED.search(" ".join(lines)))
         sampling.error = explain_failure(lines, proc.returncode)
-    raw: list[st.Stack] = []
+    return True
+
+
+def read_raw(path: Path) -> list[folded.Stack]:
+    """py-spy's raw output; a line cut short by a killed py-spy says nothing reliable and is skipped."""
+    text = folded.read_text(path, errors="replace") if path.exists() else ""
+    raw: list[folded.Stack] = []
     for line in text.split("\n"):  # only newlines end a line: a frame name may hold other separators
         try:
-            raw.append(st.parse_line(line))
-        except st.FoldedLineError:
-            continue  # a line cut short by a killed py-spy says nothing reliable
-    sampling.total_samples = sum(s.count for s in raw)
-    kept, sampling.loop_samples, sampling.outside_samples = keep_inside(raw, loop_function)
-    sampling.kept_samples = sum(s.count for s in kept)
-    rundir.write_atomic(out, st.dumps(kept))  # a full disk: one line, and no half file
-    if not sampling.complete and sampling.total_samples and not sampling.refused:
-        sampling.error += f"; kept the {sampling.total_samples} samples it wrote"
-    return sampling
+            raw.append(folded.parse_line(line))
+        except folded.FoldedLineError:
+            continue
+    return raw
 
 
 def explain_failure(lines: list[str], code: int) -> str:

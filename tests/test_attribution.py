@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from flametool import attribution as at
-from flametool import stacks as st
+from flametool import folded
+from flametool import naming
 from flametool.errors import RunDirError
 from runbuild import make_run
 
@@ -23,7 +24,7 @@ FOLDED = (
 
 
 def costs(text=FOLDED, us=10.0, loop=1):
-    return at.attribute(at.make_profile("c", st.parse(text), loop, us))
+    return at.attribute(at.make_profile("c", folded.parse(text), loop, us))
 
 
 def by_frame(c):
@@ -39,8 +40,8 @@ def test_share_of_all_loop_samples_times_unsampled_time():
     assert f["case.step"].total.us_per_call == pytest.approx(9.0)
     assert f["[libcublas.so.13]"].self.samples == 1
     # the loop's own samples are a frame of their own, not spread over step()'s frames
-    assert f[st.LOOP_FRAME].self.us_per_call == pytest.approx(1.0)
-    assert f[st.LOOP_FRAME].layer == "loop"
+    assert f[naming.LOOP_FRAME].self.us_per_call == pytest.approx(1.0)
+    assert f[naming.LOOP_FRAME].layer == "loop"
 
 
 def test_layers_take_self_time():
@@ -66,7 +67,7 @@ def test_closure():
     assert closure["within_tolerance"]
     assert closure["layers_sum_us_per_call"] == pytest.approx(10.0)
     # samples lost on the way show up as a ratio below 1: here the sampler recorded 12, the file holds 9 + 1
-    lost = at.attribute(at.make_profile("c", st.parse(FOLDED), 1, 10.0, recorded_samples=12))
+    lost = at.attribute(at.make_profile("c", folded.parse(FOLDED), 1, 10.0, recorded_samples=12))
     assert lost.closure()["ratio"] == pytest.approx(10 / 12)
     assert not lost.closure()["within_tolerance"]
     assert lost.closure()["samples_read"] == 10 and lost.closure()["samples_recorded"] == 12
@@ -140,7 +141,7 @@ def h200():
     out = {}
     for lib in ("cupy", "torch"):
         with gzip.open(DATA / f"h200_{lib}.folded.gz", "rt", encoding="utf-8") as fh:
-            raw = st.parse(fh.read(), f"h200_{lib}")
+            raw = folded.parse(fh.read(), f"h200_{lib}")
         out[lib] = at.attribute(at.make_profile(lib, raw, loops[lib], H200_US[lib]))
     return out
 
@@ -196,7 +197,7 @@ stacks_st = hs.lists(hs.tuples(hs.lists(hs.sampled_from(POOL), min_size=1, max_s
 @settings(max_examples=60, deadline=None)
 @given(stacks_st, hs.integers(0, 30), hs.floats(0.5, 500))
 def test_layers_always_add_up_to_the_time_per_call(stacks, loop, us):
-    raw = [st.Stack(("s (case.py:1)", *frames), n) for frames, n in stacks]
+    raw = [folded.Stack(("s (case.py:1)", *frames), n) for frames, n in stacks]
     c = at.attribute(at.make_profile("p", raw, loop, us))
     assert sum(f.us_per_call for f in c.layers.values()) == pytest.approx(us)
     assert sum(f.self.us_per_call for f in c.frames) == pytest.approx(us)
@@ -209,8 +210,8 @@ def test_layers_always_add_up_to_the_time_per_call(stacks, loop, us):
 def test_diff_deltas_add_up(a, b, us_a, us_b):
     from flametool import diff
 
-    pa = at.make_profile("a", [st.Stack(("a (x.py:1)", *f), n) for f, n in a], 0, us_a)
-    pb = at.make_profile("b", [st.Stack(("b (y.py:1)", *f), n) for f, n in b], 0, us_b)
+    pa = at.make_profile("a", [folded.Stack(("a (x.py:1)", *f), n) for f, n in a], 0, us_a)
+    pb = at.make_profile("b", [folded.Stack(("b (y.py:1)", *f), n) for f, n in b], 0, us_b)
     d = diff.diff(pa, pb)
     assert sum(r["delta_us_per_call"] for r in d["layers"]) == pytest.approx(us_b - us_a, abs=1e-6)
     assert sum(r["delta_us_per_call"] for r in d["frames"]) == pytest.approx(us_b - us_a, abs=1e-6)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flametool import analysis, child, rundir, runner, stacks
+from flametool import analysis, child, folded, rundir, runner
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
 PROCESSES, REPEATS = 2, 2
@@ -187,7 +187,7 @@ def test_prof_files_load_in_pstats(run):
 def test_folded_holds_only_stacks_inside_step(run):
     out, _, _ = run
     for label, r in rundir.load(out).results.items():
-        parsed = stacks.read(out / f"{label}.folded")
+        parsed = folded.read(out / f"{label}.folded")
         assert sum(s.count for s in parsed) == r.samples == r.sampling.kept_samples
         # 2 s at 200 Hz: py-spy on this machine keeps up, so most of ~400 samples land in the loop
         assert r.samples > 100
@@ -197,7 +197,7 @@ def test_folded_holds_only_stacks_inside_step(run):
         # an unsymbolized address (`0x7f.. (libc.so.6)`) between the loop and step(), or alone
         addresses_only = 0
         for s in parsed:
-            names = [stacks.frame_function(f) for f in s.frames]
+            names = [folded.frame_function(f) for f in s.frames]
             if all(n.startswith("0x") for n in names):
                 addresses_only += s.count
                 continue

@@ -4,7 +4,7 @@ import pytest
 
 from flametool import attribution as at
 from flametool import cli, diff, rundir
-from flametool import stacks as st
+from flametool import folded
 from runbuild import make_run, snapshot
 
 # base: 6 samples at 6 us per call; head: 8 samples at 8 us per call -> 1 us per sample on both sides
@@ -16,7 +16,7 @@ HEAD = ("case_b.<locals>.step (tests/b.py:1);shared (lib/s.py:1);x (lib/s.py:2) 
 
 
 def profile(label, text, us):
-    return at.make_profile(label, st.parse(text), 0, us)
+    return at.make_profile(label, folded.parse(text), 0, us)
 
 
 @pytest.fixture
@@ -145,4 +145,4 @@ def test_diff_runs_garbage_folded(capsys, runs):
 def test_an_address_above_step_is_not_a_root_of_its_own():
     p = profile("n", "0x7f1b (libc.so.6);case.<locals>.step (t/c.py:1);f (lib/m.py:2) 1\n"
                      "case.<locals>.step (t/c.py:1);f (lib/m.py:2) 1\n", 2.0)
-    assert diff.aligned(p) == [st.Stack((diff.STEP_ROOT, "lib.m.f"), 2)]
+    assert diff.aligned(p) == [folded.Stack((diff.STEP_ROOT, "lib.m.f"), 2)]

@@ -6,7 +6,8 @@ import pytest
 
 from flametool import cli
 from flametool.renderers import speedscope as exporters
-from flametool import stacks as st
+from flametool import folded
+from flametool import naming
 from flametool.errors import FlametoolError
 from runbuild import make_run, snapshot
 
@@ -38,7 +39,7 @@ def test_speedscope_file(run, tmp_path, capsys):
     assert sum(torch["weights"]) == pytest.approx(10.0)
     names = [f["name"] for f in doc["shared"]["frames"]]
     assert "flametool.cases.numpy_matmul.<locals>.step" in names
-    assert "[libc.so.6]" in names and st.LOOP_FRAME in names
+    assert "[libc.so.6]" in names and naming.LOOP_FRAME in names
     assert "ufunc_generic_fastcall (numpy/_core/_multiarray_umath.so)" in names
     assert not any(n.startswith("0x") for n in names)
     # frames are shared between profiles, each once
@@ -59,7 +60,7 @@ def test_check_speedscope_catches_missing_fields():
 def test_folded_to_stdout_all_cases(run, capsys):
     assert cli.main(["export", str(run), "--format", "folded"]) == 0
     text = capsys.readouterr().out
-    stacks = st.parse(text)
+    stacks = folded.parse(text)
     assert sum(s.count for s in stacks) == 9 + 1 + 5
     assert ("numpy", "flametool.cases.numpy_matmul.<locals>.step", "[libc.so.6]") in {s.frames for s in stacks}
     assert {s.frames[0] for s in stacks} == {"numpy", "torch"}
@@ -67,8 +68,8 @@ def test_folded_to_stdout_all_cases(run, capsys):
 
 def test_folded_one_case(run, capsys):
     assert cli.main(["export", str(run), "--format", "folded", "--case", "torch"]) == 0
-    stacks = st.parse(capsys.readouterr().out)
-    assert stacks == [st.Stack(("flametool.cases.torch_mm.<locals>.step", "torch::autograd::THPVariable_mm (libtorch_python.so)",
+    stacks = folded.parse(capsys.readouterr().out)
+    assert stacks == [folded.Stack(("flametool.cases.torch_mm.<locals>.step", "torch::autograd::THPVariable_mm (libtorch_python.so)",
                                 "at::_ops::mm_out::call (libtorch_cpu.so)"), 5)]
 
 
@@ -107,6 +108,6 @@ def test_export_unwritable_output(run, capsys, tmp_path):
 def test_folded_line_level_view(tmp_path, capsys):
     run = make_run(tmp_path / "run", {"a": ("s (m.py:1);f (lib/k.py:10) 2\ns (m.py:1);f (lib/k.py:12) 1\n", 3.0, 0)})
     assert cli.main(["export", str(run), "--format", "folded", "--lines"]) == 0
-    assert {s.frames for s in st.parse(capsys.readouterr().out)} == {("m.s:1", "lib.k.f:10"), ("m.s:1", "lib.k.f:12")}
+    assert {s.frames for s in folded.parse(capsys.readouterr().out)} == {("m.s:1", "lib.k.f:10"), ("m.s:1", "lib.k.f:12")}
     assert cli.main(["export", str(run), "--format", "folded"]) == 0
-    assert st.parse(capsys.readouterr().out) == [st.Stack(("m.s", "lib.k.f"), 3)]
+    assert folded.parse(capsys.readouterr().out) == [folded.Stack(("m.s", "lib.k.f"), 3)]

@@ -20,7 +20,8 @@ from flametool.renderers import flame
 from flametool.renderers import speedscope as exporters
 from flametool import diff as df
 from flametool import layers as ly
-from flametool import stacks as st
+from flametool import folded
+from flametool import naming
 from reportruns import hostile_run
 from runbuild import make_run, snapshot
 
@@ -376,7 +377,7 @@ VOCABULARY = [
     "synchronize (stream.cpp:8425)", "0x7f01 (libcublas.so.13)", "0x7f02 (libcublas.so.13)", "0x1 (libc.so.6)",
     "cublasGemmEx (libcublas.so.13)", "Py_DECREF (object.h:706)", "Py_DECREF (object.h:707)",
     "at::_ops::mm_out::call (libtorch_cpu.so)", "malloc (libc.so.6)", "[vdso]", "0x9 ([vdso])", "",
-    "weird (name) (lib (x).so)", "tab\there (t.py:1)", st.LOOP_FRAME,
+    "weird (name) (lib (x).so)", "tab\there (t.py:1)", naming.LOOP_FRAME,
 ]
 STACKS = hs.lists(hs.tuples(hs.lists(hs.sampled_from(VOCABULARY), min_size=1, max_size=9), hs.integers(0, 4)),
                   min_size=1, max_size=40)
@@ -387,22 +388,22 @@ def folded_text(stacks) -> str:
     return "".join(f"{';'.join(frames) or 'x'} {count}\n" + ("\n" if i % 7 == 3 else "") for i, (frames, count) in enumerate(stacks))
 
 
-def reference_normalize(stacks: list[st.Stack], by_line: bool = False):
+def reference_normalize(stacks: list[folded.Stack], by_line: bool = False):
     """stacks.normalize as it was: a Namer of every stack, then a loop over every frame."""
-    namer = st.Namer(stacks)
+    namer = naming.Namer(stacks)
     frames: dict = {}
     out = []
     for s in stacks:
         names: list[str] = []
         for raw in s.frames:
             f = namer.frame(raw)
-            key = st.with_line(f) if by_line and f.kind != "address" else f.name
+            key = naming.with_line(f) if by_line and f.kind != "address" else f.name
             if names and names[-1] == key and (not by_line or f.kind == "address"):
                 continue
             frames.setdefault(key, f)
             names.append(key)
-        out.append(st.Stack(tuple(names), s.count))
-    return st.merge(out), frames
+        out.append(folded.Stack(tuple(names), s.count))
+    return folded.merge(out), frames
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -410,10 +411,10 @@ def reference_normalize(stacks: list[st.Stack], by_line: bool = False):
 def test_streamed_normalization_is_the_same(tmp_path_factory, stacks, by_line, loop):
     path = tmp_path_factory.mktemp("n") / "p.folded"
     path.write_text(folded_text(stacks), encoding="utf-8")
-    extra = [st.Stack((st.LOOP_FRAME,), loop)] if loop else []
-    usable = [s for s in st.read(path) if s.frames and s.count > 0] + extra
+    extra = [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else []
+    usable = [s for s in folded.read(path) if s.frames and s.count > 0] + extra
     expected = reference_normalize(usable, by_line)
-    got = st.read_normalized(path, by_line, extra)
+    got = naming.read_normalized(path, by_line, extra)
     assert got == expected and list(got[1]) == list(expected[1])  # the stacks, the frames, in the same order
     assert all(got[1][k] == expected[1][k] for k in expected[1])
 
@@ -422,9 +423,9 @@ def test_streamed_naming_reads_again_when_a_later_path_names_a_module(tmp_path):
     """'fast_path (_speedups.c)' is named from an extension path that only a later line shows."""
     path = tmp_path / "p.folded"
     path.write_text("step (c.py:1);fast_path (_speedups.c:120) 3\nstep (c.py:1);x (mypkg/_speedups.cpython-311-x86_64-linux-gnu.so) 1\n")
-    stacks, frames = st.read_normalized(path)
+    stacks, frames = naming.read_normalized(path)
     assert stacks[0].frames == ("c.step", "mypkg._speedups.fast_path")
-    assert (stacks, frames) == reference_normalize(st.read(path))
+    assert (stacks, frames) == reference_normalize(folded.read(path))
 
 
 @pytest.mark.parametrize("text, line", [
@@ -440,14 +441,14 @@ def test_streamed_read_reports_bad_lines_as_read_does(tmp_path, text, line):
 
     path = tmp_path / "p.folded"
     path.write_text(text, encoding="utf-8", newline="")
-    for reader in (st.read, st.read_normalized):
+    for reader in (folded.read, naming.read_normalized):
         with pytest.raises(RunDirError) as exc:
             reader(path)
         assert str(exc.value).startswith(f"{path}: {line}"), str(exc.value)
 
 
 def profile_of(stacks, label="p", us=7.0) -> at.Profile:
-    return at.make_profile(label, [st.Stack(tuple(f), c) for f, c in stacks], 2, us)
+    return at.make_profile(label, [folded.Stack(tuple(f), c) for f, c in stacks], 2, us)
 
 
 def reference_attribute(profile: at.Profile) -> at.CaseCosts:
@@ -476,7 +477,7 @@ def reference_attribute(profile: at.Profile) -> at.CaseCosts:
     frames = [at.FrameCost(name, layer_of[name], fig(self_n[name]), fig(total_n[name])) for name in total_n]
     frames.sort(key=lambda f: (-f.self.samples, -f.total.samples, f.frame))
     return at.CaseCosts(profile.label, profile.us_per_call, profile.samples, profile.denominator,
-                        total_n.get(st.LOOP_FRAME, 0), {l: fig(layer_n[l]) for l in ly.order(layer_n)}, frames,
+                        total_n.get(naming.LOOP_FRAME, 0), {l: fig(layer_n[l]) for l in ly.order(layer_n)}, frames,
                         {l: {c: profile.us(n) for c, n in cs.most_common()} for l, cs in callers.items()})
 
 
@@ -502,8 +503,8 @@ def test_speedscope_export_is_the_same_as_frame_by_frame(tmp_path):
     text = folded_text([(["step (case.py:3)", "helper (mypkg/mod.py:10)", "0x7f01 (libcublas.so.13)"], 3),
                         (["step (case.py:3)", "Py_DECREF (object.h:706)", "malloc (libc.so.6)"], 2),
                         (["other_step (/abs/case.py:9)", "matmul (_routines_linalg.cpp:22480)"], 1)])
-    profs = [profile_of([(s.frames, s.count) for s in st.parse(text)], label) for label in ("a", "b")]
-    profs[1] = profile_of([(s.frames[::-1], s.count) for s in st.parse(text)], "b")
+    profs = [profile_of([(s.frames, s.count) for s in folded.parse(text)], label) for label in ("a", "b")]
+    profs[1] = profile_of([(s.frames[::-1], s.count) for s in folded.parse(text)], "b")
     doc = exporters.speedscope(profs, "x")
     index: dict = {}
     frames: list = []

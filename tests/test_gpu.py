@@ -2,7 +2,7 @@
 
 import pytest
 
-from flametool import analysis, rundir, sampler, stacks
+from flametool import analysis, folded, rundir, sampler
 
 pytestmark = pytest.mark.gpu
 
@@ -43,8 +43,8 @@ def test_cuda_stacks_reach_cublas(gpu_run):
         assert data.results[label].samples > 50
         text = (out / f"{label}.folded").read_text()
         assert "cublas" in text.lower(), label
-        for s in stacks.read(out / f"{label}.folded"):
-            assert "synchronize" not in stacks.frame_function(s.frames[0])
+        for s in folded.read(out / f"{label}.folded"):
+            assert "synchronize" not in folded.frame_function(s.frames[0])
 
 
 def test_gpu_bound_shape_samples_at_a_host_bound_shape(cli, tmp_path):

@@ -74,4 +74,4 @@ def test_bad_rules_file_is_one_line(tmp_path):
         proc = flametool("report", str(SAMPLE), "-o", str(tmp_path / "r.html"), rules=rules)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         lines = proc.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith(f"flametool: ") and str(rules.name) in lines[0], proc.stderr
+        assert len(lines) == 1 and lines[0].startswith("flametool: ") and str(rules.name) in lines[0], proc.stderr

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from flametool import layers as ly
-from flametool import stacks as st
+from flametool import naming
 
-namer = st.Namer()
+namer = naming.Namer()
 
 
 def layer_of(raw: str) -> str:
@@ -59,7 +59,7 @@ def layer_of(raw: str) -> str:
     ("mkl_blas_def_sgemm_kernel_0_zen (libtorch_cpu.so)", "CPU BLAS"),
     ("0x7f00 (libgomp.so.1)", "CPU BLAS"),
     ("something (libmystery.so)", "other"),
-    (st.LOOP_FRAME, "loop"),
+    (naming.LOOP_FRAME, "loop"),
 ])
 def test_layer(raw, layer):
     assert layer_of(raw) == layer
@@ -82,9 +82,9 @@ def test_first_matching_rule_wins_and_rules_are_data():
     })
     rules, layer_names = ly.load(text)
     assert list(layer_names) == ["A", "B", "other"]
-    assert ly.classify(st.Frame("xy (liba.so)", "liba.so", "native"), rules) == "A"
-    assert ly.classify(st.Frame("z (libb.so)", "libb.so", "native"), rules) == "B"
-    assert ly.classify(st.Frame("z (libb.so)", "libb.so", "python"), rules) == "other"
+    assert ly.classify(naming.Frame("xy (liba.so)", "liba.so", "native"), rules) == "A"
+    assert ly.classify(naming.Frame("z (libb.so)", "libb.so", "native"), rules) == "B"
+    assert ly.classify(naming.Frame("z (libb.so)", "libb.so", "python"), rules) == "other"
 
 
 def test_a_rule_naming_an_unlisted_layer_is_refused():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flametool import analysis, cli
-from flametool import stacks as st
+from flametool import folded
 from runbuild import snapshot
 
 CASES = Path(__file__).parent / "cases" / "planted_cases.py"
@@ -65,7 +65,7 @@ def test_diff_and_export_on_a_real_run(planted_run, capsys, tmp_path):
     doc = json.loads((tmp_path / "s.json").read_text())
     assert len(doc["profiles"]) == 2 and doc["profiles"][1]["unit"] == "microseconds"
     assert cli.main(["export", str(out), "--format", "folded", "-o", str(tmp_path / "f.folded")]) == 0
-    stacks = st.parse((tmp_path / "f.folded").read_text())
+    stacks = folded.parse((tmp_path / "f.folded").read_text())
     assert any(s.frames[-1].endswith(BUSY) or BUSY in ";".join(s.frames) for s in stacks)
     assert snapshot(out) == before
     capsys.readouterr()

@@ -295,9 +295,9 @@ def test_run_is_analysed_in_memory(tmp_path):
 
 def test_pruning_threshold():
     from flametool import attribution as at
-    from flametool import stacks as st
+    from flametool import folded
 
-    raw = [st.Stack(("step (s.py:1)", "big (s.py:2)"), 9990), st.Stack(("step (s.py:1)", "tiny (s.py:3)", "deeper (s.py:4)"), 10)]
+    raw = [folded.Stack(("step (s.py:1)", "big (s.py:2)"), 9990), folded.Stack(("step (s.py:1)", "tiny (s.py:3)", "deeper (s.py:4)"), 10)]
     graph = flame.case_graph(at.make_profile("x", raw, 0, 100.0), flame.Strings(), "g")
     assert graph.pruned_nodes == 2 and abs(graph.pruned_us - 0.1) < 1e-9
     assert graph.drawn_nodes == 3  # root, step, big

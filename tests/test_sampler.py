@@ -2,7 +2,7 @@
 
 from flametool import sampler
 from flametool.record import Sampling
-from flametool.stacks import Stack
+from flametool.folded import Stack
 
 LOOP = "active_loop (flametool/child.py:44)"
 

@@ -2,12 +2,14 @@
 
 import pytest
 
-from flametool import stacks as st
+from flametool import folded
+
+from flametool import naming
 from flametool.errors import RunDirError
 
 
 def name(raw: str, context: list[str] = ()) -> str:
-    namer = st.Namer([st.Stack(tuple(context) + (raw,), 1)])
+    namer = naming.Namer([folded.Stack(tuple(context) + (raw,), 1)])
     return namer.frame(raw).name
 
 
@@ -64,7 +66,7 @@ def test_ambiguous_stem_stays_ambiguous_even_with_one_path_seen():
 
 
 def test_frame_kinds_and_lines():
-    namer = st.Namer()
+    namer = naming.Namer()
     f = namer.frame("matmul (_routines_linalg.cpp:22480)")
     assert (f.kind, f.file, f.line) == ("cython", "_routines_linalg.cpp", 22480)
     assert namer.frame("0x7f00 (libcuda.so.1)").kind == "address"
@@ -79,32 +81,32 @@ def test_frame_kinds_and_lines():
     ("__pyx_pw_8implicit_4_als_5least_squares_cg", ["implicit", "_als"], "least_squares_cg"),
 ])
 def test_demangle_pyx(mangled, scopes, func):
-    assert st.demangle_pyx(mangled) == (scopes, func)
+    assert naming.demangle_pyx(mangled) == (scopes, func)
 
 
 def test_demangle_pyx_leaves_other_names():
-    assert st.demangle_pyx("matmul") is None
-    assert st.demangle_pyx("__Pyx_PyObject_GetAttrStr") is None
+    assert naming.demangle_pyx("matmul") is None
+    assert naming.demangle_pyx("__Pyx_PyObject_GetAttrStr") is None
 
 
 def test_function_view_groups_lines_and_collapses_runs():
     raw = [
-        st.Stack(("s (case.py:1)", "matmul (_routines_linalg.cpp:22480)", "matmul (_routines_linalg.cpp:22519)",
+        folded.Stack(("s (case.py:1)", "matmul (_routines_linalg.cpp:22480)", "matmul (_routines_linalg.cpp:22519)",
                   "cublasGemmEx (libcublas.so.13)", "0x1 (libcublas.so.13)", "0x2 (libcublas.so.13)"), 2),
-        st.Stack(("s (case.py:1)", "matmul (_routines_linalg.cpp:22480)", "cublasGemmEx (libcublas.so.13)",
+        folded.Stack(("s (case.py:1)", "matmul (_routines_linalg.cpp:22480)", "cublasGemmEx (libcublas.so.13)",
                   "0x9 (libcublas.so.13)"), 3),
     ]
-    stacks, frames = st.normalize(raw)
+    stacks, frames = naming.normalize(raw)
     # the def wrapper and its implementation are one call; the addresses one visit to the library
-    assert stacks == [st.Stack(("case.s", "cupy._core._routines_linalg.matmul", "cublasGemmEx (libcublas.so.13)",
+    assert stacks == [folded.Stack(("case.s", "cupy._core._routines_linalg.matmul", "cublasGemmEx (libcublas.so.13)",
                                 "[libcublas.so.13]"), 5)]
     assert frames["[libcublas.so.13]"].kind == "address"
 
 
 def test_line_view_keeps_lines_apart():
-    raw = [st.Stack(("s (case.py:1)", "f (m.py:10)"), 1), st.Stack(("s (case.py:1)", "f (m.py:12)"), 1),
-           st.Stack(("s (case.py:1)", "matmul (_routines_linalg.cpp:22480)", "0x1 (libc.so.6)", "0x2 (libc.so.6)"), 1)]
-    stacks, _ = st.normalize(raw, by_line=True)
+    raw = [folded.Stack(("s (case.py:1)", "f (m.py:10)"), 1), folded.Stack(("s (case.py:1)", "f (m.py:12)"), 1),
+           folded.Stack(("s (case.py:1)", "matmul (_routines_linalg.cpp:22480)", "0x1 (libc.so.6)", "0x2 (libc.so.6)"), 1)]
+    stacks, _ = naming.normalize(raw, by_line=True)
     assert {s.frames for s in stacks} == {
         ("case.s:1", "m.f:10"), ("case.s:1", "m.f:12"),
         ("case.s:1", "cupy._core._routines_linalg.matmul (_routines_linalg.cpp:22480)", "[libc.so.6]"),
@@ -112,7 +114,7 @@ def test_line_view_keeps_lines_apart():
 
 
 def test_non_adjacent_recursion_is_kept():
-    stacks, _ = st.normalize([st.Stack(("a (m.py:1)", "b (m.py:2)", "a (m.py:1)"), 1)])
+    stacks, _ = naming.normalize([folded.Stack(("a (m.py:1)", "b (m.py:2)", "a (m.py:1)"), 1)])
     assert stacks[0].frames == ("m.a", "m.b", "m.a")
 
 
@@ -128,15 +130,15 @@ def test_non_adjacent_recursion_is_kept():
     ("std::operator<< (libstdc++.so.6)", "std::operator<< (libstdc++.so.6)"),
 ])
 def test_display_name(full, short):
-    assert st.display_name(full) == short
+    assert naming.display_name(full) == short
 
 
 def test_display_name_drops_leading_namespaces_when_too_long():
     full = "aaaaaaaa::bbbbbbbbbbbb::cccccccccccccc::dddddddddddddddd::eeeeeeeeeeeee::function_name (libx.so)"
-    short = st.display_name(full, width=50)
+    short = naming.display_name(full, width=50)
     assert len(short) <= 50 and short.startswith("…::") and short.endswith("::function_name (libx.so)")
 
 
 def test_garbage_folded_is_one_error_naming_the_line():
     with pytest.raises(RunDirError, match=r"x.folded: line 2: count"):
-        st.parse("a;b 1\na;b many\n", "x.folded")
+        folded.parse("a;b 1\na;b many\n", "x.folded")

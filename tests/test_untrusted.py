@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from flametool import attribution, cli, layers
-from flametool import stacks as st
+from flametool import folded
+from flametool import naming
 from flametool.errors import RunDirError
 from runbuild import make_run, snapshot
 
@@ -36,7 +37,7 @@ def run(tmp_path):
 
 def test_hostile_names_survive_the_run_directory(run):
     """What the sampler writes, analysis reads back whole: no line split inside a name."""
-    raw = st.read(run / "a.folded")
+    raw = folded.read(run / "a.folded")
     assert [s.frames[1] for s in raw] == HOSTILE
 
 
@@ -54,7 +55,7 @@ def test_speedscope_export_is_valid_json_with_every_name(run, capsys):
 def test_folded_export_keeps_one_stack_a_line(run, capsys):
     assert cli.main(["export", str(run), "--format", "folded"]) == 0
     text = capsys.readouterr().out
-    stacks = st.parse(text)
+    stacks = folded.parse(text)
     # one stack a line for any reader: nothing splits a line anywhere else (the loop's own samples are one more)
     assert text.count("\n") == len(text.splitlines()) == len(stacks) == 2 * len(HOSTILE) + 1
     assert sum(s.count for s in stacks) == 2 * sum(range(1, len(HOSTILE) + 1)) + 3
@@ -87,8 +88,8 @@ FRAME_TEXT = hs.text(max_size=80) | hs.sampled_from(HOSTILE) | hs.from_regex(
 @given(LINE)
 def test_any_line_parses_or_is_reported(line):
     try:
-        s = st.parse_line(line)
-    except st.FoldedLineError:
+        s = folded.parse_line(line)
+    except folded.FoldedLineError:
         return
     assert s.count >= 0 and s.frames and all(isinstance(f, str) for f in s.frames)
 
@@ -97,7 +98,7 @@ def test_any_line_parses_or_is_reported(line):
 @given(hs.text(max_size=400))
 def test_any_text_parses_or_names_its_line(text):
     try:
-        stacks = st.parse(text, "x.folded")
+        stacks = folded.parse(text, "x.folded")
     except RunDirError as exc:
         assert str(exc).startswith("x.folded: line ")
         return
@@ -108,22 +109,22 @@ def test_any_text_parses_or_names_its_line(text):
 @given(hs.lists(hs.lists(FRAME_TEXT.filter(lambda f: ";" not in f and "\n" not in f), min_size=1, max_size=6),
                 min_size=1, max_size=5), hs.integers(0, 10**9))
 def test_dumps_then_parse_gives_the_stacks_back(frame_lists, count):
-    stacks = [st.Stack(tuple(f), count) for f in frame_lists if ";".join(f).strip()]
-    assert st.parse(st.dumps(stacks)) == stacks
+    stacks = [folded.Stack(tuple(f), count) for f in frame_lists if ";".join(f).strip()]
+    assert folded.parse(folded.dumps(stacks)) == stacks
 
 
 @settings(max_examples=200, deadline=None)
 @given(hs.lists(hs.lists(FRAME_TEXT, min_size=1, max_size=8), min_size=1, max_size=6), hs.booleans())
 def test_naming_and_layers_never_fail(frame_lists, by_line):
-    raw = [st.Stack(tuple(f), 1) for f in frame_lists]
-    stacks, frames = st.normalize(raw, by_line=by_line)
+    raw = [folded.Stack(tuple(f), 1) for f in frame_lists]
+    stacks, frames = naming.normalize(raw, by_line=by_line)
     assert sum(s.count for s in stacks) == len(raw)
     for s in stacks:
         assert all(name in frames for name in s.frames)
         assert all(l in layers.about() or l == layers.OTHER for l in layers.stack_layers(s.frames, frames))
         for name in s.frames:
-            assert len(st.display_name(name, 60)) <= 60
-            assert ";" not in st.folded_safe(name) and len(st.folded_safe(name).splitlines()) <= 1
+            assert len(naming.display_name(name, 60)) <= 60
+            assert ";" not in folded.folded_safe(name) and len(folded.folded_safe(name).splitlines()) <= 1
     profile = attribution.make_profile("p", raw, 0, 5.0, by_line)
     assert attribution.attribute(profile).us_per_call == 5.0
 
@@ -131,7 +132,7 @@ def test_naming_and_layers_never_fail(frame_lists, by_line):
 @settings(max_examples=300, deadline=None)
 @given(hs.text(max_size=120))
 def test_name_helpers_take_any_text(text):
-    st.demangle_pyx(text)
-    st.frame_function(text), st.frame_file(text), st.split_location(text)
-    st.strip_templates(text)
-    assert isinstance(st.Namer().frame(text).name, str)
+    naming.demangle_pyx(text)
+    folded.frame_function(text), folded.frame_file(text), naming.split_location(text)
+    naming.strip_templates(text)
+    assert isinstance(naming.Namer().frame(text).name, str)

@@ -6,7 +6,7 @@ one file holds them side by side."""
 from __future__ import annotations
 
 from .. import attribution
-from .. import stacks as st
+from .. import folded
 from ..analysis import Analysis
 from .base import ExportRenderer
 
@@ -17,8 +17,8 @@ def folded(profs: list[attribution.Profile]) -> str:
     for p in profs:
         for s in p.stacks:
             names = ((p.label,) if prefix else ()) + s.frames
-            lines.append(st.Stack(tuple(st.folded_safe(n) for n in names), s.count))
-    return st.dumps(lines)
+            lines.append(folded.Stack(tuple(folded.folded_safe(n) for n in names), s.count))
+    return folded.dumps(lines)
 
 
 class FoldedRenderer(ExportRenderer):

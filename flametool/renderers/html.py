@@ -24,7 +24,7 @@ from markupsafe import Markup
 from .. import __version__, analysis, cases, profstats, rundir
 from . import charts, flame
 from .. import format as fmt
-from .. import stacks as st
+from .. import naming
 from ..analysis import Analysis
 from ..errors import FlametoolError
 from ..record import CaseResult, Run, Sampling
@@ -443,7 +443,7 @@ def flame_graphs(a: Analysis) -> FlameGraphs:
     payload = {
         "strings": strings.items,
         # short forms of long C++ names for the boxes (templates folded); tooltips show the full name
-        "short": {i: short for i, name in enumerate(strings.items) if (short := st.display_name(name, 120)) != name},
+        "short": {i: short for i, name in enumerate(strings.items) if (short := naming.display_name(name, 120)) != name},
         "colours": {layer: charts.colour(layer) for layer in {strings.items[r[2]] for g in graphs for r in g.rows}},
         "more": charts.MORE, "less": charts.LESS,
         "graphs": [g.to_json() for g in graphs],

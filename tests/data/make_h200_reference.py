@@ -11,18 +11,18 @@ import json
 import sys
 from pathlib import Path
 
-from flametool import stacks as st
+from flametool import folded
 
 
 def trim(stacks):
     kept, loop = [], 0
     for s in stacks:
-        names = [st.frame_function(f) for f in s.frames]
+        names = [folded.frame_function(f) for f in s.frames]
         if "<lambda>" in names:
-            kept.append(st.Stack(s.frames[names.index("<lambda>"):], s.count))
+            kept.append(folded.Stack(s.frames[names.index("<lambda>"):], s.count))
         elif names[-1] == "<module>":
             loop += s.count
-    return st.merge(kept), loop
+    return folded.merge(kept), loop
 
 
 if __name__ == "__main__":
@@ -30,7 +30,7 @@ if __name__ == "__main__":
     here = Path(__file__).parent
     loops = {}
     for lib in ("cupy", "torch"):
-        kept, loops[lib] = trim(st.read(src / f"pyspy_{lib}_attach.txt"))
+        kept, loops[lib] = trim(folded.read(src / f"pyspy_{lib}_attach.txt"))
         with gzip.open(here / f"h200_{lib}.folded.gz", "wt", encoding="utf-8") as fh:
-            fh.write(st.dumps(kept))
+            fh.write(folded.dumps(kept))
     (here / "h200_loop_samples.json").write_text(json.dumps(loops) + "\n")

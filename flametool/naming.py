@@ -1,122 +1,19 @@
-"""Folded stacks: py-spy's raw format, one stack a line, frames root first joined by ';', a space, a count."""
+"""Frame naming: raw py-spy frames -> names people read and diffs can match on (Python modules, Cython
+functions demangled, C++ and library frames, runs of bare addresses), and the short forms tables show."""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
-from array import array
-from bisect import bisect_right
-from itertools import accumulate, chain, compress, groupby, islice
-from itertools import count as _naturals
-from operator import itemgetter, ne
 from importlib import resources
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Iterable
 
 from .errors import RunDirError
-
-
-@dataclass(frozen=True)
-class Stack:
-    frames: tuple[str, ...]
-    count: int
-
-
-class FoldedLineError(ValueError):
-    pass
-
-
-MAX_COUNT = 10**12  # samples on one line; bounded so that sums and shares of counts stay finite floats
-
-
-def parse_line(line: str) -> Stack:
-    body, sep, count = line.rstrip("\n").rpartition(" ")
-    if not sep or not body:
-        raise FoldedLineError("expected 'frame;frame;... COUNT'")
-    return Stack(tuple(body.split(";")), _count(count))
-
-
-def _count(count: str) -> int:
-    try:
-        n = int(count)
-    except ValueError:
-        raise FoldedLineError(f"count {count[:40]!r} is not an integer") from None
-    if n < 0:
-        raise FoldedLineError("negative count")
-    if n > MAX_COUNT:
-        raise FoldedLineError(f"count {count[:20]!r}{'...' if len(count) > 20 else ''} is implausibly large "
-                              f"(more than {MAX_COUNT:.0e} samples)")
-    return n
-
-
-def parse(text: str, source: str = "<folded>") -> list[Stack]:
-    """Parse folded text; a malformed line is an error naming the source and the line number."""
-    stacks = []
-    # only '\n' ends a line (as dumps writes them): str.splitlines would also split a frame name that
-    # holds '\r', '\x0c' or '\u2028', which a file path or a symbol may
-    for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            stacks.append(parse_line(line))
-        except FoldedLineError as exc:
-            raise RunDirError(f"{source}: line {number}: {exc}") from None
-    return stacks
-
-
-def read(path: Path) -> list[Stack]:
-    try:
-        text = read_text(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunDirError(f"{path}: cannot be read ({exc})") from None
-    return parse(text, str(path))
-
-
-def read_text(path: Path, errors: str = "strict") -> str:
-    """The file as written: no newline translation, so a '\r' inside a frame name stays in it."""
-    with open(path, encoding="utf-8", errors=errors, newline="") as fh:
-        return fh.read()
-
-
-# Characters some readers of folded files end a line at (Python's str.splitlines does at all of them)
-LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-# and the other control characters but tab (ESC, CSI, BEL, ...): an export printed on a terminal drives nothing
-CONTROLS = "".join(chr(i) for i in (*range(0x20), *range(0x7F, 0xA0)) if chr(i) != "\t")
-_FOLDED_SAFE = str.maketrans({";": ",", **{c: c.encode("unicode_escape").decode("ascii") for c in LINE_BREAKS + CONTROLS}})
-
-
-def folded_safe(name: str) -> str:
-    """A frame name that keeps a folded line whole in any reader: ';' (the frame separator) becomes ',',
-    line breaks and other control characters are written as escapes ('\\r', '\\x1b'). For exports; run
-    directories keep names as py-spy gave them."""
-    return name.translate(_FOLDED_SAFE)
-
-
-def dumps(stacks: Iterable[Stack]) -> str:
-    return "".join(f"{';'.join(s.frames)} {s.count}\n" for s in stacks)
-
-
-def merge(stacks: Iterable[Stack]) -> list[Stack]:
-    """Add up the counts of identical stacks, keeping first-seen order."""
-    counts: dict[tuple[str, ...], int] = {}
-    for s in stacks:
-        counts[s.frames] = counts.get(s.frames, 0) + s.count
-    return [Stack(f, c) for f, c in counts.items()]
-
-
-def frame_function(frame: str) -> str:
-    """'name (file:line)' -> 'name'."""
-    name, sep, _ = frame.rpartition(" (")
-    return name if sep else frame
-
-
-def frame_file(frame: str) -> str:
-    """'name (file:line)' -> 'file' ('' when the frame has no location)."""
-    _, sep, loc = frame.rpartition(" (")
-    if not sep or not loc.endswith(")"):
-        return ""
-    return loc[:-1].rsplit(":", 1)[0] if ":" in loc else loc[:-1]
+from .folded import MAX_COUNT, FoldedLineError, Stack, _line_chunks, parse_line
 
 
 # --- naming: raw py-spy frames -> names people read and diffs can match on -----------------------------
@@ -356,23 +253,6 @@ def normalize(stacks: list[Stack], by_line: bool = False) -> tuple[list[Stack], 
 READ_CHUNK = 1 << 22
 
 
-def _line_chunks(path: Path) -> Iterable[list[str]]:
-    """The lines of a folded file, a few megabytes of them at a time: only '\n' ends a line (as in parse)."""
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            rest = ""
-            while True:
-                chunk = fh.read(READ_CHUNK)
-                if not chunk:
-                    yield [rest]
-                    return
-                lines = (rest + chunk).split("\n")
-                rest = lines.pop()
-                yield lines
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunDirError(f"{path}: cannot be read ({exc})") from None
-
-
 def read_normalized(path: Path, by_line: bool = False, extra: Iterable[Stack] = ()) -> tuple[list[Stack], dict[str, Frame]]:
     """normalize() of the file's stacks that have frames and samples, then `extra`, read as a stream: the
     same result as normalize([s for s in read(path) if s.frames and s.count > 0] + list(extra)) without
@@ -423,70 +303,6 @@ def read_normalized(path: Path, by_line: bool = False, extra: Iterable[Stack] = 
         namer = Namer()  # again, with every module path known before any frame is named
         namer.seen_modules = primed.seen_modules
     return norm.result()
-
-
-class SortedStacks:
-    """The call tree of one profile's stacks, or of two profiles' ("sides") merged, read off the stacks
-    sorted by their frames instead of built node by node (a profile of millions of lines has millions of
-    nodes, of which a flame graph draws a few thousand).
-
-    A node is a prefix P (depth len(P)); the stacks under it are one contiguous range of the sorted list,
-    those that are P itself first (its own samples), and its children are the runs of equal frames at
-    position len(P) of the rest, in name order: the order a walk of the tree visits them. A node's totals are
-    differences of running sums, and the number of nodes below one is, from the running sums of the stacks'
-    lengths and of the common prefix of each stack with the one before it, found without visiting them."""
-
-    def __init__(self, sides: list[list[Stack]]) -> None:
-        entries = sorted(((s.frames, side, i) for side, stacks in enumerate(sides) for i, s in enumerate(stacks)),
-                         key=_first)  # stable: a stack both sides have is base's first
-        self.frames: list[tuple[str, ...]] = [e[0] for e in entries]
-        self.side: list[int] = [e[1] for e in entries]
-        self.index: list[int] = [e[2] for e in entries]  # the stack's place in its side's list
-        counts = [sides[side][i].count for _, side, i in entries]
-        self.counts = counts
-        self.cum = [array("q", chain((0,), accumulate(c if sd == side else 0 for c, sd in zip(counts, self.side))))
-                    for side in range(len(sides))]
-        frames = self.frames
-        self.cum_len = array("q", chain((0,), accumulate(map(len, frames))))
-        # cum_lcp[m]: the common prefix lengths of each stack with the one before it, summed below m
-        self.cum_lcp = array("q", chain((0, 0), accumulate(map(_common_prefix, frames, islice(frames, 1, None)))))
-
-    def __len__(self) -> int:
-        return len(self.frames)
-
-    def total(self, side: int, i: int, j: int) -> int:
-        cum = self.cum[side]
-        return cum[j] - cum[i]
-
-    def children(self, depth: int, a: int, b: int) -> Iterable[tuple[str, int, int]]:
-        """(name, i, j) of each child of the node of that depth over [a, b), in name order."""
-        frames = self.frames
-        i = a
-        while i < b and len(frames[i]) == depth:  # the node's own stacks
-            i += 1
-        key = itemgetter(depth)
-        while i < b:
-            name = frames[i][depth]
-            j = bisect_right(frames, name, i, b, key=key)
-            yield name, i, j
-            i = j
-
-    def own(self, side: int, depth: int, i: int, j: int) -> int:
-        """Samples of a node of that depth over [i, j) in its own code: its stacks that end there."""
-        frames, n = self.frames, 0
-        while i < j and len(frames[i]) == depth:
-            if self.side[i] == side:
-                n += self.counts[i]
-            i += 1
-        return n
-
-    def nodes(self, depth: int, i: int, j: int) -> int:
-        """How many nodes the subtree of the node of that depth over [i, j) has, itself included."""
-        return (self.cum_len[j] - self.cum_len[i]) - (depth - 1) - (self.cum_lcp[j] - self.cum_lcp[i + 1])
-
-
-def _common_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> int:
-    return next(compress(_naturals(), map(ne, a, b)), min(len(a), len(b)))
 
 
 # --- display: long C++ names shortened, the full name kept elsewhere -------------------------------------

@@ -35,7 +35,7 @@ def shape(value) -> str:
 
 
 def interval(iv: Interval | None, fmt=num) -> str:
-    return f"{fmt(iv.low)}–{fmt(iv.high)}" if iv else "no interval"
+    return f"{fmt(iv.low)} to {fmt(iv.high)}" if iv else "no interval"
 
 
 def ratio(value: float | None) -> str:

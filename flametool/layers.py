@@ -34,15 +34,16 @@ RULES_ENV = "FLAMETOOL_LAYERS"  # a layers.json of one's own, to try other rules
 
 
 def load(text: str | None = None) -> tuple[list[Rule], dict[str, str]]:
-    """The rules and the layers (name -> what it holds, in display order) from layers.json (or `text`, or
-    the file $FLAMETOOL_LAYERS names)."""
-    if text is None:
-        path = os.environ.get(RULES_ENV)
-        try:
-            text = (Path(path).read_text(encoding="utf-8") if path
-                    else resources.files(__package__).joinpath("layers.json").read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise FlametoolError(f"{RULES_ENV}={path}: cannot be read ({exc.strerror or exc})") from None
+    """The rules and the layers (name -> what it holds, in display order) from `text`, or from the file
+    $FLAMETOOL_LAYERS names, or the layers.json shipped with flametool (a bad file: one FlametoolError)."""
+    if text is not None:
+        return _parse(json.loads(text))
+    path = os.environ.get(RULES_ENV)
+    try:
+        text = (Path(path).read_text(encoding="utf-8") if path
+                else resources.files(__package__).joinpath("layers.json").read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FlametoolError(f"{RULES_ENV}={path}: cannot be read ({exc.strerror or exc})") from None
     try:
         return _parse(json.loads(text))
     except (ValueError, KeyError, TypeError, re.error) as exc:

@@ -11,7 +11,7 @@ from ..analysis import Analysis
 from .base import ExportRenderer
 
 
-def folded(profs: list[attribution.Profile]) -> str:
+def dump(profs: list[attribution.Profile]) -> str:
     prefix = len(profs) > 1
     lines = []
     for p in profs:
@@ -25,4 +25,4 @@ class FoldedRenderer(ExportRenderer):
     name = "folded"
 
     def render(self, analysed: Analysis) -> str:
-        return folded(self.profiles(analysed))
+        return dump(self.profiles(analysed))

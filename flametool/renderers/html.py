@@ -273,7 +273,8 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
         times = (case_diff.get("base_us_per_call"), case_diff.get("head_us_per_call"))
         ratio = (max(times) / min(times)) if all(isinstance(t, (int, float)) and t > 0 for t in times) else None
         text = (f"At the sampled shape ({shape}) {slower} spends {abs(delta):,.2f} us per call more than {faster} "
-                f"on the host" + (f" ({ratio:.2f}×)" if ratio else "") + ".")
+                f"on the host" + (f" ({ratio:.2f}×)" if ratio else "") + " (the medians of all loops; the pair's "
+                "figure above pools the processes).")
         layers = sorted(case_diff["layers"], key=lambda r: -abs(r["delta_us_per_call"]))
         frames = [r for r in case_diff["frames"] if r["delta_us_per_call"]]
         parts = []

@@ -1,0 +1,78 @@
+"""The statistics of paired timing, on hand-made loops: pooling within processes, the intervals, and the
+interleaving order."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import pytest
+
+from flametool import stats
+from flametool.child import round_order
+from flametool.record import Loops, Timing
+
+
+def timing(*processes: list[float]) -> Timing:
+    return Timing([64, 64, 64], 250, [Loops(list(p)) for p in processes], True)
+
+
+def test_a_process_speed_cancels_out_of_the_paired_ratio():
+    # three processes at speeds 1, 1.5 and 0.8 that multiply both cases alike: head is 1.5x base in each
+    speeds = [1.0, 1.5, 0.8]
+    base = timing(*[[10 * s, 10.2 * s, 9.9 * s] for s in speeds])
+    head = timing(*[[15 * s, 15.3 * s, 14.85 * s] for s in speeds])
+    f = stats.pair("a", base, "b", head, paired=True)
+    assert f.paired and f.units == 3 and f.unit_name == "processes"
+    assert f.per_process_ratio == pytest.approx([1.5, 1.5, 1.5])
+    assert f.ratio == pytest.approx(1.5) and f.ratio_interval.low == pytest.approx(1.5) == f.ratio_interval.high
+    # the difference does carry the speed: the mean of the per-process differences
+    assert f.diff_us == pytest.approx(statistics.fmean([5.0 * s for s in speeds]))  # medians 15s - 10s
+    # unpaired, the same loops give a ratio of pooled medians with a far wider interval
+    u = stats.pair("a", base, "b", head, paired=False)
+    assert not u.paired and u.ratio_interval.high - u.ratio_interval.low > 0.2
+
+
+def test_paired_interval_is_student_t_over_processes():
+    ratios = [1.50, 1.55, 1.45, 1.52, 1.48]
+    base = timing(*[[10.0] for _ in ratios])
+    head = timing(*[[10.0 * r] for r in ratios])
+    f = stats.pair("a", base, "b", head, paired=True)
+    logs = [math.log(r) for r in ratios]
+    half = 2.776 * statistics.stdev(logs) / math.sqrt(5)  # t(0.975, 4 df)
+    assert f.ratio == pytest.approx(math.exp(statistics.fmean(logs)))
+    assert f.ratio_interval.low == pytest.approx(math.exp(statistics.fmean(logs) - half))
+    assert f.ratio_interval.high == pytest.approx(math.exp(statistics.fmean(logs) + half))
+    assert "Student t" in f.ratio_interval.method and not f.wide  # ±2.5%: within WIDE
+
+
+def test_one_process_pools_its_rounds_and_a_wide_interval_is_flagged():
+    base = timing([10.0, 10.0, 10.0, 10.0])
+    head = timing([12.0, 15.0, 11.0, 16.0])  # round by round
+    f = stats.pair("a", base, "b", head, paired=True)
+    assert f.units == 4 and f.unit_name == "rounds of one process"
+    assert f.ratio_interval.low < f.ratio < f.ratio_interval.high and f.wide
+    assert stats.pair("a", timing([10.0]), "b", timing([12.0]), True).ratio_interval is None  # one round: none
+
+
+def test_case_interval_resamples_processes():
+    t = timing([10.0, 10.1], [20.0, 20.2], [10.05, 10.0])
+    iv = stats.case_interval(t)
+    assert "over 3 processes" in iv.method
+    assert iv.low <= t.cpu_us_per_call <= iv.high and iv.low >= 10.0 and iv.high <= 20.2
+    assert stats.case_interval(timing([10.0])) is None
+
+
+def test_t_quantiles_are_conservative_between_rows():
+    assert stats.t975(4) == 2.776 and stats.t975(22) == stats.T975[20] and stats.t975(5000) == 1.960
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_round_order_puts_each_case_once_a_round_and_first_equally(n):
+    labels = [chr(ord("a") + i) for i in range(n)]
+    rounds = [round_order(labels, r) for r in range(4 * n)]
+    assert all(sorted(r) == labels for r in rounds)
+    firsts = [r[0] for r in rounds]
+    assert all(firsts.count(l) == firsts.count(labels[0]) for l in labels)
+    assert round_order(labels, 0) != round_order(labels, 1)
+    assert rounds[:4] == [["a", "b"], ["b", "a"], ["b", "a"], ["a", "b"]] if n == 2 else True

@@ -94,7 +94,3 @@ def diff(base: Profile, head: Profile) -> dict:
         "tree": tree.build([base, head]),
         "us_per_sample": [base.us(1), head.us(1)],
     }
-
-
-def slower_by_pct(d: dict) -> float | None:
-    return (d["ratio"] - 1) * 100 if d.get("ratio") is not None else None

@@ -138,3 +138,18 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None) -> dict:
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
     out["same_shape_and_dtype"] = shapes[0] == shapes[1]
     return out
+
+
+def diff_cases(run_dir: Path, base: str, head: str) -> dict:
+    """Two cases of one run, head - base; nothing is written."""
+    run = rundir.load(run_dir)
+    for label in (base, head):
+        if label not in run.results:
+            raise FlametoolError(f"--base/--head {label!r}: no such case in {run_dir} "
+                                 f"(cases: {', '.join(run.results) or 'none'})")
+    out = diff.diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head))
+    out["base_run"] = out["head_run"] = str(run_dir)
+    rb, rh = run.results[base], run.results[head]
+    out["same_shape_and_dtype"] = (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype)
+    out["cases"] = (base, head)
+    return out

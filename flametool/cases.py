@@ -272,6 +272,24 @@ FLOORS = {
 }
 
 
+def is_floor(label: str, factory: str) -> bool:
+    """A built-in floor (not a user case that happens to share its label)."""
+    return label in FLOORS and factory.startswith(f"{__name__}:")
+
+
+def default_pairs(factories: dict[str, str]) -> list[tuple[str, str]]:
+    """(base, head) pairs a run compares unless told: the first two library cases, and each library case
+    against the cublas floor when the run has it (what the library adds to one bare cuBLAS call)."""
+    libraries = [l for l, f in factories.items() if not is_floor(l, f)]
+    pairs = [(libraries[0], libraries[1])] if len(libraries) >= 2 else []
+    if "cublas" in factories and is_floor("cublas", factories["cublas"]):
+        pairs += [("cublas", l) for l in libraries]
+    if not pairs and len(factories) >= 2:  # floors only: the first two, whatever they are
+        first, second = list(factories)[:2]
+        pairs = [(first, second)]
+    return pairs
+
+
 def builtin(label: str) -> CaseSpec:
     if label not in BUILTIN:
         raise FlametoolError(f"unknown case {label!r}; built-in cases are {', '.join(BUILTIN)} (or use --case FILE.py:FACTORY)")

@@ -107,10 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails")
     p.add_argument("--out", type=Path, help="run directory to create (default flametool-runs/<timestamp>)")
 
-    p = sub.add_parser("diff", help="one case in two run directories: layers and frames, head (RUN_B) - base (RUN_A)")
-    p.add_argument("run_a", type=Path, metavar="RUN_A", help="base run directory")
-    p.add_argument("run_b", type=Path, metavar="RUN_B", help="head run directory")
+    p = sub.add_parser("diff", help="one case in two run directories (RUN_A RUN_B), or two cases of one run "
+                                    "(RUN --base A --head B): layers and frames, head - base")
+    p.add_argument("run_a", type=Path, metavar="RUN_A", help="base run directory (or the run, with --base/--head)")
+    p.add_argument("run_b", type=Path, metavar="RUN_B", nargs="?", help="head run directory")
     p.add_argument("--case", help="case label (default: the first sampled case both runs have)")
+    p.add_argument("--base", help="with one run: the base case")
+    p.add_argument("--head", help="with one run: the head case")
     p.add_argument("--fail-above", type=float, metavar="PCT",
                    help=f"exit {analysis.SLOWER_EXIT} when the case's CPU time per call grew by more than PCT percent")
     p.add_argument("--top", type=int, default=15, help="frames to list (default 15)")
@@ -311,8 +314,16 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
     if args.top < 0:
         raise FlametoolError(f"--top {args.top}: must be 0 or more")
     check_limits(args)
-    result = analysis.diff_runs(args.run_a, args.run_b, args.case)
-    label = result["base"]
+    if args.base or args.head:
+        if not (args.base and args.head) or args.run_b is not None or args.case is not None:
+            raise FlametoolError("diff RUN --base A --head B: one run and two of its cases (or RUN_A RUN_B [--case C])")
+        result = analysis.diff_cases(args.run_a, args.base, args.head)
+        label = f"{args.head} - {args.base}"
+    elif args.run_b is None:
+        raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")
+    else:
+        result = analysis.diff_runs(args.run_a, args.run_b, args.case)
+        label = result["base"]
     terminal.print_run_diff(result, label, out, args.top)
     grew = (result["ratio"] - 1) * 100
     if args.fail_above is not None and grew > args.fail_above:

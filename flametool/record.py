@@ -19,6 +19,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from .cases import default_pairs
 from .errors import RunDirError
 
 SCHEMA = 2
@@ -363,13 +364,12 @@ class Run:
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
-        """The compared pairs, (base, head): as configured, else the first two cases."""
+        """The compared pairs, (base, head): as configured (--pair), else cases.default_pairs."""
         chosen = self.config.get("pairs")
         if isinstance(chosen, list) and chosen:
             return [(p[0], p[1]) for p in chosen if isinstance(p, list) and len(p) == 2
                     and p[0] in self.results and p[1] in self.results]
-        labels = list(self.results)
-        return [(labels[0], labels[1])] if len(labels) >= 2 else []
+        return default_pairs({label: r.factory for label, r in self.results.items()})
 
     def group_of(self, label: str) -> Group | None:
         index = self.results[label].group

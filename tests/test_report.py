@@ -93,10 +93,14 @@ def check_page(run: Path, html: str, page: Page) -> dict:
     order = [html.index(f'<section id="{s}"') for s in SECTIONS]
     assert order == sorted(order), "sections out of order"
     data = page.flame_data()
-    analysed = [l for l, a in analysis.load(run).cases.items() if "skipped" not in a]
+    analysed_run = analysis.load(run)
+    analysed = [l for l, a in analysed_run.cases.items() if "skipped" not in a]
     kinds = [g["kind"] for g in data["graphs"]]
     assert kinds.count("case") == len(analysed)
-    assert kinds.count("diff") == (1 if len(analysed) >= 2 else 0)
+    # one differential graph per compared pair that both sides sampled, each tied to its pair
+    diffs = [p for p in analysed_run.pairs if p.diff]
+    assert kinds.count("diff") == len(diffs)
+    assert [g["id"] for g in data["graphs"] if g["kind"] == "diff"] == [f"fg-diff-{i}" for i in range(len(diffs))]
     for g in data["graphs"]:
         assert page.ids() >= {g["id"]}
         width = 5 if g["kind"] == "case" else 7

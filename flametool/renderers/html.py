@@ -120,21 +120,20 @@ class LayerRow:
     layer: str
     colour: str
     values: list[str]
-    delta: str
-    delta_sign: str  # "more" | "less" | ""
+    deltas: list[tuple[str, str]]  # per compared pair: (text, "more" | "less" | "")
 
 
 @dataclass
 class Layers:
     chart: charts.StackedChart | None
-    delta_chart: charts.DeltaChart | None
+    delta_charts: list[charts.DeltaChart]  # per compared pair, in the order of Report.pairs
     labels: list[str]
     rows: list[LayerRow]
     totals: list[str]
-    total_delta: str
+    total_deltas: list[str]
     closure: list[str]
     skipped: list[str]
-    diff_title: str
+    diff_titles: list[str]
 
 
 @dataclass
@@ -153,6 +152,7 @@ class FrameTable:
     headers: list[str]
     rows: list[FrameRow]
     note: str
+    pair: int | None = None  # the compared pair it belongs to (Report.pairs), shown when that pair is chosen
 
 
 @dataclass
@@ -181,6 +181,7 @@ class CProfileCase:
 
 @dataclass
 class Report:
+    pairs: list[str]  # the compared pairs with a diff, "head − base": the page shows one at a time
     title: str
     run_dir: str
     generated: str
@@ -190,7 +191,7 @@ class Report:
     warnings: list[Caveat]
     layers: Layers
     frame_tables: list[FrameTable]
-    diff_table: FrameTable | None
+    diff_tables: list[FrameTable]
     flames: FlameGraphs
     cprofile: list[CProfileCase]
     environment: list[tuple[str, str]]
@@ -250,7 +251,7 @@ def headline(a: Analysis) -> Headline:
 def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
     """How far each library case is above each floor measured in the same run, at the same shape and dtype."""
     cpu = {l: a.timings[l].cpu_us for l in ok if a.timings.get(l)}
-    floors = {l: r for l, r in ok.items() if l in cases.FLOORS and r.factory.startswith(cases.__name__ + ":") and l in cpu}
+    floors = {l: r for l, r in ok.items() if cases.is_floor(l, r.factory) and l in cpu}
     lines = []
     for label, r in ok.items():
         if label in floors or label not in cpu:
@@ -263,7 +264,8 @@ def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
 
 
 def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
-    pair = next((p for p in a.pairs if p.diff), None)
+    # the largest gap of the run, across its compared pairs
+    pair = max((p for p in a.pairs if p.diff), key=lambda p: abs(p.diff["delta_us_per_call"]), default=None)
     if pair is not None:
         case_diff = pair.diff
         base, head, delta = case_diff["base"], case_diff["head"], case_diff["delta_us_per_call"]
@@ -363,33 +365,38 @@ def warnings(a: Analysis, analysed: dict) -> list[Caveat]:
     return out
 
 
-def layer_section(analysis_data: dict, case_diff: dict | None) -> Layers:
+def layer_section(analysis_data: dict, diffs: list[dict]) -> Layers:
     done = {l: a for l, a in analysis_data.items() if "skipped" not in a}
     skipped = [f"{l}: no stack analysis ({a['skipped']})" for l, a in analysis_data.items() if "skipped" in a]
     chart = charts.stacked(
         {l: {k: (v, a["layers_se_us"].get(k, 0.0)) for k, v in a["layers_us_per_call"].items()} for l, a in done.items()},
         {l: a["us_per_call"] for l, a in done.items()},
     ) if done else None
-    deltas = {r["layer"]: r for r in case_diff["layers"]} if case_diff else {}
+    deltas = [{r["layer"]: r for r in d["layers"]} for d in diffs]
     from ..layers import order
 
+    def cell(d: dict | None) -> tuple[str, str]:
+        if not d:
+            return "", ""
+        v = d["delta_us_per_call"]
+        return fmt.pm(v, d["delta_se_us"], sign=True), "more" if v > 0 else "less" if v < 0 else ""
+
     rows = []
-    for layer in order({k for a in done.values() for k in a["layers_us_per_call"]} | set(deltas)):
+    for layer in order({k for a in done.values() for k in a["layers_us_per_call"]} | {k for d in deltas for k in d}):
         values = [pm(a["layers_us_per_call"][layer], a["layers_se_us"].get(layer, 0.0)) if layer in a["layers_us_per_call"]
                   else "–" for a in done.values()]
-        d = deltas.get(layer)
-        rows.append(LayerRow(layer, charts.colour(layer), values,
-                             f"{d['delta_us_per_call']:+,.2f} ± {d['delta_se_us']:,.2f}" if d else "",
-                             ("more" if d["delta_us_per_call"] > 0 else "less" if d["delta_us_per_call"] < 0 else "") if d else ""))
-    delta_rows = [r for r in (case_diff or {}).get("layers", []) if r["base_us_per_call"] or r["head_us_per_call"]]
+        rows.append(LayerRow(layer, charts.colour(layer), values, [cell(d.get(layer)) for d in deltas]))
+    delta_charts = []
+    for d in diffs:
+        shown = [r for r in d["layers"] if r["base_us_per_call"] or r["head_us_per_call"]]
+        delta_charts.append(charts.delta(shown, d["base"], d["head"]) if shown else None)
     closure = [f"{label}: {fmt.closure_sentence(a)}." for label, a in done.items()]
     return Layers(
-        chart=chart,
-        delta_chart=charts.delta(delta_rows, case_diff["base"], case_diff["head"]) if case_diff and delta_rows else None,
+        chart=chart, delta_charts=delta_charts,
         labels=list(done), rows=rows, totals=[num(a["us_per_call"]) for a in done.values()],
-        total_delta=f"{case_diff['delta_us_per_call']:+,.2f}" if case_diff else "",
+        total_deltas=[fmt.signed(d["delta_us_per_call"]) for d in diffs],
         closure=closure, skipped=skipped,
-        diff_title=f"{case_diff['head']} − {case_diff['base']}" if case_diff else "",
+        diff_titles=[f"{d['head']} − {d['base']}" for d in diffs],
     )
 
 
@@ -409,9 +416,7 @@ def frame_tables(analysis_data: dict) -> list[FrameTable]:
     return tables
 
 
-def diff_table(case_diff: dict | None) -> FrameTable | None:
-    if not case_diff:
-        return None
+def diff_table(case_diff: dict, pair: int) -> FrameTable:
     changed = [r for r in case_diff["frames"] if r["delta_us_per_call"] or r["delta_total_us_per_call"]]
     base, head = case_diff["base"], case_diff["head"]
     rows = [FrameRow(r["frame"], r.get("display") or r["frame"], r["layer"], charts.colour(r["layer"]), [
@@ -421,26 +426,30 @@ def diff_table(case_diff: dict | None) -> FrameTable | None:
          r["delta_us_per_call"]),
         (f"{r['delta_total_us_per_call']:+,.2f}", r["delta_total_us_per_call"]),
     ]) for r in changed[:TOP_DIFF]]
-    return FrameTable("frames-diff", f"{head} − {base}", [f"{base} self", f"{head} self", "Δ self", "Δ total"], rows,
-                      f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first "
-                      f"(us per call; {head} minus {base}; frames matched by name on the merged call tree).")
+    return FrameTable(f"frames-diff-{pair}", f"{head} − {base}", [f"{base} self", f"{head} self", "Δ self", "Δ total"],
+                      rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first "
+                      f"(us per call; {head} minus {base}; frames matched by name on the merged call tree).", pair)
 
 
-def flame_graphs(a: Analysis) -> FlameGraphs:
+def flame_graphs(a: Analysis, diffs: list[dict]) -> FlameGraphs:
     strings = flame.Strings()
     graphs: list[flame.Graph] = []
     for i, (label, profile) in enumerate(a.profiles.items()):
         graphs.append(flame.case_graph(profile, strings, f"fg-{i}"))
-    case_diff = a.first_diff
-    diff_graph = flame.diff_graph(case_diff, strings, "fg-diff") if case_diff else None
-    if diff_graph:
-        graphs.append(diff_graph)
+    pair_of: dict[str, int] = {}
+    for i, d in enumerate(diffs):  # one differential graph per compared pair
+        g = flame.diff_graph(d, strings, f"fg-diff-{i}")
+        if g:
+            graphs.append(g)
+            pair_of[g.id] = i
+    diff_graph = bool(pair_of)
     pct = f"{flame.DISPLAY_THRESHOLD:.1%}"
     meta = []
     for g in graphs:
         caption = (f"{g.pruned_nodes} frames under {pct} of the total are not drawn (together {g.pruned_us:,.2f} us per call)"
                    if g.pruned_nodes else f"every frame drawn (none under {pct} of the total)")
-        meta.append({"id": g.id, "kind": g.kind, "title": g.title, "caption": caption + f"; {g.drawn_nodes} drawn."})
+        meta.append({"id": g.id, "kind": g.kind, "title": g.title, "caption": caption + f"; {g.drawn_nodes} drawn.",
+                     "pair": pair_of.get(g.id)})
     payload = {
         "strings": strings.items,
         # short forms of long C++ names for the boxes (templates folded); tooltips show the full name
@@ -524,9 +533,11 @@ def build(run: Path, analysed: Analysis | None = None) -> Report:
     a = analysis.load(run) if analysed is None else analysed
     data = a.run
     analysed_cases = {l: x for l, x in a.cases.items() if "skipped" not in x}
+    diffs = [p.diff for p in a.pairs if p.diff]
     env = environment()
     labels = list(data.results)
     return Report(
+        pairs=[f"{d['head']} − {d['base']}" for d in diffs],
         title=f"flametool: {' vs '.join(labels) or 'empty run'}",
         run_dir=str(run),
         generated=datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -534,10 +545,10 @@ def build(run: Path, analysed: Analysis | None = None) -> Report:
         complete=data.complete,
         headline=headline(a),
         warnings=warnings(a, analysed_cases),
-        layers=layer_section(a.cases, a.first_diff),
+        layers=layer_section(a.cases, diffs),
         frame_tables=frame_tables(a.cases),
-        diff_table=diff_table(a.first_diff),
-        flames=flame_graphs(a),
+        diff_tables=[diff_table(d, i) for i, d in enumerate(diffs)],
+        flames=flame_graphs(a, diffs),
         cprofile=cprofile_cases(run, data),
         environment=environment_rows(run, data),
         css=asset(env, "report.css"),

@@ -142,9 +142,10 @@ def print_summary(a: Analysis, console: Console) -> None:
 
 
 def print_layers(a: Analysis, console: Console, top: int = 10) -> None:
-    """Host time per call by layer, side by side for every analysed case, then where two cases differ."""
+    """Host time per call by layer, side by side for every analysed case with a column per compared pair,
+    then, for each pair, the frames that differ most."""
     analysis = a.cases
-    case_diff = a.first_diff
+    diffs = [p.diff for p in a.pairs if p.diff]
     done = {l: x for l, x in analysis.items() if "skipped" not in x}
     for label, x in analysis.items():
         if "skipped" in x:
@@ -154,22 +155,21 @@ def print_layers(a: Analysis, console: Console, top: int = 10) -> None:
     table = titled("host time per call by layer, us (paired time x sample shares; ± one standard error from the sample count)")
     table.add_column("layer")
     for label in done:
-        table.add_column(fmt.visible(label), justify="right")
-    if case_diff:
-        table.add_column(f"{fmt.visible(case_diff['head'])} - {fmt.visible(case_diff['base'])}", justify="right")
-        deltas = {r["layer"]: r for r in case_diff["layers"]}
+        table.add_column(text(label), justify="right")
+    for d in diffs:
+        table.add_column(text(f"{d['head']} - {d['base']}"), justify="right")
+    deltas = [{r["layer"]: r for r in d["layers"]} for d in diffs]
     for layer in order({l for x in done.values() for l in x["layers_us_per_call"]}):
         row = [text(layer)]
         for x in done.values():
             v = x["layers_us_per_call"].get(layer)
             row.append(fmt.pm(v, x["layers_se_us"][layer]) if v is not None else "-")
-        if case_diff:
-            d = deltas.get(layer)
+        for by_layer in deltas:
+            d = by_layer.get(layer)
             row.append(fmt.pm(d["delta_us_per_call"], d["delta_se_us"], sign=True) if d else "-")
         table.add_row(*row)
     row = [Text("total (measured)")] + [fmt.num(x["us_per_call"]) for x in done.values()]
-    if case_diff:
-        row.append(fmt.signed(case_diff["delta_us_per_call"]))
+    row += [fmt.signed(d["delta_us_per_call"]) for d in diffs]
     table.add_row(*row, end_section=True)
     console.print(table)
     for label, x in done.items():
@@ -179,8 +179,8 @@ def print_layers(a: Analysis, console: Console, top: int = 10) -> None:
         callers = ", ".join(f"{k} {v:,.2f}" for k, v in list(libc.items())[:3])
         say(console, (f"{fmt.visible(label)}: {fmt.closure_sentence(x)}{flag}"
                            + (f"; C library called from: {callers}" if callers else "")))
-    if case_diff:
-        print_frame_deltas(case_diff, console, top)
+    for d in diffs:
+        print_frame_deltas(d, console, top)
 
 
 def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None:
@@ -202,20 +202,24 @@ def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None
 
 
 def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10) -> None:
-    """`flametool diff`: one case in two runs."""
-    table = titled(f"{fmt.visible(label)}: host time per call by layer, us (base {fmt.visible(case_diff['base_run'])}, "
-                   f"head {fmt.visible(case_diff['head_run'])})")
-    for col in ("layer", "base", "head", "delta"):
-        table.add_column(col, justify="left" if col == "layer" else "right")
+    """`flametool diff`: one case in two runs, or two cases of one run (case_diff["cases"])."""
+    cases = case_diff.get("cases")
+    where = (f"in {case_diff['base_run']}" if cases
+             else f"base {case_diff['base_run']}, head {case_diff['head_run']}")
+    table = titled(f"{fmt.visible(label)}: host time per call by layer, us ({fmt.visible(where)})")
+    base, head = cases or ("base", "head")
+    for i, col in enumerate(("layer", base, head, "delta")):
+        table.add_column(text(col), justify="left" if i == 0 else "right")
     for r in case_diff["layers"]:
         table.add_row(text(r["layer"]), fmt.num(r["base_us_per_call"]), fmt.num(r["head_us_per_call"]),
                       fmt.pm(r["delta_us_per_call"], r["delta_se_us"], sign=True))
     table.add_row(Text("total (measured)"), fmt.num(case_diff["base_us_per_call"]), fmt.num(case_diff["head_us_per_call"]),
                   fmt.signed(case_diff["delta_us_per_call"]))
     console.print(table)
-    print_frame_deltas(case_diff | {"base": "base", "head": "head"}, console, top)
+    print_frame_deltas(case_diff | {"base": base, "head": head}, console, top)
     if not case_diff.get("same_shape_and_dtype", True):
-        say(console, ("note: the two runs sampled this case at different shapes or dtypes"))
+        say(console, ("note: the two cases were sampled at different shapes or dtypes" if cases
+                      else "note: the two runs sampled this case at different shapes or dtypes"))
 
 
 

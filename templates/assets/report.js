@@ -227,6 +227,21 @@
   });
   window.flametoolGraphs = graphs; // for tests and the curious: the graphs' state
 
+  // one compared pair at a time: its layer chart, frame table and differential graph
+  function showPair(i) {
+    Array.prototype.forEach.call(document.querySelectorAll("[data-pair]"), function (el) {
+      el.style.display = el.getAttribute("data-pair") === String(i) ? "" : "none";
+    });
+    Array.prototype.forEach.call(document.querySelectorAll("[data-show-pair]"), function (b) {
+      b.setAttribute("aria-pressed", b.getAttribute("data-show-pair") === String(i) ? "true" : "false");
+    });
+    Object.keys(graphs).forEach(function (k) { graphs[k].zoom(graphs[k].zoomed); });  // drawn at their width
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("[data-show-pair]"), function (b) {
+    b.addEventListener("click", function () { showPair(b.getAttribute("data-show-pair")); });
+  });
+  if (document.querySelector("[data-show-pair]")) { showPair(0); }
+
   var pending = null;
   window.addEventListener("resize", function () {
     clearTimeout(pending);

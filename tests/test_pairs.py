@@ -1,0 +1,85 @@
+"""Chosen pairs: `--pair BASE:HEAD` picks the diffs a run makes; the terminal, the report and
+`flametool diff RUN --base A --head B` show them; by default a run compares its first two library cases and
+each library case against the cublas floor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flametool import analysis, cases, cli
+from flametool.renderers import html as report
+from runbuild import snapshot
+
+CASES = Path(__file__).parent / "cases" / "pair_cases.py"
+BUSY = "pair_busy_wait_15us"
+
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory, cli):
+    out = tmp_path_factory.mktemp("pairs") / "run"
+    args = ["compare", "--device", "cpu", "--libs", "", "--shape", "32,32,32", "--processes", "2", "--repeats", "3",
+            "--iters", "500", "--sample-seconds", "2", "--rate", "200", "--pair", "p3:p4", "--out", str(out)]
+    for label in ("p1", "p2", "p3", "p4"):
+        args += ["--case", f"{CASES}:{label}"]
+    proc = cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    return out, proc.stdout
+
+
+def test_the_chosen_pair_is_the_run_s_diff(four):
+    out, stdout = four
+    a = analysis.load(out)
+    assert [(p.base, p.head) for p in a.pairs] == [("p3", "p4")]  # chosen, not the first two cases
+    assert a.run.config["pairs"] == [["p3", "p4"]]
+    d = a.pairs[0].diff
+    # step() holds all of the difference; below it, the planted function is the top frame by total
+    top = max((r for r in d["frames"] if r["frame"] != "step()"), key=lambda r: r["delta_total_us_per_call"])
+    assert top["frame"].endswith(BUSY) and top["delta_total_us_per_call"] > 0
+    # the terminal: the pair's sentence and its frame table
+    assert "p4 / p3 = " in stdout and "frames that differ most (p4 - p3" in stdout and BUSY in stdout
+
+
+def test_the_report_has_the_pair(four):
+    out, _ = four
+    model = report.build(out)
+    assert model.pairs == ["p4 − p3"] and [t.title for t in model.diff_tables] == ["p4 − p3"]
+    assert model.layers.diff_titles == ["p4 − p3"]
+    assert any(BUSY in row.frame for row in model.diff_tables[0].rows)
+
+
+def test_diff_two_cases_of_one_run(four, capsys):
+    out, _ = four
+    before = snapshot(out)
+    assert cli.main(["diff", str(out), "--base", "p3", "--head", "p4", "--top", "5"]) == 0
+    printed = capsys.readouterr().out
+    assert "p4 - p3: host time per call by layer" in printed and BUSY in printed
+    # --fail-above as for two runs: p4 is far slower than p3
+    assert cli.main(["diff", str(out), "--base", "p3", "--head", "p4", "--fail-above", "10"]) == analysis.SLOWER_EXIT
+    assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--base", "p3"], "one run and two of its cases"),
+    (["--base", "p3", "--head", "nope"], "no such case"),
+])
+def test_diff_cases_bad_input_is_one_line(four, capsys, argv, words):
+    out, _ = four
+    assert cli.main(["diff", str(out), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("flametool: ") and words in err[0]
+
+
+def test_pair_must_name_cases_of_the_run(capsys):
+    assert cli.main(["compare", "--device", "cpu", "--pair", "numpy:cupy"]) == 2
+    assert "no case named 'cupy'" in capsys.readouterr().err
+
+
+def test_default_pairs_take_the_floor():
+    builtin = lambda label: f"{cases.__name__}:{cases.BUILTIN[label].factory}"  # noqa: E731
+    factories = {l: builtin(l) for l in ("cupy", "torch", "cublas", "cupy-graph")}
+    assert cases.default_pairs(factories) == [("cupy", "torch"), ("cublas", "cupy"), ("cublas", "torch")]
+    # a user case that happens to be called cublas is no floor
+    assert cases.default_pairs({"a": "x.py:a", "cublas": "mine.py:cublas"}) == [("a", "cublas")]
+    assert cases.default_pairs({"a": "x.py:a"}) == []

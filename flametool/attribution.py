@@ -55,6 +55,7 @@ class Profile:
     frames: dict[str, naming.Frame]
     us_per_call: float  # unsampled CPU time per call at the sampled shape
     recorded_samples: int | None = None  # what the sampler says it kept, loop included (None: trust the stacks)
+    repaired_samples: int = 0  # samples whose stack had a misplaced inlined header chain (naming.repair_sandwiches)
     # derived once and reused (attribution, the diff and the flame graphs all need them); stacks and frames
     # are not changed after a Profile is made
     _layers: list[tuple[str, ...]] | None = field(default=None, init=False, repr=False, compare=False)
@@ -94,7 +95,8 @@ def make_profile(label: str, raw: list[folded.Stack], loop_samples: int, us_per_
     if loop_samples:
         usable.append(folded.Stack((naming.LOOP_FRAME,), loop_samples))
     stacks, frames = naming.normalize(usable, by_line=by_line)
-    return Profile(label, stacks, frames, us_per_call, recorded_samples)
+    stacks, repaired = naming.repair_sandwiches(stacks, frames)
+    return Profile(label, stacks, frames, us_per_call, recorded_samples, repaired)
 
 
 def sampled_labels(run: Run) -> list[str]:
@@ -130,7 +132,9 @@ def load_profile(run_dir: Path, run: Run, label: str, by_line: bool = False) -> 
     loop = result.sampling.loop_samples
     # as make_profile does, streamed: the raw stacks of a large profile are never all in memory
     stacks, frames = naming.read_normalized(run_dir / name, by_line, [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else [])
-    profile = Profile(label, stacks, frames, float(result.at_sample_shape.cpu_us_per_call), result.samples + loop)
+    stacks, repaired = naming.repair_sandwiches(stacks, frames)
+    profile = Profile(label, stacks, frames, float(result.at_sample_shape.cpu_us_per_call), result.samples + loop,
+                      repaired)
     if not profile.samples:
         raise RunDirError(f"{run_dir / name}: no samples")
     return profile
@@ -174,6 +178,7 @@ class CaseCosts:
     layers: dict[str, Figure]
     frames: list[FrameCost]  # every frame, by self time, largest first
     called_from: dict[str, dict[str, float]] = field(default_factory=dict)
+    repaired_samples: int = 0
 
     def closure(self) -> dict:
         total = sum(f.us_per_call for f in self.layers.values())
@@ -200,6 +205,7 @@ class CaseCosts:
             "hot_frames": [f.to_json() for f in self.frames[:top]],
             "frames_total": len(self.frames),
             "closure": self.closure(),
+            "repaired_samples": self.repaired_samples,
         }
 
 
@@ -271,4 +277,5 @@ def attribute(profile: Profile) -> CaseCosts:
         layers={l: fig(layer_n[l]) for l in ly.order(layer_n)},
         frames=frames,
         called_from={l: {c: profile.us(n) for c, n in cs.most_common()} for l, cs in callers.items()},
+        repaired_samples=profile.repaired_samples,
     )

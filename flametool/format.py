@@ -71,8 +71,11 @@ def wide_note(f: PairFigures, processes: int) -> str | None:
 def closure_sentence(x: dict) -> str:
     """A case attribution's closure check in words (x: CaseCosts.to_json())."""
     c = x["closure"]
+    repaired = x.get("repaired_samples") or 0
     return (f"layers sum to {c['layers_sum_us_per_call']:,.2f} of {c['measured_us_per_call']:,.2f} us per call "
-            f"(ratio {c['ratio']:.3f}), from {x['samples']} samples")
+            f"(ratio {c['ratio']:.3f}), from {x['samples']} samples"
+            + (f" ({repaired} repaired: an inlined header chain py-spy put between a function and itself)"
+               if repaired else ""))
 
 
 # C0 and C1 control characters and DEL (ESC, CSI, BEL, BS, CR, ...), Unicode line and paragraph

@@ -305,6 +305,35 @@ def read_normalized(path: Path, by_line: bool = False, extra: Iterable[Stack] = 
     return norm.result()
 
 
+def repair_sandwiches(stacks: list[Stack], frames: dict[str, Frame]) -> tuple[list[Stack], int]:
+    """Undo a misnesting py-spy makes of functions inlined from headers: the same function on both sides of
+    a chain of header frames (``__call__ (_kernel.cpp:30314);Py_DECREF (object.h:701);_Py_IsImmortal
+    (object.h:243);__call__ (_kernel.cpp:30691);...``, CuPy 14.2). The physical frame is the function itself,
+    so the chain and the repeated function are dropped: ``__call__;...``. Otherwise the header frame would
+    appear to hold everything the function calls after it. Returns the stacks, merged, and how many samples
+    were repaired. Run directories keep the .folded as py-spy wrote it; this is done when it is read."""
+    repaired = 0
+    out: dict[tuple[str, ...], int] = {}
+    for s in stacks:
+        names = list(s.frames)
+        changed = False
+        i = 0
+        while i < len(names) - 2:
+            j = i + 1
+            while j < len(names) and frames[names[j]].kind == "inline":
+                j += 1
+            if j > i + 1 and j < len(names) and frames[names[j]].name == frames[names[i]].name:
+                del names[i + 1 : j + 1]  # the header chain and the function's second appearance
+                changed = True
+                continue  # the same frame may open another sandwich
+            i += 1
+        if changed:
+            repaired += s.count
+        key = tuple(names)
+        out[key] = out.get(key, 0) + s.count
+    return [Stack(f, c) for f, c in out.items()], repaired
+
+
 # --- display: long C++ names shortened, the full name kept elsewhere -------------------------------------
 
 def strip_templates(name: str) -> str:

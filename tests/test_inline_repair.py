@@ -1,0 +1,60 @@
+"""py-spy puts a chain of inlined header frames between a function and itself (seen in CuPy 14.2 stacks of a
+batched 512^3 float16 matmul: `__call__ (_kernel.cpp:30314);Py_DECREF (object.h:701);_Py_IsImmortal
+(object.h:243);__call__ (_kernel.cpp:30691);...`). The analysis repairs such sandwiches (the physical frame
+is the function itself), counts the samples it repaired, and leaves the .folded file as py-spy wrote it."""
+
+from __future__ import annotations
+
+import pytest
+
+from flametool import analysis, attribution, folded, naming
+from flametool.renderers.terminal import TerminalRenderer
+from runbuild import make_run
+
+# the first frames of a real CuPy 14.2 stack (samples/h200-hostbound-1024/cupy.folded), then the issue's lines
+PREFIX = ("cupy_matmul.<locals>.step (flametool/cases.py:115);_GUFunc.__call__ (cupy/_core/_gufuncs.py:685);"
+          "_try_fastcall_matmul (cupy/linalg/_product.py:47);matmul (_routines_linalg.cpp:22480)")
+SANDWICH = "__call__ (_kernel.cpp:30314);Py_DECREF (object.h:701);_Py_IsImmortal (object.h:243);__call__ (_kernel.cpp:30691)"
+LAUNCH = "cudaLaunchKernel (libcudart.so.13);0x7f3c2a1b2c3d (libcuda.so.580.159.04)"
+LEAF_INLINE = "__call__ (_kernel.cpp:30314);Py_DECREF (object.h:701);_Py_IsImmortal (object.h:243)"
+TEXT = (f"{PREFIX};{SANDWICH};{LAUNCH} 5\n"  # repaired: the launch is the kernel call's, not Py_DECREF's
+        f"{PREFIX};{LEAF_INLINE} 3\n"  # a real inlined chain at the leaf: kept
+        f"{PREFIX};{SANDWICH};{SANDWICH};{LAUNCH} 2\n")  # two in a row: both repaired
+
+
+def profile(text: str = TEXT) -> attribution.Profile:
+    return attribution.make_profile("cupy", folded.parse(text), 0, 10.0)
+
+
+def test_sandwiches_are_repaired_and_counted():
+    p = profile()
+    assert p.repaired_samples == 7 and p.samples == 10
+    decref = next(n for n in p.frames if n.startswith("Py_DECREF"))
+    call = next(n for n in p.frames if n.endswith("__call__") and "_kernel" in n)
+    for s in p.stacks:
+        if decref in s.frames:  # only the leaf chain is left under Py_DECREF
+            assert s.frames[-2:] == (decref, next(n for n in s.frames if n.startswith("_Py_IsImmortal"))) and s.count == 3
+        else:  # the launch sits under the kernel's __call__, once
+            assert s.frames.count(call) == 1 and s.frames[s.frames.index(call) + 1].startswith("cudaLaunchKernel")
+    costs = attribution.attribute(p).to_json()
+    totals = {f["frame"]: f["total_us_per_call"] for f in costs["hot_frames"]}
+    assert totals[decref] == pytest.approx(3.0)  # not 10: it no longer holds the launches
+    assert costs["repaired_samples"] == 7 and costs["closure"]["ratio"] == pytest.approx(1.0)
+
+
+def test_no_sandwich_no_change():
+    text = f"{PREFIX};{LEAF_INLINE} 3\n{PREFIX};{LAUNCH} 4\n"
+    p = profile(text)
+    assert p.repaired_samples == 0
+    stacks, frames = naming.normalize(folded.parse(text))
+    assert p.stacks == stacks
+
+
+def test_the_run_directory_keeps_what_py_spy_wrote(tmp_path):
+    run = make_run(tmp_path / "run", {"cupy": (TEXT, 10.0, 0), "torch": ("step (s.py:1);mm (libtorch_cpu.so) 10\n", 8.0, 0)})
+    before = (run / "cupy.folded").read_text()
+    a = analysis.load(run)
+    assert a.cases["cupy"]["repaired_samples"] == 7
+    assert (run / "cupy.folded").read_text() == before  # repaired when read, never written back
+    printed = TerminalRenderer(width=200).render(a)
+    assert "(7 repaired: an inlined header chain py-spy put between a function and itself)" in printed

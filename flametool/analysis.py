@@ -49,6 +49,11 @@ class PairAnalysis:
         asked for: an export of one case's stacks never needs it."""
         return diff.diff(*self.profiles) if self.profiles else None
 
+    @functools.cached_property
+    def diff_by_library(self) -> dict | None:
+        """The same in the 'library' view of the layers (system libraries as layers of their own)."""
+        return diff.diff(*self.profiles, view="library") if self.profiles else None
+
     @property
     def headline(self) -> stats.PairFigures | None:
         """The figure to lead with: the one pooled over the most processes (the sample shape's, when the
@@ -70,6 +75,18 @@ class Analysis:
     @property
     def first_diff(self) -> dict | None:
         return next((p.diff for p in self.pairs if p.diff), None)
+
+    @functools.cached_property
+    def cases_by_library(self) -> dict[str, dict]:
+        """`cases` in the 'library' view of the layers."""
+        return {l: (attribution.attribute(self.profiles[l], "library").to_json() if l in self.profiles else x)
+                for l, x in self.cases.items()}
+
+    def view(self, name: str) -> tuple[dict[str, dict], list[dict]]:
+        """(per-case attribution, the pairs' diffs) in a view of the layers ("caller" or "library")."""
+        if name == "library":
+            return self.cases_by_library, [p.diff_by_library for p in self.pairs if p.diff_by_library]
+        return self.cases, [p.diff for p in self.pairs if p.diff]
 
 
 def paired(run: Run, a: str, b: str) -> bool:
@@ -127,27 +144,27 @@ def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> s
     return shared[0]
 
 
-def diff_runs(run_a: Path, run_b: Path, case: str | None) -> dict:
+def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller") -> dict:
     """The same case in two runs, base = RUN_A, head = RUN_B; nothing is written."""
     a, b = rundir.load(run_a), rundir.load(run_b)
     label = common_case(run_a, a, run_b, b, case)
     base = attribution.load_profile(run_a, a, label)
     head = attribution.load_profile(run_b, b, label)
-    out = diff.diff(base, head)
+    out = diff.diff(base, head, view)
     out["base_run"], out["head_run"] = str(run_a), str(run_b)
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
     out["same_shape_and_dtype"] = shapes[0] == shapes[1]
     return out
 
 
-def diff_cases(run_dir: Path, base: str, head: str) -> dict:
+def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> dict:
     """Two cases of one run, head - base; nothing is written."""
     run = rundir.load(run_dir)
     for label in (base, head):
         if label not in run.results:
             raise FlametoolError(f"--base/--head {label!r}: no such case in {run_dir} "
                                  f"(cases: {', '.join(run.results) or 'none'})")
-    out = diff.diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head))
+    out = diff.diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head), view)
     out["base_run"] = out["head_run"] = str(run_dir)
     rb, rh = run.results[base], run.results[head]
     out["same_shape_and_dtype"] = (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype)

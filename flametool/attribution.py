@@ -58,21 +58,22 @@ class Profile:
     repaired_samples: int = 0  # samples whose stack had a misplaced inlined header chain (naming.repair_sandwiches)
     # derived once and reused (attribution, the diff and the flame graphs all need them); stacks and frames
     # are not changed after a Profile is made
-    _layers: list[tuple[str, ...]] | None = field(default=None, init=False, repr=False, compare=False)
-    _layer_of: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
+    _layers: dict[str, list[tuple[str, ...]]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _layer_of: dict[str, dict[str, str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @functools.cached_property
     def samples(self) -> int:
         return sum(s.count for s in self.stacks)
 
-    def stack_layers(self) -> list[tuple[str, ...]]:
-        """The resolved layers of every stack (ly.stack_layers), each frame classified once; equal layer
-        sequences share one tuple."""
-        if self._layers is None:
+    def stack_layers(self, view: str = ly.DEFAULT_VIEW) -> list[tuple[str, ...]]:
+        """The resolved layers of every stack (ly.stack_layers) in `view`, each frame classified once; equal
+        layer sequences share one tuple."""
+        if view not in self._layers:
             own = ly.own_layers(self.frames)
             shared: dict[tuple[str, ...], tuple[str, ...]] = {}
-            self._layers = [shared.setdefault(t, t) for t in (tuple(ly.resolve(s.frames, own)) for s in self.stacks)]
-        return self._layers
+            self._layers[view] = [shared.setdefault(t, t)
+                                  for t in (tuple(ly.resolve(s.frames, own, view)) for s in self.stacks)]
+        return self._layers[view]
 
     @property
     def denominator(self) -> int:
@@ -209,11 +210,11 @@ class CaseCosts:
         }
 
 
-def frame_layers(profile: Profile) -> tuple[dict[str, str], list[tuple[str, ...]]]:
+def frame_layers(profile: Profile, view: str = ly.DEFAULT_VIEW) -> tuple[dict[str, str], list[tuple[str, ...]]]:
     """Each frame's layer (where its own samples went; inherited layers can differ by caller), and the
-    resolved layers of every stack."""
-    per_stack = profile.stack_layers()
-    if profile._layer_of is None:
+    resolved layers of every stack, in `view`."""
+    per_stack = profile.stack_layers(view)
+    if view not in profile._layer_of:
         own: dict[str, Counter] = {}
         for s, lays in zip(profile.stacks, per_stack):
             leaf = own.get(s.frames[-1])
@@ -225,8 +226,8 @@ def frame_layers(profile: Profile) -> tuple[dict[str, str], list[tuple[str, ...]
         first_seen: dict[str, str] = {}
         for s, lays in zip(reversed(profile.stacks), reversed(per_stack)):
             first_seen.update(zip(reversed(s.frames), reversed(lays)))
-        profile._layer_of = {n: (own[n].most_common(1)[0][0] if n in own else l) for n, l in first_seen.items()}
-    return profile._layer_of, per_stack
+        profile._layer_of[view] = {n: (own[n].most_common(1)[0][0] if n in own else l) for n, l in first_seen.items()}
+    return profile._layer_of[view], per_stack
 
 
 def total_counts(profile: Profile) -> Counter:
@@ -246,8 +247,8 @@ def total_counts(profile: Profile) -> Counter:
     return total
 
 
-def attribute(profile: Profile) -> CaseCosts:
-    layer_of, per_stack = frame_layers(profile)
+def attribute(profile: Profile, view: str = ly.DEFAULT_VIEW) -> CaseCosts:
+    layer_of, per_stack = frame_layers(profile, view)
     self_n: Counter = Counter()
     layer_n: Counter = Counter()
     callers: dict[str, Counter] = {}

@@ -18,6 +18,7 @@ from . import __version__, analysis, cases, drilldown, envinfo, renderers, rundi
 from .renderers import html as report
 from .renderers import terminal
 from .errors import FlametoolError, WriteError
+from .layers import VIEWS
 
 SEED_SHAPE = [65536, 24576, 12288]
 CPU_SHAPE = [64, 64, 64]
@@ -88,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                         f"±{runner.SETTLED:.0%}, for at most {EXTRA_SECONDS} s more)")
     p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
                    help="a pair of cases to compare, head against base (repeatable; default: the first two cases)")
+    p.add_argument("--layers", choices=VIEWS, default="caller",
+                   help="system libraries (libc, malloc, locks) in the terminal's layer table: charged to the layer that "
+                        "called them (caller, the default) or as a layer of their own (library); the report has both")
     p.add_argument("--isolate", action="store_true",
                    help="time each case in processes of its own instead (for a case that cannot share a process); "
                         "its comparison with the others is then not paired")
@@ -112,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_a", type=Path, metavar="RUN_A", help="base run directory (or the run, with --base/--head)")
     p.add_argument("run_b", type=Path, metavar="RUN_B", nargs="?", help="head run directory")
     p.add_argument("--case", help="case label (default: the first sampled case both runs have)")
+    p.add_argument("--layers", choices=VIEWS, default="caller",
+                   help="system libraries charged to their callers' layers (caller, the default) or apart (library)")
     p.add_argument("--base", help="with one run: the base case")
     p.add_argument("--head", help="with one run: the head case")
     p.add_argument("--fail-above", type=float, metavar="PCT",
@@ -263,7 +269,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
                          else "flametool: interrupted before anything was measured")
             return 130
     analysed = analysis.analyse(run_dir, run)
-    out.file.write(renderers.get("terminal")(width=out.width, colour=out.is_terminal).render(analysed))
+    out.file.write(renderers.get("terminal")(width=out.width, colour=out.is_terminal, view=args.layers).render(analysed))
     written = write_report(run_dir, analysed, err, out)
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
@@ -317,12 +323,12 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
     if args.base or args.head:
         if not (args.base and args.head) or args.run_b is not None or args.case is not None:
             raise FlametoolError("diff RUN --base A --head B: one run and two of its cases (or RUN_A RUN_B [--case C])")
-        result = analysis.diff_cases(args.run_a, args.base, args.head)
+        result = analysis.diff_cases(args.run_a, args.base, args.head, args.layers)
         label = f"{args.head} - {args.base}"
     elif args.run_b is None:
         raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")
     else:
-        result = analysis.diff_runs(args.run_a, args.run_b, args.case)
+        result = analysis.diff_runs(args.run_a, args.run_b, args.case, args.layers)
         label = result["base"]
     terminal.print_run_diff(result, label, out, args.top)
     grew = (result["ratio"] - 1) * 100

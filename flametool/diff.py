@@ -48,10 +48,10 @@ def _delta_se(base: Profile, head: Profile, nb: int, nh: int) -> float:
     return math.hypot(base.se(nb), head.se(nh))
 
 
-def diff(base: Profile, head: Profile) -> dict:
+def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW) -> dict:
     """The "diff" record of run.json: layers, frames and the flame graph nodes, head minus base."""
     base, head = aligned_profile(base), aligned_profile(head)
-    cb, ch = attribute(base), attribute(head)
+    cb, ch = attribute(base, view), attribute(head, view)
 
     layer_rows = []
     for layer in ly.order(set(cb.layers) | set(ch.layers)):

@@ -14,6 +14,11 @@ from .errors import FlametoolError
 from .naming import Frame
 
 INHERIT = "inherit"
+# Views of a stack's layers: 'caller' charges a system library's frames to the layer that called them (the
+# default: cuBLAS means cuBLAS with its locks and allocations); 'library' keeps each frame in its own library's.
+VIEWS = ("caller", "library")
+DEFAULT_VIEW = "caller"
+_CHARGED: set[str] = set()  # of the file last loaded
 OTHER = "other"
 
 
@@ -45,13 +50,22 @@ def load(text: str | None = None) -> tuple[list[Rule], dict[str, str]]:
     except OSError as exc:
         raise FlametoolError(f"{RULES_ENV}={path}: cannot be read ({exc.strerror or exc})") from None
     try:
-        return _parse(json.loads(text))
+        rules, layers, charged_layers = _parse_all(json.loads(text))
     except (ValueError, KeyError, TypeError, re.error) as exc:
         raise FlametoolError(f"{path or 'layers.json'}: not a layers file ({type(exc).__name__}: {exc})") from None
+    _CHARGED.clear()
+    _CHARGED.update(charged_layers)
+    return rules, layers
 
 
 def _parse(data: dict) -> tuple[list[Rule], dict[str, str]]:
+    rules, layers, _ = _parse_all(data)
+    return rules, layers
+
+
+def _parse_all(data: dict) -> tuple[list[Rule], dict[str, str], frozenset[str]]:
     layers = {entry["layer"]: entry["about"] for entry in data["layers"]}
+    charged = frozenset(entry["layer"] for entry in data["layers"] if entry.get("charge_to_caller") is True)
     rules = []
     for entry in data["rules"]:
         if entry["layer"] not in layers and entry["layer"] != INHERIT:
@@ -59,13 +73,19 @@ def _parse(data: dict) -> tuple[list[Rule], dict[str, str]]:
         rules.append(Rule(layer=entry["layer"], kind=entry.get("kind"),
                           name=re.compile(entry["name"]) if "name" in entry else None,
                           file=re.compile(entry["file"]) if "file" in entry else None))
-    return rules, layers
+    return rules, layers, charged
 
 
 @functools.lru_cache(maxsize=None)
-def current() -> tuple[list[Rule], dict[str, str]]:
+def current() -> tuple[list[Rule], dict[str, str], frozenset[str]]:
     """The rules in force, read once, when first needed (so a bad $FLAMETOOL_LAYERS is one error line)."""
-    return load()
+    rules, layers = load()
+    return rules, layers, frozenset(_CHARGED)
+
+
+def charged() -> frozenset[str]:
+    """Layers charged to their caller in the 'caller' view (layers.json: charge_to_caller)."""
+    return current()[2]
 
 
 def about() -> dict[str, str]:
@@ -78,9 +98,10 @@ def classify(frame: Frame, rules: list[Rule] | None = None) -> str:
     return next((r.layer for r in (current()[0] if rules is None else rules) if r.matches(frame)), OTHER)
 
 
-def stack_layers(names: tuple[str, ...], frames: dict[str, Frame], rules: list[Rule] | None = None) -> list[str]:
+def stack_layers(names: tuple[str, ...], frames: dict[str, Frame], rules: list[Rule] | None = None,
+                 view: str = DEFAULT_VIEW) -> list[str]:
     """The layer of each frame of one stack, root first, with INHERIT resolved from the caller."""
-    return resolve(names, {name: classify(frames[name], rules) for name in set(names)})
+    return resolve(names, {name: classify(frames[name], rules) for name in set(names)}, view)
 
 
 def own_layers(frames: dict[str, Frame], rules: list[Rule] | None = None) -> dict[str, str]:
@@ -89,9 +110,10 @@ def own_layers(frames: dict[str, Frame], rules: list[Rule] | None = None) -> dic
     return {name: classify(frame, rules) for name, frame in frames.items()}
 
 
-def resolve(names: tuple[str, ...], own: dict[str, str]) -> list[str]:
+def resolve(names: tuple[str, ...], own: dict[str, str], view: str = DEFAULT_VIEW) -> list[str]:
     """stack_layers with the frames' own layers given: INHERIT takes the resolved layer of the caller (OTHER
-    at the root). The common case, no INHERIT in the stack, is one C-level map."""
+    at the root); in the 'caller' view, so does a layer charged to its caller (a system library), unless it
+    is the root. The common case, no INHERIT in the stack, is one C-level map."""
     out = list(map(own.__getitem__, names))
     if INHERIT in out:
         i = out.index(INHERIT)
@@ -101,6 +123,11 @@ def resolve(names: tuple[str, ...], own: dict[str, str]) -> list[str]:
                 i = out.index(INHERIT, i + 1)
             except ValueError:
                 break
+    charged_layers = charged()
+    if view == "caller" and not charged_layers.isdisjoint(out):
+        for i in range(1, len(out)):
+            if out[i] in charged_layers:
+                out[i] = out[i - 1]
     return out
 
 

@@ -23,8 +23,9 @@ FOLDED = (
 )
 
 
-def costs(text=FOLDED, us=10.0, loop=1):
-    return at.attribute(at.make_profile("c", folded.parse(text), loop, us))
+def costs(text=FOLDED, us=10.0, loop=1, view="library"):
+    """The library view: each frame in its own library's layer (the caller view is tested on its own)."""
+    return at.attribute(at.make_profile("c", folded.parse(text), loop, us), view)
 
 
 def by_frame(c):
@@ -49,6 +50,15 @@ def test_layers_take_self_time():
     layers = {k: v.us_per_call for k, v in c.layers.items()}
     assert layers == pytest.approx({"Python": 6.0, "cuBLAS": 1.0, "C library/allocator": 2.0, "loop": 1.0})
     assert list(c.layers) == ["Python", "cuBLAS", "C library/allocator", "loop"]  # layers.json's order
+
+
+def test_the_caller_view_charges_the_c_library_to_its_caller():
+    c = costs(view="caller")
+    layers = {k: v.us_per_call for k, v in c.layers.items()}
+    # the C library's 2 us were called from Python (test_called_from_says_who_called_the_c_library)
+    assert layers == pytest.approx({"Python": 8.0, "cuBLAS": 1.0, "loop": 1.0})
+    assert sum(layers.values()) == pytest.approx(10.0)  # nothing lost, only moved
+    assert at.attribute(at.make_profile("c", folded.parse(FOLDED), 1, 10.0)).layers.keys() == c.layers.keys()  # the default
 
 
 def test_binomial_standard_error():

@@ -21,7 +21,7 @@ def profile(label, text, us):
 
 @pytest.fixture
 def d():
-    return diff.diff(profile("a", BASE, 6.0), profile("b", HEAD, 8.0))
+    return diff.diff(profile("a", BASE, 6.0), profile("b", HEAD, 8.0), view="library")
 
 
 def rows(d):
@@ -39,6 +39,12 @@ def test_steps_of_two_cases_line_up_and_the_shared_part_cancels(d):
     # the step functions' own names do not appear: they are the aligned root
     assert not any("case_a" in f or "case_b" in f for f in r)
     assert d["frames"][0]["frame"] == "[libc.so.6]"  # the biggest change in self time comes first
+
+
+def test_the_caller_view_moves_the_c_library_delta_to_its_callers():
+    caller = diff.diff(profile("a", BASE, 6.0), profile("b", HEAD, 8.0))  # the default view
+    assert "C library/allocator" not in {r["layer"] for r in caller["layers"]}
+    assert sum(r["delta_us_per_call"] for r in caller["layers"]) == pytest.approx(2.0)
 
 
 def test_layer_deltas_add_up_to_the_measured_difference(d):

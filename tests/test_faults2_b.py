@@ -478,7 +478,8 @@ def reference_attribute(profile: at.Profile) -> at.CaseCosts:
     frames.sort(key=lambda f: (-f.self.samples, -f.total.samples, f.frame))
     return at.CaseCosts(profile.label, profile.us_per_call, profile.samples, profile.denominator,
                         total_n.get(naming.LOOP_FRAME, 0), {l: fig(layer_n[l]) for l in ly.order(layer_n)}, frames,
-                        {l: {c: profile.us(n) for c, n in cs.most_common()} for l, cs in callers.items()})
+                        {l: {c: profile.us(n) for c, n in cs.most_common()} for l, cs in callers.items()},
+                        profile.repaired_samples)
 
 
 @settings(max_examples=150, deadline=None)

@@ -189,7 +189,9 @@ class Report:
     complete: bool
     headline: Headline
     warnings: list[Caveat]
-    layers: Layers
+    layers: Layers  # the default view: system libraries charged to the layer that called them
+    layers_library: Layers  # system libraries as layers of their own
+    layer_rule: str
     frame_tables: list[FrameTable]
     diff_tables: list[FrameTable]
     flames: FlameGraphs
@@ -523,6 +525,12 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
     return rows
 
 
+LAYER_RULE = ("Layers come from the rules in layers.json. By default a frame of a system library (libc, malloc, "
+              "pthread locks, the dynamic loader, libstdc++) is charged to the layer that called it, so cuBLAS means "
+              "cuBLAS with its locks and allocations, and the C library is counted where it is used; the other view "
+              "keeps them as a layer of their own (the hot-frame tables and flame graphs use the default view).")
+
+
 SECTIONS = [("headline", "Headline"), ("warnings", "Fairness"), ("layers", "Layers"), ("frames", "Hot frames"),
             ("flames", "Flame graphs"), ("cprofile", "cProfile"), ("environment", "Environment")]
 
@@ -545,7 +553,9 @@ def build(run: Path, analysed: Analysis | None = None) -> Report:
         complete=data.complete,
         headline=headline(a),
         warnings=warnings(a, analysed_cases),
-        layers=layer_section(a.cases, diffs),
+        layers=layer_section(*a.view("caller")),
+        layers_library=layer_section(*a.view("library")),
+        layer_rule=LAYER_RULE,
         frame_tables=frame_tables(a.cases),
         diff_tables=[diff_table(d, i) for i, d in enumerate(diffs)],
         flames=flame_graphs(a, diffs),

@@ -141,18 +141,20 @@ def print_summary(a: Analysis, console: Console) -> None:
     say(console, (f"run directory: {a.run_dir}"))
 
 
-def print_layers(a: Analysis, console: Console, top: int = 10) -> None:
+def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "caller") -> None:
     """Host time per call by layer, side by side for every analysed case with a column per compared pair,
-    then, for each pair, the frames that differ most."""
-    analysis = a.cases
-    diffs = [p.diff for p in a.pairs if p.diff]
+    then, for each pair, the frames that differ most. `view`: "caller" charges a system library (libc,
+    malloc, locks) to the layer that called it, "library" keeps it as a layer of its own."""
+    analysis, diffs = a.view(view)
     done = {l: x for l, x in analysis.items() if "skipped" not in x}
     for label, x in analysis.items():
         if "skipped" in x:
             say(console, (f"{fmt.visible(label)}: no stack analysis: {fmt.visible(x['skipped'])}"))
     if not done:
         return
-    table = titled("host time per call by layer, us (paired time x sample shares; ± one standard error from the sample count)")
+    table = titled("host time per call by layer, us (paired time x sample shares; ± one standard error from the sample "
+                   "count; " + ("system libraries charged to their callers: --layers library shows them apart)"
+                                if view == "caller" else "system libraries as layers of their own)"))
     table.add_column("layer")
     for label in done:
         table.add_column(text(label), justify="right")
@@ -228,13 +230,13 @@ class TerminalRenderer(Renderer):
 
     name = "terminal"
 
-    def __init__(self, width: int | None = None, colour: bool = False) -> None:
-        self.width, self.colour = width, colour
+    def __init__(self, width: int | None = None, colour: bool = False, view: str = "caller") -> None:
+        self.width, self.colour, self.view = width, colour, view
 
     def render(self, analysed: Analysis) -> str:
         buffer = io.StringIO()
         console = Console(file=buffer, width=self.width or 160, force_terminal=self.colour,
                           color_system="auto" if self.colour else None, soft_wrap=False)
         print_summary(analysed, console)
-        print_layers(analysed, console)
+        print_layers(analysed, console, view=self.view)
         return buffer.getvalue()

@@ -242,6 +242,19 @@
   });
   if (document.querySelector("[data-show-pair]")) { showPair(0); }
 
+  // the layers section in one of its two views (system libraries charged to their caller, or on their own)
+  Array.prototype.forEach.call(document.querySelectorAll("[data-show-view]"), function (b) {
+    b.addEventListener("click", function () {
+      var v = b.getAttribute("data-show-view");
+      Array.prototype.forEach.call(document.querySelectorAll("[data-view]"), function (el) {
+        el.style.display = el.getAttribute("data-view") === v ? "" : "none";
+      });
+      Array.prototype.forEach.call(document.querySelectorAll("[data-show-view]"), function (o) {
+        o.setAttribute("aria-pressed", o === b ? "true" : "false");
+      });
+    });
+  });
+
   var pending = null;
   window.addEventListener("resize", function () {
     clearTimeout(pending);

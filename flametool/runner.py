@@ -194,8 +194,6 @@ def stop(proc: subprocess.Popen) -> None:
             pass
 
 
-
-
 def spec_base(config: Config) -> dict:
     return {"device": config.device, "iters": config.iters, "warmup": config.warmup, "repeats": config.repeats,
             "extend_rounds": config.extend_rounds,
@@ -278,18 +276,21 @@ class Measurement:
             if "sample_timing" in mine:
                 r.sample_timing = _timing(mine["sample_timing"])
             self.steps[c.label] = at_sample["steps"]
+        if not group.cases:  # every case is to be timed alone: nothing was measured together
+            run.groups.pop()
+            return retry
         group.paired = len(group.cases) > 1
         if paired and not group.paired:
             group.reason = "alone: the other cases of the run could not share its processes"
         group.processes = 1
         self.save()
-        self._more_processes(group, index)
+        self._more_processes(group)
         return retry
 
     def _others(self, case: CaseSpec, cases: list[CaseSpec]) -> str:
         return ", ".join(c.label for c in cases if c is not case)
 
-    def _more_processes(self, group: Group, index: int) -> None:
+    def _more_processes(self, group: Group) -> None:
         """Processes 2..N of a group: the loops at the sample shape only (the requested shape, when it is
         not host-bound, holds the GPU for seconds a loop and is timed in the first process alone)."""
         config, run = self.config, self.run

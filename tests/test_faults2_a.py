@@ -407,7 +407,8 @@ def test_fail_above_must_be_finite(capsys, value):
 @pytest.mark.parametrize("argv, words", [
     (["compare", "--iters", "abc"], "argument --iters: invalid int value: 'abc' (see flametool compare --help)"),
     (["compare", "--no-such-option"], "unrecognized arguments: --no-such-option"),
-    (["diff", "only-one-run"], "the following arguments are required: RUN_B"),
+    (["export"], "the following arguments are required: RUN, --format"),
+    (["diff", "only-one-run"], "diff: give two runs (RUN_A RUN_B), or one run with --base A --head B"),
     ([], "the following arguments are required: COMMAND (see flametool --help)"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
 ])

@@ -51,8 +51,9 @@ class PairAnalysis:
 
     @functools.cached_property
     def diff_by_library(self) -> dict | None:
-        """The same in the 'library' view of the layers (system libraries as layers of their own)."""
-        return diff.diff(*self.profiles, view="library") if self.profiles else None
+        """The same in the 'library' view of the layers (system libraries as layers of their own); its call tree
+        is the default view's, so it is not built again."""
+        return diff.diff(*self.profiles, view="library", with_tree=False) if self.profiles else None
 
     @property
     def headline(self) -> stats.PairFigures | None:

@@ -48,7 +48,7 @@ def _delta_se(base: Profile, head: Profile, nb: int, nh: int) -> float:
     return math.hypot(base.se(nb), head.se(nh))
 
 
-def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW) -> dict:
+def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: bool = True) -> dict:
     """The "diff" record of run.json: layers, frames and the flame graph nodes, head minus base."""
     base, head = aligned_profile(base), aligned_profile(head)
     cb, ch = attribute(base, view), attribute(head, view)
@@ -91,6 +91,6 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW) -> dict:
         "frames": frame_rows,
         # the merged call tree (not JSON: for the differential flame graph) and what one sample of each side is
         # worth in us per call
-        "tree": tree.build([base, head]),
+        "tree": tree.build([base, head]) if with_tree else None,
         "us_per_sample": [base.us(1), head.us(1)],
     }

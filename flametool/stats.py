@@ -17,9 +17,10 @@ process keep their ratio within a few percent: the process's speed multiplies bo
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from dataclasses import dataclass
+
+import numpy as np
 
 from .record import Timing
 
@@ -62,7 +63,7 @@ def _percentiles(values: list[float]) -> tuple[float, float]:
     tail = (1 - CONFIDENCE) / 2
     lo = values[int(math.floor(tail * (len(values) - 1)))]
     hi = values[int(math.ceil((1 - tail) * (len(values) - 1)))]
-    return lo, hi
+    return float(lo), float(hi)
 
 
 def groups_of(timing: Timing) -> tuple[list[list[float]], str]:
@@ -73,15 +74,20 @@ def groups_of(timing: Timing) -> tuple[list[list[float]], str]:
     return [[v] for v in (procs[0] if procs else [])], "loops of one process"
 
 
+def bootstrap_medians(groups: list[list[float]], rng: np.random.Generator) -> np.ndarray:
+    """The pooled median of BOOTSTRAP_RESAMPLES resamples of `groups` (drawn with replacement, all of each
+    group's values kept together). numpy: a run holds thousands of loops, and this runs per case and pair."""
+    arrays = [np.asarray(g, dtype=float) for g in groups]
+    picks = rng.integers(0, len(arrays), size=(BOOTSTRAP_RESAMPLES, len(arrays)))
+    return np.array([np.median(np.concatenate([arrays[i] for i in row])) for row in picks])
+
+
 def case_interval(timing: Timing, seed: int = 0) -> Interval | None:
     """95% bootstrap interval of a case's median time per call, resampling processes (or loops)."""
     groups, units = groups_of(timing)
     if len(groups) < 2:
         return None
-    rng = random.Random(seed)
-    meds = [statistics.median([v for g in rng.choices(groups, k=len(groups)) for v in g])
-            for _ in range(BOOTSTRAP_RESAMPLES)]
-    lo, hi = _percentiles(meds)
+    lo, hi = _percentiles(list(bootstrap_medians(groups, np.random.default_rng(seed))))
     return Interval(lo, hi, f"bootstrap 95% over {len(groups)} {units}")
 
 
@@ -150,13 +156,10 @@ def _unpaired(bl: str, base: Timing, hl: str, head: Timing, seed: int) -> PairFi
     gh, uh = groups_of(head)
     ratio_iv = diff_iv = None
     if len(gb) >= 2 and len(gh) >= 2:
-        rng = random.Random(seed)
-        ratios, diffs = [], []
-        for _ in range(BOOTSTRAP_RESAMPLES):
-            b = statistics.median([v for g in rng.choices(gb, k=len(gb)) for v in g])
-            h = statistics.median([v for g in rng.choices(gh, k=len(gh)) for v in g])
-            ratios.append(h / b if b else math.inf)
-            diffs.append(h - b)
+        rng = np.random.default_rng(seed)
+        b, h = bootstrap_medians(gb, rng), bootstrap_medians(gh, rng)
+        ratios = [y / x if x else math.inf for x, y in zip(b, h)]
+        diffs = list(h - b)
         method = f"bootstrap 95%, each side's {ub} / {uh} resampled independently"
         ratio_iv, diff_iv = Interval(*_percentiles(ratios), method), Interval(*_percentiles(diffs), method)
     return PairFigures(bl, hl, False, mh / mb, ratio_iv, mh - mb, diff_iv, min(len(gb), len(gh)), ub, [], [],

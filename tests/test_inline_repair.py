@@ -58,3 +58,22 @@ def test_the_run_directory_keeps_what_py_spy_wrote(tmp_path):
     assert (run / "cupy.folded").read_text() == before  # repaired when read, never written back
     printed = TerminalRenderer(width=200).render(a)
     assert "(7 repaired: an inlined header chain py-spy put between a function and itself)" in printed
+
+
+def test_caller_view_on_real_h200_stacks():
+    """The committed H200 run (real py-spy --native stacks of cupy.matmul, torch.mm and cublasGemmEx): by
+    default libc, malloc and the locks are charged to whoever called them; the library view keeps them apart;
+    nothing is lost either way, and the per-caller split the library view reports is what moved."""
+    from pathlib import Path
+
+    a = analysis.load(Path(__file__).resolve().parent.parent / "samples" / "h200-hostbound-1024")
+    for label in ("cupy", "torch", "cublas"):
+        caller, library = a.cases[label], a.cases_by_library[label]
+        libc = library["layers_us_per_call"]["C library/allocator"]
+        assert libc > 1.0  # locks and allocation under cuBLAS and the driver: a real share
+        assert "C library/allocator" not in caller["layers_us_per_call"]
+        assert sum(caller["layers_us_per_call"].values()) == pytest.approx(sum(library["layers_us_per_call"].values()))
+        moved = library["layers_called_from_us_per_call"]["C library/allocator"]
+        for layer, us in moved.items():
+            grew = caller["layers_us_per_call"][layer] - library["layers_us_per_call"].get(layer, 0.0)
+            assert grew == pytest.approx(us, abs=1e-9), (label, layer)

@@ -3,7 +3,7 @@
 import pytest
 
 from flametool import attribution as at
-from flametool import cli, diff, rundir
+from flametool import cli, diff
 from flametool import folded
 from runbuild import make_run, snapshot
 

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 import faultkit as fk
 from flametool import analysis, cases, envinfo, explain, rundir, runner, sampler
-from flametool.errors import CaseError, FlametoolError
+from flametool.errors import CaseError
 from flametool.record import Run
 
 USER = fk.CASES / "user_cases.py"

@@ -5,7 +5,6 @@ closed pipe, /dev/full; py-spy is the real one."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess

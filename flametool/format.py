@@ -63,9 +63,22 @@ def wide_note(f: PairFigures, processes: int) -> str | None:
     if f.ratio_interval is None:
         return (f"{f.head} / {f.base}: no interval (too few processes or rounds); run with --processes {more} "
                 "for one")
-    half = max(f.ratio_interval.high / f.ratio - 1, 1 - f.ratio_interval.low / f.ratio)
-    return (f"{f.head} / {f.base}: the interval reaches ±{half:.0%} from the ratio: the processes disagree; "
+    return (f"{f.head} / {f.base}: the interval reaches ±{f.reach:.0%} from the ratio: the processes disagree; "
             f"run with --processes {more} for a tighter answer" + ("" if f.paired else ", and without --isolate"))
+
+
+def pair_lines(pair, run, processes: int) -> list[str]:
+    """What a compared pair (analysis.PairAnalysis of `run`) says first, in the terminal and the report alike:
+    its leading figure, the requested shape's when that is another, and a line when the interval is wide."""
+    lead = pair.headline
+    if lead is None:
+        return []
+    at_sample = pair.sample is not None and lead is pair.sample
+    lines = [pair_sentence(lead, f" at the sample shape {shape(run.results[pair.head].sample_shape)}" if at_sample else "")]
+    if at_sample and pair.timing is not None and pair.timing.ratio is not None:
+        lines.append(f"At the requested shape {shape(run.results[pair.head].shape)}: " + pair_sentence(pair.timing))
+    note = wide_note(lead, processes)
+    return lines + ([note] if note else [])
 
 
 def closure_sentence(x: dict) -> str:

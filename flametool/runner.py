@@ -337,10 +337,8 @@ class Measurement:
         timings = {l: (self.run.results[l].timing if same else self.run.results[l].sample_timing) for l in live}
         for base, head in self.run.pairs:
             if base in timings and head in timings:
-                f = stats.pair(base, timings[base], head, timings[head], True)
-                if f.ratio is None or f.ratio_interval is None:
-                    return False
-                if max(f.ratio_interval.high / f.ratio - 1, 1 - f.ratio_interval.low / f.ratio) > SETTLED:
+                reach = stats.pair(base, timings[base], head, timings[head], True).reach
+                if reach is None or reach > SETTLED:
                     return False
         return True
 

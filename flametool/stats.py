@@ -109,11 +109,16 @@ class PairFigures:
     method: str
 
     @property
+    def reach(self) -> float | None:
+        """How far the ratio's interval reaches from the ratio, relative (0.02: ±2%); None without one."""
+        if self.ratio is None or self.ratio_interval is None:
+            return None
+        return max(self.ratio_interval.high / self.ratio - 1, 1 - self.ratio_interval.low / self.ratio)
+
+    @property
     def wide(self) -> bool:
         """The ratio's interval reaches more than WIDE from the ratio (or there is none)."""
-        if self.ratio is None or self.ratio_interval is None:
-            return True
-        return max(self.ratio_interval.high / self.ratio - 1, 1 - self.ratio_interval.low / self.ratio) > WIDE
+        return self.reach is None or self.reach > WIDE
 
 
 def pair(base_label: str, base: Timing, head_label: str, head: Timing, paired: bool, seed: int = 0) -> PairFigures:

@@ -227,18 +227,9 @@ def headline(a: Analysis) -> Headline:
     processes = run.config.get("processes") or 1
     pairs, methods = [], []
     for p in a.pairs:
-        lead = p.headline
-        if lead is None:
-            continue
-        where = f" at the sample shape {shape_text(run.results[p.head].sample_shape)}" if lead is p.sample else ""
-        pairs.append(fmt.pair_sentence(lead, where))
-        if lead is p.sample and p.timing is not None and p.timing.ratio is not None:
-            pairs.append(f"At the requested shape {shape_text(run.results[p.head].shape)}: " + fmt.pair_sentence(p.timing))
-        note = fmt.wide_note(lead, processes)
-        if note:
-            pairs.append(note)
-        if lead.method not in methods:
-            methods.append(lead.method)
+        pairs += fmt.pair_lines(p, run, processes)
+        if p.headline is not None and p.headline.method not in methods:
+            methods.append(p.headline.method)
     method = (" ".join(m[0].upper() + m[1:] + "." for m in methods)
               + " Layer and frame figures are sample shares times each case's paired time per call at the sampled "
                 "shape (the median of its loops in every timing process); the sampled process's own unsampled time "

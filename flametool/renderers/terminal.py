@@ -64,20 +64,8 @@ def print_summary(a: Analysis, console: Console) -> None:
     run = a.run
     processes = run.config.get("processes") or 1
     for p in a.pairs:
-        lead = p.headline
-        if lead is None:
-            continue
-        shape_note = ""
-        if p.sample is not None and lead is p.sample:
-            shape_note = f" at the sample shape {fmt.shape(run.results[p.head].sample_shape)}"
-        say(console, (fmt.pair_sentence(lead, shape_note)))
-        other = p.timing if lead is p.sample else None
-        if other is not None and other.ratio is not None:
-            say(console, ("  at the requested shape " + fmt.shape(run.results[p.head].shape) + ": "
-                               + fmt.pair_sentence(other)))
-        note = fmt.wide_note(lead, processes)
-        if note:
-            say(console, (note))
+        for line in fmt.pair_lines(p, run, processes):
+            say(console, line)
 
     timing = titled("host (CPU) and GPU time per call: median of every timed loop, 95% interval in brackets")
     for col, right in (("case", False), ("dtype", False), ("shape", False), ("CPU", True), ("GPU", True),

@@ -162,7 +162,8 @@ class FactoryFailed(Exception):
 
 class CaseUnavailable(Exception):
     """The machine cannot run this case (library missing or built for another CUDA, no device, out of
-    memory at this shape): the message is the whole story, with what to do."""
+    memory at this shape), or its loop failed and the message was already made (interleaved): the message
+    is the whole story."""
 
 
 def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tuple[Step, Sync]:
@@ -229,6 +230,12 @@ def classify(cpu_us: float, gpu_us: float | None) -> tuple[bool, str]:
         "host-bound: GPU time per call is close to CPU time per call, so the GPU waited on the CPU "
         "and launch cost sets the pace"
     )
+
+
+def bound(loops: dict) -> tuple[bool, str]:
+    """classify() of the medians of one case's loops so far."""
+    gpu = statistics.median(loops["gpu_us"]) if loops["gpu_us"] else None
+    return classify(statistics.median(loops["cpu_us"]), gpu)
 
 
 def choose_sample_shape(requested: list[int] | None, shape: list[int], host_bound: bool) -> tuple[list[int], str]:
@@ -331,9 +338,10 @@ def build(cases: list[dict], shape: list[int], device: str, report: Reporter,
 def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repeats: int, events: Events | None,
                 report: Reporter, shape: list[int], errors: dict[str, str], extend: bool = True) -> dict[str, dict]:
     """Rounds of one timed loop of each case, in round_order; per case its loops. `repeats` rounds, and
-    (with `extend`, when --repeats was not given) more rounds of the host-bound cases (their loops take milliseconds) until each has been timed for
-    TIMED_SECONDS: a handful of 4 ms loops is a noisy reading, a second's worth is not. A GPU-bound case (a
-    graph floor) sits the extra rounds out: its loops are long and wait on the launch queue."""
+    (with `extend`, when --repeats was not given) more rounds of the host-bound cases (their loops take
+    milliseconds) until each has been timed for TIMED_SECONDS: a handful of 4 ms loops is a noisy reading, a
+    second's worth is not. A GPU-bound case (a graph floor) sits the extra rounds out: its loops are long
+    and wait on the launch queue."""
     loops = {label: {"cpu_us": [], "gpu_us": [], "slots": []} for label in made}
     spent = dict.fromkeys(made, 0.0)
     slot = r = 0
@@ -342,8 +350,7 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
         if r >= repeats and not extend:
             break
         if live and r >= repeats:  # extra rounds: the host-bound cases, all of them, while one is short
-            live = [l for l in live if classify(statistics.median(loops[l]["cpu_us"]),
-                                                statistics.median(loops[l]["gpu_us"]) if loops[l]["gpu_us"] else None)[0]]
+            live = [l for l in live if bound(loops[l])[0]]
             if all(spent[l] >= TIMED_SECONDS for l in live):
                 break
         if not live or r >= MAX_ROUNDS:
@@ -408,9 +415,7 @@ def time_cases(spec: dict, report: Reporter) -> dict:
             ops = out["cases"][label]["ops_per_step"]
             timing = {"shape": shape, "calls": calls[label] * ops, "steps": calls[label], "loops": loops[label]}
             if loops[label]["cpu_us"]:
-                cpu = statistics.median(loops[label]["cpu_us"])
-                gpu = statistics.median(loops[label]["gpu_us"]) if loops[label]["gpu_us"] else None
-                timing["host_bound"], timing["bound_note"] = classify(cpu, gpu)
+                timing["host_bound"], timing["bound_note"] = bound(loops[label])
             out["cases"][label][item["key"]] = timing
         del made
         gc.collect()
@@ -440,8 +445,8 @@ def profile_case(spec: dict, report: Reporter) -> dict:
     errors: dict[str, str] = {}
     own = interleaved({c["label"]: (step, sync)}, {c["label"]: steps}, spec["repeats"], events, report, shape, errors,
                       spec.get("extend_rounds", True))
-    if errors:
-        raise RuntimeError(errors[c["label"]])
+    if errors:  # the loop raised; interleaved made its message
+        raise CaseUnavailable(errors[c["label"]])
     result: dict[str, Any] = {"own": own[c["label"]], "calls": steps * ops}
     report.phase("cprofile")
     result.update(cprofile_phase(step, sync, steps, spec["prof_path"]))

@@ -298,8 +298,7 @@ class Measurement:
         if not live:
             return
         sample_shape = run.results[live[0]].sample_shape
-        same = sample_shape == config.shape
-        key = "timing" if same else "sample_timing"
+        key = "timing" if sample_shape == config.shape else "sample_timing"
         by_label = {c.label: c for c in config.cases}
         name = "+".join(group.cases)
         started = time.monotonic()
@@ -308,7 +307,7 @@ class Measurement:
             live = [l for l in live if run.results[l].error is None]
             if not live:
                 return
-            if i >= config.processes and (self._settled(live, same)
+            if i >= config.processes and (self._settled(live)
                                           or time.monotonic() - started > config.extra_seconds):
                 return
             i += 1
@@ -326,15 +325,14 @@ class Measurement:
                 if failed:  # what the earlier processes measured stays
                     r.error = f"process {i} of {config.processes}: {failed}"
                     continue
-                target = r.timing if same else r.sample_timing
-                target.processes.append(Loops(**got["cases"][label][key]["loops"]))
-            if any(label not in (got or {}).get("errors", {}) for label in live) and got is not None:
+                r.at_sample_shape.processes.append(Loops(**got["cases"][label][key]["loops"]))
+            if got is not None and any(label not in got["errors"] for label in live):
                 group.processes = i  # processes that finished their loops
             self.save()
 
-    def _settled(self, live: list[str], same: bool) -> bool:
+    def _settled(self, live: list[str]) -> bool:
         """Every pair of these cases has a ratio whose interval reaches no further than SETTLED from it."""
-        timings = {l: (self.run.results[l].timing if same else self.run.results[l].sample_timing) for l in live}
+        timings = {l: self.run.results[l].at_sample_shape for l in live}
         for base, head in self.run.pairs:
             if base in timings and head in timings:
                 reach = stats.pair(base, timings[base], head, timings[head], True).reach
@@ -389,7 +387,7 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
                                 if len(config.cases) > 1 else "one case: timed alone")
         for case, why in todo:
             m.time_group([case], why)
-        stop_if_failed(run, config, "timing")
+        stop_if_failed(run, config)
         for case in config.cases:
             r = run.results[case.label]
             if r.error is not None or case.label not in m.steps:
@@ -400,7 +398,7 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
             if sampling is not None and sampling.refused:
                 # the kernel will refuse every case alike: stop here, with what to change
                 raise FlametoolError(f"case {case.label!r}: {sampling.error} (its timings and cProfile are kept in {out})")
-            stop_if_failed(run, config, "profiling")
+            stop_if_failed(run, config)
         run.complete = True
     finally:
         with procs.signals_deferred():  # a second Ctrl-C must not lose run.json
@@ -409,7 +407,7 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
     return out, run
 
 
-def stop_if_failed(run: Run, config: Config, phase: str) -> None:
+def stop_if_failed(run: Run, config: Config) -> None:
     failed = [l for l, r in run.results.items() if r.error]
     if failed and not config.keep_going:
         label = failed[0]

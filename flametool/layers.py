@@ -18,7 +18,6 @@ INHERIT = "inherit"
 # default: cuBLAS means cuBLAS with its locks and allocations); 'library' keeps each frame in its own library's.
 VIEWS = ("caller", "library")
 DEFAULT_VIEW = "caller"
-_CHARGED: set[str] = set()  # of the file last loaded
 OTHER = "other"
 
 
@@ -41,6 +40,10 @@ RULES_ENV = "FLAMETOOL_LAYERS"  # a layers.json of one's own, to try other rules
 def load(text: str | None = None) -> tuple[list[Rule], dict[str, str]]:
     """The rules and the layers (name -> what it holds, in display order) from `text`, or from the file
     $FLAMETOOL_LAYERS names, or the layers.json shipped with flametool (a bad file: one FlametoolError)."""
+    return _load_all(text)[:2]
+
+
+def _load_all(text: str | None = None) -> tuple[list[Rule], dict[str, str], frozenset[str]]:
     if text is not None:
         return _parse(json.loads(text))
     path = os.environ.get(RULES_ENV)
@@ -50,22 +53,15 @@ def load(text: str | None = None) -> tuple[list[Rule], dict[str, str]]:
     except OSError as exc:
         raise FlametoolError(f"{RULES_ENV}={path}: cannot be read ({exc.strerror or exc})") from None
     try:
-        rules, layers, charged_layers = _parse_all(json.loads(text))
+        return _parse(json.loads(text))
     except (ValueError, KeyError, TypeError, re.error) as exc:
         raise FlametoolError(f"{path or 'layers.json'}: not a layers file ({type(exc).__name__}: {exc})") from None
-    _CHARGED.clear()
-    _CHARGED.update(charged_layers)
-    return rules, layers
 
 
-def _parse(data: dict) -> tuple[list[Rule], dict[str, str]]:
-    rules, layers, _ = _parse_all(data)
-    return rules, layers
-
-
-def _parse_all(data: dict) -> tuple[list[Rule], dict[str, str], frozenset[str]]:
+def _parse(data: dict) -> tuple[list[Rule], dict[str, str], frozenset[str]]:
+    """(rules, layer -> what it holds, the layers charged to their caller)."""
     layers = {entry["layer"]: entry["about"] for entry in data["layers"]}
-    charged = frozenset(entry["layer"] for entry in data["layers"] if entry.get("charge_to_caller") is True)
+    charged_layers = frozenset(entry["layer"] for entry in data["layers"] if entry.get("charge_to_caller") is True)
     rules = []
     for entry in data["rules"]:
         if entry["layer"] not in layers and entry["layer"] != INHERIT:
@@ -73,14 +69,13 @@ def _parse_all(data: dict) -> tuple[list[Rule], dict[str, str], frozenset[str]]:
         rules.append(Rule(layer=entry["layer"], kind=entry.get("kind"),
                           name=re.compile(entry["name"]) if "name" in entry else None,
                           file=re.compile(entry["file"]) if "file" in entry else None))
-    return rules, layers, charged
+    return rules, layers, charged_layers
 
 
 @functools.lru_cache(maxsize=None)
 def current() -> tuple[list[Rule], dict[str, str], frozenset[str]]:
     """The rules in force, read once, when first needed (so a bad $FLAMETOOL_LAYERS is one error line)."""
-    rules, layers = load()
-    return rules, layers, frozenset(_CHARGED)
+    return _load_all()
 
 
 def charged() -> frozenset[str]:

@@ -9,7 +9,7 @@ import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import attribution, diff, rundir, stats
+from . import attribution, diff, rundir, stats, sweep
 from .errors import FlametoolError
 from .record import Run, Timing
 
@@ -90,16 +90,11 @@ class Analysis:
         return self.cases, [p.diff for p in self.pairs if p.diff]
 
 
-def paired(run: Run, a: str, b: str) -> bool:
-    ga, gb = run.group_of(a), run.group_of(b)
-    return ga is not None and ga is gb and ga.paired
-
-
 def pair_figures(run: Run, base: str, head: str) -> tuple[stats.PairFigures | None, stats.PairFigures | None]:
     rb, rh = run.results[base], run.results[head]
     if rb.error or rh.error:
         return None, None
-    together = paired(run, base, head)
+    together = run.paired(base, head)
     at_shape = stats.pair(base, rb.timing, head, rh.timing, together) if rb.timing and rh.timing else None
     at_sample = None
     if rb.sample_timing and rh.sample_timing and rb.sample_shape == rh.sample_shape:
@@ -107,9 +102,12 @@ def pair_figures(run: Run, base: str, head: str) -> tuple[stats.PairFigures | No
     return at_shape, at_sample
 
 
-def analyse(run_dir: Path, run: Run) -> Analysis:
+def analyse(run_dir: Path, run: Run) -> "Analysis | sweep.SweepAnalysis":
     """Every case that has stacks attributed, every compared pair figured and diffed. A case with nothing to
-    analyse (failed, not sampled) gets {"skipped": why}; a damaged stack file is a RunDirError naming it."""
+    analyse (failed, not sampled) gets {"skipped": why}; a damaged stack file is a RunDirError naming it.
+    A sweep run has an analysis of its own (sweep.analyse)."""
+    if run.kind == "sweep":
+        return sweep.analyse(run_dir, run)
     out = Analysis(run_dir, run)
     for label, result in run.results.items():
         out.timings[label] = case_timing(result.timing)
@@ -128,7 +126,7 @@ def analyse(run_dir: Path, run: Run) -> Analysis:
     return out
 
 
-def load(run_dir: Path | str) -> Analysis:
+def load(run_dir: Path | str) -> "Analysis | sweep.SweepAnalysis":
     run_dir = Path(run_dir)
     return analyse(run_dir, rundir.load(run_dir))
 
@@ -147,7 +145,7 @@ def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> s
 
 def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller") -> dict:
     """The same case in two runs, base = RUN_A, head = RUN_B; nothing is written."""
-    a, b = rundir.load(run_a), rundir.load(run_b)
+    a, b = rundir.load_profiled(run_a, "diff"), rundir.load_profiled(run_b, "diff")
     label = common_case(run_a, a, run_b, b, case)
     base = attribution.load_profile(run_a, a, label)
     head = attribution.load_profile(run_b, b, label)
@@ -160,7 +158,7 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller") 
 
 def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> dict:
     """Two cases of one run, head - base; nothing is written."""
-    run = rundir.load(run_dir)
+    run = rundir.load_profiled(run_dir, "diff")
     for label in (base, head):
         if label not in run.results:
             raise FlametoolError(f"--base/--head {label!r}: no such case in {run_dir} "

@@ -4,10 +4,11 @@ Run as ``python -m flametool.child MSG_FD SPEC_JSON``.  It reports to the parent
 file descriptor MSG_FD (stdout and stderr belong to the user's code) and reads one command from stdin,
 ``stop``, which ends the sampled phase.
 
-Two jobs (``JOBS``):
+Three jobs (``JOBS``):
 - ``time``: every case of a group built side by side in this one process, and their timed loops
   interleaved (host clock + device events around ``--iters`` calls, the seed's method), at the requested
   shape and at the sample shape. A process's own speed then multiplies every case in it alike.
+- ``sweep``: the same, at each size of a sweep in turn (timings only).
 - ``profile``: one case alone at the sample shape: its own unsampled loops, the cProfile loop, and the
   loop that py-spy samples (py-spy stops the whole process, so a sampled process holds one case).
 Every loop runs the same function, ``active_loop``: the sampler keeps only stacks inside it.
@@ -194,9 +195,12 @@ def warm_up(step: Step, sync: Sync, calls: int) -> float:
     return (time.perf_counter() - t0) / max(calls, 1)
 
 
-def timed_loop(step: Step, sync: Sync, calls: int, events: Events | None) -> tuple[float, float | None]:
+def timed_loop(step: Step, sync: Sync, calls: int, events: Events | None) -> tuple[float, float | None, float]:
     """The seed's method: host clock around `calls` launches, device events around the same launches.
-    Figures are per operation: a step that launches several (``step.ops``) is divided by that many."""
+    Figures are per operation: a step that launches several (``step.ops``) is divided by that many.
+    Returns (host us, device us, wall us): the wall time runs on to the synchronisation after the loop, the
+    time per call a program that runs these calls back to back feels, whichever side of the launch queue
+    sets the pace."""
     sync()
     start = end = None
     if events is not None:
@@ -208,10 +212,11 @@ def timed_loop(step: Step, sync: Sync, calls: int, events: Events | None) -> tup
     if events is not None:
         end.record()
     sync()
+    t2 = time.perf_counter()
     ops = calls * ops_per_step(step)
     cpu_us = (t1 - t0) * 1e6 / ops
     gpu_us = events.elapsed_ms(start, end) * 1e3 / ops if events is not None else None
-    return cpu_us, gpu_us
+    return cpu_us, gpu_us, (t2 - t0) * 1e6 / ops
 
 
 def ops_per_step(step: Step) -> int:
@@ -342,7 +347,7 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
     milliseconds) until each has been timed for TIMED_SECONDS: a handful of 4 ms loops is a noisy reading, a
     second's worth is not. A GPU-bound case (a graph floor) sits the extra rounds out: its loops are long
     and wait on the launch queue."""
-    loops = {label: {"cpu_us": [], "gpu_us": [], "slots": []} for label in made}
+    loops = {label: {"cpu_us": [], "gpu_us": [], "wall_us": [], "slots": []} for label in made}
     spent = dict.fromkeys(made, 0.0)
     slot = r = 0
     while True:
@@ -361,7 +366,7 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
             step, sync = made[label]
             t0 = time.perf_counter()
             try:
-                cpu, gpu = timed_loop(step, sync, calls[label], events)
+                cpu, gpu, wall = timed_loop(step, sync, calls[label], events)
             except Exception as exc:  # noqa: BLE001 -- one case's fault ends that case, not the others
                 traceback.print_exc()
                 errors[label] = _describe(exc)
@@ -369,6 +374,7 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
             spent[label] += time.perf_counter() - t0
             # 0.1 ns is finer than any loop's figure can be read to; more digits only fill run.json
             loops[label]["cpu_us"].append(round(cpu, 4))
+            loops[label]["wall_us"].append(round(wall, 4))
             if gpu is not None:
                 loops[label]["gpu_us"].append(round(gpu, 4))
             loops[label]["slots"].append(slot)
@@ -429,6 +435,66 @@ def time_cases(spec: dict, report: Reporter) -> dict:
     return out
 
 
+# A sweep point's loop runs --iters calls, fewer where that would take longer than SWEEP_LOOP_SECONDS or queue
+# more than SWEEP_QUEUE_CALLS launches: at a GPU-bound size a loop longer than the launch queue (about 480
+# GEMMs at 4096^3 on the H200) times the host waiting for room, not launching. Warm-up stops after
+# SWEEP_WARM_SECONDS, so that the seed's size costs seconds, not 50 products of a minute each.
+SWEEP_LOOP_SECONDS = 0.2
+SWEEP_QUEUE_CALLS = 256
+SWEEP_MIN_CALLS = 3
+SWEEP_WARM_SECONDS = 0.5
+
+
+def warm_up_within(step: Step, sync: Sync, calls: int, seconds: float) -> float:
+    """warm_up() in batches of 1, 2, 4, ... calls, stopping after `calls` or once `seconds` are spent; returns
+    the last batch's seconds per call (the first call of a shape can take a thousand times the others)."""
+    spent, done, batch, per = 0.0, 0, 1, 0.0
+    while done < calls:
+        n = min(batch, calls - done)
+        per = warm_up(step, sync, n)
+        spent, done, batch = spent + per * n, done + n, batch * 2
+        if spent >= seconds:
+            break
+    return per
+
+
+def sweep_calls(per_step: float, steps: int, on_device: bool) -> int:
+    most = min(steps, int(SWEEP_LOOP_SECONDS / max(per_step, 1e-9)), SWEEP_QUEUE_CALLS if on_device else steps)
+    return max(min(SWEEP_MIN_CALLS, steps), most)
+
+
+def sweep_cases(spec: dict, report: Reporter) -> dict:
+    """One process of a sweep: at each point (a shape) in turn, every case built side by side, warmed up and
+    its loops interleaved as in time_cases, then freed before the next point. A case that cannot be built or
+    run at one point (out of memory at the largest) is reported for that point and still runs at the others.
+    ``calls`` of a point, when given (processes after the first), are the calls per loop the first chose."""
+    cases, device = spec["cases"], spec["device"]
+    events: Events | None = None
+    out: dict[str, Any] = {"points": [], "device_info": {"device_name": None}, "ops_per_step": {}}
+    for i, item in enumerate(spec["points"]):
+        shape, given = item["shape"], item.get("calls")
+        todo = [c for c in cases if given is None or c["label"] in given]
+        report.phase("point", index=i + 1, of=len(spec["points"]), shape=shape)
+        errors: dict[str, str] = {}
+        made = build(todo, shape, device, report, errors)
+        if events is None and made:
+            events = device_events(device)
+            out["device_info"] = events.device_info() if events else {"device_name": None}
+        calls: dict[str, int] = {}
+        for label, (step, sync) in made.items():
+            ops = out["ops_per_step"][label] = ops_per_step(step)
+            per_step = warm_up_within(step, sync, math.ceil(spec["warmup"] / ops), SWEEP_WARM_SECONDS)
+            steps = max(1, math.ceil(spec["iters"] / ops))
+            calls[label] = given[label] if given else sweep_calls(per_step, steps, events is not None)
+        loops = interleaved(made, calls, spec["repeats"], events, report, shape, errors, spec.get("extend_rounds", True))
+        out["points"].append({c["label"]: {"error": errors[c["label"]]} if c["label"] in errors else
+                              {"calls": calls[c["label"]] * out["ops_per_step"][c["label"]], "steps": calls[c["label"]],
+                               "loops": loops[c["label"]]} for c in todo})
+        del made
+        gc.collect()
+    return out
+
+
 def profile_case(spec: dict, report: Reporter) -> dict:
     """The profiled process of one case, at the sample shape: its own unsampled loops (a check on the
     paired figure), the cProfile loop, then the loop py-spy samples until the parent says stop."""
@@ -457,7 +523,7 @@ def profile_case(spec: dict, report: Reporter) -> dict:
     return result
 
 
-JOBS = {"time": time_cases, "profile": profile_case}
+JOBS = {"time": time_cases, "sweep": sweep_cases, "profile": profile_case}
 
 
 def main(argv: list[str]) -> int:

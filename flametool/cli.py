@@ -22,6 +22,12 @@ from .layers import VIEWS
 
 SEED_SHAPE = [65536, 24576, 12288]
 CPU_SHAPE = [64, 64, 64]
+# A sweep's default ladder: from a product the launch dwarfs to one the GPU needs milliseconds for (on the
+# H200, fp16: 64^3 is host-bound for every library, 16384^3 takes about 13 ms), and on the CPU from 8 to a
+# size that already takes milliseconds of BLAS.
+SWEEP_CUDA_SQUARES = [64 * 2**i for i in range(9)]
+SWEEP_CPU_SQUARES = [8 * 2**i for i in range(7)]
+MAX_SIZES = 64
 # On the H200 a native sample stopped a CUDA process for 3-15 ms (the loop ran 1.17-1.77x slower at 50 Hz),
 # so 25 Hz keeps the slowdown near 1.2-1.4x, and 16 s still gives about 400 samples in the loop.
 CUDA_RATE_HZ = 25
@@ -72,44 +78,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("compare", help="measure each case in its own process and write a run directory")
-    p.add_argument("--libs", help="built-in cases, comma-separated: " + ", ".join(cases.BUILTIN)
-                   + " (default: cupy,torch with a CUDA device, numpy,torch on the CPU)")
-    p.add_argument("--case", action="append", default=[], metavar="FILE.py:FACTORY",
-                   help="add a user case: FACTORY(m, k, n, dtype, device) returns (step, sync); repeatable")
-    p.add_argument("--iters", type=int, default=250, help="timed calls per loop (default 250)")
-    p.add_argument("--warmup", type=int, default=50, help="warm-up calls (default 50)")
-    p.add_argument("--repeats", type=int,
-                   help="rounds of timed loops per process (one loop of each case a round); the median is reported "
-                        "(default 3, and at a host-bound shape more rounds until each case was timed for 1 s; a "
-                        "given number is run as given)")
-    p.add_argument("--processes", type=int, metavar="N",
-                   help="fresh processes that run the timed loops; every case is built in each and their loops "
-                        "interleaved, so a process's own speed cancels out of the comparison (default: "
-                        f"{DEFAULT_PROCESSES}, and up to {MAX_PROCESSES} while a ratio's interval is wider than "
-                        f"±{runner.SETTLED:.0%}, for at most {EXTRA_SECONDS} s more)")
-    p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
-                   help="a pair of cases to compare, head against base (repeatable; default: the first two cases)")
+    case_options(p)
     p.add_argument("--layers", choices=VIEWS, default="caller",
                    help="system libraries (libc, malloc, locks) in the terminal's layer table: charged to the layer that "
                         "called them (caller, the default) or as a layer of their own (library); the report has both")
-    p.add_argument("--isolate", action="store_true",
-                   help="time each case in processes of its own instead (for a case that cannot share a process); "
-                        "its comparison with the others is then not paired")
     p.add_argument("--shape", help="M,K,N: a is MxK, b is KxN (default 65536,24576,12288 on CUDA, 64,64,64 on the CPU)")
-    p.add_argument("--dtype", help="float16, bfloat16, float32 or float64, or per case: cupy=float16,torch=bfloat16 "
-                                   "(default float16 on CUDA, float32 on the CPU)")
-    p.add_argument("--device", help="cuda:N or cpu (default cuda:0 when a CUDA device is found, else cpu)")
     p.add_argument("--rate", type=int, help="py-spy samples per second (default 25 on CUDA, where each native "
                                             "sample stops a process of many threads for 3-15 ms; 100 on the CPU)")
     p.add_argument("--sample-seconds", type=int, help="seconds of sampling per case (default 16 on CUDA, 5 on the CPU)")
-    p.add_argument("--pool-threads", type=int, metavar="N",
-                   help="threads of the CPU thread pools (OpenMP, OpenBLAS, MKL) in each case's process; 0 leaves "
-                        "them as the environment says (default 1 on CUDA, where the GPU does the work and each "
-                        "native sample stops every thread; 0 on the CPU, where the pools do the work)")
     p.add_argument("--sample-shape", help="M,K,N to sample at (default: the shape when host-bound, else 1024,1024,1024)")
     p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")
-    p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails")
-    p.add_argument("--out", type=Path, help="run directory to create (default flametool-runs/<timestamp>)")
+
+    p = sub.add_parser("sweep", help="time each case over a ladder of sizes: host, GPU and wall time per call, "
+                                     "and where each library stops being host-bound")
+    case_options(p)
+    p.add_argument("--sizes", help="comma-separated sizes, each N (an NxN by NxN product) or MxKxN, e.g. "
+                                   "64,256,1024,4096x1024x4096 (default: 64 doubling to 16384, then the seed's "
+                                   "65536x24576x12288 on CUDA; 8 doubling to 512 on the CPU)")
 
     p = sub.add_parser("diff", help="one case in two run directories (RUN_A RUN_B), or two cases of one run "
                                     "(RUN --base A --head B): layers and frames, head - base")
@@ -142,6 +127,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=drilldown.DEFAULT_PORT,
                    help=f"port to ask for (default {drilldown.DEFAULT_PORT}; snakeviz takes a nearby one if it is in use)")
     return parser
+
+
+def case_options(p: argparse.ArgumentParser) -> None:
+    """The options compare and sweep share: which cases, how they are timed, where the run goes."""
+    p.add_argument("--libs", help="built-in cases, comma-separated: " + ", ".join(cases.BUILTIN)
+                   + " (default: cupy,torch with a CUDA device, numpy,torch on the CPU)")
+    p.add_argument("--case", action="append", default=[], metavar="FILE.py:FACTORY",
+                   help="add a user case: FACTORY(m, k, n, dtype, device) returns (step, sync); repeatable")
+    p.add_argument("--iters", type=int, default=250, help="timed calls per loop (default 250)")
+    p.add_argument("--warmup", type=int, default=50, help="warm-up calls (default 50)")
+    p.add_argument("--repeats", type=int,
+                   help="rounds of timed loops per process (one loop of each case a round); the median is reported "
+                        "(default 3, and at a host-bound shape more rounds until each case was timed for 1 s; a "
+                        "given number is run as given)")
+    p.add_argument("--processes", type=int, metavar="N",
+                   help="fresh processes that run the timed loops; every case is built in each and their loops "
+                        "interleaved, so a process's own speed cancels out of the comparison (default: "
+                        f"{DEFAULT_PROCESSES}, and in compare up to {MAX_PROCESSES} while a ratio's interval is wider "
+                        f"than ±{runner.SETTLED:.0%}, for at most {EXTRA_SECONDS} s more)")
+    p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
+                   help="a pair of cases to compare, head against base (repeatable; default: the first two cases)")
+    p.add_argument("--isolate", action="store_true",
+                   help="time each case in processes of its own instead (for a case that cannot share a process); "
+                        "its comparison with the others is then not paired")
+    p.add_argument("--dtype", help="float16, bfloat16, float32 or float64, or per case: cupy=float16,torch=bfloat16 "
+                                   "(default float16 on CUDA, float32 on the CPU)")
+    p.add_argument("--device", help="cuda:N or cpu (default cuda:0 when a CUDA device is found, else cpu)")
+    p.add_argument("--pool-threads", type=int, metavar="N",
+                   help="threads of the CPU thread pools (OpenMP, OpenBLAS, MKL) in each case's process; 0 leaves "
+                        "them as the environment says (default 1 on CUDA, where the GPU does the work and each "
+                        "native sample stops every thread; 0 on the CPU, where the pools do the work)")
+    p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails")
+    p.add_argument("--out", type=Path, help="run directory to create (default flametool-runs/<timestamp>)")
 
 
 def parse_shape(text: str, option: str) -> list[int]:
@@ -202,17 +220,17 @@ def check_limits(args: argparse.Namespace) -> None:
             raise FlametoolError(f"--{name.replace('_', '-')} {text}: at most {most:,}")
 
 
-def compare_config(args: argparse.Namespace, say) -> runner.Config:
+def case_config(args: argparse.Namespace, say, command: str) -> dict:
+    """What compare and sweep share, checked: the cases, the device, the timing options and the run directory.
+    Returns runner.Config's arguments."""
     for name in ("iters", "repeats", "processes", "rate", "sample_seconds"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
+        if getattr(args, name, None) is not None and getattr(args, name) < 1:
             raise FlametoolError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
     check_limits(args)
     if args.warmup < 0:
         raise FlametoolError(f"--warmup {args.warmup}: must be 0 or more")
     if args.pool_threads is not None and args.pool_threads < 0:
         raise FlametoolError(f"--pool-threads {args.pool_threads}: must be 0 (as the environment says) or more")
-    if args.rate is not None and args.rate > 10000:
-        raise FlametoolError(f"--rate {args.rate}: py-spy cannot sample faster than 10000 Hz")
 
     gpus = envinfo.cuda_device_count()
     cpu_fallback = False
@@ -220,7 +238,7 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
         device = "cuda:0" if gpus else "cpu"
         if not gpus:
             cpu_fallback = True
-            say("no CUDA device found: comparing numpy and torch on the CPU at a small shape")
+            say("no CUDA device found: comparing numpy and torch on the CPU" + (" at a small shape" if command == "compare" else ""))
     else:
         device = parse_device(args.device)
         if device != "cpu" and cases.cuda_index(device) >= gpus:
@@ -241,35 +259,81 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
             raise FlametoolError(f"case {s.label!r} needs a CUDA device; use --device cuda:N or leave it out of --libs")
 
     pairs = [parse_pair(text, labels) for text in args.pair] or None
-    shape = parse_shape(args.shape, "--shape") if args.shape else (CPU_SHAPE if on_cpu else SEED_SHAPE)
     dtypes = parse_dtypes(args.dtype or ("float32" if on_cpu else "float16"), labels)
-    sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
     pool_threads = default_pool_threads(device) if args.pool_threads is None else args.pool_threads or None
-    return runner.Config(
-        cases=specs, device=device, shape=shape, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
+    return dict(
+        cases=specs, device=device, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
         repeats=args.repeats or DEFAULT_REPEATS, extend_rounds=args.repeats is None,
-        processes=args.processes or DEFAULT_PROCESSES,
-        max_processes=args.processes or MAX_PROCESSES, extra_seconds=EXTRA_SECONDS, isolate=args.isolate, pairs=pairs,
-        rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
-        sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS), sample_shape=sample_shape,
-        pool_threads=pool_threads, sample=not args.no_sample, keep_going=args.keep_going,
-        out=args.out or runner.default_out(), out_is_default=args.out is None,
+        processes=args.processes or DEFAULT_PROCESSES, isolate=args.isolate, pairs=pairs, pool_threads=pool_threads,
+        keep_going=args.keep_going, out=args.out or runner.default_out(), out_is_default=args.out is None,
         cpu_fallback=cpu_fallback,
     )
 
 
+def compare_config(args: argparse.Namespace, say) -> runner.Config:
+    if args.rate is not None and args.rate > 10000:
+        raise FlametoolError(f"--rate {args.rate}: py-spy cannot sample faster than 10000 Hz")
+    common = case_config(args, say, "compare")
+    on_cpu = common["device"] == "cpu"
+    shape = parse_shape(args.shape, "--shape") if args.shape else (CPU_SHAPE if on_cpu else SEED_SHAPE)
+    sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
+    return runner.Config(
+        **common, shape=shape, max_processes=args.processes or MAX_PROCESSES, extra_seconds=EXTRA_SECONDS,
+        rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
+        sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS), sample_shape=sample_shape,
+        sample=not args.no_sample,
+    )
+
+
+def default_sizes(device: str) -> list[list[int]]:
+    """A geometric ladder per device: squares doubling from the smallest size worth launching to the largest
+    worth waiting for, and on CUDA the seed's own shape last."""
+    if device == "cpu":
+        return [[n, n, n] for n in SWEEP_CPU_SQUARES]
+    return [[n, n, n] for n in SWEEP_CUDA_SQUARES] + [list(SEED_SHAPE)]
+
+
+def parse_sizes(text: str) -> list[list[int]]:
+    """'64,256,4096x1024x4096': each item N (square) or MxKxN; at least one, none twice."""
+    sizes = []
+    for item in text.split(","):
+        parts = item.strip().lower().split("x")
+        try:
+            dims = [int(p) for p in parts]
+        except ValueError:
+            dims = []
+        if len(dims) not in (1, 3) or any(d <= 0 for d in dims):
+            raise FlametoolError(f"--sizes {text!r}: {item.strip()!r} is not a size; give N or MxKxN (positive integers)")
+        shape = dims * 3 if len(dims) == 1 else dims
+        if shape in sizes:
+            raise FlametoolError(f"--sizes {text!r}: {item.strip()!r} is given twice")
+        sizes.append(shape)
+    if len(sizes) > MAX_SIZES:
+        raise FlametoolError(f"--sizes {text!r}: at most {MAX_SIZES} sizes")
+    return sizes
+
+
+def sweep_config(args: argparse.Namespace, say) -> runner.Config:
+    common = case_config(args, say, "sweep")
+    sizes = parse_sizes(args.sizes) if args.sizes is not None else default_sizes(common["device"])
+    return runner.Config(**common, shape=sizes[0], sizes=sizes, max_processes=common["processes"], sample=False)
+
+
 def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
-    config = compare_config(args, lambda text: terminal.say(err, text))
+    """compare and sweep: measure, then print the analysis and write the report."""
+    sweeping = args.command == "sweep"
+    config = (sweep_config if sweeping else compare_config)(args, lambda text: terminal.say(err, text))
     with terminal.Progress(err) as progress:
         try:
-            run_dir, run = runner.compare(config, ["flametool", *argv], progress.update)
+            run_dir, run = (runner.sweep if sweeping else runner.compare)(config, ["flametool", *argv], progress.update)
         except KeyboardInterrupt:
             kept = config.out / rundir.RUN_FILE
             terminal.say(err, f"flametool: interrupted; what finished is kept in {kept} (complete: false)" if kept.exists()
                          else "flametool: interrupted before anything was measured")
             return 130
     analysed = analysis.analyse(run_dir, run)
-    out.file.write(renderers.get("terminal")(width=out.width, colour=out.is_terminal, view=args.layers).render(analysed))
+    view = getattr(args, "layers", "caller")
+    out.file.write(renderers.get("terminal")(width=out.width, colour=out.is_terminal, view=view).render(analysed))
     written = write_report(run_dir, analysed, err, out)
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
@@ -341,7 +405,7 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
 
 def cmd_export(args: argparse.Namespace, out: Console) -> int:
     renderer = renderers.get(args.format, renderers.EXPORTS)(case=args.case, by_line=args.lines)
-    text = renderer.render(analysis.load(args.run))
+    text = renderer.render(analysis.analyse(args.run, rundir.load_profiled(args.run, "export")))
     if args.output is None:
         out.file.write(text)
         out.file.flush()
@@ -431,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate)
     previous_int = take_ctrl_c()
     try:
-        if args.command == "compare":
+        if args.command in ("compare", "sweep"):
             return cmd_compare(args, argv, err, out)
         if args.command == "diff":
             return cmd_diff(args, err, out)

@@ -32,7 +32,7 @@ class Target:
 
 def target(run: Path, case: str | None) -> Target:
     """The case's .prof, checked: the run directory, the case, and that pstats can read the file."""
-    results = rundir.load(run).results
+    results = rundir.load_profiled(run, "serve").results
     if not results:
         raise RunDirError(f"{run / rundir.RUN_FILE}: no cases")
     if case is None:

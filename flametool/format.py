@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .stats import Interval, PairFigures
 
 DASH = "–"
@@ -79,6 +81,27 @@ def pair_lines(pair, run, processes: int) -> list[str]:
         lines.append(f"At the requested shape {shape(run.results[pair.head].shape)}: " + pair_sentence(pair.timing))
     note = wide_note(lead, processes)
     return lines + ([note] if note else [])
+
+
+def sweep_pair_lines(sp) -> list[str]:
+    """What a sweep's pair (sweep.SweepPair) says in words, in the terminal and the report alike: where the
+    wall-time ratio is furthest from even, and where the two cases' wall times cross."""
+    from .sweep import size_name
+
+    measured = [p for p in sp.points if p.wall is not None and p.wall.ratio is not None]
+    if not measured:
+        return [f"{sp.head} against {sp.base}: nothing to compare"]
+    far = max(measured, key=lambda p: abs(math.log(p.wall.ratio)))
+    lines = [f"{sp.head} / {sp.base} wall time per call: furthest from even at {size_name(far.shape)}, "
+             f"{ratio(far.wall.ratio)}" + (f" (95%: {interval(far.wall.ratio_interval, lambda v: f'{v:.3f}')})"
+                                           if far.wall.ratio_interval else "")
+             + (f"; {far.share:.0%} of {far.slower}'s wall time there is host time {far.slower} spends beyond the other"
+                if far.share else "")]
+    for c in sp.even:
+        faster_below = sp.head if c.rising else sp.base
+        lines.append(f"{sp.head} and {sp.base} take the same wall time at about {c.size:,.0f} (between "
+                     f"{size_name(c.low)} and {size_name(c.high)}); {faster_below} is faster below it")
+    return lines
 
 
 def closure_sentence(x: dict) -> str:

@@ -23,6 +23,9 @@ from .cases import default_pairs
 from .errors import RunDirError
 
 SCHEMA = 2
+# compare: each case at one shape, timed, profiled and sampled; sweep: each case timed at a list of sizes
+# (CaseResult.points). Files from before sweeps have no "kind" and are compare runs.
+KINDS = ("compare", "sweep")
 # Bounds that keep every derived figure finite: a time per call (us), a ratio or a number of seconds is 0 or
 # within [MIN_NUMBER, MAX_NUMBER] (a call of 1e12 us takes eleven days; 1e-6 us is a femtosecond), so that
 # sums, differences and quotients of them stay far from overflow; counts stay below MAX_COUNT.
@@ -91,7 +94,8 @@ class Reader:
         return self.get(key, is_shape, "three positive integers")
 
     def items(self, key: str) -> list["Reader"]:
-        v = self.get(key, lambda v: isinstance(v, list), "a list", [])
+        """A list of objects (processes, groups, points), each to be read with its own path."""
+        v = self.get(key, lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v), "a list of objects", [])
         return [self.child(key, None).child(i, x) for i, x in enumerate(v)]
 
 
@@ -116,18 +120,24 @@ def is_shape(v: Any) -> bool:
 
 @dataclass
 class Loops:
-    """One process's timed loops of one case at one shape: one figure per loop, us per operation.
-    ``slots`` is each loop's place in that process's sequence of loops at this shape (all cases counted),
-    so the interleaving can be read back."""
+    """One process's timed loops of one case at one shape: one figure per loop, us per operation: the host's
+    (cpu_us), the device's (gpu_us, by events) and the wall time to the synchronisation after the loop
+    (wall_us; runs before 2026-11-30 did not record it). ``slots`` is each loop's place in that process's
+    sequence of loops at this shape (all cases counted), so the interleaving can be read back."""
 
     cpu_us: list[float]
     gpu_us: list[float] = field(default_factory=list)
     slots: list[int] = field(default_factory=list)
+    wall_us: list[float] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, r: Reader) -> "Loops":
         slots = r.get("slots", lambda v: isinstance(v, list) and all(is_count(x) for x in v), "a list of counts", [])
-        return cls(r.numbers("cpu_us"), r.numbers("gpu_us"), slots)
+        return cls(r.numbers("cpu_us"), r.numbers("gpu_us"), slots, r.numbers("wall_us"))
+
+    def figures(self, metric: str) -> list[float]:
+        """The loops' figures of one kind: "cpu_us", "gpu_us" or "wall_us"."""
+        return getattr(self, metric)
 
 
 @dataclass
@@ -140,24 +150,30 @@ class Timing:
     processes: list[Loops]
     host_bound: bool | None = None
     bound_note: str | None = None
+    error: str | None = None  # a sweep's point where the case could not be built or run (the others go on)
+
+    def loops(self, metric: str = "cpu_us") -> list[float]:
+        return [v for p in self.processes for v in p.figures(metric)]
+
+    def median(self, metric: str = "cpu_us") -> float | None:
+        loops = self.loops(metric)
+        return statistics.median(loops) if loops else None
 
     @property
     def cpu_loops(self) -> list[float]:
-        return [v for p in self.processes for v in p.cpu_us]
+        return self.loops("cpu_us")
 
     @property
     def gpu_loops(self) -> list[float]:
-        return [v for p in self.processes for v in p.gpu_us]
+        return self.loops("gpu_us")
 
     @property
     def cpu_us_per_call(self) -> float | None:
-        loops = self.cpu_loops
-        return statistics.median(loops) if loops else None
+        return self.median("cpu_us")
 
     @property
     def gpu_us_per_call(self) -> float | None:
-        loops = self.gpu_loops
-        return statistics.median(loops) if loops else None
+        return self.median("gpu_us")
 
     @property
     def process_medians(self) -> list[float]:
@@ -167,7 +183,7 @@ class Timing:
     def from_json(cls, r: Reader) -> "Timing":
         return cls(shape=r.shape("shape") or [], calls=r.count("calls", 0),
                    processes=[Loops.from_json(p) for p in r.items("processes")],
-                   host_bound=r.flag("host_bound"), bound_note=r.text("bound_note"))
+                   host_bound=r.flag("host_bound"), bound_note=r.text("bound_note"), error=r.text("error"))
 
 
 @dataclass
@@ -289,6 +305,7 @@ class CaseResult:
     device_info: dict[str, Any] = field(default_factory=dict)  # device_name, device_index, pci_bus_id, cuda_*
     profile: Profiled | None = None
     error: str | None = None
+    points: list[Timing] = field(default_factory=list)  # a sweep: the timed loops at each size, in order
 
     @property
     def at_sample_shape(self) -> Timing | None:
@@ -316,6 +333,8 @@ class CaseResult:
         data["timing"] = asdict(self.timing) if self.timing else None
         data["sample_timing"] = asdict(self.sample_timing) if self.sample_timing else None
         data["profile"] = self.profile.to_json() if self.profile else None
+        if not self.points:  # a compare run's results read as they did before sweeps
+            data.pop("points")
         return data
 
     @classmethod
@@ -331,6 +350,7 @@ class CaseResult:
             sample_timing=Timing.from_json(sample_timing) if sample_timing else None,
             device_info={k: v for k, v in info.items() if isinstance(v, (str, int, float)) or v is None},
             profile=Profiled.from_json(profile) if profile else None, error=r.text("error"),
+            points=[Timing.from_json(p) for p in r.items("points")],
         )
 
 
@@ -361,6 +381,7 @@ class Run:
     env: dict[str, Any]
     groups: list[Group] = field(default_factory=list)
     results: dict[str, CaseResult] = field(default_factory=dict)
+    kind: str = "compare"  # one of KINDS: what made the run, and so which analysis and report it gets
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -371,12 +392,18 @@ class Run:
                     and p[0] in self.results and p[1] in self.results]
         return default_pairs({label: r.factory for label, r in self.results.items()})
 
+    def paired(self, a: str, b: str) -> bool:
+        """Cases a and b were timed in the same processes, their loops interleaved."""
+        ga, gb = self.group_of(a), self.group_of(b)
+        return ga is not None and ga is gb and ga.paired
+
     def group_of(self, label: str) -> Group | None:
         index = self.results[label].group
         return self.groups[index] if index is not None and 0 <= index < len(self.groups) else None
 
     def to_json(self) -> dict:
-        return {"schema": SCHEMA, "complete": self.complete, "started": self.started, "finished": self.finished,
+        return {"schema": SCHEMA, "kind": self.kind, "complete": self.complete, "started": self.started,
+                "finished": self.finished,
                 "command": self.command, "config": self.config, "env": self.env,
                 "groups": [asdict(g) for g in self.groups],
                 "results": {label: r.to_json() for label, r in self.results.items()}}
@@ -403,6 +430,7 @@ class Run:
             for key in ("sample", "keep_going", "cpu_fallback", "isolate", "extend_rounds", "out_is_default"):
                 config.flag(key)
             config.shape("shape"), config.shape("sample_shape"), config.text("device"), config.number("extra_seconds")
+            config.get("sizes", lambda v: isinstance(v, list) and all(is_shape(x) for x in v), "a list of M,K,N shapes")
             config.get("dtypes", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
                        "an object of strings")
             config.get("pairs", lambda v: isinstance(v, list) and all(
@@ -410,8 +438,9 @@ class Run:
                 "a list of [base, head] labels")
         command = r.get("command", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
                         "a list of strings", [])
+        kind = r.get("kind", lambda v: v in KINDS, " or ".join(KINDS), "compare")
         return cls(
-            schema=data["schema"], complete=r.flag("complete", False), started=r.text("started", ""),
+            schema=data["schema"], kind=kind, complete=r.flag("complete", False), started=r.text("started", ""),
             finished=r.text("finished"), command=command,
             config=r.get("config", lambda v: isinstance(v, dict), "an object", {}),
             env=r.get("env", lambda v: isinstance(v, dict), "an object", {}),

@@ -103,6 +103,16 @@ def load(run: Path | str) -> record.Run:
     return record.Run.from_json(data, str(path))
 
 
+def load_profiled(run: Path | str, what: str) -> record.Run:
+    """load(), for a command that reads a run's stacks or profiles (`what` it does with them): a sweep has
+    none, and says so instead of 'no case has stacks'."""
+    data = load(run)
+    if data.kind != "compare":
+        raise FlametoolError(f"{run}: a {data.kind} run: it holds timings only, no stacks or profiles to {what} "
+                             f"(flametool report {run} shows it)")
+    return data
+
+
 # run.json nests about 8 levels (results.LABEL.profile.sampling.earlier_attempts[0].command[0]); deeper is
 # not ours, and would only make a reader recurse until Python stops it
 MAX_DEPTH = 32

@@ -11,6 +11,7 @@ beside the others, or the shared process dies) is timed in processes of its own,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -61,6 +62,7 @@ class Config:
     out: Path = field(default_factory=lambda: default_out())
     out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
     cpu_fallback: bool = False  # True when no CUDA device was found and the CPU defaults were taken
+    sizes: list[list[int]] | None = None  # a sweep: the shapes to time, in order (`shape` is then the first)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -172,6 +174,8 @@ def describe_phase(msg: dict) -> str:
     phase = msg["phase"]
     shape = msg.get("shape")
     at = f" at {','.join(map(str, shape))}" if shape else ""
+    if phase == "point":
+        return f"size {msg['index']}/{msg['of']}{at}"
     if phase == "timed":
         if msg["repeat"] > msg["of"]:
             return f"more rounds of timed loops{at} (host-bound: each case timed for {TIMED_SECONDS:g} s)"
@@ -340,6 +344,62 @@ class Measurement:
                     return False
         return True
 
+    def time_sweep(self, cases: list[CaseSpec], reason: str) -> list[tuple[CaseSpec, str]]:
+        """A sweep's timed loops of `cases`: every size in each of config.processes processes, the cases built
+        side by side at each size and their loops interleaved. Returns the cases to time again alone, as
+        time_group does, when their shared first process failed."""
+        config, run = self.config, self.run
+        paired = len(cases) > 1
+        group = Group([c.label for c in cases], paired, reason)
+        run.groups.append(group)
+        for c in cases:
+            run.results[c.label].group = len(run.groups) - 1
+        name = "+".join(group.cases)
+        # per size, the calls per loop of each case there, as the first process chose them; a case that fails
+        # at a size leaves it, so that its processes at every size stay the first ones (pairing reads them by
+        # position)
+        calls: list[dict[str, int]] | None = None
+        for i in range(1, config.processes + 1):
+            live = [c for c in cases if run.results[c.label].error is None]
+            if not live:
+                break
+            spec = spec_base(config) | {
+                "job": "sweep", "cases": [case_entry(c, config) for c in live],
+                "points": [{"shape": size, "calls": None if calls is None else calls[j]}
+                           for j, size in enumerate(config.sizes)],
+            }
+            say = lambda what, i=i: self.progress(f"sweep {name}", f"process {i}/{config.processes}: {what}")  # noqa: E731
+            got, error, _ = run_child(spec, config, name, self.out / f"{name}-sweep-{i}.log", lambda _l, t: say(t))
+            if got is None and i == 1 and paired:
+                run.groups.pop()  # nothing was measured together: each case gets a group of its own
+                for c in cases:
+                    run.results[c.label].group = None
+                return [(c, f"the process shared with {self._others(c, cases)} failed ({error}); timed alone") for c in cases]
+            if got is None:  # what the earlier processes measured stays
+                for c in live:
+                    run.results[c.label].error = error if i == 1 else f"process {i} of {config.processes}: {error}"
+                break
+            if calls is None:
+                calls = [{l: e["steps"] for l, e in point.items() if "error" not in e} for point in got["points"]]
+                for c in live:
+                    r = run.results[c.label]
+                    r.ops_per_step = got["ops_per_step"].get(c.label, 1)
+                    r.device_info = got["device_info"]
+                    r.points = [Timing(shape=list(size), calls=(point.get(c.label) or {}).get("calls", 0), processes=[])
+                                for size, point in zip(config.sizes, got["points"])]
+            for j, point in enumerate(got["points"]):
+                for label, entry in point.items():
+                    t = run.results[label].points[j]
+                    if "error" in entry:
+                        t.error = entry["error"] if i == 1 else f"process {i} of {config.processes}: {entry['error']}"
+                        calls[j].pop(label, None)
+                    else:
+                        t.processes.append(Loops(**entry["loops"]))
+            group.processes = i
+            self.save()
+        group.paired = paired and len(group.cases) > 1
+        return []
+
     def profile(self, case: CaseSpec) -> None:
         """The case alone at the sample shape: its own loops, cProfile, and py-spy."""
         config, r = self.config, self.run.results[case.label]
@@ -365,21 +425,40 @@ class Measurement:
                              cprofile_calls=got["cprofile_calls"], sampling=sampling, files=files)
 
 
-def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, Run]:
-    """Measure every case; run.json is saved after every process and marked complete at the end."""
+def start(config: Config, argv: list[str], progress: Progress, kind: str = "compare") -> Measurement:
+    """Check what can be checked before anything runs, claim the run directory and write its first run.json."""
     out = config.out
     if not config.out_is_default:
         rundir.ensure_new(out)
     if config.sample:  # before anything starts: a run that cannot sample says so now, not after the timings
         sampler.check_available()
     sampler.attach_seconds()  # a bad FLAMETOOL_PYSPY_TIMEOUT, too
-    out = config.out = rundir.create(out, unique=config.out_is_default)
-    run = Run(schema=rundir.SCHEMA, complete=False, started=_now(), finished=None, command=argv,
+    config.out = rundir.create(out, unique=config.out_is_default)
+    run = Run(schema=rundir.SCHEMA, kind=kind, complete=False, started=_now(), finished=None, command=argv,
               config=config.to_json(), env=envinfo.collect(config.device),
               results={c.label: blank_result(c, config) for c in config.cases})
     m = Measurement(config, run, progress)
     m.save()
+    return m
+
+
+@contextlib.contextmanager
+def finishing(m: Measurement):
+    """run.json saved at the end whatever happens, marked complete only when the body finished."""
     try:
+        yield
+        m.run.complete = True
+    finally:
+        with procs.signals_deferred():  # a second Ctrl-C must not lose run.json
+            m.run.finished = _now()
+            m.save()
+
+
+def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, Run]:
+    """Measure every case; run.json is saved after every process and marked complete at the end."""
+    m = start(config, argv, progress)
+    run, out = m.run, config.out
+    with finishing(m):
         if config.isolate:
             todo = [(c, "--isolate: each case in processes of its own") for c in config.cases]
         else:
@@ -399,12 +478,23 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
                 # the kernel will refuse every case alike: stop here, with what to change
                 raise FlametoolError(f"case {case.label!r}: {sampling.error} (its timings and cProfile are kept in {out})")
             stop_if_failed(run, config)
-        run.complete = True
-    finally:
-        with procs.signals_deferred():  # a second Ctrl-C must not lose run.json
-            run.finished = _now()
-            m.save()
     return out, run
+
+
+def sweep(config: Config, argv: list[str], progress: Progress) -> tuple[Path, Run]:
+    """Time every case at every size of config.sizes, paired as compare pairs them; run.json is saved after
+    every process and marked complete at the end."""
+    m = start(config, argv, progress, kind="sweep")
+    with finishing(m):
+        if config.isolate:
+            todo = [(c, "--isolate: each case in processes of its own") for c in config.cases]
+        else:
+            todo = m.time_sweep(config.cases, "paired: every case of the run in the same processes, loops interleaved"
+                                if len(config.cases) > 1 else "one case: timed alone")
+        for case, why in todo:
+            m.time_sweep([case], why)
+        stop_if_failed(m.run, config)
+    return config.out, m.run
 
 
 def stop_if_failed(run: Run, config: Config) -> None:

@@ -66,9 +66,9 @@ def _percentiles(values: list[float]) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def groups_of(timing: Timing) -> tuple[list[list[float]], str]:
+def groups_of(timing: Timing, metric: str = "cpu_us") -> tuple[list[list[float]], str]:
     """The units to resample: each process's loops, or each loop when there is one process."""
-    procs = [p.cpu_us for p in timing.processes if p.cpu_us]
+    procs = [p.figures(metric) for p in timing.processes if p.figures(metric)]
     if len(procs) >= 2:
         return procs, "processes"
     return [[v] for v in (procs[0] if procs else [])], "loops of one process"
@@ -82,9 +82,9 @@ def bootstrap_medians(groups: list[list[float]], rng: np.random.Generator) -> np
     return np.array([np.median(np.concatenate([arrays[i] for i in row])) for row in picks])
 
 
-def case_interval(timing: Timing, seed: int = 0) -> Interval | None:
+def case_interval(timing: Timing, seed: int = 0, metric: str = "cpu_us") -> Interval | None:
     """95% bootstrap interval of a case's median time per call, resampling processes (or loops)."""
-    groups, units = groups_of(timing)
+    groups, units = groups_of(timing, metric)
     if len(groups) < 2:
         return None
     lo, hi = _percentiles(list(bootstrap_medians(groups, np.random.default_rng(seed))))
@@ -121,14 +121,17 @@ class PairFigures:
         return self.reach is None or self.reach > WIDE
 
 
-def pair(base_label: str, base: Timing, head_label: str, head: Timing, paired: bool, seed: int = 0) -> PairFigures:
+def pair(base_label: str, base: Timing, head_label: str, head: Timing, paired: bool, seed: int = 0,
+         metric: str = "cpu_us") -> PairFigures:
+    """head against base in one kind of figure (host time per call by default; a sweep compares wall time too)."""
     if paired:
-        return _paired(base_label, base, head_label, head)
-    return _unpaired(base_label, base, head_label, head, seed)
+        return _paired(base_label, base, head_label, head, metric)
+    return _unpaired(base_label, base, head_label, head, seed, metric)
 
 
-def _paired(bl: str, base: Timing, hl: str, head: Timing) -> PairFigures:
-    procs = [(b.cpu_us, h.cpu_us) for b, h in zip(base.processes, head.processes) if b.cpu_us and h.cpu_us]
+def _paired(bl: str, base: Timing, hl: str, head: Timing, metric: str) -> PairFigures:
+    procs = [(b.figures(metric), h.figures(metric)) for b, h in zip(base.processes, head.processes)
+             if b.figures(metric) and h.figures(metric)]
     ratios = [statistics.median(h) / statistics.median(b) for b, h in procs if statistics.median(b) > 0]
     diffs = [statistics.median(h) - statistics.median(b) for b, h in procs]
     if len(procs) >= 2:
@@ -153,12 +156,12 @@ def _paired(bl: str, base: Timing, hl: str, head: Timing) -> PairFigures:
                        "(geometric mean of ratios, mean of differences) with a Student t 95% interval")
 
 
-def _unpaired(bl: str, base: Timing, hl: str, head: Timing, seed: int) -> PairFigures:
-    mb, mh = base.cpu_us_per_call, head.cpu_us_per_call
+def _unpaired(bl: str, base: Timing, hl: str, head: Timing, seed: int, metric: str) -> PairFigures:
+    mb, mh = base.median(metric), head.median(metric)
     if not mb or mh is None:
         return PairFigures(bl, hl, False, None, None, None, None, 0, "processes", [], [], "no loops to compare")
-    gb, ub = groups_of(base)
-    gh, uh = groups_of(head)
+    gb, ub = groups_of(base, metric)
+    gh, uh = groups_of(head, metric)
     ratio_iv = diff_iv = None
     if len(gb) >= 2 and len(gh) >= 2:
         rng = np.random.default_rng(seed)

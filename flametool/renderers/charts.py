@@ -169,3 +169,177 @@ def delta(rows: list[dict], base: str, head: str) -> DeltaChart:
     chart.ticks = [Tick(round(zero + k * step * px, 2), f"{k * step:+g}" if k else "0") for k in range(-n, n + 1)]
     chart.height = axis_y + 22
     return chart
+
+
+# --- a sweep's log-log plot -------------------------------------------------------------------------------
+
+# One colour per case, readable on white and apart from each other (also for the common colour blindnesses):
+# the first two are the pair a sweep usually compares.
+CASE_COLOURS = ("#1f6fb4", "#d1495b", "#2a9d5b", "#7b5ea7", "#e08a00", "#5c6b73")
+
+
+def case_colour(i: int) -> str:
+    return CASE_COLOURS[i % len(CASE_COLOURS)]
+
+
+@dataclass
+class Mark:
+    x: float
+    y: float
+    title: str  # the figure, shown on hover
+
+
+@dataclass
+class Series:
+    label: str  # "cupy host"
+    colour: str
+    dash: str  # SVG stroke-dasharray: "" solid
+    points: str  # SVG polyline points
+    marks: list[Mark]
+    shape: str  # marker: "circle" or "square"
+
+
+@dataclass
+class VLine:
+    x: float
+    text: str
+    colour: str
+    text_y: float
+
+
+@dataclass
+class Band:
+    """A ratio's interval at each size: a polygon around its line."""
+
+    colour: str
+    points: str
+
+
+@dataclass
+class LogChart:
+    width: int
+    height: int
+    x0: float
+    x1: float
+    y0: float  # the plot's top
+    y1: float  # the plot's bottom
+    x_ticks: list[Tick]
+    y_ticks: list[tuple[float, str]]  # (y, text)
+    y_grid: list[float]
+    series: list[Series] = field(default_factory=list)
+    lines: list[VLine] = field(default_factory=list)
+    bands: list[Band] = field(default_factory=list)
+    y_title: str = ""
+    x_title: str = ""
+    reference: float | None = None  # y of a reference line (a ratio of 1)
+
+
+class LogScale:
+    """A value to a pixel on a log scale between lo and hi."""
+
+    def __init__(self, lo: float, hi: float, p0: float, p1: float) -> None:
+        self.a, self.b = math.log10(lo), math.log10(hi)
+        self.p0, self.p1 = p0, p1
+
+    def __call__(self, v: float) -> float:
+        return round(self.p0 + (math.log10(v) - self.a) / (self.b - self.a) * (self.p1 - self.p0), 2)
+
+
+def time_text(us: float) -> str:
+    """A tick of a time axis: 100 ns, 1 us, 10 ms, 1 s."""
+    for unit, scale in (("s", 1e6), ("ms", 1e3), ("us", 1.0), ("ns", 1e-3)):
+        if us >= scale:
+            return f"{us / scale:g} {unit}"
+    return f"{us * 1e3:g} ns"
+
+
+def decades(lo: float, hi: float) -> tuple[float, float, list[float]]:
+    """The decades that hold lo..hi: (from, to, every power of ten between)."""
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    if a == b:
+        b += 1
+    return 10.0 ** a, 10.0 ** b, [10.0 ** k for k in range(a, b + 1)]
+
+
+def _frame(xs: list[float], x_names: list[str], height: int) -> tuple[LogScale, list[Tick], int, int]:
+    width, left, right = 880, 78, 860
+    lo, hi = min(xs), max(xs)
+    pad = (hi / lo) ** 0.04 if hi > lo else 2.0
+    sx = LogScale(lo / pad, hi * pad, left, right)
+    ticks, last = [], -1e9
+    for x, name in sorted(zip(xs, x_names)):
+        if sx(x) - last >= 34:  # no two labels on top of each other
+            ticks.append(Tick(sx(x), name))
+            last = sx(x)
+    return sx, ticks, width, height
+
+
+def time_plot(curves: dict[str, list[tuple[float, str, float | None, float | None]]],
+              crossovers: dict[str, float | None]) -> LogChart:
+    """Host and GPU time per call against size, both on log scales: per case a solid line (host) and a dashed
+    one (GPU), each case its colour; a case's crossover (GPU time overtakes host time) a vertical line.
+    curves: label -> [(size, size name, host us, GPU us)]."""
+    xs = [x for pts in curves.values() for x, _, _, _ in pts]
+    names = [n for pts in curves.values() for _, n, _, _ in pts]
+    values = [v for pts in curves.values() for _, _, h, g in pts for v in (h, g) if v]
+    if not xs or not values:
+        xs, names, values = [1.0, 2.0], ["", ""], [1.0, 10.0]
+    sx, x_ticks, width, height = _frame(xs, names, 440)
+    top, bottom = 14, height - 48
+    lo, hi, powers = decades(min(values), max(values))
+    sy = LogScale(lo, hi, bottom, top)
+    chart = LogChart(width, height, sx.p0, sx.p1, top, bottom, x_ticks, [(sy(v), time_text(v)) for v in powers],
+                     [sy(m * v) for v in powers[:-1] for m in (2, 5)], y_title="time per call (log scale)",
+                     x_title="size: N of an N×N by N×N product, or the cube root of M·K·N (log scale)")
+    for i, (label, pts) in enumerate(curves.items()):
+        colour = case_colour(i)
+        for kind, dash, marker, at in (("host", "", "circle", 2), ("GPU", "6 4", "square", 3)):
+            got = [(p[0], p[1], p[at]) for p in pts if p[at]]
+            if not got:
+                continue
+            marks = [Mark(sx(x), sy(v), f"{label} {kind} at {name}: {time_text(v) if v >= 1000 else f'{v:,.2f} us'}")
+                     for x, name, v in got]
+            chart.series.append(Series(f"{label} {kind}", colour, dash, " ".join(f"{m.x},{m.y}" for m in marks),
+                                       marks, marker))
+        at = crossovers.get(label)
+        if at:
+            chart.lines.append(VLine(sx(at), f"{label} ≈ {at:,.0f}", colour, top + 14 + 16 * len(chart.lines)))
+    return chart
+
+
+RATIO_TICKS = (0.05, 0.1, 0.2, 0.25, 0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 4, 5, 10, 20)
+
+
+def ratio_plot(pairs: list[tuple[str, str, list[tuple[float, str, float, float | None, float | None]]]]) -> LogChart:
+    """Each pair's wall-time ratio (head / base) against size, its 95% interval as a band, and a line at 1:
+    above it the head is slower. pairs: [(title, colour, [(size, size name, ratio, low, high)])]. Intervals are
+    drawn within the plot's range (a wide one runs off it), which the ratios themselves set."""
+    xs = [p[0] for _, _, pts in pairs for p in pts]
+    names = [p[1] for _, _, pts in pairs for p in pts]
+    ratios = [p[2] for _, _, pts in pairs for p in pts] or [1.0]
+    if not xs:
+        xs, names = [1.0, 2.0], ["", ""]
+    sx, x_ticks, width, height = _frame(xs, names, 300)
+    top, bottom = 14, height - 48
+    reach = max(1.25, max(max(r, 1 / r) for r in ratios) * 1.15)
+    lo, hi = 1 / reach, reach
+    sy = LogScale(lo, hi, bottom, top)
+    steps: list[float] = []
+    # from 1 outwards, each tick at least 16 px from the one before it
+    for v in sorted((v for v in RATIO_TICKS if lo <= v <= hi), key=lambda v: abs(math.log(v))):
+        if all(abs(sy(v) - sy(w)) >= 16 for w in steps):
+            steps.append(v)
+    chart = LogChart(width, height, sx.p0, sx.p1, top, bottom, x_ticks, [(sy(v), f"{v:g}×") for v in sorted(steps)], [],
+                     y_title="wall-time ratio (log scale)", x_title="size (log scale)", reference=sy(1.0))
+    clip = lambda v: min(max(v, lo), hi)  # noqa: E731
+    for title, colour, pts in pairs:
+        marks = [Mark(sx(x), sy(clip(r)), f"{title} at {name}: {r:.3f}×"
+                      + (f" (95%: {l:.3f} to {h:.3f})" if l is not None and h is not None else ""))
+                 for x, name, r, l, h in pts]
+        chart.series.append(Series(title, colour, "", " ".join(f"{m.x},{m.y}" for m in marks), marks, "circle"))
+        banded = [(x, l, h) for x, _, _, l, h in pts if l is not None and h is not None]
+        if len(banded) >= 2:
+            upper = [f"{sx(x)},{sy(clip(h))}" for x, _, h in banded]
+            lower = [f"{sx(x)},{sy(clip(l))}" for x, l, _ in reversed(banded)]
+            chart.bands.append(Band(colour, " ".join(upper + lower)))
+    return chart

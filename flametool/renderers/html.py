@@ -22,16 +22,18 @@ import jinja2
 from markupsafe import Markup
 
 from .. import __version__, analysis, cases, profstats, rundir
-from . import charts, flame
+from . import charts, flame, sweep_page
 from .. import format as fmt
 from .. import naming
 from ..analysis import Analysis
+from ..sweep import SweepAnalysis
 from ..errors import FlametoolError
 from ..record import CaseResult, Run, Sampling
 from .base import Renderer
 
 REPORT_FILE = "report.html"
 PAGE = "report.html.j2"
+SWEEP_PAGE = "sweep.html.j2"
 FEW_SAMPLES = 200
 SLOWDOWN_WARN = 1.5
 CPROFILE_WARN = 1.5
@@ -509,7 +511,7 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
         ("CPU", f"{env.get('cpu') or '–'}" + (f" ({env['cpu_count']} cores usable)" if env.get("cpu_count") else "")),
     ]
     rows += [(name, str(v)) for name, v in versions.items() if v]
-    shown = ("shape", "dtypes", "iters", "warmup", "repeats", "rate_hz", "sample_seconds", "sample_shape", "sample",
+    shown = ("sizes", "shape", "dtypes", "iters", "warmup", "repeats", "rate_hz", "sample_seconds", "sample_shape", "sample",
              "pool_threads", "processes", "isolate")
     rows += [(f"config: {k}", json.dumps(config[k]) if not isinstance(config[k], str) else config[k])
              for k in shown if k in config]
@@ -563,14 +565,20 @@ class HtmlRenderer(Renderer):
 
     name = "html"
 
-    def render(self, analysed: Analysis) -> str:
+    def render(self, analysed: "Analysis | SweepAnalysis") -> str:
         return render(analysed.run_dir, analysed)
 
 
-def render(run: Path, analysed: Analysis | None = None) -> str:
-    model = build(run, analysed)
+def render(run: Path, analysed: "Analysis | SweepAnalysis | None" = None) -> str:
+    a = analysis.load(run) if analysed is None else analysed
+    if isinstance(a, SweepAnalysis):
+        env = environment()
+        model, page = sweep_page.build(a, asset(env, "report.css"), asset(env, "report.js"),
+                                       environment_rows(Path(run), a.run)), SWEEP_PAGE
+    else:
+        model, page = build(run, a), PAGE
     try:
-        return environment().get_template(PAGE).render(r=model)
+        return environment().get_template(page).render(r=model)
     except jinja2.TemplateError as exc:  # a template bug, not the user's input: still one clear line
         raise FlametoolError(f"report template error: {type(exc).__name__}: {exc}") from None
 

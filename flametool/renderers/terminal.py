@@ -11,8 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import format as fmt
-from .. import sampler
+from .. import sampler, sweep
 from ..analysis import Analysis
+from ..sweep import SweepAnalysis
 from ..layers import order
 from .base import Renderer
 
@@ -213,6 +214,56 @@ def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10)
 
 
 
+def print_sweep(a: SweepAnalysis, console: Console) -> None:
+    """A sweep: per size, each case's host, GPU and wall time per call; per pair, the wall-time ratio and the
+    extra host time in it; each case's crossover."""
+    run = a.run
+    table = titled("time per call at each size: host (CPU), GPU and wall (to the sync after the loop), median of "
+                   "every loop; host: the GPU waited on the host")
+    table.add_column("size")
+    for label in a.curves:
+        for col in ("host", "GPU", "wall", "bound"):
+            table.add_column(f"{fmt.visible(label)} {col}" if col != "bound" else "", justify="right" if col != "bound" else "left")
+    for i, shape in enumerate(a.shapes):
+        row = [sweep.size_name(shape)]
+        for label, points in a.curves.items():
+            p = points[i] if i < len(points) else None
+            if p is None or p.cpu_us is None:
+                row += ["failed" if p is not None and p.error else "-", "", "", ""]
+                continue
+            row += [fmt.us(p.cpu_us), fmt.us(p.gpu_us), fmt.us(p.wall_us), "host" if p.host_bound else "GPU"]
+        table.add_row(*row)
+    console.print(table)
+    for sp in a.pairs:
+        t = titled(f"{sp.head} against {sp.base}: wall time per call, " + ("paired" if sp.paired else "not paired")
+                   + "; extra host: the slower case's host time beyond the other's, and the share of its wall time "
+                     "that shows it")
+        for col in ("size", "wall ratio (95%)", "wall difference", "slower", "extra host", "share of wall"):
+            t.add_column(col, justify="left" if col in ("size", "slower") else "right")
+        for p in sp.points:
+            w = p.wall
+            if w is None or w.ratio is None:
+                t.add_row(sweep.size_name(p.shape), "-", "", "", "", "")
+                continue
+            iv = f" ({fmt.interval(w.ratio_interval, lambda v: f'{v:.3f}')})" if w.ratio_interval else ""
+            t.add_row(sweep.size_name(p.shape), fmt.ratio(w.ratio) + iv, fmt.signed(w.diff_us) + " us", text(p.slower),
+                      fmt.us(p.extra_host_us), f"{p.share:.0%}" if p.share is not None else "-")
+        console.print(t)
+        for line in fmt.sweep_pair_lines(sp):
+            say(console, line)
+    for label, c in a.crossovers.items():
+        say(console, f"{fmt.visible(label)}: {c.text}")
+    for label, r in run.results.items():
+        failed = [p for p in r.points if p.error]
+        if r.error:
+            say(console, f"{fmt.visible(label)}: failed: {fmt.visible(r.error)}")
+        for p in failed:
+            say(console, f"{fmt.visible(label)} at {sweep.size_name(p.shape)}: {fmt.visible(p.error)}")
+    if not run.complete:
+        say(console, "run incomplete: run.json holds what finished")
+    say(console, f"run directory: {a.run_dir}")
+
+
 class TerminalRenderer(Renderer):
     """What `flametool compare` prints at the end: the pairs, the timings, the layers and the frame deltas."""
 
@@ -225,6 +276,9 @@ class TerminalRenderer(Renderer):
         buffer = io.StringIO()
         console = Console(file=buffer, width=self.width or 160, force_terminal=self.colour,
                           color_system="auto" if self.colour else None, soft_wrap=False)
+        if isinstance(analysed, SweepAnalysis):
+            print_sweep(analysed, console)
+            return buffer.getvalue()
         print_summary(analysed, console)
         print_layers(analysed, console, view=self.view)
         return buffer.getvalue()

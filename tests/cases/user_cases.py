@@ -44,3 +44,10 @@ def fails_after_first(m, k, n, dtype, device):
     if count > 1:
         raise RuntimeError(f"build {count} refused")
     return add_case(m, k, n, dtype, device)
+
+
+def fails_from_128(m, k, n, dtype, device):
+    """A case that cannot be built at 128 and above (as a GPU runs out of memory at the largest sizes)."""
+    if m >= 128:
+        raise ValueError(f"refuses {m}x{k}x{n}")
+    return add_case(m, k, n, dtype, device)

@@ -1,0 +1,122 @@
+"""The report of a sweep run: the view model its template (templates/sweep.html.j2) reads, decided here as
+plain dataclasses of strings and numbers, as renderers/html.py does for a compare run. The page is one file,
+its plots inline SVG drawn on the server (charts.time_plot, charts.ratio_plot)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from markupsafe import Markup
+
+from .. import __version__
+from .. import format as fmt
+from ..sweep import SweepAnalysis, size_name
+from . import charts
+
+
+@dataclass
+class Cell:
+    text: str
+    title: str = ""  # more, on hover
+    cls: str = ""
+
+
+@dataclass
+class SweepReport:
+    title: str
+    run_dir: str
+    generated: str
+    version: str
+    complete: bool
+    lines: list[str]  # the answers: each case's crossover, each pair's ratio in words
+    plot: charts.LogChart
+    ratios: charts.LogChart | None
+    ratio_titles: list[tuple[str, str]]  # (pair, colour)
+    legend: list[tuple[str, str, str]]  # (case, colour, "")
+    columns: list[str]
+    rows: list[list[Cell]]
+    failures: list[str]
+    method: str
+    environment: list[tuple[str, str]]
+    css: Markup
+    js: Markup
+    sections: list[tuple[str, str]]
+
+
+SECTIONS = [("headline", "Answers"), ("plot", "Time per call"), ("ratio", "Wall-time ratio"), ("table", "Table"),
+            ("environment", "Environment")]
+
+METHOD = ("Each size is timed in every process of the run with every case built side by side and their loops "
+          "interleaved (AB BA BA AB), as compare times one shape; a loop is --iters calls, fewer where that would "
+          "take more than 0.2 s or queue more than 256 launches. Host: the host clock around the loop's launches. "
+          "GPU: CUDA events around the same launches. Wall: the host clock until the synchronisation after the "
+          "loop, per call: what a program that runs these calls back to back feels. A case is host-bound at a "
+          "size where its GPU time per call is within 1.2× of its host time: the GPU waited on the host. Ratios "
+          "are paired (taken within each process, pooled over processes) with a Student t 95% interval. The "
+          "share of wall time is the slower case's extra host time as far as its wall time grew by it, over its "
+          "wall time: 0 where the launch queue hides the extra host time.")
+
+
+def cells(a: SweepAnalysis) -> tuple[list[str], list[list[Cell]]]:
+    columns = ["size", "M,K,N"]
+    for label in a.curves:
+        columns += [f"{label} host", f"{label} GPU", f"{label} wall", ""]
+    for sp in a.pairs:
+        columns += [f"{sp.head} / {sp.base} wall", "extra host", "share of wall"]
+    rows = []
+    for i, shape in enumerate(a.shapes):
+        row = [Cell(size_name(shape), cls="label"), Cell(fmt.shape(shape))]
+        for label, points in a.curves.items():
+            p = points[i] if i < len(points) else None
+            if p is None or p.cpu_us is None:
+                row += [Cell("failed", p.error or "", "bad") if p is not None and p.error else Cell("–"), Cell(""),
+                        Cell(""), Cell("")]
+                continue
+            row += [Cell(fmt.us(p.cpu_us), f"95%: {fmt.interval(p.cpu_interval)} us" if p.cpu_interval else ""),
+                    Cell(fmt.us(p.gpu_us)), Cell(fmt.us(p.wall_us)),
+                    Cell("host-bound" if p.host_bound else "GPU-bound", cls="host" if p.host_bound else "muted")]
+        for sp in a.pairs:
+            p = next((x for x in sp.points if x.shape == shape), None)
+            w = p.wall if p else None
+            if w is None or w.ratio is None:
+                row += [Cell("–"), Cell(""), Cell("")]
+                continue
+            iv = w.ratio_interval
+            row += [Cell(fmt.ratio(w.ratio), f"95%: {iv.low:.3f} to {iv.high:.3f}, {w.units} {w.unit_name}" if iv else "no interval"),
+                    Cell(f"{p.slower} +{fmt.us(p.extra_host_us)}" if p.extra_host_us and p.extra_host_us > 0 else "–"),
+                    Cell(f"{p.share:.0%}" if p.share is not None else "–")]
+        rows.append(row)
+    return columns, rows
+
+
+def build(a: SweepAnalysis, css: Markup, js: Markup, environment: list[tuple[str, str]]) -> SweepReport:
+    run = a.run
+    labels = list(a.curves)
+    plot = charts.time_plot({l: [(p.size, size_name(p.shape), p.cpu_us, p.gpu_us) for p in pts]
+                             for l, pts in a.curves.items()},
+                            {l: c.size for l, c in a.crossovers.items()})
+    pair_series = [(f"{sp.head} / {sp.base}", charts.case_colour(labels.index(sp.head)),
+                    [(p.size, size_name(p.shape), p.wall.ratio,
+                      p.wall.ratio_interval.low if p.wall.ratio_interval else None,
+                      p.wall.ratio_interval.high if p.wall.ratio_interval else None)
+                     for p in sp.points if p.wall is not None and p.wall.ratio])
+                   for sp in a.pairs]
+    pair_series = [s for s in pair_series if s[2]]
+    lines = [f"{label}: {c.text}" for label, c in a.crossovers.items()]
+    for sp in a.pairs:
+        lines += fmt.sweep_pair_lines(sp)
+    failures = [f"{label}: failed: {r.error}" for label, r in run.results.items() if r.error]
+    failures += [f"{label} at {size_name(p.shape)}: {p.error}" for label, r in run.results.items() for p in r.points if p.error]
+    columns, rows = cells(a)
+    dtypes = sorted({r.dtype for r in run.results.values()})
+    return SweepReport(
+        title=f"flametool sweep: {' vs '.join(labels) or 'empty run'} ({', '.join(dtypes)})",
+        run_dir=str(a.run_dir), generated=datetime.now().astimezone().isoformat(timespec="seconds"),
+        version=__version__, complete=run.complete, lines=lines, plot=plot,
+        ratios=charts.ratio_plot(pair_series) if pair_series else None,
+        ratio_titles=[(t, colour) for t, colour, _ in pair_series],
+        legend=[(l, charts.case_colour(i), "") for i, l in enumerate(labels)],
+        columns=columns, rows=rows, failures=failures, method=METHOD, environment=environment, css=css, js=js,
+        sections=SECTIONS,
+    )

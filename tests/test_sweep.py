@@ -1,0 +1,255 @@
+"""flametool sweep: the crossover and share logic on hand-made points, and a real sweep on the CPU (child
+processes, paired loops, run.json read back with json, the report read back in a browser elsewhere)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from flametool import rundir, sweep
+from flametool.record import Loops, Timing
+from flametool.renderers import charts
+
+CASES = Path(__file__).parent / "cases" / "user_cases.py"
+
+
+def timing(n: int, cpu: list[float], gpu: list[float] | None = None, wall: list[float] | None = None) -> Timing:
+    """One loop per process, one process per figure."""
+    gpu = gpu or [None] * len(cpu)
+    wall = wall or cpu
+    return Timing([n, n, n], 100, [Loops([c], [g] if g is not None else [], [0], [w]) for c, g, w in zip(cpu, gpu, wall)])
+
+
+def points(pairs: list[tuple[int, float, float]]) -> list[sweep.Point]:
+    """(size, host us, GPU us) -> points as sweep.point makes them from timed loops."""
+    return [sweep.point(timing(n, [c, c], [g, g])) for n, c, g in pairs]
+
+
+# --- crossings and crossovers ------------------------------------------------------------------------------
+
+def test_crossing_is_interpolated_on_a_log_scale():
+    # GPU/host goes from 1/e to e between 256 and 1024: the log is -1 and +1, so the crossing is midway in
+    # log(size), at sqrt(256 * 1024) = 512
+    pts = points([(64, 10, 1), (256, 10, 10 / math.e), (1024, 10, 10 * math.e), (4096, 10, 400)])
+    c = sweep.crossover(pts)
+    assert c.size == pytest.approx(512)
+    assert c.crossings == 1
+    assert "between 256 and 1024" in c.text and "host-bound below" in c.text
+
+
+def test_crossing_weights_by_distance_from_zero():
+    # log ratios -3 and +1: a quarter of the way from 100 to 10000 on a log scale
+    found = sweep.crossings([[100] * 3, [10000] * 3], [-3.0, 1.0])
+    assert len(found) == 1 and found[0].rising
+    assert found[0].size == pytest.approx(10 ** (2 + 2 * 0.75))
+    assert found[0].low == [100] * 3 and found[0].high == [10000] * 3
+
+
+def test_zero_counts_as_below_and_falling_crossings_are_kept():
+    found = sweep.crossings([[n] * 3 for n in (8, 16, 32, 64)], [0.0, 0.0, 1.0, -1.0])
+    assert [(c.low[0], c.high[0], c.rising) for c in found] == [(16, 32, True), (32, 64, False)]
+
+
+def test_gpu_bound_everywhere_and_host_bound_everywhere():
+    gpu = sweep.crossover(points([(1024, 10, 100), (4096, 10, 5000)]))
+    assert gpu.size is None and "GPU-bound at every size" in gpu.text and "below 1024" in gpu.text
+    host = sweep.crossover(points([(64, 10, 2), (256, 10, 5)]))
+    assert host.size is None and "host-bound at every size" in host.text and "above 256" in host.text
+
+
+def test_noise_near_the_crossover_takes_the_last_rise():
+    # up, down, up: the last rise is where the GPU stays ahead
+    pts = points([(64, 10, 5), (128, 10, 12), (256, 10, 9), (512, 10, 20), (1024, 10, 80)])
+    c = sweep.crossover(pts)
+    assert c.crossings == 3
+    assert 256 < c.size < 512
+    assert "cross 3 times" in c.text
+
+
+def test_host_bound_again_at_the_largest_size_has_no_crossover():
+    c = sweep.crossover(points([(64, 10, 5), (128, 10, 20), (256, 100, 20)]))
+    assert c.size is None and "host-bound again" in c.text
+
+
+def test_no_gpu_time_no_crossover():
+    c = sweep.crossover([sweep.point(timing(64, [3.0, 3.0]))])
+    assert c.size is None and "CPU run" in c.text
+
+
+def test_triples_share_the_axis_by_the_cube_root():
+    assert sweep.edge([4096, 1024, 4096]) == pytest.approx((4096 * 1024 * 4096) ** (1 / 3))
+    assert sweep.size_name([4096, 1024, 4096]) == "4096x1024x4096" and sweep.size_name([64, 64, 64]) == "64"
+
+
+# --- a pair at one size -----------------------------------------------------------------------------------
+
+def test_share_at_a_host_bound_size_is_the_extra_host_time():
+    # head: 15 us host, 16 us wall; base 10 and 11: the head's 5 extra host us are 5/16 of its wall time
+    base = timing(1024, [10.0, 10.0], [9.0, 9.0], [11.0, 11.0])
+    head = timing(1024, [15.0, 15.0], [9.0, 9.0], [16.0, 16.0])
+    p = sweep.pair_point("base", base, "head", head, True)
+    assert p.slower == "head"
+    assert p.extra_host_us == pytest.approx(5.0)
+    assert p.share == pytest.approx(5 / 16)
+    assert p.wall.ratio == pytest.approx(16 / 11)
+
+
+def test_share_at_a_gpu_bound_size_is_what_the_wall_time_shows():
+    # the GPU takes 1000 us a call; the head's 5 extra host us hide behind it: its wall time is 0.2 us longer
+    base = timing(8192, [10.0, 10.0], [1000.0, 1000.0], [1000.0, 1000.0])
+    head = timing(8192, [15.0, 15.0], [1000.0, 1000.0], [1000.2, 1000.2])
+    p = sweep.pair_point("base", base, "head", head, True)
+    assert p.slower == "head" and p.extra_host_us == pytest.approx(5.0)
+    assert p.share == pytest.approx(0.2 / 1000.2)
+
+
+def test_share_when_the_faster_case_has_more_host_time():
+    # the base is slower on the wall (its GPU work is slower) although the head spends more host time
+    base = timing(512, [10.0, 10.0], [50.0, 50.0], [50.0, 50.0])
+    head = timing(512, [12.0, 12.0], [30.0, 30.0], [30.0, 30.0])
+    p = sweep.pair_point("base", base, "head", head, True)
+    assert p.slower == "base" and p.extra_host_us == pytest.approx(-2.0) and p.share == 0.0
+
+
+def test_share_never_exceeds_the_wall_time():
+    # noisy figures: the extra host time (8 us) is more than the wall-time gap (3 us); the gap is what shows
+    base = timing(64, [2.0, 2.0], [1.0, 1.0], [5.0, 5.0])
+    head = timing(64, [10.0, 10.0], [1.0, 1.0], [8.0, 8.0])
+    p = sweep.pair_point("base", base, "head", head, True)
+    assert p.share == pytest.approx(3 / 8)
+
+
+def test_paired_wall_ratio_pools_processes():
+    # each process's own speed cancels: ratios 2.0 and 2.0 although the two processes differ fourfold
+    base = timing(64, [1.0, 4.0], wall=[1.0, 4.0])
+    head = timing(64, [2.0, 8.0], wall=[2.0, 8.0])
+    p = sweep.pair_point("base", base, "head", head, True)
+    assert p.wall.ratio == pytest.approx(2.0) and p.wall.units == 2
+    unpaired = sweep.pair_point("base", base, "head", head, False)
+    assert not unpaired.wall.paired
+
+
+# --- the plots ------------------------------------------------------------------------------------------------
+
+def test_time_plot_puts_larger_times_higher_and_marks_crossovers():
+    c = charts.time_plot({"a": [(64, "64", 10.0, 1.0), (4096, "4096", 12.0, 900.0)]}, {"a": 512.0})
+    host, gpu = c.series
+    assert host.label == "a host" and gpu.label == "a GPU" and gpu.dash
+    # SVG y grows downwards: 900 us is above 1 us
+    assert gpu.marks[1].y < gpu.marks[0].y
+    assert c.x0 < c.lines[0].x < c.x1 and "512" in c.lines[0].text
+    # decades that hold every figure, labelled
+    assert [t for _, t in c.y_ticks][0] == "1 us" and [t for _, t in c.y_ticks][-1] == "1 ms"
+
+
+def test_ratio_plot_ticks_do_not_overlap():
+    c = charts.ratio_plot([("h / b", "#000", [(64, "64", 1.02, 0.99, 1.05), (1024, "1024", 0.98, 0.97, 0.99)])])
+    ys = sorted(y for y, _ in c.y_ticks)
+    assert all(b - a >= 16 for a, b in zip(ys, ys[1:]))
+    assert "1×" in [t for _, t in c.y_ticks] and c.reference is not None and len(c.bands) == 1
+
+
+# --- a real sweep on the CPU ------------------------------------------------------------------------------
+
+SIZES = "8,32,128,512"
+
+
+@pytest.fixture(scope="module")
+def swept(cli, tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweeps") / "cpu"
+    proc = cli("sweep", "--device", "cpu", "--sizes", SIZES, "--processes", "2", "--repeats", "2", "--iters", "100",
+               "--warmup", "5", "--case", f"{CASES}:fails_from_128", "--out", str(out))
+    return out, proc
+
+
+def test_sweep_on_the_cpu_writes_run_json(swept):
+    out, proc = swept
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((out / "run.json").read_text())  # what any JSON reader sees
+    assert data["kind"] == "sweep" and data["complete"] is True
+    assert data["config"]["sizes"] == [[n, n, n] for n in (8, 32, 128, 512)]
+    assert list(data["results"]) == ["numpy", "torch", "fails_from_128"]
+    assert data["groups"] == [{"cases": ["numpy", "torch", "fails_from_128"], "paired": True,
+                               "reason": "paired: every case of the run in the same processes, loops interleaved",
+                               "processes": 2}]
+    for label in ("numpy", "torch"):
+        pts = data["results"][label]["points"]
+        assert [p["shape"] for p in pts] == data["config"]["sizes"]
+        for p in pts:
+            assert p["error"] is None and len(p["processes"]) == 2
+            for loops in p["processes"]:
+                assert len(loops["cpu_us"]) == len(loops["wall_us"]) == 2 and loops["gpu_us"] == []
+                # the wall time runs to the sync after the loop: never less than the launches' own time
+                assert all(w >= c for c, w in zip(loops["cpu_us"], loops["wall_us"]))
+            assert 0 < p["calls"] <= 100
+    # the case that fails at 128 and above ran at 8 and 32, and says why it did not at the others
+    small = data["results"]["fails_from_128"]["points"]
+    assert [len(p["processes"]) for p in small] == [2, 2, 0, 0]
+    assert [p["error"] for p in small[:2]] == [None, None]
+    assert "refuses 128x128x128" in small[2]["error"] and "refuses 512x512x512" in small[3]["error"]
+
+
+def test_loops_at_each_size_interleave_the_cases(swept):
+    out, _ = swept
+    run = rundir.load(out)
+    for j in range(4):
+        for i in range(2):
+            live = [r.points[j].processes[i] for r in run.results.values() if r.points[j].processes]
+            assert len(live) == (3 if j < 2 else 2)
+            slots = sorted(s for loops in live for s in loops.slots)
+            assert slots == list(range(2 * len(live)))  # one sequence of loops, every case's loops in it
+
+
+def test_sweep_terminal_table_and_report(swept):
+    out, proc = swept
+    assert "numpy host" in proc.stdout and "torch wall" in proc.stdout
+    assert "torch against numpy: wall time per call, paired" in proc.stdout
+    for size in ("8 ", "32 ", "128 ", "512 "):
+        assert f"│ {size}" in proc.stdout
+    assert "fails_from_128 at 128: " in proc.stdout and "refuses 128x128x128" in proc.stdout
+    assert "no GPU time measured (a CPU run)" in proc.stdout
+    assert f"report: {out / 'report.html'}" in proc.stdout
+    html = (out / "report.html").read_text()
+    # a host line per case (no GPU lines on the CPU), a ratio line per compared pair
+    assert html.count("<polyline") == 3 + 1
+    assert "torch / numpy" in html and "Where launch cost stops mattering" in html
+
+
+def test_report_renders_a_sweep_again(swept, cli, tmp_path):
+    out, _ = swept
+    proc = cli("report", str(out), "-o", str(tmp_path / "again.html"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "again.html").read_text().count("<polyline") == 4
+
+
+@pytest.mark.parametrize("command", [["export", "--format", "speedscope"], ["diff", "--base", "numpy", "--head", "torch"],
+                                     ["snakeviz"]])
+def test_profile_commands_on_a_sweep_say_it_has_no_profiles(swept, cli, command):
+    out, _ = swept
+    proc = cli(command[0], str(out), *command[1:], timeout=60)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "a sweep" in proc.stderr
+
+
+@pytest.mark.parametrize("sizes, message", [
+    ("8,x", "'x' is not a size"), ("8,0", "'0' is not a size"), ("8,8", "'8' is given twice"),
+    ("8x8", "'8x8' is not a size"), ("", "'' is not a size"),
+])
+def test_bad_sizes_are_one_line(cli, tmp_path, sizes, message):
+    proc = cli("sweep", "--device", "cpu", "--sizes", sizes, "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_default_sizes_per_device():
+    from flametool import cli
+
+    assert cli.default_sizes("cpu") == [[n] * 3 for n in (8, 16, 32, 64, 128, 256, 512)]
+    cuda = cli.default_sizes("cuda:0")
+    assert cuda[0] == [64] * 3 and cuda[-2] == [16384] * 3 and cuda[-1] == cli.SEED_SHAPE
+    assert cli.parse_sizes("64, 4096x1024x4096") == [[64] * 3, [4096, 1024, 4096]]

@@ -116,3 +116,24 @@ def test_second_device_is_used_and_named(cli, tmp_path):
         assert r1.device == "cuda:1" and r1.device_info["device_index"] == 1 and r1.device_name
         assert r1.timing.gpu_us_per_call > 0
         assert r0.device_info["pci_bus_id"] != r1.device_info["pci_bus_id"]  # a different physical GPU, not device 0 twice
+
+
+def test_sweep_on_the_gpu_finds_each_crossover(cli, tmp_path):
+    """cupy and torch from a size the launch dwarfs to one the GPU needs milliseconds for: host-bound at the
+    smallest, GPU-bound at the largest, so each has a crossover between; the wall time follows the GPU there."""
+    out = tmp_path / "sweep"
+    proc = cli("sweep", "--libs", "cupy,torch", "--sizes", "64,1024,8192", "--processes", "2", "--repeats", "2",
+               "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    a = analysis.load(out)
+    for label in ("cupy", "torch"):
+        small, _, large = a.curves[label]
+        assert all(p.cpu_us and p.gpu_us and p.wall_us and p.processes == 2 for p in a.curves[label])
+        assert small.host_bound and not large.host_bound
+        assert 64 < a.crossovers[label].size < 8192, a.crossovers[label].text
+        assert large.wall_us >= 0.9 * large.gpu_us  # a program running these back to back waits on the GPU
+    (pair,) = a.pairs
+    assert pair.paired and all(p.wall.units == 2 for p in pair.points)
+    # at 8192^3 both wait on the same GEMM: their wall times agree within 10%
+    assert 0.9 < pair.points[-1].wall.ratio < 1.1
+    assert "<polyline" in (out / "report.html").read_text()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import stats
-from .child import classify
+from .child import HOST_BOUND_FACTOR, classify
 from .record import Run, Timing
 
 
@@ -82,33 +82,54 @@ def crossings(shapes: list[list[int]], values: list[float]) -> list[Crossing]:
 
 @dataclass
 class Crossover:
-    """A case's crossover: the size from which its GPU time per call exceeds its host time per call."""
+    """A case's crossover: the size from which the GPU's own time per call exceeds the host's launch time."""
 
     size: float | None  # None: no crossing within the sizes swept
     text: str
-    crossings: int = 0  # how many times the curves cross (more than one: noise near the crossover)
+    flips: int = 0  # how many times the case changes between host- and GPU-bound (more than one: noise)
+    us: float | None = None  # the host (and GPU) time per call there
 
 
 def crossover(points: list[Point]) -> Crossover:
+    """Where the GPU's own time per call overtakes the host's, between the largest host-bound size and the
+    GPU-bound size above it (host-bound as compare calls it: GPU time within child.HOST_BOUND_FACTOR of host
+    time).
+
+    CUDA events time the GPU's own work only where it is GPU-bound: at a host-bound size they time it waiting
+    for each launch, so its GPU time there is the host's. So the GPU's time below the first GPU-bound size is
+    read off the straight log-log line through the first two GPU-bound sizes, and the crossover is where
+    that line meets the host's (straight between its two measured neighbours). With one GPU-bound size only,
+    it is where GPU/host time reaches the host-bound factor, on the same scale."""
     usable = [p for p in points if p.cpu_us and p.gpu_us]
     if not usable:
         return Crossover(None, "no GPU time measured (a CPU run): the host does all the work at every size")
-    values = [math.log(p.gpu_us / p.cpu_us) for p in usable]
-    found = crossings([p.shape for p in usable], values)
-    if not found:
-        if values[0] > 0:
-            return Crossover(None, f"GPU-bound at every size swept: the crossover is below {size_name(usable[0].shape)}")
-        return Crossover(None, f"host-bound at every size swept: the crossover is above {size_name(usable[-1].shape)}")
-    # the last time the GPU overtakes the host: from there on it stays ahead within the sweep
-    last = [c for c in found if c.rising][-1] if any(c.rising for c in found) else None
-    if last is None or values[-1] <= 0:
-        return Crossover(None, f"host-bound again at the largest size ({size_name(usable[-1].shape)}): "
-                               f"the curves cross {len(found)} times", len(found))
-    text = (f"GPU time overtakes host time at about {last.size:,.0f} (between {size_name(last.low)} and "
-            f"{size_name(last.high)}): host-bound below, GPU-bound above")
-    if len(found) > 1:
-        text += f"; the curves cross {len(found)} times, so the figures near it are within their noise"
-    return Crossover(last.size, text, len(found))
+    host = [bool(p.host_bound) for p in usable]
+    flips = sum(a != b for a, b in zip(host, host[1:]))
+    if not any(host):
+        return Crossover(None, f"GPU-bound at every size swept: the crossover is below {size_name(usable[0].shape)}")
+    if host[-1]:
+        where = "at every size swept" if all(host) else f"again at the largest size ({size_name(usable[-1].shape)})"
+        return Crossover(None, f"host-bound {where}: the crossover is above {size_name(usable[-1].shape)}", flips)
+    # the last change from host- to GPU-bound: from there on the GPU stays behind within the sweep
+    i = max(j for j in range(len(usable) - 1) if host[j] and not host[j + 1])
+    lo, hi = usable[i], usable[i + 1]
+    after = usable[i + 2] if i + 2 < len(usable) else None
+    if after is not None:
+        slope = math.log(after.gpu_us / hi.gpu_us) / math.log(after.size / hi.size)
+        own_lo = math.log(hi.gpu_us) - slope * math.log(hi.size / lo.size)
+        low, high = own_lo - math.log(lo.cpu_us), math.log(hi.gpu_us / hi.cpu_us)
+    else:
+        factor = math.log(HOST_BOUND_FACTOR)
+        low, high = math.log(lo.gpu_us / lo.cpu_us) - factor, math.log(hi.gpu_us / hi.cpu_us) - factor
+    found = crossings([lo.shape, hi.shape], [min(low, 0.0), high])  # at lo, at the latest, should noise say earlier
+    at = found[0].size if found else hi.size
+    t = math.log(at / lo.size) / math.log(hi.size / lo.size)
+    us = math.exp(math.log(lo.cpu_us) + t * math.log(hi.cpu_us / lo.cpu_us))
+    text = (f"GPU time overtakes host time at about {at:,.0f} (between {size_name(lo.shape)}, host-bound, and "
+            f"{size_name(hi.shape)}, GPU-bound), at {us:,.1f} us per call: below it launch cost sets the pace")
+    if flips > 1:
+        text += f"; it changes between host- and GPU-bound {flips} times, so sizes near it are within the noise"
+    return Crossover(at, text, flips, us)
 
 
 @dataclass

@@ -31,18 +31,43 @@ def points(pairs: list[tuple[int, float, float]]) -> list[sweep.Point]:
 
 # --- crossings and crossovers ------------------------------------------------------------------------------
 
-def test_crossing_is_interpolated_on_a_log_scale():
-    # GPU/host goes from 1/e to e between 256 and 1024: the log is -1 and +1, so the crossing is midway in
-    # log(size), at sqrt(256 * 1024) = 512
-    pts = points([(64, 10, 1), (256, 10, 10 / math.e), (1024, 10, 10 * math.e), (4096, 10, 400)])
+def seen(size: int, host: float, own_gpu: float) -> tuple[int, float, float]:
+    """What CUDA events show of a GPU whose own work takes `own_gpu` us a call behind launches of `host` us:
+    at a host-bound size it waits for each launch, so its time per call is the host's."""
+    return size, host, max(own_gpu, host * 1.001)
+
+
+def test_crossover_where_the_gpu_line_meets_the_host_line():
+    # host 10 us a call everywhere; the GPU's own time 10 * (n / 512)^3: it meets the host's at exactly 512,
+    # though events show the GPU at 10 us at every host-bound size
+    pts = points([seen(n, 10.0, 10 * (n / 512) ** 3) for n in (64, 128, 256, 1024, 2048)])
+    assert [p.host_bound for p in pts] == [True, True, True, False, False]
     c = sweep.crossover(pts)
     assert c.size == pytest.approx(512)
-    assert c.crossings == 1
-    assert "between 256 and 1024" in c.text and "host-bound below" in c.text
+    assert c.us == pytest.approx(10.0) and c.flips == 1
+    assert "between 256, host-bound, and 1024, GPU-bound" in c.text
 
 
-def test_crossing_weights_by_distance_from_zero():
-    # log ratios -3 and +1: a quarter of the way from 100 to 10000 on a log scale
+def test_crossover_of_the_h200_sample_cupy():
+    # samples/h200-sweep-fp16, cupy float16 (host us, GPU us per call as printed there): the GPU-bound line
+    # through 4096 and 8192 has slope ln(1620/207)/ln 2; its value at 2048 meets the host's line 2048-4096
+    pts = points([(1024, 26.09, 26.11), (2048, 28.18, 28.27), (4096, 20.77, 207.0), (8192, 31.82, 1620.0)])
+    slope = math.log(1620 / 207) / math.log(2)
+    low = math.log(207 / 2 ** slope) - math.log(28.18)  # GPU below host at 2048, on the log scale
+    high = math.log(207 / 20.77)
+    t = -low / (high - low)
+    assert sweep.crossover(pts).size == pytest.approx(2048 * 2 ** t)
+    assert 2048 < sweep.crossover(pts).size < 2200
+
+
+def test_crossover_with_one_gpu_bound_size_uses_the_host_bound_factor():
+    # 256: GPU/host 1.0; 1024: 4.0. Where it reaches 1.2 (the host-bound factor), on a log scale: 4^(ln 1.2 / ln 4)
+    pts = points([(256, 10.0, 10.0), (1024, 10.0, 40.0)])
+    assert sweep.crossover(pts).size == pytest.approx(256 * 1.2)
+
+
+def test_crossings_weigh_by_distance_from_zero():
+    # log ratios -3 and +1: three quarters of the way from 100 to 10000 on a log scale
     found = sweep.crossings([[100] * 3, [10000] * 3], [-3.0, 1.0])
     assert len(found) == 1 and found[0].rising
     assert found[0].size == pytest.approx(10 ** (2 + 2 * 0.75))
@@ -57,21 +82,20 @@ def test_zero_counts_as_below_and_falling_crossings_are_kept():
 def test_gpu_bound_everywhere_and_host_bound_everywhere():
     gpu = sweep.crossover(points([(1024, 10, 100), (4096, 10, 5000)]))
     assert gpu.size is None and "GPU-bound at every size" in gpu.text and "below 1024" in gpu.text
-    host = sweep.crossover(points([(64, 10, 2), (256, 10, 5)]))
+    host = sweep.crossover(points([seen(64, 10, 2), seen(256, 10, 5)]))
     assert host.size is None and "host-bound at every size" in host.text and "above 256" in host.text
 
 
 def test_noise_near_the_crossover_takes_the_last_rise():
-    # up, down, up: the last rise is where the GPU stays ahead
-    pts = points([(64, 10, 5), (128, 10, 12), (256, 10, 9), (512, 10, 20), (1024, 10, 80)])
+    # host, GPU, host, GPU, GPU: the last change to GPU-bound is where the GPU stays behind
+    pts = points([seen(64, 10, 5), (128, 10, 13), seen(256, 10, 9), (512, 10, 20), (1024, 10, 160)])
     c = sweep.crossover(pts)
-    assert c.crossings == 3
-    assert 256 < c.size < 512
-    assert "cross 3 times" in c.text
+    assert c.flips == 3 and 256 <= c.size < 512
+    assert "3 times" in c.text
 
 
 def test_host_bound_again_at_the_largest_size_has_no_crossover():
-    c = sweep.crossover(points([(64, 10, 5), (128, 10, 20), (256, 100, 20)]))
+    c = sweep.crossover(points([seen(64, 10, 5), (128, 10, 20), seen(256, 100, 20)]))
     assert c.size is None and "host-bound again" in c.text
 
 
@@ -136,12 +160,13 @@ def test_paired_wall_ratio_pools_processes():
 # --- the plots ------------------------------------------------------------------------------------------------
 
 def test_time_plot_puts_larger_times_higher_and_marks_crossovers():
-    c = charts.time_plot({"a": [(64, "64", 10.0, 1.0), (4096, "4096", 12.0, 900.0)]}, {"a": 512.0})
+    c = charts.time_plot({"a": [(64, "64", 10.0, 1.0), (4096, "4096", 12.0, 900.0)]}, {"a": (512.0, 11.0)})
     host, gpu = c.series
     assert host.label == "a host" and gpu.label == "a GPU" and gpu.dash
     # SVG y grows downwards: 900 us is above 1 us
     assert gpu.marks[1].y < gpu.marks[0].y
     assert c.x0 < c.lines[0].x < c.x1 and "512" in c.lines[0].text
+    assert c.lines[0].y is not None and gpu.marks[1].y < c.lines[0].y < gpu.marks[0].y
     # decades that hold every figure, labelled
     assert [t for _, t in c.y_ticks][0] == "1 us" and [t for _, t in c.y_ticks][-1] == "1 ms"
 

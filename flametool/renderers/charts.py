@@ -59,6 +59,8 @@ def fmt(value: float) -> str:
 class Tick:
     x: float
     text: str
+    row: int = 0  # a second row below the first, for a label that would overlap its neighbour
+    label_x: float | None = None  # where the label's centre goes, when not at x (kept inside the chart)
 
 
 @dataclass
@@ -205,6 +207,7 @@ class VLine:
     text: str
     colour: str
     text_y: float
+    y: float | None = None  # a point on the line to mark (where two curves meet)
 
 
 @dataclass
@@ -266,19 +269,24 @@ def _frame(xs: list[float], x_names: list[str], height: int) -> tuple[LogScale, 
     lo, hi = min(xs), max(xs)
     pad = (hi / lo) ** 0.04 if hi > lo else 2.0
     sx = LogScale(lo / pad, hi * pad, left, right)
-    ticks, last = [], -1e9
-    for x, name in sorted(zip(xs, x_names)):
-        if sx(x) - last >= 34:  # no two labels on top of each other
-            ticks.append(Tick(sx(x), name))
-            last = sx(x)
+    ticks: list[Tick] = []
+    ends = [-1e9, -1e9]  # where the last label of each row ends: a label that would overlap goes one row down
+    for x, name in sorted(set(zip(xs, x_names))):
+        half = 3.4 * len(name) + 4  # about half the label's width at the tick font's size
+        row = next((r for r in (0, 1) if sx(x) - half >= ends[r]), None)
+        if row is not None:
+            centre = min(sx(x), width - half)
+            ticks.append(Tick(sx(x), name, row, round(centre, 2)))
+            ends[row] = centre + half
     return sx, ticks, width, height
 
 
 def time_plot(curves: dict[str, list[tuple[float, str, float | None, float | None]]],
-              crossovers: dict[str, float | None]) -> LogChart:
+              crossovers: dict[str, tuple[float, float] | None]) -> LogChart:
     """Host and GPU time per call against size, both on log scales: per case a solid line (host) and a dashed
-    one (GPU), each case its colour; a case's crossover (GPU time overtakes host time) a vertical line.
-    curves: label -> [(size, size name, host us, GPU us)]."""
+    one (GPU), each case its colour; a case's crossover (GPU time overtakes host time) a vertical line with
+    the point where they meet. curves: label -> [(size, size name, host us, GPU us)]; crossovers: label ->
+    (size, us per call there)."""
     xs = [x for pts in curves.values() for x, _, _, _ in pts]
     names = [n for pts in curves.values() for _, n, _, _ in pts]
     values = [v for pts in curves.values() for _, _, h, g in pts for v in (h, g) if v]
@@ -303,7 +311,8 @@ def time_plot(curves: dict[str, list[tuple[float, str, float | None, float | Non
                                        marks, marker))
         at = crossovers.get(label)
         if at:
-            chart.lines.append(VLine(sx(at), f"{label} ≈ {at:,.0f}", colour, top + 14 + 16 * len(chart.lines)))
+            size, us = at
+            chart.lines.append(VLine(sx(size), f"{label} ≈ {size:,.0f}", colour, top + 14 + 16 * len(chart.lines), sy(us)))
     return chart
 
 

@@ -59,14 +59,14 @@ METHOD = ("Each size is timed in every process of the run with every case built 
 
 
 def cells(a: SweepAnalysis) -> tuple[list[str], list[list[Cell]]]:
-    columns = ["size", "M,K,N"]
+    columns = ["size"]
     for label in a.curves:
         columns += [f"{label} host", f"{label} GPU", f"{label} wall", ""]
     for sp in a.pairs:
         columns += [f"{sp.head} / {sp.base} wall", "extra host", "share of wall"]
     rows = []
     for i, shape in enumerate(a.shapes):
-        row = [Cell(size_name(shape), cls="label"), Cell(fmt.shape(shape))]
+        row = [Cell(size_name(shape), cls="label")]
         for label, points in a.curves.items():
             p = points[i] if i < len(points) else None
             if p is None or p.cpu_us is None:
@@ -95,7 +95,7 @@ def build(a: SweepAnalysis, css: Markup, js: Markup, environment: list[tuple[str
     labels = list(a.curves)
     plot = charts.time_plot({l: [(p.size, size_name(p.shape), p.cpu_us, p.gpu_us) for p in pts]
                              for l, pts in a.curves.items()},
-                            {l: c.size for l, c in a.crossovers.items()})
+                            {l: (c.size, c.us) for l, c in a.crossovers.items() if c.size and c.us})
     pair_series = [(f"{sp.head} / {sp.base}", charts.case_colour(labels.index(sp.head)),
                     [(p.size, size_name(p.shape), p.wall.ratio,
                       p.wall.ratio_interval.low if p.wall.ratio_interval else None,

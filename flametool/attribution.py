@@ -124,6 +124,11 @@ def load_profile(run_dir: Path, run: Run, label: str, by_line: bool = False) -> 
     result = run.results.get(label)
     if result is None:
         raise RunDirError(f"{run_dir}: no case {label!r} (cases: {', '.join(run.results) or 'none'})")
+    return profile_of(run_dir, result, label, by_line)
+
+
+def profile_of(run_dir: Path, result: CaseResult, label: str, by_line: bool = False) -> Profile:
+    """load_profile of one result (a sweep's point is read as a result of its own)."""
     reason = skip_reason(result)
     if reason:
         raise RunDirError(f"{run_dir}: case {label!r} cannot be analysed: {reason}")

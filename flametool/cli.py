@@ -83,9 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="system libraries (libc, malloc, locks) in the terminal's layer table: charged to the layer that "
                         "called them (caller, the default) or as a layer of their own (library); the report has both")
     p.add_argument("--shape", help="M,K,N: a is MxK, b is KxN (default 65536,24576,12288 on CUDA, 64,64,64 on the CPU)")
-    p.add_argument("--rate", type=int, help="py-spy samples per second (default 25 on CUDA, where each native "
-                                            "sample stops a process of many threads for 3-15 ms; 100 on the CPU)")
-    p.add_argument("--sample-seconds", type=int, help="seconds of sampling per case (default 16 on CUDA, 5 on the CPU)")
+    sampling_options(p)
     p.add_argument("--sample-shape", help="M,K,N to sample at (default: the shape when host-bound, else 1024,1024,1024)")
     p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")
 
@@ -95,6 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", help="comma-separated sizes, each N (an NxN by NxN product) or MxKxN, e.g. "
                                    "64,256,1024,4096x1024x4096 (default: 64 doubling to 16384, then the seed's "
                                    "65536x24576x12288 on CUDA; 8 doubling to 512 on the CPU)")
+    p.add_argument("--sample", action="store_true",
+                   help="also profile each case alone (cProfile and py-spy) at each size where it is host-bound, for "
+                        "the host time per call by layer there (default: timings only)")
+    sampling_options(p)
 
     p = sub.add_parser("diff", help="one case in two run directories (RUN_A RUN_B), or two cases of one run "
                                     "(RUN --base A --head B): layers and frames, head - base")
@@ -127,6 +129,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=drilldown.DEFAULT_PORT,
                    help=f"port to ask for (default {drilldown.DEFAULT_PORT}; snakeviz takes a nearby one if it is in use)")
     return parser
+
+
+def sampling_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rate", type=int, help="py-spy samples per second (default 25 on CUDA, where each native "
+                                            "sample stops a process of many threads for 3-15 ms; 100 on the CPU)")
+    p.add_argument("--sample-seconds", type=int, help="seconds of sampling per case (default 16 on CUDA, 5 on the CPU)")
+
+
+def sampling_config(args: argparse.Namespace, on_cpu: bool) -> dict:
+    if args.rate is not None and args.rate > 10000:
+        raise FlametoolError(f"--rate {args.rate}: py-spy cannot sample faster than 10000 Hz")
+    return dict(rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
+                sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS))
 
 
 def case_options(p: argparse.ArgumentParser) -> None:
@@ -271,17 +286,13 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
 
 
 def compare_config(args: argparse.Namespace, say) -> runner.Config:
-    if args.rate is not None and args.rate > 10000:
-        raise FlametoolError(f"--rate {args.rate}: py-spy cannot sample faster than 10000 Hz")
     common = case_config(args, say, "compare")
     on_cpu = common["device"] == "cpu"
     shape = parse_shape(args.shape, "--shape") if args.shape else (CPU_SHAPE if on_cpu else SEED_SHAPE)
     sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
     return runner.Config(
-        **common, shape=shape, max_processes=args.processes or MAX_PROCESSES, extra_seconds=EXTRA_SECONDS,
-        rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
-        sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS), sample_shape=sample_shape,
-        sample=not args.no_sample,
+        **common, **sampling_config(args, on_cpu), shape=shape, max_processes=args.processes or MAX_PROCESSES,
+        extra_seconds=EXTRA_SECONDS, sample_shape=sample_shape, sample=not args.no_sample,
     )
 
 
@@ -316,7 +327,8 @@ def parse_sizes(text: str) -> list[list[int]]:
 def sweep_config(args: argparse.Namespace, say) -> runner.Config:
     common = case_config(args, say, "sweep")
     sizes = parse_sizes(args.sizes) if args.sizes is not None else default_sizes(common["device"])
-    return runner.Config(**common, shape=sizes[0], sizes=sizes, max_processes=common["processes"], sample=False)
+    return runner.Config(**common, **sampling_config(args, common["device"] == "cpu"), shape=sizes[0], sizes=sizes,
+                         max_processes=common["processes"], sample=args.sample)
 
 
 def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:

@@ -150,7 +150,6 @@ class Timing:
     processes: list[Loops]
     host_bound: bool | None = None
     bound_note: str | None = None
-    error: str | None = None  # a sweep's point where the case could not be built or run (the others go on)
 
     def loops(self, metric: str = "cpu_us") -> list[float]:
         return [v for p in self.processes for v in p.figures(metric)]
@@ -183,7 +182,7 @@ class Timing:
     def from_json(cls, r: Reader) -> "Timing":
         return cls(shape=r.shape("shape") or [], calls=r.count("calls", 0),
                    processes=[Loops.from_json(p) for p in r.items("processes")],
-                   host_bound=r.flag("host_bound"), bound_note=r.text("bound_note"), error=r.text("error"))
+                   host_bound=r.flag("host_bound"), bound_note=r.text("bound_note"))
 
 
 @dataclass
@@ -285,6 +284,26 @@ class Profiled:
 
 
 @dataclass
+class SweepPoint(Timing):
+    """A case at one size of a sweep: its timed loops, what stopped it there (the other sizes go on), and with
+    --sample its profiled process at that size."""
+
+    error: str | None = None
+    profile: Profiled | None = None
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["profile"] = self.profile.to_json() if self.profile else None
+        return data
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "SweepPoint":
+        profile = r.obj("profile", optional=True)
+        return cls(**vars(Timing.from_json(r)), error=r.text("error"),
+                   profile=Profiled.from_json(profile) if profile else None)
+
+
+@dataclass
 class CaseResult:
     """One case: what it is, its timed loops at the requested shape and at the sample shape (in every
     process of its group), and its profiled process."""
@@ -305,7 +324,7 @@ class CaseResult:
     device_info: dict[str, Any] = field(default_factory=dict)  # device_name, device_index, pci_bus_id, cuda_*
     profile: Profiled | None = None
     error: str | None = None
-    points: list[Timing] = field(default_factory=list)  # a sweep: the timed loops at each size, in order
+    points: list[SweepPoint] = field(default_factory=list)  # a sweep: the case at each size, in order
 
     @property
     def at_sample_shape(self) -> Timing | None:
@@ -333,6 +352,7 @@ class CaseResult:
         data["timing"] = asdict(self.timing) if self.timing else None
         data["sample_timing"] = asdict(self.sample_timing) if self.sample_timing else None
         data["profile"] = self.profile.to_json() if self.profile else None
+        data["points"] = [p.to_json() for p in self.points]
         if not self.points:  # a compare run's results read as they did before sweeps
             data.pop("points")
         return data
@@ -350,7 +370,7 @@ class CaseResult:
             sample_timing=Timing.from_json(sample_timing) if sample_timing else None,
             device_info={k: v for k, v in info.items() if isinstance(v, (str, int, float)) or v is None},
             profile=Profiled.from_json(profile) if profile else None, error=r.text("error"),
-            points=[Timing.from_json(p) for p in r.items("points")],
+            points=[SweepPoint.from_json(p) for p in r.items("points")],
         )
 
 

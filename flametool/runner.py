@@ -24,9 +24,10 @@ from typing import Callable
 
 from . import envinfo, procs, rundir, sampler, stats
 from .cases import BUILTIN, CaseSpec
-from .child import ACTIVE_LOOP, TIMED_SECONDS
+from .child import ACTIVE_LOOP, TIMED_SECONDS, classify
 from .errors import CaseError, FlametoolError
-from .record import CaseResult, Group, Loops, Profiled, Run, Sampling, Timing
+from .sweep import size_name
+from .record import CaseResult, Group, Loops, Profiled, Run, Sampling, SweepPoint, Timing
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
@@ -385,7 +386,7 @@ class Measurement:
                     r = run.results[c.label]
                     r.ops_per_step = got["ops_per_step"].get(c.label, 1)
                     r.device_info = got["device_info"]
-                    r.points = [Timing(shape=list(size), calls=(point.get(c.label) or {}).get("calls", 0), processes=[])
+                    r.points = [SweepPoint(shape=list(size), calls=(point.get(c.label) or {}).get("calls", 0), processes=[])
                                 for size, point in zip(config.sizes, got["points"])]
             for j, point in enumerate(got["points"]):
                 for label, entry in point.items():
@@ -402,27 +403,52 @@ class Measurement:
 
     def profile(self, case: CaseSpec) -> None:
         """The case alone at the sample shape: its own loops, cProfile, and py-spy."""
-        config, r = self.config, self.run.results[case.label]
-        label = case.label
+        r = self.run.results[case.label]
+        got = self.profiled(case, r.sample_shape, self.steps[case.label], case.label)
+        if isinstance(got, str):
+            r.error = f"profiling alone at {','.join(map(str, r.sample_shape))}: {got}"
+        else:
+            r.profile = got
+
+    def profile_points(self, case: CaseSpec) -> None:
+        """A sweep's --sample: the case alone at each size where its timed loops were host-bound, into
+        LABEL@SIZE.prof and LABEL@SIZE.folded; run.json saved after each."""
+        r = self.run.results[case.label]
+        for t in r.points:
+            cpu = t.median("cpu_us")
+            if t.error or cpu is None or not classify(cpu, t.median("gpu_us"))[0]:
+                continue
+            got = self.profiled(case, t.shape, max(1, t.calls // r.ops_per_step), f"{case.label}@{size_name(t.shape)}")
+            if isinstance(got, str):
+                t.error = f"profiling alone: {got}"
+            else:
+                t.profile = got
+            self.save()
+            if not isinstance(got, str) and got.sampling is not None and got.sampling.refused:
+                raise FlametoolError(f"case {case.label!r}: {got.sampling.error} (the timings are kept in {self.out})")
+
+    def profiled(self, case: CaseSpec, shape: list[int], steps: int, name: str) -> Profiled | str:
+        """The case alone at `shape`, `steps` calls a loop: its own loops, cProfile and py-spy, into NAME.prof
+        and NAME.folded. Returns what it measured, or why it could not."""
+        config = self.config
         spec = spec_base(config) | {
-            "job": "profile", "case": case_entry(case, config), "shape": r.sample_shape, "steps": self.steps[label],
-            "sample": config.sample, "prof_path": str(rundir.prof_path(self.out, label).resolve()),
+            "job": "profile", "case": case_entry(case, config), "shape": shape, "steps": steps,
+            "sample": config.sample, "prof_path": str(rundir.prof_path(self.out, name).resolve()),
             "max_sample_seconds": config.sample_seconds + child_sample_grace(),
         }
-        got, error, sampling = run_child(spec, config, label, self.out / f"{label}.log", self.progress,
-                                         rundir.folded_path(self.out, label))
+        got, error, sampling = run_child(spec, config, name, self.out / f"{name}.log", self.progress,
+                                         rundir.folded_path(self.out, name))
         if got is None:
-            r.error = f"profiling alone at {','.join(map(str, r.sample_shape))}: {error}"
-            return
-        files = {"prof": rundir.prof_path(self.out, label).name}
+            return error
+        files = {"prof": rundir.prof_path(self.out, name).name}
         if sampling is not None:
-            files["folded"] = rundir.folded_path(self.out, label).name
+            files["folded"] = rundir.folded_path(self.out, name).name
             sampling.calls_per_chunk = got.get("calls_per_chunk")
             sampling.chunks = len(got.get("chunks") or [])
             sampling.sampled_us_per_call = sampler.sampled_us_per_call(got.get("chunks") or [],
                                                                        got.get("calls_per_chunk") or 1, sampling.window)
-        r.profile = Profiled(own=Loops(**got["own"]), calls=got["calls"], cprofile_us_per_call=got["cprofile_us_per_call"],
-                             cprofile_calls=got["cprofile_calls"], sampling=sampling, files=files)
+        return Profiled(own=Loops(**got["own"]), calls=got["calls"], cprofile_us_per_call=got["cprofile_us_per_call"],
+                        cprofile_calls=got["cprofile_calls"], sampling=sampling, files=files)
 
 
 def start(config: Config, argv: list[str], progress: Progress, kind: str = "compare") -> Measurement:
@@ -494,6 +520,10 @@ def sweep(config: Config, argv: list[str], progress: Progress) -> tuple[Path, Ru
         for case, why in todo:
             m.time_sweep([case], why)
         stop_if_failed(m.run, config)
+        if config.sample:
+            for case in config.cases:
+                if m.run.results[case.label].error is None:
+                    m.profile_points(case)
     return config.out, m.run
 
 

@@ -10,13 +10,14 @@ measured sizes the figures are read on a log-log scale, on which the curves are 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import stats
+from . import attribution, stats
 from .child import HOST_BOUND_FACTOR, classify
-from .record import Run, Timing
+from .record import Run, SweepPoint, Timing
 
 
 def edge(shape: list[int]) -> float:
@@ -44,7 +45,7 @@ class Point:
     error: str | None = None
 
 
-def point(timing: Timing) -> Point:
+def point(timing: SweepPoint) -> Point:
     p = Point(list(timing.shape), edge(timing.shape), error=timing.error)
     if not timing.cpu_loops:
         return p
@@ -183,6 +184,8 @@ class SweepAnalysis:
     curves: dict[str, list[Point]] = field(default_factory=dict)  # label -> its points, in the order swept
     crossovers: dict[str, Crossover] = field(default_factory=dict)
     pairs: list[SweepPair] = field(default_factory=list)
+    # --sample: size name -> label -> the case's attribution there (attribution.CaseCosts.to_json)
+    layers: dict[str, dict[str, dict]] = field(default_factory=dict)
 
     @property
     def shapes(self) -> list[list[int]]:
@@ -197,6 +200,14 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
     for label, result in run.results.items():
         out.curves[label] = [point(t) for t in result.points]
         out.crossovers[label] = crossover(out.curves[label])
+        for t in result.points:
+            # a sampled size reads as a result of its own: its timed loops, its profiled process
+            alone = dataclasses.replace(result, timing=t, sample_timing=None, profile=t.profile, error=t.error,
+                                        sample_shape=t.shape)
+            if t.profile is not None and attribution.skip_reason(alone) is None:
+                name = size_name(t.shape)
+                profile = attribution.profile_of(run_dir, alone, f"{label}@{name}")
+                out.layers.setdefault(name, {})[label] = attribution.attribute(profile).to_json()
     for base, head in run.pairs:
         together = run.paired(base, head)
         rb, rh = run.results[base], run.results[head]

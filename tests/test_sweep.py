@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 
 from flametool import rundir, sweep
-from flametool.record import Loops, Timing
+from flametool.record import Loops, SweepPoint
 from flametool.renderers import charts
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
 
 
-def timing(n: int, cpu: list[float], gpu: list[float] | None = None, wall: list[float] | None = None) -> Timing:
+def timing(n: int, cpu: list[float], gpu: list[float] | None = None, wall: list[float] | None = None) -> SweepPoint:
     """One loop per process, one process per figure."""
     gpu = gpu or [None] * len(cpu)
     wall = wall or cpu
-    return Timing([n, n, n], 100, [Loops([c], [g] if g is not None else [], [0], [w]) for c, g, w in zip(cpu, gpu, wall)])
+    return SweepPoint([n, n, n], 100, [Loops([c], [g] if g is not None else [], [0], [w]) for c, g, w in zip(cpu, gpu, wall)])
 
 
 def points(pairs: list[tuple[int, float, float]]) -> list[sweep.Point]:
@@ -278,3 +278,31 @@ def test_default_sizes_per_device():
     cuda = cli.default_sizes("cuda:0")
     assert cuda[0] == [64] * 3 and cuda[-2] == [16384] * 3 and cuda[-1] == cli.SEED_SHAPE
     assert cli.parse_sizes("64, 4096x1024x4096") == [[64] * 3, [4096, 1024, 4096]]
+
+
+def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
+    """--sample: each case alone under cProfile and py-spy at each size (all host-bound on the CPU), its
+    stacks read into host time per call by layer there."""
+    import pstats
+
+    from flametool import analysis
+
+    out = tmp_path / "sampled"
+    proc = cli("sweep", "--device", "cpu", "--libs", "numpy", "--sizes", "8,64", "--processes", "1", "--repeats", "2",
+               "--iters", "200", "--sample", "--sample-seconds", "2", "--rate", "200", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((out / "run.json").read_text())
+    for point, name in zip(data["results"]["numpy"]["points"], ("numpy@8", "numpy@64")):
+        assert point["profile"]["files"] == {"prof": f"{name}.prof", "folded": f"{name}.folded"}
+        assert point["profile"]["sampling"]["kept_samples"] > 0
+        assert pstats.Stats(str(out / f"{name}.prof")).total_calls > 0  # read back with the tool others use
+    a = analysis.load(out)
+    assert list(a.layers) == ["8", "64"]
+    for size, by_case in a.layers.items():
+        x = by_case["numpy"]
+        # the layers add up to the paired time per call at that size
+        assert x["us_per_call"] == pytest.approx(a.curves["numpy"][["8", "64"].index(size)].cpu_us)
+        assert abs(x["closure"]["ratio"] - 1) < 0.05 and "NumPy" in x["layers_us_per_call"]
+    assert "host time per call by layer at each sampled (host-bound) size" in proc.stdout
+    html = (out / "report.html").read_text()
+    assert 'id="layers"' in html and "numpy 64" in html and "numpy 8" in html

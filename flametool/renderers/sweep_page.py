@@ -33,6 +33,7 @@ class SweepReport:
     plot: charts.LogChart
     ratios: charts.LogChart | None
     ratio_titles: list[tuple[str, str]]  # (pair, colour)
+    layers: charts.StackedChart | None  # --sample: host time by layer, a bar per case and sampled size
     legend: list[tuple[str, str, str]]  # (case, colour, "")
     columns: list[str]
     rows: list[list[Cell]]
@@ -44,8 +45,8 @@ class SweepReport:
     sections: list[tuple[str, str]]
 
 
-SECTIONS = [("headline", "Answers"), ("plot", "Time per call"), ("ratio", "Wall-time ratio"), ("table", "Table"),
-            ("environment", "Environment")]
+SECTIONS = [("headline", "Answers"), ("plot", "Time per call"), ("ratio", "Wall-time ratio"), ("layers", "Layers"),
+            ("table", "Table"), ("environment", "Environment")]
 
 METHOD = ("Each size is timed in every process of the run with every case built side by side and their loops "
           "interleaved (AB BA BA AB), as compare times one shape; a loop is --iters calls, fewer where that would "
@@ -116,6 +117,11 @@ def build(a: SweepAnalysis, css: Markup, js: Markup, environment: list[tuple[str
         version=__version__, complete=run.complete, lines=lines, plot=plot,
         ratios=charts.ratio_plot(pair_series) if pair_series else None,
         ratio_titles=[(t, colour) for t, colour, _ in pair_series],
+        layers=charts.stacked(
+            {f"{label} {size}": {k: (v, x["layers_se_us"].get(k, 0.0)) for k, v in x["layers_us_per_call"].items()}
+             for size, by_case in a.layers.items() for label, x in by_case.items()},
+            {f"{label} {size}": x["us_per_call"] for size, by_case in a.layers.items() for label, x in by_case.items()},
+        ) if a.layers else None,
         legend=[(l, charts.case_colour(i), "") for i, l in enumerate(labels)],
         columns=columns, rows=rows, failures=failures, method=METHOD, environment=environment, css=css, js=js,
         sections=SECTIONS,

@@ -251,6 +251,17 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         console.print(t)
         for line in fmt.sweep_pair_lines(sp):
             say(console, line)
+    if a.layers:
+        layers = order({k for by_case in a.layers.values() for x in by_case.values() for k in x["layers_us_per_call"]})
+        t = titled("host time per call by layer at each sampled (host-bound) size, us: each layer's share of the "
+                   "samples times the case's paired time there")
+        for col in ("size", "case", "total", *layers):
+            t.add_column(text(col), justify="left" if col in ("size", "case") else "right")
+        for size, by_case in a.layers.items():
+            for label, x in by_case.items():
+                t.add_row(size, text(label), fmt.num(x["us_per_call"]),
+                          *[fmt.num(x["layers_us_per_call"][k]) if k in x["layers_us_per_call"] else "-" for k in layers])
+        console.print(t)
     for label, c in a.crossovers.items():
         say(console, f"{fmt.visible(label)}: {c.text}")
     for label, r in run.results.items():

@@ -15,6 +15,8 @@ ft --libs cupy,torch,cublas,cupy-graph,torch-graph --shape 1024,1024,1024 \
 ft --out "samples/$prefix-seed-fp16"
 # (b) the seed as reported: CuPy float16 against PyTorch bfloat16 (the report flags the mismatch)
 ft --dtype cupy=float16,torch=bfloat16 --out "samples/$prefix-seed-as-reported"
+# (d) the sweep from 64 to the seed's size, with the layers at each host-bound size
+t0=$SECONDS; python3 -m flametool sweep --sample --out "samples/$prefix-sweep-fp16"; echo "wall time: $((SECONDS - t0)) s"
 # logs are for debugging a run, not for the samples
 rm -f samples/"$prefix"-*/*.log
 du -sh samples/"$prefix"-*

@@ -73,7 +73,8 @@ def test_ctrl_c_well_into_a_long_sampling_phase(tmp_path, start):
     args = ["compare", "--device", "cpu", "--iters", "2000", "--warmup", "100", "--sample-seconds", "60",
             "--out", str(out)]
     bg = SetsidInScript(args, fk.env()) if start == "setsid-in-a-script" else fk.Background(args, fk.env())
-    bg.wait_for("numpy: sampling with py-spy")
+    # the default timing phase before it (5 to 12 processes) takes minutes on a loaded 2-core machine
+    bg.wait_for("numpy: sampling with py-spy", timeout=300)
     bg.wait_until(lambda: any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(bg.tag)), "py-spy running")
     time.sleep(4)  # well into the sampling phase, as in the issue
     t0 = time.monotonic()

@@ -182,8 +182,34 @@ def test_samples_render(run, tmp_path):
     out = tmp_path / "report.html"
     assert cli.main(["report", str(run), "-o", str(out)]) == 0
     html = out.read_text(encoding="utf-8")
-    check_page(run, html, Page(html))
+    if rundir.load(run).kind == "sweep":
+        check_sweep_page(run, html, Page(html))
+    else:
+        check_page(run, html, Page(html))
     assert snapshot(run) == before
+
+
+def check_sweep_page(run: Path, html: str, page: Page) -> None:
+    """A sweep's report: its sections in order, a line and a mark per case, kind and measured size in the
+    plot, a table row per size, each crossover and sampled size named, and nothing loaded from elsewhere."""
+    a = analysis.load(run)
+    sections = ["headline", "plot", "ratio", *(["layers"] if a.layers else []), "table", "environment"]
+    order = [html.index(f'<section id="{s}"') for s in sections]
+    assert order == sorted(order), "sections out of order"
+    plotted = [p for pts in a.curves.values() for p in pts if p.cpu_us]
+    lines = sum(1 for pts in a.curves.values() for kind in ("cpu_us", "gpu_us") if any(getattr(p, kind) for p in pts))
+    assert html.count("<polyline") == lines + len([sp for sp in a.pairs if any(p.wall for p in sp.points)])
+    assert html.count("<circle") >= len(plotted)
+    table = html[html.index('<section id="table"'):html.index('<section id="environment"')]
+    assert table.count("<tr>") == 1 + len(a.shapes)
+    for label, c in a.crossovers.items():
+        assert f"{label}: {c.text}" in html.replace("&#39;", "'")
+        if c.size:
+            assert f"crossover {label} ≈ {c.size:,.0f}" in html
+    for size, by_case in a.layers.items():
+        for label in by_case:
+            assert f"{label} {size}" in html
+    no_external_loads(page)
 
 
 def test_markup_in_frame_names_is_text(evil_run):

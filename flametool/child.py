@@ -470,7 +470,7 @@ def sweep_cases(spec: dict, report: Reporter) -> dict:
     ``calls`` of a point, when given (processes after the first), are the calls per loop the first chose."""
     cases, device = spec["cases"], spec["device"]
     events: Events | None = None
-    out: dict[str, Any] = {"points": [], "device_info": {"device_name": None}, "ops_per_step": {}}
+    out: dict[str, Any] = {"device_info": {"device_name": None}, "ops_per_step": {}}
     for i, item in enumerate(spec["points"]):
         shape, given = item["shape"], item.get("calls")
         todo = [c for c in cases if given is None or c["label"] in given]
@@ -487,12 +487,14 @@ def sweep_cases(spec: dict, report: Reporter) -> dict:
             steps = max(1, math.ceil(spec["iters"] / ops))
             calls[label] = given[label] if given else sweep_calls(per_step, steps, events is not None)
         loops = interleaved(made, calls, spec["repeats"], events, report, shape, errors, spec.get("extend_rounds", True))
-        out["points"].append({c["label"]: {"error": errors[c["label"]]} if c["label"] in errors else
-                              {"calls": calls[c["label"]] * out["ops_per_step"][c["label"]], "steps": calls[c["label"]],
-                               "loops": loops[c["label"]]} for c in todo})
+        # each size as soon as it is measured: a run stopped at a later size keeps it
+        report.send("point", index=i, ops_per_step=out["ops_per_step"], device_info=out["device_info"], cases={
+            c["label"]: {"error": errors[c["label"]]} if c["label"] in errors else
+            {"calls": calls[c["label"]] * out["ops_per_step"][c["label"]], "steps": calls[c["label"]],
+             "loops": loops[c["label"]]} for c in todo})
         del made
         gc.collect()
-    return out
+    return {"points": len(spec["points"])}
 
 
 def profile_case(spec: dict, report: Reporter) -> dict:

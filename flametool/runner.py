@@ -96,9 +96,11 @@ def child_env(pool_threads: int | None = None) -> dict[str, str]:
 
 
 def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: Progress,
-              folded: Path | None = None) -> tuple[dict | None, str | None, Sampling | None]:
+              folded: Path | None = None,
+              handlers: dict[str, Callable[[dict], None]] | None = None) -> tuple[dict | None, str | None, Sampling | None]:
     """One child process for `spec`, sampled into `folded` when it says it is ready:
-    (result or None, error, sampling)."""
+    (result or None, error, sampling). `handlers` take the child's other messages as they come (a sweep's
+    sizes, each kept as soon as it is measured)."""
     try:
         log = open(log_path, "w", encoding="utf-8")
     except OSError as exc:
@@ -138,6 +140,8 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
                     result, error = msg["result"], None  # the child's last word is the one that counts
                 elif kind == "error":
                     result, error = None, str(msg.get("message"))
+                elif handlers and kind in handlers:
+                    handlers[kind](msg)
                 else:
                     ignored += 1
         procs.wait_exited(proc)  # not reaped yet: stop() then takes along whatever the case started
@@ -347,55 +351,60 @@ class Measurement:
 
     def time_sweep(self, cases: list[CaseSpec], reason: str) -> list[tuple[CaseSpec, str]]:
         """A sweep's timed loops of `cases`: every size in each of config.processes processes, the cases built
-        side by side at each size and their loops interleaved. Returns the cases to time again alone, as
-        time_group does, when their shared first process failed."""
+        side by side at each size and their loops interleaved. Each size is kept (run.json saved) as soon as
+        a process reports it. Returns the cases to time again alone, as time_group does, when their shared
+        first process failed before it measured anything."""
         config, run = self.config, self.run
         paired = len(cases) > 1
         group = Group([c.label for c in cases], paired, reason)
         run.groups.append(group)
         for c in cases:
-            run.results[c.label].group = len(run.groups) - 1
+            r = run.results[c.label]
+            r.group = len(run.groups) - 1
+            r.points = [SweepPoint(shape=list(size), calls=0, processes=[]) for size in config.sizes]
         name = "+".join(group.cases)
         # per size, the calls per loop of each case there, as the first process chose them; a case that fails
         # at a size leaves it, so that its processes at every size stay the first ones (pairing reads them by
         # position)
-        calls: list[dict[str, int]] | None = None
+        calls: list[dict[str, int]] = [{} for _ in config.sizes]
         for i in range(1, config.processes + 1):
             live = [c for c in cases if run.results[c.label].error is None]
             if not live:
                 break
-            spec = spec_base(config) | {
-                "job": "sweep", "cases": [case_entry(c, config) for c in live],
-                "points": [{"shape": size, "calls": None if calls is None else calls[j]}
-                           for j, size in enumerate(config.sizes)],
-            }
-            say = lambda what, i=i: self.progress(f"sweep {name}", f"process {i}/{config.processes}: {what}")  # noqa: E731
-            got, error, _ = run_child(spec, config, name, self.out / f"{name}-sweep-{i}.log", lambda _l, t: say(t))
-            if got is None and i == 1 and paired:
-                run.groups.pop()  # nothing was measured together: each case gets a group of its own
-                for c in cases:
-                    run.results[c.label].group = None
-                return [(c, f"the process shared with {self._others(c, cases)} failed ({error}); timed alone") for c in cases]
-            if got is None:  # what the earlier processes measured stays
-                for c in live:
-                    run.results[c.label].error = error if i == 1 else f"process {i} of {config.processes}: {error}"
-                break
-            if calls is None:
-                calls = [{l: e["steps"] for l, e in point.items() if "error" not in e} for point in got["points"]]
-                for c in live:
-                    r = run.results[c.label]
-                    r.ops_per_step = got["ops_per_step"].get(c.label, 1)
-                    r.device_info = got["device_info"]
-                    r.points = [SweepPoint(shape=list(size), calls=(point.get(c.label) or {}).get("calls", 0), processes=[])
-                                for size, point in zip(config.sizes, got["points"])]
-            for j, point in enumerate(got["points"]):
-                for label, entry in point.items():
-                    t = run.results[label].points[j]
+
+            def keep(msg: dict, i: int = i) -> None:
+                j = msg["index"]
+                for label, entry in msg["cases"].items():
+                    r = run.results[label]
+                    t = r.points[j]
+                    r.ops_per_step = msg["ops_per_step"].get(label, r.ops_per_step)
+                    r.device_info = msg["device_info"]
                     if "error" in entry:
                         t.error = entry["error"] if i == 1 else f"process {i} of {config.processes}: {entry['error']}"
                         calls[j].pop(label, None)
-                    else:
-                        t.processes.append(Loops(**entry["loops"]))
+                        continue
+                    if i == 1:
+                        t.calls, calls[j][label] = entry["calls"], entry["steps"]
+                    t.processes.append(Loops(**entry["loops"]))
+                self.save()
+
+            spec = spec_base(config) | {
+                "job": "sweep", "cases": [case_entry(c, config) for c in live],
+                "points": [{"shape": size, "calls": None if i == 1 else calls[j]} for j, size in enumerate(config.sizes)],
+            }
+            say = lambda what, i=i: self.progress(f"sweep {name}", f"process {i}/{config.processes}: {what}")  # noqa: E731
+            got, error, _ = run_child(spec, config, name, self.out / f"{name}-sweep-{i}.log", lambda _l, t: say(t),
+                                      handlers={"point": keep})
+            measured = any(p.processes for c in cases for p in run.results[c.label].points)
+            if got is None and i == 1 and paired and not measured:
+                run.groups.pop()  # nothing was measured together: each case gets a group of its own
+                for c in cases:
+                    run.results[c.label].group, run.results[c.label].points = None, []
+                return [(c, f"the process shared with {self._others(c, cases)} failed ({error}); timed alone") for c in cases]
+            if got is None:  # what the processes before it (and it, up to its failure) measured stays
+                for c in live:
+                    run.results[c.label].error = error if i == 1 else f"process {i} of {config.processes}: {error}"
+                break
             group.processes = i
             self.save()
         group.paired = paired and len(group.cases) > 1

@@ -84,18 +84,21 @@ def test_parent_killed_outright_takes_its_child_along(tmp_path):
     assert json.loads((out / "run.json").read_text())["complete"] is False
 
 
-@pytest.mark.parametrize("phase", ["timing", "sampling"])
+@pytest.mark.parametrize("phase", ["first process", "second process", "sampling"])
 def test_ctrl_c_during_a_sweep_keeps_what_finished(tmp_path, phase):
-    """Ctrl-C (SIGINT to the whole process group) in a sweep's second timing process, and while py-spy samples
-    a size with --sample: exit 130, the sizes timed so far kept in run.json, nothing left running."""
+    """Ctrl-C (SIGINT to the whole process group) in a sweep: in the first process at its second size, in the
+    second process, and while py-spy samples a size with --sample: exit 130, every size a process finished
+    kept in run.json, nothing left running."""
     out = tmp_path / "run"
-    # timing: loops of about 0.1 s, 20 rounds a size, so the second process is still timing when stopped
-    timing = ["--processes", "3", "--iters", "100000", "--repeats", "20"] if phase == "timing" else \
+    # loops of about 0.1 s, 20 rounds a size: a process is still timing a size when it is stopped
+    timing = ["--processes", "3", "--iters", "100000", "--repeats", "20"] if phase != "sampling" else \
         ["--processes", "1", "--iters", "1000", "--repeats", "2"]
     bg = fk.Background(["sweep", "--device", "cpu", "--libs", "numpy", "--sizes", "8,16", *timing, "--sample",
                         "--sample-seconds", "60", "--out", str(out)], fk.env())
-    if phase == "timing":
-        bg.wait_for("process 2/3: timed loop")
+    if phase == "first process":
+        bg.wait_for("process 1/3: timed loop 1/20 at 16,16,16")
+    elif phase == "second process":
+        bg.wait_for("process 2/3: timed loop 1/20 at 8,8,8")
     else:
         bg.wait_for("sampling with py-spy")
         bg.wait_until(lambda: any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(bg.tag)), "py-spy running")
@@ -104,6 +107,7 @@ def test_ctrl_c_during_a_sweep_keeps_what_finished(tmp_path, phase):
     data = finished(bg, out)
     assert data.kind == "sweep"
     points = data.results["numpy"].points
-    # every size timed by the processes that finished; no size profiled before py-spy's was stopped
-    assert [len(p.processes) for p in points] == [1, 1]
-    assert all(p.cpu_loops and p.profile is None for p in points)
+    # the first process's first size was kept as soon as it was measured, before the process finished
+    expected = {"first process": [1, 0], "second process": [1, 1], "sampling": [1, 1]}[phase]
+    assert [len(p.processes) for p in points] == expected
+    assert all(p.profile is None for p in points)  # py-spy was stopped before a size's profile finished

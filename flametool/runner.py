@@ -489,19 +489,26 @@ def finishing(m: Measurement):
             m.save()
 
 
+def time_all(m: Measurement, time_group: Callable[[list[CaseSpec], str], list[tuple[CaseSpec, str]]]) -> None:
+    """Every case's timed loops, by `time_group` (compare's or the sweep's): all in shared processes, then
+    alone each case that could not share them; or each alone with --isolate."""
+    config = m.config
+    if config.isolate:
+        todo = [(c, "--isolate: each case in processes of its own") for c in config.cases]
+    else:
+        todo = time_group(config.cases, "paired: every case of the run in the same processes, loops interleaved"
+                          if len(config.cases) > 1 else "one case: timed alone")
+    for case, why in todo:
+        time_group([case], why)
+    stop_if_failed(m.run, config)
+
+
 def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, Run]:
     """Measure every case; run.json is saved after every process and marked complete at the end."""
     m = start(config, argv, progress)
     run, out = m.run, config.out
     with finishing(m):
-        if config.isolate:
-            todo = [(c, "--isolate: each case in processes of its own") for c in config.cases]
-        else:
-            todo = m.time_group(config.cases, "paired: every case of the run in the same processes, loops interleaved"
-                                if len(config.cases) > 1 else "one case: timed alone")
-        for case, why in todo:
-            m.time_group([case], why)
-        stop_if_failed(run, config)
+        time_all(m, m.time_group)
         for case in config.cases:
             r = run.results[case.label]
             if r.error is not None or case.label not in m.steps:
@@ -521,14 +528,7 @@ def sweep(config: Config, argv: list[str], progress: Progress) -> tuple[Path, Ru
     every process and marked complete at the end."""
     m = start(config, argv, progress, kind="sweep")
     with finishing(m):
-        if config.isolate:
-            todo = [(c, "--isolate: each case in processes of its own") for c in config.cases]
-        else:
-            todo = m.time_sweep(config.cases, "paired: every case of the run in the same processes, loops interleaved"
-                                if len(config.cases) > 1 else "one case: timed alone")
-        for case, why in todo:
-            m.time_sweep([case], why)
-        stop_if_failed(m.run, config)
+        time_all(m, m.time_sweep)
         if config.sample:
             for case in config.cases:
                 if m.run.results[case.label].error is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .stats import Interval, PairFigures
+from .sweep import SweepPair, size_name
 
 DASH = "–"
 
@@ -83,11 +84,9 @@ def pair_lines(pair, run, processes: int) -> list[str]:
     return lines + ([note] if note else [])
 
 
-def sweep_pair_lines(sp) -> list[str]:
-    """What a sweep's pair (sweep.SweepPair) says in words, in the terminal and the report alike: where the
-    wall-time ratio is furthest from even, and where the two cases' wall times cross."""
-    from .sweep import size_name
-
+def sweep_pair_lines(sp: SweepPair) -> list[str]:
+    """What a sweep's pair says in words, in the terminal and the report alike: where the wall-time ratio is
+    furthest from even, and where the two cases' wall times cross."""
     measured = [p for p in sp.points if p.wall is not None and p.wall.ratio is not None]
     if not measured:
         return [f"{sp.head} against {sp.base}: nothing to compare"]

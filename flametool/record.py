@@ -352,8 +352,9 @@ class CaseResult:
         data["timing"] = asdict(self.timing) if self.timing else None
         data["sample_timing"] = asdict(self.sample_timing) if self.sample_timing else None
         data["profile"] = self.profile.to_json() if self.profile else None
-        data["points"] = [p.to_json() for p in self.points]
-        if not self.points:  # a compare run's results read as they did before sweeps
+        if self.points:
+            data["points"] = [p.to_json() for p in self.points]
+        else:  # a compare run's results read as they did before sweeps
             data.pop("points")
         return data
 

@@ -121,3 +121,34 @@ def test_report_in_chromium(chromium_path, report_page, tmp_path):
         browser.eval("window.scrollTo(0, 0)")
         browser.screenshot(shot)
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_sweep_report_in_chromium_on_a_laptop_screen(chromium_path, tmp_path):
+    """The H200 sweep's page at 1366x768: nothing loaded but itself, no console error, no sideways scrolling,
+    the plot wide enough to read, every line drawn, and no two axis labels or crossover labels on top of each
+    other."""
+    sample = Path(__file__).resolve().parent.parent / "samples" / "h200-sweep-fp16"
+    if not sample.is_dir():
+        pytest.skip("samples/h200-sweep-fp16 is not recorded")
+    page = tmp_path / "sweep.html"
+    report.write(sample, page)
+    with Chromium(chromium_path, width=1366, height=768) as browser:
+        browser.open(page.as_uri())
+        assert browser.errors() == []
+        assert set(browser.requests()) == {page.as_uri()}
+        assert browser.eval("document.documentElement.scrollWidth <= window.innerWidth")
+        plot = browser.eval("(() => { const r = document.querySelector('#plot svg.logplot').getBoundingClientRect(); "
+                            "return [r.width, r.height]; })()")
+        assert plot[0] >= 800 and plot[1] >= 350, plot
+        assert browser.eval("document.querySelectorAll('#plot polyline').length") == 4  # host and GPU, two cases
+        assert browser.eval("document.querySelectorAll('#ratio polyline').length") == 1
+        # labels drawn as text must not overlap one another: the x axis's, and the crossovers'
+        for selector in ("#plot text.tick", "#ratio text.tick", "#plot text.xover"):
+            boxes = browser.eval(f"[...document.querySelectorAll('{selector}')].map(t => {{ "
+                                 "const r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; })")
+            assert boxes, selector
+            for i, a in enumerate(boxes):
+                for b in boxes[i + 1:]:
+                    apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+                    assert apart, (selector, a, b)
+        browser.screenshot(shots_dir(tmp_path) / "sweep-laptop.png")

@@ -513,6 +513,8 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
     rows += [(name, str(v)) for name, v in versions.items() if v]
     shown = ("sizes", "shape", "dtypes", "iters", "warmup", "repeats", "rate_hz", "sample_seconds", "sample_shape", "sample",
              "pool_threads", "processes", "isolate")
+    if config.get("sizes"):  # a sweep: its sizes say it; its "shape" is only the first of them
+        shown = tuple(k for k in shown if k not in ("shape", "sample_shape"))
     rows += [(f"config: {k}", json.dumps(config[k]) if not isinstance(config[k], str) else config[k])
              for k in shown if k in config]
     return rows
@@ -573,8 +575,7 @@ def render(run: Path, analysed: "Analysis | SweepAnalysis | None" = None) -> str
     a = analysis.load(run) if analysed is None else analysed
     if isinstance(a, SweepAnalysis):
         env = environment()
-        model, page = sweep_page.build(a, asset(env, "report.css"), asset(env, "report.js"),
-                                       environment_rows(Path(run), a.run)), SWEEP_PAGE
+        model, page = sweep_page.build(a, asset(env, "report.css"), environment_rows(Path(run), a.run)), SWEEP_PAGE
     else:
         model, page = build(run, a), PAGE
     try:

@@ -41,7 +41,6 @@ class SweepReport:
     method: str
     environment: list[tuple[str, str]]
     css: Markup
-    js: Markup
     sections: list[tuple[str, str]]
 
 
@@ -91,7 +90,7 @@ def cells(a: SweepAnalysis) -> tuple[list[str], list[list[Cell]]]:
     return columns, rows
 
 
-def build(a: SweepAnalysis, css: Markup, js: Markup, environment: list[tuple[str, str]]) -> SweepReport:
+def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> SweepReport:
     run = a.run
     labels = list(a.curves)
     plot = charts.time_plot({l: [(p.size, size_name(p.shape), p.cpu_us, p.gpu_us) for p in pts]
@@ -123,6 +122,6 @@ def build(a: SweepAnalysis, css: Markup, js: Markup, environment: list[tuple[str
             {f"{label} {size}": x["us_per_call"] for size, by_case in a.layers.items() for label, x in by_case.items()},
         ) if a.layers else None,
         legend=[(l, charts.case_colour(i), "") for i, l in enumerate(labels)],
-        columns=columns, rows=rows, failures=failures, method=METHOD, environment=environment, css=css, js=js,
+        columns=columns, rows=rows, failures=failures, method=METHOD, environment=environment, css=css,
         sections=SECTIONS,
     )

@@ -84,9 +84,10 @@ def pair_lines(pair, run, processes: int) -> list[str]:
     return lines + ([note] if note else [])
 
 
-def sweep_pair_lines(sp: SweepPair) -> list[str]:
+def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
     """What a sweep's pair says in words, in the terminal and the report alike: where the wall-time ratio is
-    furthest from even, and where the two cases' wall times cross."""
+    furthest from even, where the two cases' wall times cross, and the size whose interval is widest when it
+    is wide."""
     measured = [p for p in sp.points if p.wall is not None and p.wall.ratio is not None]
     if not measured:
         return [f"{sp.head} against {sp.base}: nothing to compare"]
@@ -100,6 +101,10 @@ def sweep_pair_lines(sp: SweepPair) -> list[str]:
         faster_below = sp.head if c.rising else sp.base
         lines.append(f"{sp.head} and {sp.base} take the same wall time at about {c.size:,.0f} (between "
                      f"{size_name(c.low)} and {size_name(c.high)}); {faster_below} is faster below it")
+    widest = max(measured, key=lambda p: p.wall.reach if p.wall.reach is not None else math.inf)
+    note = wide_note(widest.wall, processes)
+    if note:
+        lines.append(f"at {size_name(widest.shape)}, wall time: {note}")
     return lines
 
 

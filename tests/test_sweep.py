@@ -306,3 +306,18 @@ def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
     assert "host time per call by layer at each sampled (host-bound) size" in proc.stdout
     html = (out / "report.html").read_text()
     assert 'id="layers"' in html and "numpy 64" in html and "numpy 8" in html
+
+
+def test_a_wide_interval_says_what_to_do():
+    # two processes that disagree by a factor of two at one size: its interval is wide, the other size's not
+    narrow_b, narrow_h = timing(64, [10.0, 10.2], wall=[10.0, 10.2]), timing(64, [15.0, 15.3], wall=[15.0, 15.3])
+    wide_b, wide_h = timing(128, [10.0, 10.0], wall=[10.0, 10.0]), timing(128, [15.0, 30.0], wall=[15.0, 30.0])
+    pair = sweep.SweepPair("b", "h", True, [sweep.pair_point("b", narrow_b, "h", narrow_h, True),
+                                            sweep.pair_point("b", wide_b, "h", wide_h, True)])
+    from flametool import format as fmt
+
+    lines = fmt.sweep_pair_lines(pair, 2)
+    assert lines[-1].startswith("at 128, wall time: h / b: the interval reaches ±")
+    assert "--processes 5" in lines[-1]
+    pair.points.pop()
+    assert not any("interval reaches" in l for l in fmt.sweep_pair_lines(pair, 2))

@@ -249,7 +249,7 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
             t.add_row(sweep.size_name(p.shape), fmt.ratio(w.ratio) + iv, fmt.signed(w.diff_us) + " us", text(p.slower),
                       fmt.us(p.extra_host_us), f"{p.share:.0%}" if p.share is not None else "-")
         console.print(t)
-        for line in fmt.sweep_pair_lines(sp):
+        for line in fmt.sweep_pair_lines(sp, run.config.get("processes") or 1):
             say(console, line)
     if a.layers:
         layers = order({k for by_case in a.layers.values() for x in by_case.values() for k in x["layers_us_per_call"]})

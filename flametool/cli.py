@@ -91,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "and where each library stops being host-bound")
     case_options(p)
     p.add_argument("--sizes", help="comma-separated sizes, each N (an NxN by NxN product) or MxKxN, e.g. "
-                                   "64,256,1024,4096x1024x4096 (default: 64 doubling to 16384, then the seed's "
+                                   "64,256,1024,4096x1024x4096; 64,128,...,8192 for a geometric ladder; with ';' "
+                                   "between sizes, M,K,N too (default: 64 doubling to 16384, then the seed's "
                                    "65536x24576x12288 on CUDA; 8 doubling to 512 on the CPU)")
     p.add_argument("--sample", action="store_true",
                    help="also profile each case alone (cProfile and py-spy) at each size where it is host-bound, for "
@@ -305,23 +306,45 @@ def default_sizes(device: str) -> list[list[int]]:
 
 
 def parse_sizes(text: str) -> list[list[int]]:
-    """'64,256,4096x1024x4096': each item N (square) or MxKxN; at least one, none twice."""
-    sizes = []
-    for item in text.split(","):
-        parts = item.strip().lower().split("x")
-        try:
-            dims = [int(p) for p in parts]
-        except ValueError:
-            dims = []
-        if len(dims) not in (1, 3) or any(d <= 0 for d in dims):
-            raise FlametoolError(f"--sizes {text!r}: {item.strip()!r} is not a size; give N or MxKxN (positive integers)")
-        shape = dims * 3 if len(dims) == 1 else dims
+    """The sizes of a sweep, in order, none twice:
+    '64,256,4096x1024x4096'  each N (an NxN by NxN product) or MxKxN;
+    '64,128,...,8192'        a geometric ladder: the first two set the step, '...' runs on to the last;
+    '64;4096,1024,4096'      with ';' between sizes, a size may be written M,K,N."""
+    items = [i.strip() for i in text.split(";" if ";" in text else ",")]
+    bad = lambda item, why="is not a size; give N or MxKxN (positive integers)": FlametoolError(  # noqa: E731
+        f"--sizes {text!r}: {item!r} {why}")
+    sizes: list[list[int]] = []
+    for n, item in enumerate(items):
+        if item == "...":
+            if not (2 <= len(sizes) == n and n + 1 < len(items)) or any(s[0] != s[1] or s[1] != s[2] for s in sizes[-2:]):
+                raise bad(item, "needs two square sizes before it and one after, e.g. 64,128,...,8192")
+            first, step = sizes[-1][0], sizes[-1][0] / sizes[-2][0]
+            last = _size(items[n + 1], bad)
+            if step <= 1 or last[0] != last[1] or last[1] != last[2] or last[0] <= first:
+                raise bad(item, "needs growing square sizes, e.g. 64,128,...,8192")
+            k = 1
+            while round(first * step ** k) < last[0] and len(sizes) <= MAX_SIZES:
+                sizes.append([round(first * step ** k)] * 3)
+                k += 1
+            continue
+        shape = _size(item, bad)
         if shape in sizes:
-            raise FlametoolError(f"--sizes {text!r}: {item.strip()!r} is given twice")
+            raise bad(item, "is given twice")
         sizes.append(shape)
     if len(sizes) > MAX_SIZES:
         raise FlametoolError(f"--sizes {text!r}: at most {MAX_SIZES} sizes")
     return sizes
+
+
+def _size(item: str, bad) -> list[int]:
+    parts = item.lower().replace(",", "x").split("x")
+    try:
+        dims = [int(p) for p in parts]
+    except ValueError:
+        dims = []
+    if len(dims) not in (1, 3) or any(d <= 0 for d in dims):
+        raise bad(item)
+    return dims * 3 if len(dims) == 1 else dims
 
 
 def sweep_config(args: argparse.Namespace, say) -> runner.Config:

@@ -263,7 +263,9 @@ def test_profile_commands_on_a_sweep_say_it_has_no_profiles(swept, cli, command)
 
 @pytest.mark.parametrize("sizes, message", [
     ("8,x", "'x' is not a size"), ("8,0", "'0' is not a size"), ("8,8", "'8' is given twice"),
-    ("8x8", "'8x8' is not a size"), ("", "'' is not a size"),
+    ("8x8", "'8x8' is not a size"), ("", "'' is not a size"), ("64,...,512", "'...' needs two square sizes"),
+    ("64,128,...", "'...' needs two square sizes"), ("128,64,...,512", "'...' needs growing square sizes"),
+    ("8;8,8", "'8,8' is not a size"), (",".join(map(str, range(1, 70))), "at most 64 sizes"),
 ])
 def test_bad_sizes_are_one_line(cli, tmp_path, sizes, message):
     proc = cli("sweep", "--device", "cpu", "--sizes", sizes, "--out", str(tmp_path / "r"))
@@ -278,6 +280,9 @@ def test_default_sizes_per_device():
     cuda = cli.default_sizes("cuda:0")
     assert cuda[0] == [64] * 3 and cuda[-2] == [16384] * 3 and cuda[-1] == cli.SEED_SHAPE
     assert cli.parse_sizes("64, 4096x1024x4096") == [[64] * 3, [4096, 1024, 4096]]
+    assert cli.parse_sizes("64,128,...,1024") == [[n] * 3 for n in (64, 128, 256, 512, 1024)]
+    assert cli.parse_sizes("100,300,...,2000") == [[n] * 3 for n in (100, 300, 900, 2000)]
+    assert cli.parse_sizes("64;4096,1024,4096;8192x8x8") == [[64] * 3, [4096, 1024, 4096], [8192, 8, 8]]
 
 
 def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):

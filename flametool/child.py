@@ -49,6 +49,12 @@ CPROFILE_SECONDS = 0.5
 # the H200, three 4 ms loops per case and process gave cupy/torch ratios from 0.56 to 0.69 across processes.
 TIMED_SECONDS = 1.0
 MAX_ROUNDS = 400
+# A round of GPU-bound loops that hold the GPU for seconds each (the seed's shape: 250 products of 57 ms, 14 s
+# a loop) costs much and says little: the launch cost there is read off the queue, and the comparison that
+# pairs is made at the host-bound sample shape. Without --repeats such loops get LONG_ROUNDS rounds (AB BA:
+# each case first once), not `repeats`.
+LONG_LOOP_SECONDS = 2.0
+LONG_ROUNDS = 2
 
 
 def active_loop(step: Step, n: int) -> None:
@@ -346,13 +352,17 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
     (with `extend`, when --repeats was not given) more rounds of the host-bound cases (their loops take
     milliseconds) until each has been timed for TIMED_SECONDS: a handful of 4 ms loops is a noisy reading, a
     second's worth is not. A GPU-bound case (a graph floor) sits the extra rounds out: its loops are long
-    and wait on the launch queue."""
+    and wait on the launch queue. Loops that are all GPU-bound and each take LONG_LOOP_SECONDS or more stop
+    after LONG_ROUNDS rounds (with `extend`)."""
     loops = {label: {"cpu_us": [], "gpu_us": [], "wall_us": [], "slots": []} for label in made}
     spent = dict.fromkeys(made, 0.0)
     slot = r = 0
     while True:
         live = [l for l in made if l not in errors]
         if r >= repeats and not extend:
+            break
+        if extend and live and r >= LONG_ROUNDS and all(
+                not bound(loops[l])[0] and spent[l] / len(loops[l]["cpu_us"]) >= LONG_LOOP_SECONDS for l in live):
             break
         if live and r >= repeats:  # extra rounds: the host-bound cases, all of them, while one is short
             live = [l for l in live if bound(loops[l])[0]]

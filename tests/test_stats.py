@@ -76,3 +76,36 @@ def test_round_order_puts_each_case_once_a_round_and_first_equally(n):
     assert all(firsts.count(l) == firsts.count(labels[0]) for l in labels)
     assert round_order(labels, 0) != round_order(labels, 1)
     assert rounds[:4] == [["a", "b"], ["b", "a"], ["b", "a"], ["a", "b"]] if n == 2 else True
+
+
+class _Event:
+    def record(self) -> None:
+        pass
+
+
+class _Phases:
+    def phase(self, *args, **kwargs) -> None:
+        pass
+
+
+def _events(gpu_ms_per_loop: float):
+    from flametool import child
+
+    return child.Events(make=_Event, elapsed_ms=lambda s, e: gpu_ms_per_loop, device_info=dict)
+
+
+@pytest.mark.parametrize("gpu_ms, extend, rounds", [
+    (1e6, True, 2),     # GPU-bound and long: AB BA, then stop
+    (1e6, False, 3),    # --repeats given: run as given
+    (0.0001, True, 3),  # host-bound: at least --repeats (and more until TIMED_SECONDS, here far off)
+])
+def test_long_gpu_bound_loops_stop_after_two_rounds(monkeypatch, gpu_ms, extend, rounds):
+    from flametool import child
+
+    monkeypatch.setattr(child, "LONG_LOOP_SECONDS", 0.0)  # every loop counts as long
+    monkeypatch.setattr(child, "TIMED_SECONDS", 0.0)  # and host-bound ones need no extra rounds
+    step = (lambda: None, lambda: None)
+    loops = child.interleaved({"a": step, "b": step}, {"a": 10, "b": 10}, 3, _events(gpu_ms), _Phases(), [8, 8, 8], {},
+                              extend)
+    assert [len(loops[l]["cpu_us"]) for l in ("a", "b")] == [rounds, rounds]
+    assert len(loops["a"]["gpu_us"]) == len(loops["a"]["wall_us"]) == rounds

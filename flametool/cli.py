@@ -155,8 +155,8 @@ def case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=int, default=50, help="warm-up calls (default 50)")
     p.add_argument("--repeats", type=int,
                    help="rounds of timed loops per process (one loop of each case a round); the median is reported "
-                        "(default 3, and at a host-bound shape more rounds until each case was timed for 1 s; a "
-                        "given number is run as given)")
+                        "(default 3, and at a host-bound shape more rounds until each case was timed for 1 s; 2 "
+                        "where every loop is GPU-bound and takes seconds; a given number is run as given)")
     p.add_argument("--processes", type=int, metavar="N",
                    help="fresh processes that run the timed loops; every case is built in each and their loops "
                         "interleaved, so a process's own speed cancels out of the comparison (default: "

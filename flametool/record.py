@@ -91,7 +91,8 @@ class Reader:
         return self.get(key, is_shape, "three positive integers")
 
     def items(self, key: str) -> list["Reader"]:
-        v = self.get(key, lambda v: isinstance(v, list), "a list", [])
+        """A list of objects (null in it is not one: its reader would fail on the first field)."""
+        v = self.get(key, lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v), "a list of objects", [])
         return [self.child(key, None).child(i, x) for i, x in enumerate(v)]
 
 

@@ -4,6 +4,7 @@ need, on large profiles: a synthetic run directory whose two cases each have a .
     python benchmarks/large_profile.py                      # 200,000 and 2,000,000 lines
     python benchmarks/large_profile.py --lines 200000       # one size
     python benchmarks/large_profile.py --keep DIR           # keep the generated run directories in DIR
+    python benchmarks/large_profile.py --keep DIR --reuse   # measure on what an earlier --keep left there
 
 The stacks are what `py-spy record --native` writes for a CuPy or PyTorch loop, made up but shaped like the
 real ones (tests/data/h200_*.folded.gz): 30-60 frames deep; the case's Python frames with line numbers,
@@ -196,7 +197,19 @@ def run_dir(where: Path, lines: int) -> tuple[Path, dict]:
         shutil.move(str(where / f"{label}.gen"), run / f"{label}.folded")
         data["results"][label]["profile"]["sampling"]["kept_samples"] = info[label]["samples"]
     (run / "run.json").write_text(json.dumps(data, indent=2))
+    (where / INFO).write_text(json.dumps(info))  # written last: its presence means the directory is whole
     return run, info
+
+
+INFO = "generated.json"
+
+
+def reused(where: Path) -> tuple[Path, dict] | None:
+    """The run directory and figures an earlier run_dir left in `where`, if it finished."""
+    try:
+        return where / "run", json.loads((where / INFO).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def measure(args: list[str]) -> tuple[float, float, int, int]:
@@ -214,17 +227,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lines", default="200000,2000000", help="comma-separated sizes (default 200000,2000000)")
     parser.add_argument("--keep", type=Path, help="generate into this folder and keep it (default: a temporary one)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --keep: measure on the run directories already generated there (generating what is missing)")
     args = parser.parse_args()
+    if args.reuse and not args.keep:
+        parser.error("--reuse needs --keep DIR")
     sizes = [int(x) for x in args.lines.split(",")]
     tmp = None if args.keep else tempfile.mkdtemp(prefix="flametool-large-")
     base = args.keep or Path(tmp)
     try:
         for n in sizes:
             t0 = time.perf_counter()
-            run, info = run_dir(base / f"lines-{n}", n)
+            got = reused(base / f"lines-{n}") if args.reuse else None
+            how = "reused"
+            if got is None:
+                shutil.rmtree(base / f"lines-{n}", ignore_errors=True)
+                got = run_dir(base / f"lines-{n}", n)
+                how = f"generated in {time.perf_counter() - t0:.0f} s"
+            run, info = got
             i = info["cupy"]
             print(f"{n:,} lines per case: {i['bytes'] / 1e6:,.0f} MB per .folded, {i['mean_depth']:.1f} frames deep on "
-                  f"average, {i['samples']:,} samples; generated in {time.perf_counter() - t0:.0f} s", flush=True)
+                  f"average, {i['samples']:,} samples; {how}", flush=True)
             for name, cmd in (("report", ["report", str(run), "-o", str(base / f"report-{n}.html")]),
                               ("export speedscope", ["export", str(run), "--format", "speedscope",
                                                      "-o", str(base / f"export-{n}.json")])):

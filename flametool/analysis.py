@@ -5,9 +5,12 @@ from run.json and the .folded files, so a change of the rules changes every view
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from . import attribution, diff, rundir, stats
 from .errors import FlametoolError
@@ -47,7 +50,7 @@ class PairAnalysis:
     def diff(self) -> dict | None:
         """Layers and frames, head - base, at the sample shape (None: not both sampled). Made when first
         asked for: an export of one case's stacks never needs it."""
-        return diff.diff(*self.profiles) if self.profiles else None
+        return diff.diff(*self.profiles, with_tree=False) if self.profiles else None
 
     @functools.cached_property
     def diff_by_library(self) -> dict | None:
@@ -107,9 +110,10 @@ def pair_figures(run: Run, base: str, head: str) -> tuple[stats.PairFigures | No
     return at_shape, at_sample
 
 
-def analyse(run_dir: Path, run: Run) -> Analysis:
+def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
     """Every case that has stacks attributed, every compared pair figured and diffed. A case with nothing to
-    analyse (failed, not sampled) gets {"skipped": why}; a damaged stack file is a RunDirError naming it."""
+    analyse (failed, not sampled) gets {"skipped": why}; a damaged stack file is a RunDirError naming it.
+    attribute=False leaves `cases` empty (an export needs the stacks only)."""
     out = Analysis(run_dir, run)
     for label, result in run.results.items():
         out.timings[label] = case_timing(result.timing)
@@ -117,7 +121,8 @@ def analyse(run_dir: Path, run: Run) -> Analysis:
         reason = attribution.skip_reason(result)
         if reason is None:  # a case that should have stacks and whose file is damaged is an error, named
             out.profiles[label] = profile = attribution.load_profile(run_dir, run, label)
-            out.cases[label] = attribution.attribute(profile).to_json()
+            if attribute:
+                out.cases[label] = attribution.attribute(profile).to_json()
         else:
             out.cases[label] = {"skipped": reason}
     for base, head in run.pairs:
@@ -128,9 +133,23 @@ def analyse(run_dir: Path, run: Run) -> Analysis:
     return out
 
 
-def load(run_dir: Path | str) -> Analysis:
+def load(run_dir: Path | str, attribute: bool = True) -> Analysis:
     run_dir = Path(run_dir)
-    return analyse(run_dir, rundir.load(run_dir))
+    return analyse(run_dir, rundir.load(run_dir), attribute)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a while. An analysis allocates millions of tuples, lists and
+    tree nodes and keeps them: each allocation burst would start a collection that walks all of them again
+    (on a large profile, a third of the time), and none of them form cycles that need it."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> str:

@@ -40,6 +40,7 @@ from . import layers as ly
 from . import rundir
 from . import folded
 from . import naming
+from . import trie
 from .errors import RunDirError
 from .record import CaseResult, Run
 
@@ -60,6 +61,7 @@ class Profile:
     # are not changed after a Profile is made
     _layers: dict[str, list[tuple[str, ...]]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _layer_of: dict[str, dict[str, str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _derived: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @functools.cached_property
     def samples(self) -> int:
@@ -74,6 +76,25 @@ class Profile:
             self._layers[view] = [shared.setdefault(t, t)
                                   for t in (tuple(ly.resolve(s.frames, own, view)) for s in self.stacks)]
         return self._layers[view]
+
+    def trie(self) -> trie.Trie:
+        """The call tree of the stacks, as arrays (trie.build), made once."""
+        if "trie" not in self._derived:
+            self._derived["trie"] = trie.build([self.stacks])
+        return self._derived["trie"]  # type: ignore[return-value]
+
+    def own_layers(self, names: list[str]) -> list[str]:
+        """Each name's own layer (may be INHERIT); OTHER for a name this profile does not have."""
+        own = ly.own_layers(self.frames)
+        return [own.get(name, ly.OTHER) for name in names]
+
+    def node_layers(self, view: str = ly.DEFAULT_VIEW) -> tuple[list[str], list]:
+        """The resolved layer of every node of trie(), in `view` (trie.node_layers), made once per view."""
+        key = f"node_layers:{view}"
+        if key not in self._derived:
+            t = self.trie()
+            self._derived[key] = trie.node_layers(t, self.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), view)
+        return self._derived[key]  # type: ignore[return-value]
 
     @property
     def denominator(self) -> int:

@@ -39,9 +39,15 @@ def aligned(profile: Profile) -> list[folded.Stack]:
 
 
 def aligned_profile(profile: Profile) -> Profile:
-    frames = dict(profile.frames)
-    frames[STEP_ROOT] = naming.Frame(STEP_ROOT, "", "python")
-    return Profile(profile.label, aligned(profile), frames, profile.us_per_call, profile.recorded_samples)
+    """The profile with its stacks aligned; made once per profile (a diff in each view of the layers needs it,
+    and it carries what is derived from it, its layers and call tree, along)."""
+    got = profile._derived.get("aligned")
+    if got is None:
+        frames = dict(profile.frames)
+        frames[STEP_ROOT] = naming.Frame(STEP_ROOT, "", "python")
+        got = profile._derived["aligned"] = Profile(profile.label, aligned(profile), frames, profile.us_per_call,
+                                                    profile.recorded_samples)
+    return got  # type: ignore[return-value]
 
 
 def _delta_se(base: Profile, head: Profile, nb: int, nh: int) -> float:
@@ -89,8 +95,10 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: b
         "ratio": head.us_per_call / base.us_per_call if base.us_per_call else None,
         "layers": layer_rows,
         "frames": frame_rows,
-        # the merged call tree (not JSON: for the differential flame graph) and what one sample of each side is
+        # the merged call tree as nodes (not JSON: tree.Node, for callers that walk it), the aligned profiles
+        # the differential flame graph is drawn from (flame.diff_graph), and what one sample of each side is
         # worth in us per call
         "tree": tree.build([base, head]) if with_tree else None,
+        "aligned": (base, head),
         "us_per_sample": [base.us(1), head.us(1)],
     }

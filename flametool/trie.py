@@ -32,6 +32,7 @@ class Level:
     total: list[np.ndarray]  # per side: samples through the node
     self: list[np.ndarray]  # per side: samples that end at the node
     first_row: np.ndarray  # the first stack, in stack order, that goes through the node
+    first_end: np.ndarray  # the first stack that ends at the node (-1: none does)
     children: np.ndarray | None = None  # node i's children are [children[i], children[i+1]) of the next level
 
 
@@ -66,6 +67,25 @@ class Trie:
             yield depth, index, parent, kept
             if kept and depth + 1 < len(self.levels):
                 todo.extend((depth + 1, c, (depth, index)) for c in reversed(self.children(depth, index)))
+
+
+def concat(trie: Trie, field: str, side: int | None = None) -> np.ndarray:
+    """One per-node array over every depth, level after level."""
+    parts = [getattr(level, field) if side is None else getattr(level, field)[side] for level in trie.levels]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def depths(trie: Trie) -> np.ndarray:
+    """Each node's depth, in concat's order."""
+    return np.repeat(np.arange(len(trie.levels)), [len(level.frame) for level in trie.levels])
+
+
+def parents(trie: Trie) -> np.ndarray:
+    """Each node's parent as an index in concat's order (-1: the root)."""
+    offsets = np.cumsum([0] + [len(level.frame) for level in trie.levels])
+    parts = [np.full(len(trie.levels[0].frame), -1, dtype=np.int64)] if trie.levels else []
+    parts += [level.parent + offsets[d] for d, level in enumerate(trie.levels) if d > 0]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def _sums(index: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
@@ -110,7 +130,9 @@ def build(sides: Sequence[Sequence[Stack]]) -> Trie:
         level = Level(parent=uniq // width, frame=uniq % width,
                       total=[_sums(inv, w[active], n) for w in weights],
                       self=[_sums(inv[ending], w[active][ending], n) for w in weights],
-                      first_row=active[first])
+                      first_row=active[first], first_end=np.full(n, -1, dtype=np.int64))
+        ended, at = np.unique(inv[ending], return_index=True)  # the first of the stacks ending at each node
+        level.first_end[ended] = active[ending][at]
         if levels:
             levels[-1].children = np.searchsorted(level.parent, np.arange(len(levels[-1].frame) + 1))
         levels.append(level)

@@ -272,7 +272,14 @@ def repair_sandwiches(stacks: list[Stack], frames: dict[str, Frame]) -> tuple[li
     were repaired. Run directories keep the .folded as py-spy wrote it; this is done when it is read."""
     repaired = 0
     out: dict[tuple[str, ...], int] = {}
+    inline = {key for key, f in frames.items() if f.kind == "inline"}
+    name_of = {key: f.name for key, f in frames.items()}
     for s in stacks:
+        # a sandwich needs a header frame and a name twice: most stacks have neither, and are kept as they are
+        # after two C-level checks instead of a loop over their frames
+        if inline.isdisjoint(s.frames) or len(set(map(name_of.__getitem__, s.frames))) == len(s.frames):
+            out[s.frames] = out.get(s.frames, 0) + s.count
+            continue
         names = list(s.frames)
         changed = False
         i = 0

@@ -10,7 +10,6 @@ order, and per normalized name the Frame of its first raw frame."""
 
 from __future__ import annotations
 
-import codecs
 import gc
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -39,67 +38,100 @@ class RangePass:
     dependent: dict[str, Frame] = field(default_factory=dict)
 
 
-def range_chunks(path: Path, start: int, end: int | None) -> Iterator[list[str]]:
+def range_chunks(path: Path, start: int, end: int | None) -> Iterator[list[bytes]]:
     """The lines of bytes [start, end) of a folded file (start at a line's start), a few megabytes of them at a
-    time; only '\n' ends a line (as in folded.parse)."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
+    time, undecoded; only '\n' ends a line (as in folded.parse)."""
     try:
         with open(path, "rb") as fh:
             fh.seek(start)
             left = None if end is None else end - start
-            rest = ""
+            rest = b""
             while True:
                 raw = fh.read(READ_CHUNK if left is None else min(READ_CHUNK, left))
                 if left is not None:
                     left -= len(raw)
-                text = decoder.decode(raw, final=not raw)
                 if not raw:
-                    yield [rest + text]
+                    yield [rest]
                     return
-                lines = (rest + text).split("\n")
+                lines = (rest + raw).split(b"\n")
                 rest = lines.pop()
                 yield lines
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise RunDirError(f"{path}: cannot be read ({exc})") from None
 
 
 def read_range(path: Path, start: int, end: int | None, by_line: bool,
                seen_modules: dict[str, set[str]] | None = None) -> RangePass:
     """Normalize the stacks of one byte range (the whole file: 0, None). With seen_modules, every extension path
-    is known before any frame is named (the second round of read_normalized)."""
+    is known before any frame is named (the second round of read_normalized).
+
+    Lines are split as bytes and each distinct raw frame is decoded once, when first met: ';', ' ' and '\n'
+    are never part of a UTF-8 character, so the frames are those of the decoded line, and every byte of the
+    file is checked (a frame's bytes when it is first met, a count by int(), any other line decoded whole)."""
     namer = Namer()
     if seen_modules is not None:
         namer.seen_modules = {stem: set(mods) for stem, mods in seen_modules.items()}
     norm = _Normalizer(namer, by_line)
-    add, counts, key_of = norm.add, norm.counts, norm.keys.__getitem__
+    named = norm.keys
+
+    class Keys(dict):
+        def __missing__(self, raw: bytes):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise RunDirError(f"{path}: cannot be read ({exc})") from None
+            got = self[raw] = named[text]
+            return got
+
+    key_of = Keys().__getitem__
+    counts = norm.counts
     get = counts.get
     number = 0  # lines before this chunk
     for lines in range_chunks(path, start, end):
         for line in lines:
             # parse_line's split, cheaper: the count is after the last space, which is in the last frame
-            # when there is one there; anything else (a blank line too) goes the way parse goes
-            parts = line.split(";")
-            last, sep, count = parts[-1].rpartition(" ")
+            # when there is one there; anything else (a blank line too) goes the way parse goes, decoded
+            parts = line.split(b";")
+            last, sep, count = parts[-1].rpartition(b" ")
             try:
                 n = int(count) if sep and (last or len(parts) > 1) else -1
             except ValueError:
                 n = -1
             if not 0 <= n <= MAX_COUNT:
-                if not line or line.isspace():
+                n = slow_count(path, line, number + lines.index(line) + 1)
+                if n is None:
                     continue
-                try:
-                    n = parse_line(line).count  # raises what parse would
-                except FoldedLineError as exc:
-                    raise RunDirError(f"{path}: line {number + lines.index(line) + 1}: {exc}") from None
             if n > 0:
                 parts[-1] = last
-                if by_line:
-                    add(parts, n)
-                else:  # norm.add, inline: this runs once per line of the file
+                if by_line:  # _Normalizer.add: only unnamed addresses collapse
+                    names: list[str] = []
+                    for key, address in map(key_of, parts):
+                        if names and address and names[-1] == key:
+                            continue
+                        names.append(key)
+                    key = tuple(names)
+                else:  # once per line of the file: C-level iteration only
                     key = tuple(map(_first, groupby(map(key_of, parts))))
-                    counts[key] = get(key, 0) + n
+                counts[key] = get(key, 0) + n
+            else:  # a line of no samples is not read further, but still has to be text
+                slow_count(path, line, number + lines.index(line) + 1)
         number += len(lines)
     return RangePass(counts, norm.frames, namer.seen_modules, {raw: namer.cache[raw] for raw in namer.dependent})
+
+
+def slow_count(path: Path, line: bytes, number: int) -> int | None:
+    """The count of a line the fast split did not read, as folded.parse_line reads it (None: a blank line);
+    a bad line is the error parse gives, with its line number."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{path}: cannot be read ({exc})") from None
+    if not text or text.isspace():
+        return None
+    try:
+        return parse_line(text).count
+    except FoldedLineError as exc:
+        raise RunDirError(f"{path}: line {number}: {exc}") from None
 
 
 def _worker(args: tuple) -> RangePass:

@@ -158,3 +158,23 @@ def test_flame_graphs_from_arrays_are_those_from_the_node_tree(synthetic, thresh
     assert got.to_json() == expected.to_json() and got.drawn_nodes == expected.drawn_nodes
     assert strings.items == expected_strings.items
     assert got.pruned_nodes == expected.pruned_nodes and (threshold == 0.0 or got.pruned_nodes > 0)
+
+
+@pytest.mark.parametrize("text", [b"a;b 1\nc;\xff\xfe 2\n", b"a;b 1\n\xff 0\n", b"a 1\nb\xe2\x82 1\n", b"a 1\nb \xff1\n"])
+@pytest.mark.parametrize("ranges", [1, 2])
+def test_a_file_that_is_not_utf8_cannot_be_read(tmp_path, monkeypatch, text, ranges):
+    """Lines are split as bytes: every byte is still decoded once, in a frame, a count or a line of no samples."""
+    path = tmp_path / "p.folded"
+    path.write_bytes(text * 50)
+    forced_parallel(monkeypatch, ranges)
+    with pytest.raises(RunDirError, match="cannot be read .*can't decode"):
+        naming.read_normalized(path)
+
+
+def test_counts_are_read_as_python_reads_them(tmp_path, monkeypatch):
+    """Counts the fast split does not take (other digits, a carriage return, a blank line) as folded.read has them."""
+    path = tmp_path / "p.folded"
+    path.write_text("a;b 1\r\nc;d \u0661\u0662\n\n \t\na;b 1_0\n\u2003\nx 0\n", encoding="utf-8", newline="")
+    forced_parallel(monkeypatch, 2)
+    assert naming.read_normalized(path) == straightforward(path)
+    assert [s.count for s in naming.read_normalized(path)[0]] == [11, 12]

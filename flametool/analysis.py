@@ -8,11 +8,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import attribution, diff, rundir, stats
+from . import attribution, diff, layers, reading, rundir, stats
 from .errors import FlametoolError
 from .record import Run, Timing
 
@@ -115,12 +117,14 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
     analyse (failed, not sampled) gets {"skipped": why}; a damaged stack file is a RunDirError naming it.
     attribute=False leaves `cases` empty (an export needs the stacks only)."""
     out = Analysis(run_dir, run)
+    # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
+    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute)
     for label, result in run.results.items():
         out.timings[label] = case_timing(result.timing)
         out.sample_timings[label] = case_timing(result.sample_timing) or out.timings[label]
         reason = attribution.skip_reason(result)
-        if reason is None:  # a case that should have stacks and whose file is damaged is an error, named
-            out.profiles[label] = profile = attribution.load_profile(run_dir, run, label)
+        if reason is None:
+            out.profiles[label] = profile = profiles[label]
             if attribute:
                 out.cases[label] = attribution.attribute(profile).to_json()
         else:
@@ -131,6 +135,47 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
         out.pairs.append(PairAnalysis(base, head, at_shape, at_sample,
                                       (out.profiles[base], out.profiles[head]) if both else None))
     return out
+
+
+def prepare(run_dir: Path, run: Run, label: str, attribute: bool) -> attribution.Profile:
+    """A case's profile with what an analysis derives from it alone made and kept in it: its figures in
+    both views of the layers, its call tree, its aligned stacks (diff.aligned_profile) and their figures."""
+    profile = attribution.load_profile(run_dir, run, label)
+    if attribute:
+        for p in (profile, diff.aligned_profile(profile)):
+            for view in layers.VIEWS:
+                attribution.attribute(p, view)
+    return profile
+
+
+def _prepare(args: tuple) -> attribution.Profile:
+    reading.as_worker()
+    return prepare(*args)
+
+
+def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool) -> dict[str, attribution.Profile]:
+    """prepare() of each case: on large profiles, one case per worker process, the cases side by side (each
+    reads its file alone then, reading.py). Whatever the workers make travels back in the profiles."""
+    size = sum(_size(run_dir / run.results[l].file("folded")) for l in labels)
+    workers = min(len(labels), reading.cpus())
+    if workers > 1 and size >= reading.PARALLEL_BYTES and not reading.in_worker:
+        try:
+            context = multiprocessing.get_context("fork")
+        except ValueError:  # no fork here (not Linux)
+            context = None
+        if context is not None:
+            with ProcessPoolExecutor(workers, mp_context=context) as pool:
+                # map hands results back in order: the first damaged case in run order is the error raised
+                got = pool.map(_prepare, [(run_dir, run, label, attribute) for label in labels])
+                return dict(zip(labels, got))
+    return {label: prepare(run_dir, run, label, attribute) for label in labels}
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # load_profile says what is wrong with it
+        return 0
 
 
 def load(run_dir: Path | str, attribute: bool = True) -> Analysis:

@@ -323,7 +323,15 @@ def frame_layers(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, str
 
 def attribute(profile: Profile, view: str = ly.DEFAULT_VIEW) -> CaseCosts:
     """A case's time per call by layer and by frame, in `view`, from its call tree (every node's counts and
-    layer; each distinct path is one node, however many stacks go through it)."""
+    layer; each distinct path is one node, however many stacks go through it). Made once per view: the
+    case tables and every diff the profile is in read the same figures."""
+    key = f"costs:{view}"
+    if key not in profile._derived:
+        profile._derived[key] = _attribute(profile, view)
+    return profile._derived[key]  # type: ignore[return-value]
+
+
+def _attribute(profile: Profile, view: str) -> CaseCosts:
     t = profile.trie()
     nodes = _nodes(profile, view)
     layer_of = frame_layers(profile, view)

@@ -21,21 +21,25 @@ STEP_ROOT = "step()"
 
 
 def aligned(profile: Profile) -> list[folded.Stack]:
-    """Stacks with the case's step() frame, the root of each kept stack, renamed STEP_ROOT."""
-    out = []
+    """Stacks with the case's step() frame, the root of each kept stack, renamed STEP_ROOT (merged, in
+    first-seen order)."""
+    kind = {key: f.kind for key, f in profile.frames.items()}
+    address = {key for key, k in kind.items() if k == "address"}
+    counts: dict[tuple[str, ...], int] = {}
+    get = counts.get
     for s in profile.stacks:
-        # py-spy now and then puts an unnamed address above step() (a trampoline or an unwinding slip);
-        # when a named frame follows, the stack is aligned at that one
-        skip = next((i for i, n in enumerate(s.frames) if profile.frames[n].kind != "address"), 0)
-        s = folded.Stack(s.frames[skip:], s.count)
-        first = profile.frames[s.frames[0]]
-        if first.kind == "python":
-            out.append(folded.Stack((STEP_ROOT,) + s.frames[1:], s.count))
-        elif first.kind == "loop":
-            out.append(s)
-        else:  # step is itself a native callable (step = np.matmul): it sits under STEP_ROOT
-            out.append(folded.Stack((STEP_ROOT,) + s.frames, s.count))
-    return folded.merge(out)
+        frames = s.frames
+        if frames[0] in address:
+            # py-spy now and then puts an unnamed address above step() (a trampoline or an unwinding slip);
+            # when a named frame follows, the stack is aligned at that one
+            frames = frames[next((i for i, n in enumerate(frames) if n not in address), 0):]
+        first = kind[frames[0]]
+        if first == "python":
+            frames = (STEP_ROOT,) + frames[1:]
+        elif first != "loop":  # step is itself a native callable (step = np.matmul): it sits under STEP_ROOT
+            frames = (STEP_ROOT,) + frames
+        counts[frames] = get(frames, 0) + s.count
+    return [folded.Stack(f, c) for f, c in counts.items()]
 
 
 def aligned_profile(profile: Profile) -> Profile:

@@ -15,6 +15,9 @@ class Stack:
     frames: tuple[str, ...]
     count: int
 
+    def __reduce__(self):  # pickled as its two fields (a profile sent between processes has 100,000s)
+        return Stack, (self.frames, self.count)
+
 
 class FoldedLineError(ValueError):
     pass

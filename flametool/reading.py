@@ -11,6 +11,7 @@ order, and per normalized name the Frame of its first raw frame."""
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -134,8 +135,20 @@ def slow_count(path: Path, line: bytes, number: int) -> int | None:
         raise RunDirError(f"{path}: line {number}: {exc}") from None
 
 
+# set in a worker process: its files are read in it, not by workers of its own
+in_worker = False
+
+
+def as_worker() -> None:
+    """What a worker process does first: no workers of its own, and no garbage collector (it builds
+    containers it keeps and then exits: the collector would only walk them)."""
+    global in_worker
+    in_worker = True
+    gc.disable()
+
+
 def _worker(args: tuple) -> RangePass:
-    gc.disable()  # a worker builds containers it keeps and then exits: the collector would only walk them
+    as_worker()
     return read_range(*args)
 
 
@@ -170,11 +183,12 @@ def read_ranges(path: Path, by_line: bool, seen_modules: dict[str, set[str]] | N
     except OSError as exc:
         raise RunDirError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     workers = min(cpus(), 8) if size >= PARALLEL_BYTES else 1
+    if in_worker:  # a worker already (analysis.prepared), one of as many as there are CPUs
+        workers = 1
     ranges = line_ranges(path, workers) if workers > 1 else [(0, None)]
     if len(ranges) == 1:
         return [read_range(path, 0, None, by_line, seen_modules)]
     try:
-        import multiprocessing
         context = multiprocessing.get_context("fork")
     except ValueError:  # no fork here (not Linux): one process
         return [read_range(path, 0, None, by_line, seen_modules)]

@@ -101,38 +101,42 @@ def build(sides: Sequence[Sequence[Stack]]) -> Trie:
     """The merged tree of one or more sides' stacks (tree.build's, as arrays)."""
     stacks = [s for side in sides for s in side]
     side_of = np.repeat(np.arange(len(sides)), [len(side) for side in sides])
-    names = sorted({name for s in stacks for name in s.frames})
+    names = sorted(set(chain.from_iterable(s.frames for s in stacks)))
     ids = {name: i for i, name in enumerate(names)}
-    lengths = np.fromiter((len(s.frames) for s in stacks), dtype=np.int64, count=len(stacks))
+    lengths = np.fromiter(map(len, (s.frames for s in stacks)), dtype=np.int64, count=len(stacks))
     flat = np.fromiter(map(ids.__getitem__, chain.from_iterable(s.frames for s in stacks)), dtype=np.int64,
                        count=int(lengths.sum()))
     starts = np.zeros(len(stacks), dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     counts = [s.count for s in stacks]
-    sums = [sum(c for c, side in zip(counts, side_of.tolist()) if side == k) for k in range(len(sides))]
-    exact = all(0 <= t < EXACT_FLOAT for t in sums)
+    exact = all(0 <= c for c in counts) and sum(counts) < EXACT_FLOAT
     counted = np.array(counts, dtype=np.float64 if exact else object)
     weights = [np.where(side_of == k, counted, 0) for k in range(len(sides))]
+    sums = [int(w.sum()) for w in weights]
     width = max(len(names), 1)
     end_level = np.full(len(stacks), -1, dtype=np.int64)
     end_node = np.zeros(len(stacks), dtype=np.int64)
-    root_self = [int(sum(w[lengths == 0])) for w in weights]
+    root_self = [int(w[lengths == 0].sum()) for w in weights]
     levels: list[Level] = []
     active = np.flatnonzero(lengths > 0)  # the stacks that reach this depth, in stack order
     node = np.zeros(len(active), dtype=np.int64)  # each one's node at the depth above
     depth = 0
+    last_row = np.int64(len(stacks))
     while active.size:
         key = node * width + flat[starts[active] + depth]
-        uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+        uniq, inv = np.unique(key, return_inverse=True)
         inv = inv.reshape(-1)
         n = len(uniq)
         ending = lengths[active] == depth + 1
+        first_row = np.full(n, last_row)
+        np.minimum.at(first_row, inv, active)
+        first_end = np.full(n, last_row)
+        np.minimum.at(first_end, inv[ending], active[ending])
+        first_end[first_end == last_row] = -1
         level = Level(parent=uniq // width, frame=uniq % width,
                       total=[_sums(inv, w[active], n) for w in weights],
                       self=[_sums(inv[ending], w[active][ending], n) for w in weights],
-                      first_row=active[first], first_end=np.full(n, -1, dtype=np.int64))
-        ended, at = np.unique(inv[ending], return_index=True)  # the first of the stacks ending at each node
-        level.first_end[ended] = active[ending][at]
+                      first_row=first_row, first_end=first_end)
         if levels:
             levels[-1].children = np.searchsorted(level.parent, np.arange(len(levels[-1].frame) + 1))
         levels.append(level)
@@ -140,7 +144,7 @@ def build(sides: Sequence[Sequence[Stack]]) -> Trie:
         end_node[active[ending]] = inv[ending]
         active, node = active[~ending], inv[~ending]
         depth += 1
-    return Trie(names, levels, [int(x) for x in sums], root_self, end_level, end_node)
+    return Trie(names, levels, sums, root_self, end_level, end_node)
 
 
 def node_layers(trie: Trie, own: Sequence[str], inherit: str, other: str, charged: frozenset[str],

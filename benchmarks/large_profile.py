@@ -16,6 +16,8 @@ stack (line numbers and addresses vary), counts mostly 1. Generation is seeded: 
 Each command runs in a fresh process, started from a small wrapper that prints the peak resident memory and
 CPU time of its child (resource.getrusage(RUSAGE_CHILDREN): ru_maxrss, ru_utime + ru_stime), so the figures
 are the command's own; the wall time is the benchmark's clock (on a shared machine, compare the CPU time).
+A large run is read by worker processes: the CPU time is theirs and the command's together, ru_maxrss is the
+largest one process reached, and "all processes together" is the peak of their sum, sampled from /proc.
 Target: a 2,000,000-line file in under 30 s and under 1 GB for each command.
 """
 
@@ -212,15 +214,45 @@ def reused(where: Path) -> tuple[Path, dict] | None:
         return None
 
 
-def measure(args: list[str]) -> tuple[float, float, int, int]:
-    """(wall seconds, CPU seconds, peak resident memory in KiB, exit code) of `python -m flametool ARGS`,
-    run from this checkout in a fresh process."""
+def tree_rss(root: int) -> int:
+    """Resident memory in KiB of the processes below `root` together (flametool and its workers), from /proc."""
+    parent = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue  # ended meanwhile
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        for kid in [p for p, pp in parent.items() if pp == pid]:
+            try:
+                total += int(Path(f"/proc/{kid}/statm").read_text().split()[1]) * PAGE_KIB
+            except (OSError, ValueError, IndexError):
+                continue
+            todo.append(kid)
+    return total
+
+
+PAGE_KIB = 4
+
+
+def measure(args: list[str]) -> tuple[float, float, int, int, int]:
+    """(wall seconds, CPU seconds, peak resident memory in KiB of the largest process, peak of all of its
+    processes together (sampled every 0.25 s; 0 where /proc is not there), exit code) of `python -m flametool
+    ARGS`, run from this checkout in a fresh process."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", WRAPPER, sys.executable, "-m", "flametool", *args],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-c", WRAPPER, sys.executable, "-m", "flametool", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    together = 0
+    while proc.poll() is None:
+        if Path("/proc").is_dir():
+            together = max(together, tree_rss(proc.pid))
+        time.sleep(0.25)
     seconds = time.perf_counter() - t0
-    rss, cpu, rc = proc.stdout.split()
-    return seconds, float(cpu), int(rss), int(rc)
+    rss, cpu, rc = proc.stdout.read().split()
+    return seconds, float(cpu), int(rss), together, int(rc)
 
 
 def main() -> int:
@@ -251,9 +283,10 @@ def main() -> int:
             for name, cmd in (("report", ["report", str(run), "-o", str(base / f"report-{n}.html")]),
                               ("export speedscope", ["export", str(run), "--format", "speedscope",
                                                      "-o", str(base / f"export-{n}.json")])):
-                seconds, cpu, rss, rc = measure(cmd)
+                seconds, cpu, rss, together, rc = measure(cmd)
                 status = "" if rc == 0 else f"  (exit code {rc})"
-                print(f"  {name:18s} {seconds:7.1f} s ({cpu:.1f} s CPU)  peak {rss / 1024:7,.0f} MiB{status}", flush=True)
+                print(f"  {name:18s} {seconds:7.1f} s ({cpu:.1f} s CPU)  peak {rss / 1024:7,.0f} MiB"
+                      f" (all processes together {together / 1024:,.0f} MiB){status}", flush=True)
             if not args.keep:
                 shutil.rmtree(base / f"lines-{n}")
     finally:

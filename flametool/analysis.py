@@ -140,11 +140,19 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
 def prepare(run_dir: Path, run: Run, label: str, attribute: bool) -> attribution.Profile:
     """A case's profile with what an analysis derives from it alone made and kept in it: its figures in
     both views of the layers, its call tree, its aligned stacks (diff.aligned_profile) and their figures."""
+    from .renderers import flame  # the renderers import this module
+
     profile = attribution.load_profile(run_dir, run, label)
     if attribute:
-        for p in (profile, diff.aligned_profile(profile)):
+        aligned = diff.aligned_profile(profile)
+        for p in (profile, aligned):
             for view in layers.VIEWS:
                 attribution.attribute(p, view)
+        flame.prepare_case_graph(profile)
+        # what made the figures and graphs is not needed again (the diff graph's tree is made of both cases'
+        # aligned stacks), and would only travel back from a worker
+        profile.drop_tree()
+        aligned.drop_tree()
     return profile
 
 

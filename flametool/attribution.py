@@ -96,6 +96,11 @@ class Profile:
             self._derived[key] = trie.node_layers(t, self.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), view)
         return self._derived[key]  # type: ignore[return-value]
 
+    def drop_tree(self) -> None:
+        """Forget the call tree and its layers (what attribute() has made from them stays)."""
+        for key in [k for k in self._derived if k == "trie" or k.startswith("node_layers:")]:
+            del self._derived[key]
+
     @property
     def denominator(self) -> int:
         return self.recorded_samples or self.samples

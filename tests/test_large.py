@@ -178,3 +178,28 @@ def test_counts_are_read_as_python_reads_them(tmp_path, monkeypatch):
     forced_parallel(monkeypatch, 2)
     assert naming.read_normalized(path) == straightforward(path)
     assert [s.count for s in naming.read_normalized(path)[0]] == [11, 12]
+
+
+# --- a large run's cases prepared side by side --------------------------------------------------------------
+
+def analysed_run(run: Path) -> dict:
+    """What the report and the terminal show of a run: every case's figures in both views, every pair's diff
+    in both views, and the flame graphs' data."""
+    from flametool import analysis
+    from flametool.renderers import html
+
+    a = analysis.load(run)
+    diffs = [p.diff for p in a.pairs if p.diff]
+    strip = [{k: v for k, v in d.items() if k not in ("tree", "aligned")} for d in diffs]
+    libs = [{k: v for k, v in p.diff_by_library.items() if k not in ("tree", "aligned")} for p in a.pairs if p.diff_by_library]
+    return {"cases": a.cases, "library": a.cases_by_library, "diffs": strip, "diffs_library": libs,
+            "flames": str(html.flame_graphs(a, diffs))}
+
+
+def test_cases_prepared_in_workers_are_those_prepared_here(tmp_path, monkeypatch):
+    run, _ = large_profile.run_dir(tmp_path, LINES)
+    monkeypatch.setattr(reading, "PARALLEL_BYTES", 1 << 60)
+    here = analysed_run(run)
+    forced_parallel(monkeypatch, 2)
+    assert analysed_run(run) == here
+    assert len(here["diffs"]) == 1 and here["diffs"][0]["frames"]

@@ -55,10 +55,27 @@ class Strings:
 
 
 def case_graph(profile: Profile, strings: Strings, gid: str, threshold: float = DISPLAY_THRESHOLD) -> Graph:
+    """A case's flame graph, its names and layers entered in `strings` row by row (made once per profile
+    and threshold: see prepare_case_graph)."""
+    made = profile._derived.get(f"case_graph:{threshold}") or _case_graph(profile, Strings(), threshold)
+    own, names = made  # type: ignore[misc]
+    graph = Graph(gid, own.kind, own.title, pruned_nodes=own.pruned_nodes, pruned_us=own.pruned_us,
+                  drawn_nodes=own.drawn_nodes, extra=dict(own.extra))
+    graph.rows = [[r[0], strings(names[r[1]]), strings(names[r[2]]), *r[3:]] for r in own.rows]
+    return graph
+
+
+def prepare_case_graph(profile: Profile, threshold: float = DISPLAY_THRESHOLD) -> None:
+    """Make a case's flame graph now and keep it in the profile (with its own string table), so that the
+    profile can travel without its call tree (analysis.prepare)."""
+    profile._derived[f"case_graph:{threshold}"] = _case_graph(profile, Strings(), threshold)
+
+
+def _case_graph(profile: Profile, strings: Strings, threshold: float) -> tuple[Graph, list[str]]:
     t = profile.trie()
     layer_names, layer_of = profile.node_layers()
     root_total = t.root_total[0]
-    graph = Graph(gid, "case", profile.label, extra={"total_us": profile.us(root_total)})
+    graph = Graph("", "case", profile.label, extra={"total_us": profile.us(root_total)})
     floor = threshold * root_total
     rows = graph.rows
     row_of = {(-1, 0): 0}
@@ -79,7 +96,7 @@ def case_graph(profile: Profile, strings: Strings, gid: str, threshold: float = 
                      round(profile.us(total), 4), round(profile.us(int(level.self[0][i])), 4)])
     graph.drawn_nodes = len(rows)
     graph.pruned_nodes = t.nodes - (len(rows) - 1)  # every node below the root is drawn or under a dropped one
-    return graph
+    return graph, strings.items
 
 
 def diff_graph(case_diff: dict, strings: Strings, gid: str, threshold: float = DISPLAY_THRESHOLD) -> Graph | None:

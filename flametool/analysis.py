@@ -10,6 +10,7 @@ import functools
 import gc
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -172,10 +173,13 @@ def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool) -> dic
         except ValueError:  # no fork here (not Linux)
             context = None
         if context is not None:
-            with ProcessPoolExecutor(workers, mp_context=context) as pool:
-                # map hands results back in order: the first damaged case in run order is the error raised
-                got = pool.map(_prepare, [(run_dir, run, label, attribute) for label in labels])
-                return dict(zip(labels, got))
+            try:
+                with ProcessPoolExecutor(workers, mp_context=context) as pool:
+                    # map hands results back in order: the first damaged case in run order is the error raised
+                    got = pool.map(_prepare, [(run_dir, run, label, attribute) for label in labels])
+                    return dict(zip(labels, got))
+            except BrokenProcessPool:  # a worker died (killed for its memory perhaps): here, one at a time
+                pass
     return {label: prepare(run_dir, run, label, attribute) for label in labels}
 
 

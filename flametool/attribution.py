@@ -310,7 +310,7 @@ def frame_layers(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, str
         out[t.names[f]] = nodes.layer_names[nodes.layer[i]]
     ending = nodes.first_end >= 0
     if ending.any():
-        pairs, inv = np.unique(nodes.frame[ending] * width + nodes.layer[ending], return_inverse=True)
+        pairs, inv = np.unique(nodes.frame[ending].astype(np.int64) * width + nodes.layer[ending], return_inverse=True)
         inv = inv.reshape(-1)
         weight = _sums(inv, nodes.self[ending], len(pairs))
         first = np.full(len(pairs), np.iinfo(np.int64).max, dtype=np.int64)

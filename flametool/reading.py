@@ -14,6 +14,7 @@ import gc
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -195,8 +196,9 @@ def read_ranges(path: Path, by_line: bool, seen_modules: dict[str, set[str]] | N
     try:
         with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
             return list(pool.map(_worker, [(path, s, e, by_line, seen_modules) for s, e in ranges]))
-    except RunDirError:
-        # a bad line: read it again here, which numbers the line as a whole-file read does
+    except (RunDirError, BrokenProcessPool):
+        # a bad line: read it again here, which numbers the line as a whole-file read does (and a worker that
+        # died, killed for its memory perhaps: one process needs less)
         return [read_range(path, 0, None, by_line, seen_modules)]
 
 

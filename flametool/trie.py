@@ -104,7 +104,7 @@ def build(sides: Sequence[Sequence[Stack]]) -> Trie:
     names = sorted(set(chain.from_iterable(s.frames for s in stacks)))
     ids = {name: i for i, name in enumerate(names)}
     lengths = np.fromiter(map(len, (s.frames for s in stacks)), dtype=np.int64, count=len(stacks))
-    flat = np.fromiter(map(ids.__getitem__, chain.from_iterable(s.frames for s in stacks)), dtype=np.int64,
+    flat = np.fromiter(map(ids.__getitem__, chain.from_iterable(s.frames for s in stacks)), dtype=np.int32,
                        count=int(lengths.sum()))
     starts = np.zeros(len(stacks), dtype=np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
@@ -133,12 +133,13 @@ def build(sides: Sequence[Sequence[Stack]]) -> Trie:
         first_end = np.full(n, last_row)
         np.minimum.at(first_end, inv[ending], active[ending])
         first_end[first_end == last_row] = -1
-        level = Level(parent=uniq // width, frame=uniq % width,
+        # node, frame and stack numbers fit 32 bits: half the memory of a large profile's tree
+        level = Level(parent=(uniq // width).astype(np.int32), frame=(uniq % width).astype(np.int32),
                       total=[_sums(inv, w[active], n) for w in weights],
                       self=[_sums(inv[ending], w[active][ending], n) for w in weights],
-                      first_row=first_row, first_end=first_end)
+                      first_row=first_row.astype(np.int32), first_end=first_end.astype(np.int32))
         if levels:
-            levels[-1].children = np.searchsorted(level.parent, np.arange(len(levels[-1].frame) + 1))
+            levels[-1].children = np.searchsorted(level.parent, np.arange(len(levels[-1].frame) + 1)).astype(np.int32)
         levels.append(level)
         end_level[active[ending]] = depth
         end_node[active[ending]] = inv[ending]

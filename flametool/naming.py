@@ -274,10 +274,12 @@ def repair_sandwiches(stacks: list[Stack], frames: dict[str, Frame]) -> tuple[li
     out: dict[tuple[str, ...], int] = {}
     inline = {key for key, f in frames.items() if f.kind == "inline"}
     name_of = {key: f.name for key, f in frames.items()}
+    # keys are names, except in the line-level view (a name and its line)
+    as_names = (lambda keys: keys) if all(k == n for k, n in name_of.items()) else (lambda keys: map(name_of.__getitem__, keys))
     for s in stacks:
         # a sandwich needs a header frame and a name twice: most stacks have neither, and are kept as they are
         # after two C-level checks instead of a loop over their frames
-        if inline.isdisjoint(s.frames) or len(set(map(name_of.__getitem__, s.frames))) == len(s.frames):
+        if inline.isdisjoint(s.frames) or len(set(as_names(s.frames))) == len(s.frames):
             out[s.frames] = out.get(s.frames, 0) + s.count
             continue
         names = list(s.frames)

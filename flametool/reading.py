@@ -24,7 +24,7 @@ from .errors import RunDirError
 from .folded import MAX_COUNT, FoldedLineError, Stack, parse_line
 from .naming import Frame, Namer, _first, _Normalizer
 
-READ_CHUNK = 1 << 22
+READ_CHUNK = 1 << 20  # a megabyte of lines at a time: their objects stay in the caches while they are read
 # below this a file is read in this process: starting workers costs more than it saves
 PARALLEL_BYTES = 64 << 20
 
@@ -55,7 +55,8 @@ def range_chunks(path: Path, start: int, end: int | None) -> Iterator[list[bytes
                 if not raw:
                     yield [rest]
                     return
-                lines = (rest + raw).split(b"\n")
+                lines = raw.split(b"\n")
+                lines[0] = rest + lines[0]  # the line the last chunk ended in (not the whole chunk copied)
                 rest = lines.pop()
                 yield lines
     except OSError as exc:

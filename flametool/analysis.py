@@ -145,14 +145,15 @@ def prepare(run_dir: Path, run: Run, label: str, attribute: bool) -> attribution
 
     profile = attribution.load_profile(run_dir, run, label)
     if attribute:
-        aligned = diff.aligned_profile(profile)
-        for p in (profile, aligned):
-            for view in layers.VIEWS:
-                attribution.attribute(p, view)
+        for view in layers.VIEWS:
+            attribution.attribute(profile, view)
         flame.prepare_case_graph(profile)
-        # what made the figures and graphs is not needed again (the diff graph's tree is made of both cases'
-        # aligned stacks), and would only travel back from a worker
+        # what made the figures and the graph is not needed again, and would only travel back from a worker;
+        # gone before the aligned stacks make theirs (the diff graph's tree is both cases' aligned stacks merged)
         profile.drop_tree()
+        aligned = diff.aligned_profile(profile)
+        for view in layers.VIEWS:
+            attribution.attribute(aligned, view)
         aligned.drop_tree()
     return profile
 

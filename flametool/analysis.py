@@ -52,13 +52,13 @@ class PairAnalysis:
     @functools.cached_property
     def diff(self) -> dict | None:
         """Layers and frames, head - base, at the sample shape (None: not both sampled). Made when first
-        asked for: an export of one case's stacks never needs it."""
+        asked for: an export of one case's stacks never needs it. (The flame graph makes its own call tree,
+        from the aligned stacks the diff carries.)"""
         return diff.diff(*self.profiles, with_tree=False) if self.profiles else None
 
     @functools.cached_property
     def diff_by_library(self) -> dict | None:
-        """The same in the 'library' view of the layers (system libraries as layers of their own); its call tree
-        is the default view's, so it is not built again."""
+        """The same in the 'library' view of the layers (system libraries as layers of their own)."""
         return diff.diff(*self.profiles, view="library", with_tree=False) if self.profiles else None
 
     @property

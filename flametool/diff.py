@@ -4,8 +4,9 @@ Frames are matched by normalized name, so the shared part of two stacks (cuBLAS,
 up under the same path and a difference shows where it really is. The top frame of every stack is the
 case's own step() function, which has a different name in every case; it is matched as STEP_ROOT.
 
-The merged call tree (tree.build of both sides) is what the differential flame graph is drawn from (see
-flame.diff_graph).
+The merged call tree of both sides' aligned stacks is what the differential flame graph is drawn from (see
+flame.diff_graph, which makes it as arrays, trie.build); diff(with_tree=True) also gives it as tree.Node
+objects, for callers that walk it.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ need, on large profiles: a synthetic run directory whose two cases each have a .
     python benchmarks/large_profile.py                      # 200,000 and 2,000,000 lines
     python benchmarks/large_profile.py --lines 200000       # one size
     python benchmarks/large_profile.py --keep DIR           # keep the generated run directories in DIR
+    python benchmarks/large_profile.py --keep DIR --reuse   # measure on what an earlier --keep left there
 
 The stacks are what `py-spy record --native` writes for a CuPy or PyTorch loop, made up but shaped like the
 real ones (tests/data/h200_*.folded.gz): 30-60 frames deep; the case's Python frames with line numbers,
@@ -15,6 +16,8 @@ stack (line numbers and addresses vary), counts mostly 1. Generation is seeded: 
 Each command runs in a fresh process, started from a small wrapper that prints the peak resident memory and
 CPU time of its child (resource.getrusage(RUSAGE_CHILDREN): ru_maxrss, ru_utime + ru_stime), so the figures
 are the command's own; the wall time is the benchmark's clock (on a shared machine, compare the CPU time).
+A large run is read by worker processes: the CPU time is theirs and the command's together, ru_maxrss is the
+largest one process reached, and "all processes together" is the peak of their sum, sampled from /proc.
 Target: a 2,000,000-line file in under 30 s and under 1 GB for each command.
 """
 
@@ -196,41 +199,94 @@ def run_dir(where: Path, lines: int) -> tuple[Path, dict]:
         shutil.move(str(where / f"{label}.gen"), run / f"{label}.folded")
         data["results"][label]["profile"]["sampling"]["kept_samples"] = info[label]["samples"]
     (run / "run.json").write_text(json.dumps(data, indent=2))
+    (where / INFO).write_text(json.dumps(info))  # written last: its presence means the directory is whole
     return run, info
 
 
-def measure(args: list[str]) -> tuple[float, float, int, int]:
-    """(wall seconds, CPU seconds, peak resident memory in KiB, exit code) of `python -m flametool ARGS`,
-    run from this checkout in a fresh process."""
+INFO = "generated.json"
+
+
+def reused(where: Path) -> tuple[Path, dict] | None:
+    """The run directory and figures an earlier run_dir left in `where`, if it finished."""
+    try:
+        return where / "run", json.loads((where / INFO).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def tree_rss(root: int) -> int:
+    """Resident memory in KiB of the processes below `root` together (flametool and its workers), from /proc."""
+    parent = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue  # ended meanwhile
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        for kid in [p for p, pp in parent.items() if pp == pid]:
+            try:
+                total += int(Path(f"/proc/{kid}/statm").read_text().split()[1]) * PAGE_KIB
+            except (OSError, ValueError, IndexError):
+                continue
+            todo.append(kid)
+    return total
+
+
+PAGE_KIB = 4
+
+
+def measure(args: list[str]) -> tuple[float, float, int, int, int]:
+    """(wall seconds, CPU seconds, peak resident memory in KiB of the largest process, peak of all of its
+    processes together (sampled every 0.25 s; 0 where /proc is not there), exit code) of `python -m flametool
+    ARGS`, run from this checkout in a fresh process."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", WRAPPER, sys.executable, "-m", "flametool", *args],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, "-c", WRAPPER, sys.executable, "-m", "flametool", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    together = 0
+    while proc.poll() is None:
+        if Path("/proc").is_dir():
+            together = max(together, tree_rss(proc.pid))
+        time.sleep(0.25)
     seconds = time.perf_counter() - t0
-    rss, cpu, rc = proc.stdout.split()
-    return seconds, float(cpu), int(rss), int(rc)
+    rss, cpu, rc = proc.stdout.read().split()
+    return seconds, float(cpu), int(rss), together, int(rc)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lines", default="200000,2000000", help="comma-separated sizes (default 200000,2000000)")
     parser.add_argument("--keep", type=Path, help="generate into this folder and keep it (default: a temporary one)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --keep: measure on the run directories already generated there (generating what is missing)")
     args = parser.parse_args()
+    if args.reuse and not args.keep:
+        parser.error("--reuse needs --keep DIR")
     sizes = [int(x) for x in args.lines.split(",")]
     tmp = None if args.keep else tempfile.mkdtemp(prefix="flametool-large-")
     base = args.keep or Path(tmp)
     try:
         for n in sizes:
             t0 = time.perf_counter()
-            run, info = run_dir(base / f"lines-{n}", n)
+            got = reused(base / f"lines-{n}") if args.reuse else None
+            how = "reused"
+            if got is None:
+                shutil.rmtree(base / f"lines-{n}", ignore_errors=True)
+                got = run_dir(base / f"lines-{n}", n)
+                how = f"generated in {time.perf_counter() - t0:.0f} s"
+            run, info = got
             i = info["cupy"]
             print(f"{n:,} lines per case: {i['bytes'] / 1e6:,.0f} MB per .folded, {i['mean_depth']:.1f} frames deep on "
-                  f"average, {i['samples']:,} samples; generated in {time.perf_counter() - t0:.0f} s", flush=True)
+                  f"average, {i['samples']:,} samples; {how}", flush=True)
             for name, cmd in (("report", ["report", str(run), "-o", str(base / f"report-{n}.html")]),
                               ("export speedscope", ["export", str(run), "--format", "speedscope",
                                                      "-o", str(base / f"export-{n}.json")])):
-                seconds, cpu, rss, rc = measure(cmd)
+                seconds, cpu, rss, together, rc = measure(cmd)
                 status = "" if rc == 0 else f"  (exit code {rc})"
-                print(f"  {name:18s} {seconds:7.1f} s ({cpu:.1f} s CPU)  peak {rss / 1024:7,.0f} MiB{status}", flush=True)
+                print(f"  {name:18s} {seconds:7.1f} s ({cpu:.1f} s CPU)  peak {rss / 1024:7,.0f} MiB"
+                      f" (all processes together {together / 1024:,.0f} MiB){status}", flush=True)
             if not args.keep:
                 shutil.rmtree(base / f"lines-{n}")
     finally:

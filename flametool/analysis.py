@@ -5,11 +5,17 @@ from run.json and the .folded files, so a change of the rules changes every view
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
-from . import attribution, diff, rundir, stats, sweep
+from . import attribution, diff, layers, reading, rundir, stats, sweep
 from .errors import FlametoolError
 from .record import Run, Timing
 
@@ -46,13 +52,13 @@ class PairAnalysis:
     @functools.cached_property
     def diff(self) -> dict | None:
         """Layers and frames, head - base, at the sample shape (None: not both sampled). Made when first
-        asked for: an export of one case's stacks never needs it."""
-        return diff.diff(*self.profiles) if self.profiles else None
+        asked for: an export of one case's stacks never needs it. (The flame graph makes its own call tree,
+        from the aligned stacks the diff carries.)"""
+        return diff.diff(*self.profiles, with_tree=False) if self.profiles else None
 
     @functools.cached_property
     def diff_by_library(self) -> dict | None:
-        """The same in the 'library' view of the layers (system libraries as layers of their own); its call tree
-        is the default view's, so it is not built again."""
+        """The same in the 'library' view of the layers (system libraries as layers of their own)."""
         return diff.diff(*self.profiles, view="library", with_tree=False) if self.profiles else None
 
     @property
@@ -102,20 +108,24 @@ def pair_figures(run: Run, base: str, head: str) -> tuple[stats.PairFigures | No
     return at_shape, at_sample
 
 
-def analyse(run_dir: Path, run: Run) -> "Analysis | sweep.SweepAnalysis":
+def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | sweep.SweepAnalysis":
     """Every case that has stacks attributed, every compared pair figured and diffed. A case with nothing to
     analyse (failed, not sampled) gets {"skipped": why}; a damaged stack file is a RunDirError naming it.
-    A sweep run has an analysis of its own (sweep.analyse)."""
+    attribute=False leaves `cases` empty (an export needs the stacks only). A sweep run has an analysis of
+    its own (sweep.analyse)."""
     if run.kind == "sweep":
         return sweep.analyse(run_dir, run)
     out = Analysis(run_dir, run)
+    # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
+    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute)
     for label, result in run.results.items():
         out.timings[label] = case_timing(result.timing)
         out.sample_timings[label] = case_timing(result.sample_timing) or out.timings[label]
         reason = attribution.skip_reason(result)
-        if reason is None:  # a case that should have stacks and whose file is damaged is an error, named
-            out.profiles[label] = profile = attribution.load_profile(run_dir, run, label)
-            out.cases[label] = attribution.attribute(profile).to_json()
+        if reason is None:
+            out.profiles[label] = profile = profiles[label]
+            if attribute:
+                out.cases[label] = attribution.attribute(profile).to_json()
         else:
             out.cases[label] = {"skipped": reason}
     for base, head in run.pairs:
@@ -126,9 +136,76 @@ def analyse(run_dir: Path, run: Run) -> "Analysis | sweep.SweepAnalysis":
     return out
 
 
-def load(run_dir: Path | str) -> "Analysis | sweep.SweepAnalysis":
+def prepare(run_dir: Path, run: Run, label: str, attribute: bool) -> attribution.Profile:
+    """A case's profile with what an analysis derives from it alone made and kept in it: its figures in
+    both views of the layers, its call tree, its aligned stacks (diff.aligned_profile) and their figures."""
+    from .renderers import flame  # the renderers import this module
+
+    profile = attribution.load_profile(run_dir, run, label)
+    if attribute:
+        for view in layers.VIEWS:
+            attribution.attribute(profile, view)
+        flame.prepare_case_graph(profile)
+        # what made the figures and the graph is not needed again, and would only travel back from a worker;
+        # gone before the aligned stacks make theirs (the diff graph's tree is both cases' aligned stacks merged)
+        profile.drop_tree()
+        aligned = diff.aligned_profile(profile)
+        for view in layers.VIEWS:
+            attribution.attribute(aligned, view)
+        aligned.drop_tree()
+    return profile
+
+
+def _prepare(args: tuple) -> attribution.Profile:
+    reading.as_worker()
+    return prepare(*args)
+
+
+def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool) -> dict[str, attribution.Profile]:
+    """prepare() of each case: on large profiles, one case per worker process, the cases side by side (each
+    reads its file alone then, reading.py). Whatever the workers make travels back in the profiles."""
+    size = sum(_size(run_dir / run.results[l].file("folded")) for l in labels)
+    workers = min(len(labels), reading.cpus())
+    if workers > 1 and size >= reading.PARALLEL_BYTES and not reading.in_worker:
+        try:
+            context = multiprocessing.get_context("fork")
+        except ValueError:  # no fork here (not Linux)
+            context = None
+        if context is not None:
+            try:
+                with ProcessPoolExecutor(workers, mp_context=context) as pool:
+                    # map hands results back in order: the first damaged case in run order is the error raised
+                    got = pool.map(_prepare, [(run_dir, run, label, attribute) for label in labels])
+                    return dict(zip(labels, got))
+            except BrokenProcessPool:  # a worker died (killed for its memory perhaps): here, one at a time
+                pass
+    return {label: prepare(run_dir, run, label, attribute) for label in labels}
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # load_profile says what is wrong with it
+        return 0
+
+
+def load(run_dir: Path | str, attribute: bool = True) -> "Analysis | sweep.SweepAnalysis":
     run_dir = Path(run_dir)
-    return analyse(run_dir, rundir.load(run_dir))
+    return analyse(run_dir, rundir.load(run_dir), attribute)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a while. An analysis allocates millions of tuples, lists and
+    tree nodes and keeps them: each allocation burst would start a collection that walks all of them again
+    (on a large profile, a third of the time), and none of them form cycles that need it."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> str:

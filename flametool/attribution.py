@@ -33,13 +33,15 @@ import functools
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
+
+import numpy as np
 
 from . import layers as ly
 from . import rundir
 from . import folded
 from . import naming
+from . import trie
 from .errors import RunDirError
 from .record import CaseResult, Run
 
@@ -59,7 +61,7 @@ class Profile:
     # derived once and reused (attribution, the diff and the flame graphs all need them); stacks and frames
     # are not changed after a Profile is made
     _layers: dict[str, list[tuple[str, ...]]] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _layer_of: dict[str, dict[str, str]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _derived: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @functools.cached_property
     def samples(self) -> int:
@@ -74,6 +76,30 @@ class Profile:
             self._layers[view] = [shared.setdefault(t, t)
                                   for t in (tuple(ly.resolve(s.frames, own, view)) for s in self.stacks)]
         return self._layers[view]
+
+    def trie(self) -> trie.Trie:
+        """The call tree of the stacks, as arrays (trie.build), made once."""
+        if "trie" not in self._derived:
+            self._derived["trie"] = trie.build([self.stacks])
+        return self._derived["trie"]  # type: ignore[return-value]
+
+    def own_layers(self, names: list[str]) -> list[str]:
+        """Each name's own layer (may be INHERIT); OTHER for a name this profile does not have."""
+        own = ly.own_layers(self.frames)
+        return [own.get(name, ly.OTHER) for name in names]
+
+    def node_layers(self, view: str = ly.DEFAULT_VIEW) -> tuple[list[str], list]:
+        """The resolved layer of every node of trie(), in `view` (trie.node_layers), made once per view."""
+        key = f"node_layers:{view}"
+        if key not in self._derived:
+            t = self.trie()
+            self._derived[key] = trie.node_layers(t, self.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), view)
+        return self._derived[key]  # type: ignore[return-value]
+
+    def drop_tree(self) -> None:
+        """Forget the call tree and its layers (what attribute() has made from them stays)."""
+        for key in [k for k in self._derived if k == "trie" or k.startswith("node_layers:")]:
+            del self._derived[key]
 
     @property
     def denominator(self) -> int:
@@ -215,64 +241,135 @@ class CaseCosts:
         }
 
 
-def frame_layers(profile: Profile, view: str = ly.DEFAULT_VIEW) -> tuple[dict[str, str], list[tuple[str, ...]]]:
-    """Each frame's layer (where its own samples went; inherited layers can differ by caller), and the
-    resolved layers of every stack, in `view`."""
-    per_stack = profile.stack_layers(view)
-    if view not in profile._layer_of:
-        own: dict[str, Counter] = {}
-        for s, lays in zip(profile.stacks, per_stack):
-            leaf = own.get(s.frames[-1])
-            if leaf is None:
-                leaf = own[s.frames[-1]] = Counter()
-            leaf[lays[-1]] += s.count
-        # a frame with no samples of its own (a caller only) takes the layer it was first seen in: filled
-        # from the last stack to the first, so the earliest sighting is the one that stays
-        first_seen: dict[str, str] = {}
-        for s, lays in zip(reversed(profile.stacks), reversed(per_stack)):
-            first_seen.update(zip(reversed(s.frames), reversed(lays)))
-        profile._layer_of[view] = {n: (own[n].most_common(1)[0][0] if n in own else l) for n, l in first_seen.items()}
-    return profile._layer_of[view], per_stack
+def _sums(index: np.ndarray, values: np.ndarray, n: int) -> list[int]:
+    """Sum of the (non-negative, integer) values per index 0..n-1, exactly: as float64 while that is exact."""
+    if values.dtype != object and (not len(values) or int(values.sum()) < trie.EXACT_FLOAT):
+        return [int(x) for x in np.bincount(index, weights=values.astype(np.float64), minlength=n)]
+    out = [0] * n
+    for i, v in zip(index.tolist(), values.tolist()):
+        out[i] += v
+    return out
 
 
-def total_counts(profile: Profile) -> Counter:
-    """Samples per frame, in its own code or below it: each stack counts once for every frame in it, however
-    often a frame recurs in it. Counted a count value at a time, by C-level iteration."""
-    by_count: dict[int, list[tuple[str, ...]]] = {}
-    for s in profile.stacks:
-        by_count.setdefault(s.count, []).append(s.frames)
-    total: Counter = Counter()
-    for count, group in by_count.items():
-        seen = Counter(chain.from_iterable(map(set, group)))
-        if count == 1:
-            total.update(seen)
+@dataclass
+class _Nodes:
+    """Every node of a profile's call tree (Profile.trie) as flat arrays, with its layer in one view."""
+
+    frame: np.ndarray
+    total: np.ndarray
+    self: np.ndarray
+    first_end: np.ndarray
+    layer: np.ndarray
+    caller: np.ndarray  # the nearest layer above the node that is not its own (-1: none)
+    layer_names: list[str]
+
+
+def _nodes(profile: Profile, view: str) -> _Nodes:
+    t = profile.trie()
+    layer_names, per_depth = profile.node_layers(view)
+    callers, above = [], None
+    for depth, level in enumerate(t.levels):
+        mine = per_depth[depth]
+        if depth == 0:
+            caller = np.full(len(mine), -1, dtype=np.int64)
         else:
-            for name, n in seen.items():
-                total[name] += n * count
-    return total
+            parent_layer = per_depth[depth - 1][level.parent]
+            caller = np.where(parent_layer != mine, parent_layer, above[level.parent])
+        callers.append(caller)
+        above = caller
+    return _Nodes(trie.concat(t, "frame"), trie.concat(t, "total", 0), trie.concat(t, "self", 0),
+                  trie.concat(t, "first_end"), np.concatenate(per_depth) if per_depth else np.zeros(0, dtype=np.int64),
+                  np.concatenate(callers) if callers else np.zeros(0, dtype=np.int64), layer_names)
+
+
+def total_counts(profile: Profile) -> dict[str, int]:
+    """Samples per frame, in its own code or below it: each stack counts once for every frame in it, however
+    often a frame recurs in it. The sum of the frame's nodes' totals, less the repeats of the few stacks that
+    hold a frame twice (a recursion, A;B;A). Made once per profile (it does not depend on the view)."""
+    if "total_counts" not in profile._derived:
+        t = profile.trie()
+        sums = _sums(trie.concat(t, "frame"), trie.concat(t, "total", 0), len(t.names))
+        total = dict(zip(t.names, sums))
+        frames = [s.frames for s in profile.stacks]
+        for i in [i for i, (a, b) in enumerate(zip(map(len, map(set, frames)), map(len, frames))) if a != b]:
+            for name, n in Counter(frames[i]).items():
+                total[name] -= (n - 1) * profile.stacks[i].count
+        profile._derived["total_counts"] = total
+    return profile._derived["total_counts"]  # type: ignore[return-value]
+
+
+def frame_layers(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, str]:
+    """Each frame's layer in `view`: where its own samples went, the most of them (a tie: the layer of the
+    first stack that ends there); a frame with no samples of its own (a caller only) takes the layer it is
+    first seen in (the first stack that holds it, the first place in it). Inherited layers can differ by
+    caller, so one frame can end stacks in several layers."""
+    t = profile.trie()
+    nodes = _nodes(profile, view)
+    width = len(nodes.layer_names)
+    out: dict[str, str] = {}
+    # first seen: the node of the frame with the earliest first stack, then the least depth
+    order = np.lexsort((trie.depths(t), trie.concat(t, "first_row")))
+    frames_in_order = nodes.frame[order]
+    seen, at = np.unique(frames_in_order, return_index=True)
+    for f, i in zip(seen.tolist(), order[at].tolist()):
+        out[t.names[f]] = nodes.layer_names[nodes.layer[i]]
+    ending = nodes.first_end >= 0
+    if ending.any():
+        pairs, inv = np.unique(nodes.frame[ending].astype(np.int64) * width + nodes.layer[ending], return_inverse=True)
+        inv = inv.reshape(-1)
+        weight = _sums(inv, nodes.self[ending], len(pairs))
+        first = np.full(len(pairs), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, inv, nodes.first_end[ending])
+        best: dict[int, tuple[int, int, int]] = {}
+        for key, w, f in zip(pairs.tolist(), weight, first.tolist()):
+            frame, layer = divmod(key, width)
+            got = best.get(frame)
+            if got is None or w > got[0] or (w == got[0] and f < got[1]):
+                best[frame] = (w, f, layer)
+        for frame, (_, _, layer) in best.items():
+            out[t.names[frame]] = nodes.layer_names[layer]
+    return out
 
 
 def attribute(profile: Profile, view: str = ly.DEFAULT_VIEW) -> CaseCosts:
-    layer_of, per_stack = frame_layers(profile, view)
-    self_n: Counter = Counter()
-    layer_n: Counter = Counter()
-    callers: dict[str, Counter] = {}
-    caller_of: dict[tuple[str, ...], str | None] = {}  # per distinct layer sequence
-    for s, lays in zip(profile.stacks, per_stack):
-        self_n[s.frames[-1]] += s.count
-        layer_n[lays[-1]] += s.count
-        try:
-            caller = caller_of[lays]
-        except KeyError:
-            caller = caller_of[lays] = next((l for l in reversed(lays[:-1]) if l != lays[-1]), None)
-        if caller:
-            callers.setdefault(lays[-1], Counter())[caller] += s.count
+    """A case's time per call by layer and by frame, in `view`, from its call tree (every node's counts and
+    layer; each distinct path is one node, however many stacks go through it). Made once per view: the
+    case tables and every diff the profile is in read the same figures."""
+    key = f"costs:{view}"
+    if key not in profile._derived:
+        profile._derived[key] = _attribute(profile, view)
+    return profile._derived[key]  # type: ignore[return-value]
+
+
+def _attribute(profile: Profile, view: str) -> CaseCosts:
+    t = profile.trie()
+    nodes = _nodes(profile, view)
+    layer_of = frame_layers(profile, view)
     total_n = total_counts(profile)
+    ending = np.flatnonzero(nodes.first_end >= 0)
+    self_n = dict(zip(t.names, _sums(nodes.frame[ending], nodes.self[ending], len(t.names))))
+    width = len(nodes.layer_names)
+    leaf_layers = nodes.layer[ending]
+    layer_sums = _sums(leaf_layers, nodes.self[ending], width)
+    layer_n = {nodes.layer_names[l]: layer_sums[l] for l in np.unique(leaf_layers).tolist()}
+    # the layers that called each leaf layer, in the order stacks first show them (as a Counter fed stack by
+    # stack keeps them): per (leaf layer, caller), the samples and the first stack
+    called = ending[nodes.caller[ending] >= 0]
+    callers: dict[str, list[tuple[int, int, str]]] = {}
+    if len(called):
+        pairs, inv = np.unique(nodes.layer[called] * width + nodes.caller[called], return_inverse=True)
+        inv = inv.reshape(-1)
+        weight = _sums(inv, nodes.self[called], len(pairs))
+        first = np.full(len(pairs), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, inv, nodes.first_end[called])
+        for f, key, w in sorted(zip(first.tolist(), pairs.tolist(), weight)):
+            leaf, caller = divmod(key, width)
+            callers.setdefault(nodes.layer_names[leaf], []).append((w, f, nodes.layer_names[caller]))
 
     def fig(n: int) -> Figure:
         return Figure(profile.us(n), profile.se(n), n)
 
-    frames = [FrameCost(name, layer_of[name], fig(self_n[name]), fig(total_n[name])) for name in total_n]
+    frames = [FrameCost(name, layer_of[name], fig(self_n[name]), fig(total_n[name])) for name in t.names]
     frames.sort(key=lambda f: (-f.self.samples, -f.total.samples, f.frame))
     return CaseCosts(
         label=profile.label,
@@ -282,6 +379,7 @@ def attribute(profile: Profile, view: str = ly.DEFAULT_VIEW) -> CaseCosts:
         loop_samples=total_n.get(naming.LOOP_FRAME, 0),
         layers={l: fig(layer_n[l]) for l in ly.order(layer_n)},
         frames=frames,
-        called_from={l: {c: profile.us(n) for c, n in cs.most_common()} for l, cs in callers.items()},
+        # most samples first; a tie in the order first seen (Counter.most_common's order)
+        called_from={l: {c: profile.us(n) for n, _, c in sorted(cs, key=lambda x: (-x[0], x[1]))} for l, cs in callers.items()},
         repaired_samples=profile.repaired_samples,
     )

@@ -440,7 +440,8 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
 
 def cmd_export(args: argparse.Namespace, out: Console) -> int:
     renderer = renderers.get(args.format, renderers.EXPORTS)(case=args.case, by_line=args.lines)
-    text = renderer.render(analysis.analyse(args.run, rundir.load_profiled(args.run, "export")))
+    # an export needs the stacks only
+    text = renderer.render(analysis.analyse(args.run, rundir.load_profiled(args.run, "export"), attribute=False))
     if args.output is None:
         out.file.write(text)
         out.file.flush()
@@ -532,12 +533,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in ("compare", "sweep"):
             return cmd_compare(args, argv, err, out)
-        if args.command == "diff":
-            return cmd_diff(args, err, out)
-        if args.command == "export":
-            return cmd_export(args, out)
-        if args.command == "report":
-            return cmd_report(args, err, out)
+        if args.command in ("diff", "export", "report"):
+            with analysis.collector_paused():
+                if args.command == "diff":
+                    return cmd_diff(args, err, out)
+                if args.command == "export":
+                    return cmd_export(args, out)
+                return cmd_report(args, err, out)
         if args.command == "snakeviz":
             return cmd_snakeviz(args, err, out)
         raise FlametoolError(f"unknown command {args.command}")

@@ -4,8 +4,9 @@ Frames are matched by normalized name, so the shared part of two stacks (cuBLAS,
 up under the same path and a difference shows where it really is. The top frame of every stack is the
 case's own step() function, which has a different name in every case; it is matched as STEP_ROOT.
 
-The merged call tree (tree.build of both sides) is what the differential flame graph is drawn from (see
-flame.diff_graph).
+The merged call tree of both sides' aligned stacks is what the differential flame graph is drawn from (see
+flame.diff_graph, which makes it as arrays, trie.build); diff(with_tree=True) also gives it as tree.Node
+objects, for callers that walk it.
 """
 
 from __future__ import annotations
@@ -21,27 +22,37 @@ STEP_ROOT = "step()"
 
 
 def aligned(profile: Profile) -> list[folded.Stack]:
-    """Stacks with the case's step() frame, the root of each kept stack, renamed STEP_ROOT."""
-    out = []
+    """Stacks with the case's step() frame, the root of each kept stack, renamed STEP_ROOT (merged, in
+    first-seen order)."""
+    kind = {key: f.kind for key, f in profile.frames.items()}
+    address = {key for key, k in kind.items() if k == "address"}
+    counts: dict[tuple[str, ...], int] = {}
+    get = counts.get
     for s in profile.stacks:
-        # py-spy now and then puts an unnamed address above step() (a trampoline or an unwinding slip);
-        # when a named frame follows, the stack is aligned at that one
-        skip = next((i for i, n in enumerate(s.frames) if profile.frames[n].kind != "address"), 0)
-        s = folded.Stack(s.frames[skip:], s.count)
-        first = profile.frames[s.frames[0]]
-        if first.kind == "python":
-            out.append(folded.Stack((STEP_ROOT,) + s.frames[1:], s.count))
-        elif first.kind == "loop":
-            out.append(s)
-        else:  # step is itself a native callable (step = np.matmul): it sits under STEP_ROOT
-            out.append(folded.Stack((STEP_ROOT,) + s.frames, s.count))
-    return folded.merge(out)
+        frames = s.frames
+        if frames[0] in address:
+            # py-spy now and then puts an unnamed address above step() (a trampoline or an unwinding slip);
+            # when a named frame follows, the stack is aligned at that one
+            frames = frames[next((i for i, n in enumerate(frames) if n not in address), 0):]
+        first = kind[frames[0]]
+        if first == "python":
+            frames = (STEP_ROOT,) + frames[1:]
+        elif first != "loop":  # step is itself a native callable (step = np.matmul): it sits under STEP_ROOT
+            frames = (STEP_ROOT,) + frames
+        counts[frames] = get(frames, 0) + s.count
+    return [folded.Stack(f, c) for f, c in counts.items()]
 
 
 def aligned_profile(profile: Profile) -> Profile:
-    frames = dict(profile.frames)
-    frames[STEP_ROOT] = naming.Frame(STEP_ROOT, "", "python")
-    return Profile(profile.label, aligned(profile), frames, profile.us_per_call, profile.recorded_samples)
+    """The profile with its stacks aligned; made once per profile (a diff in each view of the layers needs it,
+    and it carries what is derived from it, its layers and call tree, along)."""
+    got = profile._derived.get("aligned")
+    if got is None:
+        frames = dict(profile.frames)
+        frames[STEP_ROOT] = naming.Frame(STEP_ROOT, "", "python")
+        got = profile._derived["aligned"] = Profile(profile.label, aligned(profile), frames, profile.us_per_call,
+                                                    profile.recorded_samples)
+    return got  # type: ignore[return-value]
 
 
 def _delta_se(base: Profile, head: Profile, nb: int, nh: int) -> float:
@@ -89,8 +100,10 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: b
         "ratio": head.us_per_call / base.us_per_call if base.us_per_call else None,
         "layers": layer_rows,
         "frames": frame_rows,
-        # the merged call tree (not JSON: for the differential flame graph) and what one sample of each side is
+        # the merged call tree as nodes (not JSON: tree.Node, for callers that walk it), the aligned profiles
+        # the differential flame graph is drawn from (flame.diff_graph), and what one sample of each side is
         # worth in us per call
         "tree": tree.build([base, head]) if with_tree else None,
+        "aligned": (base, head),
         "us_per_sample": [base.us(1), head.us(1)],
     }

@@ -15,6 +15,9 @@ class Stack:
     frames: tuple[str, ...]
     count: int
 
+    def __reduce__(self):  # pickled as its two fields (a profile sent between processes has 100,000s)
+        return Stack, (self.frames, self.count)
+
 
 class FoldedLineError(ValueError):
     pass
@@ -110,25 +113,3 @@ def frame_file(frame: str) -> str:
     if not sep or not loc.endswith(")"):
         return ""
     return loc[:-1].rsplit(":", 1)[0] if ":" in loc else loc[:-1]
-
-
-READ_CHUNK = 1 << 22
-
-
-def _line_chunks(path: Path) -> Iterable[list[str]]:
-    """The lines of a folded file, a few megabytes of them at a time: only '\n' ends a line (as in parse)."""
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            rest = ""
-            while True:
-                chunk = fh.read(READ_CHUNK)
-                if not chunk:
-                    yield [rest]
-                    return
-                lines = (rest + chunk).split("\n")
-                rest = lines.pop()
-                yield lines
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunDirError(f"{path}: cannot be read ({exc})") from None
-
-

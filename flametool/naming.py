@@ -12,8 +12,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Iterable
 
-from .errors import RunDirError
-from .folded import MAX_COUNT, FoldedLineError, Stack, _line_chunks, parse_line
+from .folded import Stack
 
 
 # --- naming: raw py-spy frames -> names people read and diffs can match on -----------------------------
@@ -250,59 +249,18 @@ def normalize(stacks: list[Stack], by_line: bool = False) -> tuple[list[Stack], 
     return norm.result()
 
 
-READ_CHUNK = 1 << 22
-
-
 def read_normalized(path: Path, by_line: bool = False, extra: Iterable[Stack] = ()) -> tuple[list[Stack], dict[str, Frame]]:
     """normalize() of the file's stacks that have frames and samples, then `extra`, read as a stream: the
     same result as normalize([s for s in read(path) if s.frames and s.count > 0] + list(extra)) without
-    holding the raw stacks (a profile of two million lines is gigabytes of raw frame names).
+    holding the raw stacks (a profile of two million lines is gigabytes of raw frame names); a large file is
+    read in parallel (reading.py).
 
     Naming a Cython frame of a file stem the module table does not know can depend on an extension path
     anywhere in the file; such frames are named as they come, and checked against every path once the file
     is read. Should one come out differently, the file is read again with every path known from the start."""
-    extra = list(extra)
-    namer = Namer()
-    for _ in range(2):
-        norm = _Normalizer(namer, by_line)
-        add, counts, key_of = norm.add, norm.counts, norm.keys.__getitem__
-        get = counts.get
-        number = 0  # lines before this chunk
-        for lines in _line_chunks(path):
-            for line in lines:
-                # parse_line's split, cheaper: the count is after the last space, which is in the last frame
-                # when there is one there; anything else (a blank line too) goes the way parse goes
-                parts = line.split(";")
-                last, sep, count = parts[-1].rpartition(" ")
-                try:
-                    n = int(count) if sep and (last or len(parts) > 1) else -1
-                except ValueError:
-                    n = -1
-                if not 0 <= n <= MAX_COUNT:
-                    if not line or line.isspace():
-                        continue
-                    try:
-                        n = parse_line(line).count  # raises what parse would
-                    except FoldedLineError as exc:
-                        raise RunDirError(f"{path}: line {number + lines.index(line) + 1}: {exc}") from None
-                if n > 0:
-                    parts[-1] = last
-                    if by_line:
-                        add(parts, n)
-                    else:  # norm.add, inline: this runs once per line of the file
-                        key = tuple(map(_first, groupby(map(key_of, parts))))
-                        counts[key] = get(key, 0) + n
-            number += len(lines)
-        for s in extra:
-            if s.frames and s.count > 0:
-                add(s.frames, s.count)
-        primed = Namer()
-        primed.seen_modules = namer.seen_modules
-        if all(primed.frame(raw) == namer.cache[raw] for raw in namer.dependent):
-            break
-        namer = Namer()  # again, with every module path known before any frame is named
-        namer.seen_modules = primed.seen_modules
-    return norm.result()
+    from .reading import read_normalized as read  # reading builds on this module
+
+    return read(path, by_line, extra)
 
 
 def repair_sandwiches(stacks: list[Stack], frames: dict[str, Frame]) -> tuple[list[Stack], int]:
@@ -314,7 +272,16 @@ def repair_sandwiches(stacks: list[Stack], frames: dict[str, Frame]) -> tuple[li
     were repaired. Run directories keep the .folded as py-spy wrote it; this is done when it is read."""
     repaired = 0
     out: dict[tuple[str, ...], int] = {}
+    inline = {key for key, f in frames.items() if f.kind == "inline"}
+    name_of = {key: f.name for key, f in frames.items()}
+    # keys are names, except in the line-level view (a name and its line)
+    as_names = (lambda keys: keys) if all(k == n for k, n in name_of.items()) else (lambda keys: map(name_of.__getitem__, keys))
     for s in stacks:
+        # a sandwich needs a header frame and a name twice: most stacks have neither, and are kept as they are
+        # after two C-level checks instead of a loop over their frames
+        if inline.isdisjoint(s.frames) or len(set(as_names(s.frames))) == len(s.frames):
+            out[s.frames] = out.get(s.frames, 0) + s.count
+            continue
         names = list(s.frames)
         changed = False
         i = 0

@@ -94,7 +94,8 @@ class Reader:
         return self.get(key, is_shape, "three positive integers")
 
     def items(self, key: str) -> list["Reader"]:
-        """A list of objects (processes, groups, points), each to be read with its own path."""
+        """A list of objects (processes, groups, points), each to be read with its own path (null in it is not
+        one: its reader would fail on the first field)."""
         v = self.get(key, lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v), "a list of objects", [])
         return [self.child(key, None).child(i, x) for i, x in enumerate(v)]
 

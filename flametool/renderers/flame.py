@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import layers as ly
-from .. import tree
+from .. import trie
 from ..attribution import Profile
 
 DISPLAY_THRESHOLD = 0.002  # of the root's width
@@ -55,54 +55,92 @@ class Strings:
 
 
 def case_graph(profile: Profile, strings: Strings, gid: str, threshold: float = DISPLAY_THRESHOLD) -> Graph:
-    root = tree.build([profile], f"all: {profile.label}")
-    graph = Graph(gid, "case", profile.label, extra={"total_us": profile.us(root.total[0])})
-    floor = threshold * root.total[0]
-    rows = graph.rows
-    row_of = {id(root): 0}
-    rows.append([-1, strings(root.name), strings(""), round(profile.us(root.total[0]), 4), 0.0])
-    for node, parent, kept in root.pruned_walk(lambda n: n.total[0] >= floor and n.total[0] > 0):
-        if not kept:  # dropped with its subtree (its children are narrower still), counted once
-            graph.pruned_nodes += tree.count(node)
-            graph.pruned_us += profile.us(node.total[0])
-            continue
-        row_of[id(node)] = len(rows)
-        rows.append([row_of[id(parent)], strings(node.name), strings(node.layer),
-                     round(profile.us(node.total[0]), 4), round(profile.us(node.self[0]), 4)])
-    graph.drawn_nodes = len(rows)
+    """A case's flame graph, its names and layers entered in `strings` row by row (made once per profile
+    and threshold: see prepare_case_graph)."""
+    made = profile._derived.get(f"case_graph:{threshold}") or _case_graph(profile, Strings(), threshold)
+    own, names = made  # type: ignore[misc]
+    graph = Graph(gid, own.kind, own.title, pruned_nodes=own.pruned_nodes, pruned_us=own.pruned_us,
+                  drawn_nodes=own.drawn_nodes, extra=dict(own.extra))
+    graph.rows = [[r[0], strings(names[r[1]]), strings(names[r[2]]), *r[3:]] for r in own.rows]
     return graph
+
+
+def prepare_case_graph(profile: Profile, threshold: float = DISPLAY_THRESHOLD) -> None:
+    """Make a case's flame graph now and keep it in the profile (with its own string table), so that the
+    profile can travel without its call tree (analysis.prepare)."""
+    profile._derived[f"case_graph:{threshold}"] = _case_graph(profile, Strings(), threshold)
+
+
+def _case_graph(profile: Profile, strings: Strings, threshold: float) -> tuple[Graph, list[str]]:
+    t = profile.trie()
+    layer_names, layer_of = profile.node_layers()
+    root_total = t.root_total[0]
+    graph = Graph("", "case", profile.label, extra={"total_us": profile.us(root_total)})
+    floor = threshold * root_total
+    rows = graph.rows
+    row_of = {(-1, 0): 0}
+    rows.append([-1, strings(f"all: {profile.label}"), strings(""), round(profile.us(root_total), 4), 0.0])
+
+    def keep(depth: int, i: int) -> bool:
+        total = int(t.levels[depth].total[0][i])
+        return total >= floor and total > 0
+
+    for depth, i, parent, kept in t.pruned_walk(keep):
+        level = t.levels[depth]
+        total = int(level.total[0][i])
+        if not kept:  # dropped with its subtree (its children are narrower still)
+            graph.pruned_us += profile.us(total)
+            continue
+        row_of[depth, i] = len(rows)
+        rows.append([row_of[parent], strings(t.names[level.frame[i]]), strings(layer_names[layer_of[depth][i]]),
+                     round(profile.us(total), 4), round(profile.us(int(level.self[0][i])), 4)])
+    graph.drawn_nodes = len(rows)
+    graph.pruned_nodes = t.nodes - (len(rows) - 1)  # every node below the root is drawn or under a dropped one
+    return graph, strings.items
 
 
 def diff_graph(case_diff: dict, strings: Strings, gid: str, threshold: float = DISPLAY_THRESHOLD) -> Graph | None:
     """The differential flame graph, after Brendan Gregg's: widths from the head (the "after" side), colour
     from each frame's delta (head - base): red where head spends more, blue where less. A node also carries
-    the base's widths, so the page can draw the negated graph (widths from the base) as well."""
-    root: tree.Node = case_diff["tree"]
+    the base's widths, so the page can draw the negated graph (widths from the base) as well. Drawn from the
+    merged call tree of the diff's aligned stacks."""
+    aligned: tuple[Profile, Profile] = case_diff["aligned"]
+    t = trie.build([p.stacks for p in aligned])
+    # a node's layer is the one its first stack resolves it to: the base's when a base stack goes through it
+    layers = [trie.node_layers(t, p.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), ly.DEFAULT_VIEW)
+              for p in aligned]
     ub, uh = case_diff["us_per_sample"]
     base, head = case_diff["base"], case_diff["head"]
-    head_root, base_root = root.total[1] * uh, root.total[0] * ub
+    head_root, base_root = t.root_total[1] * uh, t.root_total[0] * ub
     graph = Graph(gid, "diff", f"{head} vs {base}", extra={"base": base, "head": head, "width_from": "head",
                                                             "head_total_us": head_root, "base_total_us": base_root})
-    if not root.children:
+    if not t.levels:
         return None
     # a node is kept when it is visible with either side's widths (the page can draw both)
     floor_h, floor_b = threshold * head_root, threshold * base_root
     rows = graph.rows
     rows.append([-1, strings(f"all: {head} vs {base}"), strings(""), round(head_root, 4), round(base_root, 4), 0.0, 0.0])
-    row_of = {id(root): 0}
+    row_of = {(-1, 0): 0}
 
-    def visible(n: tree.Node) -> bool:
-        ht, bt = n.total[1] * uh, n.total[0] * ub
+    def widths(depth: int, i: int) -> tuple[float, float]:
+        level = t.levels[depth]
+        return int(level.total[1][i]) * uh, int(level.total[0][i]) * ub
+
+    def visible(depth: int, i: int) -> bool:
+        ht, bt = widths(depth, i)
         return not ((ht < floor_h or ht == 0) and (bt < floor_b or bt == 0))
 
-    for node, parent, kept in root.pruned_walk(visible):
-        ht, bt = node.total[1] * uh, node.total[0] * ub
+    for depth, i, parent, kept in t.pruned_walk(visible):
+        ht, bt = widths(depth, i)
         if not kept:
-            graph.pruned_nodes += tree.count(node)
             graph.pruned_us += max(ht, bt)
             continue
-        row_of[id(node)] = len(rows)
-        rows.append([row_of[id(parent)], strings(node.name), strings(node.layer or ly.OTHER), round(ht, 4), round(bt, 4),
-                     round(node.self[1] * uh, 4), round(node.self[0] * ub, 4)])
+        level = t.levels[depth]
+        side = 0 if level.total[0][i] else 1
+        names, of = layers[side]
+        row_of[depth, i] = len(rows)
+        rows.append([row_of[parent], strings(t.names[level.frame[i]]), strings(names[of[depth][i]] or ly.OTHER),
+                     round(ht, 4), round(bt, 4), round(int(level.self[1][i]) * uh, 4), round(int(level.self[0][i]) * ub, 4)])
     graph.drawn_nodes = len(rows)
+    graph.pruned_nodes = t.nodes - (len(rows) - 1)
     return graph

@@ -54,12 +54,12 @@ class PairAnalysis:
         """Layers and frames, head - base, at the sample shape (None: not both sampled). Made when first
         asked for: an export of one case's stacks never needs it. (The flame graph makes its own call tree,
         from the aligned stacks the diff carries.)"""
-        return diff.diff(*self.profiles, with_tree=False) if self.profiles else None
+        return diff.diff(*self.profiles) if self.profiles else None
 
     @functools.cached_property
     def diff_by_library(self) -> dict | None:
         """The same in the 'library' view of the layers (system libraries as layers of their own)."""
-        return diff.diff(*self.profiles, view="library", with_tree=False) if self.profiles else None
+        return diff.diff(*self.profiles, view="library") if self.profiles else None
 
     @property
     def headline(self) -> stats.PairFigures | None:

@@ -59,8 +59,11 @@ def _delta_se(base: Profile, head: Profile, nb: int, nh: int) -> float:
     return math.hypot(base.se(nb), head.se(nh))
 
 
-def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: bool = True) -> dict:
-    """The "diff" record of run.json: layers, frames and the flame graph nodes, head minus base."""
+def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: bool = False) -> dict:
+    """Layers and frames, head minus base, and the aligned profiles the differential flame graph is drawn
+    from. with_tree: also the merged call tree as tree.Node objects, for a caller that walks it (the tests
+    check the array-built graphs against it); nothing in flametool needs it, and on a large profile it is
+    the costliest part."""
     base, head = aligned_profile(base), aligned_profile(head)
     cb, ch = attribute(base, view), attribute(head, view)
 

@@ -1,4 +1,6 @@
-"""The one call tree: a case's stacks, or two cases' stacks merged, as nested nodes with sample counts.
+"""The call tree as nested nodes: a case's stacks, or two cases' stacks merged, with sample counts. The report
+builds the same tree as arrays (trie.py), which a profile of millions of stacks needs; this form is the one
+to walk and to check (diff(with_tree=True), and the tests hold the array-built graphs against it).
 
 A node holds one count per side: one side for a case's own tree (its flame graph), two for a diff (base,
 head: the merged tree the differential flame graph and the frame deltas come from). Frames are matched by

@@ -222,7 +222,7 @@ def test_diff_deltas_add_up(a, b, us_a, us_b):
 
     pa = at.make_profile("a", [folded.Stack(("a (x.py:1)", *f), n) for f, n in a], 0, us_a)
     pb = at.make_profile("b", [folded.Stack(("b (y.py:1)", *f), n) for f, n in b], 0, us_b)
-    d = diff.diff(pa, pb)
+    d = diff.diff(pa, pb, with_tree=True)
     assert sum(r["delta_us_per_call"] for r in d["layers"]) == pytest.approx(us_b - us_a, abs=1e-6)
     assert sum(r["delta_us_per_call"] for r in d["frames"]) == pytest.approx(us_b - us_a, abs=1e-6)
     root = d["tree"]

@@ -21,7 +21,7 @@ def profile(label, text, us):
 
 @pytest.fixture
 def d():
-    return diff.diff(profile("a", BASE, 6.0), profile("b", HEAD, 8.0), view="library")
+    return diff.diff(profile("a", BASE, 6.0), profile("b", HEAD, 8.0), view="library", with_tree=True)
 
 
 def rows(d):

@@ -151,7 +151,7 @@ def test_flame_graphs_from_arrays_are_those_from_the_node_tree(synthetic, thresh
         assert got.to_json() == expected.to_json() and got.drawn_nodes == expected.drawn_nodes
         assert strings.items == expected_strings.items
         assert got.pruned_nodes == expected.pruned_nodes
-    case_diff = df.diff(*profiles)
+    case_diff = df.diff(*profiles, with_tree=True)
     strings = flame.Strings()
     got = flame.diff_graph(case_diff, strings, "d", threshold)
     expected, expected_strings = reference_diff_graph(case_diff, threshold)

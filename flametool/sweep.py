@@ -196,15 +196,18 @@ class SweepAnalysis:
 
 
 def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
+    """Every case's points and crossover, the layers at each sampled size, every compared pair per size."""
     out = SweepAnalysis(run_dir, run)
     for label, result in run.results.items():
         out.curves[label] = [point(t) for t in result.points]
         out.crossovers[label] = crossover(out.curves[label])
         for t in result.points:
+            if t.profile is None:
+                continue
             # a sampled size reads as a result of its own: its timed loops, its profiled process
             alone = dataclasses.replace(result, timing=t, sample_timing=None, profile=t.profile, error=t.error,
                                         sample_shape=t.shape)
-            if t.profile is not None and attribution.skip_reason(alone) is None:
+            if attribution.skip_reason(alone) is None:
                 name = size_name(t.shape)
                 profile = attribution.profile_of(run_dir, alone, f"{label}@{name}")
                 out.layers.setdefault(name, {})[label] = attribution.attribute(profile).to_json()

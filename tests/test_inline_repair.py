@@ -77,3 +77,21 @@ def test_caller_view_on_real_h200_stacks():
         for layer, us in moved.items():
             grew = caller["layers_us_per_call"][layer] - library["layers_us_per_call"].get(layer, 0.0)
             assert grew == pytest.approx(us, abs=1e-9), (label, layer)
+
+
+def test_real_cupy_batched_stacks_from_the_h200():
+    """py-spy --native stacks of CuPy 14.2's batched float16 matmul (8 x 1024^3, `cupy.matmul(a, b, out=c)`),
+    recorded on the H200 (benchmarks/cases/batched.py:cupy_bmm): the sandwiches are there in real stacks, and
+    after the repair no stack has a function, then header frames, then the same function again."""
+    import gzip
+    from pathlib import Path
+
+    text = gzip.decompress((Path(__file__).parent / "data" / "h200_cupy_bmm.folded.gz").read_bytes()).decode()
+    p = attribution.make_profile("cupy_bmm", folded.parse(text), 0, 60.62)
+    assert p.samples == 66 and p.repaired_samples == 30
+    for s in p.stacks:
+        for i, name in enumerate(s.frames):
+            later = s.frames[i + 1:]
+            if name in later:  # a function twice in one stack: not with only header frames between
+                between = later[:later.index(name)]
+                assert not all(p.frames[n].file.endswith(".h") for n in between if n in p.frames), s.frames

@@ -109,3 +109,17 @@ def test_long_gpu_bound_loops_stop_after_two_rounds(monkeypatch, gpu_ms, extend,
                               extend)
     assert [len(loops[l]["cpu_us"]) for l in ("a", "b")] == [rounds, rounds]
     assert len(loops["a"]["gpu_us"]) == len(loops["a"]["wall_us"]) == rounds
+
+
+def test_headline_prefers_processes_to_rounds_of_one_process():
+    """The requested shape timed in one process (49 rounds) and the sample shape in three processes: the
+    three processes lead, however many rounds the one process ran."""
+    from flametool.analysis import PairAnalysis
+
+    one = stats.pair("a", Timing([8] * 3, 10, [Loops([1.0 + i / 100 for i in range(49)])]), "b",
+                     Timing([8] * 3, 10, [Loops([2.0 + i / 100 for i in range(49)])]), True)
+    three = stats.pair("a", Timing([8] * 3, 10, [Loops([1.0]), Loops([1.1]), Loops([0.9])]), "b",
+                       Timing([8] * 3, 10, [Loops([1.5]), Loops([1.6]), Loops([1.4])]), True)
+    assert (one.units, one.unit_name, three.units, three.unit_name) == (49, "rounds of one process", 3, "processes")
+    assert PairAnalysis("a", "b", one, three).headline is three
+    assert PairAnalysis("a", "b", one, None).headline is one

@@ -449,7 +449,8 @@ def flame_graphs(a: Analysis, diffs: list[dict]) -> FlameGraphs:
         "strings": strings.items,
         # short forms of long C++ names for the boxes (templates folded); tooltips show the full name
         "short": {i: short for i, name in enumerate(strings.items) if (short := naming.display_name(name, 120)) != name},
-        "colours": {layer: charts.colour(layer) for layer in {strings.items[r[2]] for g in graphs for r in g.rows}},
+        # sorted: the same run gives the same page, byte for byte, whichever process renders it
+        "colours": {layer: charts.colour(layer) for layer in sorted({strings.items[r[2]] for g in graphs for r in g.rows})},
         "more": charts.MORE, "less": charts.LESS,
         "graphs": [g.to_json() for g in graphs],
     }

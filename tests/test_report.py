@@ -479,3 +479,22 @@ def test_cases_are_shown_against_the_floors(tmp_path):
     data.results["cublas"].factory = "/home/me/mine.py:cublas"
     rundir.save(run, data)
     assert report.build(run).headline.floors == []
+
+
+def test_a_run_renders_to_the_same_page_in_every_process(tmp_path):
+    """Two `flametool report` processes with different hash seeds: the same page but for its timestamp."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    run = Path(__file__).resolve().parent.parent / "samples" / "h200-hostbound-1024"
+    if not run.is_dir():
+        pytest.skip("samples/h200-hostbound-1024 is not recorded")
+    pages = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"{seed}.html"
+        subprocess.run([sys.executable, "-m", "flametool", "report", str(run), "-o", str(out)], check=True,
+                       env=dict(os.environ, PYTHONHASHSEED=seed), capture_output=True)
+        pages.append(re.sub(r"report generated \S+", "", out.read_text(encoding="utf-8")))
+    assert pages[0] == pages[1]

@@ -93,6 +93,11 @@ class Background:
         self.proc = subprocess.Popen([sys.executable, "-m", "flametool", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, env=environ, cwd=ROOT,
                                      start_new_session=True)
+        self.pid = self.proc.pid  # flametool's, and its process group's
+        self._collect()
+
+    def _collect(self) -> None:
+        """Read the process's stderr and stdout into err and out, line by line, as they come."""
         self.err: list[str] = []
         self.out: list[str] = []
         self.readers = [threading.Thread(target=self._read, args=(s, l), daemon=True)
@@ -124,9 +129,9 @@ class Background:
     def signal(self, sig: int, group: bool) -> None:
         """`group`: the whole process group, as a terminal's Ctrl-C does; else flametool's process only."""
         if group:
-            os.killpg(self.proc.pid, sig)
+            os.killpg(self.pid, sig)
         else:
-            self.proc.send_signal(sig)
+            os.kill(self.pid, sig)
 
     def finish(self, timeout: float = 60) -> int:
         code = self.proc.wait(timeout=timeout)

@@ -52,17 +52,7 @@ class SetsidInScript(fk.Background):
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ,
                                      cwd=fk.ROOT, start_new_session=True)
         self.pid = int(self.proc.stdout.readline())
-        self.err: list[str] = []
-        self.out: list[str] = []
-        import threading
-
-        self.readers = [threading.Thread(target=self._read, args=(s, l), daemon=True)
-                        for s, l in ((self.proc.stderr, self.err), (self.proc.stdout, self.out))]
-        for r in self.readers:
-            r.start()
-
-    def signal(self, sig: int, group: bool) -> None:
-        os.killpg(self.pid, sig) if group else os.kill(self.pid, sig)
+        self._collect()
 
 
 @pytest.mark.parametrize("start", ["setsid-in-a-script", "terminal"])

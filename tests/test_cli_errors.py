@@ -111,3 +111,17 @@ def test_parse_dtypes():
     assert cli_module.parse_dtypes("float16", ["cupy", "torch"]) == {"cupy": "float16", "torch": "float16"}
     assert cli_module.parse_dtypes("cupy=float16,torch=bfloat16", ["cupy", "torch"]) == {"cupy": "float16", "torch": "bfloat16"}
     assert cli_module.parse_dtypes("float32,torch=float16", ["numpy", "torch"]) == {"numpy": "float32", "torch": "float16"}
+
+
+@pytest.mark.parametrize("command", ["", "compare", "sweep", "diff", "export", "report", "snakeviz"])
+def test_help_of_every_command(command):
+    """`flametool COMMAND --help` prints its usage and exits 0 (a '%' in a help text made argparse raise)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "flametool", *([command] if command else []), "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-300:]
+    assert proc.stdout.startswith("usage: flametool")
+    if command in ("compare", "sweep"):
+        assert "±2%, for at most" in proc.stdout

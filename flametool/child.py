@@ -413,17 +413,12 @@ def time_cases(spec: dict, report: Reporter) -> dict:
             info = events.device_info() if events else {"device_name": None}
             for label in out["cases"]:
                 out["cases"][label]["device_info"] = info
-        calls: dict[str, int] = {}
-        for label, (step, sync) in made.items():
-            ops = ops_per_step(step)
-            out["cases"][label]["ops_per_step"] = ops
-            warm = math.ceil(spec["warmup"] / ops)
-            report.phase("warmup", calls=warm, label=label)
-            per_step = warm_up(step, sync, warm)
-            given = (item.get("calls") or {}).get(label)
-            # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
-            steps = max(1, math.ceil(spec["iters"] / ops))
-            calls[label] = given or (steps if item["key"] == "timing" else calls_for(per_step, steps))
+        given = item.get("calls") or {}
+        # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
+        calls, ops = warm_all(made, spec, report, lambda label, per_step, steps: given.get(label) or (
+            steps if item["key"] == "timing" else calls_for(per_step, steps)))
+        for label in made:
+            out["cases"][label]["ops_per_step"] = ops[label]
         loops = interleaved(made, calls, repeats, events, report, shape, errors, spec.get("extend_rounds", True))
         for label in made:
             if label in errors:
@@ -453,6 +448,22 @@ SWEEP_LOOP_SECONDS = 0.2
 SWEEP_QUEUE_CALLS = 256
 SWEEP_MIN_CALLS = 3
 SWEEP_WARM_SECONDS = 0.5
+
+
+def warm_all(made: dict[str, tuple[Step, Sync]], spec: dict, report: Reporter,
+             choose: Callable[[str, float, int], int], seconds: float | None = None) -> tuple[dict[str, int], dict[str, int]]:
+    """Each case warmed up (--warmup operations; for at most `seconds` when given) and its calls per loop
+    chosen: choose(label, seconds per step while warming up, steps that make --iters operations). Returns
+    (calls per loop, operations per step), by label."""
+    calls: dict[str, int] = {}
+    ops: dict[str, int] = {}
+    for label, (step, sync) in made.items():
+        ops[label] = ops_per_step(step)
+        warm = math.ceil(spec["warmup"] / ops[label])
+        report.phase("warmup", calls=warm, label=label)
+        per_step = warm_up(step, sync, warm) if seconds is None else warm_up_within(step, sync, warm, seconds)
+        calls[label] = choose(label, per_step, max(1, math.ceil(spec["iters"] / ops[label])))
+    return calls, ops
 
 
 def warm_up_within(step: Step, sync: Sync, calls: int, seconds: float) -> float:
@@ -490,12 +501,9 @@ def sweep_cases(spec: dict, report: Reporter) -> dict:
         if events is None and made:
             events = device_events(device)
             out["device_info"] = events.device_info() if events else {"device_name": None}
-        calls: dict[str, int] = {}
-        for label, (step, sync) in made.items():
-            ops = out["ops_per_step"][label] = ops_per_step(step)
-            per_step = warm_up_within(step, sync, math.ceil(spec["warmup"] / ops), SWEEP_WARM_SECONDS)
-            steps = max(1, math.ceil(spec["iters"] / ops))
-            calls[label] = given[label] if given else sweep_calls(per_step, steps, events is not None)
+        calls, ops = warm_all(made, spec, report, lambda label, per_step, steps: given[label] if given else
+                              sweep_calls(per_step, steps, events is not None), SWEEP_WARM_SECONDS)
+        out["ops_per_step"].update(ops)
         loops = interleaved(made, calls, spec["repeats"], events, report, shape, errors, spec.get("extend_rounds", True))
         # each size as soon as it is measured: a run stopped at a later size keeps it
         report.send("point", index=i, ops_per_step=out["ops_per_step"], device_info=out["device_info"], cases={

@@ -144,6 +144,14 @@ def stacked(cases: dict[str, dict[str, tuple[float, float]]], totals: dict[str, 
     return StackedChart(width, axis_y + 24, x0, x1, bar_h, bars, ticks, legend)
 
 
+def stacked_costs(costs: dict[str, dict]) -> StackedChart:
+    """stacked() of attributions (attribution.CaseCosts.to_json), one bar each: its layers with their
+    standard errors, against its measured time per call."""
+    return stacked({label: {k: (v, x["layers_se_us"].get(k, 0.0)) for k, v in x["layers_us_per_call"].items()}
+                    for label, x in costs.items()},
+                   {label: x["us_per_call"] for label, x in costs.items()})
+
+
 def delta(rows: list[dict], base: str, head: str) -> DeltaChart:
     """rows: run.json diff.layers; bars grow right (red) where head spends more, left (blue) where less."""
     width, label_w, row_h, top = 860, 190, 22, 8

@@ -363,10 +363,7 @@ def warnings(a: Analysis, analysed: dict) -> list[Caveat]:
 def layer_section(analysis_data: dict, diffs: list[dict]) -> Layers:
     done = {l: a for l, a in analysis_data.items() if "skipped" not in a}
     skipped = [f"{l}: no stack analysis ({a['skipped']})" for l, a in analysis_data.items() if "skipped" in a]
-    chart = charts.stacked(
-        {l: {k: (v, a["layers_se_us"].get(k, 0.0)) for k, v in a["layers_us_per_call"].items()} for l, a in done.items()},
-        {l: a["us_per_call"] for l, a in done.items()},
-    ) if done else None
+    chart = charts.stacked_costs(done) if done else None
     deltas = [{r["layer"]: r for r in d["layers"]} for d in diffs]
     from ..layers import order
 

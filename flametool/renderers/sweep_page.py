@@ -116,11 +116,8 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
         version=__version__, complete=run.complete, lines=lines, plot=plot,
         ratios=charts.ratio_plot(pair_series) if pair_series else None,
         ratio_titles=[(t, colour) for t, colour, _ in pair_series],
-        layers=charts.stacked(
-            {f"{label} {size}": {k: (v, x["layers_se_us"].get(k, 0.0)) for k, v in x["layers_us_per_call"].items()}
-             for size, by_case in a.layers.items() for label, x in by_case.items()},
-            {f"{label} {size}": x["us_per_call"] for size, by_case in a.layers.items() for label, x in by_case.items()},
-        ) if a.layers else None,
+        layers=charts.stacked_costs({f"{label} {size}": x for size, by_case in a.layers.items()
+                                     for label, x in by_case.items()}) if a.layers else None,
         legend=[(l, charts.case_colour(i), "") for i, l in enumerate(labels)],
         columns=columns, rows=rows, failures=failures, method=METHOD, environment=environment, css=css,
         sections=SECTIONS,

@@ -24,9 +24,9 @@ from typing import Callable
 
 from . import envinfo, procs, rundir, sampler, stats
 from .cases import BUILTIN, CaseSpec
-from .child import ACTIVE_LOOP, TIMED_SECONDS, classify
+from .child import ACTIVE_LOOP, TIMED_SECONDS
 from .errors import CaseError, FlametoolError
-from .sweep import size_name
+from .sweep import host_bound, size_name
 from .record import CaseResult, Group, Loops, Profiled, Run, Sampling, SweepPoint, Timing
 
 
@@ -424,8 +424,7 @@ class Measurement:
         LABEL@SIZE.prof and LABEL@SIZE.folded; run.json saved after each."""
         r = self.run.results[case.label]
         for t in r.points:
-            cpu = t.median("cpu_us")
-            if t.error or cpu is None or not classify(cpu, t.median("gpu_us"))[0]:
+            if t.error or not host_bound(t):
                 continue
             got = self.profiled(case, t.shape, max(1, t.calls // r.ops_per_step), f"{case.label}@{size_name(t.shape)}")
             if isinstance(got, str):
@@ -433,8 +432,8 @@ class Measurement:
             else:
                 t.profile = got
             self.save()
-            if not isinstance(got, str) and got.sampling is not None and got.sampling.refused:
-                raise FlametoolError(f"case {case.label!r}: {got.sampling.error} (the timings are kept in {self.out})")
+            if not isinstance(got, str):
+                stop_if_refused(case.label, got, self.out)
 
     def profiled(self, case: CaseSpec, shape: list[int], steps: int, name: str) -> Profiled | str:
         """The case alone at `shape`, `steps` calls a loop: its own loops, cProfile and py-spy, into NAME.prof
@@ -515,10 +514,8 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
                 continue
             m.profile(case)
             m.save()
-            sampling = r.sampling
-            if sampling is not None and sampling.refused:
-                # the kernel will refuse every case alike: stop here, with what to change
-                raise FlametoolError(f"case {case.label!r}: {sampling.error} (its timings and cProfile are kept in {out})")
+            if r.profile is not None:
+                stop_if_refused(case.label, r.profile, out)
             stop_if_failed(run, config)
     return out, run
 
@@ -534,6 +531,13 @@ def sweep(config: Config, argv: list[str], progress: Progress) -> tuple[Path, Ru
                 if m.run.results[case.label].error is None:
                     m.profile_points(case)
     return config.out, m.run
+
+
+def stop_if_refused(label: str, profile: Profiled, out: Path) -> None:
+    """The kernel refused py-spy's attach: it will refuse every case alike, so stop here, with what to change
+    (what was measured is saved before this is asked)."""
+    if profile.sampling is not None and profile.sampling.refused:
+        raise FlametoolError(f"case {label!r}: {profile.sampling.error} (its timings and cProfile are kept in {out})")
 
 
 def stop_if_failed(run: Run, config: Config) -> None:

@@ -45,6 +45,12 @@ class Point:
     error: str | None = None
 
 
+def host_bound(timing: Timing) -> bool | None:
+    """compare's rule (child.classify) on the medians of every process's loops; None without loops."""
+    cpu = timing.median("cpu_us")
+    return classify(cpu, timing.median("gpu_us"))[0] if cpu is not None else None
+
+
 def point(timing: SweepPoint) -> Point:
     p = Point(list(timing.shape), edge(timing.shape), error=timing.error)
     if not timing.cpu_loops:
@@ -52,7 +58,7 @@ def point(timing: SweepPoint) -> Point:
     p.cpu_us, p.gpu_us, p.wall_us = timing.median("cpu_us"), timing.median("gpu_us"), timing.median("wall_us")
     p.cpu_interval = stats.case_interval(timing)
     p.wall_interval = stats.case_interval(timing, metric="wall_us") if p.wall_us is not None else None
-    p.host_bound = classify(p.cpu_us, p.gpu_us)[0]
+    p.host_bound = host_bound(timing)
     p.processes = len([x for x in timing.processes if x.cpu_us])
     return p
 

@@ -1,7 +1,7 @@
 """The child: a fresh process that runs one job for the parent, then exits.
 
-Run as ``python -m flametool.child MSG_FD SPEC_JSON``.  It reports to the parent as JSON lines on the
-file descriptor MSG_FD (stdout and stderr belong to the user's code) and reads one command from stdin,
+Run by ``runner.child_command`` (``main(MSG_FD, SPEC_JSON)``, the parent's flametool first on sys.path).  It
+reports to the parent as JSON lines on the file descriptor MSG_FD (stdout and stderr belong to the user's code) and reads one command from stdin,
 ``stop``, which ends the sampled phase.
 
 Three jobs (``JOBS``):

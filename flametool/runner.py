@@ -95,6 +95,18 @@ def child_env(pool_threads: int | None = None) -> dict[str, str]:
     return env
 
 
+# `python -m flametool.child` would put the current directory first on sys.path, so a `flametool/` there (a
+# checkout beside an installed flametool) would run in the child instead of the parent's: the child puts the
+# directory the parent's flametool came from first, then imports.
+CHILD_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); del sys.argv[1]; "
+              "from flametool.child import main; sys.exit(main(sys.argv[1:]))")
+
+
+def child_command(*args: str) -> list[str]:
+    """The command line that runs flametool.child with `args`, importing this process's flametool."""
+    return [sys.executable, "-c", CHILD_BOOT, str(Path(__file__).resolve().parent.parent), *args]
+
+
 def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None,
               handlers: dict[str, Callable[[dict], None]] | None = None) -> tuple[dict | None, str | None, Sampling | None]:
@@ -108,7 +120,7 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
     read_fd, write_fd = os.pipe()
     with log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "flametool.child", str(write_fd), json.dumps(spec)],
+            child_command(str(write_fd), json.dumps(spec)),
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
             env=child_env(config.pool_threads), **procs.own_group(),
         )

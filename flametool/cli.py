@@ -36,6 +36,11 @@ CUDA_SAMPLE_SECONDS = 16
 # host and a 25 Hz sample slowed the loop 1.49x; with one thread per pool it had 3 and 1.09x (cupy) / 1.15x
 # (torch), with the same unsampled time per call.
 CUDA_POOL_THREADS = 1
+# On the 2-core CPU machine torch at 64^3 with its pool of 2 threads was bimodal: torch/numpy 1.685
+# (1.121-2.534), the next run 1.261 (1.061-1.500), and a sweep read 15.9 ms per call at 32^3 where a plain
+# loop takes 11 us; with one thread per pool 0.957 (0.934-0.981). Launch-sized products gain nothing from a
+# pool, so the CPU default is one thread too: a verdict that holds from run to run.
+CPU_POOL_THREADS = 1
 # Timing processes. On the H200 host the cupy/torch ratio of one process varied by about ±1.5% between
 # processes while the absolute times varied by 50%; five processes pool that to well within the 3% that
 # three runs in a row must agree to, and at 1024^3 each extra process costs a few seconds (set-up and
@@ -51,8 +56,8 @@ EXTRA_SECONDS = 60
 
 
 def default_pool_threads(device: str) -> int | None:
-    """None (as the environment says) on the CPU, where the pools do the work."""
-    return None if device == "cpu" else CUDA_POOL_THREADS
+    """One thread per pool on either device (see CPU_POOL_THREADS, CUDA_POOL_THREADS)."""
+    return CPU_POOL_THREADS if device == "cpu" else CUDA_POOL_THREADS
 
 
 # The most each count may be: far beyond any useful run, far below one that would run for days (a call takes a
@@ -172,8 +177,9 @@ def case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", help="cuda:N or cpu (default cuda:0 when a CUDA device is found, else cpu)")
     p.add_argument("--pool-threads", type=int, metavar="N",
                    help="threads of the CPU thread pools (OpenMP, OpenBLAS, MKL) in each case's process; 0 leaves "
-                        "them as the environment says (default 1 on CUDA, where the GPU does the work and each "
-                        "native sample stops every thread; 0 on the CPU, where the pools do the work)")
+                        "them as the environment says (default 1: on CUDA the GPU does the work and each native "
+                        "sample stops every thread; on the CPU a pool of 2 made torch's small products bimodal, "
+                        "its ratio to numpy 1.26 in one run and 1.69 in the next, where 1 thread read 0.96 in each)")
     p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails")
     p.add_argument("--out", type=Path, help="run directory to create (default flametool-runs/<timestamp>)")
 

@@ -9,6 +9,12 @@ launch.  GPU time comes from CUDA events of the library the case imported (see `
 A step may launch several operations (a CUDA graph of N products): it then says so with an ``ops``
 attribute (``step.ops = N``) and every figure is reported per operation.
 
+A step that sets ``step.operands`` (the arrays it reads) gets an operand fingerprint in run.json (a short hash
+of their bytes, see ``child.fingerprint``), and the fairness list flags cases of one shape and dtype whose
+operands differ: on the H200 the same GEMM runs at a speed that depends on the values (4096^3 float16:
+uniform values 204-206 us, normal ones 215-217 us, whichever library). So the built-in cases all multiply the
+same values, made once per process by ``host_operands`` from a fixed seed and copied to each library.
+
 The built-in factories below are loaded by the child exactly as user files are: by ``module:function``.
 The floors (``cublas``, ``torch-graph``, ``cupy-graph``) show how far a library is from the limit: cuBLAS
 called with the least Python, and the host cost per product when a graph of products is replayed.
@@ -54,6 +60,46 @@ def _no_sync() -> None:
     return None
 
 
+# The built-in cases' operands: uniform values in [0, 1) from numpy's default generator with this seed (run.json's
+# config.operand_seed), a first, then b, as float32, then rounded to the case's dtype.
+OPERAND_SEED = 0
+
+
+def operands_made(dtype: str) -> str:
+    """How the built-in cases' operands are made, in words (run.json's operand record)."""
+    return (f"numpy default_rng({OPERAND_SEED}).random float32, uniform in [0, 1), a then b"
+            + (f", rounded to {dtype}" if dtype != "float32" else ""))
+
+
+_made: dict[tuple, tuple] = {}
+
+
+def host_operands(m: int, k: int, n: int, dtype: str):
+    """a (m x k) and b (k x n) as numpy arrays, the same values for every built-in case: in `dtype` where numpy
+    has it, else float32 for the library to round (bfloat16). Kept for the last shape asked, so the cases built
+    side by side in one process share one generation (at the seed's shape, 1.9 billion values)."""
+    import numpy as np
+
+    key = (m, k, n, dtype)
+    if key not in _made:
+        _made.clear()
+        rng = np.random.default_rng(OPERAND_SEED)
+        a = rng.random((m, k), dtype=np.float32)
+        b = rng.random((k, n), dtype=np.float32)
+        if dtype != "float32" and hasattr(np, dtype):
+            a, b = a.astype(dtype), b.astype(dtype)
+        _made[key] = (a, b)
+    return _made[key]
+
+
+def made_by(step: Step, dtype: str, a, b, out) -> Step:
+    """Mark a built-in step's operands (the arrays it reads), how they were made, and the array it writes."""
+    step.operands = (a, b)
+    step.operands_made = operands_made(dtype)
+    step.out = out
+    return step
+
+
 def numpy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
     import numpy as np
 
@@ -61,17 +107,14 @@ def numpy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step,
         raise ValueError("numpy runs on the CPU only; use --device cpu (or leave numpy out of --libs)")
     if not hasattr(np, dtype):
         raise ValueError(f"numpy has no {dtype}")
-    rng = np.random.default_rng(0)
-    a = rng.random((m, k), dtype=np.float32).astype(dtype)
-    b = rng.random((k, n), dtype=np.float32).astype(dtype)
+    a, b = host_operands(m, k, n, dtype)
     out = np.empty((m, n), dtype=dtype)
     matmul = np.matmul
 
     def step() -> None:
         matmul(a, b, out=out)
 
-    step.operands = (a, b, out)
-    return step, _no_sync
+    return made_by(step, dtype, a, b, out), _no_sync
 
 
 def torch_mm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
@@ -84,17 +127,15 @@ def torch_mm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Syn
             raise RuntimeError(f"this torch ({torch.__version__}) has no CUDA device; use --device cpu")
         torch.cuda.set_device(index)
     dev = torch.device(device if index is None else f"cuda:{index}")
-    gen = torch.Generator(device=dev).manual_seed(0)
-    a = torch.randn(m, k, dtype=dt, device=dev, generator=gen)
-    b = torch.randn(k, n, dtype=dt, device=dev, generator=gen)
+    # the host's bytes as they are where numpy has the dtype; bfloat16 rounded from float32 by torch
+    a, b = (torch.from_numpy(x).to(device=dev, dtype=dt, copy=True) for x in host_operands(m, k, n, dtype))
     out = torch.empty(m, n, dtype=dt, device=dev)
     mm = torch.mm
 
     def step() -> None:
         mm(a, b, out=out)
 
-    step.operands = (a, b, out)
-    return step, (torch.cuda.synchronize if index is not None else _no_sync)
+    return made_by(step, dtype, a, b, out), (torch.cuda.synchronize if index is not None else _no_sync)
 
 
 def cupy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
@@ -106,17 +147,14 @@ def cupy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
     if dtype == "bfloat16":
         raise ValueError("cupy has no bfloat16; use --dtype cupy=float16")
     cp.cuda.Device(index).use()
-    cp.random.seed(0)
-    a = cp.random.rand(m, k, dtype=cp.float32).astype(dtype)
-    b = cp.random.rand(k, n, dtype=cp.float32).astype(dtype)
+    a, b = (cp.asarray(x) for x in host_operands(m, k, n, dtype))
     out = cp.empty((m, n), dtype=dtype)
     matmul = cp.matmul
 
     def step() -> None:
         matmul(a, b, out=out)
 
-    step.operands = (a, b, out)
-    return step, cp.cuda.runtime.deviceSynchronize
+    return made_by(step, dtype, a, b, out), cp.cuda.runtime.deviceSynchronize
 
 
 GRAPH_OPS = 100
@@ -141,9 +179,7 @@ def cublas_gemm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
         raise ValueError(f"the cublas floor supports {', '.join(types)}, not {dtype}")
     data_type, compute, scalar = types[dtype]
     cp.cuda.Device(index).use()
-    cp.random.seed(0)
-    a = cp.random.rand(m, k, dtype=cp.float32).astype(dtype)
-    b = cp.random.rand(k, n, dtype=cp.float32).astype(dtype)
+    a, b = (cp.asarray(x) for x in host_operands(m, k, n, dtype))
     out = cp.empty((m, n), dtype=dtype)
     alpha, beta = np.ones(1, scalar), np.zeros(1, scalar)
     handle = cp.cuda.device.get_cublas_handle()
@@ -157,7 +193,7 @@ def cublas_gemm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
 
     step.args = args
     # the raw pointers in args stay valid only while these arrays live
-    step.operands = (a, b, out)
+    made_by(step, dtype, a, b, out)  # also what keeps them alive
     step.scalars = (alpha, beta)
     return step, cp.cuda.runtime.deviceSynchronize
 
@@ -186,7 +222,7 @@ def torch_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
         replay()
 
     step.ops = GRAPH_OPS
-    step.operands = step0.operands
+    made_by(step, dtype, *step0.operands, step0.out)
     step.graph = graph
     return step, sync
 
@@ -232,7 +268,7 @@ def cupy_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, S
         launch(null)
 
     step.ops = GRAPH_OPS
-    step.operands = gemm0.operands
+    made_by(step, dtype, *gemm0.operands, gemm0.out)
     step.graph = (graph, capture, gemm0)
     return step, sync
 

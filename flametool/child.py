@@ -186,6 +186,56 @@ def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tupl
     return made
 
 
+# An operand fingerprint hashes at most this many elements of each array (every s-th one beyond), so that the
+# seed's 1.6-billion-element a costs a copy of megabytes, not gigabytes, off the device.
+FINGERPRINT_ELEMENTS = 1 << 22
+
+
+def host_sample(array: Any) -> tuple[str, list[int], bytes, int]:
+    """(dtype, shape, bytes of every s-th element, s) of a numpy, CuPy or PyTorch array: its raw bytes, read
+    back from the device; torch's bfloat16, which numpy has no type for, as its 16-bit patterns."""
+    shape = [int(d) for d in array.shape]
+    size = math.prod(shape)
+    stride = max(1, math.ceil(size / FINGERPRINT_ELEMENTS))
+    if type(array).__module__.startswith("torch"):
+        import torch
+
+        flat = array.detach().reshape(-1)[::stride]
+        dtype = str(array.dtype).removeprefix("torch.")
+        if array.dtype == torch.bfloat16:
+            flat = flat.view(torch.int16)
+        host = flat.cpu().contiguous().numpy()
+    else:
+        flat = array.reshape(-1)[::stride]
+        dtype = str(array.dtype)
+        host = flat.get() if hasattr(flat, "get") else flat
+    import numpy as np
+
+    return dtype, shape, np.ascontiguousarray(host).tobytes(), stride
+
+
+def fingerprint(step: Step) -> dict | None:
+    """The step's operands (``step.operands``, the arrays it reads) as a short hash of their dtypes, shapes and
+    bytes, with how they were made (``step.operands_made``) and how much was hashed; None without operands."""
+    arrays = getattr(step, "operands", None)
+    if not isinstance(arrays, (tuple, list)) or not arrays:
+        return None
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=6)
+    strides = []
+    for array in arrays:
+        dtype, shape, data, stride = host_sample(array)
+        h.update(f"{dtype}{shape}{stride};".encode())
+        h.update(data)
+        strides.append(stride)
+    hashed = ("every byte" if all(s == 1 for s in strides)
+              else "of each, one element in " + ", ".join(f"{s:,}" for s in strides))
+    made = getattr(step, "operands_made", None)
+    return {"fingerprint": h.hexdigest(), "made": made if isinstance(made, str) else "step.operands of the case",
+            "hashed": f"blake2b of {len(arrays)} operands, {hashed}"}
+
+
 def _describe(exc: BaseException) -> str:
     # out of memory and faults of the installation are explained by explain.known_fault, before this
     first = next((l.strip() for l in str(exc).splitlines() if l.strip()), "")
@@ -327,8 +377,9 @@ def round_order(labels: list[str], r: int) -> list[str]:
 
 
 def build(cases: list[dict], shape: list[int], device: str, report: Reporter,
-          errors: dict[str, str]) -> dict[str, tuple[Step, Sync]]:
-    """Every case's (step, sync) at `shape`; a case that cannot be built is left out, its reason in `errors`."""
+          errors: dict[str, str], operands: dict[str, dict] | None = None) -> dict[str, tuple[Step, Sync]]:
+    """Every case's (step, sync) at `shape`; a case that cannot be built is left out, its reason in `errors`.
+    With `operands`, each built case's operand fingerprint (when its step has operands) goes there by label."""
     made: dict[str, tuple[Step, Sync]] = {}
     for c in cases:
         if c["label"] in errors:
@@ -336,6 +387,10 @@ def build(cases: list[dict], shape: list[int], device: str, report: Reporter,
         report.phase("setup", shape=shape, label=c["label"])
         try:
             made[c["label"]] = set_up(load_factory(c["case"]), shape, c["dtype"], device)
+            if operands is not None:
+                found = fingerprint(made[c["label"]][0])
+                if found:
+                    operands[c["label"]] = {"shape": list(shape), **found}
         except CaseUnavailable as exc:
             errors[c["label"]] = str(exc)
         except FactoryFailed as exc:
@@ -405,9 +460,12 @@ def time_cases(spec: dict, report: Reporter) -> dict:
     while plan:
         item = plan.pop(0)
         shape = item["shape"]
-        made = build(cases, shape, device, report, errors)
+        operands: dict[str, dict] = {}
+        made = build(cases, shape, device, report, errors, operands)
         if not made:
             break
+        for label, found in operands.items():
+            out["cases"][label].setdefault("operands", []).append(found)
         if events is None:
             events = device_events(device)
             info = events.device_info() if events else {"device_name": None}
@@ -497,7 +555,8 @@ def sweep_cases(spec: dict, report: Reporter) -> dict:
         todo = [c for c in cases if given is None or c["label"] in given]
         report.phase("point", index=i + 1, of=len(spec["points"]), shape=shape)
         errors: dict[str, str] = {}
-        made = build(todo, shape, device, report, errors)
+        operands: dict[str, dict] = {}
+        made = build(todo, shape, device, report, errors, operands if given is None else None)
         if events is None and made:
             events = device_events(device)
             out["device_info"] = events.device_info() if events else {"device_name": None}
@@ -509,7 +568,8 @@ def sweep_cases(spec: dict, report: Reporter) -> dict:
         report.send("point", index=i, ops_per_step=out["ops_per_step"], device_info=out["device_info"], cases={
             c["label"]: {"error": errors[c["label"]]} if c["label"] in errors else
             {"calls": calls[c["label"]] * out["ops_per_step"][c["label"]], "steps": calls[c["label"]],
-             "loops": loops[c["label"]]} for c in todo})
+             "loops": loops[c["label"]], **({"operands": operands[c["label"]]} if c["label"] in operands else {})}
+            for c in todo})
         del made
         gc.collect()
     return {"points": len(spec["points"])}

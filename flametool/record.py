@@ -305,6 +305,22 @@ class SweepPoint(Timing):
 
 
 @dataclass
+class Operands:
+    """What a case's step multiplied at one shape: a short hash of its operands' bytes (``step.operands``),
+    how they were made, and how much of them was hashed (child.fingerprint). Runs before 2026-12-01 have none."""
+
+    shape: list[int]
+    fingerprint: str
+    made: str
+    hashed: str
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "Operands":
+        return cls(shape=r.shape("shape") or [], fingerprint=r.text("fingerprint", ""), made=r.text("made", ""),
+                   hashed=r.text("hashed", ""))
+
+
+@dataclass
 class CaseResult:
     """One case: what it is, its timed loops at the requested shape and at the sample shape (in every
     process of its group), and its profiled process."""
@@ -326,6 +342,10 @@ class CaseResult:
     profile: Profiled | None = None
     error: str | None = None
     points: list[SweepPoint] = field(default_factory=list)  # a sweep: the case at each size, in order
+    operands: list[Operands] = field(default_factory=list)  # per shape built in its first timing process
+
+    def operands_at(self, shape: list[int] | None) -> Operands | None:
+        return next((o for o in self.operands if o.shape == shape), None)
 
     @property
     def at_sample_shape(self) -> Timing | None:
@@ -357,6 +377,8 @@ class CaseResult:
             data["points"] = [p.to_json() for p in self.points]
         else:  # a compare run's results read as they did before sweeps
             data.pop("points")
+        if not self.operands:  # a case without step.operands reads as before
+            data.pop("operands")
         return data
 
     @classmethod
@@ -373,6 +395,7 @@ class CaseResult:
             device_info={k: v for k, v in info.items() if isinstance(v, (str, int, float)) or v is None},
             profile=Profiled.from_json(profile) if profile else None, error=r.text("error"),
             points=[SweepPoint.from_json(p) for p in r.items("points")],
+            operands=[Operands.from_json(o) for o in r.items("operands")],
         )
 
 
@@ -447,7 +470,7 @@ class Run:
         config = r.obj("config", optional=True)
         if config:  # the options readers compute with (processes, shape, pairs, ...) are checked like the rest
             for key in ("iters", "warmup", "repeats", "rate_hz", "sample_seconds", "processes", "max_processes",
-                        "pool_threads"):
+                        "pool_threads", "operand_seed"):
                 config.count(key)
             for key in ("sample", "keep_going", "cpu_fallback", "isolate", "extend_rounds", "out_is_default"):
                 config.flag(key)

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Callable
 
 from . import envinfo, procs, rundir, sampler, stats
-from .cases import BUILTIN, CaseSpec
+from .cases import BUILTIN, OPERAND_SEED, CaseSpec
 from .child import ACTIVE_LOOP, TIMED_SECONDS
 from .errors import CaseError, FlametoolError
 from .sweep import host_bound, size_name
-from .record import CaseResult, Group, Loops, Profiled, Run, Sampling, SweepPoint, Timing
+from .record import CaseResult, Group, Loops, Operands, Profiled, Run, Sampling, SweepPoint, Timing
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
@@ -64,6 +64,7 @@ class Config:
     out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
     cpu_fallback: bool = False  # True when no CUDA device was found and the CPU defaults were taken
     sizes: list[list[int]] | None = None  # a sweep: the shapes to time, in order (`shape` is then the first)
+    operand_seed: int = OPERAND_SEED  # the seed the built-in cases' operands are made from (cases.host_operands)
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -291,6 +292,7 @@ class Measurement:
                 continue
             r.ops_per_step = mine.get("ops_per_step", 1)
             r.device_info = mine.get("device_info") or {}
+            r.operands = [Operands(**o) for o in mine.get("operands", [])]
             r.timing = _timing(mine["timing"])
             r.sample_shape, r.sample_shape_reason = got["sample_shape"], got["sample_shape_reason"]
             at_sample = mine.get("sample_timing") or mine["timing"]
@@ -397,6 +399,8 @@ class Measurement:
                         continue
                     if i == 1:
                         t.calls, calls[j][label] = entry["calls"], entry["steps"]
+                        if "operands" in entry:
+                            r.operands.append(Operands(**entry["operands"]))
                     t.processes.append(Loops(**entry["loops"]))
                 self.save()
 

@@ -244,3 +244,14 @@ def test_no_sample_runs_timings_and_cprofile_only(cli, tmp_path):
     assert r.samples is None and r.sampling is None and r.timing.cpu_us_per_call > 0
     assert r.profile.cprofile_us_per_call > 0 and r.profile.files == {"prof": "numpy.prof"}
     assert (out / "numpy.prof").exists() and not (out / "numpy.folded").exists()
+
+
+def test_builtin_cases_record_the_same_operands(run):
+    out, proc, data = run
+    assert data["config"]["operand_seed"] == 0
+    results = rundir.load(out).results
+    numpy_ops, torch_ops = results["numpy"].operands, results["torch"].operands
+    assert [o.shape for o in numpy_ops] == [[64, 64, 64]] and len(numpy_ops[0].fingerprint) == 12
+    assert numpy_ops == torch_ops
+    assert results["add_case"].operands == []  # its step sets no operands: none recorded, nothing flagged
+    assert "operands differ" not in proc.stdout

@@ -71,7 +71,7 @@ def test_builtin_gpu_cases_compute_the_product(label):
 
     factory = getattr(cases, cases.BUILTIN[label].factory)
     step, sync = factory(96, 64, 32, "float32", "cuda:0")
-    a, b, out = step.operands
+    (a, b), out = step.operands, step.out
     out.fill_(0) if hasattr(out, "fill_") else out.fill(0)
     step()
     sync()

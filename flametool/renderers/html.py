@@ -313,6 +313,8 @@ def warnings(a: Analysis, analysed: dict) -> list[Caveat]:
         if len({json.dumps(v) for v in values.values()}) > 1:
             listed = ", ".join(f"{l} {shape_text(v) if isinstance(v, list) else v}" for l, v in values.items())
             out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
+    for unlike in analysis.unlike_operands(run):
+        out.append(Caveat("operands differ", unlike.sentence() + "."))
     for label, r in ok.items():
         group = run.group_of(label)
         if group is not None and not group.paired and len(run.results) > 1:

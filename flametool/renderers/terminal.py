@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import format as fmt
-from .. import sampler, sweep
+from .. import analysis, sampler, sweep
 from ..analysis import Analysis
 from ..sweep import SweepAnalysis
 from ..layers import order
@@ -103,6 +103,8 @@ def print_summary(a: Analysis, console: Console) -> None:
         )
     console.print(profiling)
 
+    for unlike in analysis.unlike_operands(run):
+        say(console, f"operands differ: {unlike.sentence()}")
     for label, r in run.results.items():
         name = fmt.visible(label)
         if r.error:

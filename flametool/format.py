@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .stats import Interval, PairFigures
+from .stats import MAX_ADVISED_PROCESSES, WIDE, Interval, PairFigures, processes_for
 from .sweep import SweepPair, size_name
 
 DASH = "–"
@@ -59,15 +59,24 @@ def pair_sentence(f: PairFigures, where: str = "") -> str:
 
 
 def wide_note(f: PairFigures, processes: int) -> str | None:
-    """One line when the ratio's interval is wide, with what to do."""
+    """One line when the ratio's interval is wide, with what would help: the processes (more than ran) that
+    would bring it within ±WIDE at the spread seen, or that more processes would not settle it."""
     if f.ratio is None or not f.wide:
         return None
-    more = max(processes * 2, 5)
+    ran = f.units if f.unit_name == "processes" else 1
+    isolated = "" if f.paired else ", and without --isolate"
     if f.ratio_interval is None:
-        return (f"{f.head} / {f.base}: no interval (too few processes or rounds); run with --processes {more} "
-                "for one")
-    return (f"{f.head} / {f.base}: the interval reaches ±{f.reach:.0%} from the ratio: the processes disagree; "
-            f"run with --processes {more} for a tighter answer" + ("" if f.paired else ", and without --isolate"))
+        return (f"{f.head} / {f.base}: no interval (too few processes or rounds); run with --processes "
+                f"{max(ran + 1, 5)} for one{isolated}")
+    where = f"the interval reaches ±{f.reach:.0%} from the ratio over {f.units} {f.unit_name}"
+    if ran < 2:
+        return f"{f.head} / {f.base}: {where}; run with --processes 5 to pool processes{isolated}"
+    need = processes_for(f)
+    if need is None:
+        return (f"{f.head} / {f.base}: {where}: the processes disagree more than more processes would settle "
+                f"(±{WIDE:.0%} would take over {MAX_ADVISED_PROCESSES}); a quieter machine would{isolated}")
+    return (f"{f.head} / {f.base}: {where}: the processes disagree; --processes {need} would bring it to about "
+            f"±{WIDE:.0%}{isolated}")
 
 
 def pair_lines(pair, run, processes: int) -> list[str]:

@@ -283,6 +283,30 @@ def suggest_rate(rate_hz: int, slowdown: float | None, behind: bool, share: floa
     return None
 
 
+# Fewer samples than this inside step() make small figures uncertain (the report's "few samples" caveat): a
+# lower rate is advised with a --sample-seconds that still gives this many.
+ENOUGH_SAMPLES = 200
+
+
+def perturbation_advice(sampling: Sampling, slowdown: float | None, pool_threads: int | None,
+                        sample_seconds: int) -> str | None:
+    """What would perturb the loop less, in words, when sampling slowed it or fell behind; None when it did not.
+    Each native sample stops every thread of the process: where it had more than one and its pools were not
+    held to one thread, --pool-threads 1 is the lever (a lower rate only samples less). A lower rate comes with
+    a --sample-seconds long enough for ENOUGH_SAMPLES at it."""
+    rate = suggest_rate(sampling.rate_hz, slowdown, sampling.behind, loop_share(sampling))
+    if rate is None:
+        return None
+    threads = sampling.threads
+    if threads is not None and threads > 1 and pool_threads != 1:
+        return f"--pool-threads 1 would perturb it less (each native sample stopped all {threads} threads)"
+    seconds = max(sample_seconds, math.ceil(ENOUGH_SAMPLES / rate))
+    if seconds > sample_seconds:
+        return (f"--rate {rate} --sample-seconds {seconds} would perturb it less and still give about "
+                f"{rate * seconds} samples")
+    return f"--rate {rate} would perturb it less"
+
+
 def record_keeping_up(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path,
                       say: Callable[[str], None]) -> Sampling:
     """record(), and when py-spy falls behind, once more at half the rate while the loop still runs: a

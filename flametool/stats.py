@@ -121,6 +121,23 @@ class PairFigures:
         return self.reach is None or self.reach > WIDE
 
 
+# The most processes advice may name (cli's limit on --processes)
+MAX_ADVISED_PROCESSES = 100
+
+
+def processes_for(f: PairFigures, target: float = WIDE) -> int | None:
+    """How many processes would bring the ratio's interval within ±target, at the spread between the processes
+    that ran: the half-width on the log scale shrinks as t(n-1)/sqrt(n). None when that is more than
+    MAX_ADVISED_PROCESSES (more processes would not settle it) or the figures were not pooled over processes."""
+    if f.reach is None or f.unit_name != "processes" or f.units < 2:
+        return None
+    now = math.log1p(f.reach) / (t975(f.units - 1) / math.sqrt(f.units))
+    for n in range(f.units + 1, MAX_ADVISED_PROCESSES + 1):
+        if now * t975(n - 1) / math.sqrt(n) <= math.log1p(target):
+            return n
+    return None
+
+
 def pair(base_label: str, base: Timing, head_label: str, head: Timing, paired: bool, seed: int = 0,
          metric: str = "cpu_us") -> PairFigures:
     """head against base in one kind of figure (host time per call by default; a sweep compares wall time too)."""

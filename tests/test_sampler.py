@@ -58,3 +58,21 @@ def test_loop_share():
 def test_coverage():
     s = Sampling(command=[], rate_hz=100, seconds=2, window=(10.0, 12.0), total_samples=150)
     assert sampler.coverage(s) == 0.75
+
+
+def test_advice_names_the_lever_that_slowed_the_loop():
+    # three threads stopped at each sample, pools as the environment says: fewer threads, not a lower rate
+    s = Sampling(command=[], rate_hz=25, seconds=5, complete=True, threads=3, total_samples=100, kept_samples=90)
+    assert sampler.perturbation_advice(s, 1.9, None, 5) == (
+        "--pool-threads 1 would perturb it less (each native sample stopped all 3 threads)")
+    # pools held to one thread already (CUDA's own threads remain): a lower rate, with seconds enough for
+    # ENOUGH_SAMPLES at it (4 Hz for 5 s would be 20 samples)
+    advice = sampler.perturbation_advice(s, 2.5, 1, 5)
+    rate = sampler.suggest_rate(25, 2.5, False)
+    assert rate == 4 and advice == f"--rate 4 --sample-seconds 50 would perturb it less and still give about 200 samples"
+    assert sampler.ENOUGH_SAMPLES <= 4 * 50
+    # a lower rate that still gives enough samples in --sample-seconds is advised alone
+    s = Sampling(command=[], rate_hz=100, seconds=16, complete=True, threads=1, total_samples=100, kept_samples=90)
+    assert sampler.perturbation_advice(s, 1.6, 1, 16) == "--rate 41 would perturb it less"
+    # nothing to advise when sampling barely slowed the loop
+    assert sampler.perturbation_advice(s, 1.2, 1, 16) is None

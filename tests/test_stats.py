@@ -123,3 +123,31 @@ def test_headline_prefers_processes_to_rounds_of_one_process():
     assert (one.units, one.unit_name, three.units, three.unit_name) == (49, "rounds of one process", 3, "processes")
     assert PairAnalysis("a", "b", one, three).headline is three
     assert PairAnalysis("a", "b", one, None).headline is one
+
+
+def spread_pair(n: int, spread: float) -> stats.PairFigures:
+    """A paired ratio over n processes whose own ratios alternate 1 - spread, 1 + spread."""
+    base = timing(*[[10.0, 10.0] for _ in range(n)])
+    head = timing(*[[10.0 * (1 + spread * (-1) ** i)] * 2 for i in range(n)])
+    return stats.pair("a", base, "b", head, paired=True)
+
+
+def test_the_processes_advised_are_more_than_ran_and_settle_the_interval():
+    from flametool import format as fmt
+
+    for n in (10, 12):
+        f = spread_pair(n, 0.12)
+        assert f.wide and f.units == n
+        need = stats.processes_for(f)
+        assert need is not None and need > n
+        # the advised number brings the same spread within WIDE
+        assert not spread_pair(need + need % 2, 0.12).wide
+        note = fmt.wide_note(f, 5)
+        assert f"--processes {need} would bring it to about ±5%" in note and f"over {n} processes" in note
+        assert "--processes 10 " not in note.replace(f"--processes {need}", "")
+    # a spread that even 100 processes would not settle: said so, no number advised
+    f = spread_pair(4, 0.9)
+    assert stats.processes_for(f) is None
+    assert "more than more processes would settle" in fmt.wide_note(f, 4) and "--processes" not in fmt.wide_note(f, 4)
+    # a settled ratio gets no note
+    assert fmt.wide_note(spread_pair(10, 0.001), 10) is None

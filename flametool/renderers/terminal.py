@@ -121,12 +121,12 @@ def print_summary(a: Analysis, console: Console) -> None:
         if s and not s.complete:
             say(console, (f"{name}: sampling incomplete: {fmt.visible(s.error or '')}"))
         elif s:
-            rate = sampler.suggest_rate(s.rate_hz, r.profile.slowdown, s.behind, sampler.loop_share(s))
-            if rate:
+            advice = sampler.perturbation_advice(s, r.profile.slowdown, run.config.get("pool_threads"),
+                                                 run.config.get("sample_seconds") or s.seconds)
+            if advice:
                 why = (f"py-spy fell {s.behind_seconds:.1f} s behind" if s.behind
                        else f"sampling slowed the loop {r.profile.slowdown:.2f}x")
-                say(console, (f"{name}: {why} at {s.rate_hz} Hz (shares stay fair); "
-                                   f"--rate {rate} would perturb it less"))
+                say(console, (f"{name}: {why} at {s.rate_hz} Hz (shares stay fair); {advice}"))
     if not run.complete:
         say(console, ("run incomplete: run.json holds what finished"))
     say(console, (f"run directory: {a.run_dir}"))

@@ -19,8 +19,13 @@ sys.path.insert(0, str(ROOT))
 from flametool import cases, child  # noqa: E402
 
 DTYPE = "float16"
-# calls per loop: tens of milliseconds of GPU work a loop at either size on the H200
-LOOP_GPU_SECONDS = 0.03
+# A GEMM's speed depends on its values through the power it draws, so it shows only once the GPU runs at its
+# power limit: on 2026-12-01 loops of 30 ms after a 20-call warm-up (the GPU idle at 345 MHz before) read
+# 167-211 us per call at 4096^3 from round to round and showed no gap between the old operands
+# (benchmarks/results/h200-2026-12-01-operands.txt). So each loop holds the GPU for a second, and each
+# case is first run for WARM_SECONDS.
+LOOP_GPU_SECONDS = 1.0
+WARM_SECONDS = 3.0
 
 
 def old_cupy(n: int):
@@ -79,7 +84,7 @@ def gpu_loop(step, sync, calls: int, library: str) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="4096,8192")
-    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--rounds", type=int, default=5)
     args = p.parse_args()
     import torch  # noqa: F401 -- both libraries in one process, as compare builds them
 
@@ -92,17 +97,18 @@ def main() -> None:
         }
         prints = {key: child.fingerprint(step)["fingerprint"] if key[0] == "same" else "-"
                   for key, (step, _) in made.items()}
-        for key, (step, sync) in made.items():  # warm-up: cuBLAS picks its kernel, the clocks settle
-            gpu_loop(step, sync, 20, key[1])
-        per_call = gpu_loop(*made[("same", "cupy")], 5, "cupy") * 1e-6
+        per_call = gpu_loop(*made[("same", "cupy")], 20, "cupy") * 1e-6
         calls = max(5, int(LOOP_GPU_SECONDS / per_call))
+        for key, (step, sync) in made.items():  # warm-up: cuBLAS picks its kernel, the clocks and power settle
+            gpu_loop(step, sync, max(5, int(WARM_SECONDS / per_call)), key[1])
         times: dict[tuple, list[float]] = {key: [] for key in made}
         keys = list(made)
         for r in range(args.rounds):
             order = keys[r % len(keys):] + keys[:r % len(keys)]
             for key in (order if r % 2 == 0 else order[::-1]):
                 times[key].append(gpu_loop(*made[key], calls, key[1]))
-        print(f"{n}^3 {DTYPE}, {calls} calls a loop, {args.rounds} rounds interleaved:")
+        print(f"{n}^3 {DTYPE}, {calls} calls a loop (about {calls * per_call:.1f} s), {args.rounds} rounds "
+              "interleaved:")
         for ops in ("same", "old"):
             c, t = times[(ops, "cupy")], times[(ops, "torch")]
             what = ("same operands (cases.host_operands, fingerprints "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from .stats import MAX_ADVISED_PROCESSES, WIDE, Interval, PairFigures, processes_for
-from .sweep import SweepPair, size_name
+from .sweep import SAME_WITHIN, SweepPair, size_name
 
 DASH = "–"
 
@@ -100,17 +100,38 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
     measured = [p for p in sp.points if p.wall is not None and p.wall.ratio is not None]
     if not measured:
         return [f"{sp.head} against {sp.base}: nothing to compare"]
-    far = max(measured, key=lambda p: abs(math.log(p.wall.ratio)))
-    lines = [f"{sp.head} / {sp.base} wall time per call: furthest from even at {size_name(far.shape)}, "
-             f"{ratio(far.wall.ratio)}" + (f" (95%: {interval(far.wall.ratio_interval, lambda v: f'{v:.3f}')})"
-                                           if far.wall.ratio_interval else "")
-             + (f"; {far.share:.0%} of {far.slower}'s wall time there is host time {far.slower} spends beyond the other"
-                if far.share else "")]
+    gone = {id(p) for p in sp.inconclusive}
+    conclusive = [p for p in measured if id(p) not in gone]
+    lines = []
+    if conclusive:
+        far = max(conclusive, key=lambda p: abs(math.log(p.wall.ratio)))
+        lines.append(f"{sp.head} / {sp.base} wall time per call: furthest from even at {size_name(far.shape)}, "
+                     f"{ratio(far.wall.ratio)}" + (f" (95%: {interval(far.wall.ratio_interval, lambda v: f'{v:.3f}')})"
+                                                   if far.wall.ratio_interval else "")
+                     + (f"; {far.share:.0%} of {far.slower}'s wall time there is host time {far.slower} spends beyond "
+                        "the other" if far.share else ""))
     for c in sp.even:
-        faster_below = sp.head if c.rising else sp.base
+        below, above = (sp.head, sp.base) if c.rising else (sp.base, sp.head)
         lines.append(f"{sp.head} and {sp.base} take the same wall time at about {c.size:,.0f} (between "
-                     f"{size_name(c.low)} and {size_name(c.high)}); {faster_below} is faster below it")
-    widest = max(measured, key=lambda p: p.wall.reach if p.wall.reach is not None else math.inf)
+                     f"{size_name(c.low)} and {size_name(c.high)}, whose intervals are beyond ±{SAME_WITHIN:.0%} of 1 on "
+                     "either side): "
+                     f"{below} is faster below it, {above} above it")
+    for st in sp.stretches:
+        where = ("at every size" if st.first and st.last else f"at {size_name(st.low)}" if st.low == st.high
+                 else f"from {size_name(st.low)} up" if st.last else f"up to {size_name(st.high)}" if st.first
+                 else f"from {size_name(st.low)} to {size_name(st.high)}")
+        if st.side == 0:
+            lines.append(f"{sp.head} and {sp.base} take the same wall time within ±{st.reach:.1%} {where} (95% "
+                         f"intervals {st.ratio_low:.3f} to {st.ratio_high:.3f}, none wholly beyond ±{SAME_WITHIN:.0%} "
+                         "of 1: what a paired ratio moves between runs)")
+        else:
+            faster = sp.head if st.side < 0 else sp.base
+            lines.append(f"{faster} is faster {where}: {sp.head} / {sp.base} {st.ratio_low:.3f} to "
+                         f"{st.ratio_high:.3f} (95% intervals)")
+    for p in sp.inconclusive:
+        lines.append(f"at {size_name(p.shape)} the wall-time ratio is inconclusive: its 95% interval runs from "
+                     f"{interval(p.wall.ratio_interval, lambda v: f'{v:.3g}')} (the processes disagree)")
+    widest = max(conclusive or measured, key=lambda p: p.wall.reach if p.wall.reach is not None else math.inf)
     note = wide_note(widest.wall, processes)
     if note:
         lines.append(f"at {size_name(widest.shape)}, wall time: {note}")

@@ -174,13 +174,81 @@ def pair_point(base: str, bt: Timing, head: str, ht: Timing, paired: bool) -> Pa
     return p
 
 
+# A ratio whose 95% interval reaches further than this from it (42x, 95%: 1.6 to 1135) says nothing about the
+# ratio: such a size is said to be inconclusive, not read as a finding.
+INCONCLUSIVE = 0.5
+# A paired ratio moves by about this much between runs of one build (H200: torch/cupy 0.645-0.658 in runs
+# minutes apart; paired_repro max/min 1.012), which no interval within one run covers: a size whose interval
+# stays within it of 1 is "the same", and a crossing is claimed only between sizes whose intervals are beyond it.
+SAME_WITHIN = 0.02
+
+
+def side(p: PairPoint) -> int | None:
+    """Which case the wall-time interval says is faster at p: +1 the base (head / base above 1 + SAME_WITHIN
+    with its whole interval), -1 the head (below 1 / (1 + SAME_WITHIN)), 0 neither (the same, or no interval),
+    None inconclusive (the interval reaches further than INCONCLUSIVE from the ratio)."""
+    w = p.wall
+    if w is None or w.ratio is None:
+        return None
+    iv = w.ratio_interval
+    if iv is None:
+        return 0
+    if w.reach is not None and w.reach > INCONCLUSIVE:
+        return None
+    return 1 if iv.low > 1 + SAME_WITHIN else -1 if iv.high < 1 / (1 + SAME_WITHIN) else 0
+
+
+@dataclass
+class Stretch:
+    """Neighbouring sizes with one verdict: side() of each (+1 base faster, -1 head faster, 0 the same)."""
+
+    side: int
+    low: list[int]
+    high: list[int]
+    ratio_low: float  # the lowest and highest any of their intervals reach (the ratio where none)
+    ratio_high: float
+    first: bool  # from the smallest conclusive size
+    last: bool  # to the largest
+
+    @property
+    def reach(self) -> float:
+        """How far from 1 the intervals reach, relative (0.045: ±4.5%)."""
+        return max(self.ratio_high - 1, 1 - self.ratio_low, 0.0)
+
+
+def verdicts(points: list[PairPoint]) -> tuple[list[Crossing], list[Stretch], list[PairPoint]]:
+    """The sizes where the wall-time ratio crosses 1 (only between neighbouring sizes whose intervals are beyond
+    SAME_WITHIN on either side), the stretches of sizes with one verdict, and the inconclusive sizes."""
+    measured = [p for p in points if p.wall is not None and p.wall.ratio]
+    inconclusive = [p for p in measured if side(p) is None]
+    usable = [p for p in measured if side(p) is not None]
+    even: list[Crossing] = []
+    stretches: list[Stretch] = []
+    for i, p in enumerate(usable):
+        iv = p.wall.ratio_interval
+        low, high = (iv.low, iv.high) if iv else (p.wall.ratio, p.wall.ratio)
+        if stretches and stretches[-1].side == side(p):
+            s = stretches[-1]
+            s.high, s.ratio_low, s.ratio_high = p.shape, min(s.ratio_low, low), max(s.ratio_high, high)
+        else:
+            if stretches and stretches[-1].side == -side(p) != 0:
+                q = usable[i - 1]
+                even += crossings([q.shape, p.shape], [math.log(q.wall.ratio), math.log(p.wall.ratio)])
+            stretches.append(Stretch(side(p), p.shape, p.shape, low, high, i == 0, False))
+    if stretches:
+        stretches[-1].last = True
+    return even, stretches, inconclusive
+
+
 @dataclass
 class SweepPair:
     base: str
     head: str
     paired: bool
     points: list[PairPoint]
-    even: list[Crossing] = field(default_factory=list)  # sizes where the wall-time ratio crosses 1
+    even: list[Crossing] = field(default_factory=list)  # sizes where the wall-time ratio crosses 1, intervals apart
+    stretches: list[Stretch] = field(default_factory=list)  # neighbouring sizes with one verdict
+    inconclusive: list[PairPoint] = field(default_factory=list)  # sizes whose interval is too wide to say
 
 
 @dataclass
@@ -222,7 +290,5 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
         rb, rh = run.results[base], run.results[head]
         points = [pair_point(base, bt, head, ht, together) for bt, ht in zip(rb.points, rh.points)
                   if bt.shape == ht.shape]
-        measured = [p for p in points if p.wall and p.wall.ratio]
-        even = crossings([p.shape for p in measured], [math.log(p.wall.ratio) for p in measured])
-        out.pairs.append(SweepPair(base, head, together, points, even))
+        out.pairs.append(SweepPair(base, head, together, points, *verdicts(points)))
     return out

@@ -58,6 +58,10 @@ def pair_sentence(f: PairFigures, where: str = "") -> str:
     return f"{text}{where}, {how}"
 
 
+# Below this many processes the spread between them is too uncertain to say that more would not settle it
+FEW_PROCESSES = 5
+
+
 def wide_note(f: PairFigures, processes: int) -> str | None:
     """One line when the ratio's interval is wide, with what would help: the processes (more than ran) that
     would bring it within ±WIDE at the spread seen, or that more processes would not settle it."""
@@ -72,6 +76,9 @@ def wide_note(f: PairFigures, processes: int) -> str | None:
     if ran < 2:
         return f"{f.head} / {f.base}: {where}; run with --processes 5 to pool processes{isolated}"
     need = processes_for(f)
+    if need is None and ran < FEW_PROCESSES:  # a spread read off so few processes is itself unsettled
+        return (f"{f.head} / {f.base}: {where}: too few to tell how far the processes disagree; run with "
+                f"--processes {FEW_PROCESSES}{isolated}")
     if need is None:
         return (f"{f.head} / {f.base}: {where}: the processes disagree more than more processes would settle "
                 f"(±{WIDE:.0%} would take over {MAX_ADVISED_PROCESSES}); a quieter machine would{isolated}")

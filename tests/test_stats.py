@@ -146,8 +146,10 @@ def test_the_processes_advised_are_more_than_ran_and_settle_the_interval():
         assert f"--processes {need} would bring it to about ±5%" in note and f"over {n} processes" in note
         assert "--processes 10 " not in note.replace(f"--processes {need}", "")
     # a spread that even 100 processes would not settle: said so, no number advised
-    f = spread_pair(4, 0.9)
+    f = spread_pair(6, 0.9)
     assert stats.processes_for(f) is None
-    assert "more than more processes would settle" in fmt.wide_note(f, 4) and "--processes" not in fmt.wide_note(f, 4)
+    assert "more than more processes would settle" in fmt.wide_note(f, 6) and "--processes" not in fmt.wide_note(f, 6)
+    # ... unless so few processes ran that their spread is itself unsettled
+    assert "too few to tell" in fmt.wide_note(spread_pair(4, 0.9), 4) and "--processes 5" in fmt.wide_note(spread_pair(4, 0.9), 4)
     # a settled ratio gets no note
     assert fmt.wide_note(spread_pair(10, 0.001), 10) is None

@@ -326,3 +326,51 @@ def test_a_wide_interval_says_what_to_do():
     assert "--processes 5" in lines[-1]
     pair.points.pop()
     assert not any("interval reaches" in l for l in fmt.sweep_pair_lines(pair, 2))
+
+
+def ratio_point(n: int, ratios: list[float]) -> sweep.PairPoint:
+    """A pair at size n whose processes read these wall-time ratios head / base."""
+    return sweep.pair_point("b", timing(n, [10.0] * len(ratios)), "h", timing(n, [10.0 * r for r in ratios]), True)
+
+
+def test_noise_near_one_is_the_same_and_no_crossing_is_claimed():
+    from flametool import format as fmt
+
+    # as in the H200 sample: the head faster by a third up to 1024, then ratios of 0.987-1.05 that flip
+    pts = [ratio_point(n, [0.66, 0.68, 0.67]) for n in (256, 512, 1024)]
+    pts += [ratio_point(2048, [1.01, 1.03, 1.02]), ratio_point(4096, [0.985, 0.99, 0.98]),
+            ratio_point(8192, [1.01, 1.02, 1.015])]
+    even, stretches, inconclusive = sweep.verdicts(pts)
+    assert even == [] and inconclusive == []
+    assert [(s.side, s.low[0], s.high[0], s.first, s.last) for s in stretches] == [
+        (-1, 256, 1024, True, False), (0, 2048, 8192, False, True)]
+    lines = fmt.sweep_pair_lines(sweep.SweepPair("b", "h", True, pts, even, stretches, inconclusive), 3)
+    text = "\n".join(lines)
+    assert "h is faster up to 1024" in text
+    assert "take the same wall time within ±" in text and "from 2048 up" in text
+    reach = stretches[1].reach
+    assert f"±{reach:.1%} from 2048 up" in text
+    assert "faster below" not in text and "same wall time at about" not in text
+
+
+def test_a_crossing_is_claimed_where_the_intervals_are_apart():
+    from flametool import format as fmt
+
+    pts = [ratio_point(512, [0.80, 0.82, 0.81]), ratio_point(1024, [1.20, 1.22, 1.21])]
+    even, stretches, inconclusive = sweep.verdicts(pts)
+    assert len(even) == 1 and 512 < even[0].size < 1024 and even[0].rising
+    lines = fmt.sweep_pair_lines(sweep.SweepPair("b", "h", True, pts, even, stretches, inconclusive), 3)
+    assert any("h is faster below it, b above it" in l for l in lines)
+
+
+def test_a_too_wide_interval_is_inconclusive_not_a_finding():
+    from flametool import format as fmt
+
+    # 42x with an interval from about 1.6 to 1135: said to be inconclusive, never "furthest from even"
+    pts = [ratio_point(32, [1.6, 1100.0, 42.0]), ratio_point(64, [1.01, 1.0, 0.99])]
+    even, stretches, inconclusive = sweep.verdicts(pts)
+    assert inconclusive == [pts[0]] and [s.side for s in stretches] == [0]
+    lines = fmt.sweep_pair_lines(sweep.SweepPair("b", "h", True, pts, even, stretches, inconclusive), 3)
+    assert any(l.startswith("at 32 the wall-time ratio is inconclusive") for l in lines)
+    assert not any("furthest from even at 32" in l for l in lines)
+    assert any("furthest from even at 64" in l for l in lines)

@@ -262,6 +262,11 @@ class SweepAnalysis:
     layers: dict[str, dict[str, dict]] = field(default_factory=dict)
 
     @property
+    def on_gpu(self) -> bool:
+        """Some case has GPU times (CUDA events): a CPU sweep has none, and is worded for the CPU."""
+        return any(p.gpu_us is not None for points in self.curves.values() for p in points)
+
+    @property
     def shapes(self) -> list[list[int]]:
         sizes = self.run.config.get("sizes")
         if isinstance(sizes, list) and sizes:

@@ -241,7 +241,12 @@ def test_sweep_terminal_table_and_report(swept):
     html = (out / "report.html").read_text()
     # a host line per case (no GPU lines on the CPU), a ratio line per compared pair
     assert html.count("<polyline") == 3 + 1
-    assert "torch / numpy" in html and "Where launch cost stops mattering" in html
+    assert "torch / numpy" in html and "Time per call against size, on the CPU" in html
+    # worded for the CPU: no GPU legend, caption or columns, no launch-cost heading, no bound column, no dead
+    # "Layers" link without --sample
+    for gpu_words in ("CUDA events", "Dashed", "launch cost", "host-bound", " GPU</th>", 'href="#layers"'):
+        assert gpu_words not in html, gpu_words
+    assert " GPU " not in proc.stdout.split("torch against numpy")[0] and "│ host" not in proc.stdout
 
 
 def test_report_renders_a_sweep_again(swept, cli, tmp_path):

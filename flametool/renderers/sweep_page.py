@@ -42,6 +42,10 @@ class SweepReport:
     environment: list[tuple[str, str]]
     css: Markup
     sections: list[tuple[str, str]]
+    on_gpu: bool = True  # False: a CPU sweep, worded for the CPU (no GPU lines, crossovers or launch cost)
+    headline_title: str = "Where launch cost stops mattering"
+    plot_title: str = "Host and GPU time per call against size"
+    plot_caption: str = ""
 
 
 SECTIONS = [("headline", "Answers"), ("plot", "Time per call"), ("ratio", "Wall-time ratio"), ("layers", "Layers"),
@@ -58,10 +62,27 @@ METHOD = ("Each size is timed in every process of the run with every case built 
           "wall time: 0 where the launch queue hides the extra host time.")
 
 
+METHOD_CPU = ("Each size is timed in every process of the run with every case built side by side and their loops "
+              "interleaved (AB BA BA AB), as compare times one shape; a loop is --iters calls, fewer where that would "
+              "take more than 0.2 s. Host: the host clock around the loop's calls; on the CPU the host does all the "
+              "work, so there is no GPU time and no crossover. Wall: the host clock until the end of the loop, per "
+              "call. Ratios are paired (taken within each process, pooled over processes) with a Student t 95% "
+              "interval. The share of wall time is the slower case's extra host time over its wall time.")
+PLOT_CAPTION = ("Solid: host time per call (launch cost). Dashed: GPU time per call by CUDA events; at a host-bound "
+                "size the GPU waits for each launch, so the events show the host's time there and the dashed line "
+                "lies on the solid one. Right of a case's crossover (dotted; the diamond is where the GPU's own time, "
+                "on the line through its GPU-bound sizes, meets the host's) the GPU sets the pace and extra host time "
+                "hides behind the launch queue; left of it, every microsecond of host time is a microsecond of wall "
+                "time.")
+PLOT_CAPTION_CPU = ("Host time per call of each case by the host clock: on the CPU the host does all the work, "
+                    "so there is no GPU line and no crossover.")
+
+
 def cells(a: SweepAnalysis) -> tuple[list[str], list[list[Cell]]]:
     columns = ["size"]
+    on_gpu = a.on_gpu  # a CPU sweep: no GPU column, and no bound column that would say "host" at every size
     for label in a.curves:
-        columns += [f"{label} host", f"{label} GPU", f"{label} wall", ""]
+        columns += [f"{label} host", f"{label} GPU", f"{label} wall", ""] if on_gpu else [f"{label} host", f"{label} wall"]
     for sp in a.pairs:
         columns += [f"{sp.head} / {sp.base} wall", "extra host", "share of wall"]
     rows = []
@@ -70,12 +91,13 @@ def cells(a: SweepAnalysis) -> tuple[list[str], list[list[Cell]]]:
         for label, points in a.curves.items():
             p = points[i] if i < len(points) else None
             if p is None or p.cpu_us is None:
-                row += [Cell("failed", p.error or "", "bad") if p is not None and p.error else Cell("–"), Cell(""),
-                        Cell(""), Cell("")]
+                row += [Cell("failed", p.error or "", "bad") if p is not None and p.error else Cell("–")] + [
+                    Cell("") for _ in range(3 if on_gpu else 1)]
                 continue
-            row += [Cell(fmt.us(p.cpu_us), f"95%: {fmt.interval(p.cpu_interval)} us" if p.cpu_interval else ""),
-                    Cell(fmt.us(p.gpu_us)), Cell(fmt.us(p.wall_us)),
-                    Cell("host-bound" if p.host_bound else "GPU-bound", cls="host" if p.host_bound else "muted")]
+            host = Cell(fmt.us(p.cpu_us), f"95%: {fmt.interval(p.cpu_interval)} us" if p.cpu_interval else "")
+            row += [host, Cell(fmt.us(p.gpu_us)), Cell(fmt.us(p.wall_us)),
+                    Cell("host-bound" if p.host_bound else "GPU-bound", cls="host" if p.host_bound else "muted")
+                    ] if on_gpu else [host, Cell(fmt.us(p.wall_us))]
         for sp in a.pairs:
             p = next((x for x in sp.points if x.shape == shape), None)
             w = p.wall if p else None
@@ -119,6 +141,12 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
         layers=charts.stacked_costs({f"{label} {size}": x for size, by_case in a.layers.items()
                                      for label, x in by_case.items()}) if a.layers else None,
         legend=[(l, charts.case_colour(i), "") for i, l in enumerate(labels)],
-        columns=columns, rows=rows, failures=failures, method=METHOD, environment=environment, css=css,
-        sections=SECTIONS,
+        columns=columns, rows=rows, failures=failures, method=METHOD if a.on_gpu else METHOD_CPU,
+        environment=environment, css=css,
+        # a section the page does not have gets no link (Layers without --sample, the ratio with one case)
+        sections=[(id, name) for id, name in SECTIONS if (id != "layers" or a.layers) and (id != "ratio" or pair_series)],
+        on_gpu=a.on_gpu,
+        headline_title="Where launch cost stops mattering" if a.on_gpu else "Time per call against size, on the CPU",
+        plot_title="Host and GPU time per call against size" if a.on_gpu else "Host time per call against size",
+        plot_caption=PLOT_CAPTION if a.on_gpu else PLOT_CAPTION_CPU,
     )

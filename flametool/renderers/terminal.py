@@ -220,20 +220,26 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
     """A sweep: per size, each case's host, GPU and wall time per call; per pair, the wall-time ratio and the
     extra host time in it; each case's crossover."""
     run = a.run
+    # a CPU sweep has no GPU times and every size is the host's: no GPU or bound columns
+    cols = ("host", "GPU", "wall", "bound") if a.on_gpu else ("host", "wall")
     table = titled("time per call at each size: host (CPU), GPU and wall (to the sync after the loop), median of "
-                   "every loop; host: the GPU waited on the host")
+                   "every loop; host: the GPU waited on the host" if a.on_gpu else
+                   "time per call at each size on the CPU, which does all the work: host clock around the loop and "
+                   "wall (to the end of the loop), median of every loop")
     table.add_column("size")
     for label in a.curves:
-        for col in ("host", "GPU", "wall", "bound"):
+        for col in cols:
             table.add_column(f"{fmt.visible(label)} {col}" if col != "bound" else "", justify="right" if col != "bound" else "left")
     for i, shape in enumerate(a.shapes):
         row = [sweep.size_name(shape)]
         for label, points in a.curves.items():
             p = points[i] if i < len(points) else None
             if p is None or p.cpu_us is None:
-                row += ["failed" if p is not None and p.error else "-", "", "", ""]
+                row += ["failed" if p is not None and p.error else "-"] + [""] * (len(cols) - 1)
                 continue
-            row += [fmt.us(p.cpu_us), fmt.us(p.gpu_us), fmt.us(p.wall_us), "host" if p.host_bound else "GPU"]
+            shown = {"host": fmt.us(p.cpu_us), "GPU": fmt.us(p.gpu_us), "wall": fmt.us(p.wall_us),
+                     "bound": "host" if p.host_bound else "GPU"}
+            row += [shown[c] for c in cols]
         table.add_row(*row)
     console.print(table)
     for sp in a.pairs:

@@ -165,8 +165,8 @@ def profile_of(run_dir: Path, result: CaseResult, label: str, by_line: bool = Fa
     # as make_profile does, streamed: the raw stacks of a large profile are never all in memory
     stacks, frames = naming.read_normalized(run_dir / name, by_line, [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else [])
     stacks, repaired = naming.repair_sandwiches(stacks, frames)
-    profile = Profile(label, stacks, frames, float(result.at_sample_shape.cpu_us_per_call), result.samples + loop,
-                      repaired)
+    profile = Profile(label, stacks, frames, float(result.at_sample_shape.cpu_us_per_call),
+                      result.sampling.analysed_samples, repaired)
     if not profile.samples:
         raise RunDirError(f"{run_dir / name}: no samples")
     return profile
@@ -182,15 +182,18 @@ class Figure:
 @dataclass
 class FrameCost:
     frame: str
-    layer: str
+    layer: str  # where most of its own samples went (its colour)
     self: Figure
     total: Figure
+    charged: list[str] = field(default_factory=list)  # every layer its own samples went to, most first
 
     def to_json(self) -> dict:
         return {
             "frame": self.frame,
             "display": naming.display_name(self.frame),
             "layer": self.layer,
+            "layer_label": layer_label(self.charged or [self.layer]),
+            "charged_layers": self.charged or [self.layer],
             "self_us_per_call": self.self.us_per_call,
             "total_us_per_call": self.total.us_per_call,
             "samples": self.self.samples,
@@ -313,22 +316,41 @@ def frame_layers(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, str
     seen, at = np.unique(frames_in_order, return_index=True)
     for f, i in zip(seen.tolist(), order[at].tolist()):
         out[t.names[f]] = nodes.layer_names[nodes.layer[i]]
+    for frame, charged in frame_charges(profile, view).items():
+        out[frame] = charged[0]
+    return out
+
+
+def frame_charges(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, list[str]]:
+    """Each frame that ends stacks: the layers its own samples were charged to in `view`, most samples first (a
+    tie: the layer of the first stack that ends there). A system library called from several layers (libc
+    under Python and under cuBLAS) has several: one label would say its time is one layer's."""
+    key = f"charges:{view}"
+    if key in profile._derived:
+        return profile._derived[key]  # type: ignore[return-value]
+    t = profile.trie()
+    nodes = _nodes(profile, view)
+    width = len(nodes.layer_names)
     ending = nodes.first_end >= 0
+    found: dict[int, list[tuple[int, int, int]]] = {}
     if ending.any():
         pairs, inv = np.unique(nodes.frame[ending].astype(np.int64) * width + nodes.layer[ending], return_inverse=True)
         inv = inv.reshape(-1)
         weight = _sums(inv, nodes.self[ending], len(pairs))
         first = np.full(len(pairs), np.iinfo(np.int64).max, dtype=np.int64)
         np.minimum.at(first, inv, nodes.first_end[ending])
-        best: dict[int, tuple[int, int, int]] = {}
-        for key, w, f in zip(pairs.tolist(), weight, first.tolist()):
-            frame, layer = divmod(key, width)
-            got = best.get(frame)
-            if got is None or w > got[0] or (w == got[0] and f < got[1]):
-                best[frame] = (w, f, layer)
-        for frame, (_, _, layer) in best.items():
-            out[t.names[frame]] = nodes.layer_names[layer]
+        for key_, w, f in zip(pairs.tolist(), weight, first.tolist()):
+            frame, layer = divmod(key_, width)
+            found.setdefault(frame, []).append((-w, f, layer))
+    out = {t.names[frame]: [nodes.layer_names[layer] for _, _, layer in sorted(charged)]
+           for frame, charged in found.items()}
+    profile._derived[key] = out
     return out
+
+
+def layer_label(charged: list[str]) -> str:
+    """A frame's layer as a table shows it: its one layer, or the layers it was charged to."""
+    return charged[0] if len(charged) == 1 else f"several: {', '.join(charged)}"
 
 
 def attribute(profile: Profile, view: str = ly.DEFAULT_VIEW) -> CaseCosts:
@@ -369,7 +391,9 @@ def _attribute(profile: Profile, view: str) -> CaseCosts:
     def fig(n: int) -> Figure:
         return Figure(profile.us(n), profile.se(n), n)
 
-    frames = [FrameCost(name, layer_of[name], fig(self_n[name]), fig(total_n[name])) for name in t.names]
+    charges = frame_charges(profile, view)
+    frames = [FrameCost(name, layer_of[name], fig(self_n[name]), fig(total_n[name]), charges.get(name, []))
+              for name in t.names]
     frames.sort(key=lambda f: (-f.self.samples, -f.total.samples, f.frame))
     return CaseCosts(
         label=profile.label,

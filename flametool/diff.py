@@ -16,7 +16,7 @@ from . import layers as ly
 from . import folded
 from . import naming
 from . import tree
-from .attribution import Profile, attribute
+from .attribution import Profile, attribute, layer_label
 
 STEP_ROOT = "step()"
 
@@ -64,12 +64,15 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: b
     from. with_tree: also the merged call tree as tree.Node objects, for a caller that walks it (the tests
     check the array-built graphs against it); nothing in flametool needs it, and on a large profile it is
     the costliest part."""
+    # layers: each case's own figures, as every layer table shows them, so a row's delta is head - base of the
+    # figures beside it (the aligned stacks charge some system-library samples to the step() they put on top)
+    lb, lh = attribute(base, view), attribute(head, view)
     base, head = aligned_profile(base), aligned_profile(head)
     cb, ch = attribute(base, view), attribute(head, view)
 
     layer_rows = []
-    for layer in ly.order(set(cb.layers) | set(ch.layers)):
-        fb, fh = cb.layers.get(layer), ch.layers.get(layer)
+    for layer in ly.order(set(lb.layers) | set(lh.layers)):
+        fb, fh = lb.layers.get(layer), lh.layers.get(layer)
         b, h = (fb.us_per_call if fb else 0.0), (fh.us_per_call if fh else 0.0)
         layer_rows.append({
             "layer": layer, "base_us_per_call": b, "head_us_per_call": h, "delta_us_per_call": h - b,
@@ -85,6 +88,8 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: b
         tb, th = (fb.total.samples if fb else 0), (fh.total.samples if fh else 0)
         frame_rows.append({
             "frame": name, "display": naming.display_name(name), "layer": (fh or fb).layer,
+            "layer_label": layer_label(list(dict.fromkeys((fh.charged if fh else []) + (fb.charged if fb else [])))
+                                       or [(fh or fb).layer]),
             "base_self_us_per_call": base.us(sb), "head_self_us_per_call": head.us(sh),
             "base_total_us_per_call": base.us(tb), "head_total_us_per_call": head.us(th),
             "delta_us_per_call": head.us(sh) - base.us(sb),

@@ -29,6 +29,12 @@ def signed(value: float) -> str:
     return f"{value:+,.2f}"
 
 
+def shown_delta(base: float, head: float) -> float:
+    """head - base of the two figures as they are shown (num: two decimals), so that a difference column is
+    always the difference of the columns beside it."""
+    return round(head, 2) - round(base, 2)
+
+
 def pm(value: float, se: float, sign: bool = False) -> str:
     return f"{signed(value) if sign else num(value)} ± {se:,.2f}"
 
@@ -98,6 +104,19 @@ def pair_lines(pair, run, processes: int) -> list[str]:
         lines.append(f"At the requested shape {shape(run.results[pair.head].shape)}: " + pair_sentence(pair.timing))
     note = wide_note(lead, processes)
     return lines + ([note] if note else [])
+
+
+def speed_note(pairs: list) -> str | None:
+    """What the figures of the compared pairs (analysis.PairAnalysis) hold to, said once under them: ratios and
+    shares of time hold from run to run; microseconds are this run's host speed, and their intervals cover this
+    run's processes only."""
+    leads = [p.headline for p in pairs if p.headline is not None and p.headline.ratio is not None]
+    if not leads:
+        return None
+    units = sorted({f"{f.units} {f.unit_name}" for f in leads})
+    return ("Ratios and shares of time are the figures that hold from run to run. Microseconds are this run's host "
+            f"speed: their 95% intervals cover this run's {' / '.join(units)}, not how the host's speed drifts between "
+            "runs (the next run on the same build may read other microseconds and the same ratio).")
 
 
 def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:

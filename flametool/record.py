@@ -217,6 +217,11 @@ class Sampling:
     def behind(self) -> bool:
         return self.behind_seconds > 0
 
+    @property
+    def analysed_samples(self) -> int:
+        """The samples the analysis reads and every view counts: inside step() and in the loop between calls."""
+        return self.kept_samples + self.loop_samples
+
     def to_json(self) -> dict:
         data = asdict(self)
         data.pop("window")

@@ -147,11 +147,11 @@ def test_cpu_run_report(cpu_run):
     for label in ("numpy", "torch"):
         assert f"flametool snakeviz {cpu_run} --case {label}" in text
         assert f"snakeviz {cpu_run / (label + '.prof')}" in text
-    assert "spends" in text and "per call more than" in text  # the headline sentence
+    assert "torch − numpy = " in text and "us per call on the host (torch " in text  # the headline sentence
     # the headline leads with the paired ratio of the two cases, timed in the same processes
     pairs = report.build(cpu_run).headline.pairs
     assert pairs[0].startswith("torch / numpy = ") and pairs[0].endswith(", paired over 2 processes"), pairs
-    assert text.index(pairs[0]) < text.index("per call more than")
+    assert text.index(pairs[0]) < text.index("us per call on the host (torch ")
     assert len(data["graphs"]) == 3
     assert sum(1 for t, _ in page.tags if t == "rect") > 0  # the layer chart is drawn, server-side
 
@@ -168,7 +168,8 @@ def test_h200_reference_report(h200_run):
     assert any("THPVariable_mm" in n for n in names)
     assert graphs["diff"]["head"] == "torch" and graphs["diff"]["base"] == "cupy"
     text = " ".join(page.text)
-    assert "cupy spends" in text and "more than torch" in text
+    assert "At the sampled shape (256,256,256) torch − cupy = −" not in text  # one minus sign: the ASCII one
+    assert "torch − cupy = -" in text and "In torch − cupy, the largest layer difference" in text
     assert "not host-bound" in text and "256,256,256" in text  # which shape was sampled, and why
     # its figures were measured in separate processes: the page says the comparison is not paired
     assert "not paired: each case in processes of its own" in text and "not paired" in [w.kind for w in report.build(h200_run).warnings]
@@ -256,13 +257,14 @@ def test_headline_names_the_difference(tmp_path):
     assert model.headline.pairs == ["b / a = 2.000× (no interval); b − a = +10.00 us per call, paired over 1 round of one process",
                                     "b / a: no interval (too few processes or rounds); run with --processes 5 for one"]
     # ...then says where the difference is
-    assert model.headline.sentence.startswith("At the sampled shape (64,64,64) b spends 10.00 us per call more than a")
+    assert model.headline.sentence.startswith("At the sampled shape (64,64,64) b − a = +10.00 us per call on the host "
+                                              "(b 20.00 us against a 10.00 us, 2.00×")
     # by default malloc is charged to its caller (step, Python); the library view keeps it apart
     assert "Python (+10.00 us)" in model.headline.sentence and "malloc (libc.so.6) (+10.00" in model.headline.sentence
     assert [r.deltas for r in model.layers_library.rows if r.layer == "C library/allocator"] == [[("+10.00 ± 0.71", "more")]]
     assert "C library/allocator" not in {r.layer for r in model.layers.rows}
     html = report.render(run)
-    assert html.index("b / a = 2.000×") < html.index("At the sampled shape (64,64,64) b spends")
+    assert html.index("b / a = 2.000×") < html.index("At the sampled shape (64,64,64) b − a")
 
 
 def paired_processes(run: Path, loops: dict[str, list[list[float]]]) -> None:

@@ -109,6 +109,7 @@ class Headline:
     floors: list[str] = field(default_factory=list)
     pairs: list[str] = field(default_factory=list)  # each compared pair: ratio and difference with intervals
     method: str = ""  # how those were computed, and which time the layer and frame figures use
+    speed_note: str = ""  # which figures hold across runs, and what the intervals of microseconds cover
 
 
 @dataclass
@@ -240,7 +241,7 @@ def headline(a: Analysis) -> Headline:
                     "CPU: host time per call, the median of every timed loop of the case, 95% bootstrap interval over "
                     "processes below. GPU: device time per call from events around the same calls. ×: CPU time against "
                     "the first case.",
-                    against_floors(a, ok), pairs, method)
+                    against_floors(a, ok), pairs, method, fmt.speed_note(a.pairs) or "")
 
 
 def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
@@ -263,26 +264,28 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
     pair = max((p for p in a.pairs if p.diff), key=lambda p: abs(p.diff["delta_us_per_call"]), default=None)
     if pair is not None:
         case_diff = pair.diff
-        base, head, delta = case_diff["base"], case_diff["head"], case_diff["delta_us_per_call"]
-        # the slower case is the subject, and every figure is given as "its time minus the other's"
-        slower, faster, sign = (head, base, 1.0) if delta >= 0 else (base, head, -1.0)
+        base, head = case_diff["base"], case_diff["head"]
+        b, h = case_diff["base_us_per_call"], case_diff["head_us_per_call"]
+        # one sign convention everywhere: head − base of the pair BASE:HEAD, as the pair's line and the charts
+        delta = fmt.shown_delta(b, h)
         shape = shape_text(ok[head].sample_shape if head in ok else None)
-        times = (case_diff.get("base_us_per_call"), case_diff.get("head_us_per_call"))
-        ratio = (max(times) / min(times)) if all(isinstance(t, (int, float)) and t > 0 for t in times) else None
-        text = (f"At the sampled shape ({shape}) {slower} spends {abs(delta):,.2f} us per call more than {faster} "
-                f"on the host" + (f" ({ratio:.2f}×)" if ratio else "") + " (the medians of all loops; the pair's "
-                "figure above pools the processes).")
+        text = (f"At the sampled shape ({shape}) {head} − {base} = {delta:+,.2f} us per call on the host ({head} "
+                f"{num(h)} us against {base} {num(b)} us" + (f", {h / b:.2f}×" if b else "") + "; the medians of all "
+                "loops, where the pair's figure above pools the processes).")
         layers = sorted(case_diff["layers"], key=lambda r: -abs(r["delta_us_per_call"]))
         frames = [r for r in case_diff["frames"] if r["delta_us_per_call"]]
         parts = []
         if layers and layers[0]["delta_us_per_call"]:
             l0 = layers[0]
-            parts.append(f"largest layer difference: {l0['layer']} ({sign * l0['delta_us_per_call']:+,.2f} us)")
+            parts.append(f"largest layer difference: {l0['layer']} "
+                         f"({fmt.shown_delta(l0['base_us_per_call'], l0['head_us_per_call']):+,.2f} us)")
         if frames:
             f0 = frames[0]
-            parts.append(f"largest frame difference: {f0['display']} ({sign * f0['delta_us_per_call']:+,.2f} us of its own time)")
+            parts.append(f"largest frame difference: {f0['display']} "
+                         f"({fmt.shown_delta(f0['base_self_us_per_call'], f0['head_self_us_per_call']):+,.2f} us of "
+                         "its own time)")
         if parts:
-            text += f" In {slower} minus {faster}, the " + "; the ".join(parts) + "."
+            text += f" In {head} − {base}, the " + "; the ".join(parts) + "."
         return text
     timed = [(l, a.timings[l].cpu_us) for l in ok if a.timings.get(l)]
     if len(timed) >= 2:
@@ -372,7 +375,7 @@ def layer_section(analysis_data: dict, diffs: list[dict]) -> Layers:
     def cell(d: dict | None) -> tuple[str, str]:
         if not d:
             return "", ""
-        v = d["delta_us_per_call"]
+        v = fmt.shown_delta(d["base_us_per_call"], d["head_us_per_call"])
         return fmt.pm(v, d["delta_se_us"], sign=True), "more" if v > 0 else "less" if v < 0 else ""
 
     rows = []
@@ -388,7 +391,7 @@ def layer_section(analysis_data: dict, diffs: list[dict]) -> Layers:
     return Layers(
         chart=chart, delta_charts=delta_charts,
         labels=list(done), rows=rows, totals=[num(a["us_per_call"]) for a in done.values()],
-        total_deltas=[fmt.signed(d["delta_us_per_call"]) for d in diffs],
+        total_deltas=[fmt.signed(fmt.shown_delta(d["base_us_per_call"], d["head_us_per_call"])) for d in diffs],
         closure=closure, skipped=skipped,
         diff_titles=[f"{d['head']} − {d['base']}" for d in diffs],
     )
@@ -399,7 +402,8 @@ def frame_tables(analysis_data: dict) -> list[FrameTable]:
     for i, (label, a) in enumerate(analysis_data.items()):
         if "skipped" in a:
             continue
-        rows = [FrameRow(f["frame"], f.get("display") or f["frame"], f["layer"], charts.colour(f["layer"]), [
+        rows = [FrameRow(f["frame"], f.get("display") or f["frame"], f.get("layer_label") or f["layer"],
+                         charts.colour(f["layer"]), [
             (pm(f["self_us_per_call"], f.get("self_se_us", 0.0)), f["self_us_per_call"]),
             (pm(f["total_us_per_call"], f.get("total_se_us", 0.0)), f["total_us_per_call"]),
             (str(f["samples"]), f["samples"]),
@@ -413,10 +417,11 @@ def frame_tables(analysis_data: dict) -> list[FrameTable]:
 def diff_table(case_diff: dict, pair: int) -> FrameTable:
     changed = [r for r in case_diff["frames"] if r["delta_us_per_call"] or r["delta_total_us_per_call"]]
     base, head = case_diff["base"], case_diff["head"]
-    rows = [FrameRow(r["frame"], r.get("display") or r["frame"], r["layer"], charts.colour(r["layer"]), [
+    rows = [FrameRow(r["frame"], r.get("display") or r["frame"], r.get("layer_label") or r["layer"],
+                     charts.colour(r["layer"]), [
         (num(r["base_self_us_per_call"]), r["base_self_us_per_call"]),
         (num(r["head_self_us_per_call"]), r["head_self_us_per_call"]),
-        (pm(r["delta_us_per_call"], r["delta_se_us"]).replace(num(r["delta_us_per_call"]), f"{r['delta_us_per_call']:+,.2f}", 1),
+        (fmt.pm(fmt.shown_delta(r["base_self_us_per_call"], r["head_self_us_per_call"]), r["delta_se_us"], sign=True),
          r["delta_us_per_call"]),
         (f"{r['delta_total_us_per_call']:+,.2f}", r["delta_total_us_per_call"]),
     ]) for r in changed[:TOP_DIFF]]
@@ -511,12 +516,31 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
         ("CPU", f"{env.get('cpu') or '–'}" + (f" ({env['cpu_count']} cores usable)" if env.get("cpu_count") else "")),
     ]
     rows += [(name, str(v)) for name, v in versions.items() if v]
-    shown = ("sizes", "shape", "dtypes", "iters", "warmup", "repeats", "rate_hz", "sample_seconds", "sample_shape", "sample",
-             "pool_threads", "processes", "isolate")
+    shown = ("sizes", "shape", "dtypes", "iters", "warmup", "rate_hz", "sample_seconds", "sample_shape", "sample",
+             "pool_threads", "isolate", "operand_seed")
     if config.get("sizes"):  # a sweep: its sizes say it; its "shape" is only the first of them
         shown = tuple(k for k in shown if k not in ("shape", "sample_shape"))
     rows += [(f"config: {k}", json.dumps(config[k]) if not isinstance(config[k], str) else config[k])
              for k in shown if k in config]
+    return rows + ran_rows(data)
+
+
+def ran_rows(data: Run) -> list[tuple[str, str]]:
+    """What ran, beside what was asked: the timing processes of each group and the rounds of timed loops in
+    each process (a host-bound shape runs more rounds than --repeats; more processes run while a ratio is
+    unsettled)."""
+    asked_p, asked_r = data.config.get("processes"), data.config.get("repeats")
+    groups = [g for g in data.groups if g.cases]
+    ran = sorted({g.processes for g in groups})
+    text = ("; ".join(f"{'+'.join(g.cases)} {g.processes}" for g in groups) if len(ran) > 1
+            else str(ran[0]) if ran else "–")
+    rows = [("processes run", text + (f" ({asked_p} asked)" if asked_p is not None and ran != [asked_p] else ""))]
+    rounds = sorted({len(p.cpu_us) for r in data.results.values()
+                     for t in [r.timing, r.sample_timing, *r.points] if t is not None for p in t.processes if p.cpu_us})
+    if rounds:
+        span = str(rounds[0]) if len(rounds) == 1 else f"{rounds[0]} to {rounds[-1]}"
+        rows.append(("rounds run per process", span + (f" ({asked_r} asked)" if asked_r is not None and rounds != [asked_r]
+                                                        else "")))
     return rows
 
 

@@ -67,6 +67,9 @@ def print_summary(a: Analysis, console: Console) -> None:
     for p in a.pairs:
         for line in fmt.pair_lines(p, run, processes):
             say(console, line)
+    note = fmt.speed_note(a.pairs)
+    if note:
+        say(console, note)
 
     timing = titled("host (CPU) and GPU time per call: median of every timed loop, 95% interval in brackets")
     for col, right in (("case", False), ("dtype", False), ("shape", False), ("CPU", True), ("GPU", True),
@@ -99,7 +102,7 @@ def print_summary(a: Analysis, console: Console) -> None:
             fmt.us(prof.own_us_per_call),
             f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
             f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
-            f"{s.kept_samples} at {s.rate_hz} Hz" if s else "-",
+            f"{s.analysed_samples} at {s.rate_hz} Hz" if s else "-",
         )
     console.print(profiling)
 
@@ -159,10 +162,11 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
             row.append(fmt.pm(v, x["layers_se_us"][layer]) if v is not None else "-")
         for by_layer in deltas:
             d = by_layer.get(layer)
-            row.append(fmt.pm(d["delta_us_per_call"], d["delta_se_us"], sign=True) if d else "-")
+            row.append(fmt.pm(fmt.shown_delta(d["base_us_per_call"], d["head_us_per_call"]), d["delta_se_us"],
+                              sign=True) if d else "-")
         table.add_row(*row)
     row = [Text("total (measured)")] + [fmt.num(x["us_per_call"]) for x in done.values()]
-    row += [fmt.signed(d["delta_us_per_call"]) for d in diffs]
+    row += [fmt.signed(fmt.shown_delta(d["base_us_per_call"], d["head_us_per_call"])) for d in diffs]
     table.add_row(*row, end_section=True)
     console.print(table)
     for label, x in done.items():
@@ -188,8 +192,10 @@ def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None
         say(console, ("no frame differs"))
         return
     for r in changed[:top]:
-        table.add_row(text((r["display"])), r["layer"], fmt.num(r["base_self_us_per_call"]),
-                      fmt.num(r["head_self_us_per_call"]), fmt.pm(r["delta_us_per_call"], r["delta_se_us"], sign=True),
+        table.add_row(text((r["display"])), r.get("layer_label") or r["layer"], fmt.num(r["base_self_us_per_call"]),
+                      fmt.num(r["head_self_us_per_call"]),
+                      fmt.pm(fmt.shown_delta(r["base_self_us_per_call"], r["head_self_us_per_call"]), r["delta_se_us"],
+                             sign=True),
                       fmt.signed(r["delta_total_us_per_call"]))
     console.print(table)
 
@@ -205,9 +211,9 @@ def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10)
         table.add_column(text(col), justify="left" if i == 0 else "right")
     for r in case_diff["layers"]:
         table.add_row(text(r["layer"]), fmt.num(r["base_us_per_call"]), fmt.num(r["head_us_per_call"]),
-                      fmt.pm(r["delta_us_per_call"], r["delta_se_us"], sign=True))
+                      fmt.pm(fmt.shown_delta(r["base_us_per_call"], r["head_us_per_call"]), r["delta_se_us"], sign=True))
     table.add_row(Text("total (measured)"), fmt.num(case_diff["base_us_per_call"]), fmt.num(case_diff["head_us_per_call"]),
-                  fmt.signed(case_diff["delta_us_per_call"]))
+                  fmt.signed(fmt.shown_delta(case_diff["base_us_per_call"], case_diff["head_us_per_call"])))
     console.print(table)
     print_frame_deltas(case_diff | {"base": base, "head": head}, console, top)
     if not case_diff.get("same_shape_and_dtype", True):

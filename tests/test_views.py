@@ -1,0 +1,126 @@
+"""Every figure equals its twin in every view: the terminal summary and layer table, the report, and
+`flametool diff`, on a hand-built run (the head calls libc from two layers and has a layer the base lacks)."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.console import Console
+
+from flametool import analysis, cli, rundir
+from flametool.renderers import html as report
+from flametool.renderers import terminal
+from runbuild import make_run
+
+BASE = ("step (s.py:1);ufunc_generic_fastcall (_multiarray_umath.so) 30\n"
+        "step (s.py:1);ufunc_generic_fastcall (_multiarray_umath.so);sgemm_kernel (libopenblas.so) 60\n"
+        "step (s.py:1) 7\n")
+HEAD = ("step (s.py:1);THPVariable_mm (libtorch_python.so) 20\n"
+        "step (s.py:1);THPVariable_mm (libtorch_python.so);at::native::mm (libtorch_cpu.so) 25\n"
+        "step (s.py:1);THPVariable_mm (libtorch_python.so);pthread_getspecific (libc.so.6) 9\n"
+        "step (s.py:1);pthread_getspecific (libc.so.6) 4\n"
+        "step (s.py:1);THPVariable_mm (libtorch_python.so);at::native::mm (libtorch_cpu.so);sgemm_kernel (libopenblas.so) 70\n"
+        "step (s.py:1) 13\n")
+LIBC = "pthread_getspecific (libc.so.6)"
+NUMBER = re.compile(r"[+-]?\d[\d,]*\.\d\d")
+
+
+@pytest.fixture
+def run(tmp_path):
+    out = make_run(tmp_path / "run", {"numpy": (BASE, 5.63, 3), "torch": (HEAD, 6.857, 2)})
+    r = rundir.load(out)
+    r.config = {"processes": 5, "repeats": 3}  # asked; the hand-built run ran 1 process of 1 round
+    rundir.save(out, r)
+    return out
+
+
+def printed(fn, *args) -> str:
+    buffer = io.StringIO()
+    fn(*args, Console(file=buffer, width=250, color_system=None))
+    return buffer.getvalue()
+
+
+def rows(text: str, title: str) -> dict[str, list[str]]:
+    """The rows of the table under `title`: first cell -> the other cells."""
+    body = text[text.index(title):]
+    out: dict[str, list[str]] = {}
+    for line in body.splitlines()[1:]:
+        if line.startswith("└"):
+            break
+        if line.startswith("│"):
+            cells = [c.strip() for c in line.strip("│").split("│")]
+            out[cells[0]] = cells[1:]
+    return out
+
+
+def value(cell: str) -> float:
+    return float(NUMBER.search(cell).group().replace(",", ""))
+
+
+@pytest.mark.parametrize("view", ["caller", "library"])
+def test_a_layer_rows_difference_is_head_minus_base_in_every_view(run, view, capsys):
+    a = analysis.load(run)
+    table = rows(printed(lambda a, c: terminal.print_layers(a, c, view=view), a), "host time per call by layer")
+    assert table, "no layer table"
+    for layer, (base, head, delta) in table.items():
+        # no blank difference; the difference is head - base of the two figures shown beside it
+        assert delta not in ("", "-"), layer
+        b = value(base) if base != "-" else 0.0
+        h = value(head) if head != "-" else 0.0
+        assert value(delta) == pytest.approx(h - b, abs=1e-9), (layer, base, head, delta)
+    # the report shows the same strings for the same rows
+    model = report.build(run)
+    section = model.layers if view == "caller" else model.layers_library
+    shown = {r.layer: (r.values, r.deltas[0][0]) for r in section.rows}
+    for layer, (base, head, delta) in table.items():
+        if layer == "total (measured)":
+            assert section.totals == [base, head] and section.total_deltas == [delta]
+            continue
+        values, d = shown[layer]
+        assert [v if v != "–" else "-" for v in values] == [base, head] and d == delta, layer
+    # and `flametool diff` (caller view) on the same run: the same figures, the same differences
+    if view == "caller":
+        assert cli.main(["diff", str(run), "--base", "numpy", "--head", "torch"]) == 0
+        diffed = rows(capsys.readouterr().out, "host time per call by layer")
+        for layer, (base, head, delta) in table.items():
+            db, dh, dd = diffed[layer]
+            assert value(dd) == value(delta) and value(db) == (value(base) if base != "-" else 0.0), layer
+            assert value(dh) == (value(head) if head != "-" else 0.0), layer
+
+
+def test_a_frame_called_from_several_layers_says_so(run):
+    a = analysis.load(run)
+    text = printed(terminal.print_layers, a)
+    frames = rows(text, "frames that differ most")
+    assert frames[LIBC][0] == "several: PyTorch binding, Python"
+    torch = next(f for f in a.cases["torch"]["hot_frames"] if f["frame"] == LIBC)
+    assert torch["charged_layers"] == ["PyTorch binding", "Python"]
+    model = report.build(run)
+    in_report = [r.layer for t in model.frame_tables + model.diff_tables for r in t.rows if r.frame == LIBC]
+    assert in_report and set(in_report) == {"several: PyTorch binding, Python"}
+    # a frame of one layer keeps its one label
+    assert frames["THPVariable_mm (libtorch_python.so)"][0] == "PyTorch binding"
+
+
+def test_samples_one_sign_and_what_ran(run):
+    a = analysis.load(run)
+    summary = printed(terminal.print_summary, a)
+    layers = printed(terminal.print_layers, a)
+    model = report.build(run)
+    for label in ("numpy", "torch"):
+        n = a.run.results[label].sampling.analysed_samples
+        assert rows(summary, "profiled loops")[label][-1] == f"{n} at 100 Hz"
+        assert f"{label}: layers sum to" in layers and f"from {n} samples" in layers.split(f"{label}: layers sum to")[1].splitlines()[0]
+        assert any(line.startswith(f"{label}: ") and f"from {n} samples" in line for line in model.layers.closure)
+    # one sign convention: head − base of the pair numpy:torch, in the pair line, the sentence, the chart titles
+    assert model.headline.pairs[0].startswith("torch / numpy = ") and "torch − numpy = +" in model.headline.pairs[0]
+    assert model.headline.sentence.startswith("At the sampled shape (64,64,64) torch − numpy = +1.23 us per call")
+    assert "In torch − numpy, the largest layer difference" in model.headline.sentence
+    assert "minus" not in model.headline.sentence and model.layers.diff_titles == ["torch − numpy"]
+    assert "torch - numpy" in layers  # the terminal's table column, ASCII
+    # the environment says what ran beside what was asked
+    env = dict(report.environment_rows(run, a.run))
+    assert env["processes run"] == "1 (5 asked)" and env["rounds run per process"] == "1 (3 asked)"
+    assert "config: processes" not in env and "config: repeats" not in env

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from flametool import analysis  # noqa: E402
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from paired_repro import run_once  # noqa: E402
 
 TARGET = 1.05
 
@@ -41,13 +40,7 @@ def main() -> None:
             out = Path(tmp) / f"run{i}"
             cmd = [sys.executable, "-m", "flametool", "compare", "--device", "cpu", "--out", str(out),
                    *args.extra.split()]
-            t0 = time.monotonic()
-            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-            wall = time.monotonic() - t0
-            if proc.returncode != 0:
-                sys.exit(f"run {i + 1} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-            a = analysis.load(out)
-            f = a.pairs[0].headline
+            a, f, wall = run_once(cmd, i)
             iv = f.ratio_interval
             ratios.append(f.ratio)
             shown = f"(95% {iv.low:.3f}-{iv.high:.3f})" if iv else "(no interval)"

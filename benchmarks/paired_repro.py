@@ -21,6 +21,17 @@ sys.path.insert(0, str(ROOT))
 from flametool import analysis  # noqa: E402
 
 
+def run_once(cmd: list[str], i: int):
+    """One `flametool compare` (cmd), its analysis and its first pair's leading figures, and its wall seconds."""
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    wall = time.monotonic() - t0
+    if proc.returncode != 0:
+        sys.exit(f"run {i + 1} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    a = analysis.load(cmd[cmd.index("--out") + 1])
+    return a, a.pairs[0].headline, wall
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda:0")
@@ -36,13 +47,7 @@ def main() -> None:
             out = Path(tmp) / f"run{i}"
             cmd = [sys.executable, "-m", "flametool", "compare", "--device", args.device, "--libs", args.libs,
                    "--shape", args.shape, "--dtype", args.dtype, "--out", str(out), *args.extra.split()]
-            t0 = time.monotonic()
-            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-            wall = time.monotonic() - t0
-            if proc.returncode != 0:
-                sys.exit(f"run {i + 1} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-            a = analysis.load(out)
-            f = a.pairs[0].headline
+            a, f, wall = run_once(cmd, i)
             iv = f.ratio_interval
             ratios.append((f.ratio, iv))
             times = ", ".join(f"{l} {a.timings[l].cpu_us:.2f} us" for l in a.run.results)

@@ -474,7 +474,10 @@ def reference_attribute(profile: at.Profile) -> at.CaseCosts:
     def fig(n):
         return at.Figure(profile.us(n), profile.se(n), n)
 
-    frames = [at.FrameCost(name, layer_of[name], fig(self_n[name]), fig(total_n[name])) for name in total_n]
+    # the layers a frame's own samples went to, most first (a tie: the first stack that ends there)
+    charged = {n: [l for l, _ in c.most_common()] for n, c in own.items()}
+    frames = [at.FrameCost(name, layer_of[name], fig(self_n[name]), fig(total_n[name]), charged.get(name, []))
+              for name in total_n]
     frames.sort(key=lambda f: (-f.self.samples, -f.total.samples, f.frame))
     return at.CaseCosts(profile.label, profile.us_per_call, profile.samples, profile.denominator,
                         total_n.get(naming.LOOP_FRAME, 0), {l: fig(layer_n[l]) for l in ly.order(layer_n)}, frames,

@@ -388,7 +388,12 @@ def build(cases: list[dict], shape: list[int], device: str, report: Reporter,
         try:
             made[c["label"]] = set_up(load_factory(c["case"]), shape, c["dtype"], device)
             if operands is not None:
-                found = fingerprint(made[c["label"]][0])
+                try:
+                    found = fingerprint(made[c["label"]][0])
+                except Exception:  # noqa: BLE001 -- operands it cannot read leave the case unflagged, not failed
+                    print(f"flametool: {c['label']}: step.operands could not be hashed:", file=sys.stderr)
+                    traceback.print_exc()
+                    found = None
                 if found:
                     operands[c["label"]] = {"shape": list(shape), **found}
         except CaseUnavailable as exc:

@@ -78,3 +78,24 @@ def test_unlike_operands_are_flagged_in_the_terminal_and_the_report(tmp_path):
     rundir.save(out, run)
     assert analysis.unlike_operands(rundir.load(out)) == []
     assert not [c for c in report.build(out).warnings if c.kind == "operands differ"]
+
+
+def test_operands_that_cannot_be_hashed_leave_the_case_built(capsys):
+    class Report:
+        def phase(self, *args, **kwargs):
+            pass
+
+    errors, operands = {}, {}
+    case = {"label": "odd", "dtype": "float32",
+            "case": {"module": __name__, "factory": "odd_operands"}}
+    made = child.build([case], [4, 4, 4], "cpu", Report(), errors, operands)
+    assert list(made) == ["odd"] and errors == {} and operands == {}
+    assert "step.operands could not be hashed" in capsys.readouterr().err
+
+
+def odd_operands(m, k, n, dtype, device):
+    def step():
+        pass
+
+    step.operands = (object(), 3)
+    return step, lambda: None

@@ -379,3 +379,27 @@ def test_a_too_wide_interval_is_inconclusive_not_a_finding():
     assert any(l.startswith("at 32 the wall-time ratio is inconclusive") for l in lines)
     assert not any("furthest from even at 32" in l for l in lines)
     assert any("furthest from even at 64" in l for l in lines)
+
+
+def test_a_sweep_records_the_operands_at_each_size(swept):
+    out, proc = swept
+    results = rundir.load(out).results
+    numpy_ops, torch_ops = results["numpy"].operands, results["torch"].operands
+    assert [o.shape for o in numpy_ops] == [[n, n, n] for n in (8, 32, 128, 512)]
+    assert numpy_ops == torch_ops and len({o.fingerprint for o in numpy_ops}) == 4
+    assert "operands differ" not in proc.stdout
+
+
+def test_unlike_operands_in_a_sweep_are_said(swept, tmp_path):
+    import shutil
+
+    from flametool import analysis
+    from flametool.renderers import html as report
+
+    run_dir = tmp_path / "edited"
+    shutil.copytree(swept[0], run_dir)
+    run = rundir.load(run_dir)
+    run.results["torch"].operands[0].fingerprint = "000000000000"
+    rundir.save(run_dir, run)
+    page = report.render(run_dir, analysis.load(run_dir))
+    assert "operands differ: at 8,8,8 float32 the cases multiply different values" in page

@@ -124,3 +124,20 @@ def test_samples_one_sign_and_what_ran(run):
     env = dict(report.environment_rows(run, a.run))
     assert env["processes run"] == "1 (5 asked)" and env["rounds run per process"] == "1 (3 asked)"
     assert "config: processes" not in env and "config: repeats" not in env
+
+
+@pytest.mark.parametrize("pool_threads, threads, words", [
+    (None, 3, "--pool-threads 1 would perturb it less (each native sample stopped all 3 threads)"),
+    (1, 3, "--rate 4 --sample-seconds 50 would perturb it less and still give about 200 samples"),
+])
+def test_the_advice_is_the_same_in_the_terminal_and_the_report(run, pool_threads, threads, words):
+    r = rundir.load(run)
+    r.config |= {"pool_threads": pool_threads, "sample_seconds": 5}
+    s = r.results["torch"].sampling
+    s.rate_hz, s.threads, s.total_samples = 25, threads, s.kept_samples
+    s.sampled_us_per_call = 2.5 * r.results["torch"].profile.own_us_per_call  # sampling slowed it 2.5x
+    rundir.save(run, r)
+    summary = printed(terminal.print_summary, analysis.load(run)).replace("\n", " ")
+    assert f"torch: sampling slowed the loop 2.50x at 25 Hz (shares stay fair); {words}" in summary
+    caveat = next(c for c in report.build(run).warnings if c.kind == "sampling slowed the loop")
+    assert caveat.text.endswith(f" {words}.")

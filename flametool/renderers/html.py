@@ -21,7 +21,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from .. import __version__, analysis, cases, profstats, rundir
+from .. import __version__, analysis, cases, profstats, rundir, sampler
 from . import charts, flame, sweep_page
 from .. import format as fmt
 from .. import naming
@@ -334,15 +334,18 @@ def warnings(a: Analysis, analysed: dict) -> list[Caveat]:
         sampling = r.sampling
         if sampling:
             slowdown = r.profile.slowdown
+            # what would help, as the terminal says it
+            advice = sampler.perturbation_advice(sampling, slowdown, run.config.get("pool_threads"),
+                                                 run.config.get("sample_seconds") or sampling.seconds)
             if slowdown is not None and slowdown > SLOWDOWN_WARN:
                 out.append(Caveat("sampling slowed the loop", f"{label}: the loop ran {slowdown:.1f}× slower while py-spy "
                                    f"sampled it (each native sample stops {_threads(sampling)}). Shares stay fair; times come from "
-                                   "the unsampled loops."))
+                                   "the unsampled loops." + (f" {advice}." if advice else "")))
             if not sampling.complete or sampling.error:
                 out.append(Caveat("sampling incomplete", f"{label}: {sampling.error or 'py-spy did not finish'}."))
             if sampling.behind:
                 out.append(Caveat("sampler behind", f"{label}: py-spy fell {sampling.behind_seconds:.1f} s "
-                                                     "behind; try a lower --rate."))
+                                                     f"behind; {advice or 'try a lower --rate'}."))
         inflation = r.profile.cprofile_inflation if r.profile else None
         if inflation is not None and inflation > CPROFILE_WARN:
             out.append(Caveat("cProfile inflation", f"{label}: the loop ran {inflation:.1f}× slower under cProfile: "

@@ -9,9 +9,9 @@ from datetime import datetime
 
 from markupsafe import Markup
 
-from .. import __version__
+from .. import __version__, analysis
 from .. import format as fmt
-from ..sweep import SweepAnalysis, size_name
+from ..sweep import SweepAnalysis, side, size_name
 from . import charts
 
 
@@ -105,7 +105,9 @@ def cells(a: SweepAnalysis) -> tuple[list[str], list[list[Cell]]]:
                 row += [Cell("–"), Cell(""), Cell("")]
                 continue
             iv = w.ratio_interval
-            row += [Cell(fmt.ratio(w.ratio), f"95%: {iv.low:.3f} to {iv.high:.3f}, {w.units} {w.unit_name}" if iv else "no interval"),
+            row += [Cell("inconclusive" if side(p) is None else fmt.ratio(w.ratio),  # the interval says nothing
+                         (f"{fmt.ratio(w.ratio)}, " if side(p) is None else "")
+                         + (f"95%: {iv.low:.3f} to {iv.high:.3f}, {w.units} {w.unit_name}" if iv else "no interval")),
                     Cell(f"{p.slower} +{fmt.us(p.extra_host_us)}" if p.extra_host_us and p.extra_host_us > 0 else "–"),
                     Cell(f"{p.share:.0%}" if p.share is not None else "–")]
         rows.append(row)
@@ -128,6 +130,7 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
     lines = [f"{label}: {c.text}" for label, c in a.crossovers.items()]
     for sp in a.pairs:
         lines += fmt.sweep_pair_lines(sp, run.config.get("processes") or 1)
+    lines += [f"operands differ: {unlike.sentence()}" for unlike in analysis.unlike_operands(run)]
     failures = [f"{label}: failed: {r.error}" for label, r in run.results.items() if r.error]
     failures += [f"{label} at {size_name(p.shape)}: {p.error}" for label, r in run.results.items() for p in r.points if p.error]
     columns, rows = cells(a)

@@ -260,7 +260,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
                 t.add_row(sweep.size_name(p.shape), "-", "", "", "", "")
                 continue
             iv = f" ({fmt.interval(w.ratio_interval, lambda v: f'{v:.3f}')})" if w.ratio_interval else ""
-            t.add_row(sweep.size_name(p.shape), fmt.ratio(w.ratio) + iv, fmt.signed(w.diff_us) + " us", text(p.slower),
+            shown = "inconclusive" if sweep.side(p) is None else fmt.ratio(w.ratio)  # the interval says nothing
+            t.add_row(sweep.size_name(p.shape), shown + iv, fmt.signed(w.diff_us) + " us", text(p.slower),
                       fmt.us(p.extra_host_us), f"{p.share:.0%}" if p.share is not None else "-")
         console.print(t)
         for line in fmt.sweep_pair_lines(sp, run.config.get("processes") or 1):
@@ -278,6 +279,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         console.print(t)
     for label, c in a.crossovers.items():
         say(console, f"{fmt.visible(label)}: {c.text}")
+    for unlike in analysis.unlike_operands(run):
+        say(console, f"operands differ: {unlike.sentence()}")
     for label, r in run.results.items():
         failed = [p for p in r.points if p.error]
         if r.error:

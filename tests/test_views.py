@@ -114,6 +114,9 @@ def test_samples_one_sign_and_what_ran(run):
         assert rows(summary, "profiled loops")[label][-1] == f"{n} at 100 Hz"
         assert f"{label}: layers sum to" in layers and f"from {n} samples" in layers.split(f"{label}: layers sum to")[1].splitlines()[0]
         assert any(line.startswith(f"{label}: ") and f"from {n} samples" in line for line in model.layers.closure)
+        few = [c.text for c in model.warnings if c.kind == "few samples" and c.text.startswith(f"{label}: ")]
+        assert few == [f"{label}: {n} samples in the loop (fewer than 200): small figures carry large uncertainty; "
+                       "sample longer (--sample-seconds)."]
     # one sign convention: head − base of the pair numpy:torch, in the pair line, the sentence, the chart titles
     assert model.headline.pairs[0].startswith("torch / numpy = ") and "torch − numpy = +" in model.headline.pairs[0]
     assert model.headline.sentence.startswith("At the sampled shape (64,64,64) torch − numpy = +1.23 us per call")

@@ -327,9 +327,9 @@ def warnings(a: Analysis, analysed: dict) -> list[Caveat]:
         if r.timing and r.timing.host_bound is False:
             out.append(Caveat("not host-bound", f"{label}: {r.timing.bound_note or 'the timed loop was not host-bound'}. "
                                                  f"Sampled at {shape_text(r.sample_shape)}: {r.sample_shape_reason or 'no reason recorded'}."))
-        samples = r.samples
+        samples = r.sampling.analysed_samples if r.sampling else None  # counted as every view counts them
         if samples is not None and samples < FEW_SAMPLES:
-            out.append(Caveat("few samples", f"{label}: {samples} samples inside step() (fewer than {FEW_SAMPLES}): "
+            out.append(Caveat("few samples", f"{label}: {samples} samples in the loop (fewer than {FEW_SAMPLES}): "
                                               "small figures carry large uncertainty; sample longer (--sample-seconds)."))
         sampling = r.sampling
         if sampling:

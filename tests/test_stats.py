@@ -123,3 +123,18 @@ def test_headline_prefers_processes_to_rounds_of_one_process():
     assert (one.units, one.unit_name, three.units, three.unit_name) == (49, "rounds of one process", 3, "processes")
     assert PairAnalysis("a", "b", one, three).headline is three
     assert PairAnalysis("a", "b", one, None).headline is one
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bootstrap_medians_are_the_median_of_each_resample(seed):
+    """The vectorised bootstrap reads, for the same draws, exactly what np.median of each resample's values
+    (its groups concatenated) reads: groups of unequal sizes, ties, odd and even totals."""
+    import numpy as np
+
+    rng = np.random.default_rng(100 + seed)
+    groups = [[float(v) for v in rng.integers(0, 6, size=rng.integers(1, 5))] for _ in range(3)]
+    groups += [list(rng.normal(10, 2, size=rng.integers(1, 30))) for _ in range(int(rng.integers(1, 9)))]
+    got = stats.bootstrap_medians(groups, np.random.default_rng(seed))
+    picks = np.random.default_rng(seed).integers(0, len(groups), size=(stats.BOOTSTRAP_RESAMPLES, len(groups)))
+    want = [np.median(np.concatenate([groups[i] for i in row])) for row in picks]
+    assert got.tolist() == want

@@ -316,7 +316,7 @@ class Measurement:
             live = [l for l in live if run.results[l].error is None]
             if not live:
                 return
-            if i >= config.processes and (self._settled(live)
+            if i >= config.processes and (self._settled(live, config.max_processes)
                                           or time.monotonic() - started > config.extra_seconds):
                 return
             i += 1
@@ -339,13 +339,16 @@ class Measurement:
                 group.processes = i  # processes that finished their loops
             self.save()
 
-    def _settled(self, live: list[str]) -> bool:
-        """Every pair of these cases has a ratio whose interval reaches no further than SETTLED from it."""
+    def _settled(self, live: list[str], most: int) -> bool:
+        """No more processes can help: every pair of these cases has a ratio whose interval reaches no further
+        than SETTLED from it, or would still reach further with `most` processes that spread as these do (on
+        a host where processes disagree by ±7%, seven more would not settle it, and would cost a minute)."""
         timings = {l: self.run.results[l].at_sample_shape for l in live}
         for base, head in self.run.pairs:
             if base in timings and head in timings:
-                reach = stats.pair(base, timings[base], head, timings[head], True).reach
-                if reach is None or reach > SETTLED:
+                figures = stats.pair(base, timings[base], head, timings[head], True)
+                reach, could = figures.reach, figures.reach_with(most)
+                if reach is None or (reach > SETTLED and (could is None or could <= SETTLED)):
                     return False
         return True
 

@@ -141,6 +141,15 @@ class PairFigures:
             return None
         return max(self.ratio_interval.high / self.ratio - 1, 1 - self.ratio_interval.low / self.ratio)
 
+    def reach_with(self, units: int) -> float | None:
+        """The reach the ratio's interval would have over `units` processes (or rounds) that spread as these
+        do: the Student t half-width of the mean log ratio at this standard deviation. None with fewer than
+        two units to read a spread from."""
+        logs = [math.log(r) for r in self.per_process_ratio if r > 0]
+        if len(logs) < 2 or units < 2:
+            return None
+        return math.exp(t975(units - 1) * statistics.stdev(logs) / math.sqrt(units)) - 1
+
     @property
     def wide(self) -> bool:
         """The ratio's interval reaches more than WIDE from the ratio (or there is none)."""

@@ -138,3 +138,14 @@ def test_bootstrap_medians_are_the_median_of_each_resample(seed):
     picks = np.random.default_rng(seed).integers(0, len(groups), size=(stats.BOOTSTRAP_RESAMPLES, len(groups)))
     want = [np.median(np.concatenate([groups[i] for i in row])) for row in picks]
     assert got.tolist() == want
+
+
+def test_reach_with_more_processes_follows_the_spread():
+    """The reach a pair's interval would have over more processes: at the spread of the ratios so far, the
+    Student t half-width shrinks with the count; at a wide spread twelve processes still reach far."""
+    tight = stats.pair("a", timing([10.0], [10.0], [10.0]), "b", timing([6.4], [6.5], [6.45]), True)
+    wide = stats.pair("a", timing([10.0], [10.0], [10.0]), "b", timing([5.6], [6.9], [6.2]), True)
+    assert tight.reach_with(3) == pytest.approx(tight.reach, rel=1e-9)  # the same count: the interval it has
+    assert tight.reach_with(12) < tight.reach_with(5) < tight.reach
+    assert tight.reach_with(12) < 0.02 < wide.reach_with(12)
+    assert stats.pair("a", timing([10.0]), "b", timing([6.0]), True).reach_with(12) is None  # one process: no spread

@@ -227,6 +227,48 @@ def _timing(entry: dict) -> Timing:
                   host_bound=entry.get("host_bound"), bound_note=entry.get("bound_note"))
 
 
+@dataclass
+class SweepLeft:
+    """How much of a sweep's timing is left, for its progress line: each size in each process is one step.
+    The time left is the time so far scaled by the steps left, each weighed by what that size took in the
+    first process (a sweep's largest size can take most of a process); in the first process, by the
+    steps alone."""
+
+    sizes: list[list[int]]
+    processes: int
+    started: float = field(default_factory=lambda: time.monotonic())
+    done: int = 0
+    seconds: list[float] = field(default_factory=list)  # each size's seconds in the first process
+    mark: float = field(default_factory=lambda: time.monotonic())
+
+    def step(self) -> None:
+        now = time.monotonic()
+        if self.done < len(self.sizes):
+            self.seconds.append(now - self.mark)
+        self.done, self.mark = self.done + 1, now
+
+    def left_seconds(self) -> float | None:
+        if not self.done:
+            return None
+        total = len(self.sizes) * self.processes
+        if len(self.seconds) < len(self.sizes):
+            weight_done, weight_all = self.done, total
+        else:
+            full, part = divmod(self.done, len(self.sizes))
+            weight_done = full * sum(self.seconds) + sum(self.seconds[:part])
+            weight_all = self.processes * sum(self.seconds)
+        elapsed = time.monotonic() - self.started
+        return elapsed * (weight_all - weight_done) / weight_done if weight_done > 0 else None
+
+    def line(self, process: int) -> str:
+        j = self.done % len(self.sizes)
+        where = (f"size {j + 1}/{len(self.sizes)} ({size_name(self.sizes[j])}) in process {process}/{self.processes}"
+                 if self.done < len(self.sizes) * self.processes else f"process {process}/{self.processes}")
+        left = self.left_seconds()
+        eta = "" if left is None else f", about {left:.0f} s left" if left < 120 else f", about {left / 60:.0f} min left"
+        return f"{self.done}/{len(self.sizes) * self.processes} sizes timed{eta}; {where}"
+
+
 class Measurement:
     """The run being measured: its record, saved after every process."""
 
@@ -370,6 +412,7 @@ class Measurement:
         # at a size leaves it, so that its processes at every size stay the first ones (pairing reads them by
         # position)
         calls: list[dict[str, int]] = [{} for _ in config.sizes]
+        left = SweepLeft(config.sizes, config.processes)
         for i in range(1, config.processes + 1):
             live = [c for c in cases if run.results[c.label].error is None]
             if not live:
@@ -389,13 +432,14 @@ class Measurement:
                     if i == 1:
                         t.calls, calls[j][label] = entry["calls"], entry["steps"]
                     t.processes.append(Loops(**entry["loops"]))
+                left.step()
                 self.save()
 
             spec = spec_base(config) | {
                 "job": "sweep", "cases": [case_entry(c, config) for c in live],
                 "points": [{"shape": size, "calls": None if i == 1 else calls[j]} for j, size in enumerate(config.sizes)],
             }
-            say = lambda what, i=i: self.progress(f"sweep {name}", f"process {i}/{config.processes}: {what}")  # noqa: E731
+            say = lambda what, i=i: self.progress(f"sweep {name}", f"{left.line(i)}: {what}")  # noqa: E731
             got, error, _ = run_child(spec, config, name, self.out / f"{name}-sweep-{i}.log", lambda _l, t: say(t),
                                       handlers={"point": keep})
             measured = any(p.processes for c in cases for p in run.results[c.label].points)

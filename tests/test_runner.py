@@ -35,3 +35,22 @@ def test_no_more_processes_where_twelve_would_still_disagree():
 def test_a_settled_ratio_needs_no_more():
     m = measurement([10.0] * 5, [6.50, 6.51, 6.49, 6.50, 6.50])
     assert m._settled(["a", "b"], 12)
+
+
+def test_a_sweep_says_which_size_and_how_much_is_left(monkeypatch):
+    """Two processes of three sizes, the last size taking most of a process: after the first process the time
+    left is read off what each size took there."""
+    clock = [100.0]
+    monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
+    left = runner.SweepLeft([[8, 8, 8], [16, 16, 16], [64, 64, 32]], processes=2)
+    assert left.line(1) == "0/6 sizes timed; size 1/3 (8) in process 1/2"
+    for seconds in (1.0, 1.0, 8.0):  # the first process: 10 s
+        clock[0] += seconds
+        left.step()
+    assert left.line(2) == "3/6 sizes timed, about 10 s left; size 1/3 (8) in process 2/2"
+    clock[0] += 1.0
+    left.step()
+    assert left.line(2) == "4/6 sizes timed, about 9 s left; size 2/3 (16) in process 2/2"
+    clock[0] += 1.0
+    left.step()
+    assert left.line(2).startswith("5/6 sizes timed, about 8 s left; size 3/3 (64x64x32)")

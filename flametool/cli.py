@@ -162,7 +162,7 @@ def case_options(p: argparse.ArgumentParser) -> None:
                    help="fresh processes that run the timed loops; every case is built in each and their loops "
                         "interleaved, so a process's own speed cancels out of the comparison (default: "
                         f"{DEFAULT_PROCESSES}, and in compare up to {MAX_PROCESSES} while a ratio's interval is wider "
-                        f"than ±{runner.SETTLED * 100:.0f}%% and that many would narrow it so, for at most {EXTRA_SECONDS} s more)")  # %%: argparse formats help
+                        f"than ±{runner.SETTLED * 100:.0f}%%, for at most {EXTRA_SECONDS} s more, while that many would narrow it so)")  # %%: argparse formats help
     p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
                    help="a pair of cases to compare, head against base (repeatable; default: the first two cases)")
     p.add_argument("--isolate", action="store_true",

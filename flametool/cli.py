@@ -294,7 +294,7 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
     sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
     return runner.Config(
         **common, **sampling_config(args, on_cpu), shape=shape, max_processes=args.processes or MAX_PROCESSES,
-        extra_seconds=EXTRA_SECONDS, sample_shape=sample_shape, sample=not args.no_sample,
+        extra_seconds=EXTRA_SECONDS, sample_shape=sample_shape, sample=not args.no_sample, spares=not on_cpu,
     )
 
 

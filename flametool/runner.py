@@ -24,7 +24,7 @@ from typing import Callable
 
 from . import envinfo, procs, rundir, sampler, stats
 from .cases import BUILTIN, CaseSpec
-from .child import ACTIVE_LOOP, TIMED_SECONDS
+from .child import ACTIVE_LOOP, SPARE, TIMED_SECONDS
 from .errors import CaseError, FlametoolError
 from .sweep import host_bound, size_name
 from .record import CaseResult, Group, Loops, Profiled, Run, Sampling, SweepPoint, Timing
@@ -59,6 +59,7 @@ class Config:
     sample: bool = True
     keep_going: bool = False
     isolate: bool = False  # each case's timed loops in processes of its own (not paired)
+    spares: bool = False  # compare starts its later processes ahead (Measurement.start_spares): on a GPU
     pairs: list[list[str]] | None = None  # [base, head] pairs to compare; None: the first two cases
     out: Path = field(default_factory=lambda: default_out())
     out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
@@ -95,12 +96,9 @@ def child_env(pool_threads: int | None = None) -> dict[str, str]:
     return env
 
 
-def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: Progress,
-              folded: Path | None = None,
-              handlers: dict[str, Callable[[dict], None]] | None = None) -> tuple[dict | None, str | None, Sampling | None]:
-    """One child process for `spec`, sampled into `folded` when it says it is ready:
-    (result or None, error, sampling). `handlers` take the child's other messages as they come (a sweep's
-    sizes, each kept as soon as it is measured)."""
+def start_child(args: list[str], config: Config, log_path: Path) -> tuple[subprocess.Popen, int]:
+    """A child process (`python -m flametool.child MSG_FD ARGS`), its output to `log_path`: (it, the read end
+    of its message pipe)."""
     try:
         log = open(log_path, "w", encoding="utf-8")
     except OSError as exc:
@@ -108,11 +106,60 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
     read_fd, write_fd = os.pipe()
     with log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "flametool.child", str(write_fd), json.dumps(spec)],
+            [sys.executable, "-m", "flametool.child", str(write_fd), *args],
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
             env=child_env(config.pool_threads), **procs.own_group(),
         )
     os.close(write_fd)
+    return proc, read_fd
+
+
+@dataclass
+class Spare:
+    """A child started ahead of its job, for `labels`, importing their libraries while it waits: on a GPU
+    host the cases' imports (torch took 4-5 s a process on the H200's) then run while the first process's
+    loops hold the GPU, instead of between one timed process and the next."""
+
+    proc: subprocess.Popen
+    read_fd: int
+    labels: list[str]
+
+    @classmethod
+    def start(cls, cases: list[CaseSpec], config: Config, log_path: Path) -> "Spare":
+        modules = sorted({BUILTIN[c.label].library for c in cases if c.module and c.label in BUILTIN})
+        proc, read_fd = start_child([SPARE, str(os.getpid()), ",".join(modules)], config, log_path)
+        return cls(proc, read_fd, [c.label for c in cases])
+
+    def take(self, spec: dict) -> tuple[subprocess.Popen, int] | None:
+        """Give it its job; None when it is gone (it is stopped, and a fresh child does the job)."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write((json.dumps(spec) + "\n").encode())
+                self.proc.stdin.flush()
+                return self.proc, self.read_fd
+            except OSError:
+                pass
+        self.stop()
+        return None
+
+    def stop(self) -> None:
+        with procs.signals_deferred():
+            stop(self.proc)
+        try:
+            os.close(self.read_fd)
+        except OSError:
+            pass
+
+
+def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: Progress,
+              folded: Path | None = None,
+              handlers: dict[str, Callable[[dict], None]] | None = None,
+              spare: Spare | None = None) -> tuple[dict | None, str | None, Sampling | None]:
+    """One child process for `spec` (`spare`, when one was started for it), sampled into `folded` when it
+    says it is ready: (result or None, error, sampling). `handlers` take the child's other messages as they
+    come (a sweep's sizes, each kept as soon as it is measured)."""
+    taken = spare.take(spec) if spare is not None else None
+    proc, read_fd = taken or start_child([json.dumps(spec)], config, log_path)
     result: dict | None = None
     error: str | None = None
     sampling: Sampling | None = None
@@ -276,9 +323,39 @@ class Measurement:
         self.config, self.run, self.progress = config, run, progress
         self.out = config.out
         self.steps: dict[str, int] = {}  # calls of step() per loop at the sample shape, per case
+        self.spares: dict[Path, Spare] = {}  # by the log of the job each was started for
 
     def save(self) -> None:
         rundir.save(self.out, self.run)
+
+    def start_spares(self) -> None:
+        """With config.spares (a GPU), every process compare will run after the first, started now, each
+        importing its cases' libraries beside the first process's own imports and its GPU-bound loops: the
+        timing processes 2..N and each case's profiled process. Not on the CPU, where the imports would take
+        cores from the timed loops."""
+        config = self.config
+        if not config.spares or config.isolate:
+            return
+        name = "+".join(c.label for c in config.cases)
+        jobs = [(config.cases, self.out / f"{name}-timing-{i}.log") for i in range(2, config.processes + 1)]
+        jobs += [([c], self.out / f"{c.label}.log") for c in config.cases]
+        for cases, log in jobs:
+            self.spares[log] = Spare.start(cases, config, log)
+
+    def spare(self, log_path: Path, labels: list[str]) -> Spare | None:
+        """The spare started for this job, when its cases are still these (else it is stopped)."""
+        spare = self.spares.pop(log_path, None)
+        if spare is not None and spare.labels != labels:
+            spare.stop()
+            return None
+        return spare
+
+    def stop_spares(self) -> None:
+        """The spares no job took (a ratio settled early, a case failed, the run was stopped): no trace left."""
+        for log, spare in self.spares.items():
+            spare.stop()
+            log.unlink(missing_ok=True)
+        self.spares.clear()
 
     def time_group(self, cases: list[CaseSpec], reason: str) -> list[tuple[CaseSpec, str]]:
         """The timed loops of `cases` in config.processes processes. Returns the cases to time again alone
@@ -369,7 +446,8 @@ class Measurement:
             say = lambda what, i=i: self.progress(f"timing {name}", f"process {i}/{config.processes}"  # noqa: E731
                                                   + ("" if i <= config.processes else " (more, until the ratios settle)")
                                                   + f": {what}")
-            got, error, _ = run_child(spec, config, name, self.out / f"{name}-timing-{i}.log", lambda _l, t: say(t))
+            log = self.out / f"{name}-timing-{i}.log"
+            got, error, _ = run_child(spec, config, name, log, lambda _l, t: say(t), spare=self.spare(log, live))
             for label in live:
                 r = run.results[label]
                 failed = error if got is None else got["errors"].get(label)
@@ -491,8 +569,9 @@ class Measurement:
             "sample": config.sample, "prof_path": str(rundir.prof_path(self.out, name).resolve()),
             "max_sample_seconds": config.sample_seconds + child_sample_grace(),
         }
-        got, error, sampling = run_child(spec, config, name, self.out / f"{name}.log", self.progress,
-                                         rundir.folded_path(self.out, name))
+        log = self.out / f"{name}.log"
+        got, error, sampling = run_child(spec, config, name, log, self.progress, rundir.folded_path(self.out, name),
+                                         spare=self.spare(log, [case.label]))
         if got is None:
             return error
         files = {"prof": rundir.prof_path(self.out, name).name}
@@ -531,6 +610,7 @@ def finishing(m: Measurement):
         m.run.complete = True
     finally:
         with procs.signals_deferred():  # a second Ctrl-C must not lose run.json
+            m.stop_spares()
             m.run.finished = _now()
             m.save()
 
@@ -554,6 +634,7 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
     m = start(config, argv, progress)
     run, out = m.run, config.out
     with finishing(m):
+        m.start_spares()
         time_all(m, m.time_group)
         for case in config.cases:
             r = run.results[case.label]

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from flametool import runner
+import os
+import uuid
+from pathlib import Path
+
+import faultkit as fk
+from flametool import cases, rundir, runner
 from flametool.record import CaseResult, Group, Loops, Timing
 from runbuild import new_run
+
+USER = Path(__file__).parent / "cases" / "user_cases.py"
 
 
 def measurement(base: list[float], head: list[float]) -> runner.Measurement:
@@ -54,3 +61,45 @@ def test_a_sweep_says_which_size_and_how_much_is_left(monkeypatch):
     clock[0] += 1.0
     left.step()
     assert left.line(2).startswith("5/6 sizes timed, about 8 s left; size 3/3 (64x64x32)")
+
+
+def spare_config(out: Path, processes: int = 3) -> runner.Config:
+    specs = [cases.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
+    return runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
+                         iters=50, warmup=5, repeats=1, extend_rounds=False, processes=processes,
+                         max_processes=processes, rate_hz=50, sample_seconds=1, out=out, spares=True)
+
+
+def test_spares_started_ahead_do_the_later_processes(tmp_path, monkeypatch):
+    """compare with spares (as on a GPU): timing processes 2 and 3 and each case's profiled process are the
+    children started ahead, the run is whole, and no process or log of theirs is left."""
+    monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
+    taken = []
+    take = runner.Spare.take
+
+    def counted(spare: runner.Spare, spec: dict):
+        got = take(spare, spec)
+        taken.append((spec["job"], got is not None))
+        return got
+
+    monkeypatch.setattr(runner.Spare, "take", counted)
+    out, run = runner.compare(spare_config(tmp_path / "run"), ["flametool", "test"], lambda *_: None)
+    assert [job for job, got in taken if got] == ["time", "time", "profile", "profile"]
+    assert run.complete and run.groups[0].processes == 3
+    for r in rundir.load(out).results.values():
+        assert r.error is None and len(r.timing.processes) == 3
+        assert r.profile.sampling.complete and r.profile.sampling.kept_samples > 0
+    assert sorted(p.name for p in out.glob("*.log")) == []
+    assert fk.none_left(os.environ[fk.TAG]) == []
+
+
+def test_spares_no_job_took_are_stopped_without_a_trace(tmp_path, monkeypatch):
+    monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
+    config = spare_config(rundir.create(tmp_path / "run"))
+    m = runner.Measurement(config, new_run(), lambda *_: None)
+    m.start_spares()
+    assert len(m.spares) == 4 and all(log.exists() for log in m.spares)
+    assert fk.tagged(os.environ[fk.TAG])  # they run
+    m.stop_spares()
+    assert m.spares == {} and list(config.out.glob("*.log")) == []
+    assert fk.none_left(os.environ[fk.TAG]) == []

@@ -3,11 +3,13 @@
     python benchmarks/report_speed.py                 # the largest samples/ run, else a fresh CPU run
     python benchmarks/report_speed.py RUN_DIR         # a run directory of yours
     python benchmarks/report_speed.py --reference     # the H200 reference stacks (tests/data), rebuilt as a run
+    python benchmarks/report_speed.py --samples       # every samples/ run (compare and sweep), against the target
 
 Prints the in-process render time (median of --repeat renders: run.json, the .folded and .prof files read,
 the view model built, the page rendered), the wall time of the whole `flametool report` command in a fresh
 process (interpreter start and imports included: what a user waits for), and the size of the page.
-Target on a 2-core machine: under 1-2 s for a real PyTorch-vs-CuPy run. The page is written to a
+Target on a 2-core machine: under 1-2 s for a real PyTorch-vs-CuPy run; with --samples, each samples/ run
+(the compare samples and the sweep sample) under 1 s end to end (issue 21). The page is written to a
 temporary folder; the run directory is only read.
 """
 
@@ -27,6 +29,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from flametool.renderers import html as report  # noqa: E402
 
+SAMPLES_TARGET = 1.0  # seconds, `flametool report` of each samples/ run in a fresh process
+
 
 def largest_sample() -> Path | None:
     runs = [p.parent for p in (ROOT / "samples").glob("*/run.json")]
@@ -41,15 +45,43 @@ def fresh_cpu_run(where: Path) -> Path:
     return out
 
 
+def timed(run: Path, repeat: int, out: Path) -> tuple[list[float], float, str]:
+    """(in-process render times, the fresh `flametool report` command's wall time, the page)."""
+    times = []
+    for _ in range(max(repeat, 1)):
+        t0 = time.perf_counter()
+        html = report.render(run)
+        times.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "flametool", "report", str(run), "-o", str(out)], check=True,
+                   stdout=subprocess.DEVNULL)
+    return times, time.perf_counter() - t0, html
+
+
+def every_sample(repeat: int, tmp: Path) -> int:
+    """Each samples/ run's render time against SAMPLES_TARGET; 1 when one is over it."""
+    over = 0
+    for run in sorted(p.parent for p in (ROOT / "samples").glob("*/run.json")):
+        times, wall, _ = timed(run, repeat, tmp / f"{run.name}.html")
+        worst = max(wall, statistics.median(times))
+        over += worst >= SAMPLES_TARGET
+        print(f"{run.name}: render {statistics.median(times):.3f} s in process (median of {len(times)}), "
+              f"flametool report {wall:.3f} s; {worst / SAMPLES_TARGET:.2f} of the {SAMPLES_TARGET:g} s target")
+    return 1 if over else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", nargs="?", type=Path, help="run directory (default: the largest samples/ run)")
     parser.add_argument("--reference", action="store_true", help="use the H200 reference stacks from tests/data")
+    parser.add_argument("--samples", action="store_true", help="every samples/ run, against the 1 s target")
     parser.add_argument("--repeat", type=int, default=5, help="in-process renders to take the median of (default 5)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="flametool-report-speed-") as tmp:
         tmp = Path(tmp)
+        if args.samples:
+            return every_sample(args.repeat, tmp)
         if args.reference:
             from h200run import make_h200_run
 
@@ -59,17 +91,8 @@ def main() -> int:
         folded = sum(f.stat().st_size for f in run.glob("*.folded"))
         stacks = sum(1 for f in run.glob("*.folded") for line in f.open(encoding="utf-8") if line.strip())
 
-        times = []
-        for _ in range(max(args.repeat, 1)):
-            t0 = time.perf_counter()
-            html = report.render(run)
-            times.append(time.perf_counter() - t0)
-
         out = tmp / "report.html"
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "flametool", "report", str(run), "-o", str(out)], check=True,
-                       stdout=subprocess.DEVNULL)
-        wall = time.perf_counter() - t0
+        times, wall, html = timed(run, args.repeat, out)
 
         print(f"run: {run} ({stacks} distinct stacks, {folded / 1e6:.2f} MB of .folded)")
         print(f"render (in process, median of {len(times)}): {statistics.median(times):.3f} s")

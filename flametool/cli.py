@@ -50,7 +50,8 @@ DEFAULT_PROCESSES = 5
 DEFAULT_REPEATS = 3
 # ... but on the H200 (2026-11-30) the ratio of one process still ranged 0.60-0.67 across processes, so five
 # do not always settle it: without --processes, more are run while a ratio's interval is wider than
-# runner.SETTLED, up to MAX_PROCESSES and for at most EXTRA_SECONDS more (about 10 s a process at 1024^3).
+# runner.SETTLED, up to MAX_PROCESSES and for at most EXTRA_SECONDS more (about 10 s a process at 1024^3),
+# and only while MAX_PROCESSES processes spread as those so far would settle it.
 MAX_PROCESSES = 12
 EXTRA_SECONDS = 60
 
@@ -166,7 +167,7 @@ def case_options(p: argparse.ArgumentParser) -> None:
                    help="fresh processes that run the timed loops; every case is built in each and their loops "
                         "interleaved, so a process's own speed cancels out of the comparison (default: "
                         f"{DEFAULT_PROCESSES}, and in compare up to {MAX_PROCESSES} while a ratio's interval is wider "
-                        f"than ±{runner.SETTLED * 100:.0f}%%, for at most {EXTRA_SECONDS} s more)")  # %%: argparse formats help
+                        f"than ±{runner.SETTLED * 100:.0f}%%, for at most {EXTRA_SECONDS} s more, while that many would narrow it so)")  # %%: argparse formats help
     p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
                    help="a pair of cases to compare, head against base (repeatable; default: the first two cases)")
     p.add_argument("--isolate", action="store_true",
@@ -299,7 +300,7 @@ def compare_config(args: argparse.Namespace, say) -> runner.Config:
     sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
     return runner.Config(
         **common, **sampling_config(args, on_cpu), shape=shape, max_processes=args.processes or MAX_PROCESSES,
-        extra_seconds=EXTRA_SECONDS, sample_shape=sample_shape, sample=not args.no_sample,
+        extra_seconds=EXTRA_SECONDS, sample_shape=sample_shape, sample=not args.no_sample, spares=not on_cpu,
     )
 
 

@@ -24,7 +24,7 @@ from typing import Callable
 
 from . import envinfo, procs, rundir, sampler, stats
 from .cases import BUILTIN, OPERAND_SEED, CaseSpec
-from .child import ACTIVE_LOOP, TIMED_SECONDS
+from .child import ACTIVE_LOOP, SPARE, TIMED_SECONDS
 from .errors import CaseError, FlametoolError
 from .sweep import host_bound, size_name
 from .record import CaseResult, Group, Loops, Operands, Profiled, Run, Sampling, SweepPoint, Timing
@@ -59,6 +59,7 @@ class Config:
     sample: bool = True
     keep_going: bool = False
     isolate: bool = False  # each case's timed loops in processes of its own (not paired)
+    spares: bool = False  # compare starts its later processes ahead (Measurement.start_spares): on a GPU
     pairs: list[list[str]] | None = None  # [base, head] pairs to compare; None: the first two cases
     out: Path = field(default_factory=lambda: default_out())
     out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
@@ -108,12 +109,9 @@ def child_command(*args: str) -> list[str]:
     return [sys.executable, "-c", CHILD_BOOT, str(Path(__file__).resolve().parent.parent), *args]
 
 
-def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: Progress,
-              folded: Path | None = None,
-              handlers: dict[str, Callable[[dict], None]] | None = None) -> tuple[dict | None, str | None, Sampling | None]:
-    """One child process for `spec`, sampled into `folded` when it says it is ready:
-    (result or None, error, sampling). `handlers` take the child's other messages as they come (a sweep's
-    sizes, each kept as soon as it is measured)."""
+def start_child(args: list[str], config: Config, log_path: Path) -> tuple[subprocess.Popen, int]:
+    """A child process (`child_command(MSG_FD, *ARGS)`), its output to `log_path`: (it, the read end
+    of its message pipe)."""
     try:
         log = open(log_path, "w", encoding="utf-8")
     except OSError as exc:
@@ -121,11 +119,60 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
     read_fd, write_fd = os.pipe()
     with log:
         proc = subprocess.Popen(
-            child_command(str(write_fd), json.dumps(spec)),
+            child_command(str(write_fd), *args),
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
             env=child_env(config.pool_threads), **procs.own_group(),
         )
     os.close(write_fd)
+    return proc, read_fd
+
+
+@dataclass
+class Spare:
+    """A child started ahead of its job, for `labels`, importing their libraries while it waits: on a GPU
+    host the cases' imports (torch took 4-5 s a process on the H200's) then run while the first process's
+    loops hold the GPU, instead of between one timed process and the next."""
+
+    proc: subprocess.Popen
+    read_fd: int
+    labels: list[str]
+
+    @classmethod
+    def start(cls, cases: list[CaseSpec], config: Config, log_path: Path) -> "Spare":
+        modules = sorted({BUILTIN[c.label].library for c in cases if c.module and c.label in BUILTIN})
+        proc, read_fd = start_child([SPARE, str(os.getpid()), ",".join(modules)], config, log_path)
+        return cls(proc, read_fd, [c.label for c in cases])
+
+    def take(self, spec: dict) -> tuple[subprocess.Popen, int] | None:
+        """Give it its job; None when it is gone (it is stopped, and a fresh child does the job)."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write((json.dumps(spec) + "\n").encode())
+                self.proc.stdin.flush()
+                return self.proc, self.read_fd
+            except OSError:
+                pass
+        self.stop()
+        return None
+
+    def stop(self) -> None:
+        with procs.signals_deferred():
+            stop(self.proc)
+        try:
+            os.close(self.read_fd)
+        except OSError:
+            pass
+
+
+def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: Progress,
+              folded: Path | None = None,
+              handlers: dict[str, Callable[[dict], None]] | None = None,
+              spare: Spare | None = None) -> tuple[dict | None, str | None, Sampling | None]:
+    """One child process for `spec` (`spare`, when one was started for it), sampled into `folded` when it
+    says it is ready: (result or None, error, sampling). `handlers` take the child's other messages as they
+    come (a sweep's sizes, each kept as soon as it is measured)."""
+    taken = spare.take(spec) if spare is not None else None
+    proc, read_fd = taken or start_child([json.dumps(spec)], config, log_path)
     result: dict | None = None
     error: str | None = None
     sampling: Sampling | None = None
@@ -240,6 +287,48 @@ def _timing(entry: dict) -> Timing:
                   host_bound=entry.get("host_bound"), bound_note=entry.get("bound_note"))
 
 
+@dataclass
+class SweepLeft:
+    """How much of a sweep's timing is left, for its progress line: each size in each process is one step.
+    The time left is the time so far scaled by the steps left, each weighed by what that size took in the
+    first process (a sweep's largest size can take most of a process); in the first process, by the
+    steps alone."""
+
+    sizes: list[list[int]]
+    processes: int
+    started: float = field(default_factory=lambda: time.monotonic())
+    done: int = 0
+    seconds: list[float] = field(default_factory=list)  # each size's seconds in the first process
+    mark: float = field(default_factory=lambda: time.monotonic())
+
+    def step(self) -> None:
+        now = time.monotonic()
+        if self.done < len(self.sizes):
+            self.seconds.append(now - self.mark)
+        self.done, self.mark = self.done + 1, now
+
+    def left_seconds(self) -> float | None:
+        if not self.done:
+            return None
+        total = len(self.sizes) * self.processes
+        if len(self.seconds) < len(self.sizes):
+            weight_done, weight_all = self.done, total
+        else:
+            full, part = divmod(self.done, len(self.sizes))
+            weight_done = full * sum(self.seconds) + sum(self.seconds[:part])
+            weight_all = self.processes * sum(self.seconds)
+        elapsed = time.monotonic() - self.started
+        return elapsed * (weight_all - weight_done) / weight_done if weight_done > 0 else None
+
+    def line(self, process: int) -> str:
+        j = self.done % len(self.sizes)
+        where = (f"size {j + 1}/{len(self.sizes)} ({size_name(self.sizes[j])}) in process {process}/{self.processes}"
+                 if self.done < len(self.sizes) * self.processes else f"process {process}/{self.processes}")
+        left = self.left_seconds()
+        eta = "" if left is None else f", about {left:.0f} s left" if left < 120 else f", about {left / 60:.0f} min left"
+        return f"{self.done}/{len(self.sizes) * self.processes} sizes timed{eta}; {where}"
+
+
 class Measurement:
     """The run being measured: its record, saved after every process."""
 
@@ -247,9 +336,39 @@ class Measurement:
         self.config, self.run, self.progress = config, run, progress
         self.out = config.out
         self.steps: dict[str, int] = {}  # calls of step() per loop at the sample shape, per case
+        self.spares: dict[Path, Spare] = {}  # by the log of the job each was started for
 
     def save(self) -> None:
         rundir.save(self.out, self.run)
+
+    def start_spares(self) -> None:
+        """With config.spares (a GPU), every process compare will run after the first, started now, each
+        importing its cases' libraries beside the first process's own imports and its GPU-bound loops: the
+        timing processes 2..N and each case's profiled process. Not on the CPU, where the imports would take
+        cores from the timed loops."""
+        config = self.config
+        if not config.spares or config.isolate:
+            return
+        name = "+".join(c.label for c in config.cases)
+        jobs = [(config.cases, self.out / f"{name}-timing-{i}.log") for i in range(2, config.processes + 1)]
+        jobs += [([c], self.out / f"{c.label}.log") for c in config.cases]
+        for cases, log in jobs:
+            self.spares[log] = Spare.start(cases, config, log)
+
+    def spare(self, log_path: Path, labels: list[str]) -> Spare | None:
+        """The spare started for this job, when its cases are still these (else it is stopped)."""
+        spare = self.spares.pop(log_path, None)
+        if spare is not None and spare.labels != labels:
+            spare.stop()
+            return None
+        return spare
+
+    def stop_spares(self) -> None:
+        """The spares no job took (a ratio settled early, a case failed, the run was stopped): no trace left."""
+        for log, spare in self.spares.items():
+            spare.stop()
+            log.unlink(missing_ok=True)
+        self.spares.clear()
 
     def time_group(self, cases: list[CaseSpec], reason: str) -> list[tuple[CaseSpec, str]]:
         """The timed loops of `cases` in config.processes processes. Returns the cases to time again alone
@@ -330,7 +449,7 @@ class Measurement:
             live = [l for l in live if run.results[l].error is None]
             if not live:
                 return
-            if i >= config.processes and (self._settled(live)
+            if i >= config.processes and (self._settled(live, config.max_processes)
                                           or time.monotonic() - started > config.extra_seconds):
                 return
             i += 1
@@ -341,7 +460,8 @@ class Measurement:
             say = lambda what, i=i: self.progress(f"timing {name}", f"process {i}/{config.processes}"  # noqa: E731
                                                   + ("" if i <= config.processes else " (more, until the ratios settle)")
                                                   + f": {what}")
-            got, error, _ = run_child(spec, config, name, self.out / f"{name}-timing-{i}.log", lambda _l, t: say(t))
+            log = self.out / f"{name}-timing-{i}.log"
+            got, error, _ = run_child(spec, config, name, log, lambda _l, t: say(t), spare=self.spare(log, live))
             for label in live:
                 r = run.results[label]
                 failed = error if got is None else got["errors"].get(label)
@@ -353,13 +473,16 @@ class Measurement:
                 group.processes = i  # processes that finished their loops
             self.save()
 
-    def _settled(self, live: list[str]) -> bool:
-        """Every pair of these cases has a ratio whose interval reaches no further than SETTLED from it."""
+    def _settled(self, live: list[str], most: int) -> bool:
+        """No more processes can help: every pair of these cases has a ratio whose interval reaches no further
+        than SETTLED from it, or would still reach further with `most` processes that spread as these do (on
+        a host where processes disagree by ±7%, seven more would not settle it, and would cost a minute)."""
         timings = {l: self.run.results[l].at_sample_shape for l in live}
         for base, head in self.run.pairs:
             if base in timings and head in timings:
-                reach = stats.pair(base, timings[base], head, timings[head], True).reach
-                if reach is None or reach > SETTLED:
+                figures = stats.pair(base, timings[base], head, timings[head], True)
+                reach, could = figures.reach, figures.reach_with(most)
+                if reach is None or (reach > SETTLED and (could is None or could <= SETTLED)):
                     return False
         return True
 
@@ -381,6 +504,7 @@ class Measurement:
         # at a size leaves it, so that its processes at every size stay the first ones (pairing reads them by
         # position)
         calls: list[dict[str, int]] = [{} for _ in config.sizes]
+        left = SweepLeft(config.sizes, config.processes)
         for i in range(1, config.processes + 1):
             live = [c for c in cases if run.results[c.label].error is None]
             if not live:
@@ -402,13 +526,14 @@ class Measurement:
                         if "operands" in entry:
                             r.operands.append(Operands(**entry["operands"]))
                     t.processes.append(Loops(**entry["loops"]))
+                left.step()
                 self.save()
 
             spec = spec_base(config) | {
                 "job": "sweep", "cases": [case_entry(c, config) for c in live],
                 "points": [{"shape": size, "calls": None if i == 1 else calls[j]} for j, size in enumerate(config.sizes)],
             }
-            say = lambda what, i=i: self.progress(f"sweep {name}", f"process {i}/{config.processes}: {what}")  # noqa: E731
+            say = lambda what, i=i: self.progress(f"sweep {name}", f"{left.line(i)}: {what}")  # noqa: E731
             got, error, _ = run_child(spec, config, name, self.out / f"{name}-sweep-{i}.log", lambda _l, t: say(t),
                                       handlers={"point": keep})
             measured = any(p.processes for c in cases for p in run.results[c.label].points)
@@ -460,8 +585,9 @@ class Measurement:
             "sample": config.sample, "prof_path": str(rundir.prof_path(self.out, name).resolve()),
             "max_sample_seconds": config.sample_seconds + child_sample_grace(),
         }
-        got, error, sampling = run_child(spec, config, name, self.out / f"{name}.log", self.progress,
-                                         rundir.folded_path(self.out, name))
+        log = self.out / f"{name}.log"
+        got, error, sampling = run_child(spec, config, name, log, self.progress, rundir.folded_path(self.out, name),
+                                         spare=self.spare(log, [case.label]))
         if got is None:
             return error
         files = {"prof": rundir.prof_path(self.out, name).name}
@@ -500,6 +626,7 @@ def finishing(m: Measurement):
         m.run.complete = True
     finally:
         with procs.signals_deferred():  # a second Ctrl-C must not lose run.json
+            m.stop_spares()
             m.run.finished = _now()
             m.save()
 
@@ -523,6 +650,7 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
     m = start(config, argv, progress)
     run, out = m.run, config.out
     with finishing(m):
+        m.start_spares()
         time_all(m, m.time_group)
         for case in config.cases:
             r = run.results[case.label]

@@ -60,10 +60,12 @@ def test_ctrl_c_well_into_a_long_sampling_phase(tmp_path, start):
     """The issue: `setsid flametool compare ... --sample-seconds 60 &`, then `kill -INT -- -PGID` while numpy
     is being sampled. flametool was started with SIGINT ignored (by the shell) and went on sampling."""
     out = tmp_path / "run"
+    # one timing process, one round, one thread per pool: the default timing phase before the sampling (5 to 12
+    # processes, torch's pool at 2 threads beside other jobs) took 90 to 150 s of the test suite on the loaded
+    # 2-core machine, and what is tested comes after it
     args = ["compare", "--device", "cpu", "--iters", "2000", "--warmup", "100", "--sample-seconds", "60",
-            "--out", str(out)]
+            "--processes", "1", "--repeats", "1", "--pool-threads", "1", "--out", str(out)]
     bg = SetsidInScript(args, fk.env()) if start == "setsid-in-a-script" else fk.Background(args, fk.env())
-    # the default timing phase before it (5 to 12 processes) takes minutes on a loaded 2-core machine
     bg.wait_for("numpy: sampling with py-spy", timeout=300)
     bg.wait_until(lambda: any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(bg.tag)), "py-spy running")
     time.sleep(4)  # well into the sampling phase, as in the issue

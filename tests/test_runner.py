@@ -1,13 +1,23 @@
-"""runner: the child processes run the parent's flametool, whatever the current directory holds."""
+"""runner: the child processes run the parent's flametool, whatever the current directory holds; and
+runner.Measurement's decisions, on hand-built timings: when more timing processes can still help."""
+
+from __future__ import annotations
 
 import json
+import os
 import pstats
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
+import faultkit as fk
 import flametool
+from flametool import cases, rundir, runner
+from flametool.record import CaseResult, Group, Loops, Timing
+from runbuild import new_run
 
+USER = Path(__file__).parent / "cases" / "user_cases.py"
 ROOT = Path(flametool.__file__).resolve().parent.parent
 # a flametool package in the directory the run starts from, as in a checkout beside an installed flametool
 DECOY = """import pathlib, sys
@@ -34,3 +44,94 @@ def test_children_import_the_parents_flametool(tmp_path):
     # cProfile saw the child's active_loop in the parent's flametool, not in the decoy
     files = {f for f, _, name in pstats.Stats(str(out / "numpy.prof")).stats if name == "active_loop"}
     assert files == {str(ROOT / "flametool" / "child.py")}
+
+
+def measurement(base: list[float], head: list[float]) -> runner.Measurement:
+    """Two cases paired over processes whose loops read `base` and `head` (one figure a process)."""
+    run = new_run()
+    run.groups.append(Group(["a", "b"], True, "hand-built", len(base)))
+    for label, figures in (("a", base), ("b", head)):
+        run.results[label] = CaseResult(label=label, factory=f"test:{label}", library=None, device="cpu",
+                                        dtype="float32", shape=[64, 64, 64], group=0,
+                                        timing=Timing([64, 64, 64], 250, [Loops([v]) for v in figures], True))
+    return runner.Measurement(runner.Config(cases=[], device="cpu", shape=[64, 64, 64], dtypes={}), run,
+                              lambda *_: None)
+
+
+def test_more_processes_while_twelve_could_settle_the_ratio():
+    # ratios 0.63 to 0.67 over five processes: about ±3%, not settled, and twelve would make it about ±1.6%
+    m = measurement([10.0] * 5, [6.3, 6.7, 6.5, 6.4, 6.6])
+    assert not m._settled(["a", "b"], 12)
+    assert m._settled(["a", "b"], 5)  # at most five: five like these are what it has
+
+
+def test_no_more_processes_where_twelve_would_still_disagree():
+    # ratios 0.56 to 0.69 (as the H200 read across processes): twelve like them still reach past ±2%
+    m = measurement([10.0] * 5, [5.6, 6.9, 6.2, 6.6, 5.9])
+    assert m._settled(["a", "b"], 12)
+
+
+def test_a_settled_ratio_needs_no_more():
+    m = measurement([10.0] * 5, [6.50, 6.51, 6.49, 6.50, 6.50])
+    assert m._settled(["a", "b"], 12)
+
+
+def test_a_sweep_says_which_size_and_how_much_is_left(monkeypatch):
+    """Two processes of three sizes, the last size taking most of a process: after the first process the time
+    left is read off what each size took there."""
+    clock = [100.0]
+    monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
+    left = runner.SweepLeft([[8, 8, 8], [16, 16, 16], [64, 64, 32]], processes=2)
+    assert left.line(1) == "0/6 sizes timed; size 1/3 (8) in process 1/2"
+    for seconds in (1.0, 1.0, 8.0):  # the first process: 10 s
+        clock[0] += seconds
+        left.step()
+    assert left.line(2) == "3/6 sizes timed, about 10 s left; size 1/3 (8) in process 2/2"
+    clock[0] += 1.0
+    left.step()
+    assert left.line(2) == "4/6 sizes timed, about 9 s left; size 2/3 (16) in process 2/2"
+    clock[0] += 1.0
+    left.step()
+    assert left.line(2).startswith("5/6 sizes timed, about 8 s left; size 3/3 (64x64x32)")
+
+
+def spare_config(out: Path, processes: int = 3) -> runner.Config:
+    specs = [cases.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
+    return runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
+                         iters=50, warmup=5, repeats=1, extend_rounds=False, processes=processes,
+                         max_processes=processes, rate_hz=50, sample_seconds=1, out=out, spares=True)
+
+
+def test_spares_started_ahead_do_the_later_processes(tmp_path, monkeypatch):
+    """compare with spares (as on a GPU): timing processes 2 and 3 and each case's profiled process are the
+    children started ahead, the run is whole, and no process or log of theirs is left."""
+    monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
+    taken = []
+    take = runner.Spare.take
+
+    def counted(spare: runner.Spare, spec: dict):
+        got = take(spare, spec)
+        taken.append((spec["job"], got is not None))
+        return got
+
+    monkeypatch.setattr(runner.Spare, "take", counted)
+    out, run = runner.compare(spare_config(tmp_path / "run"), ["flametool", "test"], lambda *_: None)
+    assert [job for job, got in taken if got] == ["time", "time", "profile", "profile"]
+    assert run.complete and run.groups[0].processes == 3
+    for r in rundir.load(out).results.values():
+        assert r.error is None and len(r.timing.processes) == 3
+        assert r.profile.sampling.complete and r.profile.sampling.kept_samples > 0
+    assert sorted(p.name for p in out.glob("*.log")) == []
+    assert fk.none_left(os.environ[fk.TAG]) == []
+
+
+def test_spares_no_job_took_are_stopped_without_a_trace(tmp_path, monkeypatch):
+    monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
+    config = spare_config(rundir.create(tmp_path / "run"))
+    m = runner.Measurement(config, new_run(), lambda *_: None)
+    m.start_spares()
+    assert len(m.spares) == 4 and all(log.exists() for log in m.spares)
+    assert fk.tagged(os.environ[fk.TAG])  # they run
+    m.stop_spares()
+    assert m.spares == {} and list(config.out.glob("*.log")) == []
+    assert fk.none_left(os.environ[fk.TAG]) == []

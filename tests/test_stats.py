@@ -153,3 +153,29 @@ def test_the_processes_advised_are_more_than_ran_and_settle_the_interval():
     assert "too few to tell" in fmt.wide_note(spread_pair(4, 0.9), 4) and "--processes 5" in fmt.wide_note(spread_pair(4, 0.9), 4)
     # a settled ratio gets no note
     assert fmt.wide_note(spread_pair(10, 0.001), 10) is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bootstrap_medians_are_the_median_of_each_resample(seed):
+    """The vectorised bootstrap reads, for the same draws, exactly what np.median of each resample's values
+    (its groups concatenated) reads: groups of unequal sizes, ties, odd and even totals."""
+    import numpy as np
+
+    rng = np.random.default_rng(100 + seed)
+    groups = [[float(v) for v in rng.integers(0, 6, size=rng.integers(1, 5))] for _ in range(3)]
+    groups += [list(rng.normal(10, 2, size=rng.integers(1, 30))) for _ in range(int(rng.integers(1, 9)))]
+    got = stats.bootstrap_medians(groups, np.random.default_rng(seed))
+    picks = np.random.default_rng(seed).integers(0, len(groups), size=(stats.BOOTSTRAP_RESAMPLES, len(groups)))
+    want = [np.median(np.concatenate([groups[i] for i in row])) for row in picks]
+    assert got.tolist() == want
+
+
+def test_reach_with_more_processes_follows_the_spread():
+    """The reach a pair's interval would have over more processes: at the spread of the ratios so far, the
+    Student t half-width shrinks with the count; at a wide spread twelve processes still reach far."""
+    tight = stats.pair("a", timing([10.0], [10.0], [10.0]), "b", timing([6.4], [6.5], [6.45]), True)
+    wide = stats.pair("a", timing([10.0], [10.0], [10.0]), "b", timing([5.6], [6.9], [6.2]), True)
+    assert tight.reach_with(3) == pytest.approx(tight.reach, rel=1e-9)  # the same count: the interval it has
+    assert tight.reach_with(12) < tight.reach_with(5) < tight.reach
+    assert tight.reach_with(12) < 0.02 < wide.reach_with(12)
+    assert stats.pair("a", timing([10.0]), "b", timing([6.0]), True).reach_with(12) is None  # one process: no spread

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import attribution, diff, layers, reading, rundir, stats, sweep
-from .errors import FlametoolError
+from . import attribution, diff, layers, reading, rundir, safeopen, stats, sweep
+from .errors import FlametoolError, RunDirError
 from .record import Run, Timing
 
 # diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case)
@@ -186,8 +186,8 @@ def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool) -> dic
 
 def _size(path: Path) -> int:
     try:
-        return path.stat().st_size
-    except OSError:  # load_profile says what is wrong with it
+        return safeopen.size(path)
+    except RunDirError:  # load_profile says what is wrong with it
         return 0
 
 

@@ -446,7 +446,7 @@ def cmd_export(args: argparse.Namespace, out: Console) -> int:
         out.file.write(text)
         out.file.flush()
         return 0
-    rundir.write_output(args.output, text)
+    rundir.write_output(args.output, text, args.run)
     return 0
 
 

@@ -20,6 +20,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from . import safeopen
 from .errors import RunDirError
 from .folded import MAX_COUNT, FoldedLineError, Stack, parse_line
 from .naming import Frame, Namer, _first, _Normalizer
@@ -44,7 +45,7 @@ def range_chunks(path: Path, start: int, end: int | None) -> Iterator[list[bytes
     """The lines of bytes [start, end) of a folded file (start at a line's start), a few megabytes of them at a
     time, undecoded; only '\n' ends a line (as in folded.parse)."""
     try:
-        with open(path, "rb") as fh:
+        with safeopen.open_regular(path) as fh:
             fh.seek(start)
             left = None if end is None else end - start
             rest = b""
@@ -163,9 +164,9 @@ def cpus() -> int:
 
 def line_ranges(path: Path, parts: int) -> list[tuple[int, int | None]]:
     """[start, end) byte ranges that cut the file into about `parts` pieces, each at a line's start."""
-    size = path.stat().st_size
     starts = [0]
-    with open(path, "rb") as fh:
+    with safeopen.open_regular(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
         for i in range(1, parts):
             fh.seek(max(size * i // parts, starts[-1]))
             fh.readline()  # to the start of the next line ('\n' is never inside a UTF-8 character)
@@ -180,10 +181,7 @@ def line_ranges(path: Path, parts: int) -> list[tuple[int, int | None]]:
 def read_ranges(path: Path, by_line: bool, seen_modules: dict[str, set[str]] | None) -> list[RangePass]:
     """Every range of the file read, in file order: in worker processes when the file is large and there is
     more than one CPU, here otherwise."""
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise RunDirError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    size = safeopen.size(path)
     workers = min(cpus(), 8) if size >= PARALLEL_BYTES else 1
     if in_worker:  # a worker already (analysis.prepared), one of as many as there are CPUs
         workers = 1

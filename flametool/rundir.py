@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import record
+from . import record, safeopen
 from .errors import FlametoolError, RunDirError, WriteError
 
 SCHEMA = record.SCHEMA
@@ -28,6 +28,11 @@ def prof_path(run: Path, label: str) -> Path:
 
 def folded_path(run: Path, label: str) -> Path:
     return run / f"{label}.folded"
+
+
+def is_file_name(name) -> bool:
+    """`name` (from run.json's `files`) names a file in the run directory itself: no folder, no '..', no NUL."""
+    return isinstance(name, str) and name not in ("", ".", "..") and "\0" not in name and Path(name).name == name
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -51,16 +56,37 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def write_output(path: Path, text: str) -> None:
+def write_output(path: Path, text: str, run: Path | None = None, keep: str | None = None) -> None:
     """Write a file the user named (`-o`) as a shell's '>' would: through whatever is there, so a symlink
     keeps pointing where it did, a FIFO is fed, a device (/dev/stdout, /dev/full) is written to and stays a
     device. Any failure, on open or on write (ENOSPC), is one FlametoolError naming the path. Files inside a
-    run directory are written with write_atomic instead."""
+    run directory are written with write_atomic instead, and `-o` never replaces one of `run`'s own files
+    (run.json, py-spy's stacks, a profile, a log; `keep` names the one it may: report.html)."""
+    if run is not None:
+        refuse_run_file(path, run, keep)
     try:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
         raise FlametoolError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+
+
+def refuse_run_file(path: Path, run: Path, keep: str | None) -> None:
+    """`path` (followed, as the write would follow it) is not a file of the run directory `run`: writing there
+    would replace what was measured (`report RUN -o RUN/run.json`, `export -o RUN/torch.folded`)."""
+    try:
+        target = os.stat(path)
+        entries = list(os.scandir(run))
+    except (OSError, ValueError):  # nothing there yet (or no run to compare with): nothing can be lost
+        return
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if entry.name != keep and (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+            raise FlametoolError(f"{path}: is {run / entry.name}, a file of the run; writing it would replace what "
+                                 "was measured: choose another -o")
 
 
 def save(run: Path, data: record.Run) -> None:
@@ -89,11 +115,15 @@ def load(run: Path | str) -> record.Run:
     if not run.is_dir():
         raise RunDirError(f"{run}: not a directory")
     path = run / RUN_FILE
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         raise RunDirError(f"{path}: missing (is {run} a flametool run directory?)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, or an integer of 4300+ digits
+        raw = safeopen.read_bytes(path)  # a regular file only, never through a link
+        data = json.loads(raw.decode("utf-8"))
+    except MemoryError:
+        raise RunDirError(f"{path}: too large to read in the memory this process may use "
+                          f"({path.lstat().st_size / 2**20:,.0f} MiB; a run writes kilobytes)") from None
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, or an integer of 4300+ digits
         raise RunDirError(f"{path}: cannot be read as JSON ({str(exc)[:100]})") from None
     except RecursionError:
         raise RunDirError(f"{path}: cannot be read as JSON (nested more than {MAX_DEPTH} levels deep)") from None

@@ -462,7 +462,7 @@ def cprofile_cases(run: Path, data: Run) -> list[CProfileCase]:
     for label, r in data.results.items():
         name = r.file("prof")
         commands = [f"flametool snakeviz {shlex.quote(str(run))} --case {shlex.quote(label)}"]
-        if not isinstance(name, str) or Path(name).name != name:
+        if not rundir.is_file_name(name):
             out.append(CProfileCase(label, "", [], "", [], "no cProfile file for this case"
                                     + (" (it failed)" if r.error else "")))
             continue
@@ -589,7 +589,7 @@ def write(run: Path, output: Path | None = None, analysed: Analysis | None = Non
     run = Path(run)
     html = render(run, analysed)
     if output is not None:
-        rundir.write_output(Path(output), html)
+        rundir.write_output(Path(output), html, run, keep=REPORT_FILE)
         return Path(output)
     path = run / REPORT_FILE
     try:

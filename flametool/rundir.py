@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import shlex
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,8 @@ def write_atomic(path: Path, text: str) -> None:
     except OSError as exc:
         raise cannot_write(path, exc) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        # a path that is not UTF-8 (--out $'\xff') reaches the page as an escape, not a failed write
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
@@ -65,7 +67,7 @@ def write_output(path: Path, text: str, run: Path | None = None, keep: str | Non
     if run is not None:
         refuse_run_file(path, run, keep)
     try:
-        with open(path, "w", encoding="utf-8") as fh:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
     except OSError as exc:
         raise FlametoolError(f"{path}: cannot be written ({exc.strerror or exc})") from None
@@ -179,8 +181,30 @@ def _path(trail: Any) -> str:
 
 def ensure_new(out: Path) -> None:
     """Refuse to write into an existing, non-empty folder: a run is never overwritten silently."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    try:
+        taken = out.exists() and (not out.is_dir() or any(out.iterdir()))
+    except OSError as exc:  # a name longer than the file system allows (ENAMETOOLONG), a folder not readable
+        raise FlametoolError(f"{shown(out)}: cannot be the run directory ({exc.strerror or exc}); choose another --out") from None
+    if taken:
         raise FlametoolError(f"{out}: already exists and is not empty; choose another --out")
+
+
+def shell_word(path: Path | str) -> str:
+    """`path` as one word a shell gives back as the same bytes (shown's $'...' form when not UTF-8)."""
+    text = shown(path, most=1 << 62)
+    return text if text.startswith("$'") else shlex.quote(text)
+
+
+def shown(path: Path | str, most: int = 200) -> str:
+    """A path to print for a user to type back: as it is when it is UTF-8 and short; a name that is not
+    UTF-8 (--out $'\xff') in the shell's $'...' form, which gives back the same bytes; one longer than
+    `most` cut in the middle (a 4,000-character name is not read, only recognised)."""
+    raw = os.fsencode(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = "$'" + "".join(chr(b) if 0x20 <= b < 0x7F and b not in b"'\\" else f"\\x{b:02x}" for b in raw) + "'"
+    return text if len(text) <= most else f"{text[:most // 2]}...{text[-most // 2:]} ({len(text):,} characters)"
 
 
 # What run.json holds from the moment a run claims its directory until the run writes its own: a valid,
@@ -216,7 +240,7 @@ def claim(out: Path) -> bool:
     except OSError as exc:
         if out.exists() and not out.is_dir():
             return False
-        raise FlametoolError(f"{out}: cannot create the run directory ({exc.strerror or exc}); choose another --out") from None
+        raise FlametoolError(f"{shown(out)}: cannot create the run directory ({exc.strerror or exc}); choose another --out") from None
     path = out / RUN_FILE
     try:
         # run.json was not there, but other files may be: then the folder is not empty, and not ours

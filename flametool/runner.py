@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -84,8 +85,10 @@ Progress = Callable[[str, str], None]  # (label, what is happening)
 POOL_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def child_env(pool_threads: int | None = None) -> dict[str, str]:
+def child_env(pool_threads: int | None = None, token: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    if token:  # what the case starts carries it, even out of the child's process group (procs.MARKER)
+        env[procs.MARKER] = token
     if pool_threads is not None:
         env.update(dict.fromkeys(POOL_THREAD_VARS, str(pool_threads)))
     # the child imports flametool from the same place as the parent, installed or not
@@ -106,11 +109,12 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
     except OSError as exc:
         raise rundir.cannot_write(log_path, exc) from None
     read_fd, write_fd = os.pipe()
+    token = uuid.uuid4().hex
     with log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "flametool.child", str(write_fd), json.dumps(spec)],
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-            env=child_env(config.pool_threads), **procs.own_group(),
+            env=child_env(config.pool_threads, token), **procs.own_group(),
         )
     os.close(write_fd)
     result: dict | None = None
@@ -148,6 +152,7 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
     finally:
         with procs.signals_deferred():
             stop(proc)
+            procs.kill_marked(token)  # what the case started out of the child's process group
     if result is None:
         stray = f"; {ignored} line(s) on its message pipe were not messages" if ignored else ""
         return None, error or f"the child process exited with code {proc.returncode} before reporting (see {log_path}){stray}", None

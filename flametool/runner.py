@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 import time
@@ -21,7 +23,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from . import envinfo, procs, rundir, sampler, stats
 from .cases import BUILTIN, CaseSpec
@@ -33,6 +35,49 @@ from .record import CaseResult, Group, Loops, Profiled, Run, Sampling, SweepPoin
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
 SETTLED = 0.02
+
+
+# The watchdog: a child that says nothing for this long (no phase, no result) is stopped. The longest silence
+# a run means to have is one round of timed loops at the seed's shape (250 products of 57 ms a case on the
+# H200, 14 s each) or a first set-up (imports, CUDA and cuBLAS start-up: seconds); a step() that never returns
+# (a deadlock, a `time.sleep(1e9)`) is silent for ever. FLAMETOOL_STEP_TIMEOUT (seconds) changes it.
+STEP_TIMEOUT = 300.0
+STEP_TIMEOUT_ENV = "FLAMETOOL_STEP_TIMEOUT"
+
+
+def step_timeout() -> float:
+    text = os.environ.get(STEP_TIMEOUT_ENV)
+    if not text:
+        return STEP_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        raise FlametoolError(f"{STEP_TIMEOUT_ENV}={text!r}: expected seconds") from None
+    if not 0 < value < 1e9:
+        raise FlametoolError(f"{STEP_TIMEOUT_ENV}={text!r}: must be more than 0 seconds")
+    return value
+
+
+class Silent(Exception):
+    """The child said nothing for step_timeout() seconds."""
+
+
+def message_lines(fd: int, timeout: float) -> Iterator[str]:
+    """The child's message pipe, line by line, as they come; Silent when no byte came for `timeout` seconds
+    (the time the caller spends between lines, sampling say, is not counted)."""
+    rest = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            raise Silent
+        data = os.read(fd, 1 << 16)
+        if not data:
+            if rest:
+                yield rest.decode("utf-8", "replace")
+            return
+        *lines, rest = (rest + data).split(b"\n")
+        for line in lines:
+            yield line.decode("utf-8", "replace") + "\n"
 
 
 def child_sample_grace() -> float:
@@ -121,14 +166,18 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
     error: str | None = None
     sampling: Sampling | None = None
     ignored = 0
+    doing = "starting"
+    timeout = step_timeout()
+    silent = False
     try:
-        with os.fdopen(read_fd, "r", encoding="utf-8", errors="replace") as messages:
-            for line in messages:
+        try:
+            for line in message_lines(read_fd, timeout):
                 msg = parse_message(line)
                 kind = msg and msg["event"]
                 if kind == "phase":
                     try:
-                        progress(label, describe_phase(msg))
+                        doing = describe_phase(msg)
+                        progress(label, doing)
                     except (KeyError, TypeError, ValueError):
                         ignored += 1
                 elif kind == "sample_ready" and msg.get("pid") == proc.pid:
@@ -148,17 +197,44 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
                     handlers[kind](msg)
                 else:
                     ignored += 1
-        procs.wait_exited(proc)  # not reaped yet: stop() then takes along whatever the case started
+                if kind == "sample_ready":
+                    doing = "the sampled loop"
+        except Silent:
+            silent = True
+            result, error = None, (f"no word from its process for {timeout:g} s in {doing} (a step() that never "
+                                   f"returns?); stopped it ({STEP_TIMEOUT_ENV}=SECONDS allows longer)")
+        finally:
+            os.close(read_fd)
+        if not silent:
+            procs.wait_exited(proc)  # not reaped yet: stop() then takes along whatever the case started
     finally:
         with procs.signals_deferred():
             stop(proc)
             procs.kill_marked(token)  # what the case started out of the child's process group
     if result is None:
         stray = f"; {ignored} line(s) on its message pipe were not messages" if ignored else ""
-        return None, error or f"the child process exited with code {proc.returncode} before reporting (see {log_path}){stray}", None
+        return None, error or f"{exit_story(proc.returncode, log_path)}{stray}", None
     if log_path.stat().st_size == 0:
         log_path.unlink()
     return result, None, sampling
+
+
+def exit_story(code: int, log_path: Path) -> str:
+    """Why a child ended before reporting: the signal that killed it (a segfault, the OOM killer's SIGKILL)
+    or its exit code, and its log when there is something in it."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        how = f"the child process was killed by {name} (exit code {code}) before reporting"
+    else:
+        how = f"the child process exited with code {code} before reporting"
+    try:
+        logged = log_path.stat().st_size > 0
+    except OSError:
+        logged = False
+    return how + (f" (see {log_path})" if logged else " (it wrote nothing to its log)")
 
 
 MESSAGE_START = '{"event": '
@@ -472,6 +548,7 @@ def start(config: Config, argv: list[str], progress: Progress, kind: str = "comp
     if config.sample:  # before anything starts: a run that cannot sample says so now, not after the timings
         sampler.check_available()
     sampler.attach_seconds()  # a bad FLAMETOOL_PYSPY_TIMEOUT, too
+    step_timeout()  # and FLAMETOOL_STEP_TIMEOUT
     config.out = rundir.create(out, unique=config.out_is_default)
     run = Run(schema=rundir.SCHEMA, kind=kind, complete=False, started=_now(), finished=None, command=argv,
               config=config.to_json(), env=envinfo.collect(config.device),

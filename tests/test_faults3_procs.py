@@ -49,3 +49,37 @@ def test_processes_that_leave_the_group_end_when_the_run_is_stopped(tmp_path, si
     code = bg.finish()
     assert code == (130 if sig == signal.SIGINT else -signal.SIGKILL), bg.err
     assert fk.none_left(bg.tag, within=5) == []
+
+
+def test_a_step_that_never_returns_is_stopped_by_the_watchdog(tmp_path):
+    """Item 7: a step() that never returns (time.sleep(1e9)) kept compare in warm-up for ever, saying nothing.
+    The watchdog stops the child after FLAMETOOL_STEP_TIMEOUT seconds of silence and names the case and phase."""
+    environ = fk.env(FLAMETOOL_STEP_TIMEOUT="1.5")
+    out = tmp_path / "run"
+    started = time.monotonic()
+    proc = fk.run(["compare", *O, "--no-sample", "--libs", "", "--case", f"{CASES3}:never_returns", "--out", str(out)],
+                  environ, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    assert fk.error_line(proc).startswith(
+        "flametool: case 'never_returns': no word from its process for 1.5 s in never_returns: warm-up (20 calls) "
+        "(a step() that never returns?); stopped it (FLAMETOOL_STEP_TIMEOUT=SECONDS allows longer)")
+    assert time.monotonic() - started < 30
+    assert rundir.load(out).results["never_returns"].error.startswith("no word from its process for 1.5 s")
+    assert fk.none_left(environ[fk.TAG], within=5) == []
+
+
+def test_a_bad_watchdog_setting_is_refused_before_anything_starts(tmp_path):
+    proc = fk.run(["compare", *O, "--no-sample", "--out", str(tmp_path / "run")], fk.env(FLAMETOOL_STEP_TIMEOUT="soon"))
+    assert proc.returncode == 2
+    assert fk.error_line(proc) == "flametool: FLAMETOOL_STEP_TIMEOUT='soon': expected seconds"
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_segfault_names_the_signal_not_an_empty_log(tmp_path):
+    """Item 14: a child killed by SIGSEGV was reported as 'exited with code -11 ... (see LOG)', an empty log."""
+    proc = fk.run(["compare", *O, "--no-sample", "--libs", "", "--case", f"{CASES3}:segfault_case", "--out",
+                   str(tmp_path / "run")])
+    assert proc.returncode == 1
+    line = fk.error_line(proc)
+    assert "the child process was killed by SIGSEGV (exit code -11) before reporting" in line, line
+    assert ".log" not in line.split("before reporting")[1].split("(finished cases")[0], line

@@ -52,3 +52,10 @@ def never_returns(m, k, n, dtype, device):
         time.sleep(1e9)
 
     return step, lambda: None
+
+
+def segfault_case(m, k, n, dtype, device):
+    """Dies of SIGSEGV while it sets up, writing nothing."""
+    import ctypes
+
+    ctypes.string_at(0)

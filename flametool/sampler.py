@@ -114,9 +114,7 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     """Sample `pid` for `seconds`; write the kept stacks to `out`. Never raises for a py-spy failure:
     the Sampling says what happened, so what was measured before survives."""
     seconds = max(1, math.ceil(seconds))
-    fd, raw_path = tempfile.mkstemp(prefix="flametool-pyspy-", suffix=".txt")
-    os.close(fd)
-    raw_file = Path(raw_path)
+    fd, raw_path, named = raw_output()
     try:
         try:
             cmd = [pyspy_path(), "record", "--pid", str(pid), "--native", "--rate", str(rate_hz),
@@ -124,11 +122,13 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
         except FlametoolError as exc:
             return Sampling(command=[], rate_hz=rate_hz, seconds=seconds, error=str(exc))
         sampling = Sampling(command=cmd, rate_hz=rate_hz, seconds=seconds, threads=thread_count(pid))
-        if not run_bounded(sampling):
+        if not run_bounded(sampling, pass_fds=() if named else (fd,)):
             return sampling
-        raw = read_raw(raw_file)
+        raw = read_raw(fd)
     finally:  # what py-spy wrote is read above, or not kept (the run is being stopped)
-        raw_file.unlink(missing_ok=True)
+        os.close(fd)
+        if named:
+            Path(raw_path).unlink(missing_ok=True)
     sampling.total_samples = sum(s.count for s in raw)
     kept, sampling.loop_samples, sampling.outside_samples = keep_inside(raw, loop_function)
     sampling.kept_samples = sum(s.count for s in kept)
@@ -136,6 +136,24 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     if not sampling.complete and sampling.total_samples and not sampling.refused:
         sampling.error += f"; kept the {sampling.total_samples} samples it wrote"
     return sampling
+
+
+def raw_output() -> tuple[int, str, bool]:
+    """Where py-spy writes its raw stacks: (a descriptor open on it, the path py-spy is given, whether that path
+    is a name in the temporary directory). On Linux the file has no name from the start (O_TMPFILE, or a name
+    removed at once) and py-spy writes it through /proc/self/fd/N, the descriptor it inherits: nothing is left
+    in the temporary directory whatever ends flametool, SIGKILL included. Elsewhere, a named temporary file
+    that record() removes."""
+    folder = tempfile.gettempdir()
+    if os.path.isdir("/proc/self/fd"):
+        try:
+            fd = os.open(folder, getattr(os, "O_TMPFILE") | os.O_RDWR, 0o600)
+        except (AttributeError, OSError):  # a file system without O_TMPFILE: a name, removed at once
+            fd, path = tempfile.mkstemp(prefix="flametool-pyspy-", suffix=".txt")
+            os.unlink(path)
+        return fd, f"/proc/self/fd/{fd}", False
+    fd, path = tempfile.mkstemp(prefix="flametool-pyspy-", suffix=".txt")
+    return fd, path, True
 
 
 class Output:
@@ -162,14 +180,15 @@ class Output:
                 self.behind_seconds = max(self.behind_seconds, float(m.group(1)))
 
 
-def run_bounded(sampling: Sampling) -> bool:
+def run_bounded(sampling: Sampling, pass_fds: tuple[int, ...] = ()) -> bool:
     """Run sampling.command for at most its seconds plus attach_seconds(); stop it (SIGINT first, so it
     writes what it has) when it runs over; fill in what happened. False when py-spy did not start."""
     seconds = sampling.seconds
     try:
         # its own session: a terminal's Ctrl-C reaches the parent only, which stops py-spy and all it started
         proc = subprocess.Popen(sampling.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True,
+                                pass_fds=pass_fds)
     except OSError as exc:
         sampling.error = f"py-spy could not start: {exc}"
         return False
@@ -204,9 +223,14 @@ def run_bounded(sampling: Sampling) -> bool:
     return True
 
 
-def read_raw(path: Path) -> list[folded.Stack]:
-    """py-spy's raw output; a line cut short by a killed py-spy says nothing reliable and is skipped."""
-    text = folded.read_text(path, errors="replace") if path.exists() else ""
+def read_raw(fd: int) -> list[folded.Stack]:
+    """py-spy's raw output, from the start of the file open on `fd`; a line cut short by a killed py-spy says
+    nothing reliable and is skipped."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    text = b"".join(chunks).decode("utf-8", "replace")
     raw: list[folded.Stack] = []
     for line in text.split("\n"):  # only newlines end a line: a frame name may hold other separators
         try:

@@ -83,3 +83,56 @@ def test_a_segfault_names_the_signal_not_an_empty_log(tmp_path):
     line = fk.error_line(proc)
     assert "the child process was killed by SIGSEGV (exit code -11) before reporting" in line, line
     assert ".log" not in line.split("before reporting")[1].split("(finished cases")[0], line
+
+
+def pyspy_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("flametool-pyspy-"))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGKILL], ids=["sighup", "sigkill"])
+def test_a_closed_terminal_or_sigkill_while_py_spy_samples(tmp_path, sig):
+    """Item 6: SIGHUP (a closed terminal, an ssh drop, sent to the process group as the terminal does) exited 129
+    with no `flametool:` line and left py-spy's temporary output file behind; SIGKILL left the same file.
+    SIGHUP now ends the run as SIGTERM does (exit 129); py-spy's file never has a name in the temp dir."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    out = tmp_path / "run"
+    bg = fk.Background(["compare", *O[:-1], "60", "--libs", "numpy", "--out", str(out)], fk.env(TMPDIR=str(temp)))
+    bg.wait_for("sampling with py-spy")
+    bg.wait_until(lambda: any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(bg.tag)), "py-spy running")
+    time.sleep(1)
+    assert pyspy_files(temp) == []  # while py-spy writes, too
+    bg.signal(sig, group=sig == signal.SIGHUP)
+    code = bg.finish()
+    assert fk.none_left(bg.tag, within=10) == []
+    assert pyspy_files(temp) == [] and list(temp.iterdir()) == []
+    if sig == signal.SIGKILL:
+        assert code == -signal.SIGKILL
+        return
+    assert code == 129, bg.err
+    assert "Traceback" not in "\n".join(bg.err)
+    assert bg.err[-1] == f"flametool: interrupted; what finished is kept in {out / 'run.json'} (complete: false)"
+    assert rundir.load(out).complete is False
+
+
+def test_nohup_keeps_sighup_ignored(tmp_path):
+    """`nohup flametool ...`: SIGHUP was ignored when flametool started, and it stays ignored."""
+    out = tmp_path / "run"
+    script = ("import signal, sys\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nfrom flametool import cli\n"
+              "sys.exit(cli.main(sys.argv[1:]))\n")
+    import subprocess
+    import sys
+
+    environ = fk.env()
+    proc = subprocess.Popen([sys.executable, "-c", script, "compare", *O, "--no-sample", "--libs", "numpy", "--case",
+                             f"{CASES3}:escaping_slow_case", "--keep-going", "--out", str(out)], cwd=fk.ROOT, env=environ,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not sleeping(environ[fk.TAG]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGHUP)
+    time.sleep(0.5)
+    assert proc.poll() is None  # still running
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    assert fk.none_left(environ[fk.TAG], within=5) == []

@@ -15,6 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from . import __version__, analysis, cases, drilldown, envinfo, renderers, rundir, runner
+from .sweep import size_name
 from .renderers import html as report
 from .renderers import terminal
 from .errors import FlametoolError, Interrupted, WriteError, interrupt_code
@@ -373,6 +374,15 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
         terminal.say(err, f"flametool: case {label!r}: {run.results[label].error}")
+    # a sweep's case that failed at one size (out of memory at the largest) still has the others; one that failed
+    # at every size has nothing, as a case of compare that failed
+    nowhere = [l for l, r in run.results.items() if sweeping and not r.error and r.points
+               and all(p.error or not p.processes for p in r.points)]
+    for label in nowhere:
+        first = next((p for p in run.results[label].points if p.error), None)
+        terminal.say(err, f"flametool: case {label!r}: failed at every size" + (
+            f" (at {size_name(first.shape)}: {first.error})" if first else ""))
+    failed += nowhere
     # a sampler that hung or crashed kept what it had, but the run is not what was asked for
     unsampled = [l for l, r in run.results.items() if r.sampling is not None and not r.sampling.complete]
     for label in unsampled:

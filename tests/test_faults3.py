@@ -151,3 +151,49 @@ def test_an_unexpected_exception_is_one_line_and_a_file(tmp_path, capsys, monkey
     path = Path(lines[0].split("the traceback is in ")[1].split(": please report")[0])
     assert path.parent == tmp_path and "Traceback (most recent call last)" in path.read_text()
     assert "in broken" in path.read_text()
+
+
+CASES3 = fk.CASES / "faults3_cases.py"
+SWEEP = ["sweep", "--device", "cpu", "--iters", "200", "--warmup", "20", "--repeats", "1", "--processes", "1"]
+
+
+def test_a_sweep_in_which_every_case_fails_everywhere_exits_1(tmp_path):
+    """Item 11: a sweep in which every case fails at every size exited 0."""
+    proc = fk.run([*SWEEP, "--sizes", "8,16", "--libs", "", "--case", f"{CASES3}:always_fails", "--out",
+                   str(tmp_path / "run")])
+    assert proc.returncode == 1, proc.stderr
+    assert fk.error_line(proc) == "flametool: case 'always_fails': failed at every size (at 8: factory always_fails " \
+                                  "failed: ValueError: no 8x8x8 here)"
+
+
+def test_sweep_cells_are_matched_by_size_not_position(tmp_path):
+    """Item 4: when one case's points are ordered unlike config.sizes (a run.json made or edited elsewhere), its
+    cells were taken by index while the pair's were matched by shape: torch's size-32 point showed at size 8."""
+    import json
+
+    from flametool import format as fmt
+    from flametool import rundir, sweep
+    from flametool.renderers import sweep_page
+
+    out = tmp_path / "run"
+    proc = fk.run([*SWEEP, "--sizes", "8,32", "--libs", "numpy,torch", "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out / "run.json").read_text())
+    doc["results"]["torch"]["points"].reverse()
+    (out / "run.json").write_text(json.dumps(doc))
+    a = analysis.load(out)
+    columns, rows = sweep_page.cells(a)
+    host = columns.index("torch host")
+    ratio = columns.index("torch / numpy wall")
+    for row, shape in zip(rows, a.shapes):
+        mine = next(p for p in a.curves["torch"] if p.shape == shape)
+        assert row[0].text == sweep.size_name(shape) and row[host].text == fmt.us(mine.cpu_us)
+        pair = next(p for p in a.pairs[0].points if p.shape == shape)
+        assert row[ratio].text == fmt.ratio(pair.wall.ratio)
+    # and the terminal's table, and the pair itself (matched by shape although the orders differ)
+    assert [p.shape for p in a.pairs[0].points] == [[8, 8, 8], [32, 32, 32]]
+    data = rundir.load(out)
+    at32 = next(p for p in data.results["torch"].points if p.shape == [32, 32, 32])
+    assert a.at("torch", [32, 32, 32]).cpu_us == sweep.point(at32).cpu_us
+    proc = fk.run(["report", str(out), "-o", "-"])
+    assert proc.returncode == 0

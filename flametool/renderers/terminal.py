@@ -224,10 +224,10 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
     for label in a.curves:
         for col in ("host", "GPU", "wall", "bound"):
             table.add_column(f"{fmt.visible(label)} {col}" if col != "bound" else "", justify="right" if col != "bound" else "left")
-    for i, shape in enumerate(a.shapes):
+    for shape in a.shapes:
         row = [sweep.size_name(shape)]
-        for label, points in a.curves.items():
-            p = points[i] if i < len(points) else None
+        for label in a.curves:
+            p = a.at(label, shape)
             if p is None or p.cpu_us is None:
                 row += ["failed" if p is not None and p.error else "-", "", "", ""]
                 continue

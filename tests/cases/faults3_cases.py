@@ -59,3 +59,8 @@ def segfault_case(m, k, n, dtype, device):
     import ctypes
 
     ctypes.string_at(0)
+
+
+def always_fails(m, k, n, dtype, device):
+    """Cannot be built at any size."""
+    raise ValueError(f"no {m}x{k}x{n} here")

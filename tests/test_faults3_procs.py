@@ -136,3 +136,16 @@ def test_nohup_keeps_sighup_ignored(tmp_path):
     os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(timeout=60) == 130
     assert fk.none_left(environ[fk.TAG], within=5) == []
+
+
+def test_the_factorys_own_failed_allocation_is_not_blamed_on_the_shape(tmp_path):
+    """Item 14: a factory's own failed allocation was reported as 'a, b and out need 0.0 GiB ... try a smaller
+    --shape'."""
+    proc = fk.run(["compare", *O, "--no-sample", "--libs", "", "--case", f"{CASES3}:allocates_too_much", "--out",
+                   str(tmp_path / "run")])
+    assert proc.returncode == 1
+    line = fk.error_line(proc)
+    assert line.startswith("flametool: case 'allocates_too_much': out of memory: an allocation of 1.0 EiB failed in "
+                           "the case's own code (Unable to allocate 1.00 EiB for an array"), line
+    assert "a, b and out at shape 16,16,16 float32 need only 3.0 KiB, so the shape is not what ran out" in line
+    assert "smaller --shape" not in line

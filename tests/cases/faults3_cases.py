@@ -64,3 +64,10 @@ def segfault_case(m, k, n, dtype, device):
 def always_fails(m, k, n, dtype, device):
     """Cannot be built at any size."""
     raise ValueError(f"no {m}x{k}x{n} here")
+
+
+def allocates_too_much(m, k, n, dtype, device):
+    """The factory's own allocation fails (an exabyte), whatever the shape."""
+    import numpy as np
+
+    np.empty(2**60, dtype=np.uint8)

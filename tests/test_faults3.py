@@ -197,3 +197,19 @@ def test_sweep_cells_are_matched_by_size_not_position(tmp_path):
     assert a.at("torch", [32, 32, 32]).cpu_us == sweep.point(at32).cpu_us
     proc = fk.run(["report", str(out), "-o", "-"])
     assert proc.returncode == 0
+
+
+def test_tables_at_40_columns_never_cut_a_figure(tmp_path):
+    """Item 14: at 40 columns the tables elided the figures themselves (`3.… us`). Every figure of the 160-column
+    summary is in the 40-column one, whole, and no figure ends in '…'."""
+    import re
+
+    from flametool import renderers
+
+    run = hostile_run(tmp_path / "d")
+    a = analysis.load(run)
+    wide, narrow = (renderers.get("terminal")(width=w, colour=False, view="caller").render(a) for w in (160, 40))
+    figure = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?(?: ?(?:us|x|×|%))?(?![\w.])")
+    missing = [f for f in set(figure.findall(wide)) if f not in narrow]
+    assert not missing, missing
+    assert not re.search(r"\d\.?…", narrow), narrow

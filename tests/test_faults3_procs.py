@@ -149,3 +149,51 @@ def test_the_factorys_own_failed_allocation_is_not_blamed_on_the_shape(tmp_path)
                            "the case's own code (Unable to allocate 1.00 EiB for an array"), line
     assert "a, b and out at shape 16,16,16 float32 need only 3.0 KiB, so the shape is not what ran out" in line
     assert "smaller --shape" not in line
+
+
+def test_an_interrupted_parallel_report_stops_at_once_in_one_line(tmp_path):
+    """Item 8: an interrupted large report (the parallel path) printed worker tracebacks, and with many cases
+    printed `InvalidStateError: CANCELLED` and stayed alive until a second signal. The parallel path is taken
+    here for a run of small cases (PARALLEL_BYTES 0), interrupted by Ctrl-C to the process group."""
+    import subprocess
+    import sys
+
+    from runbuild import make_run
+
+    text = "".join(f"step (case.py:1);f{i} (mod{i}.py:{i});g (lib.so) {i + 1}\n" for i in range(200))
+    run = make_run(tmp_path / "run", {f"c{i}": (text, 10.0 + i % 7, 0) for i in range(300)})
+    script = ("import sys\nfrom flametool import cli, reading\nreading.PARALLEL_BYTES = 0\n"
+              "sys.exit(cli.main(sys.argv[1:]))\n")
+    environ = fk.env()
+    proc = subprocess.Popen([sys.executable, "-c", script, "report", str(run)], cwd=fk.ROOT, env=environ,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(fk.tagged(environ[fk.TAG])) < 3 and time.monotonic() < deadline:  # flametool and two workers
+        time.sleep(0.05)
+    time.sleep(0.5)
+    assert proc.poll() is None, proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)
+    stopped = time.monotonic()
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - stopped < 5
+    assert proc.returncode == 130 and err == "flametool: interrupted\n", err
+    assert fk.none_left(environ[fk.TAG], within=5) == []
+    assert not (run / "report.html").exists()
+
+
+def test_fork_map_keeps_order_and_raises_the_first_failure_in_order():
+    from concurrent.futures.process import BrokenProcessPool
+
+    from flametool import reading
+
+    assert reading.fork_map(lambda x: x * x, list(range(50)), 3) == [x * x for x in range(50)]
+
+    def failing(x):
+        if x in (7, 30):
+            raise ValueError(f"item {x}")
+        return x
+
+    with pytest.raises(ValueError, match="item 7"):
+        reading.fork_map(failing, list(range(40)), 2)
+    with pytest.raises(BrokenProcessPool):
+        reading.fork_map(lambda x: os._exit(3) if x == 5 else x, list(range(10)), 2)

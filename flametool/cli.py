@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, analysis, cases, drilldown, envinfo, renderers, rundir, runner
+from . import __version__, analysis, cases, drilldown, envinfo, procs, renderers, rundir, runner
 from .sweep import size_name
 from .renderers import html as report
 from .renderers import terminal
@@ -587,6 +587,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     previous = take_stop_signals()
     previous_int = take_ctrl_c()
+    previous_tstp = procs.take_ctrl_z()
     try:
         if args.command in ("compare", "sweep"):
             return cmd_compare(args, argv, err, out)
@@ -613,6 +614,8 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signum, handler)
         if previous_int is not None:
             signal.signal(signal.SIGINT, previous_int)
+        if previous_tstp is not None:
+            signal.signal(signal.SIGTSTP, previous_tstp)
 
 
 def main_entry() -> None:

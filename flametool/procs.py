@@ -97,6 +97,62 @@ def kill_marked(token: str | None, within: float = 5.0) -> None:
         time.sleep(0.01)
 
 
+# Job control: the process groups of the children and py-spys running now. They lead groups of their own, so
+# a terminal's Ctrl-Z (SIGTSTP to its foreground group) stopped flametool and not them: the timed loop and
+# py-spy ran on while the job showed as stopped. flametool stops them itself, then itself, and on SIGCONT
+# resumes them (suspend).
+_groups: set[int] = set()
+_paused = 0.0  # seconds spent stopped so far: what a timeout waited through, not for
+
+
+def track(pgid: int) -> None:
+    _groups.add(pgid)
+
+
+def untrack(pgid: int) -> None:
+    _groups.discard(pgid)
+
+
+def paused_seconds() -> float:
+    """Seconds this process has spent stopped by Ctrl-Z so far: a wait that timed out after a pause waits on."""
+    return _paused
+
+
+def _signal_groups(sig: int) -> None:
+    for pgid in list(_groups):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def suspend(signum=None, frame=None) -> None:
+    """SIGTSTP's handler: stop every tracked group, stop this process as SIGTSTP would have, and once it is
+    continued (fg, bg, SIGCONT), continue them."""
+    global _paused
+    started = time.monotonic()
+    _signal_groups(signal.SIGSTOP)
+    signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+    try:
+        os.kill(os.getpid(), signal.SIGTSTP)  # stopped here until continued
+    finally:
+        signal.signal(signal.SIGTSTP, suspend)
+        _signal_groups(signal.SIGCONT)
+        _paused += time.monotonic() - started
+
+
+def take_ctrl_z():
+    """Install suspend() for SIGTSTP unless it is ignored (a shell without job control); returns what to
+    restore, or None when nothing was changed."""
+    if not hasattr(signal, "SIGTSTP") or threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGTSTP)
+    if previous is signal.SIG_IGN:
+        return None
+    signal.signal(signal.SIGTSTP, suspend)
+    return previous
+
+
 def own_group() -> dict[str, Any]:
     """Popen arguments that start a child as the leader of a process group of its own, so that it and
     everything it starts can be stopped together (kill_tree(group=True)). The parent stays in the

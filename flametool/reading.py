@@ -159,7 +159,7 @@ def _start_worker() -> None:
     """A forked worker leaves stopping to the parent: a Ctrl-C to the terminal's process group reaches it too,
     and would print its traceback; SIGTERM and SIGHUP kill it outright (the parent's handlers raise)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for name in ("SIGTERM", "SIGHUP"):
+    for name in ("SIGTERM", "SIGHUP", "SIGTSTP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
     as_worker()

@@ -67,8 +67,11 @@ def message_lines(fd: int, timeout: float) -> Iterator[str]:
     (the time the caller spends between lines, sampling say, is not counted)."""
     rest = b""
     while True:
+        paused = procs.paused_seconds()
         ready, _, _ = select.select([fd], [], [], timeout)
         if not ready:
+            if procs.paused_seconds() > paused:  # stopped by Ctrl-Z meanwhile: the child was too; wait on
+                continue
             raise Silent
         data = os.read(fd, 1 << 16)
         if not data:
@@ -162,6 +165,7 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
             env=child_env(config.pool_threads, token), **procs.own_group(),
         )
     os.close(write_fd)
+    procs.track(proc.pid)  # Ctrl-Z stops it with flametool
     result: dict | None = None
     error: str | None = None
     sampling: Sampling | None = None
@@ -210,6 +214,7 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
     finally:
         with procs.signals_deferred():
             stop(proc)
+            procs.untrack(proc.pid)
             procs.kill_marked(token)  # what the case started out of the child's process group
     if result is None:
         stray = f"; {ignored} line(s) on its message pipe were not messages" if ignored else ""

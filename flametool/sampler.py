@@ -192,11 +192,12 @@ def run_bounded(sampling: Sampling, pass_fds: tuple[int, ...] = ()) -> bool:
     except OSError as exc:
         sampling.error = f"py-spy could not start: {exc}"
         return False
+    procs.track(proc.pid)  # its own session and group: Ctrl-Z stops it with flametool
     output = Output(proc)
     started = time.monotonic()
     allowance = attach_seconds()
     try:
-        proc.wait(timeout=seconds + allowance)
+        wait_unpaused(proc, seconds + allowance)
         sampling.complete = True
     except subprocess.TimeoutExpired:
         sampling.error = (f"py-spy did not finish within {seconds + allowance:.0f} s; stopped it and kept what "
@@ -206,6 +207,7 @@ def run_bounded(sampling: Sampling, pass_fds: tuple[int, ...] = ()) -> bool:
         # interrupted (Ctrl-C, SIGTERM) while waiting, or anything py-spy left: never leave it behind
         with procs.signals_deferred():
             procs.kill_tree(proc, grace=0, first=signal.SIGKILL, group=True)
+            procs.untrack(proc.pid)
     ended = time.monotonic()
     output.thread.join(timeout=2)
     lines = output.lines
@@ -221,6 +223,21 @@ def run_bounded(sampling: Sampling, pass_fds: tuple[int, ...] = ()) -> bool:
         sampling.refused = bool(REFUSED.search(" ".join(lines)))
         sampling.error = explain_failure(lines, proc.returncode)
     return True
+
+
+def wait_unpaused(proc: subprocess.Popen, timeout: float) -> None:
+    """proc.wait(timeout), the time flametool (and py-spy with it) was stopped by Ctrl-Z not counted."""
+    deadline = time.monotonic() + timeout
+    paused = procs.paused_seconds()
+    while True:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            return
+        except subprocess.TimeoutExpired:
+            if procs.paused_seconds() == paused:
+                raise
+            deadline += procs.paused_seconds() - paused
+            paused = procs.paused_seconds()
 
 
 def read_raw(fd: int) -> list[folded.Stack]:

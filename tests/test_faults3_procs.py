@@ -197,3 +197,54 @@ def test_fork_map_keeps_order_and_raises_the_first_failure_in_order():
         reading.fork_map(failing, list(range(40)), 2)
     with pytest.raises(BrokenProcessPool):
         reading.fork_map(lambda x: os._exit(3) if x == 5 else x, list(range(10)), 2)
+
+
+def state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+# A stand-in for an interactive shell: the session's leader, with flametool a job in a process group of its
+# own. (A process group whose parent is in no other group of the session, flametool started with setsid, is
+# orphaned: the kernel discards a stop signal's default action there, as no terminal could resume it.)
+SHELL = ("import os, subprocess, sys\n"
+         "proc = subprocess.Popen(sys.argv[1:], process_group=0)\n"
+         "print(proc.pid, flush=True)\n"
+         "sys.exit(os.waitstatus_to_exitcode(os.waitpid(proc.pid, 0)[1]))\n")
+
+
+def test_ctrl_z_stops_the_children_and_py_spy_and_fg_resumes_them(tmp_path):
+    """Item 15: Ctrl-Z stopped flametool but not its children (they lead process groups of their own): the timed
+    loop and py-spy ran on while the terminal showed the job stopped. SIGTSTP and SIGCONT go to flametool's
+    process group, as a terminal's Ctrl-Z and the shell's `fg` send them."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    environ = fk.env()
+    shell = subprocess.Popen([sys.executable, "-c", SHELL, sys.executable, "-m", "flametool", "compare", *O[:-1], "4",
+                              "--libs", "numpy", "--out", str(out)], cwd=fk.ROOT, env=environ, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    job = int(shell.stdout.readline())
+    deadline = time.monotonic() + 120
+    while not any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(environ[fk.TAG])):
+        assert time.monotonic() < deadline and shell.poll() is None
+        time.sleep(0.05)
+    pyspy = next(pid for pid, cmd in fk.tagged(environ[fk.TAG]) if "py-spy" in cmd and "record" in cmd)
+    child = int(Path(f"/proc/{pyspy}/cmdline").read_bytes().split(b"\0")[3])  # py-spy record --pid PID
+    os.killpg(job, signal.SIGTSTP)
+    deadline = time.monotonic() + 10
+    while not all(state(p) == "T" for p in (job, pyspy, child)):
+        assert time.monotonic() < deadline, [state(p) for p in (job, pyspy, child)]
+        time.sleep(0.05)
+    time.sleep(1)
+    assert [state(p) for p in (job, pyspy, child)] == ["T", "T", "T"]
+    os.killpg(job, signal.SIGCONT)
+    time.sleep(0.3)
+    assert all(state(p) in ("R", "S", "gone") for p in (job, pyspy, child))
+    assert shell.wait(timeout=120) == 0
+    data = rundir.load(out)
+    assert data.complete and data.results["numpy"].sampling.complete
+    assert fk.none_left(environ[fk.TAG], within=5) == []

@@ -46,16 +46,7 @@ STEP_TIMEOUT_ENV = "FLAMETOOL_STEP_TIMEOUT"
 
 
 def step_timeout() -> float:
-    text = os.environ.get(STEP_TIMEOUT_ENV)
-    if not text:
-        return STEP_TIMEOUT
-    try:
-        value = float(text)
-    except ValueError:
-        raise FlametoolError(f"{STEP_TIMEOUT_ENV}={text!r}: expected seconds") from None
-    if not 0 < value < 1e9:
-        raise FlametoolError(f"{STEP_TIMEOUT_ENV}={text!r}: must be more than 0 seconds")
-    return value
+    return sampler.seconds_setting(STEP_TIMEOUT_ENV, STEP_TIMEOUT)
 
 
 class Silent(Exception):

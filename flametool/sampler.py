@@ -69,15 +69,20 @@ def check_available() -> str:
 
 def attach_seconds() -> float:
     """How long py-spy may take beyond the sampling time before it is stopped."""
-    text = os.environ.get(TIMEOUT_ENV)
+    return seconds_setting(TIMEOUT_ENV, ATTACH_SECONDS)
+
+
+def seconds_setting(name: str, default: float) -> float:
+    """Seconds from the environment variable `name` (default when unset); a bad value is one FlametoolError."""
+    text = os.environ.get(name)
     if not text:
-        return ATTACH_SECONDS
+        return default
     try:
         value = float(text)
     except ValueError:
-        raise FlametoolError(f"{TIMEOUT_ENV}={text!r}: expected seconds") from None
-    if not value > 0:
-        raise FlametoolError(f"{TIMEOUT_ENV}={text!r}: must be more than 0")
+        raise FlametoolError(f"{name}={text!r}: expected seconds") from None
+    if not 0 < value < 1e9:
+        raise FlametoolError(f"{name}={text!r}: must be more than 0")
     return value
 
 

@@ -377,7 +377,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     # a sweep's case that failed at one size (out of memory at the largest) still has the others; one that failed
     # at every size has nothing, as a case of compare that failed
     nowhere = [l for l, r in run.results.items() if sweeping and not r.error and r.points
-               and all(p.error or not p.processes for p in r.points)]
+               and not any(p.processes for p in r.points)]
     for label in nowhere:
         first = next((p for p in run.results[label].points if p.error), None)
         terminal.say(err, f"flametool: case {label!r}: failed at every size" + (

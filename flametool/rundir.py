@@ -112,9 +112,13 @@ def _one_line(m: re.Match) -> str:
 def load(run: Path | str) -> record.Run:
     """Read and check a run directory's run.json; every problem is one RunDirError naming the file."""
     run = Path(run)
-    if not run.exists():
+    try:
+        found, folder = run.exists(), run.is_dir()
+    except OSError as exc:  # a name longer than the file system allows (ENAMETOOLONG), a folder not searchable
+        raise RunDirError(f"{shown(run)}: cannot be read ({exc.strerror or exc})") from None
+    if not found:
         raise RunDirError(f"{run}: no such run directory")
-    if not run.is_dir():
+    if not folder:
         raise RunDirError(f"{run}: not a directory")
     path = run / RUN_FILE
     if not (path.exists() or path.is_symlink()):

@@ -95,6 +95,8 @@ def test_a_path_component_too_long_is_one_line(tmp_path):
     assert proc.returncode == 2
     line = fk.error_line(proc)
     assert "cannot be the run directory (File name too long); choose another --out" in line and len(line) < 400
+    proc = fk.run(["report", str(tmp_path / ("x" * 4000))])  # and a run directory of such a name
+    assert proc.returncode == 2 and "cannot be read (File name too long)" in fk.error_line(proc)
 
 
 def test_a_non_utf8_out_with_an_ascii_terminal(tmp_path):

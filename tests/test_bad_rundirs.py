@@ -69,8 +69,8 @@ FAULTS = {
     ".prof a link": (lambda run: _link(run / "alpha.prof", _outside(run, (run / "alpha.prof").read_bytes())), "alpha.prof", PROF_READERS),
     "NUL in files.folded": (lambda run: _edit_json(run, lambda d: d["results"]["alpha"]["profile"]["files"].update(folded="a\0b")),
                             "run.json", FOLDED_READERS),
-    ".prof with a string for a time": (lambda run: _craft_prof(run / "alpha.prof", "1.0"), "alpha.prof", PROF_READERS),
-    ".prof with NaN for a time": (lambda run: _craft_prof(run / "alpha.prof", float("nan")), "alpha.prof", PROF_READERS),
+    ".prof with a string for a time": (lambda run: _craft_prof(run / "alpha.prof", 3, "1.0"), "alpha.prof", PROF_READERS),
+    ".prof with NaN for a time": (lambda run: _craft_prof(run / "alpha.prof", 2, float("nan")), "alpha.prof", PROF_READERS),
 }
 
 
@@ -86,12 +86,14 @@ def _link(path: Path, target) -> None:
     path.symlink_to(target)
 
 
-def _craft_prof(path: Path, time) -> None:
-    """A valid marshalled cProfile table whose first entry's own time is `time`."""
+def _craft_prof(path: Path, index: int, value) -> None:
+    """A valid marshalled cProfile table whose first entry has `value` for its own (index 2) or cumulative
+    (index 3) time."""
     table = marshal.loads(path.read_bytes())
     key = next(iter(table))
-    cc, nc, _tt, ct, callers = table[key]
-    table[key] = (cc, nc, time, ct, callers)
+    entry = list(table[key])
+    entry[index] = value
+    table[key] = tuple(entry)
     path.write_bytes(marshal.dumps(table))
 
 

@@ -228,23 +228,31 @@ def test_ctrl_z_stops_the_children_and_py_spy_and_fg_resumes_them(tmp_path):
                               "--libs", "numpy", "--out", str(out)], cwd=fk.ROOT, env=environ, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     job = int(shell.stdout.readline())
-    deadline = time.monotonic() + 120
-    while not any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(environ[fk.TAG])):
-        assert time.monotonic() < deadline and shell.poll() is None
-        time.sleep(0.05)
-    pyspy = next(pid for pid, cmd in fk.tagged(environ[fk.TAG]) if "py-spy" in cmd and "record" in cmd)
-    child = int(Path(f"/proc/{pyspy}/cmdline").read_bytes().split(b"\0")[3])  # py-spy record --pid PID
-    os.killpg(job, signal.SIGTSTP)
-    deadline = time.monotonic() + 10
-    while not all(state(p) == "T" for p in (job, pyspy, child)):
-        assert time.monotonic() < deadline, [state(p) for p in (job, pyspy, child)]
-        time.sleep(0.05)
-    time.sleep(1)
-    assert [state(p) for p in (job, pyspy, child)] == ["T", "T", "T"]
-    os.killpg(job, signal.SIGCONT)
-    time.sleep(0.3)
-    assert all(state(p) in ("R", "S", "gone") for p in (job, pyspy, child))
-    assert shell.wait(timeout=120) == 0
+    try:
+        deadline = time.monotonic() + 120
+        while not any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(environ[fk.TAG])):
+            assert time.monotonic() < deadline and shell.poll() is None
+            time.sleep(0.05)
+        pyspy = next(pid for pid, cmd in fk.tagged(environ[fk.TAG]) if "py-spy" in cmd and "record" in cmd)
+        child = int(Path(f"/proc/{pyspy}/cmdline").read_bytes().split(b"\0")[3])  # py-spy record --pid PID
+        os.killpg(job, signal.SIGTSTP)
+        deadline = time.monotonic() + 10
+        while not all(state(p) == "T" for p in (job, pyspy, child)):
+            assert time.monotonic() < deadline, [state(p) for p in (job, pyspy, child)]
+            time.sleep(0.05)
+        time.sleep(1)
+        assert [state(p) for p in (job, pyspy, child)] == ["T", "T", "T"]
+        os.killpg(job, signal.SIGCONT)
+        time.sleep(0.3)
+        assert all(state(p) in ("R", "S", "gone") for p in (job, pyspy, child))
+        assert shell.wait(timeout=120) == 0
+    finally:  # a failure above leaves nothing stopped or running behind
+        if shell.poll() is None:
+            for pid, _ in fk.tagged(environ[fk.TAG]):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
     data = rundir.load(out)
     assert data.complete and data.results["numpy"].sampling.complete
     assert fk.none_left(environ[fk.TAG], within=5) == []

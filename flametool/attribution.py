@@ -159,7 +159,7 @@ def profile_of(run_dir: Path, result: CaseResult, label: str, by_line: bool = Fa
     if reason:
         raise RunDirError(f"{run_dir}: case {label!r} cannot be analysed: {reason}")
     name = result.file("folded")
-    if Path(name).name != name or name in ("", ".", ".."):
+    if not rundir.is_file_name(name):
         raise RunDirError(f"{run_dir / rundir.RUN_FILE}: case {label!r}: files.folded is not a file name in the run directory")
     loop = result.sampling.loop_samples
     # as make_profile does, streamed: the raw stacks of a large profile are never all in memory

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, analysis, cases, drilldown, envinfo, renderers, rundir, runner
+from . import __version__, analysis, cases, drilldown, envinfo, procs, renderers, rundir, runner
+from .sweep import size_name
 from .renderers import html as report
 from .renderers import terminal
-from .errors import FlametoolError, WriteError
+from .errors import FlametoolError, Interrupted, WriteError, interrupt_code
 from .layers import VIEWS
 
 SEED_SHAPE = [65536, 24576, 12288]
@@ -123,11 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", required=True, help="speedscope (JSON, weights in us per call) or folded (sample counts)")
     p.add_argument("--case", help="export only this case (default: every sampled case)")
     p.add_argument("--lines", action="store_true", help="one frame per source line instead of per function")
-    p.add_argument("-o", "--output", type=Path, help="file to write (default: standard output)")
+    p.add_argument("-o", "--output", type=Path, help="file to write (default, or -: standard output)")
 
     p = sub.add_parser("report", help="render report.html from a run directory (no GPU needed)")
     p.add_argument("run", type=Path, metavar="RUN_DIR", help="run directory")
-    p.add_argument("-o", "--output", type=Path, help=f"HTML file to write (default: RUN_DIR/{report.REPORT_FILE})")
+    p.add_argument("-o", "--output", type=Path, help=f"HTML file to write, - for standard output (default: RUN_DIR/{report.REPORT_FILE})")
     p.add_argument("--open", action="store_true", help="open the report in a web browser when there is one")
 
     p = sub.add_parser("snakeviz", help="serve a case's cProfile file with snakeviz on 127.0.0.1 until Ctrl-C")
@@ -368,11 +369,11 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     with terminal.Progress(err) as progress:
         try:
             run_dir, run = (runner.sweep if sweeping else runner.compare)(config, ["flametool", *argv], progress.update)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             kept = config.out / rundir.RUN_FILE
-            terminal.say(err, f"flametool: interrupted; what finished is kept in {kept} (complete: false)" if kept.exists()
-                         else "flametool: interrupted before anything was measured")
-            return 130
+            terminal.say(err, f"flametool: interrupted; what finished is kept in {rundir.shown(kept)} (complete: false)"
+                         if kept.exists() else "flametool: interrupted before anything was measured")
+            return interrupt_code(exc)
     analysed = analysis.analyse(run_dir, run)
     view = getattr(args, "layers", "caller")
     out.file.write(renderers.get("terminal")(width=out.width, colour=out.is_terminal, view=view).render(analysed))
@@ -380,6 +381,15 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
         terminal.say(err, f"flametool: case {label!r}: {run.results[label].error}")
+    # a sweep's case that failed at one size (out of memory at the largest) still has the others; one that failed
+    # at every size has nothing, as a case of compare that failed
+    nowhere = [l for l, r in run.results.items() if sweeping and not r.error and r.points
+               and not any(p.processes for p in r.points)]
+    for label in nowhere:
+        first = next((p for p in run.results[label].points if p.error), None)
+        terminal.say(err, f"flametool: case {label!r}: failed at every size" + (
+            f" (at {size_name(first.shape)}: {first.error})" if first else ""))
+    failed += nowhere
     # a sampler that hung or crashed kept what it had, but the run is not what was asked for
     unsampled = [l for l, r in run.results.items() if r.sampling is not None and not r.sampling.complete]
     for label in unsampled:
@@ -394,19 +404,27 @@ def write_report(run_dir: Path, analysed: analysis.Analysis, err: Console, out: 
     try:
         path = report.write(run_dir, analysed=analysed)
     except WriteError as exc:
-        terminal.say(err, f"flametool: {exc}; run.json is complete; retry with: flametool report {run_dir}")
+        terminal.say(err, f"flametool: {exc}; run.json is complete; retry with: flametool report {rundir.shown(run_dir)}")
         return False
     except Exception as exc:  # noqa: BLE001 - any fault here must not hide a finished measurement
         terminal.say(err, f"flametool: report.html not written ({type(exc).__name__}: {exc}); run.json is complete; "
-                          f"retry with: flametool report {run_dir}")
+                          f"retry with: flametool report {rundir.shown(run_dir)}")
         return True
-    terminal.say(out, f"report: {path}")
+    terminal.say(out, f"report: {rundir.shown(path)}")
     return True
 
 
 def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
+    """The page to RUN/report.html, to -o FILE, or with `-o -` to standard output; the line saying where it went
+    goes to standard error, so that `-o /dev/stdout > page.html` is the page alone."""
+    if args.output == Path("-"):
+        if args.open:
+            raise FlametoolError("report -o - --open: a page on standard output cannot be opened; give -o FILE")
+        out.file.write(report.render(args.run))
+        out.file.flush()
+        return 0
     path = report.write(args.run, args.output)
-    terminal.say(out, f"report: {path}")
+    terminal.say(err, f"report: {rundir.shown(path)}")
     if args.open:
         import webbrowser
 
@@ -449,11 +467,11 @@ def cmd_export(args: argparse.Namespace, out: Console) -> int:
     renderer = renderers.get(args.format, renderers.EXPORTS)(case=args.case, by_line=args.lines)
     # an export needs the stacks only
     text = renderer.render(analysis.analyse(args.run, rundir.load_profiled(args.run, "export"), attribute=False))
-    if args.output is None:
+    if args.output is None or args.output == Path("-"):
         out.file.write(text)
         out.file.flush()
         return 0
-    rundir.write_output(args.output, text)
+    rundir.write_output(args.output, text, args.run)
     return 0
 
 
@@ -463,8 +481,9 @@ class Stdout:
     that passed exits 0, one over --fail-above 3; compare still writes its analysis and report). Any other
     failure (a full disk, /dev/full) ends the command in one line."""
 
-    def __init__(self, stream) -> None:
+    def __init__(self, stream, quiet: bool = False) -> None:
         self.stream = stream
+        self.quiet = quiet  # standard error: a failure is not said (where would it go?), later output dropped
         self.dropped = False  # set after a failure: later output goes nowhere
 
     def write(self, text: str) -> int:
@@ -491,7 +510,7 @@ class Stdout:
             os.close(devnull)
         except (OSError, ValueError):
             pass
-        if exc.errno == errno.EPIPE:
+        if exc.errno == errno.EPIPE or self.quiet:
             return
         raise FlametoolError(f"standard output: cannot be written ({exc.strerror or exc})") from None
 
@@ -506,8 +525,40 @@ class Stdout:
         return getattr(self.stream, "encoding", None) or "utf-8"
 
 
-def _terminate(signum, frame):  # SIGTERM ends a run like Ctrl-C: children stopped, run.json kept
-    raise KeyboardInterrupt
+def _terminate(signum, frame):  # SIGTERM and SIGHUP end a run like Ctrl-C: children stopped, run.json kept
+    raise Interrupted(129 if signum == getattr(signal, "SIGHUP", None) else 130)
+
+
+def take_stop_signals() -> dict:
+    """SIGTERM, and SIGHUP (a closed terminal, a dropped ssh connection) unless it is ignored (`nohup`), end
+    flametool as Ctrl-C does. Returns the handlers to restore."""
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _terminate)}
+    hup = getattr(signal, "SIGHUP", None)
+    if hup is not None and signal.getsignal(hup) is not signal.SIG_IGN:
+        previous[hup] = signal.signal(hup, _terminate)
+    return previous
+
+
+def internal_error(exc: BaseException, err: Console) -> int:
+    """Any exception no part of flametool expected: one line saying what and where the traceback went (a file
+    in the temporary directory; never on the terminal), exit 1."""
+    import tempfile
+    import traceback
+
+    details = "".join(traceback.format_exception(exc))
+    where = "nowhere (the temporary directory cannot be written)"
+    try:
+        fd, path = tempfile.mkstemp(prefix="flametool-traceback-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+            fh.write(f"flametool {__version__}, python {sys.version.split()[0]}, argv {sys.argv!r}\n{details}")
+        where = path
+    except OSError:
+        pass
+    first = next((l.strip() for l in str(exc).splitlines() if l.strip()), "")
+    what = f"{type(exc).__name__}: {first[:200]}" if first else type(exc).__name__
+    terminal.say(err, f"flametool: internal error ({what}); the traceback is in {where}: please report it with that "
+                      f"file (flametool {__version__})")
+    return 1
 
 
 def take_ctrl_c():
@@ -526,7 +577,13 @@ def take_ctrl_c():
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    err = Console(stderr=True, soft_wrap=True)
+    for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii: '×' and 'µ' printed as escapes, not a crash
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass
+    # a closed terminal (SIGHUP) cannot take the last line: it goes nowhere, the exit code still says it
+    err = Console(file=Stdout(sys.stderr, quiet=True), soft_wrap=True)
     stdout = Stdout(sys.stdout)
     # piped or redirected output is read in a log or an editor, not squeezed to 80 columns
     out = Console(file=stdout) if stdout.isatty() else Console(file=stdout, width=160)
@@ -535,8 +592,9 @@ def main(argv: list[str] | None = None) -> int:
     except FlametoolError as exc:
         terminal.say(err, f"flametool: {exc}")
         return exc.exit_code
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    previous = take_stop_signals()
     previous_int = take_ctrl_c()
+    previous_tstp = procs.take_ctrl_z()
     try:
         if args.command in ("compare", "sweep"):
             return cmd_compare(args, argv, err, out)
@@ -553,13 +611,18 @@ def main(argv: list[str] | None = None) -> int:
     except FlametoolError as exc:
         terminal.say(err, f"flametool: {exc}")
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         err.print("flametool: interrupted", highlight=False)
-        return 130
+        return interrupt_code(exc)
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line and a file, never a traceback
+        return internal_error(exc, err)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         if previous_int is not None:
             signal.signal(signal.SIGINT, previous_int)
+        if previous_tstp is not None:
+            signal.signal(signal.SIGTSTP, previous_tstp)
 
 
 def main_entry() -> None:

@@ -43,7 +43,7 @@ def target(run: Path, case: str | None) -> Target:
     elif case not in results:
         raise FlametoolError(f"--case {case!r}: no such case in {run} (cases: {', '.join(results)})")
     name = results[case].file("prof")
-    if not name or Path(name).name != name or name in (".", ".."):
+    if not rundir.is_file_name(name):
         raise RunDirError(f"{run}: case {case!r} has no cProfile file" + (" (it failed)" if results[case].error else ""))
     path = run / name
     profstats.load(path)

@@ -17,5 +17,18 @@ class CaseError(FlametoolError):
     exit_code = 1
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, ending a run as Ctrl-C does (children stopped, run.json kept), with the exit code a
+    shell gives for it (130 as for Ctrl-C; 129 for a closed terminal or a dropped ssh connection)."""
+
+    def __init__(self, exit_code: int = 130) -> None:
+        super().__init__()
+        self.exit_code = exit_code
+
+
+def interrupt_code(exc: KeyboardInterrupt) -> int:
+    return getattr(exc, "exit_code", 130)
+
+
 class WriteError(FlametoolError):
     """A file that cannot be written (a full disk, no permission); what was written before is kept."""

@@ -55,16 +55,52 @@ def disk_full(exc: BaseException) -> str | None:
     return f"{name or 'a file'}: cannot be written ({exc.strerror or exc})"
 
 
+# "Tried to allocate 20.00 GiB" (torch), "Unable to allocate 7.45 TiB for an array" (numpy), "allocating
+# 6,442,450,944 bytes" (cupy): the size of the one allocation that failed
+ALLOCATION = re.compile(r"allocat\w*\s+([\d,.]+)\s*(bytes|[KMGTPE]i?B)\b", re.I)
+UNITS = {"bytes": 1, **{f"{p}{i}b": 1024 ** (n + 1) for n, p in enumerate("kmgtpe") for i in ("", "i")}}
+# Operands this small cannot have used up the memory: an allocation that failed was something else's
+SMALL_OPERANDS = 1 << 20
+
+
+def failed_allocation(text: str) -> int | None:
+    """The bytes the failed allocation asked for, when the message says (None when not)."""
+    m = ALLOCATION.search(text)
+    if not m:
+        return None
+    try:
+        return int(float(m.group(1).replace(",", "")) * UNITS[m.group(2).lower()])
+    except (ValueError, KeyError):
+        return None
+
+
 def out_of_memory(exc: BaseException, shape: list[int], dtype: str, device: str) -> str | None:
     name = type(exc).__name__
     if not (isinstance(exc, MemoryError) or "OutOfMemory" in name or OUT_OF_MEMORY.search(str(exc))):
         return None
     m, k, n = shape
-    need = (m * k + k * n + m * n) * ITEMSIZE.get(dtype, 4) / 2**30
+    need = (m * k + k * n + m * n) * ITEMSIZE.get(dtype, 4)
     where = "GPU memory" if device != "cpu" else "memory"
-    return (f"out of {where} at shape {m},{k},{n} {dtype}: a, b and out need {need:.1f} GiB "
-            f"({first_sentences(str(exc)) or name}); try a smaller --shape"
+    said = first_sentences(str(exc)) or name
+    asked = failed_allocation(str(exc))
+    # a, b and out are allocated one at a time, each no larger than the three together: an allocation larger
+    # than that, or one that failed beside operands of kilobytes, is the factory's own (a buffer of its own, a
+    # size it computed wrongly), and a smaller --shape would not help
+    if (asked is not None and asked > need) or (asked is None and need < SMALL_OPERANDS):
+        tried = f"an allocation of {size_text(asked)}" if asked is not None else "an allocation"
+        return (f"out of {where}: {tried} failed in the case's own code ({said}); a, b and out at shape "
+                f"{m},{k},{n} {dtype} need only {size_text(need)}, so the shape is not what ran out")
+    return (f"out of {where} at shape {m},{k},{n} {dtype}: a, b and out need {need / 2**30:.1f} GiB "
+            f"({said}); try a smaller --shape"
             + (", or free the GPU (nvidia-smi lists what holds its memory)" if device != "cpu" else ""))
+
+
+def size_text(n: int) -> str:
+    """Bytes in the unit that reads best: 768 bytes, 6.0 KiB, 1.5 GiB."""
+    for unit, scale in (("EiB", 2**60), ("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
 
 
 def environment(exc: BaseException, device: str) -> str | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from . import safeopen
 from .errors import RunDirError
 
 
@@ -70,9 +71,9 @@ def read(path: Path) -> list[Stack]:
 
 
 def read_text(path: Path, errors: str = "strict") -> str:
-    """The file as written: no newline translation, so a '\r' inside a frame name stays in it."""
-    with open(path, encoding="utf-8", errors=errors, newline="") as fh:
-        return fh.read()
+    """The file as written: no newline translation, so a '\r' inside a frame name stays in it. Only a regular
+    file, never through a link (safeopen)."""
+    return safeopen.read_bytes(path).decode("utf-8", errors)
 
 
 # Characters some readers of folded files end a line at (Python's str.splitlines does at all of them)

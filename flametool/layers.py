@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
+import signal
+import threading
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -47,6 +50,8 @@ def _load_all(text: str | None = None) -> tuple[list[Rule], dict[str, str], froz
     if text is not None:
         return _parse(json.loads(text))
     path = os.environ.get(RULES_ENV)
+    global _user_rules
+    _user_rules = path or None
     try:
         text = (Path(path).read_text(encoding="utf-8") if path
                 else resources.files(__package__).joinpath("layers.json").read_text(encoding="utf-8"))
@@ -90,7 +95,64 @@ def about() -> dict[str, str]:
 
 def classify(frame: Frame, rules: list[Rule] | None = None) -> str:
     """The frame's own layer; may be INHERIT (its caller's layer decides)."""
-    return next((r.layer for r in (current()[0] if rules is None else rules) if r.matches(frame)), OTHER)
+    if rules is None:
+        rules = current()[0]
+        if _user_rules and _can_bound():
+            with _alarm():
+                return _bounded(frame, rules)
+    return next((r.layer for r in rules if r.matches(frame)), OTHER)
+
+
+# Rules of one's own ($FLAMETOOL_LAYERS) are tried on a frame for at most this long. A backtracking pattern
+# can take exponential time (`(a+)+$` on a frame of 40 'a's: days); a time bound catches every such pattern,
+# however it is built (nested repetition, overlapping alternatives, back-references), where a check of its
+# form would miss some and refuse safe ones. CPython's matcher looks for signals while it backtracks, so
+# SIGALRM stops it. A frame takes microseconds against a whole rule set; a second is far beyond any rule
+# meant to match.
+MATCH_SECONDS = 1.0
+_user_rules: str | None = None  # the file $FLAMETOOL_LAYERS named, when its rules are the ones in force
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _can_bound() -> bool:
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def _alarm():
+    def ring(signum, frame):
+        raise _Timeout
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _bounded(frame: Frame, rules: list[Rule]) -> str:
+    """classify() with the rules tried for at most MATCH_SECONDS (under _alarm); a rule that takes longer is
+    one FlametoolError naming it and the frame."""
+    i = 0
+    signal.setitimer(signal.ITIMER_REAL, MATCH_SECONDS)
+    try:
+        for i, rule in enumerate(rules):
+            if rule.matches(frame):
+                return rule.layer
+        return OTHER
+    except _Timeout:
+        rule = rules[i]
+        pattern = " ".join(f"{k} {p.pattern!r}" for k, p in (("name", rule.name), ("file", rule.file)) if p)
+        raise FlametoolError(
+            f"{RULES_ENV}={_user_rules}: rule {i + 1} ({pattern[:120]}) took more than {MATCH_SECONDS:g} s on the frame "
+            f"{frame.name[:80]!r}: a pattern with nested or overlapping repetition such as (a+)+ can take exponential "
+            "time; rewrite it (an atomic group (?>a+)+ or a possessive a++ cannot backtrack)") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def stack_layers(names: tuple[str, ...], frames: dict[str, Frame], rules: list[Rule] | None = None,
@@ -102,6 +164,10 @@ def stack_layers(names: tuple[str, ...], frames: dict[str, Frame], rules: list[R
 def own_layers(frames: dict[str, Frame], rules: list[Rule] | None = None) -> dict[str, str]:
     """Each frame's own layer (may be INHERIT), classified once per frame: what a profile of millions of
     stacks looks up instead of trying the rules on every frame of every stack."""
+    if rules is None and current() and _user_rules and _can_bound():
+        with _alarm():  # one handler for them all; each frame's rules bounded in time
+            rules = current()[0]
+            return {name: _bounded(frame, rules) for name, frame in frames.items()}
     return {name: classify(frame, rules) for name, frame in frames.items()}
 
 

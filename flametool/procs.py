@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 PR_SET_PDEATHSIG = 1
 PR_SET_PTRACER = 0x59616D61  # Yama's "this process may trace me"
-STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, *([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])}
 
 
 def _prctl(option: int, arg: int) -> bool:
@@ -52,6 +52,107 @@ def tie_to_parent(parent_pid: int | None) -> None:
     guard_group()
 
 
+# Every process a case's child starts inherits this variable, with a value of that child's own: what leaves
+# the child's process group (setsid, a double fork) is still found by it in /proc and stopped with the rest.
+MARKER = "FLAMETOOL_CASE_PROCESS"
+
+
+def marked(token: str) -> list[int]:
+    """The live processes (not this one) whose environment carries MARKER=token. A process that replaced its
+    environment is not found; a zombie shows an empty one (it is gone already)."""
+    needle = f"{MARKER}={token}".encode()
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # no /proc (not Linux): the process group is all that is stopped
+        return found
+    me = os.getpid()
+    for name in entries:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                if needle in fh.read().split(b"\0"):
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_marked(token: str | None, within: float = 5.0) -> None:
+    """SIGKILL every process marked with `token` (see MARKER), again until none is left: one may fork while
+    the others are killed."""
+    if not token:
+        return
+    deadline = time.monotonic() + within
+    while True:
+        pids = marked(token)
+        if not pids or time.monotonic() > deadline:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+
+
+# Job control: the process groups of the children and py-spys running now. They lead groups of their own, so
+# a terminal's Ctrl-Z (SIGTSTP to its foreground group) stopped flametool and not them: the timed loop and
+# py-spy ran on while the job showed as stopped. flametool stops them itself, then itself, and on SIGCONT
+# resumes them (suspend).
+_groups: set[int] = set()
+_paused = 0.0  # seconds spent stopped so far: what a timeout waited through, not for
+
+
+def track(pgid: int) -> None:
+    _groups.add(pgid)
+
+
+def untrack(pgid: int) -> None:
+    _groups.discard(pgid)
+
+
+def paused_seconds() -> float:
+    """Seconds this process has spent stopped by Ctrl-Z so far: a wait that timed out after a pause waits on."""
+    return _paused
+
+
+def _signal_groups(sig: int) -> None:
+    for pgid in list(_groups):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def suspend(signum=None, frame=None) -> None:
+    """SIGTSTP's handler: stop every tracked group, stop this process as SIGTSTP would have, and once it is
+    continued (fg, bg, SIGCONT), continue them."""
+    global _paused
+    started = time.monotonic()
+    _signal_groups(signal.SIGSTOP)
+    signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+    try:
+        os.kill(os.getpid(), signal.SIGTSTP)  # stopped here until continued
+    finally:
+        signal.signal(signal.SIGTSTP, suspend)
+        _signal_groups(signal.SIGCONT)
+        _paused += time.monotonic() - started
+
+
+def take_ctrl_z():
+    """Install suspend() for SIGTSTP unless it is ignored (a shell without job control); returns what to
+    restore, or None when nothing was changed."""
+    if not hasattr(signal, "SIGTSTP") or threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGTSTP)
+    if previous is signal.SIG_IGN:
+        return None
+    signal.signal(signal.SIGTSTP, suspend)
+    return previous
+
+
 def own_group() -> dict[str, Any]:
     """Popen arguments that start a child as the leader of a process group of its own, so that it and
     everything it starts can be stopped together (kill_tree(group=True)). The parent stays in the
@@ -64,8 +165,8 @@ def guard_group() -> None:
     so whatever the case started (a `subprocess.Popen(["sleep", ...])` in a factory), as soon as the child
     is gone, however it ends: a normal exit, a crash, SIGKILL, or the kernel's SIGTERM when the parent was
     killed outright (PR_SET_PDEATHSIG). The child keeps the default SIGTERM, which stops it even inside a
-    long C call, where a Python handler would not run. Best effort: a process that leaves the group
-    (setsid) is not followed."""
+    long C call, where a Python handler would not run. A process that left the group (setsid, a double fork)
+    is found by the MARKER it inherited (kill_marked)."""
     if os.getpgrp() != os.getpid() or not hasattr(signal, "sigwait") or not hasattr(os, "fork"):
         return
     leader = os.getpid()
@@ -87,6 +188,7 @@ def guard_group() -> None:
         _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() == leader:  # else the child is gone already
             signal.sigwait({signal.SIGTERM})
+        kill_marked(os.environ.get(MARKER))  # what left the group (setsid, a double fork)
         os.killpg(leader, signal.SIGKILL)  # the guardian too
     except BaseException:  # noqa: BLE001 - a fault of the guardian itself never stops the case
         code = 1

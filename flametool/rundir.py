@@ -11,11 +11,12 @@ import json
 import math
 import os
 import re
+import shlex
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import record
+from . import record, safeopen
 from .errors import FlametoolError, RunDirError, WriteError
 
 SCHEMA = record.SCHEMA
@@ -30,6 +31,11 @@ def folded_path(run: Path, label: str) -> Path:
     return run / f"{label}.folded"
 
 
+def is_file_name(name) -> bool:
+    """`name` (from run.json's `files`) names a file in the run directory itself: no folder, no '..', no NUL."""
+    return isinstance(name, str) and name not in ("", ".", "..") and "\0" not in name and Path(name).name == name
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename, so a reader never sees half a file. A write
     that fails is one FlametoolError naming the file (cannot_write)."""
@@ -38,7 +44,8 @@ def write_atomic(path: Path, text: str) -> None:
     except OSError as exc:
         raise cannot_write(path, exc) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        # a path that is not UTF-8 (--out $'\xff') reaches the page as an escape, not a failed write
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
@@ -51,16 +58,37 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def write_output(path: Path, text: str) -> None:
+def write_output(path: Path, text: str, run: Path | None = None, keep: str | None = None) -> None:
     """Write a file the user named (`-o`) as a shell's '>' would: through whatever is there, so a symlink
     keeps pointing where it did, a FIFO is fed, a device (/dev/stdout, /dev/full) is written to and stays a
     device. Any failure, on open or on write (ENOSPC), is one FlametoolError naming the path. Files inside a
-    run directory are written with write_atomic instead."""
+    run directory are written with write_atomic instead, and `-o` never replaces one of `run`'s own files
+    (run.json, py-spy's stacks, a profile, a log; `keep` names the one it may: report.html)."""
+    if run is not None:
+        refuse_run_file(path, run, keep)
     try:
-        with open(path, "w", encoding="utf-8") as fh:
+        with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
     except OSError as exc:
         raise FlametoolError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+
+
+def refuse_run_file(path: Path, run: Path, keep: str | None) -> None:
+    """`path` (followed, as the write would follow it) is not a file of the run directory `run`: writing there
+    would replace what was measured (`report RUN -o RUN/run.json`, `export -o RUN/torch.folded`)."""
+    try:
+        target = os.stat(path)
+        entries = list(os.scandir(run))
+    except (OSError, ValueError):  # nothing there yet (or no run to compare with): nothing can be lost
+        return
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if entry.name != keep and (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+            raise FlametoolError(f"{path}: is {run / entry.name}, a file of the run; writing it would replace what "
+                                 "was measured: choose another -o")
 
 
 def save(run: Path, data: record.Run) -> None:
@@ -84,16 +112,24 @@ def _one_line(m: re.Match) -> str:
 def load(run: Path | str) -> record.Run:
     """Read and check a run directory's run.json; every problem is one RunDirError naming the file."""
     run = Path(run)
-    if not run.exists():
+    try:
+        found, folder = run.exists(), run.is_dir()
+    except OSError as exc:  # a name longer than the file system allows (ENAMETOOLONG), a folder not searchable
+        raise RunDirError(f"{shown(run)}: cannot be read ({exc.strerror or exc})") from None
+    if not found:
         raise RunDirError(f"{run}: no such run directory")
-    if not run.is_dir():
+    if not folder:
         raise RunDirError(f"{run}: not a directory")
     path = run / RUN_FILE
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         raise RunDirError(f"{path}: missing (is {run} a flametool run directory?)")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, or an integer of 4300+ digits
+        raw = safeopen.read_bytes(path)  # a regular file only, never through a link
+        data = json.loads(raw.decode("utf-8"))
+    except MemoryError:
+        raise RunDirError(f"{path}: too large to read in the memory this process may use "
+                          f"({path.lstat().st_size / 2**20:,.0f} MiB; a run writes kilobytes)") from None
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, or an integer of 4300+ digits
         raise RunDirError(f"{path}: cannot be read as JSON ({str(exc)[:100]})") from None
     except RecursionError:
         raise RunDirError(f"{path}: cannot be read as JSON (nested more than {MAX_DEPTH} levels deep)") from None
@@ -149,8 +185,30 @@ def _path(trail: Any) -> str:
 
 def ensure_new(out: Path) -> None:
     """Refuse to write into an existing, non-empty folder: a run is never overwritten silently."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    try:
+        taken = out.exists() and (not out.is_dir() or any(out.iterdir()))
+    except OSError as exc:  # a name longer than the file system allows (ENAMETOOLONG), a folder not readable
+        raise FlametoolError(f"{shown(out)}: cannot be the run directory ({exc.strerror or exc}); choose another --out") from None
+    if taken:
         raise FlametoolError(f"{out}: already exists and is not empty; choose another --out")
+
+
+def shell_word(path: Path | str) -> str:
+    """`path` as one word a shell gives back as the same bytes (shown's $'...' form when not UTF-8)."""
+    text = shown(path, most=1 << 62)
+    return text if text.startswith("$'") else shlex.quote(text)
+
+
+def shown(path: Path | str, most: int = 200) -> str:
+    """A path to print for a user to type back: as it is when it is UTF-8 and short; a name that is not
+    UTF-8 (--out $'\xff') in the shell's $'...' form, which gives back the same bytes; one longer than
+    `most` cut in the middle (a 4,000-character name is not read, only recognised)."""
+    raw = os.fsencode(path)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = "$'" + "".join(chr(b) if 0x20 <= b < 0x7F and b not in b"'\\" else f"\\x{b:02x}" for b in raw) + "'"
+    return text if len(text) <= most else f"{text[:most // 2]}...{text[-most // 2:]} ({len(text):,} characters)"
 
 
 # What run.json holds from the moment a run claims its directory until the run writes its own: a valid,
@@ -186,7 +244,7 @@ def claim(out: Path) -> bool:
     except OSError as exc:
         if out.exists() and not out.is_dir():
             return False
-        raise FlametoolError(f"{out}: cannot create the run directory ({exc.strerror or exc}); choose another --out") from None
+        raise FlametoolError(f"{shown(out)}: cannot create the run directory ({exc.strerror or exc}); choose another --out") from None
     path = out / RUN_FILE
     try:
         # run.json was not there, but other files may be: then the folder is not empty, and not ours

@@ -14,13 +14,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
+import signal
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from . import envinfo, procs, rundir, sampler, stats
 from .cases import BUILTIN, OPERAND_SEED, CaseSpec
@@ -32,6 +35,43 @@ from .record import CaseResult, Group, Loops, Operands, Profiled, Run, Sampling,
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
 SETTLED = 0.02
+
+
+# The watchdog: a child that says nothing for this long (no phase, no result) is stopped. The longest silence
+# a run means to have is one round of timed loops at the seed's shape (250 products of 57 ms a case on the
+# H200, 14 s each) or a first set-up (imports, CUDA and cuBLAS start-up: seconds); a step() that never returns
+# (a deadlock, a `time.sleep(1e9)`) is silent for ever. FLAMETOOL_STEP_TIMEOUT (seconds) changes it.
+STEP_TIMEOUT = 300.0
+STEP_TIMEOUT_ENV = "FLAMETOOL_STEP_TIMEOUT"
+
+
+def step_timeout() -> float:
+    return sampler.seconds_setting(STEP_TIMEOUT_ENV, STEP_TIMEOUT)
+
+
+class Silent(Exception):
+    """The child said nothing for step_timeout() seconds."""
+
+
+def message_lines(fd: int, timeout: float) -> Iterator[str]:
+    """The child's message pipe, line by line, as they come; Silent when no byte came for `timeout` seconds
+    (the time the caller spends between lines, sampling say, is not counted)."""
+    rest = b""
+    while True:
+        paused = procs.paused_seconds()
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            if procs.paused_seconds() > paused:  # stopped by Ctrl-Z meanwhile: the child was too; wait on
+                continue
+            raise Silent
+        data = os.read(fd, 1 << 16)
+        if not data:
+            if rest:
+                yield rest.decode("utf-8", "replace")
+            return
+        *lines, rest = (rest + data).split(b"\n")
+        for line in lines:
+            yield line.decode("utf-8", "replace") + "\n"
 
 
 def child_sample_grace() -> float:
@@ -86,8 +126,10 @@ Progress = Callable[[str, str], None]  # (label, what is happening)
 POOL_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
-def child_env(pool_threads: int | None = None) -> dict[str, str]:
+def child_env(pool_threads: int | None = None, token: str | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    if token:  # what the case starts carries it, even out of the child's process group (procs.MARKER)
+        env[procs.MARKER] = token
     if pool_threads is not None:
         env.update(dict.fromkeys(POOL_THREAD_VARS, str(pool_threads)))
     # the child imports flametool from the same place as the parent, installed or not
@@ -109,22 +151,40 @@ def child_command(*args: str) -> list[str]:
     return [sys.executable, "-c", CHILD_BOOT, str(Path(__file__).resolve().parent.parent), *args]
 
 
-def start_child(args: list[str], config: Config, log_path: Path) -> tuple[subprocess.Popen, int]:
-    """A child process (`child_command(MSG_FD, *ARGS)`), its output to `log_path`: (it, the read end
-    of its message pipe)."""
+@dataclass
+class Started:
+    """A child process, the read end of its message pipe, and the token what it starts inherits
+    (procs.MARKER: found and killed with it, even out of its process group)."""
+
+    proc: subprocess.Popen
+    read_fd: int
+    token: str
+
+    def end(self) -> None:
+        """Stop it and whatever it started."""
+        with procs.signals_deferred():
+            stop(self.proc)
+            procs.untrack(self.proc.pid)
+            procs.kill_marked(self.token)
+
+
+def start_child(args: list[str], config: Config, log_path: Path) -> Started:
+    """A child process (`child_command(MSG_FD, *ARGS)`), its output to `log_path`."""
     try:
         log = open(log_path, "w", encoding="utf-8")
     except OSError as exc:
         raise rundir.cannot_write(log_path, exc) from None
     read_fd, write_fd = os.pipe()
+    token = uuid.uuid4().hex
     with log:
         proc = subprocess.Popen(
             child_command(str(write_fd), *args),
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-            env=child_env(config.pool_threads), **procs.own_group(),
+            env=child_env(config.pool_threads, token), **procs.own_group(),
         )
     os.close(write_fd)
-    return proc, read_fd
+    procs.track(proc.pid)  # Ctrl-Z stops it with flametool
+    return Started(proc, read_fd, token)
 
 
 @dataclass
@@ -133,33 +193,35 @@ class Spare:
     host the cases' imports (torch took 4-5 s a process on the H200's) then run while the first process's
     loops hold the GPU, instead of between one timed process and the next."""
 
-    proc: subprocess.Popen
-    read_fd: int
+    child: Started
     labels: list[str]
 
     @classmethod
     def start(cls, cases: list[CaseSpec], config: Config, log_path: Path) -> "Spare":
         modules = sorted({BUILTIN[c.label].library for c in cases if c.module and c.label in BUILTIN})
-        proc, read_fd = start_child([SPARE, str(os.getpid()), ",".join(modules)], config, log_path)
-        return cls(proc, read_fd, [c.label for c in cases])
+        return cls(start_child([SPARE, str(os.getpid()), ",".join(modules)], config, log_path),
+                   [c.label for c in cases])
 
-    def take(self, spec: dict) -> tuple[subprocess.Popen, int] | None:
+    @property
+    def proc(self) -> subprocess.Popen:
+        return self.child.proc
+
+    def take(self, spec: dict) -> Started | None:
         """Give it its job; None when it is gone (it is stopped, and a fresh child does the job)."""
         if self.proc.poll() is None:
             try:
                 self.proc.stdin.write((json.dumps(spec) + "\n").encode())
                 self.proc.stdin.flush()
-                return self.proc, self.read_fd
+                return self.child
             except OSError:
                 pass
         self.stop()
         return None
 
     def stop(self) -> None:
-        with procs.signals_deferred():
-            stop(self.proc)
+        self.child.end()
         try:
-            os.close(self.read_fd)
+            os.close(self.child.read_fd)
         except OSError:
             pass
 
@@ -172,19 +234,24 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
     says it is ready: (result or None, error, sampling). `handlers` take the child's other messages as they
     come (a sweep's sizes, each kept as soon as it is measured)."""
     taken = spare.take(spec) if spare is not None else None
-    proc, read_fd = taken or start_child([json.dumps(spec)], config, log_path)
+    child = taken or start_child([json.dumps(spec)], config, log_path)
+    proc, read_fd = child.proc, child.read_fd
     result: dict | None = None
     error: str | None = None
     sampling: Sampling | None = None
     ignored = 0
+    doing = "starting"
+    timeout = step_timeout()
+    silent = False
     try:
-        with os.fdopen(read_fd, "r", encoding="utf-8", errors="replace") as messages:
-            for line in messages:
+        try:
+            for line in message_lines(read_fd, timeout):
                 msg = parse_message(line)
                 kind = msg and msg["event"]
                 if kind == "phase":
                     try:
-                        progress(label, describe_phase(msg))
+                        doing = describe_phase(msg)
+                        progress(label, doing)
                     except (KeyError, TypeError, ValueError):
                         ignored += 1
                 elif kind == "sample_ready" and msg.get("pid") == proc.pid:
@@ -204,16 +271,42 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
                     handlers[kind](msg)
                 else:
                     ignored += 1
-        procs.wait_exited(proc)  # not reaped yet: stop() then takes along whatever the case started
+                if kind == "sample_ready":
+                    doing = "the sampled loop"
+        except Silent:
+            silent = True
+            result, error = None, (f"no word from its process for {timeout:g} s in {doing} (a step() that never "
+                                   f"returns?); stopped it ({STEP_TIMEOUT_ENV}=SECONDS allows longer)")
+        finally:
+            os.close(read_fd)
+        if not silent:
+            procs.wait_exited(proc)  # not reaped yet: stop() then takes along whatever the case started
     finally:
-        with procs.signals_deferred():
-            stop(proc)
+        child.end()
     if result is None:
         stray = f"; {ignored} line(s) on its message pipe were not messages" if ignored else ""
-        return None, error or f"the child process exited with code {proc.returncode} before reporting (see {log_path}){stray}", None
+        return None, error or f"{exit_story(proc.returncode, log_path)}{stray}", None
     if log_path.stat().st_size == 0:
         log_path.unlink()
     return result, None, sampling
+
+
+def exit_story(code: int, log_path: Path) -> str:
+    """Why a child ended before reporting: the signal that killed it (a segfault, the OOM killer's SIGKILL)
+    or its exit code, and its log when there is something in it."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        how = f"the child process was killed by {name} (exit code {code}) before reporting"
+    else:
+        how = f"the child process exited with code {code} before reporting"
+    try:
+        logged = log_path.stat().st_size > 0
+    except OSError:
+        logged = False
+    return how + (f" (see {log_path})" if logged else " (it wrote nothing to its log)")
 
 
 MESSAGE_START = '{"event": '
@@ -609,6 +702,7 @@ def start(config: Config, argv: list[str], progress: Progress, kind: str = "comp
     if config.sample:  # before anything starts: a run that cannot sample says so now, not after the timings
         sampler.check_available()
     sampler.attach_seconds()  # a bad FLAMETOOL_PYSPY_TIMEOUT, too
+    step_timeout()  # and FLAMETOOL_STEP_TIMEOUT
     config.out = rundir.create(out, unique=config.out_is_default)
     run = Run(schema=rundir.SCHEMA, kind=kind, complete=False, started=_now(), finished=None, command=argv,
               config=config.to_json(), env=envinfo.collect(config.device),

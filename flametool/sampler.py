@@ -69,15 +69,20 @@ def check_available() -> str:
 
 def attach_seconds() -> float:
     """How long py-spy may take beyond the sampling time before it is stopped."""
-    text = os.environ.get(TIMEOUT_ENV)
+    return seconds_setting(TIMEOUT_ENV, ATTACH_SECONDS)
+
+
+def seconds_setting(name: str, default: float) -> float:
+    """Seconds from the environment variable `name` (default when unset); a bad value is one FlametoolError."""
+    text = os.environ.get(name)
     if not text:
-        return ATTACH_SECONDS
+        return default
     try:
         value = float(text)
     except ValueError:
-        raise FlametoolError(f"{TIMEOUT_ENV}={text!r}: expected seconds") from None
-    if not value > 0:
-        raise FlametoolError(f"{TIMEOUT_ENV}={text!r}: must be more than 0")
+        raise FlametoolError(f"{name}={text!r}: expected seconds") from None
+    if not 0 < value < 1e9:
+        raise FlametoolError(f"{name}={text!r}: must be more than 0")
     return value
 
 
@@ -114,9 +119,7 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     """Sample `pid` for `seconds`; write the kept stacks to `out`. Never raises for a py-spy failure:
     the Sampling says what happened, so what was measured before survives."""
     seconds = max(1, math.ceil(seconds))
-    fd, raw_path = tempfile.mkstemp(prefix="flametool-pyspy-", suffix=".txt")
-    os.close(fd)
-    raw_file = Path(raw_path)
+    fd, raw_path, named = raw_output()
     try:
         try:
             cmd = [pyspy_path(), "record", "--pid", str(pid), "--native", "--rate", str(rate_hz),
@@ -124,11 +127,13 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
         except FlametoolError as exc:
             return Sampling(command=[], rate_hz=rate_hz, seconds=seconds, error=str(exc))
         sampling = Sampling(command=cmd, rate_hz=rate_hz, seconds=seconds, threads=thread_count(pid))
-        if not run_bounded(sampling):
+        if not run_bounded(sampling, pass_fds=() if named else (fd,)):
             return sampling
-        raw = read_raw(raw_file)
+        raw = read_raw(fd)
     finally:  # what py-spy wrote is read above, or not kept (the run is being stopped)
-        raw_file.unlink(missing_ok=True)
+        os.close(fd)
+        if named:
+            Path(raw_path).unlink(missing_ok=True)
     sampling.total_samples = sum(s.count for s in raw)
     kept, sampling.loop_samples, sampling.outside_samples = keep_inside(raw, loop_function)
     sampling.kept_samples = sum(s.count for s in kept)
@@ -136,6 +141,24 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     if not sampling.complete and sampling.total_samples and not sampling.refused:
         sampling.error += f"; kept the {sampling.total_samples} samples it wrote"
     return sampling
+
+
+def raw_output() -> tuple[int, str, bool]:
+    """Where py-spy writes its raw stacks: (a descriptor open on it, the path py-spy is given, whether that path
+    is a name in the temporary directory). On Linux the file has no name from the start (O_TMPFILE, or a name
+    removed at once) and py-spy writes it through /proc/self/fd/N, the descriptor it inherits: nothing is left
+    in the temporary directory whatever ends flametool, SIGKILL included. Elsewhere, a named temporary file
+    that record() removes."""
+    folder = tempfile.gettempdir()
+    if os.path.isdir("/proc/self/fd"):
+        try:
+            fd = os.open(folder, getattr(os, "O_TMPFILE") | os.O_RDWR, 0o600)
+        except (AttributeError, OSError):  # a file system without O_TMPFILE: a name, removed at once
+            fd, path = tempfile.mkstemp(prefix="flametool-pyspy-", suffix=".txt")
+            os.unlink(path)
+        return fd, f"/proc/self/fd/{fd}", False
+    fd, path = tempfile.mkstemp(prefix="flametool-pyspy-", suffix=".txt")
+    return fd, path, True
 
 
 class Output:
@@ -162,22 +185,24 @@ class Output:
                 self.behind_seconds = max(self.behind_seconds, float(m.group(1)))
 
 
-def run_bounded(sampling: Sampling) -> bool:
+def run_bounded(sampling: Sampling, pass_fds: tuple[int, ...] = ()) -> bool:
     """Run sampling.command for at most its seconds plus attach_seconds(); stop it (SIGINT first, so it
     writes what it has) when it runs over; fill in what happened. False when py-spy did not start."""
     seconds = sampling.seconds
     try:
         # its own session: a terminal's Ctrl-C reaches the parent only, which stops py-spy and all it started
         proc = subprocess.Popen(sampling.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True)
+                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True,
+                                pass_fds=pass_fds)
     except OSError as exc:
         sampling.error = f"py-spy could not start: {exc}"
         return False
+    procs.track(proc.pid)  # its own session and group: Ctrl-Z stops it with flametool
     output = Output(proc)
     started = time.monotonic()
     allowance = attach_seconds()
     try:
-        proc.wait(timeout=seconds + allowance)
+        wait_unpaused(proc, seconds + allowance)
         sampling.complete = True
     except subprocess.TimeoutExpired:
         sampling.error = (f"py-spy did not finish within {seconds + allowance:.0f} s; stopped it and kept what "
@@ -187,6 +212,7 @@ def run_bounded(sampling: Sampling) -> bool:
         # interrupted (Ctrl-C, SIGTERM) while waiting, or anything py-spy left: never leave it behind
         with procs.signals_deferred():
             procs.kill_tree(proc, grace=0, first=signal.SIGKILL, group=True)
+            procs.untrack(proc.pid)
     ended = time.monotonic()
     output.thread.join(timeout=2)
     lines = output.lines
@@ -204,9 +230,29 @@ def run_bounded(sampling: Sampling) -> bool:
     return True
 
 
-def read_raw(path: Path) -> list[folded.Stack]:
-    """py-spy's raw output; a line cut short by a killed py-spy says nothing reliable and is skipped."""
-    text = folded.read_text(path, errors="replace") if path.exists() else ""
+def wait_unpaused(proc: subprocess.Popen, timeout: float) -> None:
+    """proc.wait(timeout), the time flametool (and py-spy with it) was stopped by Ctrl-Z not counted."""
+    deadline = time.monotonic() + timeout
+    paused = procs.paused_seconds()
+    while True:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            return
+        except subprocess.TimeoutExpired:
+            if procs.paused_seconds() == paused:
+                raise
+            deadline += procs.paused_seconds() - paused
+            paused = procs.paused_seconds()
+
+
+def read_raw(fd: int) -> list[folded.Stack]:
+    """py-spy's raw output, from the start of the file open on `fd`; a line cut short by a killed py-spy says
+    nothing reliable and is skipped."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    text = b"".join(chunks).decode("utf-8", "replace")
     raw: list[folded.Stack] = []
     for line in text.split("\n"):  # only newlines end a line: a frame name may hold other separators
         try:

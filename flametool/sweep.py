@@ -250,6 +250,14 @@ class SweepPair:
     stretches: list[Stretch] = field(default_factory=list)  # neighbouring sizes with one verdict
     inconclusive: list[PairPoint] = field(default_factory=list)  # sizes whose interval is too wide to say
 
+    _index: dict | None = field(default=None, repr=False, compare=False)
+
+    def at(self, shape: list[int]) -> PairPoint | None:
+        """The pair's point at `shape` (looked up, not searched: a table of every size asks for each)."""
+        if self._index is None:
+            self._index = by_shape(self.points)
+        return self._index.get(tuple(shape))
+
 
 @dataclass
 class SweepAnalysis:
@@ -260,6 +268,15 @@ class SweepAnalysis:
     pairs: list[SweepPair] = field(default_factory=list)
     # --sample: size name -> label -> the case's attribution there (attribution.CaseCosts.to_json)
     layers: dict[str, dict[str, dict]] = field(default_factory=dict)
+
+    _index: dict = field(default_factory=dict, repr=False, compare=False)  # label -> by_shape of its curve
+
+    def at(self, label: str, shape: list[int]) -> Point | None:
+        """The case's point at `shape`, whatever order its points are in (a run.json made or edited elsewhere
+        need not keep config.sizes' order: a point is never read by its position)."""
+        if label not in self._index:
+            self._index[label] = by_shape(self.curves.get(label, []))
+        return self._index[label].get(tuple(shape))
 
     @property
     def on_gpu(self) -> bool:
@@ -272,6 +289,14 @@ class SweepAnalysis:
         if isinstance(sizes, list) and sizes:
             return sizes
         return next((([p.shape for p in c]) for c in self.curves.values() if c), [])
+
+
+def by_shape(points: list) -> dict[tuple, object]:
+    """shape -> point (the first with it)."""
+    index: dict[tuple, object] = {}
+    for p in points:
+        index.setdefault(tuple(p.shape), p)
+    return index
 
 
 def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
@@ -293,7 +318,9 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
     for base, head in run.pairs:
         together = run.paired(base, head)
         rb, rh = run.results[base], run.results[head]
-        points = [pair_point(base, bt, head, ht, together) for bt, ht in zip(rb.points, rh.points)
-                  if bt.shape == ht.shape]
+        # matched by shape, not position: one case's points may be in another order than the other's
+        at_head = {tuple(ht.shape): ht for ht in reversed(rh.points)}
+        points = [pair_point(base, bt, head, at_head[tuple(bt.shape)], together) for bt in rb.points
+                  if tuple(bt.shape) in at_head]
         out.pairs.append(SweepPair(base, head, together, points, *verdicts(points)))
     return out

@@ -4,6 +4,8 @@ exit code 2, no traceback, and nothing in the folder changed."""
 from __future__ import annotations
 
 import json
+import marshal
+import os
 from pathlib import Path
 
 import pytest
@@ -58,7 +60,41 @@ FAULTS = {
                                 "run.json", FOLDED_READERS),
     ".prof pstats cannot read": (lambda run: (run / "alpha.prof").write_bytes(b"not a profile \x00\xff"), "alpha.prof", PROF_READERS),
     "truncated .prof": (lambda run: (run / "alpha.prof").write_bytes((run / "alpha.prof").read_bytes()[:40]), "alpha.prof", PROF_READERS),
+    # issue 20: a run directory from elsewhere holds links, FIFOs and crafted files
+    ".folded a link to a file": (lambda run: _link(run / "alpha.folded", _outside(run, "secret 7\n")), "alpha.folded", FOLDED_READERS),
+    ".folded a link to /dev/zero": (lambda run: _link(run / "alpha.folded", "/dev/zero"), "alpha.folded", FOLDED_READERS),
+    ".folded a FIFO": (lambda run: ((run / "alpha.folded").unlink(), os.mkfifo(run / "alpha.folded")), "alpha.folded", FOLDED_READERS),
+    "run.json a link": (lambda run: _link(run / "run.json", _outside(run, (run / "run.json").read_text())), "run.json", RUN_JSON_READERS),
+    "run.json a FIFO": (lambda run: ((run / "run.json").unlink(), os.mkfifo(run / "run.json")), "run.json", RUN_JSON_READERS),
+    ".prof a link": (lambda run: _link(run / "alpha.prof", _outside(run, (run / "alpha.prof").read_bytes())), "alpha.prof", PROF_READERS),
+    "NUL in files.folded": (lambda run: _edit_json(run, lambda d: d["results"]["alpha"]["profile"]["files"].update(folded="a\0b")),
+                            "run.json", FOLDED_READERS),
+    ".prof with a string for a time": (lambda run: _craft_prof(run / "alpha.prof", 3, "1.0"), "alpha.prof", PROF_READERS),
+    ".prof with NaN for a time": (lambda run: _craft_prof(run / "alpha.prof", 2, float("nan")), "alpha.prof", PROF_READERS),
 }
+
+
+def _outside(run: Path, content) -> Path:
+    """A file beside the run directory (any file of the machine a link in it could name)."""
+    target = run.parent / f"outside-{len(list(run.parent.iterdir()))}"
+    (target.write_bytes if isinstance(content, bytes) else target.write_text)(content)
+    return target
+
+
+def _link(path: Path, target) -> None:
+    path.unlink()
+    path.symlink_to(target)
+
+
+def _craft_prof(path: Path, index: int, value) -> None:
+    """A valid marshalled cProfile table whose first entry has `value` for its own (index 2) or cumulative
+    (index 3) time."""
+    table = marshal.loads(path.read_bytes())
+    key = next(iter(table))
+    entry = list(table[key])
+    entry[index] = value
+    table[key] = tuple(entry)
+    path.write_bytes(marshal.dumps(table))
 
 
 @pytest.fixture

@@ -288,25 +288,28 @@ def test_out_of_gpu_memory_names_the_shape_and_the_memory(tmp_path):
     message = str(caught.value)
     assert message.startswith(
         "case 'oom_case': out of GPU memory at shape 65536,24576,12288 float16: a, b and out need 5.1 GiB "
-        "(CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 139.81 GiB of which "
+        "(CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 139.81 GiB of which "
         "1.23 GiB is free); try a smaller --shape, or free the GPU (nvidia-smi lists what holds its memory)")
     assert "\n" not in message
 
 
 def test_out_of_memory_through_the_command_line(tmp_path):
-    proc = fk.run(["compare", "--device", "cpu", "--libs", "", "--no-sample", "--shape", "4096,4096,4096",
+    proc = fk.run(["compare", "--device", "cpu", "--libs", "", "--no-sample", "--shape", "16384,16384,16384",
                    "--processes", "1", "--case", f"{FAULTS}:oom_case", "--out", str(tmp_path / "run")])
     assert proc.returncode == 1
     line = fk.error_line(proc)
-    assert line.startswith("flametool: case 'oom_case': out of memory at shape 4096,4096,4096 float32: "
-                           "a, b and out need 0.2 GiB (CUDA out of memory. Tried to allocate 20.00 GiB")
+    assert line.startswith("flametool: case 'oom_case': out of memory at shape 16384,16384,16384 float32: "
+                           "a, b and out need 3.0 GiB (CUDA out of memory. Tried to allocate 1.50 GiB")
     assert line.endswith("; try a smaller --shape (finished cases kept in " + str(tmp_path / "run") + ")")
 
 
 @pytest.mark.parametrize("exc, device, expected", [
-    (MemoryError(), "cpu", "out of memory at shape 2,3,4 float64: a, b and out need 0.0 GiB (MemoryError)"),
+    (MemoryError(), "cpu", "out of memory: an allocation failed in the case's own code (MemoryError); a, b and out "
+                           "at shape 2,3,4 float64 need only 208 bytes, so the shape is not what ran out"),
+    (MemoryError("Unable to allocate 1.00 EiB for an array with shape (1152921504606846976,) and data type uint8"),
+     "cpu", "out of memory: an allocation of 1.0 EiB failed in the case's own code (Unable to allocate 1.00 EiB"),
     (RuntimeError("Out of memory allocating 6,442,450,944 bytes (allocated so far: 0 bytes)."), "cuda:0",
-     "out of GPU memory at shape 2,3,4 float64"),
+     "out of GPU memory: an allocation of 6.0 GiB failed in the case's own code"),
     (ModuleNotFoundError("No module named 'torch'", name="torch"), "cpu", "torch is not installed (pip install torch)"),
     (ModuleNotFoundError("No module named 'cupy_backends.cuda'", name="cupy_backends.cuda"), "cuda:0",
      "cupy is not installed (pip install flametool[cuda12] or [cuda13])"),

@@ -75,3 +75,23 @@ def test_bad_rules_file_is_one_line(tmp_path):
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("flametool: ") and str(rules.name) in lines[0], proc.stderr
+
+
+def test_a_catastrophic_pattern_is_stopped_and_named(tmp_path):
+    """Issue 20 item 12: `(a+)+$` tried on a frame of 40 'a's backtracks for days and hung the report. A rule
+    of one's own is tried on a frame for at most a second: one line names the rule and the frame."""
+    run = tmp_path / "run"
+    from runbuild import make_run
+
+    make_run(run, {"a": ("step (case.py:1);" + "a" * 40 + "b (x.py:1) 5\n", 10.0, 0)})
+    data = json.loads(RULES.read_text())
+    data["rules"].insert(0, {"layer": data["layers"][0]["layer"], "name": "(a+)+$"})
+    rules = tmp_path / "layers.json"
+    rules.write_text(json.dumps(data))
+    proc = flametool("report", str(run), rules=rules)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith(f"flametool: FLAMETOOL_LAYERS={rules}: rule 1 (name '(a+)+$') took more than 1 s on the "
+                               "frame 'x.aaaa"), lines[0]
+    assert "(?>a+)+" in lines[0]

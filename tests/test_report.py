@@ -359,7 +359,8 @@ def one_line_error(capsys, argv) -> str:
 def test_report_command_writes_into_run_dir(evil_run, capsys):
     before = snapshot(evil_run)
     assert cli.main(["report", str(evil_run)]) == 0
-    assert capsys.readouterr().out.strip() == f"report: {evil_run / 'report.html'}"
+    captured = capsys.readouterr()  # the line saying where it went is a status line: standard error
+    assert captured.out == "" and captured.err.strip() == f"report: {evil_run / 'report.html'}"
     after = snapshot(evil_run)
     assert set(after) - set(before) == {"report.html"} and all(after[k] == v for k, v in before.items())
     assert not [p for p in evil_run.iterdir() if p.name.startswith(".report.html")]  # no temporary left

@@ -471,13 +471,13 @@ def cprofile_cases(run: Path, data: Run) -> list[CProfileCase]:
     out = []
     for label, r in data.results.items():
         name = r.file("prof")
-        commands = [f"flametool snakeviz {shlex.quote(str(run))} --case {shlex.quote(label)}"]
-        if not isinstance(name, str) or Path(name).name != name:
+        commands = [f"flametool snakeviz {rundir.shell_word(run)} --case {shlex.quote(label)}"]
+        if not rundir.is_file_name(name):
             out.append(CProfileCase(label, "", [], "", [], "no cProfile file for this case"
                                     + (" (it failed)" if r.error else "")))
             continue
         path = run / name
-        commands.append(f"snakeviz {shlex.quote(str(path))}")
+        commands.append(f"snakeviz {rundir.shell_word(path)}")
         stats = profstats.load(path)
         prof = r.profile
         steps = prof.cprofile_calls if prof else None
@@ -618,7 +618,7 @@ def write(run: Path, output: Path | None = None, analysed: Analysis | None = Non
     run = Path(run)
     html = render(run, analysed)
     if output is not None:
-        rundir.write_output(Path(output), html)
+        rundir.write_output(Path(output), html, run, keep=REPORT_FILE)
         return Path(output)
     path = run / REPORT_FILE
     try:

@@ -86,10 +86,10 @@ def cells(a: SweepAnalysis) -> tuple[list[str], list[list[Cell]]]:
     for sp in a.pairs:
         columns += [f"{sp.head} / {sp.base} wall", "extra host", "share of wall"]
     rows = []
-    for i, shape in enumerate(a.shapes):
+    for shape in a.shapes:
         row = [Cell(size_name(shape), cls="label")]
-        for label, points in a.curves.items():
-            p = points[i] if i < len(points) else None
+        for label in a.curves:
+            p = a.at(label, shape)
             if p is None or p.cpu_us is None:
                 row += [Cell("failed", p.error or "", "bad") if p is not None and p.error else Cell("–")] + [
                     Cell("") for _ in range(3 if on_gpu else 1)]
@@ -99,7 +99,7 @@ def cells(a: SweepAnalysis) -> tuple[list[str], list[list[Cell]]]:
                     Cell("host-bound" if p.host_bound else "GPU-bound", cls="host" if p.host_bound else "muted")
                     ] if on_gpu else [host, Cell(fmt.us(p.wall_us))]
         for sp in a.pairs:
-            p = next((x for x in sp.points if x.shape == shape), None)
+            p = sp.at(shape)
             w = p.wall if p else None
             if w is None or w.ratio is None:
                 row += [Cell("–"), Cell(""), Cell("")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -26,6 +27,33 @@ def text(value: object) -> Text:
 def say(console: Console, line: object, **kwargs) -> None:
     """Print one line of untrusted text (an error naming a path or a label)."""
     console.print(text(line), highlight=False, **kwargs)
+
+
+def show(console: Console, table: Table) -> None:
+    """Print a table whole. Where the console is narrower than the table, rich narrows columns below their
+    longest word and cuts words to '…', figures too ('3.… us'); so then the table is drawn without its box,
+    every column at least as wide as its longest word (a folding column, a frame's name, excepted), and
+    where that is still wider than the console, with lines longer than it (the terminal wraps them: a
+    figure is never cut)."""
+    unbounded = console.options.update_width(1 << 20)  # a table's own measure is clamped to the width given
+    kept, table.min_width = table.min_width, None  # the width kept for a title (titled) may be wrapped
+    fits = table.__rich_measure__(console, unbounded).minimum <= console.width
+    table.min_width = kept
+    if fits:
+        console.print(table)
+        return
+    table.box, table.show_edge, table.padding, table.min_width = box.SIMPLE_HEAD, False, (0, 1, 0, 0), None
+    for column in table.columns:
+        if column.overflow != "fold":
+            column.min_width = table._measure_column(console, unbounded, column).minimum
+    # rich's measure of a table and the width it draws it at can differ by a column or two: room for that
+    narrowest = table.__rich_measure__(console, unbounded).minimum + 2 * len(table.columns)
+    width = console.width  # print(width=) is clamped to the console's: widen the console itself, for this table
+    console.width = max(width, narrowest)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 def titled(title: str) -> Table:
@@ -86,7 +114,7 @@ def print_summary(a: Analysis, console: Console) -> None:
             fmt.us(t.gpu_us), f"{len(t.loops)} in {t.processes} proc",
             "host" if r.timing.host_bound else "device",
         )
-    console.print(timing)
+    show(console, timing)
 
     profiling = titled("profiled loops (each case alone, at the sampled shape)")
     for col, right in (("case", False), ("sampled at", False), ("paired", True), ("alone", True),
@@ -104,7 +132,7 @@ def print_summary(a: Analysis, console: Console) -> None:
             f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
             f"{s.analysed_samples} at {s.rate_hz} Hz" if s else "-",
         )
-    console.print(profiling)
+    show(console, profiling)
 
     for unlike in analysis.unlike_operands(run):
         say(console, f"operands differ: {unlike.sentence()}")
@@ -168,7 +196,7 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
     row = [Text("total (measured)")] + [fmt.num(x["us_per_call"]) for x in done.values()]
     row += [fmt.signed(fmt.shown_delta(d["base_us_per_call"], d["head_us_per_call"])) for d in diffs]
     table.add_row(*row, end_section=True)
-    console.print(table)
+    show(console, table)
     for label, x in done.items():
         c = x["closure"]
         flag = "" if c["within_tolerance"] else f" (outside {c['tolerance']:.0%}: samples were lost)"
@@ -197,7 +225,7 @@ def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None
                       fmt.pm(fmt.shown_delta(r["base_self_us_per_call"], r["head_self_us_per_call"]), r["delta_se_us"],
                              sign=True),
                       fmt.signed(r["delta_total_us_per_call"]))
-    console.print(table)
+    show(console, table)
 
 
 def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10) -> None:
@@ -214,7 +242,7 @@ def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10)
                       fmt.pm(fmt.shown_delta(r["base_us_per_call"], r["head_us_per_call"]), r["delta_se_us"], sign=True))
     table.add_row(Text("total (measured)"), fmt.num(case_diff["base_us_per_call"]), fmt.num(case_diff["head_us_per_call"]),
                   fmt.signed(fmt.shown_delta(case_diff["base_us_per_call"], case_diff["head_us_per_call"])))
-    console.print(table)
+    show(console, table)
     print_frame_deltas(case_diff | {"base": base, "head": head}, console, top)
     if not case_diff.get("same_shape_and_dtype", True):
         say(console, ("note: the two cases were sampled at different shapes or dtypes" if cases
@@ -236,10 +264,10 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
     for label in a.curves:
         for col in cols:
             table.add_column(f"{fmt.visible(label)} {col}" if col != "bound" else "", justify="right" if col != "bound" else "left")
-    for i, shape in enumerate(a.shapes):
+    for shape in a.shapes:
         row = [sweep.size_name(shape)]
-        for label, points in a.curves.items():
-            p = points[i] if i < len(points) else None
+        for label in a.curves:
+            p = a.at(label, shape)
             if p is None or p.cpu_us is None:
                 row += ["failed" if p is not None and p.error else "-"] + [""] * (len(cols) - 1)
                 continue
@@ -247,7 +275,7 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
                      "bound": "host" if p.host_bound else "GPU"}
             row += [shown[c] for c in cols]
         table.add_row(*row)
-    console.print(table)
+    show(console, table)
     for sp in a.pairs:
         t = titled(f"{sp.head} against {sp.base}: wall time per call, " + ("paired" if sp.paired else "not paired")
                    + "; extra host: the slower case's host time beyond the other's, and the share of its wall time "
@@ -263,7 +291,7 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
             shown = "inconclusive" if sweep.side(p) is None else fmt.ratio(w.ratio)  # the interval says nothing
             t.add_row(sweep.size_name(p.shape), shown + iv, fmt.signed(w.diff_us) + " us", text(p.slower),
                       fmt.us(p.extra_host_us), f"{p.share:.0%}" if p.share is not None else "-")
-        console.print(t)
+        show(console, t)
         for line in fmt.sweep_pair_lines(sp, run.config.get("processes") or 1):
             say(console, line)
     if a.layers:
@@ -276,7 +304,7 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
             for label, x in by_case.items():
                 t.add_row(size, text(label), fmt.num(x["us_per_call"]),
                           *[fmt.num(x["layers_us_per_call"][k]) if k in x["layers_us_per_call"] else "-" for k in layers])
-        console.print(t)
+        show(console, t)
     for label, c in a.crossovers.items():
         say(console, f"{fmt.visible(label)}: {c.text}")
     for unlike in analysis.unlike_operands(run):

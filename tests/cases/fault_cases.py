@@ -11,7 +11,7 @@ class OutOfMemoryError(RuntimeError):
 
 def oom_case(m, k, n, dtype, device):
     raise OutOfMemoryError(
-        "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 139.81 GiB of which "
+        "CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 139.81 GiB of which "
         "1.23 GiB is free. Including non-PyTorch memory, this process has 138.57 GiB memory in use. Of the "
         "allocated memory 137.50 GiB is allocated by PyTorch, and 12.00 MiB is reserved by PyTorch but "
         "unallocated. If reserved but unallocated memory is large try setting "

@@ -20,13 +20,14 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterator
 
 from . import envinfo, procs, rundir, sampler, stats
-from .cases import BUILTIN, OPERAND_SEED, CaseSpec
+from .cases import BUILTIN, CaseSpec
+from .config import Config, default_out  # noqa: F401 - default_out: runner.default_out
 from .child import ACTIVE_LOOP, SPARE, TIMED_SECONDS
 from .errors import CaseError, FlametoolError
 from .sweep import host_bound, size_name
@@ -77,45 +78,6 @@ def message_lines(fd: int, timeout: float) -> Iterator[str]:
 def child_sample_grace() -> float:
     """The sampled phase needs no more than this beyond --sample-seconds; past it the child stops by itself."""
     return sampler.attach_seconds() + sampler.FLUSH_SECONDS + 30
-
-
-@dataclass
-class Config:
-    cases: list[CaseSpec]
-    device: str
-    shape: list[int]
-    dtypes: dict[str, str]  # label -> dtype
-    iters: int = 250
-    warmup: int = 50
-    repeats: int = 3
-    extend_rounds: bool = True  # more rounds at a host-bound shape (child.TIMED_SECONDS); False: `repeats` exactly
-    rate_hz: int = 100
-    sample_seconds: int = 5
-    processes: int = 5  # fresh processes that run the timed loops (see cli.DEFAULT_PROCESSES)
-    max_processes: int = 5  # more, up to this, while a pair's ratio has not settled (--processes auto)
-    extra_seconds: float = 60.0  # and while the processes past `processes` have taken less than this
-    pool_threads: int | None = None  # CPU thread pools in the child (POOL_THREAD_VARS); None: as the environment says
-    sample_shape: list[int] | None = None
-    sample: bool = True
-    keep_going: bool = False
-    isolate: bool = False  # each case's timed loops in processes of its own (not paired)
-    spares: bool = False  # compare starts its later processes ahead (Measurement.start_spares): on a GPU
-    pairs: list[list[str]] | None = None  # [base, head] pairs to compare; None: the first two cases
-    out: Path = field(default_factory=lambda: default_out())
-    out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
-    cpu_fallback: bool = False  # True when no CUDA device was found and the CPU defaults were taken
-    sizes: list[list[int]] | None = None  # a sweep: the shapes to time, in order (`shape` is then the first)
-    operand_seed: int = OPERAND_SEED  # the seed the built-in cases' operands are made from (cases.host_operands)
-
-    def to_json(self) -> dict:
-        data = asdict(self)
-        data["cases"] = [c.to_json() for c in self.cases]
-        data["out"] = str(self.out)
-        return data
-
-
-def default_out() -> Path:
-    return Path("flametool-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
 Progress = Callable[[str, str], None]  # (label, what is happening)

@@ -279,11 +279,11 @@ def test_bad_sizes_are_one_line(cli, tmp_path, sizes, message):
 
 
 def test_default_sizes_per_device():
-    from flametool import cli
+    from flametool import cli, config
 
     assert cli.default_sizes("cpu") == [[n] * 3 for n in (8, 16, 32, 64, 128, 256, 512)]
     cuda = cli.default_sizes("cuda:0")
-    assert cuda[0] == [64] * 3 and cuda[-2] == [16384] * 3 and cuda[-1] == cli.SEED_SHAPE
+    assert cuda[0] == [64] * 3 and cuda[-2] == [16384] * 3 and cuda[-1] == config.SEED_SHAPE
     assert cli.parse_sizes("64, 4096x1024x4096") == [[64] * 3, [4096, 1024, 4096]]
     assert cli.parse_sizes("64,128,...,1024") == [[n] * 3 for n in (64, 128, 256, 512, 1024)]
     assert cli.parse_sizes("100,300,...,2000") == [[n] * 3 for n in (100, 300, 900, 2000)]

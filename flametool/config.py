@@ -48,7 +48,7 @@ class Defaults:
     # runner.SETTLED, up to max_processes and for at most extra_seconds more (about 10 s a process at 1024^3),
     # and only while max_processes processes spread as those so far would settle it.
     max_processes: int = 12
-    extra_seconds: float = 60.0
+    extra_seconds: int = 60
 
 
 # A sweep's default ladder: from a product the launch dwarfs to one the GPU needs milliseconds for (on the
@@ -84,7 +84,7 @@ class Config:
     sample_seconds: int = CPU.sample_seconds
     processes: int = CPU.processes  # fresh processes that run the timed loops
     max_processes: int | None = None  # more, up to this, while a pair's ratio has not settled; None: `processes`
-    extra_seconds: float = CPU.extra_seconds  # and while the processes past `processes` have taken less than this
+    extra_seconds: float = float(CPU.extra_seconds)  # and while the processes past `processes` have taken less than this
     pool_threads: int | None = None  # CPU thread pools in the child (runner.POOL_THREAD_VARS); None: as the environment says
     sample_shape: list[int] | None = None
     sample: bool = True

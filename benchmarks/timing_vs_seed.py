@@ -96,18 +96,18 @@ print(json.dumps({{"cpu": statistics.median(cpu), "gpu": statistics.median(gpu) 
 FLAMETOOL = """
 import json, statistics
 from flametool import cases, child
+from flametool.protocol import JobCase, PlanItem, TimeJob
 class Quiet:
     def phase(self, *args, **kwargs):
         pass
-spec = {{"cases": [{{"label": "{lib}", "case": cases.builtin("{lib}").to_json(), "dtype": "{dtype}"}}],
-        "device": "{device}", "iters": {iters}, "warmup": {warmup}, "repeats": {repeats},
-        "plan": [{{"shape": [{m}, {k}, {n}], "calls": None, "key": "timing"}}]}}
-got = child.time_cases(spec, Quiet())
-if got["errors"]:
-    raise SystemExit(got["errors"])
-loops = got["cases"]["{lib}"]["timing"]["loops"]
-gpu = statistics.median(loops["gpu_us"]) if loops["gpu_us"] else None
-print(json.dumps({{"cpu": statistics.median(loops["cpu_us"]), "gpu": gpu}}))
+job = TimeJob(device="{device}", iters={iters}, warmup={warmup}, repeats={repeats},
+              cases=[JobCase("{lib}", cases.builtin("{lib}"), "{dtype}")], plan=[PlanItem([{m}, {k}, {n}], None, "timing")])
+got = child.time_cases(job, Quiet())
+if got.errors:
+    raise SystemExit(got.errors)
+loops = got.cases["{lib}"].timing.loops
+gpu = statistics.median(loops.gpu_us) if loops.gpu_us else None
+print(json.dumps({{"cpu": statistics.median(loops.cpu_us), "gpu": gpu}}))
 """
 
 

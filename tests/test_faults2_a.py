@@ -17,7 +17,7 @@ import pytest
 
 import faultkit as fk
 from flametool import cli as cli_module
-from flametool import rundir, runner
+from flametool import protocol, rundir, runner
 
 CASES2 = fk.CASES / "faults2_cases.py"
 SAMPLES = fk.ROOT / "samples"
@@ -345,11 +345,12 @@ def test_a_case_writing_junk_to_the_message_pipe(tmp_path):
     ('[1]\n', None),
     ('"text"\n', None),
     ('{"event": 5}\n', None),
-    ('junk without a newline{"event": "result", "result": {}}\n', "result"),
+    ('junk without a newline{"event": "result", "job": "sweep", "result": {"points": 2}}\n', "result"),
+    ('{"event": "result", "result": {}}\n', None),  # not a result of any job: a stray line
 ])
 def test_parse_message(line, event):
-    msg = runner.parse_message(line)
-    assert (msg and msg["event"]) == event
+    msg = protocol.decode(line)
+    assert (msg and msg.event) == event
 
 
 # --- 11: input limits and argparse errors --------------------------------------------------------------------

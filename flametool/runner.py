@@ -33,7 +33,7 @@ from .errors import CaseError, FlametoolError
 from .sweep import host_bound, size_name
 from .protocol import (RESULT_OF, AnyJob, AnyResult, Done, Failed, JobCase, Phase, PlanItem, Point, ProfileJob,
                        SampleReady, SweepItem, SweepJob, TimedLoops, TimeJob, decode, encode_job)
-from .record import CaseResult, Group, Profiled, Run, Sampling, SweepPoint, Timing
+from .record import CaseResult, Group, Profiled, Run, RunConfig, Sampling, SweepPoint, Timing
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
@@ -636,7 +636,7 @@ def start(config: Config, argv: list[str], progress: Progress, kind: str = "comp
     step_timeout()  # and FLAMETOOL_STEP_TIMEOUT
     config.out = rundir.create(out, unique=config.out_is_default)
     run = Run(schema=rundir.SCHEMA, kind=kind, complete=False, started=_now(), finished=None, command=argv,
-              config=config.to_json(), env=envinfo.collect(config.device),
+              config=RunConfig.of(config.to_json()), env=envinfo.collect(config.device),
               results={c.label: blank_result(c, config) for c in config.cases})
     m = Measurement(config, run, progress)
     m.save()

@@ -285,7 +285,7 @@ class SweepAnalysis:
 
     @property
     def shapes(self) -> list[list[int]]:
-        sizes = self.run.config.get("sizes")
+        sizes = self.run.config.sizes
         if isinstance(sizes, list) and sizes:
             return sizes
         return next((([p.shape for p in c]) for c in self.curves.values() if c), [])

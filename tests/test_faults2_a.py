@@ -149,7 +149,7 @@ def test_default_out_takes_a_suffix_when_its_name_is_taken(tmp_path):
     made = [p for p in (tmp_path / "flametool-runs").iterdir() if p.name.endswith("-2")]
     assert len(made) == 1, sorted(p.name for p in (tmp_path / "flametool-runs").iterdir())
     data = rundir.load(made[0])
-    assert data.complete is True and data.config["out"] == str(Path("flametool-runs") / made[0].name)
+    assert data.complete is True and data.config.recorded["out"] == str(Path("flametool-runs") / made[0].name)
 
 
 def test_default_out_of_two_runs_in_one_second(tmp_path):

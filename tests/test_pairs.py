@@ -32,7 +32,7 @@ def test_the_chosen_pair_is_the_run_s_diff(four):
     out, stdout = four
     a = analysis.load(out)
     assert [(p.base, p.head) for p in a.pairs] == [("p3", "p4")]  # chosen, not the first two cases
-    assert a.run.config["pairs"] == [["p3", "p4"]]
+    assert a.run.config.pairs == [["p3", "p4"]]
     d = a.pairs[0].diff
     # step() holds all of the difference; below it, the planted function is the top frame by total
     top = max((r for r in d["frames"] if r["frame"] != "step()"), key=lambda r: r["delta_total_us_per_call"])

@@ -10,6 +10,7 @@ import pytest
 from rich.console import Console
 
 from flametool import analysis, cli, rundir
+from flametool.record import RunConfig
 from flametool.renderers import html as report
 from flametool.renderers import terminal
 from runbuild import make_run
@@ -31,7 +32,7 @@ NUMBER = re.compile(r"[+-]?\d[\d,]*\.\d\d")
 def run(tmp_path):
     out = make_run(tmp_path / "run", {"numpy": (BASE, 5.63, 3), "torch": (HEAD, 6.857, 2)})
     r = rundir.load(out)
-    r.config = {"processes": 5, "repeats": 3}  # asked; the hand-built run ran 1 process of 1 round
+    r.config = RunConfig.of({"processes": 5, "repeats": 3})  # asked; the hand-built run ran 1 process of 1 round
     rundir.save(out, r)
     return out
 
@@ -135,7 +136,7 @@ def test_samples_one_sign_and_what_ran(run):
 ])
 def test_the_advice_is_the_same_in_the_terminal_and_the_report(run, pool_threads, threads, words):
     r = rundir.load(run)
-    r.config |= {"pool_threads": pool_threads, "sample_seconds": 5}
+    r.config = RunConfig.of(r.config.recorded | {"pool_threads": pool_threads, "sample_seconds": 5})
     s = r.results["torch"].sampling
     s.rate_hz, s.threads, s.total_samples = 25, threads, s.kept_samples
     s.sampled_us_per_call = 2.5 * r.results["torch"].profile.own_us_per_call  # sampling slowed it 2.5x

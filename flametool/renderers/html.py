@@ -227,7 +227,7 @@ def headline(a: Analysis) -> Headline:
             bound=("host-bound" if r.timing.host_bound else "not host-bound") if r.timing and r.timing.host_bound is not None else "–",
             error=r.error or "",
         ))
-    processes = run.config.get("processes") or 1
+    processes = run.config.timing_processes
     pairs, methods = [], []
     for p in a.pairs:
         pairs += fmt.pair_lines(p, run, processes)
@@ -335,8 +335,8 @@ def warnings(a: Analysis, analysed: dict) -> list[Caveat]:
         if sampling:
             slowdown = r.profile.slowdown
             # what would help, as the terminal says it
-            advice = sampler.perturbation_advice(sampling, slowdown, run.config.get("pool_threads"),
-                                                 run.config.get("sample_seconds") or sampling.seconds)
+            advice = sampler.perturbation_advice(sampling, slowdown, run.config.pool_threads,
+                                                 run.config.sample_seconds or sampling.seconds)
             if slowdown is not None and slowdown > SLOWDOWN_WARN:
                 out.append(Caveat("sampling slowed the loop", f"{label}: the loop ran {slowdown:.1f}× slower while py-spy "
                                    f"sampled it (each native sample stops {_threads(sampling)}). Shares stay fair; times come from "
@@ -509,7 +509,7 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
         ("started", data.started or "–"),
         ("finished", (data.finished or "–") + ("" if data.complete else " (incomplete)")),
         ("run directory", str(run)),
-        ("device", str(config.get("device") or gpu.get("device") or "–")),
+        ("device", str(config.device or gpu.get("device") or "–")),
         ("GPU", ", ".join(names) or ", ".join(map(str, gpu.get("visible") or [])) or "none"),
         ("driver", str(gpu.get("driver") or "–")),
         ("CUDA (driver API)", str(gpu.get("cuda_driver_api") or "–")),
@@ -521,10 +521,11 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
     rows += [(name, str(v)) for name, v in versions.items() if v]
     shown = ("sizes", "shape", "dtypes", "iters", "warmup", "rate_hz", "sample_seconds", "sample_shape", "sample",
              "pool_threads", "isolate", "operand_seed")
-    if config.get("sizes"):  # a sweep: its sizes say it; its "shape" is only the first of them
+    if config.sizes:  # a sweep: its sizes say it; its "shape" is only the first of them
         shown = tuple(k for k in shown if k not in ("shape", "sample_shape"))
-    rows += [(f"config: {k}", json.dumps(config[k]) if not isinstance(config[k], str) else config[k])
-             for k in shown if k in config]
+    recorded = config.recorded  # the options as run.json holds them, shown as they are
+    rows += [(f"config: {k}", json.dumps(recorded[k]) if not isinstance(recorded[k], str) else recorded[k])
+             for k in shown if k in recorded]
     return rows + ran_rows(data)
 
 
@@ -532,7 +533,7 @@ def ran_rows(data: Run) -> list[tuple[str, str]]:
     """What ran, beside what was asked: the timing processes of each group and the rounds of timed loops in
     each process (a host-bound shape runs more rounds than --repeats; more processes run while a ratio is
     unsettled)."""
-    asked_p, asked_r = data.config.get("processes"), data.config.get("repeats")
+    asked_p, asked_r = data.config.processes, data.config.repeats
     groups = [g for g in data.groups if g.cases]
     ran = sorted({g.processes for g in groups})
     text = ("; ".join(f"{'+'.join(g.cases)} {g.processes}" for g in groups) if len(ran) > 1

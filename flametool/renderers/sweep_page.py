@@ -129,7 +129,7 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
     pair_series = [s for s in pair_series if s[2]]
     lines = [f"{label}: {c.text}" for label, c in a.crossovers.items()]
     for sp in a.pairs:
-        lines += fmt.sweep_pair_lines(sp, run.config.get("processes") or 1)
+        lines += fmt.sweep_pair_lines(sp, run.config.timing_processes)
     lines += [f"operands differ: {unlike.sentence()}" for unlike in analysis.unlike_operands(run)]
     failures = [f"{label}: failed: {r.error}" for label, r in run.results.items() if r.error]
     failures += [f"{label} at {size_name(p.shape)}: {p.error}" for label, r in run.results.items() for p in r.points if p.error]

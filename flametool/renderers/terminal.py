@@ -91,7 +91,7 @@ def print_summary(a: Analysis, console: Console) -> None:
     """The headline (each pair's paired ratio and difference with intervals), the cases' timings, the
     profiled loops, and what to be careful about."""
     run = a.run
-    processes = run.config.get("processes") or 1
+    processes = run.config.timing_processes
     for p in a.pairs:
         for line in fmt.pair_lines(p, run, processes):
             say(console, line)
@@ -152,8 +152,8 @@ def print_summary(a: Analysis, console: Console) -> None:
         if s and not s.complete:
             say(console, (f"{name}: sampling incomplete: {fmt.visible(s.error or '')}"))
         elif s:
-            advice = sampler.perturbation_advice(s, r.profile.slowdown, run.config.get("pool_threads"),
-                                                 run.config.get("sample_seconds") or s.seconds)
+            advice = sampler.perturbation_advice(s, r.profile.slowdown, run.config.pool_threads,
+                                                 run.config.sample_seconds or s.seconds)
             if advice:
                 why = (f"py-spy fell {s.behind_seconds:.1f} s behind" if s.behind
                        else f"sampling slowed the loop {r.profile.slowdown:.2f}x")
@@ -292,7 +292,7 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
             t.add_row(sweep.size_name(p.shape), shown + iv, fmt.signed(w.diff_us) + " us", text(p.slower),
                       fmt.us(p.extra_host_us), f"{p.share:.0%}" if p.share is not None else "-")
         show(console, t)
-        for line in fmt.sweep_pair_lines(sp, run.config.get("processes") or 1):
+        for line in fmt.sweep_pair_lines(sp, run.config.timing_processes):
             say(console, line)
     if a.layers:
         layers = order({k for by_case in a.layers.values() for x in by_case.values() for k in x["layers_us_per_call"]})

@@ -255,29 +255,48 @@ def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> s
     return shared[0]
 
 
-def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller") -> dict:
+@dataclass
+class DiffResult:
+    """`flametool diff`: one case in two runs, or two cases of one run (`cases`, (base, head)), head - base."""
+
+    label: str  # what is compared: the case, or "HEAD - BASE"
+    base_run: str
+    head_run: str
+    same_shape_and_dtype: bool
+    figures: dict  # diff.diff: the layers and frames, head - base
+    cases: tuple[str, str] | None = None
+
+    @property
+    def base_us_per_call(self) -> float:
+        return self.figures["base_us_per_call"]
+
+    @property
+    def head_us_per_call(self) -> float:
+        return self.figures["head_us_per_call"]
+
+    @property
+    def ratio(self) -> float | None:
+        return self.figures["ratio"]
+
+
+def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller") -> DiffResult:
     """The same case in two runs, base = RUN_A, head = RUN_B; nothing is written."""
     a, b = rundir.load_profiled(run_a, "diff"), rundir.load_profiled(run_b, "diff")
     label = common_case(run_a, a, run_b, b, case)
     base = attribution.load_profile(run_a, a, label)
     head = attribution.load_profile(run_b, b, label)
-    out = diff.diff(base, head, view)
-    out["base_run"], out["head_run"] = str(run_a), str(run_b)
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
-    out["same_shape_and_dtype"] = shapes[0] == shapes[1]
-    return out
+    return DiffResult(base.label, str(run_a), str(run_b), shapes[0] == shapes[1], diff.diff(base, head, view))
 
 
-def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> dict:
+def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> DiffResult:
     """Two cases of one run, head - base; nothing is written."""
     run = rundir.load_profiled(run_dir, "diff")
     for label in (base, head):
         if label not in run.results:
             raise FlametoolError(f"--base/--head {label!r}: no such case in {run_dir} "
                                  f"(cases: {', '.join(run.results) or 'none'})")
-    out = diff.diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head), view)
-    out["base_run"] = out["head_run"] = str(run_dir)
+    figures = diff.diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head), view)
     rb, rh = run.results[base], run.results[head]
-    out["same_shape_and_dtype"] = (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype)
-    out["cases"] = (base, head)
-    return out
+    return DiffResult(f"{head} - {base}", str(run_dir), str(run_dir),
+                      (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head))

@@ -19,6 +19,7 @@ from .config import CPU, CUDA, Config, Defaults, default_out, defaults
 from .sweep import size_name
 from .renderers import html as report
 from .renderers import terminal
+from .renderers.base import Options
 from .errors import FlametoolError, Interrupted, WriteError, interrupt_code
 from .layers import VIEWS
 
@@ -339,7 +340,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
             return interrupt_code(exc)
     analysed = analysis.analyse(run_dir, run)
     view = getattr(args, "layers", "caller")
-    out.file.write(renderers.get("terminal")(width=out.width, colour=out.is_terminal, view=view).render(analysed))
+    out.file.write(renderers.get("terminal")(terminal_options(out, view=view)).render(analysed))
     written = write_report(run_dir, analysed, err, out)
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
@@ -358,6 +359,11 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     for label in unsampled:
         terminal.say(err, f"flametool: case {label!r}: sampling incomplete: {run.results[label].sampling.error}")
     return 1 if failed or unsampled else (0 if written else 2)
+
+
+def terminal_options(out: Console, **given) -> Options:
+    """The terminal's width and colours, for the terminal renderer."""
+    return Options(width=out.width, colour=out.is_terminal, **given)
 
 
 def write_report(run_dir: Path, analysed: analysis.Analysis, err: Console, out: Console) -> bool:
@@ -411,23 +417,21 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
         if not (args.base and args.head) or args.run_b is not None or args.case is not None:
             raise FlametoolError("diff RUN --base A --head B: one run and two of its cases (or RUN_A RUN_B [--case C])")
         result = analysis.diff_cases(args.run_a, args.base, args.head, args.layers)
-        label = f"{args.head} - {args.base}"
     elif args.run_b is None:
         raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")
     else:
         result = analysis.diff_runs(args.run_a, args.run_b, args.case, args.layers)
-        label = result["base"]
-    terminal.print_run_diff(result, label, out, args.top)
-    grew = (result["ratio"] - 1) * 100
+    out.file.write(renderers.get("terminal")(terminal_options(out, top=args.top)).render(result))
+    grew = (result.ratio - 1) * 100
     if args.fail_above is not None and grew > args.fail_above:
-        terminal.say(err, f"flametool: {label}: {result['base_us_per_call']:.2f} -> {result['head_us_per_call']:.2f} us per call, "
+        terminal.say(err, f"flametool: {result.label}: {result.base_us_per_call:.2f} -> {result.head_us_per_call:.2f} us per call, "
                           f"{grew:+.1f}% (more than --fail-above {args.fail_above:g}%)")
         return analysis.SLOWER_EXIT
     return 0
 
 
 def cmd_export(args: argparse.Namespace, out: Console) -> int:
-    renderer = renderers.get(args.format, renderers.EXPORTS)(case=args.case, by_line=args.lines)
+    renderer = renderers.get(args.format, renderers.EXPORTS)(Options(case=args.case, by_line=args.lines))
     # an export needs the stacks only
     text = renderer.render(analysis.analyse(args.run, rundir.load_profiled(args.run, "export"), attribute=False))
     if args.output is None or args.output == Path("-"):

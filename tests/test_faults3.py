@@ -12,6 +12,7 @@ from pathlib import Path
 
 import faultkit as fk
 from flametool import analysis, cli
+from flametool.renderers.base import Options
 from reportruns import hostile_run
 from runbuild import snapshot
 
@@ -210,7 +211,7 @@ def test_tables_at_40_columns_never_cut_a_figure(tmp_path):
 
     run = hostile_run(tmp_path / "d")
     a = analysis.load(run)
-    wide, narrow = (renderers.get("terminal")(width=w, colour=False, view="caller").render(a) for w in (160, 40))
+    wide, narrow = (renderers.get("terminal")(Options(width=w, colour=False, view="caller")).render(a) for w in (160, 40))
     figure = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?(?: ?(?:us|x|×|%))?(?![\w.])")
     missing = [f for f in set(figure.findall(wide)) if f not in narrow]
     assert not missing, missing

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from .. import format as fmt
 from .. import analysis, sampler, sweep
-from ..analysis import Analysis
+from ..analysis import Analysis, DiffResult
 from ..sweep import SweepAnalysis
 from ..layers import order
 from .base import Renderer
@@ -228,12 +228,11 @@ def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None
     show(console, table)
 
 
-def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10) -> None:
-    """`flametool diff`: one case in two runs, or two cases of one run (case_diff["cases"])."""
-    cases = case_diff.get("cases")
-    where = (f"in {case_diff['base_run']}" if cases
-             else f"base {case_diff['base_run']}, head {case_diff['head_run']}")
-    table = titled(f"{fmt.visible(label)}: host time per call by layer, us ({fmt.visible(where)})")
+def print_run_diff(result: DiffResult, console: Console, top: int = 10) -> None:
+    """`flametool diff`: one case in two runs, or two cases of one run (result.cases)."""
+    case_diff, cases = result.figures, result.cases
+    where = f"in {result.base_run}" if cases else f"base {result.base_run}, head {result.head_run}"
+    table = titled(f"{fmt.visible(result.label)}: host time per call by layer, us ({fmt.visible(where)})")
     base, head = cases or ("base", "head")
     for i, col in enumerate(("layer", base, head, "delta")):
         table.add_column(text(col), justify="left" if i == 0 else "right")
@@ -244,7 +243,7 @@ def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10)
                   fmt.signed(fmt.shown_delta(case_diff["base_us_per_call"], case_diff["head_us_per_call"])))
     show(console, table)
     print_frame_deltas(case_diff | {"base": base, "head": head}, console, top)
-    if not case_diff.get("same_shape_and_dtype", True):
+    if not result.same_shape_and_dtype:
         say(console, ("note: the two cases were sampled at different shapes or dtypes" if cases
                       else "note: the two runs sampled this case at different shapes or dtypes"))
 
@@ -321,20 +320,21 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
 
 
 class TerminalRenderer(Renderer):
-    """What `flametool compare` prints at the end: the pairs, the timings, the layers and the frame deltas."""
+    """What `flametool compare` and `sweep` print at the end (the pairs, the timings, the layers and the frame
+    deltas; a sweep's tables), and what `flametool diff` prints."""
 
     name = "terminal"
 
-    def __init__(self, width: int | None = None, colour: bool = False, view: str = "caller") -> None:
-        self.width, self.colour, self.view = width, colour, view
-
-    def render(self, analysed: Analysis) -> str:
+    def render(self, result: "Analysis | SweepAnalysis | DiffResult") -> str:
+        o = self.options
         buffer = io.StringIO()
-        console = Console(file=buffer, width=self.width or 160, force_terminal=self.colour,
-                          color_system="auto" if self.colour else None, soft_wrap=False)
-        if isinstance(analysed, SweepAnalysis):
-            print_sweep(analysed, console)
-            return buffer.getvalue()
-        print_summary(analysed, console)
-        print_layers(analysed, console, view=self.view)
+        console = Console(file=buffer, width=o.width or 160, force_terminal=o.colour,
+                          color_system="auto" if o.colour else None, soft_wrap=False)
+        if isinstance(result, SweepAnalysis):
+            print_sweep(result, console)
+        elif isinstance(result, DiffResult):
+            print_run_diff(result, console, o.top)
+        else:
+            print_summary(result, console)
+            print_layers(result, console, view=o.view)
         return buffer.getvalue()

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import attribution, diff, layers, reading, rundir, safeopen, stats, sweep
+from . import attribution, diff, layers, profstats, reading, rundir, safeopen, stats, sweep
 from .errors import FlametoolError, RunDirError
-from .record import Run, Timing
+from .record import CaseResult, Run, Timing
 
 # diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case)
 SLOWER_EXIT = 3
@@ -70,6 +70,27 @@ class PairAnalysis:
 
 
 @dataclass
+class CProfileTable:
+    """A case's cProfile file, read: the functions that cost the most per step() call, of how many."""
+
+    rows: list[profstats.Row]
+    functions: int
+
+
+def cprofile_table(run_dir: Path, result: CaseResult) -> CProfileTable | RunDirError | None:
+    """The table of a case's .prof (None: it has none); a file that cannot be read is kept as its error, for
+    the view that shows the table to raise (the terminal does not show it, and runs on)."""
+    name = result.file("prof")
+    if not rundir.is_file_name(name):
+        return None
+    try:
+        stats = profstats.load(run_dir / name)
+    except RunDirError as exc:
+        return exc
+    return CProfileTable(*profstats.top(stats, result.profile.cprofile_calls if result.profile else None))
+
+
+@dataclass
 class Analysis:
     run_dir: Path
     run: Run
@@ -78,6 +99,7 @@ class Analysis:
     timings: dict[str, CaseTiming | None] = field(default_factory=dict)
     sample_timings: dict[str, CaseTiming | None] = field(default_factory=dict)
     pairs: list[PairAnalysis] = field(default_factory=list)
+    cprofile: dict[str, CProfileTable | RunDirError | None] = field(default_factory=dict)  # label -> its .prof read
 
     @property
     def first_diff(self) -> dict | None:
@@ -159,6 +181,8 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
                 out.cases[label] = attribution.attribute(profile).to_json()
         else:
             out.cases[label] = {"skipped": reason}
+        if attribute:
+            out.cprofile[label] = cprofile_table(run_dir, result)
     for base, head in run.pairs:
         at_shape, at_sample = pair_figures(run, base, head)
         both = base in out.profiles and head in out.profiles

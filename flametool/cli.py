@@ -17,7 +17,6 @@ from rich.console import Console
 from . import __version__, analysis, cases, drilldown, envinfo, procs, renderers, rundir, runner
 from .config import CPU, CUDA, Config, Defaults, default_out, defaults
 from .sweep import size_name
-from .renderers import html as report
 from .renderers import terminal
 from .renderers.base import Options
 from .errors import FlametoolError, Interrupted, WriteError, interrupt_code
@@ -93,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="render report.html from a run directory (no GPU needed)")
     p.add_argument("run", type=Path, metavar="RUN_DIR", help="run directory")
-    p.add_argument("-o", "--output", type=Path, help=f"HTML file to write, - for standard output (default: RUN_DIR/{report.REPORT_FILE})")
+    p.add_argument("-o", "--output", type=Path, help=f"HTML file to write, - for standard output (default: RUN_DIR/{rundir.REPORT_FILE})")
     p.add_argument("--open", action="store_true", help="open the report in a web browser when there is one")
 
     p = sub.add_parser("snakeviz", help="serve a case's cProfile file with snakeviz on 127.0.0.1 until Ctrl-C")
@@ -371,7 +370,7 @@ def write_report(run_dir: Path, analysed: analysis.Analysis, err: Console, out: 
     say so in one line and how to try again. A report that renders but cannot be written (a full disk) is
     a fault of the machine (False: exit 2); one that fails to render lets the measurement's exit code stand."""
     try:
-        path = report.write(run_dir, analysed=analysed)
+        path = rundir.write_report(run_dir, renderers.get("html")().render(analysed))
     except WriteError as exc:
         terminal.say(err, f"flametool: {exc}; run.json is complete; retry with: flametool report {rundir.shown(run_dir)}")
         return False
@@ -389,10 +388,10 @@ def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
     if args.output == Path("-"):
         if args.open:
             raise FlametoolError("report -o - --open: a page on standard output cannot be opened; give -o FILE")
-        out.file.write(report.render(args.run))
+        out.file.write(page(args.run))
         out.file.flush()
         return 0
-    path = report.write(args.run, args.output)
+    path = rundir.write_report(args.run, page(args.run), args.output)
     terminal.say(err, f"report: {rundir.shown(path)}")
     if args.open:
         import webbrowser
@@ -400,6 +399,11 @@ def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
         if not webbrowser.open(path.resolve().as_uri()):
             terminal.say(err, f"flametool: no web browser found; open {path} yourself")
     return 0
+
+
+def page(run: Path) -> str:
+    """The report of a run directory: loaded, analysed once, rendered."""
+    return renderers.get("html")().render(analysis.load(run))
 
 
 def cmd_snakeviz(args: argparse.Namespace, err: Console, out: Console) -> int:

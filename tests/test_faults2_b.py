@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
 from flametool import attribution as at
-from flametool import cli, rundir, tree
+from flametool import analysis, cli, rundir, tree
 from flametool.renderers import flame
 from flametool.renderers import speedscope as exporters
 from flametool import diff as df
@@ -196,7 +196,7 @@ def test_stored_analysis_and_diff_are_not_read_but_recomputed(tmp_path, capsys):
     run = hostile_run(tmp_path / "run")
     from flametool.renderers import html as report
 
-    expected = report.render(run)
+    expected = report.render(analysis.load(run))
     edit(run, lambda d: d.update(analysis={"alpha": {"hot_frames": "x", "us_per_call": "nan"}, "beta": [1]},
                                  diff={"base": 1, "layers": None, "frames": {"a": 2}}))
     assert cli.main(["report", str(run), "-o", str(tmp_path / "a.html")]) == 0

@@ -43,7 +43,7 @@ def test_the_chosen_pair_is_the_run_s_diff(four):
 
 def test_the_report_has_the_pair(four):
     out, _ = four
-    model = report.build(out)
+    model = report.build(analysis.load(out))
     assert model.pairs == ["p4 − p3"] and [t.title for t in model.diff_tables] == ["p4 − p3"]
     assert model.layers.diff_titles == ["p4 − p3"]
     assert any(BUSY in row.frame for row in model.diff_tables[0].rows)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flametool import rundir, sweep
+from flametool import analysis, rundir, sweep
 from flametool.record import Loops, SweepPoint
 from flametool.renderers import charts
 
@@ -401,5 +401,5 @@ def test_unlike_operands_in_a_sweep_are_said(swept, tmp_path):
     run = rundir.load(run_dir)
     run.results["torch"].operands[0].fingerprint = "000000000000"
     rundir.save(run_dir, run)
-    page = report.render(run_dir, analysis.load(run_dir))
+    page = report.render(analysis.load(run_dir))
     assert "operands differ: at 8,8,8 float32 the cases multiply different values" in page

@@ -6,7 +6,8 @@ the analysis, a field of Report, and a partial in templates/partials/ that lays 
 Everything the page shows is decided here, as plain dataclasses of strings and numbers; the templates in
 templates/ only lay it out. The page is one file with its style, script and data inline, so it opens from
 file:// anywhere, with no network. It is rendered from the run directory alone (run.json, the .folded and
-.prof files), which is why `flametool report` works on a machine without a GPU.
+.prof files, which the analysis read), which is why `flametool report` works on a machine without a GPU.
+The renderer reads no file of the run: what it shows comes in the analysis.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from .. import __version__, analysis, cases, profstats, rundir, sampler
+from .. import __version__, analysis, cases, rundir, sampler
 from . import charts, flame, sweep_page
 from .. import format as fmt
 from .. import naming
@@ -467,7 +468,8 @@ def flame_graphs(a: Analysis, diffs: list[dict]) -> FlameGraphs:
     return FlameGraphs(meta, script_json(payload), pct, note)
 
 
-def cprofile_cases(run: Path, data: Run) -> list[CProfileCase]:
+def cprofile_cases(a: Analysis) -> list[CProfileCase]:
+    run, data = a.run_dir, a.run
     out = []
     for label, r in data.results.items():
         name = r.file("prof")
@@ -478,10 +480,12 @@ def cprofile_cases(run: Path, data: Run) -> list[CProfileCase]:
             continue
         path = run / name
         commands.append(f"snakeviz {rundir.shell_word(path)}")
-        stats = profstats.load(path)
+        table = a.cprofile[label]
+        if isinstance(table, Exception):  # the file could not be read: the report says so as `report` always did
+            raise table
         prof = r.profile
         steps = prof.cprofile_calls if prof else None
-        rows, n = profstats.top(stats, steps)
+        rows, n = table.rows, table.functions
         per = "per step() call" if steps else "in the whole profile (number of calls unknown)"
         own = prof.own_us_per_call if prof else None
         summary = (f"{us(prof.cprofile_us_per_call if prof else None)} per call under cProfile"
@@ -558,11 +562,9 @@ SECTIONS = [("headline", "Headline"), ("warnings", "Fairness"), ("layers", "Laye
             ("flames", "Flame graphs"), ("cprofile", "cProfile"), ("environment", "Environment")]
 
 
-def build(run: Path, analysed: Analysis | None = None) -> Report:
-    """The view model of a run directory. Reads, never writes."""
-    run = Path(run)
-    a = analysis.load(run) if analysed is None else analysed
-    data = a.run
+def build(a: Analysis) -> Report:
+    """The view model of an analysed run directory."""
+    run, data = a.run_dir, a.run
     analysed_cases = {l: x for l, x in a.cases.items() if "skipped" not in x}
     diffs = [p.diff for p in a.pairs if p.diff]
     env = environment()
@@ -582,7 +584,7 @@ def build(run: Path, analysed: Analysis | None = None) -> Report:
         frame_tables=frame_tables(a.cases),
         diff_tables=[diff_table(d, i) for i, d in enumerate(diffs)],
         flames=flame_graphs(a, diffs),
-        cprofile=cprofile_cases(run, data),
+        cprofile=cprofile_cases(a),
         environment=environment_rows(run, data),
         css=asset(env, "report.css"),
         js=asset(env, "report.js"),
@@ -595,35 +597,17 @@ class HtmlRenderer(Renderer):
 
     name = "html"
 
-    def render(self, analysed: "Analysis | SweepAnalysis") -> str:
-        return render(analysed.run_dir, analysed)
+    def render(self, result: "Analysis | SweepAnalysis") -> str:
+        return render(result)
 
 
-def render(run: Path, analysed: "Analysis | SweepAnalysis | None" = None) -> str:
-    a = analysis.load(run) if analysed is None else analysed
+def render(a: "Analysis | SweepAnalysis") -> str:
     if isinstance(a, SweepAnalysis):
         env = environment()
-        model, page = sweep_page.build(a, asset(env, "report.css"), environment_rows(Path(run), a.run)), SWEEP_PAGE
+        model, page = sweep_page.build(a, asset(env, "report.css"), environment_rows(a.run_dir, a.run)), SWEEP_PAGE
     else:
-        model, page = build(run, a), PAGE
+        model, page = build(a), PAGE
     try:
         return environment().get_template(page).render(r=model)
     except jinja2.TemplateError as exc:  # a template bug, not the user's input: still one clear line
         raise FlametoolError(f"report template error: {type(exc).__name__}: {exc}") from None
-
-
-def write(run: Path, output: Path | None = None, analysed: Analysis | None = None) -> Path:
-    """Render the run directory's report to RUN/report.html, atomically (a reader never sees half a page,
-    and a failed write keeps the last one), or to `output`, the file the user named, written through
-    whatever is there (a symlink, a FIFO, a device) as `export -o` does."""
-    run = Path(run)
-    html = render(run, analysed)
-    if output is not None:
-        rundir.write_output(Path(output), html, run, keep=REPORT_FILE)
-        return Path(output)
-    path = run / REPORT_FILE
-    try:
-        rundir.write_atomic(path, html)
-    except OSError as exc:
-        raise FlametoolError(f"{path}: cannot be written ({exc.strerror or exc})") from None
-    return path

@@ -241,6 +241,26 @@ def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool) -> dic
     return {label: prepare(run_dir, run, label, attribute) for label in labels}
 
 
+@dataclass
+class Stacks:
+    """What an export writes: the stacks of the cases chosen, as profiles (by function or by source line)."""
+
+    run_dir: Path
+    profiles: list[attribution.Profile]
+
+
+def stacks(run_dir: Path, run: Run, case: str | None = None, by_line: bool = False) -> Stacks:
+    """Every sampled case's stacks, or one case's (`case`); `by_line`: one frame per source line."""
+    analysed = analyse(run_dir, run, attribute=False)  # every sampled case read, each damaged file an error
+    labels = [case] if case is not None else attribution.sampled_labels(run)
+    if not labels:
+        raise FlametoolError(f"{run_dir}: no case has stacks to export")
+    if by_line:  # another naming of the same stacks: read again, keyed by line
+        return Stacks(run_dir, [attribution.load_profile(run_dir, run, label, by_line=True) for label in labels])
+    return Stacks(run_dir, [analysed.profiles[l] if l in analysed.profiles else attribution.load_profile(run_dir, run, l)
+                            for l in labels])
+
+
 def _size(path: Path) -> int:
     try:
         return safeopen.size(path)

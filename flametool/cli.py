@@ -435,9 +435,8 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: Console) -> int:
-    renderer = renderers.get(args.format, renderers.EXPORTS)(Options(case=args.case, by_line=args.lines))
-    # an export needs the stacks only
-    text = renderer.render(analysis.analyse(args.run, rundir.load_profiled(args.run, "export"), attribute=False))
+    renderer = renderers.get(args.format, renderers.EXPORTS)()
+    text = renderer.render(analysis.stacks(args.run, rundir.load_profiled(args.run, "export"), args.case, args.lines))
     if args.output is None or args.output == Path("-"):
         out.file.write(text)
         out.file.flush()

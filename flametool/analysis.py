@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import attribution, diff, layers, profstats, reading, rundir, safeopen, stats, sweep
+from . import attribution, diff, flamegraph, layers, profstats, reading, rundir, safeopen, stats, sweep
 from .errors import FlametoolError, RunDirError
 from .record import CaseResult, Run, Timing
 
@@ -194,13 +194,11 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
 def prepare(run_dir: Path, run: Run, label: str, attribute: bool) -> attribution.Profile:
     """A case's profile with what an analysis derives from it alone made and kept in it: its figures in
     both views of the layers, its call tree, its aligned stacks (diff.aligned_profile) and their figures."""
-    from .renderers import flame  # the renderers import this module
-
     profile = attribution.load_profile(run_dir, run, label)
     if attribute:
         for view in layers.VIEWS:
             attribution.attribute(profile, view)
-        flame.prepare_case_graph(profile)
+        flamegraph.prepare_case_graph(profile)
         # what made the figures and the graph is not needed again, and would only travel back from a worker;
         # gone before the aligned stacks make theirs (the diff graph's tree is both cases' aligned stacks merged)
         profile.drop_tree()

@@ -16,7 +16,7 @@ from hypothesis import strategies as hs
 
 from flametool import attribution as at
 from flametool import analysis, cli, rundir, tree
-from flametool.renderers import flame
+from flametool import flamegraph as flame
 from flametool.renderers import speedscope as exporters
 from flametool import diff as df
 from flametool import layers as ly

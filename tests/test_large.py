@@ -14,7 +14,7 @@ from flametool import attribution as at
 from flametool import diff as df
 from flametool import folded, naming, reading, tree
 from flametool.errors import RunDirError
-from flametool.renderers import flame
+from flametool import flamegraph as flame
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import large_profile  # noqa: E402  (the benchmark's generator of py-spy-like stacks)

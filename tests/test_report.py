@@ -15,7 +15,7 @@ import jinja2
 import pytest
 
 from flametool import analysis, cli, rundir
-from flametool.renderers import flame
+from flametool import flamegraph as flame
 from flametool.renderers import html as report
 from flametool.record import Group, Loops
 from reportruns import CLOSER, ROOT, XSS, cpu_run_dir, h200_run_dir, hostile_run, sample_runs

@@ -23,7 +23,8 @@ import jinja2
 from markupsafe import Markup
 
 from .. import __version__, analysis, cases, rundir, sampler
-from . import charts, flame, sweep_page
+from . import charts, sweep_page
+from .. import flamegraph as flame
 from .. import format as fmt
 from .. import naming
 from ..analysis import Analysis

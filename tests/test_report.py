@@ -14,6 +14,8 @@ from pathlib import Path
 import jinja2
 import pytest
 
+from checks import one_line_error
+
 from flametool import analysis, cli, rundir
 from flametool import flamegraph as flame
 from flametool.renderers import html as report
@@ -346,15 +348,6 @@ def test_environment_is_strict_and_escaping():
 
 
 # --- the command ------------------------------------------------------------------------------------------
-
-def one_line_error(capsys, argv) -> str:
-    rc = cli.main(argv)
-    err = capsys.readouterr().err
-    assert rc == 2, err
-    lines = [l for l in err.splitlines() if l.strip()]
-    assert len(lines) == 1 and lines[0].startswith("flametool: ") and "Traceback" not in err, err
-    return lines[0]
-
 
 def test_report_command_writes_into_run_dir(evil_run, capsys):
     before = snapshot(evil_run)

@@ -41,6 +41,7 @@ from . import layers as ly
 from . import rundir
 from . import folded
 from . import naming
+from . import reading
 from . import trie
 from .errors import RunDirError
 from .record import CaseResult, Run
@@ -170,7 +171,7 @@ def profile_of(run_dir: Path, result: CaseResult, label: str, by_line: bool = Fa
         raise RunDirError(f"{run_dir / rundir.RUN_FILE}: case {label!r}: files.folded is not a file name in the run directory")
     loop = result.sampling.loop_samples
     # as make_profile does, streamed: the raw stacks of a large profile are never all in memory
-    stacks, frames = naming.read_normalized(run_dir / name, by_line, [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else [])
+    stacks, frames = reading.read_normalized(run_dir / name, by_line, [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else [])
     stacks, repaired = naming.repair_sandwiches(stacks, frames)
     profile = Profile(label, stacks, frames, float(result.at_sample_shape.cpu_us_per_call),
                       result.sampling.analysed_samples, repaired)

@@ -23,7 +23,7 @@ from flametool.renderers import speedscope as exporters
 from flametool import diff as df
 from flametool import layers as ly
 from flametool import folded
-from flametool import naming
+from flametool import naming, reading
 from reportruns import hostile_run
 from runbuild import make_run, snapshot
 
@@ -413,7 +413,7 @@ def test_streamed_normalization_is_the_same(tmp_path_factory, stacks, by_line, l
     extra = [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else []
     usable = [s for s in folded.read(path) if s.frames and s.count > 0] + extra
     expected = reference_normalize(usable, by_line)
-    got = naming.read_normalized(path, by_line, extra)
+    got = reading.read_normalized(path, by_line, extra)
     assert got == expected and list(got[1]) == list(expected[1])  # the stacks, the frames, in the same order
     assert all(got[1][k] == expected[1][k] for k in expected[1])
 
@@ -422,7 +422,7 @@ def test_streamed_naming_reads_again_when_a_later_path_names_a_module(tmp_path):
     """'fast_path (_speedups.c)' is named from an extension path that only a later line shows."""
     path = tmp_path / "p.folded"
     path.write_text("step (c.py:1);fast_path (_speedups.c:120) 3\nstep (c.py:1);x (mypkg/_speedups.cpython-311-x86_64-linux-gnu.so) 1\n")
-    stacks, frames = naming.read_normalized(path)
+    stacks, frames = reading.read_normalized(path)
     assert stacks[0].frames == ("c.step", "mypkg._speedups.fast_path")
     assert (stacks, frames) == reference_normalize(folded.read(path))
 
@@ -440,7 +440,7 @@ def test_streamed_read_reports_bad_lines_as_read_does(tmp_path, text, line):
 
     path = tmp_path / "p.folded"
     path.write_text(text, encoding="utf-8", newline="")
-    for reader in (folded.read, naming.read_normalized):
+    for reader in (folded.read, reading.read_normalized):
         with pytest.raises(RunDirError) as exc:
             reader(path)
         assert str(exc.value).startswith(f"{path}: {line}"), str(exc.value)

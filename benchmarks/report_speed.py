@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from flametool import analysis  # noqa: E402
-from flametool.renderers import html as report  # noqa: E402
+from flametool.render import html as report  # noqa: E402
 
 SAMPLES_TARGET = 1.0  # seconds, `flametool report` of each samples/ run in a fresh process
 

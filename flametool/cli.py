@@ -14,11 +14,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, analysis, cases, drilldown, envinfo, procs, renderers, rundir, runner
+from . import __version__, analysis, cases, drilldown, envinfo, procs, render, rundir, runner
 from .config import CPU, CUDA, Config, Defaults, default_out, defaults
 from .sweep import size_name
-from .renderers import terminal
-from .renderers.base import Options
+from .render import terminal
+from .render.base import Options
 from .errors import FlametoolError, Interrupted, WriteError, interrupt_code
 from .layers import VIEWS
 
@@ -339,7 +339,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
             return interrupt_code(exc)
     analysed = analysis.analyse(run_dir, run)
     view = getattr(args, "layers", "caller")
-    out.file.write(renderers.get("terminal")(terminal_options(out, view=view)).render(analysed))
+    out.file.write(render.get("terminal")(terminal_options(out, view=view)).render(analysed))
     written = write_report(run_dir, analysed, err, out)
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
@@ -370,7 +370,7 @@ def write_report(run_dir: Path, analysed: analysis.Analysis, err: Console, out: 
     say so in one line and how to try again. A report that renders but cannot be written (a full disk) is
     a fault of the machine (False: exit 2); one that fails to render lets the measurement's exit code stand."""
     try:
-        path = rundir.write_report(run_dir, renderers.get("html")().render(analysed))
+        path = rundir.write_report(run_dir, render.get("html")().render(analysed))
     except WriteError as exc:
         terminal.say(err, f"flametool: {exc}; run.json is complete; retry with: flametool report {rundir.shown(run_dir)}")
         return False
@@ -403,7 +403,7 @@ def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
 
 def page(run: Path) -> str:
     """The report of a run directory: loaded, analysed once, rendered."""
-    return renderers.get("html")().render(analysis.load(run))
+    return render.get("html")().render(analysis.load(run))
 
 
 def cmd_snakeviz(args: argparse.Namespace, err: Console, out: Console) -> int:
@@ -425,7 +425,7 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
         raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")
     else:
         result = analysis.diff_runs(args.run_a, args.run_b, args.case, args.layers)
-    out.file.write(renderers.get("terminal")(terminal_options(out, top=args.top)).render(result))
+    out.file.write(render.get("terminal")(terminal_options(out, top=args.top)).render(result))
     grew = (result.ratio - 1) * 100
     if args.fail_above is not None and grew > args.fail_above:
         terminal.say(err, f"flametool: {result.label}: {result.base_us_per_call:.2f} -> {result.head_us_per_call:.2f} us per call, "
@@ -435,7 +435,7 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
 
 
 def cmd_export(args: argparse.Namespace, out: Console) -> int:
-    renderer = renderers.get(args.format, renderers.EXPORTS)()
+    renderer = render.get(args.format, render.EXPORTS)()
     text = renderer.render(analysis.stacks(args.run, rundir.load_profiled(args.run, "export"), args.case, args.lines))
     if args.output is None or args.output == Path("-"):
         out.file.write(text)

@@ -20,7 +20,7 @@ pytest.importorskip("websocket", reason="websocket-client (pip install -e .[test
 
 from browser import Chromium, find_chromium  # noqa: E402
 from flametool import analysis, rundir  # noqa: E402
-from flametool.renderers import html as report  # noqa: E402
+from flametool.render import html as report  # noqa: E402
 from reportruns import cpu_run_dir, h200_run_dir, hostile_run  # noqa: E402
 
 INSTALL = "apt-get update && apt-get install -y chromium"

@@ -9,8 +9,8 @@ from flametool import analysis, cases, child, rundir
 from flametool.cases import CaseSpec
 from flametool.protocol import JobCase
 from flametool.record import Operands
-from flametool.renderers import html as report
-from flametool.renderers import terminal
+from flametool.render import html as report
+from flametool.render import terminal
 from runbuild import make_run
 
 LINE = "step;active_loop;matmul 10\n"

@@ -7,7 +7,7 @@ import pytest
 from checks import one_line_error
 
 from flametool import cli
-from flametool.renderers import speedscope as exporters
+from flametool.render import speedscope as exporters
 from flametool import folded
 from flametool import naming
 from flametool.errors import FlametoolError

@@ -19,7 +19,7 @@ from hypothesis import strategies as hs
 from flametool import attribution as at
 from flametool import analysis, cli, rundir, tree
 from flametool import flamegraph as flame
-from flametool.renderers import speedscope as exporters
+from flametool.render import speedscope as exporters
 from flametool import diff as df
 from flametool import layers as ly
 from flametool import folded
@@ -193,7 +193,7 @@ def test_folded_count_too_large_is_one_line(tmp_path, capsys):
 def test_stored_analysis_and_diff_are_not_read_but_recomputed(tmp_path, capsys):
     """The report computes analysis and diff afresh: stored ones of any shape neither crash it nor show."""
     run = hostile_run(tmp_path / "run")
-    from flametool.renderers import html as report
+    from flametool.render import html as report
 
     expected = report.render(analysis.load(run))
     edit(run, lambda d: d.update(analysis={"alpha": {"hot_frames": "x", "us_per_call": "nan"}, "beta": [1]},
@@ -266,7 +266,7 @@ def test_compare_summary_prints_hostile_names_visibly(tmp_path):
     from rich.console import Console
 
     from flametool import analysis
-    from flametool.renderers import terminal
+    from flametool.render import terminal
 
     label = f"ev{CLEAR}il"
     run = hostile_terminal_run(tmp_path / "run", 10.0, label)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from flametool import analysis, attribution, folded, naming
-from flametool.renderers.base import Options
-from flametool.renderers.terminal import TerminalRenderer
+from flametool.render.base import Options
+from flametool.render.terminal import TerminalRenderer
 from runbuild import make_run
 
 # the first frames of a real CuPy 14.2 stack (samples/h200-hostbound-1024/cupy.folded), then the lines

@@ -186,7 +186,7 @@ def analysed_run(run: Path) -> dict:
     """What the report and the terminal show of a run: every case's figures in both views, every pair's diff
     in both views, and the flame graphs' data."""
     from flametool import analysis
-    from flametool.renderers import html
+    from flametool.render import html
 
     a = analysis.load(run)
     diffs = [p.diff for p in a.pairs if p.diff]

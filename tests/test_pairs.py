@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flametool import analysis, cases, cli
-from flametool.renderers import html as report
+from flametool.render import html as report
 from runbuild import snapshot
 
 CASES = Path(__file__).parent / "cases" / "pair_cases.py"

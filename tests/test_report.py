@@ -18,7 +18,7 @@ from checks import one_line_error
 
 from flametool import analysis, cli, rundir
 from flametool import flamegraph as flame
-from flametool.renderers import html as report
+from flametool.render import html as report
 from flametool.record import Group, Loops
 from reportruns import CLOSER, ROOT, XSS, cpu_run_dir, h200_run_dir, hostile_run, sample_runs
 from runbuild import make_run, snapshot
@@ -441,7 +441,7 @@ def test_installed_wheel_finds_templates(tmp_path, evil_run):
     # the unpacked wheel first on the path: flametool and its templates come from there, not from this checkout
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "import flametool, flametool.renderers.html as r;"
+        "import flametool, flametool.render.html as r;"
         "assert flametool.__file__.startswith(sys.argv[1]), flametool.__file__;"
         "print(r.templates_dir());"
         "from flametool import cli; assert cli.main(['report', sys.argv[2], '-o', sys.argv[3]]) == 0"

@@ -12,7 +12,7 @@ import pytest
 
 from flametool import analysis, rundir, sweep
 from flametool.record import Loops, SweepPoint
-from flametool.renderers import charts
+from flametool.render import charts
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
 
@@ -394,7 +394,7 @@ def test_unlike_operands_in_a_sweep_are_said(swept, tmp_path):
     import shutil
 
     from flametool import analysis
-    from flametool.renderers import html as report
+    from flametool.render import html as report
 
     run_dir = tmp_path / "edited"
     shutil.copytree(swept[0], run_dir)

@@ -71,7 +71,7 @@ def test_terminal_prints_names_as_text(run, capsys, tmp_path):
 
 
 def test_report_renders_names_as_text(run):
-    report = pytest.importorskip("flametool.renderers.html")
+    report = pytest.importorskip("flametool.render.html")
     html = report.render(analysis.load(run))
     assert "<script>alert('x')</script>" not in html and "<b>bold</b>" not in html
     assert "&lt;script&gt;" in html

@@ -11,8 +11,8 @@ from rich.console import Console
 
 from flametool import analysis, cli, rundir
 from flametool.record import RunConfig
-from flametool.renderers import html as report
-from flametool.renderers import terminal
+from flametool.render import html as report
+from flametool.render import terminal
 from runbuild import make_run
 
 BASE = ("step (s.py:1);ufunc_generic_fastcall (_multiarray_umath.so) 30\n"

@@ -1,5 +1,5 @@
 """The report of a sweep run: the view model its template (templates/sweep.html.j2) reads, decided here as
-plain dataclasses of strings and numbers, as renderers/html.py does for a compare run. The page is one file,
+plain dataclasses of strings and numbers, as render/html.py does for a compare run. The page is one file,
 its plots inline SVG drawn on the server (charts.time_plot, charts.ratio_plot)."""
 
 from __future__ import annotations

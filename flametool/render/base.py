@@ -1,9 +1,9 @@
 """What every output of flametool is: a renderer of an analysis result (analysis.Analysis, sweep.SweepAnalysis,
 analysis.DiffResult, or for an export analysis.Stacks) to text, made with one Options object.
 
-The command line picks one by name (renderers.get), makes it with the options the user gave, and writes what
+The command line picks one by name (render.get), makes it with the options the user gave, and writes what
 it returns: to the terminal, to RUN/report.html, or to the file or stream the user named. A new output format
-is one module here with one subclass, registered in renderers/__init__.py.
+is one module here with one subclass, registered in render/__init__.py.
 """
 
 from __future__ import annotations

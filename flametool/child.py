@@ -37,12 +37,9 @@ from . import explain, procs
 from .cases import CaseSpec, Step, Sync, cuda_index
 from .protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Message, Phase, PlanItem, Point, PointCase,
                        ProfileJob, SampleReady, SweepJob, Swept, Timed, TimedLoops, TimeJob, decode_job, encode)
-from .record import Loops, Operands
+from .record import Loops, Operands, boundedness
 
 ACTIVE_LOOP = "active_loop"
-# The GPU is "well above" the host when its time per call exceeds the host's by this factor; below it,
-# the GPU waited on the CPU and launch cost sets the pace.
-HOST_BOUND_FACTOR = 1.2
 DEFAULT_SAMPLE_SHAPE = (1024, 1024, 1024)
 # At a shape other than the requested one, each timed loop runs at least this long so that the figure
 # the samples are scaled by is not a few-millisecond reading.
@@ -291,24 +288,10 @@ def ops_per_step(step: Step) -> int:
     return int(getattr(step, "ops", 1))
 
 
-def classify(cpu_us: float, gpu_us: float | None) -> tuple[bool, str]:
-    if gpu_us is None:
-        return True, "CPU device: all the work is on the host"
-    if gpu_us > HOST_BOUND_FACTOR * cpu_us:
-        return False, (
-            f"not host-bound: the GPU takes {gpu_us / cpu_us:.1f}x the host time per call, so the launch queue "
-            "hid the launches; CPU time is launch cost only and a sampler would see mostly waiting"
-        )
-    return True, (
-        "host-bound: GPU time per call is close to CPU time per call, so the GPU waited on the CPU "
-        "and launch cost sets the pace"
-    )
-
-
 def bound(loops: Loops) -> tuple[bool, str]:
-    """classify() of the medians of one case's loops so far."""
+    """record.boundedness() of the medians of one case's loops so far."""
     gpu = statistics.median(loops.gpu_us) if loops.gpu_us else None
-    return classify(statistics.median(loops.cpu_us), gpu)
+    return boundedness(statistics.median(loops.cpu_us), gpu)
 
 
 def choose_sample_shape(requested: list[int] | None, shape: list[int], host_bound: bool) -> tuple[list[int], str]:

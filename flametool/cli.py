@@ -16,7 +16,7 @@ from rich.console import Console
 
 from . import __version__, analysis, cases, drilldown, envinfo, procs, render, rundir, runner
 from .config import CPU, CUDA, Config, Defaults, default_out, defaults
-from .sweep import size_name
+from .record import size_name
 from .render import terminal
 from .render.base import Options
 from .errors import FlametoolError, Interrupted, WriteError, interrupt_code

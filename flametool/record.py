@@ -119,6 +119,37 @@ def is_shape(v: Any) -> bool:
 
 # --- the records --------------------------------------------------------------------------------------------
 
+# The GPU is "well above" the host when its time per call exceeds the host's by this factor; below it,
+# the GPU waited on the CPU and launch cost sets the pace.
+HOST_BOUND_FACTOR = 1.2
+
+
+def boundedness(cpu_us: float, gpu_us: float | None) -> tuple[bool, str]:
+    """(host-bound?, why) of a case's host and device time per call: the rule compare and sweep share."""
+    if gpu_us is None:
+        return True, "CPU device: all the work is on the host"
+    if gpu_us > HOST_BOUND_FACTOR * cpu_us:
+        return False, (
+            f"not host-bound: the GPU takes {gpu_us / cpu_us:.1f}x the host time per call, so the launch queue "
+            "hid the launches; CPU time is launch cost only and a sampler would see mostly waiting"
+        )
+    return True, (
+        "host-bound: GPU time per call is close to CPU time per call, so the GPU waited on the CPU "
+        "and launch cost sets the pace"
+    )
+
+
+def size_name(shape: list[int]) -> str:
+    """A size as a sweep names it: N for an NxN by NxN product, else MxKxN."""
+    return str(shape[0]) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
+
+
+def host_bound(timing: "Timing") -> bool | None:
+    """compare's rule (record.boundedness) on the medians of every process's loops; None without loops."""
+    cpu = timing.median("cpu_us")
+    return boundedness(cpu, timing.median("gpu_us"))[0] if cpu is not None else None
+
+
 @dataclass
 class Loops:
     """One process's timed loops of one case at one shape: one figure per loop, us per operation: the host's

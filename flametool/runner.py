@@ -30,10 +30,10 @@ from .cases import BUILTIN, CaseSpec
 from .config import Config, default_out  # noqa: F401 - default_out: runner.default_out
 from .child import ACTIVE_LOOP, SPARE, TIMED_SECONDS
 from .errors import CaseError, FlametoolError
-from .sweep import host_bound, size_name
 from .protocol import (RESULT_OF, AnyJob, AnyResult, Done, Failed, JobCase, Phase, PlanItem, Point, ProfileJob,
                        SampleReady, SweepItem, SweepJob, TimedLoops, TimeJob, decode, encode_job)
-from .record import CaseResult, Group, Profiled, Run, RunConfig, Sampling, SweepPoint, Timing
+from .record import (CaseResult, Group, Profiled, Run, RunConfig, Sampling, SweepPoint, Timing, host_bound,
+                     size_name)
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.

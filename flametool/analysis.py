@@ -15,6 +15,7 @@ from typing import Iterator
 
 from . import attribution, diff, flamegraph, layers, profstats, reading, rundir, safeopen, stats, sweep
 from .errors import FlametoolError, RunDirError
+from .operands import UnlikeOperands, unlike_operands  # noqa: F401 - analysis.unlike_operands
 from .record import CaseResult, Run, Timing
 
 # diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case)
@@ -100,6 +101,7 @@ class Analysis:
     sample_timings: dict[str, CaseTiming | None] = field(default_factory=dict)
     pairs: list[PairAnalysis] = field(default_factory=list)
     cprofile: dict[str, CProfileTable | RunDirError | None] = field(default_factory=dict)  # label -> its .prof read
+    unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
 
     @property
     def first_diff(self) -> dict | None:
@@ -116,37 +118,6 @@ class Analysis:
         if name == "library":
             return self.cases_by_library, [p.diff_by_library for p in self.pairs if p.diff_by_library]
         return self.cases, [p.diff for p in self.pairs if p.diff]
-
-
-@dataclass
-class UnlikeOperands:
-    """Cases of one shape and dtype whose operands (step.operands) are not the same bytes: their GPU times
-    differ by the values alone (on the H200, 4096^3 float16: 204-206 us on uniform values, 215-217 on normal)."""
-
-    shape: list[int]
-    dtype: str
-    cases: dict[str, str]  # label -> fingerprint
-    made: dict[str, str]  # label -> how its operands were made
-
-    def sentence(self) -> str:
-        from . import format as fmt
-
-        listed = "; ".join(f"{label} {fp} ({self.made[label]})" for label, fp in self.cases.items())
-        return (f"at {fmt.shape(self.shape)} {self.dtype} the cases multiply different values: {listed}. A GEMM's "
-                "GPU time depends on the values (power-limited clocks), so their GPU times differ by the data too")
-
-
-def unlike_operands(run: Run) -> list[UnlikeOperands]:
-    """Each shape and dtype at which the cases that recorded operand fingerprints recorded more than one."""
-    seen: dict[tuple, dict[str, tuple[str, str]]] = {}
-    for label, r in run.results.items():
-        if r.error:
-            continue
-        for o in r.operands:
-            seen.setdefault((tuple(o.shape), r.dtype), {})[label] = (o.fingerprint, o.made)
-    return [UnlikeOperands(list(shape), dtype, {l: fp for l, (fp, _) in found.items()},
-                           {l: made for l, (_, made) in found.items()})
-            for (shape, dtype), found in seen.items() if len({fp for fp, _ in found.values()}) > 1]
 
 
 def pair_figures(run: Run, base: str, head: str) -> tuple[stats.PairFigures | None, stats.PairFigures | None]:
@@ -168,7 +139,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
     its own (sweep.analyse)."""
     if run.kind == "sweep":
         return sweep.analyse(run_dir, run)
-    out = Analysis(run_dir, run)
+    out = Analysis(run_dir, run, unlike=unlike_operands(run))
     # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
     profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute)
     for label, result in run.results.items():

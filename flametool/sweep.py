@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import attribution, stats
+from .operands import UnlikeOperands, unlike_operands
 from .record import HOST_BOUND_FACTOR, Run, SweepPoint, Timing, host_bound, size_name  # noqa: F401 - sweep.size_name
 
 
@@ -257,6 +258,7 @@ class SweepAnalysis:
     pairs: list[SweepPair] = field(default_factory=list)
     # --sample: size name -> label -> the case's attribution there (attribution.CaseCosts.to_json)
     layers: dict[str, dict[str, dict]] = field(default_factory=dict)
+    unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
 
     _index: dict = field(default_factory=dict, repr=False, compare=False)  # label -> by_shape of its curve
 
@@ -290,7 +292,7 @@ def by_shape(points: list) -> dict[tuple, object]:
 
 def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
     """Every case's points and crossover, the layers at each sampled size, every compared pair per size."""
-    out = SweepAnalysis(run_dir, run)
+    out = SweepAnalysis(run_dir, run, unlike=unlike_operands(run))
     for label, result in run.results.items():
         out.curves[label] = [point(t) for t in result.points]
         out.crossovers[label] = crossover(out.curves[label])

@@ -22,7 +22,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from .. import __version__, analysis, cases, rundir, sampler
+from .. import __version__, cases, rundir, sampler
 from . import charts, sweep_page
 from .. import flamegraph as flame
 from .. import format as fmt
@@ -318,8 +318,8 @@ def warnings(a: Analysis, analysed: dict) -> list[Caveat]:
         if len({json.dumps(v) for v in values.values()}) > 1:
             listed = ", ".join(f"{l} {shape_text(v) if isinstance(v, list) else v}" for l, v in values.items())
             out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
-    for unlike in analysis.unlike_operands(run):
-        out.append(Caveat("operands differ", unlike.sentence() + "."))
+    for unlike in a.unlike:
+        out.append(Caveat("operands differ", fmt.unlike_sentence(unlike) + "."))
     for label, r in ok.items():
         group = run.group_of(label)
         if group is not None and not group.paired and len(run.results) > 1:

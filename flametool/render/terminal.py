@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import format as fmt
-from .. import analysis, sampler, sweep
+from .. import sampler, sweep
 from ..analysis import Analysis, DiffResult
 from ..sweep import SweepAnalysis
 from ..layers import order
@@ -134,8 +134,8 @@ def print_summary(a: Analysis, console: Console) -> None:
         )
     show(console, profiling)
 
-    for unlike in analysis.unlike_operands(run):
-        say(console, f"operands differ: {unlike.sentence()}")
+    for unlike in a.unlike:
+        say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
     for label, r in run.results.items():
         name = fmt.visible(label)
         if r.error:
@@ -306,8 +306,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         show(console, t)
     for label, c in a.crossovers.items():
         say(console, f"{fmt.visible(label)}: {c.text}")
-    for unlike in analysis.unlike_operands(run):
-        say(console, f"operands differ: {unlike.sentence()}")
+    for unlike in a.unlike:
+        say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
     for label, r in run.results.items():
         failed = [p for p in r.points if p.error]
         if r.error:

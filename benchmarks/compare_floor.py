@@ -45,7 +45,7 @@ def floor(run: Run) -> tuple[float, float, float, str]:
     """(requested-shape loops and warm-ups, sampling, sample-shape loops) in seconds, and the metric used."""
     metric = "gpu_us" if any(r.timing and r.timing.gpu_loops for r in run.results.values()) else "cpu_us"
     loops = sampled = at_sample = 0.0
-    warmup = run.config.get("warmup") or 0
+    warmup = run.config.warmup or 0
     for r in run.results.values():
         t = r.timing
         if t is not None and t.loops(metric):
@@ -85,7 +85,7 @@ def main() -> int:
         loops, sampled, at_sample, metric = floor(run)
         what = "GPU" if metric == "gpu_us" else "host (no GPU time on this device)"
         print(f"wall time: {wall:.1f} s")
-        print(f"floor: {loops:.1f} s of {what} loops and warm-ups at {','.join(map(str, run.config['shape']))} "
+        print(f"floor: {loops:.1f} s of {what} loops and warm-ups at {','.join(map(str, run.config.shape))} "
               f"+ {sampled:.1f} s of sampling = {loops + sampled:.1f} s")
         print(f"(outside the floor: {at_sample:.1f} s of {what} time in the timed loops at the sample shape)")
         print(f"wall / floor: {wall / (loops + sampled):.3f} (target: at most {TARGET}); counting the sample "

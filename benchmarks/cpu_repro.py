@@ -45,7 +45,7 @@ def main() -> None:
             ratios.append(f.ratio)
             shown = f"(95% {iv.low:.3f}-{iv.high:.3f})" if iv else "(no interval)"
             print(f"run {i + 1}: {f.head}/{f.base} = {f.ratio:.3f} {shown} over {f.units} {f.unit_name}, "
-                  f"pool threads {a.run.config.get('pool_threads')}; {wall:.0f} s; {load()}", flush=True)
+                  f"pool threads {a.run.config.pool_threads}; {wall:.0f} s; {load()}", flush=True)
     spread = max(ratios) / min(ratios)
     print(f"max/min of the ratios {spread:.3f} ({'within' if spread <= TARGET else 'OUTSIDE'} {TARGET})")
 

@@ -19,7 +19,7 @@ from rich.console import Console  # noqa: E402
 
 from flametool import stats  # noqa: E402
 from flametool.record import Run  # noqa: E402
-from flametool.renderers import sweep_page, terminal  # noqa: E402
+from flametool.render import sweep_page, terminal  # noqa: E402
 from flametool.sweep import PairPoint, Point, SweepAnalysis, SweepPair  # noqa: E402
 
 

@@ -31,7 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from flametool import cli, runner  # noqa: E402
+from flametool import runner  # noqa: E402
+from flametool.config import defaults  # noqa: E402
 
 PLAIN = {
     "cupy": """
@@ -95,18 +96,18 @@ print(json.dumps({{"cpu": statistics.median(cpu), "gpu": statistics.median(gpu) 
 FLAMETOOL = """
 import json, statistics
 from flametool import cases, child
+from flametool.protocol import JobCase, PlanItem, TimeJob
 class Quiet:
     def phase(self, *args, **kwargs):
         pass
-spec = {{"cases": [{{"label": "{lib}", "case": cases.builtin("{lib}").to_json(), "dtype": "{dtype}"}}],
-        "device": "{device}", "iters": {iters}, "warmup": {warmup}, "repeats": {repeats},
-        "plan": [{{"shape": [{m}, {k}, {n}], "calls": None, "key": "timing"}}]}}
-got = child.time_cases(spec, Quiet())
-if got["errors"]:
-    raise SystemExit(got["errors"])
-loops = got["cases"]["{lib}"]["timing"]["loops"]
-gpu = statistics.median(loops["gpu_us"]) if loops["gpu_us"] else None
-print(json.dumps({{"cpu": statistics.median(loops["cpu_us"]), "gpu": gpu}}))
+job = TimeJob(device="{device}", iters={iters}, warmup={warmup}, repeats={repeats},
+              cases=[JobCase("{lib}", cases.builtin("{lib}"), "{dtype}")], plan=[PlanItem([{m}, {k}, {n}], None, "timing")])
+got = child.time_cases(job, Quiet())
+if got.errors:
+    raise SystemExit(got.errors)
+loops = got.cases["{lib}"].timing.loops
+gpu = statistics.median(loops.gpu_us) if loops.gpu_us else None
+print(json.dumps({{"cpu": statistics.median(loops.cpu_us), "gpu": gpu}}))
 """
 
 
@@ -167,7 +168,7 @@ def timing_ratios(args: argparse.Namespace) -> float:
           f"{args.rounds} alternating rounds; host (CPU) and device (GPU) microseconds per call")
     # flametool's side runs in the environment `flametool compare` gives a case's child (its thread pools);
     # the plain loop in the caller's, as the seed's reporter ran it
-    ours_env = runner.child_env(cli.default_pool_threads(args.device))
+    ours_env = runner.child_env(defaults(args.device).pool_threads)
     ratios = []
     for lib in libs:
         plain_code = PLAIN[lib].format(**fields) + SEED_LOOP.format(**fields)

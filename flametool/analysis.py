@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import attribution, diff, layers, reading, rundir, safeopen, stats, sweep
+from . import attribution, diff, flamegraph, layers, profstats, reading, rundir, safeopen, stats, sweep
 from .errors import FlametoolError, RunDirError
-from .record import Run, Timing
+from .operands import UnlikeOperands, unlike_operands  # noqa: F401 - analysis.unlike_operands
+from .record import CaseResult, Run, Timing
 
 # diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case)
 SLOWER_EXIT = 3
@@ -70,6 +71,27 @@ class PairAnalysis:
 
 
 @dataclass
+class CProfileTable:
+    """A case's cProfile file, read: the functions that cost the most per step() call, of how many."""
+
+    rows: list[profstats.Row]
+    functions: int
+
+
+def cprofile_table(run_dir: Path, result: CaseResult) -> CProfileTable | RunDirError | None:
+    """The table of a case's .prof (None: it has none); a file that cannot be read is kept as its error, for
+    the view that shows the table to raise (the terminal does not show it, and runs on)."""
+    name = result.file("prof")
+    if not rundir.is_file_name(name):
+        return None
+    try:
+        stats = profstats.load(run_dir / name)
+    except RunDirError as exc:
+        return exc
+    return CProfileTable(*profstats.top(stats, result.profile.cprofile_calls if result.profile else None))
+
+
+@dataclass
 class Analysis:
     run_dir: Path
     run: Run
@@ -78,6 +100,8 @@ class Analysis:
     timings: dict[str, CaseTiming | None] = field(default_factory=dict)
     sample_timings: dict[str, CaseTiming | None] = field(default_factory=dict)
     pairs: list[PairAnalysis] = field(default_factory=list)
+    cprofile: dict[str, CProfileTable | RunDirError | None] = field(default_factory=dict)  # label -> its .prof read
+    unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
 
     @property
     def first_diff(self) -> dict | None:
@@ -94,37 +118,6 @@ class Analysis:
         if name == "library":
             return self.cases_by_library, [p.diff_by_library for p in self.pairs if p.diff_by_library]
         return self.cases, [p.diff for p in self.pairs if p.diff]
-
-
-@dataclass
-class UnlikeOperands:
-    """Cases of one shape and dtype whose operands (step.operands) are not the same bytes: their GPU times
-    differ by the values alone (on the H200, 4096^3 float16: 204-206 us on uniform values, 215-217 on normal)."""
-
-    shape: list[int]
-    dtype: str
-    cases: dict[str, str]  # label -> fingerprint
-    made: dict[str, str]  # label -> how its operands were made
-
-    def sentence(self) -> str:
-        from . import format as fmt
-
-        listed = "; ".join(f"{label} {fp} ({self.made[label]})" for label, fp in self.cases.items())
-        return (f"at {fmt.shape(self.shape)} {self.dtype} the cases multiply different values: {listed}. A GEMM's "
-                "GPU time depends on the values (power-limited clocks), so their GPU times differ by the data too")
-
-
-def unlike_operands(run: Run) -> list[UnlikeOperands]:
-    """Each shape and dtype at which the cases that recorded operand fingerprints recorded more than one."""
-    seen: dict[tuple, dict[str, tuple[str, str]]] = {}
-    for label, r in run.results.items():
-        if r.error:
-            continue
-        for o in r.operands:
-            seen.setdefault((tuple(o.shape), r.dtype), {})[label] = (o.fingerprint, o.made)
-    return [UnlikeOperands(list(shape), dtype, {l: fp for l, (fp, _) in found.items()},
-                           {l: made for l, (_, made) in found.items()})
-            for (shape, dtype), found in seen.items() if len({fp for fp, _ in found.values()}) > 1]
 
 
 def pair_figures(run: Run, base: str, head: str) -> tuple[stats.PairFigures | None, stats.PairFigures | None]:
@@ -146,7 +139,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
     its own (sweep.analyse)."""
     if run.kind == "sweep":
         return sweep.analyse(run_dir, run)
-    out = Analysis(run_dir, run)
+    out = Analysis(run_dir, run, unlike=unlike_operands(run))
     # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
     profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute)
     for label, result in run.results.items():
@@ -159,6 +152,8 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
                 out.cases[label] = attribution.attribute(profile).to_json()
         else:
             out.cases[label] = {"skipped": reason}
+        if attribute:
+            out.cprofile[label] = cprofile_table(run_dir, result)
     for base, head in run.pairs:
         at_shape, at_sample = pair_figures(run, base, head)
         both = base in out.profiles and head in out.profiles
@@ -170,13 +165,11 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
 def prepare(run_dir: Path, run: Run, label: str, attribute: bool) -> attribution.Profile:
     """A case's profile with what an analysis derives from it alone made and kept in it: its figures in
     both views of the layers, its call tree, its aligned stacks (diff.aligned_profile) and their figures."""
-    from .renderers import flame  # the renderers import this module
-
     profile = attribution.load_profile(run_dir, run, label)
     if attribute:
         for view in layers.VIEWS:
             attribution.attribute(profile, view)
-        flame.prepare_case_graph(profile)
+        flamegraph.prepare_case_graph(profile)
         # what made the figures and the graph is not needed again, and would only travel back from a worker;
         # gone before the aligned stacks make theirs (the diff graph's tree is both cases' aligned stacks merged)
         profile.drop_tree()
@@ -217,6 +210,26 @@ def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool) -> dic
     return {label: prepare(run_dir, run, label, attribute) for label in labels}
 
 
+@dataclass
+class Stacks:
+    """What an export writes: the stacks of the cases chosen, as profiles (by function or by source line)."""
+
+    run_dir: Path
+    profiles: list[attribution.Profile]
+
+
+def stacks(run_dir: Path, run: Run, case: str | None = None, by_line: bool = False) -> Stacks:
+    """Every sampled case's stacks, or one case's (`case`); `by_line`: one frame per source line."""
+    analysed = analyse(run_dir, run, attribute=False)  # every sampled case read, each damaged file an error
+    labels = [case] if case is not None else attribution.sampled_labels(run)
+    if not labels:
+        raise FlametoolError(f"{run_dir}: no case has stacks to export")
+    if by_line:  # another naming of the same stacks: read again, keyed by line
+        return Stacks(run_dir, [attribution.load_profile(run_dir, run, label, by_line=True) for label in labels])
+    return Stacks(run_dir, [analysed.profiles[l] if l in analysed.profiles else attribution.load_profile(run_dir, run, l)
+                            for l in labels])
+
+
 def _size(path: Path) -> int:
     try:
         return safeopen.size(path)
@@ -255,29 +268,48 @@ def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> s
     return shared[0]
 
 
-def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller") -> dict:
+@dataclass
+class DiffResult:
+    """`flametool diff`: one case in two runs, or two cases of one run (`cases`, (base, head)), head - base."""
+
+    label: str  # what is compared: the case, or "HEAD - BASE"
+    base_run: str
+    head_run: str
+    same_shape_and_dtype: bool
+    figures: dict  # diff.diff: the layers and frames, head - base
+    cases: tuple[str, str] | None = None
+
+    @property
+    def base_us_per_call(self) -> float:
+        return self.figures["base_us_per_call"]
+
+    @property
+    def head_us_per_call(self) -> float:
+        return self.figures["head_us_per_call"]
+
+    @property
+    def ratio(self) -> float | None:
+        return self.figures["ratio"]
+
+
+def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller") -> DiffResult:
     """The same case in two runs, base = RUN_A, head = RUN_B; nothing is written."""
     a, b = rundir.load_profiled(run_a, "diff"), rundir.load_profiled(run_b, "diff")
     label = common_case(run_a, a, run_b, b, case)
     base = attribution.load_profile(run_a, a, label)
     head = attribution.load_profile(run_b, b, label)
-    out = diff.diff(base, head, view)
-    out["base_run"], out["head_run"] = str(run_a), str(run_b)
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
-    out["same_shape_and_dtype"] = shapes[0] == shapes[1]
-    return out
+    return DiffResult(base.label, str(run_a), str(run_b), shapes[0] == shapes[1], diff.diff(base, head, view))
 
 
-def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> dict:
+def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> DiffResult:
     """Two cases of one run, head - base; nothing is written."""
     run = rundir.load_profiled(run_dir, "diff")
     for label in (base, head):
         if label not in run.results:
             raise FlametoolError(f"--base/--head {label!r}: no such case in {run_dir} "
                                  f"(cases: {', '.join(run.results) or 'none'})")
-    out = diff.diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head), view)
-    out["base_run"] = out["head_run"] = str(run_dir)
+    figures = diff.diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head), view)
     rb, rh = run.results[base], run.results[head]
-    out["same_shape_and_dtype"] = (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype)
-    out["cases"] = (base, head)
-    return out
+    return DiffResult(f"{head} - {base}", str(run_dir), str(run_dir),
+                      (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head))

@@ -41,6 +41,7 @@ from . import layers as ly
 from . import rundir
 from . import folded
 from . import naming
+from . import reading
 from . import trie
 from .errors import RunDirError
 from .record import CaseResult, Run
@@ -61,7 +62,15 @@ class Profile:
     # derived once and reused (attribution, the diff and the flame graphs all need them); stacks and frames
     # are not changed after a Profile is made
     _layers: dict[str, list[tuple[str, ...]]] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _derived: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _trie: "trie.Trie | None" = field(default=None, init=False, repr=False, compare=False)
+    _node_layers: dict[str, tuple[list[str], list]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _total_counts: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
+    _charges: dict[str, dict[str, list[str]]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _costs: dict[str, "CaseCosts"] = field(default_factory=dict, init=False, repr=False, compare=False)  # by view
+    # made by the analysis beside the figures: the profile with its stacks aligned (diff.aligned_profile) and
+    # its flame graph, (threshold, graph and its strings) (flamegraph.prepare_case_graph)
+    aligned: "Profile | None" = field(default=None, init=False, repr=False, compare=False)
+    flame_graph: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @functools.cached_property
     def samples(self) -> int:
@@ -79,9 +88,9 @@ class Profile:
 
     def trie(self) -> trie.Trie:
         """The call tree of the stacks, as arrays (trie.build), made once."""
-        if "trie" not in self._derived:
-            self._derived["trie"] = trie.build([self.stacks])
-        return self._derived["trie"]  # type: ignore[return-value]
+        if self._trie is None:
+            self._trie = trie.build([self.stacks])
+        return self._trie
 
     def own_layers(self, names: list[str]) -> list[str]:
         """Each name's own layer (may be INHERIT); OTHER for a name this profile does not have."""
@@ -90,16 +99,15 @@ class Profile:
 
     def node_layers(self, view: str = ly.DEFAULT_VIEW) -> tuple[list[str], list]:
         """The resolved layer of every node of trie(), in `view` (trie.node_layers), made once per view."""
-        key = f"node_layers:{view}"
-        if key not in self._derived:
+        if view not in self._node_layers:
             t = self.trie()
-            self._derived[key] = trie.node_layers(t, self.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), view)
-        return self._derived[key]  # type: ignore[return-value]
+            self._node_layers[view] = trie.node_layers(t, self.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), view)
+        return self._node_layers[view]
 
     def drop_tree(self) -> None:
         """Forget the call tree and its layers (what attribute() has made from them stays)."""
-        for key in [k for k in self._derived if k == "trie" or k.startswith("node_layers:")]:
-            del self._derived[key]
+        self._trie = None
+        self._node_layers.clear()
 
     @property
     def denominator(self) -> int:
@@ -163,7 +171,7 @@ def profile_of(run_dir: Path, result: CaseResult, label: str, by_line: bool = Fa
         raise RunDirError(f"{run_dir / rundir.RUN_FILE}: case {label!r}: files.folded is not a file name in the run directory")
     loop = result.sampling.loop_samples
     # as make_profile does, streamed: the raw stacks of a large profile are never all in memory
-    stacks, frames = naming.read_normalized(run_dir / name, by_line, [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else [])
+    stacks, frames = reading.read_normalized(run_dir / name, by_line, [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else [])
     stacks, repaired = naming.repair_sandwiches(stacks, frames)
     profile = Profile(label, stacks, frames, float(result.at_sample_shape.cpu_us_per_call),
                       result.sampling.analysed_samples, repaired)
@@ -289,7 +297,7 @@ def total_counts(profile: Profile) -> dict[str, int]:
     """Samples per frame, in its own code or below it: each stack counts once for every frame in it, however
     often a frame recurs in it. The sum of the frame's nodes' totals, less the repeats of the few stacks that
     hold a frame twice (a recursion, A;B;A). Made once per profile (it does not depend on the view)."""
-    if "total_counts" not in profile._derived:
+    if profile._total_counts is None:
         t = profile.trie()
         sums = _sums(trie.concat(t, "frame"), trie.concat(t, "total", 0), len(t.names))
         total = dict(zip(t.names, sums))
@@ -297,8 +305,8 @@ def total_counts(profile: Profile) -> dict[str, int]:
         for i in [i for i, (a, b) in enumerate(zip(map(len, map(set, frames)), map(len, frames))) if a != b]:
             for name, n in Counter(frames[i]).items():
                 total[name] -= (n - 1) * profile.stacks[i].count
-        profile._derived["total_counts"] = total
-    return profile._derived["total_counts"]  # type: ignore[return-value]
+        profile._total_counts = total
+    return profile._total_counts
 
 
 def frame_layers(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, str]:
@@ -325,9 +333,8 @@ def frame_charges(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, li
     """Each frame that ends stacks: the layers its own samples were charged to in `view`, most samples first (a
     tie: the layer of the first stack that ends there). A system library called from several layers (libc
     under Python and under cuBLAS) has several: one label would say its time is one layer's."""
-    key = f"charges:{view}"
-    if key in profile._derived:
-        return profile._derived[key]  # type: ignore[return-value]
+    if view in profile._charges:
+        return profile._charges[view]
     t = profile.trie()
     nodes = _nodes(profile, view)
     width = len(nodes.layer_names)
@@ -344,7 +351,7 @@ def frame_charges(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, li
             found.setdefault(frame, []).append((-w, f, layer))
     out = {t.names[frame]: [nodes.layer_names[layer] for _, _, layer in sorted(charged)]
            for frame, charged in found.items()}
-    profile._derived[key] = out
+    profile._charges[view] = out
     return out
 
 
@@ -357,10 +364,9 @@ def attribute(profile: Profile, view: str = ly.DEFAULT_VIEW) -> CaseCosts:
     """A case's time per call by layer and by frame, in `view`, from its call tree (every node's counts and
     layer; each distinct path is one node, however many stacks go through it). Made once per view: the
     case tables and every diff the profile is in read the same figures."""
-    key = f"costs:{view}"
-    if key not in profile._derived:
-        profile._derived[key] = _attribute(profile, view)
-    return profile._derived[key]  # type: ignore[return-value]
+    if view not in profile._costs:
+        profile._costs[view] = _attribute(profile, view)
+    return profile._costs[view]
 
 
 def _attribute(profile: Profile, view: str) -> CaseCosts:

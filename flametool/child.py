@@ -1,12 +1,12 @@
 """The child: a fresh process that runs one job for the parent, then exits.
 
-Run by ``runner.child_command`` (``main(MSG_FD, SPEC_JSON)``, the parent's flametool first on sys.path).  It
-reports to the parent as JSON lines on the file descriptor MSG_FD (stdout and stderr belong to the user's code)
-and reads one command from stdin, ``stop``, which ends the sampled phase. Started ahead of its job, with
-``MSG_FD --spare PARENT_PID MODULES`` (a spare), it imports MODULES (comma-separated) and then reads SPEC_JSON
-as the first line on stdin.
+Run by ``runner.child_command`` (``main(MSG_FD, JOB_JSON)``, the parent's flametool first on sys.path).  It
+reports to the parent in protocol.py's messages, JSON lines on the file descriptor MSG_FD (stdout and stderr
+belong to the user's code), and reads one command from stdin, ``stop``, which ends the sampled phase. Started
+ahead of its job, with ``MSG_FD --spare PARENT_PID MODULES`` (a spare), it imports MODULES (comma-separated)
+and then reads JOB_JSON as the first line on stdin.
 
-Three jobs (``JOBS``):
+Three jobs (``JOBS``, protocol.TimeJob, SweepJob and ProfileJob):
 - ``time``: every case of a group built side by side in this one process, and their timed loops
   interleaved (host clock + device events around ``--iters`` calls, the seed's method), at the requested
   shape and at the sample shape. A process's own speed then multiplies every case in it alike.
@@ -23,7 +23,6 @@ import fcntl
 import gc
 import importlib
 import importlib.util
-import json
 import math
 import os
 import select
@@ -35,12 +34,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import explain, procs
-from .cases import Step, Sync, cuda_index
+from .cases import CaseSpec, Step, Sync, cuda_index
+from .protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Message, Phase, PlanItem, Point, PointCase,
+                       ProfileJob, SampleReady, SweepJob, Swept, Timed, TimedLoops, TimeJob, decode_job, encode)
+from .record import Loops, Operands, boundedness
 
 ACTIVE_LOOP = "active_loop"
-# The GPU is "well above" the host when its time per call exceeds the host's by this factor; below it,
-# the GPU waited on the CPU and launch cost sets the pace.
-HOST_BOUND_FACTOR = 1.2
 DEFAULT_SAMPLE_SHAPE = (1024, 1024, 1024)
 # At a shape other than the requested one, each timed loop runs at least this long so that the figure
 # the samples are scaled by is not a few-millisecond reading.
@@ -143,25 +142,25 @@ class Reporter:
             os.set_inheritable(fd, False)
         self.out = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
 
-    def send(self, event: str, **fields: Any) -> None:
-        self.out.write(json.dumps({"event": event, **fields}) + "\n")
+    def send(self, message: Message) -> None:
+        self.out.write(encode(message))
         self.out.flush()
 
     def phase(self, name: str, **fields: Any) -> None:
-        self.send("phase", phase=name, **fields)
+        self.send(Phase(name, **fields))
 
 
-def load_factory(case: dict) -> Callable[..., tuple[Step, Sync]]:
-    if case.get("module"):
-        module = importlib.import_module(case["module"])
+def load_factory(case: CaseSpec) -> Callable[..., tuple[Step, Sync]]:
+    if case.module:
+        module = importlib.import_module(case.module)
     else:
-        spec = importlib.util.spec_from_file_location(f"flametool_case_{case['factory']}", case["file"])
+        spec = importlib.util.spec_from_file_location(f"flametool_case_{case.factory}", case.file)
         module = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, os.path.dirname(case["file"]))
+        sys.path.insert(0, os.path.dirname(case.file))
         spec.loader.exec_module(module)
-    factory = getattr(module, case["factory"], None)
+    factory = getattr(module, case.factory, None)
     if not callable(factory):
-        raise TypeError(f"{case['factory']} is not callable")
+        raise TypeError(f"{case.factory} is not callable")
     return factory
 
 
@@ -216,9 +215,10 @@ def host_sample(array: Any) -> tuple[str, list[int], bytes, int]:
     return dtype, shape, np.ascontiguousarray(host).tobytes(), stride
 
 
-def fingerprint(step: Step) -> dict | None:
+def fingerprint(step: Step, product: list[int] | None = None) -> Operands | None:
     """The step's operands (``step.operands``, the arrays it reads) as a short hash of their dtypes, shapes and
-    bytes, with how they were made (``step.operands_made``) and how much was hashed; None without operands."""
+    bytes, with how they were made (``step.operands_made``) and how much was hashed, for the product of shape
+    `product`; None without operands."""
     arrays = getattr(step, "operands", None)
     if not isinstance(arrays, (tuple, list)) or not arrays:
         return None
@@ -234,8 +234,9 @@ def fingerprint(step: Step) -> dict | None:
     hashed = ("every byte" if all(s == 1 for s in strides)
               else "of each, one element in " + ", ".join(f"{s:,}" for s in strides))
     made = getattr(step, "operands_made", None)
-    return {"fingerprint": h.hexdigest(), "made": made if isinstance(made, str) else "step.operands of the case",
-            "hashed": f"blake2b of {len(arrays)} operands, {hashed}"}
+    return Operands(shape=list(product or []), fingerprint=h.hexdigest(),
+                    made=made if isinstance(made, str) else "step.operands of the case",
+                    hashed=f"blake2b of {len(arrays)} operands, {hashed}")
 
 
 def _describe(exc: BaseException) -> str:
@@ -287,24 +288,10 @@ def ops_per_step(step: Step) -> int:
     return int(getattr(step, "ops", 1))
 
 
-def classify(cpu_us: float, gpu_us: float | None) -> tuple[bool, str]:
-    if gpu_us is None:
-        return True, "CPU device: all the work is on the host"
-    if gpu_us > HOST_BOUND_FACTOR * cpu_us:
-        return False, (
-            f"not host-bound: the GPU takes {gpu_us / cpu_us:.1f}x the host time per call, so the launch queue "
-            "hid the launches; CPU time is launch cost only and a sampler would see mostly waiting"
-        )
-    return True, (
-        "host-bound: GPU time per call is close to CPU time per call, so the GPU waited on the CPU "
-        "and launch cost sets the pace"
-    )
-
-
-def bound(loops: dict) -> tuple[bool, str]:
-    """classify() of the medians of one case's loops so far."""
-    gpu = statistics.median(loops["gpu_us"]) if loops["gpu_us"] else None
-    return classify(statistics.median(loops["cpu_us"]), gpu)
+def bound(loops: Loops) -> tuple[bool, str]:
+    """record.boundedness() of the medians of one case's loops so far."""
+    gpu = statistics.median(loops.gpu_us) if loops.gpu_us else None
+    return boundedness(statistics.median(loops.cpu_us), gpu)
 
 
 def choose_sample_shape(requested: list[int] | None, shape: list[int], host_bound: bool) -> tuple[list[int], str]:
@@ -319,7 +306,8 @@ def choose_sample_shape(requested: list[int] | None, shape: list[int], host_boun
     )
 
 
-def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> dict:
+def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float, int]:
+    """(host us per call under cProfile, calls profiled), the profile written to `path`."""
     profiler = cProfile.Profile()
     total_calls = 0
     host = 0.0
@@ -343,7 +331,7 @@ def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> dict:
         except OSError:
             pass
         raise CaseUnavailable(f"{path}: cannot be written ({exc.strerror or exc})") from None
-    return {"cprofile_us_per_call": host * 1e6 / (total_calls * ops_per_step(step)), "cprofile_calls": total_calls}
+    return host * 1e6 / (total_calls * ops_per_step(step)), total_calls
 
 
 def _stop_requested() -> bool:
@@ -384,45 +372,45 @@ def round_order(labels: list[str], r: int) -> list[str]:
     return order[::-1] if r % 2 else order
 
 
-def build(cases: list[dict], shape: list[int], device: str, report: Reporter,
-          errors: dict[str, str], operands: dict[str, dict] | None = None) -> dict[str, tuple[Step, Sync]]:
+def build(cases: list[JobCase], shape: list[int], device: str, report: Reporter,
+          errors: dict[str, str], operands: dict[str, Operands] | None = None) -> dict[str, tuple[Step, Sync]]:
     """Every case's (step, sync) at `shape`; a case that cannot be built is left out, its reason in `errors`.
     With `operands`, each built case's operand fingerprint (when its step has operands) goes there by label."""
     made: dict[str, tuple[Step, Sync]] = {}
     for c in cases:
-        if c["label"] in errors:
+        if c.label in errors:
             continue
-        report.phase("setup", shape=shape, label=c["label"])
+        report.phase("setup", shape=shape, label=c.label)
         try:
-            made[c["label"]] = set_up(load_factory(c["case"]), shape, c["dtype"], device)
+            made[c.label] = set_up(load_factory(c.case), shape, c.dtype, device)
             if operands is not None:
                 try:
-                    found = fingerprint(made[c["label"]][0])
+                    found = fingerprint(made[c.label][0], shape)
                 except Exception:  # noqa: BLE001 -- operands it cannot read leave the case unflagged, not failed
-                    print(f"flametool: {c['label']}: step.operands could not be hashed:", file=sys.stderr)
+                    print(f"flametool: {c.label}: step.operands could not be hashed:", file=sys.stderr)
                     traceback.print_exc()
                     found = None
                 if found:
-                    operands[c["label"]] = {"shape": list(shape), **found}
+                    operands[c.label] = found
         except CaseUnavailable as exc:
-            errors[c["label"]] = str(exc)
+            errors[c.label] = str(exc)
         except FactoryFailed as exc:
-            errors[c["label"]] = f"factory {c['case']['factory']} failed: {exc}"
+            errors[c.label] = f"factory {c.case.factory} failed: {exc}"
         except Exception as exc:  # noqa: BLE001 -- a case's file that does not load is that case's failure
             traceback.print_exc()
-            errors[c["label"]] = explain.known_fault(exc, shape, c["dtype"], device) or _describe(exc)
+            errors[c.label] = explain.known_fault(exc, shape, c.dtype, device) or _describe(exc)
     return made
 
 
 def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repeats: int, events: Events | None,
-                report: Reporter, shape: list[int], errors: dict[str, str], extend: bool = True) -> dict[str, dict]:
+                report: Reporter, shape: list[int], errors: dict[str, str], extend: bool = True) -> dict[str, Loops]:
     """Rounds of one timed loop of each case, in round_order; per case its loops. `repeats` rounds, and
     (with `extend`, when --repeats was not given) more rounds of the host-bound cases (their loops take
     milliseconds) until each has been timed for TIMED_SECONDS: a handful of 4 ms loops is a noisy reading, a
     second's worth is not. A GPU-bound case (a graph floor) sits the extra rounds out: its loops are long
     and wait on the launch queue. Loops that are all GPU-bound and each take LONG_LOOP_SECONDS or more stop
     after LONG_ROUNDS rounds (with `extend`)."""
-    loops = {label: {"cpu_us": [], "gpu_us": [], "wall_us": [], "slots": []} for label in made}
+    loops = {label: Loops(cpu_us=[]) for label in made}
     spent = dict.fromkeys(made, 0.0)
     slot = r = 0
     while True:
@@ -430,7 +418,7 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
         if r >= repeats and not extend:
             break
         if extend and live and r >= LONG_ROUNDS and all(
-                not bound(loops[l])[0] and spent[l] / len(loops[l]["cpu_us"]) >= LONG_LOOP_SECONDS for l in live):
+                not bound(loops[l])[0] and spent[l] / len(loops[l].cpu_us) >= LONG_LOOP_SECONDS for l in live):
             break
         if live and r >= repeats:  # extra rounds: the host-bound cases, all of them, while one is short
             live = [l for l in live if bound(loops[l])[0]]
@@ -451,63 +439,64 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
                 continue
             spent[label] += time.perf_counter() - t0
             # 0.1 ns is finer than any loop's figure can be read to; more digits only fill run.json
-            loops[label]["cpu_us"].append(round(cpu, 4))
-            loops[label]["wall_us"].append(round(wall, 4))
+            loops[label].cpu_us.append(round(cpu, 4))
+            loops[label].wall_us.append(round(wall, 4))
             if gpu is not None:
-                loops[label]["gpu_us"].append(round(gpu, 4))
-            loops[label]["slots"].append(slot)
+                loops[label].gpu_us.append(round(gpu, 4))
+            loops[label].slots.append(slot)
             slot += 1
         r += 1
     return loops
 
 
-def time_cases(spec: dict, report: Reporter) -> dict:
+def time_cases(job: TimeJob, report: Reporter) -> Timed:
     """The timed phase of one process: every case of the group built side by side and their loops
     interleaved, at each shape of the plan. With ``decide``, the first process of a group times the
     requested shape, says which cases are host-bound, and picks the one shape all of them are sampled at."""
-    cases, device, repeats = spec["cases"], spec["device"], spec["repeats"]
-    errors: dict[str, str] = {}
-    out: dict[str, Any] = {"cases": {c["label"]: {} for c in cases}, "errors": errors}
+    out = Timed(cases={c.label: CaseTimed() for c in job.cases})
+    errors = out.errors
     events: Events | None = None
-    plan = list(spec["plan"])  # [{"shape": [...], "calls": {label: steps} or None, "key": "timing"|"sample_timing"}]
+    plan = list(job.plan)
     while plan:
         item = plan.pop(0)
-        shape = item["shape"]
-        operands: dict[str, dict] = {}
-        made = build(cases, shape, device, report, errors, operands)
+        shape = item.shape
+        operands: dict[str, Operands] = {}
+        made = build(job.cases, shape, job.device, report, errors, operands)
         if not made:
             break
         for label, found in operands.items():
-            out["cases"][label].setdefault("operands", []).append(found)
+            out.cases[label].operands.append(found)
         if events is None:
-            events = device_events(device)
+            events = device_events(job.device)
             info = events.device_info() if events else {"device_name": None}
-            for label in out["cases"]:
-                out["cases"][label]["device_info"] = info
-        given = item.get("calls") or {}
+            for label in out.cases:
+                out.cases[label].device_info = info
+        given = item.calls or {}
         # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
-        calls, ops = warm_all(made, spec, report, lambda label, per_step, steps: given.get(label) or (
-            steps if item["key"] == "timing" else calls_for(per_step, steps)))
+        calls, ops = warm_all(made, job, report, lambda label, per_step, steps: given.get(label) or (
+            steps if item.key == "timing" else calls_for(per_step, steps)))
         for label in made:
-            out["cases"][label]["ops_per_step"] = ops[label]
-        loops = interleaved(made, calls, repeats, events, report, shape, errors, spec.get("extend_rounds", True))
+            out.cases[label].ops_per_step = ops[label]
+        loops = interleaved(made, calls, job.repeats, events, report, shape, errors, job.extend_rounds)
         for label in made:
             if label in errors:
                 continue
-            ops = out["cases"][label]["ops_per_step"]
-            timing = {"shape": shape, "calls": calls[label] * ops, "steps": calls[label], "loops": loops[label]}
-            if loops[label]["cpu_us"]:
-                timing["host_bound"], timing["bound_note"] = bound(loops[label])
-            out["cases"][label][item["key"]] = timing
+            timing = TimedLoops(shape, calls[label] * ops[label], calls[label], loops[label])
+            if loops[label].cpu_us:
+                timing.host_bound, timing.bound_note = bound(loops[label])
+            if item.key == "timing":
+                out.cases[label].timing = timing
+            else:
+                out.cases[label].sample_timing = timing
         del made
         gc.collect()
-        if item.get("decide"):
-            ok = [l for l in out["cases"] if l not in errors and "timing" in out["cases"][l]]
-            host_bound = all(out["cases"][l]["timing"]["host_bound"] for l in ok)
-            sample_shape, reason = choose_sample_shape(spec.get("sample_shape"), shape, host_bound)
-            out["sample_shape"], out["sample_shape_reason"] = sample_shape, reason
+        if item.decide:
+            ok = [l for l in out.cases if l not in errors and out.cases[l].timing is not None]
+            host_bound = all(out.cases[l].timing.host_bound for l in ok)
+            sample_shape, reason = choose_sample_shape(job.sample_shape, shape, host_bound)
+            out.sample_shape, out.sample_shape_reason = sample_shape, reason
             if sample_shape != shape:
-                plan.insert(0, {"shape": sample_shape, "calls": None, "key": "sample_timing"})
+                plan.insert(0, PlanItem(sample_shape, None, "sample_timing"))
     return out
 
 
@@ -521,7 +510,7 @@ SWEEP_MIN_CALLS = 3
 SWEEP_WARM_SECONDS = 0.5
 
 
-def warm_all(made: dict[str, tuple[Step, Sync]], spec: dict, report: Reporter,
+def warm_all(made: dict[str, tuple[Step, Sync]], job: TimeJob | SweepJob, report: Reporter,
              choose: Callable[[str, float, int], int], seconds: float | None = None) -> tuple[dict[str, int], dict[str, int]]:
     """Each case warmed up (--warmup operations; for at most `seconds` when given) and its calls per loop
     chosen: choose(label, seconds per step while warming up, steps that make --iters operations). Returns
@@ -530,10 +519,10 @@ def warm_all(made: dict[str, tuple[Step, Sync]], spec: dict, report: Reporter,
     ops: dict[str, int] = {}
     for label, (step, sync) in made.items():
         ops[label] = ops_per_step(step)
-        warm = math.ceil(spec["warmup"] / ops[label])
+        warm = math.ceil(job.warmup / ops[label])
         report.phase("warmup", calls=warm, label=label)
         per_step = warm_up(step, sync, warm) if seconds is None else warm_up_within(step, sync, warm, seconds)
-        calls[label] = choose(label, per_step, max(1, math.ceil(spec["iters"] / ops[label])))
+        calls[label] = choose(label, per_step, max(1, math.ceil(job.iters / ops[label])))
     return calls, ops
 
 
@@ -555,68 +544,67 @@ def sweep_calls(per_step: float, steps: int, on_device: bool) -> int:
     return max(min(SWEEP_MIN_CALLS, steps), most)
 
 
-def sweep_cases(spec: dict, report: Reporter) -> dict:
+def sweep_cases(job: SweepJob, report: Reporter) -> Swept:
     """One process of a sweep: at each point (a shape) in turn, every case built side by side, warmed up and
     its loops interleaved as in time_cases, then freed before the next point. A case that cannot be built or
     run at one point (out of memory at the largest) is reported for that point and still runs at the others.
     ``calls`` of a point, when given (processes after the first), are the calls per loop the first chose."""
-    cases, device = spec["cases"], spec["device"]
     events: Events | None = None
-    out: dict[str, Any] = {"device_info": {"device_name": None}, "ops_per_step": {}}
-    for i, item in enumerate(spec["points"]):
-        shape, given = item["shape"], item.get("calls")
-        todo = [c for c in cases if given is None or c["label"] in given]
-        report.phase("point", index=i + 1, of=len(spec["points"]), shape=shape)
+    device_info: dict[str, Any] = {"device_name": None}
+    ops_by_case: dict[str, int] = {}
+    for i, item in enumerate(job.points):
+        shape, given = item.shape, item.calls
+        todo = [c for c in job.cases if given is None or c.label in given]
+        report.phase("point", index=i + 1, of=len(job.points), shape=shape)
         errors: dict[str, str] = {}
-        operands: dict[str, dict] = {}
-        made = build(todo, shape, device, report, errors, operands if given is None else None)
+        operands: dict[str, Operands] = {}
+        made = build(todo, shape, job.device, report, errors, operands if given is None else None)
         if events is None and made:
-            events = device_events(device)
-            out["device_info"] = events.device_info() if events else {"device_name": None}
-        calls, ops = warm_all(made, spec, report, lambda label, per_step, steps: given[label] if given else
+            events = device_events(job.device)
+            device_info = events.device_info() if events else {"device_name": None}
+        calls, ops = warm_all(made, job, report, lambda label, per_step, steps: given[label] if given else
                               sweep_calls(per_step, steps, events is not None), SWEEP_WARM_SECONDS)
-        out["ops_per_step"].update(ops)
-        loops = interleaved(made, calls, spec["repeats"], events, report, shape, errors, spec.get("extend_rounds", True))
+        ops_by_case.update(ops)
+        loops = interleaved(made, calls, job.repeats, events, report, shape, errors, job.extend_rounds)
         # each size as soon as it is measured: a run stopped at a later size keeps it
-        report.send("point", index=i, ops_per_step=out["ops_per_step"], device_info=out["device_info"], cases={
-            c["label"]: {"error": errors[c["label"]]} if c["label"] in errors else
-            {"calls": calls[c["label"]] * out["ops_per_step"][c["label"]], "steps": calls[c["label"]],
-             "loops": loops[c["label"]], **({"operands": operands[c["label"]]} if c["label"] in operands else {})}
-            for c in todo})
+        report.send(Point(i, ops_by_case, device_info, {
+            c.label: PointCase(error=errors[c.label]) if c.label in errors else
+            PointCase(None, calls[c.label] * ops_by_case[c.label], calls[c.label], loops[c.label],
+                      operands.get(c.label))
+            for c in todo}))
         del made
         gc.collect()
-    return {"points": len(spec["points"])}
+    return Swept(len(job.points))
 
 
-def profile_case(spec: dict, report: Reporter) -> dict:
+def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
     """The profiled process of one case, at the sample shape: its own unsampled loops (a check on the
     paired figure), the cProfile loop, then the loop py-spy samples until the parent says stop."""
-    c = spec["case"]
-    shape = spec["shape"]
+    c, shape = job.case, job.shape
     report.phase("setup", shape=shape)
-    step, sync = set_up(load_factory(c["case"]), shape, c["dtype"], spec["device"])
-    events = device_events(spec["device"])
+    step, sync = set_up(load_factory(c.case), shape, c.dtype, job.device)
+    events = device_events(job.device)
     ops = ops_per_step(step)
-    warm = math.ceil(spec["warmup"] / ops)
+    warm = math.ceil(job.warmup / ops)
     report.phase("warmup", calls=warm)
     per_step = warm_up(step, sync, warm)
-    steps = spec.get("steps") or calls_for(per_step, max(1, math.ceil(spec["iters"] / ops)))
+    steps = job.steps or calls_for(per_step, max(1, math.ceil(job.iters / ops)))
     errors: dict[str, str] = {}
-    own = interleaved({c["label"]: (step, sync)}, {c["label"]: steps}, spec["repeats"], events, report, shape, errors,
-                      spec.get("extend_rounds", True))
+    own = interleaved({c.label: (step, sync)}, {c.label: steps}, job.repeats, events, report, shape, errors,
+                      job.extend_rounds)
     if errors:  # the loop raised; interleaved made its message
-        raise CaseUnavailable(errors[c["label"]])
-    result: dict[str, Any] = {"own": own[c["label"]], "calls": steps * ops}
+        raise CaseUnavailable(errors[c.label])
     report.phase("cprofile")
-    result.update(cprofile_phase(step, sync, steps, spec["prof_path"]))
-    if spec.get("sample", True):
-        report.send("sample_ready", pid=os.getpid())
-        result["chunks"] = sampled_phase(step, sync, steps, spec["max_sample_seconds"])
-        result["calls_per_chunk"] = steps * ops
+    us_per_call, profiled_calls = cprofile_phase(step, sync, steps, job.prof_path)
+    result = CaseProfiled(own[c.label], steps * ops, us_per_call, profiled_calls)
+    if job.sample:
+        report.send(SampleReady(os.getpid()))
+        result.chunks = sampled_phase(step, sync, steps, job.max_sample_seconds)
+        result.calls_per_chunk = steps * ops
     return result
 
 
-JOBS = {"time": time_cases, "sweep": sweep_cases, "profile": profile_case}
+JOBS = {TimeJob: time_cases, SweepJob: sweep_cases, ProfileJob: profile_case}
 SPARE = "--spare"
 
 
@@ -630,7 +618,7 @@ def preload(modules: list[str]) -> None:
             pass
 
 
-def read_spec() -> dict | None:
+def read_job() -> TimeJob | SweepJob | ProfileJob | None:
     """A spare's job: the first line on stdin (None when the parent closed it: the spare was not needed)."""
     data = b""
     while not data.endswith(b"\n"):
@@ -638,7 +626,7 @@ def read_spec() -> dict | None:
         if not chunk:
             return None
         data += chunk
-    return json.loads(data)
+    return decode_job(data)
 
 
 def main(argv: list[str]) -> int:
@@ -646,29 +634,29 @@ def main(argv: list[str]) -> int:
     if argv[1] == SPARE:
         procs.tie_to_parent(int(argv[2]))
         preload([m for m in argv[3].split(",") if m])
-        spec = read_spec()
-        if spec is None:
+        job = read_job()
+        if job is None:
             return 0
     else:
-        spec = json.loads(argv[1])
-        procs.tie_to_parent(spec.get("parent_pid"))
+        job = decode_job(argv[1])
+        procs.tie_to_parent(job.parent_pid)
     try:
-        result = JOBS[spec["job"]](spec, report)
+        result = JOBS[type(job)](job, report)
     except CaseUnavailable as exc:
-        report.send("error", message=str(exc))
+        report.send(Failed(str(exc)))
         return 1
     except FactoryFailed as exc:
-        report.send("error", message=f"factory {spec['case']['case']['factory']} failed: {exc}")
+        report.send(Failed(f"factory {job.case.case.factory} failed: {exc}"))
         return 1
     except Exception as exc:  # noqa: BLE001 -- anything a case does wrong becomes one line for the parent
         try:
             traceback.print_exc()
         except OSError:  # the log cannot be written (a full disk): the one line below still goes
             pass
-        known = explain.known_fault(exc, spec["shape"], spec["case"]["dtype"], spec["device"]) if "case" in spec else None
-        report.send("error", message=known or _describe(exc))
+        known = explain.known_fault(exc, job.shape, job.case.dtype, job.device) if isinstance(job, ProfileJob) else None
+        report.send(Failed(known or _describe(exc)))
         return 1
-    report.send("result", result=result)
+    report.send(Done(result))
     exit_now(0)
     return 0
 

@@ -14,52 +14,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, analysis, cases, drilldown, envinfo, procs, renderers, rundir, runner
-from .sweep import size_name
-from .renderers import html as report
-from .renderers import terminal
+from . import __version__, analysis, cases, drilldown, envinfo, procs, render, rundir, runner
+from .config import CPU, CUDA, Config, Defaults, default_out, defaults
+from .record import size_name
+from .render import terminal
+from .render.base import Options
 from .errors import FlametoolError, Interrupted, WriteError, interrupt_code
 from .layers import VIEWS
 
-SEED_SHAPE = [65536, 24576, 12288]
-CPU_SHAPE = [64, 64, 64]
-# A sweep's default ladder: from a product the launch dwarfs to one the GPU needs milliseconds for (on the
-# H200, fp16: 64^3 is host-bound for every library, 16384^3 takes about 13 ms), and on the CPU from 8 to a
-# size that already takes milliseconds of BLAS.
-SWEEP_CUDA_SQUARES = [64 * 2**i for i in range(9)]
-SWEEP_CPU_SQUARES = [8 * 2**i for i in range(7)]
 MAX_SIZES = 64
-# On the H200 a native sample stopped a CUDA process for 3-15 ms (the loop ran 1.17-1.77x slower at 50 Hz),
-# so 25 Hz keeps the slowdown near 1.2-1.4x, and 16 s still gives about 400 samples in the loop.
-CUDA_RATE_HZ = 25
-CUDA_SAMPLE_SECONDS = 16
-# With the thread pools as they start (one thread per core) a CUDA child had 34 threads on a 32-core H200
-# host and a 25 Hz sample slowed the loop 1.49x; with one thread per pool it had 3 and 1.09x (cupy) / 1.15x
-# (torch), with the same unsampled time per call.
-CUDA_POOL_THREADS = 1
-# On the 2-core CPU machine torch at 64^3 with its pool of 2 threads was bimodal: torch/numpy 1.685
-# (1.121-2.534), the next run 1.261 (1.061-1.500), and a sweep read 15.9 ms per call at 32^3 where a plain
-# loop takes 11 us; with one thread per pool 0.957 (0.934-0.981). Launch-sized products gain nothing from a
-# pool, so the CPU default is one thread too: a verdict that holds from run to run.
-CPU_POOL_THREADS = 1
-# Timing processes. On the H200 host the cupy/torch ratio of one process varied by about ±1.5% between
-# processes while the absolute times varied by 50%; five processes pool that to well within the 3% that
-# three runs in a row must agree to, and at 1024^3 each extra process costs a few seconds (set-up and
-# imports; its loops take milliseconds). At a GPU-bound shape only the first process times the requested
-# shape; the others time the host-bound sample shape.
-DEFAULT_PROCESSES = 5
-DEFAULT_REPEATS = 3
-# ... but on the H200 (2026-11-30) the ratio of one process still ranged 0.60-0.67 across processes, so five
-# do not always settle it: without --processes, more are run while a ratio's interval is wider than
-# runner.SETTLED, up to MAX_PROCESSES and for at most EXTRA_SECONDS more (about 10 s a process at 1024^3),
-# and only while MAX_PROCESSES processes spread as those so far would settle it.
-MAX_PROCESSES = 12
-EXTRA_SECONDS = 60
-
-
-def default_pool_threads(device: str) -> int | None:
-    """One thread per pool on either device (see CPU_POOL_THREADS, CUDA_POOL_THREADS)."""
-    return CPU_POOL_THREADS if device == "cpu" else CUDA_POOL_THREADS
 
 
 # The most each count may be: far beyond any useful run, far below one that would run for days (a call takes a
@@ -89,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layers", choices=VIEWS, default="caller",
                    help="system libraries (libc, malloc, locks) in the terminal's layer table: charged to the layer that "
                         "called them (caller, the default) or as a layer of their own (library); the report has both")
-    p.add_argument("--shape", help="M,K,N: a is MxK, b is KxN (default 65536,24576,12288 on CUDA, 64,64,64 on the CPU)")
+    p.add_argument("--shape", help="M,K,N: a is MxK, b is KxN (default " + ",".join(map(str, CUDA.shape)) + " on CUDA, "
+                                   + ",".join(map(str, CPU.shape)) + " on the CPU)")
     sampling_options(p)
     p.add_argument("--sample-shape", help="M,K,N to sample at (default: the shape when host-bound, else 1024,1024,1024)")
     p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")
@@ -128,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="render report.html from a run directory (no GPU needed)")
     p.add_argument("run", type=Path, metavar="RUN_DIR", help="run directory")
-    p.add_argument("-o", "--output", type=Path, help=f"HTML file to write, - for standard output (default: RUN_DIR/{report.REPORT_FILE})")
+    p.add_argument("-o", "--output", type=Path, help=f"HTML file to write, - for standard output (default: RUN_DIR/{rundir.REPORT_FILE})")
     p.add_argument("--open", action="store_true", help="open the report in a web browser when there is one")
 
     p = sub.add_parser("snakeviz", help="serve a case's cProfile file with snakeviz on 127.0.0.1 until Ctrl-C")
@@ -140,16 +104,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def sampling_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rate", type=int, help="py-spy samples per second (default 25 on CUDA, where each native "
-                                            "sample stops a process of many threads for 3-15 ms; 100 on the CPU)")
-    p.add_argument("--sample-seconds", type=int, help="seconds of sampling per case (default 16 on CUDA, 5 on the CPU)")
+    p.add_argument("--rate", type=int, help=f"py-spy samples per second (default {CUDA.rate_hz} on CUDA, where each native "
+                                            f"sample stops a process of many threads for 3-15 ms; {CPU.rate_hz} on the CPU)")
+    p.add_argument("--sample-seconds", type=int, help=f"seconds of sampling per case (default {CUDA.sample_seconds} on "
+                                                      f"CUDA, {CPU.sample_seconds} on the CPU)")
 
 
-def sampling_config(args: argparse.Namespace, on_cpu: bool) -> dict:
+def sampling_config(args: argparse.Namespace, d: Defaults) -> dict:
     if args.rate is not None and args.rate > 10000:
         raise FlametoolError(f"--rate {args.rate}: py-spy cannot sample faster than 10000 Hz")
-    return dict(rate_hz=args.rate or (100 if on_cpu else CUDA_RATE_HZ),
-                sample_seconds=args.sample_seconds or (5 if on_cpu else CUDA_SAMPLE_SECONDS))
+    return dict(rate_hz=args.rate or d.rate_hz, sample_seconds=args.sample_seconds or d.sample_seconds)
 
 
 def case_options(p: argparse.ArgumentParser) -> None:
@@ -158,8 +122,8 @@ def case_options(p: argparse.ArgumentParser) -> None:
                    + " (default: cupy,torch with a CUDA device, numpy,torch on the CPU)")
     p.add_argument("--case", action="append", default=[], metavar="FILE.py:FACTORY",
                    help="add a user case: FACTORY(m, k, n, dtype, device) returns (step, sync); repeatable")
-    p.add_argument("--iters", type=int, default=250, help="timed calls per loop (default 250)")
-    p.add_argument("--warmup", type=int, default=50, help="warm-up calls (default 50)")
+    p.add_argument("--iters", type=int, default=CPU.iters, help=f"timed calls per loop (default {CPU.iters})")
+    p.add_argument("--warmup", type=int, default=CPU.warmup, help=f"warm-up calls (default {CPU.warmup})")
     p.add_argument("--repeats", type=int,
                    help="rounds of timed loops per process (one loop of each case a round); the median is reported "
                         "(default 3, and at a host-bound shape more rounds until each case was timed for 1 s; 2 "
@@ -167,8 +131,8 @@ def case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--processes", type=int, metavar="N",
                    help="fresh processes that run the timed loops; every case is built in each and their loops "
                         "interleaved, so a process's own speed cancels out of the comparison (default: "
-                        f"{DEFAULT_PROCESSES}, and in compare up to {MAX_PROCESSES} while a ratio's interval is wider "
-                        f"than ±{runner.SETTLED * 100:.0f}%%, for at most {EXTRA_SECONDS} s more, while that many would narrow it so)")  # %%: argparse formats help
+                        f"{CPU.processes}, and in compare up to {CPU.max_processes} while a ratio's interval is wider "
+                        f"than ±{runner.SETTLED * 100:.0f}%%, for at most {CPU.extra_seconds:g} s more, while that many would narrow it so)")  # %%: argparse formats help
     p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
                    help="a pair of cases to compare, head against base (repeatable; default: the first two cases)")
     p.add_argument("--isolate", action="store_true",
@@ -246,7 +210,7 @@ def check_limits(args: argparse.Namespace) -> None:
 
 def case_config(args: argparse.Namespace, say, command: str) -> dict:
     """What compare and sweep share, checked: the cases, the device, the timing options and the run directory.
-    Returns runner.Config's arguments."""
+    Returns Config's arguments."""
     for name in ("iters", "repeats", "processes", "rate", "sample_seconds"):
         if getattr(args, name, None) is not None and getattr(args, name) < 1:
             raise FlametoolError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
@@ -269,7 +233,8 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
             raise FlametoolError(f"--device {device}: " + (f"only {gpus} CUDA device(s) found" if gpus else "no CUDA device found"))
     on_cpu = device == "cpu"
 
-    libs = args.libs.split(",") if args.libs is not None else (["numpy", "torch"] if on_cpu else ["cupy", "torch"])
+    d = defaults(device)
+    libs = args.libs.split(",") if args.libs is not None else list(d.libs)
     specs = [cases.builtin(l.strip()) for l in libs if l.strip()] + [cases.user_case(c) for c in args.case]
     labels = [s.label for s in specs]
     if not specs:
@@ -283,34 +248,32 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
             raise FlametoolError(f"case {s.label!r} needs a CUDA device; use --device cuda:N or leave it out of --libs")
 
     pairs = [parse_pair(text, labels) for text in args.pair] or None
-    dtypes = parse_dtypes(args.dtype or ("float32" if on_cpu else "float16"), labels)
-    pool_threads = default_pool_threads(device) if args.pool_threads is None else args.pool_threads or None
+    dtypes = parse_dtypes(args.dtype or d.dtype, labels)
+    pool_threads = d.pool_threads if args.pool_threads is None else args.pool_threads or None
     return dict(
         cases=specs, device=device, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
-        repeats=args.repeats or DEFAULT_REPEATS, extend_rounds=args.repeats is None,
-        processes=args.processes or DEFAULT_PROCESSES, isolate=args.isolate, pairs=pairs, pool_threads=pool_threads,
-        keep_going=args.keep_going, out=args.out or runner.default_out(), out_is_default=args.out is None,
+        repeats=args.repeats or d.repeats, extend_rounds=args.repeats is None,
+        processes=args.processes or d.processes, isolate=args.isolate, pairs=pairs, pool_threads=pool_threads,
+        keep_going=args.keep_going, out=args.out or default_out(), out_is_default=args.out is None,
         cpu_fallback=cpu_fallback,
     )
 
 
-def compare_config(args: argparse.Namespace, say) -> runner.Config:
+def compare_config(args: argparse.Namespace, say) -> Config:
     common = case_config(args, say, "compare")
-    on_cpu = common["device"] == "cpu"
-    shape = parse_shape(args.shape, "--shape") if args.shape else (CPU_SHAPE if on_cpu else SEED_SHAPE)
+    d = defaults(common["device"])
+    shape = parse_shape(args.shape, "--shape") if args.shape else list(d.shape)
     sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
-    return runner.Config(
-        **common, **sampling_config(args, on_cpu), shape=shape, max_processes=args.processes or MAX_PROCESSES,
-        extra_seconds=EXTRA_SECONDS, sample_shape=sample_shape, sample=not args.no_sample, spares=not on_cpu,
+    return Config(
+        **common, **sampling_config(args, d), shape=shape, max_processes=args.processes or d.max_processes,
+        extra_seconds=d.extra_seconds, sample_shape=sample_shape, sample=not args.no_sample, spares=d.spares,
     )
 
 
 def default_sizes(device: str) -> list[list[int]]:
     """A geometric ladder per device: squares doubling from the smallest size worth launching to the largest
     worth waiting for, and on CUDA the seed's own shape last."""
-    if device == "cpu":
-        return [[n, n, n] for n in SWEEP_CPU_SQUARES]
-    return [[n, n, n] for n in SWEEP_CUDA_SQUARES] + [list(SEED_SHAPE)]
+    return [list(size) for size in defaults(device).sweep_sizes]
 
 
 def parse_sizes(text: str) -> list[list[int]]:
@@ -355,10 +318,10 @@ def _size(item: str, bad) -> list[int]:
     return dims * 3 if len(dims) == 1 else dims
 
 
-def sweep_config(args: argparse.Namespace, say) -> runner.Config:
+def sweep_config(args: argparse.Namespace, say) -> Config:
     common = case_config(args, say, "sweep")
     sizes = parse_sizes(args.sizes) if args.sizes is not None else default_sizes(common["device"])
-    return runner.Config(**common, **sampling_config(args, common["device"] == "cpu"), shape=sizes[0], sizes=sizes,
+    return Config(**common, **sampling_config(args, defaults(common["device"])), shape=sizes[0], sizes=sizes,
                          max_processes=common["processes"], sample=args.sample)
 
 
@@ -376,7 +339,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
             return interrupt_code(exc)
     analysed = analysis.analyse(run_dir, run)
     view = getattr(args, "layers", "caller")
-    out.file.write(renderers.get("terminal")(width=out.width, colour=out.is_terminal, view=view).render(analysed))
+    out.file.write(render.get("terminal")(terminal_options(out, view=view)).render(analysed))
     written = write_report(run_dir, analysed, err, out)
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
@@ -397,12 +360,17 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     return 1 if failed or unsampled else (0 if written else 2)
 
 
+def terminal_options(out: Console, **given) -> Options:
+    """The terminal's width and colours, for the terminal renderer."""
+    return Options(width=out.width, colour=out.is_terminal, **given)
+
+
 def write_report(run_dir: Path, analysed: analysis.Analysis, err: Console, out: Console) -> bool:
     """The report is made from what run.json already holds, so failing to render it loses nothing:
     say so in one line and how to try again. A report that renders but cannot be written (a full disk) is
     a fault of the machine (False: exit 2); one that fails to render lets the measurement's exit code stand."""
     try:
-        path = report.write(run_dir, analysed=analysed)
+        path = rundir.write_report(run_dir, render.get("html")().render(analysed))
     except WriteError as exc:
         terminal.say(err, f"flametool: {exc}; run.json is complete; retry with: flametool report {rundir.shown(run_dir)}")
         return False
@@ -420,10 +388,10 @@ def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
     if args.output == Path("-"):
         if args.open:
             raise FlametoolError("report -o - --open: a page on standard output cannot be opened; give -o FILE")
-        out.file.write(report.render(args.run))
+        out.file.write(page(args.run))
         out.file.flush()
         return 0
-    path = report.write(args.run, args.output)
+    path = rundir.write_report(args.run, page(args.run), args.output)
     terminal.say(err, f"report: {rundir.shown(path)}")
     if args.open:
         import webbrowser
@@ -431,6 +399,11 @@ def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
         if not webbrowser.open(path.resolve().as_uri()):
             terminal.say(err, f"flametool: no web browser found; open {path} yourself")
     return 0
+
+
+def page(run: Path) -> str:
+    """The report of a run directory: loaded, analysed once, rendered."""
+    return render.get("html")().render(analysis.load(run))
 
 
 def cmd_snakeviz(args: argparse.Namespace, err: Console, out: Console) -> int:
@@ -448,25 +421,22 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
         if not (args.base and args.head) or args.run_b is not None or args.case is not None:
             raise FlametoolError("diff RUN --base A --head B: one run and two of its cases (or RUN_A RUN_B [--case C])")
         result = analysis.diff_cases(args.run_a, args.base, args.head, args.layers)
-        label = f"{args.head} - {args.base}"
     elif args.run_b is None:
         raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")
     else:
         result = analysis.diff_runs(args.run_a, args.run_b, args.case, args.layers)
-        label = result["base"]
-    terminal.print_run_diff(result, label, out, args.top)
-    grew = (result["ratio"] - 1) * 100
+    out.file.write(render.get("terminal")(terminal_options(out, top=args.top)).render(result))
+    grew = (result.ratio - 1) * 100
     if args.fail_above is not None and grew > args.fail_above:
-        terminal.say(err, f"flametool: {label}: {result['base_us_per_call']:.2f} -> {result['head_us_per_call']:.2f} us per call, "
+        terminal.say(err, f"flametool: {result.label}: {result.base_us_per_call:.2f} -> {result.head_us_per_call:.2f} us per call, "
                           f"{grew:+.1f}% (more than --fail-above {args.fail_above:g}%)")
         return analysis.SLOWER_EXIT
     return 0
 
 
 def cmd_export(args: argparse.Namespace, out: Console) -> int:
-    renderer = renderers.get(args.format, renderers.EXPORTS)(case=args.case, by_line=args.lines)
-    # an export needs the stacks only
-    text = renderer.render(analysis.analyse(args.run, rundir.load_profiled(args.run, "export"), attribute=False))
+    renderer = render.get(args.format, render.EXPORTS)()
+    text = renderer.render(analysis.stacks(args.run, rundir.load_profiled(args.run, "export"), args.case, args.lines))
     if args.output is None or args.output == Path("-"):
         out.file.write(text)
         out.file.flush()

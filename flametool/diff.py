@@ -5,7 +5,7 @@ up under the same path and a difference shows where it really is. The top frame 
 case's own step() function, which has a different name in every case; it is matched as STEP_ROOT.
 
 The merged call tree of both sides' aligned stacks is what the differential flame graph is drawn from (see
-flame.diff_graph, which makes it as arrays, trie.build); diff(with_tree=True) also gives it as tree.Node
+flamegraph.diff_graph, which makes it as arrays, trie.build); diff(with_tree=True) also gives it as tree.Node
 objects, for callers that walk it.
 """
 
@@ -46,13 +46,11 @@ def aligned(profile: Profile) -> list[folded.Stack]:
 def aligned_profile(profile: Profile) -> Profile:
     """The profile with its stacks aligned; made once per profile (a diff in each view of the layers needs it,
     and it carries what is derived from it, its layers and call tree, along)."""
-    got = profile._derived.get("aligned")
-    if got is None:
+    if profile.aligned is None:
         frames = dict(profile.frames)
         frames[STEP_ROOT] = naming.Frame(STEP_ROOT, "", "python")
-        got = profile._derived["aligned"] = Profile(profile.label, aligned(profile), frames, profile.us_per_call,
-                                                    profile.recorded_samples)
-    return got  # type: ignore[return-value]
+        profile.aligned = Profile(profile.label, aligned(profile), frames, profile.us_per_call, profile.recorded_samples)
+    return profile.aligned
 
 
 def _delta_se(base: Profile, head: Profile, nb: int, nh: int) -> float:
@@ -109,7 +107,7 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: b
         "layers": layer_rows,
         "frames": frame_rows,
         # the merged call tree as nodes (not JSON: tree.Node, for callers that walk it), the aligned profiles
-        # the differential flame graph is drawn from (flame.diff_graph), and what one sample of each side is
+        # the differential flame graph is drawn from (flamegraph.diff_graph), and what one sample of each side is
         # worth in us per call
         "tree": tree.build([base, head]) if with_tree else None,
         "aligned": (base, head),

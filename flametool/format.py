@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .stats import MAX_ADVISED_PROCESSES, WIDE, Interval, PairFigures, processes_for
+from .operands import UnlikeOperands
 from .sweep import SAME_WITHIN, SweepPair, size_name
 
 DASH = "–"
@@ -41,6 +42,13 @@ def pm(value: float, se: float, sign: bool = False) -> str:
 
 def shape(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) and value else DASH
+
+
+def unlike_sentence(u: UnlikeOperands) -> str:
+    """What a report says of cases that multiplied different values at one shape and dtype."""
+    listed = "; ".join(f"{label} {fp} ({u.made[label]})" for label, fp in u.cases.items())
+    return (f"at {shape(u.shape)} {u.dtype} the cases multiply different values: {listed}. A GEMM's "
+            "GPU time depends on the values (power-limited clocks), so their GPU times differ by the data too")
 
 
 def interval(iv: Interval | None, fmt=num) -> str:

@@ -249,20 +249,6 @@ def normalize(stacks: list[Stack], by_line: bool = False) -> tuple[list[Stack], 
     return norm.result()
 
 
-def read_normalized(path: Path, by_line: bool = False, extra: Iterable[Stack] = ()) -> tuple[list[Stack], dict[str, Frame]]:
-    """normalize() of the file's stacks that have frames and samples, then `extra`, read as a stream: the
-    same result as normalize([s for s in read(path) if s.frames and s.count > 0] + list(extra)) without
-    holding the raw stacks (a profile of two million lines is gigabytes of raw frame names); a large file is
-    read in parallel (reading.py).
-
-    Naming a Cython frame of a file stem the module table does not know can depend on an extension path
-    anywhere in the file; such frames are named as they come, and checked against every path once the file
-    is read. Should one come out differently, the file is read again with every path known from the start."""
-    from .reading import read_normalized as read  # reading builds on this module
-
-    return read(path, by_line, extra)
-
-
 def repair_sandwiches(stacks: list[Stack], frames: dict[str, Frame]) -> tuple[list[Stack], int]:
     """Undo a misnesting py-spy makes of functions inlined from headers: the same function on both sides of
     a chain of header frames (``__call__ (_kernel.cpp:30314);Py_DECREF (object.h:701);_Py_IsImmortal

@@ -1,4 +1,4 @@
-"""Reading a .folded file into normalized stacks (naming.read_normalized), as a stream, and on a large file
+"""Reading a .folded file into normalized stacks (read_normalized), as a stream, and on a large file
 in parallel: the file is cut at line boundaries into one byte range per CPU, each range is read and
 normalized in a worker process, and the ranges' results are merged in file order.
 
@@ -325,7 +325,14 @@ def read_ranges(path: Path, by_line: bool, seen_modules: dict[str, set[str]] | N
 
 
 def read_normalized(path: Path, by_line: bool = False, extra: Iterable[Stack] = ()) -> tuple[list[Stack], dict[str, Frame]]:
-    """See naming.read_normalized."""
+    """normalize() of the file's stacks that have frames and samples, then `extra`, read as a stream: the
+    same result as normalize([s for s in read(path) if s.frames and s.count > 0] + list(extra)) without
+    holding the raw stacks (a profile of two million lines is gigabytes of raw frame names); a large file is
+    read in parallel.
+
+    Naming a Cython frame of a file stem the module table does not know can depend on an extension path
+    anywhere in the file; such frames are named as they come, and checked against every path once the file
+    is read. Should one come out differently, the file is read again with every path known from the start."""
     extra = list(extra)
     seen_modules = None
     for _ in range(2):

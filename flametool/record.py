@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
 from .cases import default_pairs
@@ -118,6 +118,37 @@ def is_shape(v: Any) -> bool:
 
 
 # --- the records --------------------------------------------------------------------------------------------
+
+# The GPU is "well above" the host when its time per call exceeds the host's by this factor; below it,
+# the GPU waited on the CPU and launch cost sets the pace.
+HOST_BOUND_FACTOR = 1.2
+
+
+def boundedness(cpu_us: float, gpu_us: float | None) -> tuple[bool, str]:
+    """(host-bound?, why) of a case's host and device time per call: the rule compare and sweep share."""
+    if gpu_us is None:
+        return True, "CPU device: all the work is on the host"
+    if gpu_us > HOST_BOUND_FACTOR * cpu_us:
+        return False, (
+            f"not host-bound: the GPU takes {gpu_us / cpu_us:.1f}x the host time per call, so the launch queue "
+            "hid the launches; CPU time is launch cost only and a sampler would see mostly waiting"
+        )
+    return True, (
+        "host-bound: GPU time per call is close to CPU time per call, so the GPU waited on the CPU "
+        "and launch cost sets the pace"
+    )
+
+
+def size_name(shape: list[int]) -> str:
+    """A size as a sweep names it: N for an NxN by NxN product, else MxKxN."""
+    return str(shape[0]) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
+
+
+def host_bound(timing: "Timing") -> bool | None:
+    """compare's rule (record.boundedness) on the medians of every process's loops; None without loops."""
+    cpu = timing.median("cpu_us")
+    return boundedness(cpu, timing.median("gpu_us"))[0] if cpu is not None else None
+
 
 @dataclass
 class Loops:
@@ -421,22 +452,57 @@ class Group:
 
 
 @dataclass
+class RunConfig:
+    """The options a run was made with (config.Config, as run.json records it), typed where readers compute
+    with them. ``recorded`` is the object as it was read (checked by Run.from_json): the report shows it,
+    and run.json is written back from it as it was."""
+
+    device: str | None = None
+    shape: list[int] | None = None
+    warmup: int | None = None
+    processes: int | None = None
+    repeats: int | None = None
+    pool_threads: int | None = None
+    sample_seconds: int | None = None
+    sizes: list[list[int]] | None = None
+    pairs: list[list[str]] | None = None
+    recorded: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.recorded:  # built in code: recorded as given
+            self.recorded = {k: v for k, v in asdict(self).items() if k != "recorded" and v is not None}
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> "RunConfig":
+        return cls(**{f.name: data.get(f.name) for f in fields(cls) if f.name != "recorded"}, recorded=dict(data))
+
+    @property
+    def timing_processes(self) -> int:
+        """The processes asked for, as the figures' notes count them (1 for a run that does not say)."""
+        return self.processes or 1
+
+
+@dataclass
 class Run:
     schema: int
     complete: bool
     started: str
     finished: str | None
     command: list[str]
-    config: dict[str, Any]
+    config: RunConfig  # a dict given here (a run built in code) is read as one
     env: dict[str, Any]
     groups: list[Group] = field(default_factory=list)
     results: dict[str, CaseResult] = field(default_factory=dict)
     kind: str = "compare"  # one of KINDS: what made the run, and so which analysis and report it gets
 
+    def __post_init__(self) -> None:
+        if isinstance(self.config, dict):
+            self.config = RunConfig.of(self.config)
+
     @property
     def pairs(self) -> list[tuple[str, str]]:
         """The compared pairs, (base, head): as configured (--pair), else cases.default_pairs."""
-        chosen = self.config.get("pairs")
+        chosen = self.config.pairs
         if isinstance(chosen, list) and chosen:
             return [(p[0], p[1]) for p in chosen if isinstance(p, list) and len(p) == 2
                     and p[0] in self.results and p[1] in self.results]
@@ -454,7 +520,7 @@ class Run:
     def to_json(self) -> dict:
         return {"schema": SCHEMA, "kind": self.kind, "complete": self.complete, "started": self.started,
                 "finished": self.finished,
-                "command": self.command, "config": self.config, "env": self.env,
+                "command": self.command, "config": self.config.recorded, "env": self.env,
                 "groups": [asdict(g) for g in self.groups],
                 "results": {label: r.to_json() for label, r in self.results.items()}}
 
@@ -492,7 +558,7 @@ class Run:
         return cls(
             schema=data["schema"], kind=kind, complete=r.flag("complete", False), started=r.text("started", ""),
             finished=r.text("finished"), command=command,
-            config=r.get("config", lambda v: isinstance(v, dict), "an object", {}),
+            config=RunConfig.of(r.get("config", lambda v: isinstance(v, dict), "an object", {})),
             env=r.get("env", lambda v: isinstance(v, dict), "an object", {}),
             groups=[Group.from_json(g) for g in r.items("groups")],
             results={label: CaseResult.from_json(results.obj(label) if isinstance(v, dict)

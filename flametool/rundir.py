@@ -58,6 +58,25 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+REPORT_FILE = "report.html"
+
+
+def write_report(run: Path, html: str, output: Path | None = None) -> Path:
+    """A run directory's rendered report to RUN/report.html, atomically (a reader never sees half a page,
+    and a failed write keeps the last one), or to `output`, the file the user named, written through
+    whatever is there (a symlink, a FIFO, a device) as `export -o` does."""
+    run = Path(run)
+    if output is not None:
+        write_output(Path(output), html, run, keep=REPORT_FILE)
+        return Path(output)
+    path = run / REPORT_FILE
+    try:
+        write_atomic(path, html)
+    except OSError as exc:
+        raise FlametoolError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    return path
+
+
 def write_output(path: Path, text: str, run: Path | None = None, keep: str | None = None) -> None:
     """Write a file the user named (`-o`) as a shell's '>' would: through whatever is there, so a symlink
     keeps pointing where it did, a FIFO is fed, a device (/dev/stdout, /dev/full) is written to and stays a

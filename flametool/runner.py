@@ -20,17 +20,20 @@ import subprocess
 import sys
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterator
 
 from . import envinfo, procs, rundir, sampler, stats
-from .cases import BUILTIN, OPERAND_SEED, CaseSpec
+from .cases import BUILTIN, CaseSpec
+from .config import Config, default_out  # noqa: F401 - default_out: runner.default_out
 from .child import ACTIVE_LOOP, SPARE, TIMED_SECONDS
 from .errors import CaseError, FlametoolError
-from .sweep import host_bound, size_name
-from .record import CaseResult, Group, Loops, Operands, Profiled, Run, Sampling, SweepPoint, Timing
+from .protocol import (RESULT_OF, AnyJob, AnyResult, Done, Failed, JobCase, Phase, PlanItem, Point, ProfileJob,
+                       SampleReady, SweepItem, SweepJob, TimedLoops, TimeJob, decode, encode_job)
+from .record import (CaseResult, Group, Profiled, Run, RunConfig, Sampling, SweepPoint, Timing, host_bound,
+                     size_name)
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
@@ -77,45 +80,6 @@ def message_lines(fd: int, timeout: float) -> Iterator[str]:
 def child_sample_grace() -> float:
     """The sampled phase needs no more than this beyond --sample-seconds; past it the child stops by itself."""
     return sampler.attach_seconds() + sampler.FLUSH_SECONDS + 30
-
-
-@dataclass
-class Config:
-    cases: list[CaseSpec]
-    device: str
-    shape: list[int]
-    dtypes: dict[str, str]  # label -> dtype
-    iters: int = 250
-    warmup: int = 50
-    repeats: int = 3
-    extend_rounds: bool = True  # more rounds at a host-bound shape (child.TIMED_SECONDS); False: `repeats` exactly
-    rate_hz: int = 100
-    sample_seconds: int = 5
-    processes: int = 5  # fresh processes that run the timed loops (see cli.DEFAULT_PROCESSES)
-    max_processes: int = 5  # more, up to this, while a pair's ratio has not settled (--processes auto)
-    extra_seconds: float = 60.0  # and while the processes past `processes` have taken less than this
-    pool_threads: int | None = None  # CPU thread pools in the child (POOL_THREAD_VARS); None: as the environment says
-    sample_shape: list[int] | None = None
-    sample: bool = True
-    keep_going: bool = False
-    isolate: bool = False  # each case's timed loops in processes of its own (not paired)
-    spares: bool = False  # compare starts its later processes ahead (Measurement.start_spares): on a GPU
-    pairs: list[list[str]] | None = None  # [base, head] pairs to compare; None: the first two cases
-    out: Path = field(default_factory=lambda: default_out())
-    out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
-    cpu_fallback: bool = False  # True when no CUDA device was found and the CPU defaults were taken
-    sizes: list[list[int]] | None = None  # a sweep: the shapes to time, in order (`shape` is then the first)
-    operand_seed: int = OPERAND_SEED  # the seed the built-in cases' operands are made from (cases.host_operands)
-
-    def to_json(self) -> dict:
-        data = asdict(self)
-        data["cases"] = [c.to_json() for c in self.cases]
-        data["out"] = str(self.out)
-        return data
-
-
-def default_out() -> Path:
-    return Path("flametool-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
 Progress = Callable[[str, str], None]  # (label, what is happening)
@@ -206,11 +170,11 @@ class Spare:
     def proc(self) -> subprocess.Popen:
         return self.child.proc
 
-    def take(self, spec: dict) -> Started | None:
+    def take(self, job: AnyJob) -> Started | None:
         """Give it its job; None when it is gone (it is stopped, and a fresh child does the job)."""
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.write((json.dumps(spec) + "\n").encode())
+                self.proc.stdin.write((encode_job(job) + "\n").encode())
                 self.proc.stdin.flush()
                 return self.child
             except OSError:
@@ -226,17 +190,16 @@ class Spare:
             pass
 
 
-def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: Progress,
-              folded: Path | None = None,
-              handlers: dict[str, Callable[[dict], None]] | None = None,
-              spare: Spare | None = None) -> tuple[dict | None, str | None, Sampling | None]:
-    """One child process for `spec` (`spare`, when one was started for it), sampled into `folded` when it
-    says it is ready: (result or None, error, sampling). `handlers` take the child's other messages as they
-    come (a sweep's sizes, each kept as soon as it is measured)."""
-    taken = spare.take(spec) if spare is not None else None
-    child = taken or start_child([json.dumps(spec)], config, log_path)
+def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress: Progress,
+              folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
+              spare: Spare | None = None) -> tuple[AnyResult | None, str | None, Sampling | None]:
+    """One child process for `job` (`spare`, when one was started for it), sampled into `folded` when it
+    says it is ready: (result or None, error, sampling). `on_point` takes a sweep's sizes as they come, each
+    kept as soon as it is measured."""
+    taken = spare.take(job) if spare is not None else None
+    child = taken or start_child([encode_job(job)], config, log_path)
     proc, read_fd = child.proc, child.read_fd
-    result: dict | None = None
+    result: AnyResult | None = None
     error: str | None = None
     sampling: Sampling | None = None
     ignored = 0
@@ -246,32 +209,31 @@ def run_child(spec: dict, config: Config, label: str, log_path: Path, progress: 
     try:
         try:
             for line in message_lines(read_fd, timeout):
-                msg = parse_message(line)
-                kind = msg and msg["event"]
-                if kind == "phase":
+                msg = decode(line)
+                if isinstance(msg, Phase):
                     try:
                         doing = describe_phase(msg)
                         progress(label, doing)
                     except (KeyError, TypeError, ValueError):
                         ignored += 1
-                elif kind == "sample_ready" and msg.get("pid") == proc.pid:
+                elif isinstance(msg, SampleReady) and msg.pid == proc.pid:
                     progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
-                    sampling = sampler.record_keeping_up(msg["pid"], config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
+                    sampling = sampler.record_keeping_up(msg.pid, config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
                                                          folded, lambda t: progress(label, t))
                     try:
                         proc.stdin.write(b"stop\n")
                         proc.stdin.flush()
                     except BrokenPipeError:
                         pass  # the child is gone; it sends no result, and that is reported below
-                elif kind == "result" and isinstance(msg.get("result"), dict):
-                    result, error = msg["result"], None  # the child's last word is the one that counts
-                elif kind == "error":
-                    result, error = None, str(msg.get("message"))
-                elif handlers and kind in handlers:
-                    handlers[kind](msg)
+                elif isinstance(msg, Done) and isinstance(msg.result, RESULT_OF[type(job)]):
+                    result, error = msg.result, None  # the child's last word is the one that counts
+                elif isinstance(msg, Failed):
+                    result, error = None, msg.message
+                elif isinstance(msg, Point) and on_point is not None:
+                    on_point(msg)
                 else:
                     ignored += 1
-                if kind == "sample_ready":
+                if isinstance(msg, SampleReady):
                     doing = "the sampled loop"
         except Silent:
             silent = True
@@ -309,38 +271,18 @@ def exit_story(code: int, log_path: Path) -> str:
     return how + (f" (see {log_path})" if logged else " (it wrote nothing to its log)")
 
 
-MESSAGE_START = '{"event": '
-
-
-def parse_message(line: str) -> dict | None:
-    """One message from the child, or None for a line that is not one. The case's code runs in the child and
-    can write to the message pipe too (it is the child's): what is not a message is ignored, and a message
-    that follows stray bytes on the same line is still found."""
-    for start in (0, line.rfind(MESSAGE_START)):
-        if start < 0:
-            continue
-        try:
-            msg = json.loads(line[start:])
-        except ValueError:
-            continue
-        if isinstance(msg, dict) and isinstance(msg.get("event"), str):
-            return msg
-    return None
-
-
-def describe_phase(msg: dict) -> str:
-    phase = msg["phase"]
-    shape = msg.get("shape")
+def describe_phase(msg: Phase) -> str:
+    phase, shape = msg.phase, msg.shape
     at = f" at {','.join(map(str, shape))}" if shape else ""
     if phase == "point":
-        return f"size {msg['index']}/{msg['of']}{at}"
+        return f"size {msg.index}/{msg.of}{at}"
     if phase == "timed":
-        if msg["repeat"] > msg["of"]:
+        if msg.repeat > msg.of:
             return f"more rounds of timed loops{at} (host-bound: each case timed for {TIMED_SECONDS:g} s)"
-        return f"timed loop {msg['repeat']}/{msg['of']}{at}"
-    who = f"{msg['label']}: " if msg.get("label") else ""
+        return f"timed loop {msg.repeat}/{msg.of}{at}"
+    who = f"{msg.label}: " if msg.label else ""
     if phase == "warmup":
-        return f"{who}warm-up ({msg['calls']} calls)"
+        return f"{who}warm-up ({msg.calls} calls)"
     if phase == "setup":
         return f"{who}setting up{at}"
     return {"cprofile": "cProfile loop"}.get(phase, phase)
@@ -356,14 +298,14 @@ def stop(proc: subprocess.Popen) -> None:
             pass
 
 
-def spec_base(config: Config) -> dict:
-    return {"device": config.device, "iters": config.iters, "warmup": config.warmup, "repeats": config.repeats,
-            "extend_rounds": config.extend_rounds,
-            "parent_pid": os.getpid()}
+def job_base(config: Config) -> dict:
+    """What every job takes from the run's config (Job's fields)."""
+    return dict(device=config.device, iters=config.iters, warmup=config.warmup, repeats=config.repeats,
+                extend_rounds=config.extend_rounds, parent_pid=os.getpid())
 
 
-def case_entry(case: CaseSpec, config: Config) -> dict:
-    return {"label": case.label, "case": case.to_json(), "dtype": config.dtypes[case.label]}
+def job_case(case: CaseSpec, config: Config) -> JobCase:
+    return JobCase(case.label, case, config.dtypes[case.label])
 
 
 def blank_result(case: CaseSpec, config: Config) -> CaseResult:
@@ -374,10 +316,9 @@ def blank_result(case: CaseSpec, config: Config) -> CaseResult:
     )
 
 
-def _timing(entry: dict) -> Timing:
-    loops = entry["loops"]
-    return Timing(shape=entry["shape"], calls=entry["calls"], processes=[Loops(**loops)],
-                  host_bound=entry.get("host_bound"), bound_note=entry.get("bound_note"))
+def _timing(timed: TimedLoops) -> Timing:
+    return Timing(shape=timed.shape, calls=timed.calls, processes=[timed.loops], host_bound=timed.host_bound,
+                  bound_note=timed.bound_note)
 
 
 @dataclass
@@ -474,11 +415,8 @@ class Measurement:
         name = "+".join(group.cases)
         for c in cases:
             run.results[c.label].group = index
-        entries = [case_entry(c, config) for c in cases]
-        first = spec_base(config) | {
-            "job": "time", "cases": entries, "sample_shape": config.sample_shape,
-            "plan": [{"shape": config.shape, "calls": None, "key": "timing", "decide": True}],
-        }
+        first = TimeJob(**job_base(config), cases=[job_case(c, config) for c in cases], sample_shape=config.sample_shape,
+                        plan=[PlanItem(config.shape, None, "timing", decide=True)])
         say = lambda what: self.progress(f"timing {name}", f"process 1/{config.processes}: {what}")  # noqa: E731
         got, error, _ = run_child(first, config, name, self.out / f"{name}-timing.log", lambda _l, t: say(t))
         if got is None:
@@ -492,8 +430,8 @@ class Measurement:
         retry: list[tuple[CaseSpec, str]] = []
         for c in cases:
             r = run.results[c.label]
-            mine = got["cases"][c.label]
-            failed = got["errors"].get(c.label)
+            mine = got.cases[c.label]
+            failed = got.errors.get(c.label)
             if failed and paired:
                 retry.append((c, f"could not be built or run beside {self._others(c, cases)} ({failed}); timed alone"))
                 group.cases.remove(c.label)
@@ -502,15 +440,14 @@ class Measurement:
             if failed:
                 r.error = failed
                 continue
-            r.ops_per_step = mine.get("ops_per_step", 1)
-            r.device_info = mine.get("device_info") or {}
-            r.operands = [Operands(**o) for o in mine.get("operands", [])]
-            r.timing = _timing(mine["timing"])
-            r.sample_shape, r.sample_shape_reason = got["sample_shape"], got["sample_shape_reason"]
-            at_sample = mine.get("sample_timing") or mine["timing"]
-            if "sample_timing" in mine:
-                r.sample_timing = _timing(mine["sample_timing"])
-            self.steps[c.label] = at_sample["steps"]
+            r.ops_per_step = 1 if mine.ops_per_step is None else mine.ops_per_step
+            r.device_info = mine.device_info
+            r.operands = list(mine.operands)
+            r.timing = _timing(mine.timing)
+            r.sample_shape, r.sample_shape_reason = got.sample_shape, got.sample_shape_reason
+            if mine.sample_timing is not None:
+                r.sample_timing = _timing(mine.sample_timing)
+            self.steps[c.label] = (mine.sample_timing or mine.timing).steps
         if not group.cases:  # every case is to be timed alone: nothing was measured together
             run.groups.pop()
             return retry
@@ -546,23 +483,21 @@ class Measurement:
                                           or time.monotonic() - started > config.extra_seconds):
                 return
             i += 1
-            spec = spec_base(config) | {
-                "job": "time", "cases": [case_entry(by_label[l], config) for l in live],
-                "plan": [{"shape": sample_shape, "calls": {l: self.steps[l] for l in live}, "key": key}],
-            }
+            job = TimeJob(**job_base(config), cases=[job_case(by_label[l], config) for l in live],
+                          plan=[PlanItem(sample_shape, {l: self.steps[l] for l in live}, key)])
             say = lambda what, i=i: self.progress(f"timing {name}", f"process {i}/{config.processes}"  # noqa: E731
                                                   + ("" if i <= config.processes else " (more, until the ratios settle)")
                                                   + f": {what}")
             log = self.out / f"{name}-timing-{i}.log"
-            got, error, _ = run_child(spec, config, name, log, lambda _l, t: say(t), spare=self.spare(log, live))
+            got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=self.spare(log, live))
             for label in live:
                 r = run.results[label]
-                failed = error if got is None else got["errors"].get(label)
+                failed = error if got is None else got.errors.get(label)
                 if failed:  # what the earlier processes measured stays
                     r.error = f"process {i} of {config.processes}: {failed}"
                     continue
-                r.at_sample_shape.processes.append(Loops(**got["cases"][label][key]["loops"]))
-            if got is not None and any(label not in got["errors"] for label in live):
+                r.at_sample_shape.processes.append(got.cases[label].at(key).loops)
+            if got is not None and any(label not in got.errors for label in live):
                 group.processes = i  # processes that finished their loops
             self.save()
 
@@ -603,32 +538,30 @@ class Measurement:
             if not live:
                 break
 
-            def keep(msg: dict, i: int = i) -> None:
-                j = msg["index"]
-                for label, entry in msg["cases"].items():
+            def keep(msg: Point, i: int = i) -> None:
+                j = msg.index
+                for label, entry in msg.cases.items():
                     r = run.results[label]
                     t = r.points[j]
-                    r.ops_per_step = msg["ops_per_step"].get(label, r.ops_per_step)
-                    r.device_info = msg["device_info"]
-                    if "error" in entry:
-                        t.error = entry["error"] if i == 1 else f"process {i} of {config.processes}: {entry['error']}"
+                    r.ops_per_step = msg.ops_per_step.get(label, r.ops_per_step)
+                    r.device_info = msg.device_info
+                    if entry.error is not None:
+                        t.error = entry.error if i == 1 else f"process {i} of {config.processes}: {entry.error}"
                         calls[j].pop(label, None)
                         continue
                     if i == 1:
-                        t.calls, calls[j][label] = entry["calls"], entry["steps"]
-                        if "operands" in entry:
-                            r.operands.append(Operands(**entry["operands"]))
-                    t.processes.append(Loops(**entry["loops"]))
+                        t.calls, calls[j][label] = entry.calls, entry.steps
+                        if entry.operands is not None:
+                            r.operands.append(entry.operands)
+                    t.processes.append(entry.loops)
                 left.step()
                 self.save()
 
-            spec = spec_base(config) | {
-                "job": "sweep", "cases": [case_entry(c, config) for c in live],
-                "points": [{"shape": size, "calls": None if i == 1 else calls[j]} for j, size in enumerate(config.sizes)],
-            }
+            job = SweepJob(**job_base(config), cases=[job_case(c, config) for c in live],
+                           points=[SweepItem(size, None if i == 1 else calls[j]) for j, size in enumerate(config.sizes)])
             say = lambda what, i=i: self.progress(f"sweep {name}", f"{left.line(i)}: {what}")  # noqa: E731
-            got, error, _ = run_child(spec, config, name, self.out / f"{name}-sweep-{i}.log", lambda _l, t: say(t),
-                                      handlers={"point": keep})
+            got, error, _ = run_child(job, config, name, self.out / f"{name}-sweep-{i}.log", lambda _l, t: say(t),
+                                      on_point=keep)
             measured = any(p.processes for c in cases for p in run.results[c.label].points)
             if got is None and i == 1 and paired and not measured:
                 run.groups.pop()  # nothing was measured together: each case gets a group of its own
@@ -673,25 +606,23 @@ class Measurement:
         """The case alone at `shape`, `steps` calls a loop: its own loops, cProfile and py-spy, into NAME.prof
         and NAME.folded. Returns what it measured, or why it could not."""
         config = self.config
-        spec = spec_base(config) | {
-            "job": "profile", "case": case_entry(case, config), "shape": shape, "steps": steps,
-            "sample": config.sample, "prof_path": str(rundir.prof_path(self.out, name).resolve()),
-            "max_sample_seconds": config.sample_seconds + child_sample_grace(),
-        }
+        job = ProfileJob(**job_base(config), case=job_case(case, config), shape=shape, steps=steps, sample=config.sample,
+                         prof_path=str(rundir.prof_path(self.out, name).resolve()),
+                         max_sample_seconds=config.sample_seconds + child_sample_grace())
         log = self.out / f"{name}.log"
-        got, error, sampling = run_child(spec, config, name, log, self.progress, rundir.folded_path(self.out, name),
+        got, error, sampling = run_child(job, config, name, log, self.progress, rundir.folded_path(self.out, name),
                                          spare=self.spare(log, [case.label]))
         if got is None:
             return error
         files = {"prof": rundir.prof_path(self.out, name).name}
         if sampling is not None:
             files["folded"] = rundir.folded_path(self.out, name).name
-            sampling.calls_per_chunk = got.get("calls_per_chunk")
-            sampling.chunks = len(got.get("chunks") or [])
-            sampling.sampled_us_per_call = sampler.sampled_us_per_call(got.get("chunks") or [],
-                                                                       got.get("calls_per_chunk") or 1, sampling.window)
-        return Profiled(own=Loops(**got["own"]), calls=got["calls"], cprofile_us_per_call=got["cprofile_us_per_call"],
-                        cprofile_calls=got["cprofile_calls"], sampling=sampling, files=files)
+            sampling.calls_per_chunk = got.calls_per_chunk
+            sampling.chunks = len(got.chunks or [])
+            sampling.sampled_us_per_call = sampler.sampled_us_per_call(got.chunks or [], got.calls_per_chunk or 1,
+                                                                       sampling.window)
+        return Profiled(own=got.own, calls=got.calls, cprofile_us_per_call=got.cprofile_us_per_call,
+                        cprofile_calls=got.cprofile_calls, sampling=sampling, files=files)
 
 
 def start(config: Config, argv: list[str], progress: Progress, kind: str = "compare") -> Measurement:
@@ -705,7 +636,7 @@ def start(config: Config, argv: list[str], progress: Progress, kind: str = "comp
     step_timeout()  # and FLAMETOOL_STEP_TIMEOUT
     config.out = rundir.create(out, unique=config.out_is_default)
     run = Run(schema=rundir.SCHEMA, kind=kind, complete=False, started=_now(), finished=None, command=argv,
-              config=config.to_json(), env=envinfo.collect(config.device),
+              config=RunConfig.of(config.to_json()), env=envinfo.collect(config.device),
               results={c.label: blank_result(c, config) for c in config.cases})
     m = Measurement(config, run, progress)
     m.save()

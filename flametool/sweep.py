@@ -16,17 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import attribution, stats
-from .child import HOST_BOUND_FACTOR, classify
-from .record import Run, SweepPoint, Timing
+from .operands import UnlikeOperands, unlike_operands
+from .record import HOST_BOUND_FACTOR, Run, SweepPoint, Timing, host_bound, size_name  # noqa: F401 - sweep.size_name
 
 
 def edge(shape: list[int]) -> float:
     """The side of the cube with a shape's number of multiply-adds: one axis for squares and triples."""
     return (shape[0] * shape[1] * shape[2]) ** (1 / 3)
-
-
-def size_name(shape: list[int]) -> str:
-    return str(shape[0]) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
 
 
 @dataclass
@@ -43,12 +39,6 @@ class Point:
     host_bound: bool | None = None
     processes: int = 0
     error: str | None = None
-
-
-def host_bound(timing: Timing) -> bool | None:
-    """compare's rule (child.classify) on the medians of every process's loops; None without loops."""
-    cpu = timing.median("cpu_us")
-    return classify(cpu, timing.median("gpu_us"))[0] if cpu is not None else None
 
 
 def point(timing: SweepPoint) -> Point:
@@ -99,7 +89,7 @@ class Crossover:
 
 def crossover(points: list[Point]) -> Crossover:
     """Where the GPU's own time per call overtakes the host's, between the largest host-bound size and the
-    GPU-bound size above it (host-bound as compare calls it: GPU time within child.HOST_BOUND_FACTOR of host
+    GPU-bound size above it (host-bound as compare calls it: GPU time within record.HOST_BOUND_FACTOR of host
     time).
 
     CUDA events time the GPU's own work only where it is GPU-bound: at a host-bound size they time it waiting
@@ -268,6 +258,7 @@ class SweepAnalysis:
     pairs: list[SweepPair] = field(default_factory=list)
     # --sample: size name -> label -> the case's attribution there (attribution.CaseCosts.to_json)
     layers: dict[str, dict[str, dict]] = field(default_factory=dict)
+    unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
 
     _index: dict = field(default_factory=dict, repr=False, compare=False)  # label -> by_shape of its curve
 
@@ -285,7 +276,7 @@ class SweepAnalysis:
 
     @property
     def shapes(self) -> list[list[int]]:
-        sizes = self.run.config.get("sizes")
+        sizes = self.run.config.sizes
         if isinstance(sizes, list) and sizes:
             return sizes
         return next((([p.shape for p in c]) for c in self.curves.values() if c), [])
@@ -301,7 +292,7 @@ def by_shape(points: list) -> dict[tuple, object]:
 
 def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
     """Every case's points and crossover, the layers at each sampled size, every compared pair per size."""
-    out = SweepAnalysis(run_dir, run)
+    out = SweepAnalysis(run_dir, run, unlike=unlike_operands(run))
     for label, result in run.results.items():
         out.curves[label] = [point(t) for t in result.points]
         out.crossovers[label] = crossover(out.curves[label])

@@ -6,9 +6,11 @@ import numpy as np
 from rich.console import Console
 
 from flametool import analysis, cases, child, rundir
+from flametool.cases import CaseSpec
+from flametool.protocol import JobCase
 from flametool.record import Operands
-from flametool.renderers import html as report
-from flametool.renderers import terminal
+from flametool.render import html as report
+from flametool.render import terminal
 from runbuild import make_run
 
 LINE = "step;active_loop;matmul 10\n"
@@ -18,11 +20,11 @@ def test_numpy_and_torch_multiply_the_same_bytes():
     for dtype in ("float32", "float16", "float64"):
         (sn, _), (st, _) = cases.numpy_matmul(48, 32, 16, dtype, "cpu"), cases.torch_mm(48, 32, 16, dtype, "cpu")
         fn, ft = child.fingerprint(sn), child.fingerprint(st)
-        assert fn["fingerprint"] == ft["fingerprint"] and fn["made"] == ft["made"], dtype
+        assert fn.fingerprint == ft.fingerprint and fn.made == ft.made, dtype
         assert st.operands[0].numpy().tobytes() == sn.operands[0].tobytes()
         # torch holds copies: the two cases do not share memory
         assert st.operands[0].data_ptr() != sn.operands[0].ctypes.data
-    assert "rounded to float16" in child.fingerprint(cases.torch_mm(8, 8, 8, "float16", "cpu")[0])["made"]
+    assert "rounded to float16" in child.fingerprint(cases.torch_mm(8, 8, 8, "float16", "cpu")[0]).made
 
 
 def test_fingerprint_tells_values_apart():
@@ -33,19 +35,19 @@ def test_fingerprint_tells_values_apart():
 
     step.operands = (a, b)
     first = child.fingerprint(step)
-    assert first["made"] == "step.operands of the case" and first["hashed"].endswith("every byte")
+    assert first.made == "step.operands of the case" and first.hashed.endswith("every byte")
     b[3, 3] = 2
-    assert child.fingerprint(step)["fingerprint"] != first["fingerprint"]
+    assert child.fingerprint(step).fingerprint != first.fingerprint
     # the same bytes as another dtype are other operands
     step.operands = (a.view(np.int32), b)
-    assert child.fingerprint(step)["fingerprint"] not in (first["fingerprint"],)
+    assert child.fingerprint(step).fingerprint not in (first.fingerprint,)
 
 
 def test_a_large_operand_is_hashed_in_part_and_says_so(monkeypatch):
     monkeypatch.setattr(child, "FINGERPRINT_ELEMENTS", 100)
     step, _ = cases.torch_mm(30, 30, 10, "bfloat16", "cpu")  # bfloat16: hashed as its 16-bit patterns
     found = child.fingerprint(step)
-    assert found["hashed"] == "blake2b of 2 operands, of each, one element in 9, 3"
+    assert found.hashed == "blake2b of 2 operands, of each, one element in 9, 3"
     assert child.fingerprint(cases.torch_mm(30, 30, 10, "bfloat16", "cpu")[0]) == found
 
 
@@ -71,13 +73,13 @@ def test_unlike_operands_are_flagged_in_the_terminal_and_the_report(tmp_path):
     printed = buffer.getvalue()
     assert "operands differ: at 64,64,64 float32 the cases multiply different values" in printed
     assert "mine bbbbbbbbbbbb (step.operands of the case)" in printed
-    caveats = [c for c in report.build(out).warnings if c.kind == "operands differ"]
+    caveats = [c for c in report.build(analysis.load(out)).warnings if c.kind == "operands differ"]
     assert len(caveats) == 1 and "numpy aaaaaaaaaaaa" in caveats[0].text
     # the same bytes everywhere (or no fingerprints, as in runs before them): nothing to flag
     run.results["mine"].operands = run.results["numpy"].operands
     rundir.save(out, run)
     assert analysis.unlike_operands(rundir.load(out)) == []
-    assert not [c for c in report.build(out).warnings if c.kind == "operands differ"]
+    assert not [c for c in report.build(analysis.load(out)).warnings if c.kind == "operands differ"]
 
 
 def test_operands_that_cannot_be_hashed_leave_the_case_built(capsys):
@@ -86,8 +88,7 @@ def test_operands_that_cannot_be_hashed_leave_the_case_built(capsys):
             pass
 
     errors, operands = {}, {}
-    case = {"label": "odd", "dtype": "float32",
-            "case": {"module": __name__, "factory": "odd_operands"}}
+    case = JobCase("odd", CaseSpec("odd", "odd_operands", module=__name__), "float32")
     made = child.build([case], [4, 4, 4], "cpu", Report(), errors, operands)
     assert list(made) == ["odd"] and errors == {} and operands == {}
     assert "step.operands could not be hashed" in capsys.readouterr().err

@@ -4,20 +4,15 @@ from pathlib import Path
 
 import pytest
 
+import checks
+
 from flametool import cli as cli_module
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
 
 
 def one_line_error(capsys, argv, code=2):
-    rc = cli_module.main(argv)
-    err = capsys.readouterr().err
-    assert rc == code, err
-    # progress lines may come first (stderr is not a terminal here); the error is one line, the last
-    errors = [l for l in err.splitlines() if l.startswith("flametool: ")]
-    assert len(errors) == 1 and err.rstrip().endswith(errors[0]), err
-    assert "Traceback" not in err
-    return errors[0]
+    return checks.one_line_error(capsys, argv, code, progress_first=True)
 
 
 @pytest.mark.parametrize(

@@ -111,7 +111,7 @@ def test_isolate_times_each_case_in_processes_of_its_own(cli, tmp_path):
                "--processes", "2", "--repeats", "2", "--iters", "100", "--no-sample", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     data = rundir.load(out)
-    assert data.config["isolate"] is True
+    assert data.config.recorded["isolate"] is True
     assert [(g.cases, g.paired, g.processes) for g in data.groups] == [(["numpy"], False, 2), (["add_case"], False, 2)]
     assert all(g.reason.startswith("--isolate") for g in data.groups)
     for index, label in enumerate(["numpy", "add_case"]):
@@ -134,7 +134,7 @@ def test_pool_threads_reach_the_child(cli, tmp_path, run):
                "--repeats", "1", "--processes", "1", "--sample-seconds", "1", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     data = rundir.load(out)
-    assert data.config["pool_threads"] == 1
+    assert data.config.pool_threads == 1
     # numpy's BLAS pool of one is the main thread itself: py-spy stops one thread per sample
     assert data.results["numpy"].sampling.threads == 1
 

@@ -2,6 +2,8 @@
 
 import pytest
 
+from checks import one_line_error
+
 from flametool import attribution as at
 from flametool import cli, diff
 from flametool import folded
@@ -84,15 +86,6 @@ def test_a_native_step_sits_under_the_root():
 
 
 # --- flametool diff RUN_A RUN_B --------------------------------------------------------------------------
-
-def one_line_error(capsys, argv, code=2):
-    rc = cli.main(argv)
-    err = capsys.readouterr().err
-    assert rc == code, err
-    lines = [l for l in err.splitlines() if l.strip()]
-    assert len(lines) == 1 and lines[0].startswith("flametool: ") and "Traceback" not in err, err
-    return lines[0]
-
 
 @pytest.fixture
 def runs(tmp_path):

@@ -4,8 +4,10 @@ import json
 
 import pytest
 
+from checks import one_line_error
+
 from flametool import cli
-from flametool.renderers import speedscope as exporters
+from flametool.render import speedscope as exporters
 from flametool import folded
 from flametool import naming
 from flametool.errors import FlametoolError
@@ -71,15 +73,6 @@ def test_folded_one_case(run, capsys):
     stacks = folded.parse(capsys.readouterr().out)
     assert stacks == [folded.Stack(("flametool.cases.torch_mm.<locals>.step", "torch::autograd::THPVariable_mm (libtorch_python.so)",
                                 "at::_ops::mm_out::call (libtorch_cpu.so)"), 5)]
-
-
-def one_line_error(capsys, argv, code=2):
-    rc = cli.main(argv)
-    err = capsys.readouterr().err
-    assert rc == code, err
-    lines = [l for l in err.splitlines() if l.strip()]
-    assert len(lines) == 1 and lines[0].startswith("flametool: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 @pytest.mark.parametrize("args, words", [

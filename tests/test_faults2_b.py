@@ -11,17 +11,19 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from checks import error_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
 from flametool import attribution as at
-from flametool import cli, rundir, tree
-from flametool.renderers import flame
-from flametool.renderers import speedscope as exporters
+from flametool import analysis, cli, rundir, tree
+from flametool import flamegraph as flame
+from flametool.render import speedscope as exporters
 from flametool import diff as df
 from flametool import layers as ly
 from flametool import folded
-from flametool import naming
+from flametool import naming, reading
 from reportruns import hostile_run
 from runbuild import make_run, snapshot
 
@@ -29,10 +31,7 @@ from runbuild import make_run, snapshot
 def one_line(capsys) -> tuple[str, str]:
     """(stdout, the one stderr line) of a command that failed cleanly."""
     captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("flametool: "), captured.err
-    assert "Traceback" not in captured.err
-    return captured.out, lines[0]
+    return captured.out, error_of(captured.err)
 
 
 # --- 3: report -o writes through what is there, and says when it cannot ---------------------------------------
@@ -194,9 +193,9 @@ def test_folded_count_too_large_is_one_line(tmp_path, capsys):
 def test_stored_analysis_and_diff_are_not_read_but_recomputed(tmp_path, capsys):
     """The report computes analysis and diff afresh: stored ones of any shape neither crash it nor show."""
     run = hostile_run(tmp_path / "run")
-    from flametool.renderers import html as report
+    from flametool.render import html as report
 
-    expected = report.render(run)
+    expected = report.render(analysis.load(run))
     edit(run, lambda d: d.update(analysis={"alpha": {"hot_frames": "x", "us_per_call": "nan"}, "beta": [1]},
                                  diff={"base": 1, "layers": None, "frames": {"a": 2}}))
     assert cli.main(["report", str(run), "-o", str(tmp_path / "a.html")]) == 0
@@ -267,7 +266,7 @@ def test_compare_summary_prints_hostile_names_visibly(tmp_path):
     from rich.console import Console
 
     from flametool import analysis
-    from flametool.renderers import terminal
+    from flametool.render import terminal
 
     label = f"ev{CLEAR}il"
     run = hostile_terminal_run(tmp_path / "run", 10.0, label)
@@ -414,7 +413,7 @@ def test_streamed_normalization_is_the_same(tmp_path_factory, stacks, by_line, l
     extra = [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else []
     usable = [s for s in folded.read(path) if s.frames and s.count > 0] + extra
     expected = reference_normalize(usable, by_line)
-    got = naming.read_normalized(path, by_line, extra)
+    got = reading.read_normalized(path, by_line, extra)
     assert got == expected and list(got[1]) == list(expected[1])  # the stacks, the frames, in the same order
     assert all(got[1][k] == expected[1][k] for k in expected[1])
 
@@ -423,7 +422,7 @@ def test_streamed_naming_reads_again_when_a_later_path_names_a_module(tmp_path):
     """'fast_path (_speedups.c)' is named from an extension path that only a later line shows."""
     path = tmp_path / "p.folded"
     path.write_text("step (c.py:1);fast_path (_speedups.c:120) 3\nstep (c.py:1);x (mypkg/_speedups.cpython-311-x86_64-linux-gnu.so) 1\n")
-    stacks, frames = naming.read_normalized(path)
+    stacks, frames = reading.read_normalized(path)
     assert stacks[0].frames == ("c.step", "mypkg._speedups.fast_path")
     assert (stacks, frames) == reference_normalize(folded.read(path))
 
@@ -441,7 +440,7 @@ def test_streamed_read_reports_bad_lines_as_read_does(tmp_path, text, line):
 
     path = tmp_path / "p.folded"
     path.write_text(text, encoding="utf-8", newline="")
-    for reader in (folded.read, naming.read_normalized):
+    for reader in (folded.read, reading.read_normalized):
         with pytest.raises(RunDirError) as exc:
             reader(path)
         assert str(exc.value).startswith(f"{path}: {line}"), str(exc.value)

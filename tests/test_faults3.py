@@ -12,6 +12,7 @@ from pathlib import Path
 
 import faultkit as fk
 from flametool import analysis, cli
+from flametool.render.base import Options
 from reportruns import hostile_run
 from runbuild import snapshot
 
@@ -175,7 +176,7 @@ def test_sweep_cells_are_matched_by_size_not_position(tmp_path):
 
     from flametool import format as fmt
     from flametool import rundir, sweep
-    from flametool.renderers import sweep_page
+    from flametool.render import sweep_page
 
     out = tmp_path / "run"
     proc = fk.run([*SWEEP, "--sizes", "8,32", "--libs", "numpy,torch", "--out", str(out)])
@@ -206,11 +207,11 @@ def test_tables_at_40_columns_never_cut_a_figure(tmp_path):
     summary is in the 40-column one, whole, and no figure ends in '…'."""
     import re
 
-    from flametool import renderers
+    from flametool import render
 
     run = hostile_run(tmp_path / "d")
     a = analysis.load(run)
-    wide, narrow = (renderers.get("terminal")(width=w, colour=False, view="caller").render(a) for w in (160, 40))
+    wide, narrow = (render.get("terminal")(Options(width=w, colour=False, view="caller")).render(a) for w in (160, 40))
     figure = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?(?: ?(?:us|x|×|%))?(?![\w.])")
     missing = [f for f in set(figure.findall(wide)) if f not in narrow]
     assert not missing, missing

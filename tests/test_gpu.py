@@ -18,7 +18,7 @@ def gpu_run(cli, tmp_path_factory):
 
 def test_cuda_cases_measure_host_and_device(gpu_run):
     out, data = gpu_run
-    assert data.complete and data.config["device"] == "cuda:0"
+    assert data.complete and data.config.device == "cuda:0"
     for label in ("cupy", "torch"):
         r = data.results[label]
         assert r.error is None
@@ -29,7 +29,7 @@ def test_cuda_cases_measure_host_and_device(gpu_run):
         assert r.device_name  # the GPU actually used, named by the CUDA library loaded in its process
         assert r.device_info["cuda_runtime"]
         # one thread per CPU pool on CUDA: the main thread and the driver's few, not one per core
-        assert data.config["pool_threads"] == 1 and r.sampling.threads <= 8, r.sampling.threads
+        assert data.config.pool_threads == 1 and r.sampling.threads <= 8, r.sampling.threads
     # both libraries built in each process, their loops interleaved: the ratio is paired
     (group,) = data.groups
     assert group.cases == ["cupy", "torch"] and group.paired and group.processes == 2

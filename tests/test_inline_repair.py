@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from flametool import analysis, attribution, folded, naming
-from flametool.renderers.terminal import TerminalRenderer
+from flametool.render.base import Options
+from flametool.render.terminal import TerminalRenderer
 from runbuild import make_run
 
 # the first frames of a real CuPy 14.2 stack (samples/h200-hostbound-1024/cupy.folded), then the lines
@@ -56,7 +57,7 @@ def test_the_run_directory_keeps_what_py_spy_wrote(tmp_path):
     a = analysis.load(run)
     assert a.cases["cupy"]["repaired_samples"] == 7
     assert (run / "cupy.folded").read_text() == before  # repaired when read, never written back
-    printed = TerminalRenderer(width=200).render(a)
+    printed = TerminalRenderer(Options(width=200)).render(a)
     assert "(7 repaired: an inlined header chain py-spy put between a function and itself)" in printed
 
 

@@ -14,7 +14,7 @@ from flametool import attribution as at
 from flametool import diff as df
 from flametool import folded, naming, reading, tree
 from flametool.errors import RunDirError
-from flametool.renderers import flame
+from flametool import flamegraph as flame
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import large_profile  # noqa: E402  (the benchmark's generator of py-spy-like stacks)
@@ -50,7 +50,7 @@ def test_a_file_read_in_ranges_is_read_as_in_one_pass(synthetic, monkeypatch, by
     expected = straightforward(synthetic["cupy"], by_line, extra)
     forced_parallel(monkeypatch, 3)
     assert len(reading.line_ranges(synthetic["cupy"], 3)) == 3
-    got = naming.read_normalized(synthetic["cupy"], by_line, extra)
+    got = reading.read_normalized(synthetic["cupy"], by_line, extra)
     # the same stacks in the same (first-seen) order, the same names in the same order, each the same Frame
     assert got[0] == expected[0]
     assert list(got[1].items()) == list(expected[1].items())
@@ -64,7 +64,7 @@ def test_a_module_path_in_a_later_range_renames_a_frame_of_an_earlier_one(tmp_pa
     lines.append("step (c.py:1);x (mypkg/_speedups.cpython-311-x86_64-linux-gnu.so) 1\n")
     path.write_text("".join(lines))
     forced_parallel(monkeypatch, 4)
-    stacks, frames = naming.read_normalized(path)
+    stacks, frames = reading.read_normalized(path)
     assert stacks[0].frames == ("c.step", "mypkg._speedups.fast_path")
     assert (stacks, frames) == straightforward(path)
 
@@ -74,7 +74,7 @@ def test_a_bad_line_in_a_later_range_is_numbered_in_the_whole_file(tmp_path, mon
     path.write_text("a;b 1\n" * 500 + "a;b x\n" + "a;c 2\n" * 20)
     forced_parallel(monkeypatch, 2)
     with pytest.raises(RunDirError, match=r"line 501: count 'x' is not an integer"):
-        naming.read_normalized(path)
+        reading.read_normalized(path)
 
 
 def test_line_ranges_start_at_lines_and_cover_the_file(synthetic):
@@ -141,7 +141,7 @@ def reference_diff_graph(case_diff: dict, threshold: float) -> flame.Graph:
 def test_flame_graphs_from_arrays_are_those_from_the_node_tree(synthetic, threshold):
     profiles = []
     for label, path in synthetic.items():
-        stacks, frames = naming.read_normalized(path, extra=[folded.Stack((naming.LOOP_FRAME,), 40)])
+        stacks, frames = reading.read_normalized(path, extra=[folded.Stack((naming.LOOP_FRAME,), 40)])
         stacks, repaired = naming.repair_sandwiches(stacks, frames)
         profiles.append(at.Profile(label, stacks, frames, 12.5, None, repaired))
     for p in profiles:
@@ -168,7 +168,7 @@ def test_a_file_that_is_not_utf8_cannot_be_read(tmp_path, monkeypatch, text, ran
     path.write_bytes(text * 50)
     forced_parallel(monkeypatch, ranges)
     with pytest.raises(RunDirError, match="cannot be read .*can't decode"):
-        naming.read_normalized(path)
+        reading.read_normalized(path)
 
 
 def test_counts_are_read_as_python_reads_them(tmp_path, monkeypatch):
@@ -176,8 +176,8 @@ def test_counts_are_read_as_python_reads_them(tmp_path, monkeypatch):
     path = tmp_path / "p.folded"
     path.write_text("a;b 1\r\nc;d \u0661\u0662\n\n \t\na;b 1_0\n\u2003\nx 0\n", encoding="utf-8", newline="")
     forced_parallel(monkeypatch, 2)
-    assert naming.read_normalized(path) == straightforward(path)
-    assert [s.count for s in naming.read_normalized(path)[0]] == [11, 12]
+    assert reading.read_normalized(path) == straightforward(path)
+    assert [s.count for s in reading.read_normalized(path)[0]] == [11, 12]
 
 
 # --- a large run's cases prepared side by side --------------------------------------------------------------
@@ -186,7 +186,7 @@ def analysed_run(run: Path) -> dict:
     """What the report and the terminal show of a run: every case's figures in both views, every pair's diff
     in both views, and the flame graphs' data."""
     from flametool import analysis
-    from flametool.renderers import html
+    from flametool.render import html
 
     a = analysis.load(run)
     diffs = [p.diff for p in a.pairs if p.diff]

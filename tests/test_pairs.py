@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flametool import analysis, cases, cli
-from flametool.renderers import html as report
+from flametool.render import html as report
 from runbuild import snapshot
 
 CASES = Path(__file__).parent / "cases" / "pair_cases.py"
@@ -32,7 +32,7 @@ def test_the_chosen_pair_is_the_run_s_diff(four):
     out, stdout = four
     a = analysis.load(out)
     assert [(p.base, p.head) for p in a.pairs] == [("p3", "p4")]  # chosen, not the first two cases
-    assert a.run.config["pairs"] == [["p3", "p4"]]
+    assert a.run.config.pairs == [["p3", "p4"]]
     d = a.pairs[0].diff
     # step() holds all of the difference; below it, the planted function is the top frame by total
     top = max((r for r in d["frames"] if r["frame"] != "step()"), key=lambda r: r["delta_total_us_per_call"])
@@ -43,7 +43,7 @@ def test_the_chosen_pair_is_the_run_s_diff(four):
 
 def test_the_report_has_the_pair(four):
     out, _ = four
-    model = report.build(out)
+    model = report.build(analysis.load(out))
     assert model.pairs == ["p4 − p3"] and [t.title for t in model.diff_tables] == ["p4 − p3"]
     assert model.layers.diff_titles == ["p4 − p3"]
     assert any(BUSY in row.frame for row in model.diff_tables[0].rows)

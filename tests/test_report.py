@@ -14,9 +14,11 @@ from pathlib import Path
 import jinja2
 import pytest
 
+from checks import one_line_error
+
 from flametool import analysis, cli, rundir
-from flametool.renderers import flame
-from flametool.renderers import html as report
+from flametool import flamegraph as flame
+from flametool.render import html as report
 from flametool.record import Group, Loops
 from reportruns import CLOSER, ROOT, XSS, cpu_run_dir, h200_run_dir, hostile_run, sample_runs
 from runbuild import make_run, snapshot
@@ -83,7 +85,7 @@ def evil_run(tmp_path):
 
 
 def render(run: Path) -> tuple[str, Page]:
-    html = report.render(run)
+    html = report.render(analysis.load(run))
     return html, Page(html)
 
 
@@ -133,7 +135,7 @@ def no_external_loads(page: Page) -> None:
 
 def test_compare_writes_report(cpu_run):
     """compare renders report.html itself, through the same function as `flametool report`."""
-    path = cpu_run / report.REPORT_FILE
+    path = cpu_run / rundir.REPORT_FILE
     assert path.is_file()
     page = Page(path.read_text(encoding="utf-8"))
     check_page(cpu_run, path.read_text(encoding="utf-8"), page)
@@ -149,7 +151,7 @@ def test_cpu_run_report(cpu_run):
         assert f"snakeviz {cpu_run / (label + '.prof')}" in text
     assert "torch − numpy = " in text and "us per call on the host (torch " in text  # the headline sentence
     # the headline leads with the paired ratio of the two cases, timed in the same processes
-    pairs = report.build(cpu_run).headline.pairs
+    pairs = report.build(analysis.load(cpu_run)).headline.pairs
     assert pairs[0].startswith("torch / numpy = ") and pairs[0].endswith(", paired over 2 processes"), pairs
     assert text.index(pairs[0]) < text.index("us per call on the host (torch ")
     assert len(data["graphs"]) == 3
@@ -172,7 +174,7 @@ def test_h200_reference_report(h200_run):
     assert "torch − cupy = -" in text and "In torch − cupy, the largest layer difference" in text
     assert "not host-bound" in text and "256,256,256" in text  # which shape was sampled, and why
     # its figures were measured in separate processes: the page says the comparison is not paired
-    assert "not paired: each case in processes of its own" in text and "not paired" in [w.kind for w in report.build(h200_run).warnings]
+    assert "not paired: each case in processes of its own" in text and "not paired" in [w.kind for w in report.build(analysis.load(h200_run)).warnings]
     assert len(html) < 1_500_000
 
 
@@ -240,7 +242,7 @@ def test_warnings(tmp_path):
     data.complete = False
     rundir.save(run, data)
     assert b.profile.cprofile_inflation == pytest.approx(3.0) and a.profile.slowdown == pytest.approx(2.5)
-    text = " ".join(Page(report.render(run)).text)
+    text = " ".join(Page(report.render(analysis.load(run))).text)
     for words in ("run incomplete", "different dtypes", "different shapes", "not host-bound", "1024,1024,1024",
                   "few samples", "2.5× slower while py-spy", "stops all 34 threads of the process", "sampling incomplete", "py-spy exited with code 1",
                   "3.0× slower under cProfile", "noisy timing"):
@@ -252,7 +254,7 @@ def test_headline_names_the_difference(tmp_path):
         "a": ("step (s.py:1);shared (lib.so) 100\n", 10.0, 0),
         "b": ("step (s.py:1);shared (lib.so) 100\nstep (s.py:1);malloc (libc.so.6) 100\n", 20.0, 0),
     })
-    model = report.build(run)
+    model = report.build(analysis.load(run))
     # the headline leads with the paired ratio and difference (one process, one round each: no interval)...
     assert model.headline.pairs == ["b / a = 2.000× (no interval); b − a = +10.00 us per call, paired over 1 round of one process",
                                     "b / a: no interval (too few processes or rounds); run with --processes 5 for one"]
@@ -263,7 +265,7 @@ def test_headline_names_the_difference(tmp_path):
     assert "Python (+10.00 us)" in model.headline.sentence and "malloc (libc.so.6) (+10.00" in model.headline.sentence
     assert [r.deltas for r in model.layers_library.rows if r.layer == "C library/allocator"] == [[("+10.00 ± 0.71", "more")]]
     assert "C library/allocator" not in {r.layer for r in model.layers.rows}
-    html = report.render(run)
+    html = report.render(analysis.load(run))
     assert html.index("b / a = 2.000×") < html.index("At the sampled shape (64,64,64) b − a")
 
 
@@ -282,7 +284,7 @@ def test_headline_names_the_processes(tmp_path):
     run = make_run(tmp_path / "r", {"a": (stack, 10.0, 0), "b": (stack, 12.0, 0)})
     # the processes run at speeds of their own; b / a is 1.19, 1.20 and 1.21 within them
     paired_processes(run, {"a": [[10.0, 10.0], [15.0, 15.0], [20.0, 20.0]], "b": [[11.9, 11.9], [18.0, 18.0], [24.2, 24.2]]})
-    model = report.build(run)
+    model = report.build(analysis.load(run))
     (line,) = model.headline.pairs  # a tight interval: no note that it is wide
     assert line.startswith("b / a = 1.200× (95%: 1.17") and line.endswith(", paired over 3 processes"), line
     assert "over 3 processes" in model.headline.method
@@ -290,7 +292,7 @@ def test_headline_names_the_processes(tmp_path):
     assert rows["a"].cpu == "15.00 us" and rows["a"].cpu_spread.startswith("95%: ")  # bootstrap over the processes
     # one process of three rounds: the units are rounds of that process, and the page says so, not "3 processes"
     paired_processes(run, {"a": [[10.0, 10.2, 10.4]], "b": [[12.0, 12.3, 12.5]]})
-    (line,) = report.build(run).headline.pairs
+    (line,) = report.build(analysis.load(run)).headline.pairs
     assert line.startswith("b / a = 1.20") and "3 processes" not in line and "3 rounds" in line, line
 
 
@@ -304,7 +306,7 @@ def test_pairs_that_are_not_paired_say_so(tmp_path):
                    Group(["b"], False, "--isolate: each case in processes of its own", 1)]
     data.results["a"].group, data.results["b"].group = 0, 1
     rundir.save(run, data)
-    model = report.build(run)
+    model = report.build(analysis.load(run))
     assert model.headline.pairs[0] == "b / a = 1.200× (no interval); b − a = +2.00 us per call, not paired: each case in processes of its own"
     caveats = [w.text for w in model.warnings if w.kind == "not paired"]
     assert len(caveats) == 2 and caveats[0].startswith("a: --isolate: each case in processes of its own.")
@@ -314,7 +316,7 @@ def test_processes_that_differ_are_flagged(tmp_path):
     stack = "step (s.py:1);f (s.py:2) 50\n"
     run = make_run(tmp_path / "r", {"a": (stack, 10.0, 0), "b": (stack, 12.0, 0)})
     paired_processes(run, {"a": [[10.0], [20.0]], "b": [[12.0], [24.0]]})
-    text = " ".join(Page(report.render(run)).text)
+    text = " ".join(Page(report.render(analysis.load(run))).text)
     assert "a: its timing processes ran at 10.00 us to 20.00 us per call" in text
     assert "not paired" not in text  # both cases shared those processes
 
@@ -346,15 +348,6 @@ def test_environment_is_strict_and_escaping():
 
 
 # --- the command ------------------------------------------------------------------------------------------
-
-def one_line_error(capsys, argv) -> str:
-    rc = cli.main(argv)
-    err = capsys.readouterr().err
-    assert rc == 2, err
-    lines = [l for l in err.splitlines() if l.strip()]
-    assert len(lines) == 1 and lines[0].startswith("flametool: ") and "Traceback" not in err, err
-    return lines[0]
-
 
 def test_report_command_writes_into_run_dir(evil_run, capsys):
     before = snapshot(evil_run)
@@ -422,7 +415,7 @@ def test_compare_keeps_run_json_when_render_fails(evil_run, capsys, monkeypatch)
         raise RuntimeError("template exploded")
 
     before = snapshot(evil_run)
-    monkeypatch.setattr(report, "write", broken)
+    monkeypatch.setattr(report, "render", broken)  # what the HTML renderer renders with
     from rich.console import Console
 
     cli.write_report(evil_run, analysis.load(evil_run), Console(stderr=True), Console())
@@ -448,10 +441,10 @@ def test_installed_wheel_finds_templates(tmp_path, evil_run):
     # the unpacked wheel first on the path: flametool and its templates come from there, not from this checkout
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "import flametool, flametool.renderers.html as r;"
+        "import flametool, flametool.render.html as r;"
         "assert flametool.__file__.startswith(sys.argv[1]), flametool.__file__;"
         "print(r.templates_dir());"
-        "r.write(sys.argv[2], sys.argv[3])"
+        "from flametool import cli; assert cli.main(['report', sys.argv[2], '-o', sys.argv[3]]) == 0"
     )
     out = tmp_path / "from-wheel.html"
     proc = subprocess.run([sys.executable, "-c", probe, str(site), str(evil_run), str(out)], capture_output=True,
@@ -471,17 +464,17 @@ def test_cases_are_shown_against_the_floors(tmp_path):
         data.results[label].factory = f"flametool.cases:{label}"
     data.results["torch-graph"].dtype = "bfloat16"  # not comparable with the float32 cases: left out
     rundir.save(run, data)
-    floors = report.build(run).headline.floors
+    floors = report.build(analysis.load(run)).headline.floors
     assert floors == [
         "cupy (20.00 us per call): +9.50 us against cublas (10.50 us: cublasGemmEx called with the least Python).",
         "torch (14.00 us per call): +3.50 us against cublas (10.50 us: cublasGemmEx called with the least Python).",
     ]
-    html = report.render(run)
+    html = report.render(analysis.load(run))
     assert "Against the floors" in html and "+9.50 us against cublas" in html
     # a user case that happens to be labelled like a floor is not one
     data.results["cublas"].factory = "/home/me/mine.py:cublas"
     rundir.save(run, data)
-    assert report.build(run).headline.floors == []
+    assert report.build(analysis.load(run)).headline.floors == []
 
 
 def test_a_run_renders_to_the_same_page_in_every_process(tmp_path):

@@ -72,3 +72,16 @@ def test_schema1_run_reads_into_the_same_records(tmp_path):
     a = analysis.analyse(old, run)
     assert set(a.profiles) == {"numpy", "torch"} and a.pairs[0].diff is not None
     assert a.pairs[0].timing is not None and a.pairs[0].timing.paired is False
+
+
+def test_run_config_is_typed_when_read_and_written_back_as_read(tmp_path):
+    from flametool.record import RunConfig
+    from runbuild import new_run
+
+    run = new_run({"processes": 3, "pool_threads": 1, "sizes": [[8, 8, 8]], "extra_seconds": 60.0, "mine": "kept"})
+    assert isinstance(run.config, RunConfig) and run.config.processes == 3 and run.config.sizes == [[8, 8, 8]]
+    rundir.save(tmp_path, run)
+    back = rundir.load(tmp_path)
+    assert back.config == run.config and back.config.recorded["mine"] == "kept"
+    assert new_run({}).config.timing_processes == 1
+    assert RunConfig(processes=2).recorded == {"processes": 2}

@@ -109,9 +109,9 @@ def test_spares_started_ahead_do_the_later_processes(tmp_path, monkeypatch):
     taken = []
     take = runner.Spare.take
 
-    def counted(spare: runner.Spare, spec: dict):
-        got = take(spare, spec)
-        taken.append((spec["job"], got is not None))
+    def counted(spare: runner.Spare, job):
+        got = take(spare, job)
+        taken.append((job.kind, got is not None))
         return got
 
     monkeypatch.setattr(runner.Spare, "take", counted)

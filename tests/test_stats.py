@@ -107,8 +107,8 @@ def test_long_gpu_bound_loops_stop_after_two_rounds(monkeypatch, gpu_ms, extend,
     step = (lambda: None, lambda: None)
     loops = child.interleaved({"a": step, "b": step}, {"a": 10, "b": 10}, 3, _events(gpu_ms), _Phases(), [8, 8, 8], {},
                               extend)
-    assert [len(loops[l]["cpu_us"]) for l in ("a", "b")] == [rounds, rounds]
-    assert len(loops["a"]["gpu_us"]) == len(loops["a"]["wall_us"]) == rounds
+    assert [len(loops[l].cpu_us) for l in ("a", "b")] == [rounds, rounds]
+    assert len(loops["a"].gpu_us) == len(loops["a"].wall_us) == rounds
 
 
 def test_headline_prefers_processes_to_rounds_of_one_process():

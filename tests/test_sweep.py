@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from flametool import rundir, sweep
+from flametool import analysis, rundir, sweep
 from flametool.record import Loops, SweepPoint
-from flametool.renderers import charts
+from flametool.render import charts
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
 
@@ -279,11 +279,11 @@ def test_bad_sizes_are_one_line(cli, tmp_path, sizes, message):
 
 
 def test_default_sizes_per_device():
-    from flametool import cli
+    from flametool import cli, config
 
     assert cli.default_sizes("cpu") == [[n] * 3 for n in (8, 16, 32, 64, 128, 256, 512)]
     cuda = cli.default_sizes("cuda:0")
-    assert cuda[0] == [64] * 3 and cuda[-2] == [16384] * 3 and cuda[-1] == cli.SEED_SHAPE
+    assert cuda[0] == [64] * 3 and cuda[-2] == [16384] * 3 and cuda[-1] == config.SEED_SHAPE
     assert cli.parse_sizes("64, 4096x1024x4096") == [[64] * 3, [4096, 1024, 4096]]
     assert cli.parse_sizes("64,128,...,1024") == [[n] * 3 for n in (64, 128, 256, 512, 1024)]
     assert cli.parse_sizes("100,300,...,2000") == [[n] * 3 for n in (100, 300, 900, 2000)]
@@ -394,12 +394,12 @@ def test_unlike_operands_in_a_sweep_are_said(swept, tmp_path):
     import shutil
 
     from flametool import analysis
-    from flametool.renderers import html as report
+    from flametool.render import html as report
 
     run_dir = tmp_path / "edited"
     shutil.copytree(swept[0], run_dir)
     run = rundir.load(run_dir)
     run.results["torch"].operands[0].fingerprint = "000000000000"
     rundir.save(run_dir, run)
-    page = report.render(run_dir, analysis.load(run_dir))
+    page = report.render(analysis.load(run_dir))
     assert "operands differ: at 8,8,8 float32 the cases multiply different values" in page

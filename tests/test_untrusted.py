@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from flametool import attribution, cli, layers
+from flametool import analysis, attribution, cli, layers
 from flametool import folded
 from flametool import naming
 from flametool.errors import RunDirError
@@ -71,8 +71,8 @@ def test_terminal_prints_names_as_text(run, capsys, tmp_path):
 
 
 def test_report_renders_names_as_text(run):
-    report = pytest.importorskip("flametool.renderers.html")
-    html = report.render(run)
+    report = pytest.importorskip("flametool.render.html")
+    html = report.render(analysis.load(run))
     assert "<script>alert('x')</script>" not in html and "<b>bold</b>" not in html
     assert "&lt;script&gt;" in html
 

@@ -10,8 +10,9 @@ import pytest
 from rich.console import Console
 
 from flametool import analysis, cli, rundir
-from flametool.renderers import html as report
-from flametool.renderers import terminal
+from flametool.record import RunConfig
+from flametool.render import html as report
+from flametool.render import terminal
 from runbuild import make_run
 
 BASE = ("step (s.py:1);ufunc_generic_fastcall (_multiarray_umath.so) 30\n"
@@ -31,7 +32,7 @@ NUMBER = re.compile(r"[+-]?\d[\d,]*\.\d\d")
 def run(tmp_path):
     out = make_run(tmp_path / "run", {"numpy": (BASE, 5.63, 3), "torch": (HEAD, 6.857, 2)})
     r = rundir.load(out)
-    r.config = {"processes": 5, "repeats": 3}  # asked; the hand-built run ran 1 process of 1 round
+    r.config = RunConfig.of({"processes": 5, "repeats": 3})  # asked; the hand-built run ran 1 process of 1 round
     rundir.save(out, r)
     return out
 
@@ -71,7 +72,7 @@ def test_a_layer_rows_difference_is_head_minus_base_in_every_view(run, view, cap
         h = value(head) if head != "-" else 0.0
         assert value(delta) == pytest.approx(h - b, abs=1e-9), (layer, base, head, delta)
     # the report shows the same strings for the same rows
-    model = report.build(run)
+    model = report.build(analysis.load(run))
     section = model.layers if view == "caller" else model.layers_library
     shown = {r.layer: (r.values, r.deltas[0][0]) for r in section.rows}
     for layer, (base, head, delta) in table.items():
@@ -97,7 +98,7 @@ def test_a_frame_called_from_several_layers_says_so(run):
     assert frames[LIBC][0] == "several: PyTorch binding, Python"
     torch = next(f for f in a.cases["torch"]["hot_frames"] if f["frame"] == LIBC)
     assert torch["charged_layers"] == ["PyTorch binding", "Python"]
-    model = report.build(run)
+    model = report.build(analysis.load(run))
     in_report = [r.layer for t in model.frame_tables + model.diff_tables for r in t.rows if r.frame == LIBC]
     assert in_report and set(in_report) == {"several: PyTorch binding, Python"}
     # a frame of one layer keeps its one label
@@ -108,7 +109,7 @@ def test_samples_one_sign_and_what_ran(run):
     a = analysis.load(run)
     summary = printed(terminal.print_summary, a)
     layers = printed(terminal.print_layers, a)
-    model = report.build(run)
+    model = report.build(analysis.load(run))
     for label in ("numpy", "torch"):
         n = a.run.results[label].sampling.analysed_samples
         assert rows(summary, "profiled loops")[label][-1] == f"{n} at 100 Hz"
@@ -135,12 +136,12 @@ def test_samples_one_sign_and_what_ran(run):
 ])
 def test_the_advice_is_the_same_in_the_terminal_and_the_report(run, pool_threads, threads, words):
     r = rundir.load(run)
-    r.config |= {"pool_threads": pool_threads, "sample_seconds": 5}
+    r.config = RunConfig.of(r.config.recorded | {"pool_threads": pool_threads, "sample_seconds": 5})
     s = r.results["torch"].sampling
     s.rate_hz, s.threads, s.total_samples = 25, threads, s.kept_samples
     s.sampled_us_per_call = 2.5 * r.results["torch"].profile.own_us_per_call  # sampling slowed it 2.5x
     rundir.save(run, r)
     summary = printed(terminal.print_summary, analysis.load(run)).replace("\n", " ")
     assert f"torch: sampling slowed the loop 2.50x at 25 Hz (shares stay fair); {words}" in summary
-    caveat = next(c for c in report.build(run).warnings if c.kind == "sampling slowed the loop")
+    caveat = next(c for c in report.build(analysis.load(run)).warnings if c.kind == "sampling slowed the loop")
     assert caveat.text.endswith(f" {words}.")

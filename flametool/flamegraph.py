@@ -1,5 +1,5 @@
-"""Flame-graph data for the report: one call tree per case, and the case diff's merged tree, pruned to what
-can be seen and packed into flat rows the page's script draws.
+"""Flame-graph geometry, made by the analysis for the report: one call tree per case, and the case diff's
+merged tree, pruned to what can be seen and packed into flat rows the page's script draws.
 
 Rows are parents before children, so the script can lay them out in one pass. A node narrower than
 DISPLAY_THRESHOLD of its graph's root is dropped with its subtree (its children are narrower still); a
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import layers as ly
-from .. import trie
-from ..attribution import Profile
+from . import layers as ly
+from . import trie
+from .attribution import Profile
 
 DISPLAY_THRESHOLD = 0.002  # of the root's width
 
@@ -57,7 +57,8 @@ class Strings:
 def case_graph(profile: Profile, strings: Strings, gid: str, threshold: float = DISPLAY_THRESHOLD) -> Graph:
     """A case's flame graph, its names and layers entered in `strings` row by row (made once per profile
     and threshold: see prepare_case_graph)."""
-    made = profile._derived.get(f"case_graph:{threshold}") or _case_graph(profile, Strings(), threshold)
+    kept = profile.flame_graph
+    made = kept[1] if kept is not None and kept[0] == threshold else _case_graph(profile, Strings(), threshold)
     own, names = made  # type: ignore[misc]
     graph = Graph(gid, own.kind, own.title, pruned_nodes=own.pruned_nodes, pruned_us=own.pruned_us,
                   drawn_nodes=own.drawn_nodes, extra=dict(own.extra))
@@ -68,7 +69,7 @@ def case_graph(profile: Profile, strings: Strings, gid: str, threshold: float = 
 def prepare_case_graph(profile: Profile, threshold: float = DISPLAY_THRESHOLD) -> None:
     """Make a case's flame graph now and keep it in the profile (with its own string table), so that the
     profile can travel without its call tree (analysis.prepare)."""
-    profile._derived[f"case_graph:{threshold}"] = _case_graph(profile, Strings(), threshold)
+    profile.flame_graph = (threshold, _case_graph(profile, Strings(), threshold))
 
 
 def _case_graph(profile: Profile, strings: Strings, threshold: float) -> tuple[Graph, list[str]]:

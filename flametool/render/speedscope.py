@@ -9,7 +9,7 @@ import json
 from itertools import chain
 
 from .. import __version__, attribution
-from ..analysis import Analysis
+from ..analysis import Stacks
 from ..errors import FlametoolError
 from .base import ExportRenderer
 
@@ -79,12 +79,12 @@ class SpeedscopeRenderer(ExportRenderer):
 
     name = "speedscope"
 
-    def render(self, analysed: Analysis) -> str:
-        doc = speedscope(self.profiles(analysed), name=f"flametool {analysed.run_dir.name}")
+    def render(self, result: Stacks) -> str:
+        doc = speedscope(result.profiles, name=f"flametool {result.run_dir.name}")
         # checked as written: json.dumps turns these dicts, lists, strings and numbers into JSON that reads
         # back as the same, and refuses a number JSON has not (allow_nan=False)
         check_speedscope(doc)
         try:
             return json.dumps(doc, allow_nan=False)
         except ValueError:  # the run's figures are bounded on load, so this is a bug, still said in one line
-            raise FlametoolError(f"{analysed.run_dir}: speedscope export not written: a weight is not a finite number") from None
+            raise FlametoolError(f"{result.run_dir}: speedscope export not written: a weight is not a finite number") from None

@@ -1,5 +1,5 @@
 """The report of a sweep run: the view model its template (templates/sweep.html.j2) reads, decided here as
-plain dataclasses of strings and numbers, as renderers/html.py does for a compare run. The page is one file,
+plain dataclasses of strings and numbers, as render/html.py does for a compare run. The page is one file,
 its plots inline SVG drawn on the server (charts.time_plot, charts.ratio_plot)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import datetime
 
 from markupsafe import Markup
 
-from .. import __version__, analysis
+from .. import __version__
 from .. import format as fmt
 from ..sweep import SweepAnalysis, side, size_name
 from . import charts
@@ -129,8 +129,8 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
     pair_series = [s for s in pair_series if s[2]]
     lines = [f"{label}: {c.text}" for label, c in a.crossovers.items()]
     for sp in a.pairs:
-        lines += fmt.sweep_pair_lines(sp, run.config.get("processes") or 1)
-    lines += [f"operands differ: {unlike.sentence()}" for unlike in analysis.unlike_operands(run)]
+        lines += fmt.sweep_pair_lines(sp, run.config.timing_processes)
+    lines += [f"operands differ: {fmt.unlike_sentence(unlike)}" for unlike in a.unlike]
     failures = [f"{label}: failed: {r.error}" for label, r in run.results.items() if r.error]
     failures += [f"{label} at {size_name(p.shape)}: {p.error}" for label, r in run.results.items() for p in r.points if p.error]
     columns, rows = cells(a)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import attribution
 from .. import folded
-from ..analysis import Analysis
+from ..analysis import Stacks
 from .base import ExportRenderer
 
 
@@ -24,5 +24,5 @@ def dump(profs: list[attribution.Profile]) -> str:
 class FoldedRenderer(ExportRenderer):
     name = "folded"
 
-    def render(self, analysed: Analysis) -> str:
-        return dump(self.profiles(analysed))
+    def render(self, result: Stacks) -> str:
+        return dump(result.profiles)

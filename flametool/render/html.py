@@ -6,7 +6,8 @@ the analysis, a field of Report, and a partial in templates/partials/ that lays 
 Everything the page shows is decided here, as plain dataclasses of strings and numbers; the templates in
 templates/ only lay it out. The page is one file with its style, script and data inline, so it opens from
 file:// anywhere, with no network. It is rendered from the run directory alone (run.json, the .folded and
-.prof files), which is why `flametool report` works on a machine without a GPU.
+.prof files, which the analysis read), which is why `flametool report` works on a machine without a GPU.
+The renderer reads no file of the run: what it shows comes in the analysis.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from .. import __version__, analysis, cases, profstats, rundir, sampler
-from . import charts, flame, sweep_page
+from .. import __version__, cases, rundir, sampler
+from . import charts, sweep_page
+from .. import flamegraph as flame
 from .. import format as fmt
 from .. import naming
 from ..analysis import Analysis
@@ -227,7 +229,7 @@ def headline(a: Analysis) -> Headline:
             bound=("host-bound" if r.timing.host_bound else "not host-bound") if r.timing and r.timing.host_bound is not None else "–",
             error=r.error or "",
         ))
-    processes = run.config.get("processes") or 1
+    processes = run.config.timing_processes
     pairs, methods = [], []
     for p in a.pairs:
         pairs += fmt.pair_lines(p, run, processes)
@@ -316,8 +318,8 @@ def warnings(a: Analysis, analysed: dict) -> list[Caveat]:
         if len({json.dumps(v) for v in values.values()}) > 1:
             listed = ", ".join(f"{l} {shape_text(v) if isinstance(v, list) else v}" for l, v in values.items())
             out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
-    for unlike in analysis.unlike_operands(run):
-        out.append(Caveat("operands differ", unlike.sentence() + "."))
+    for unlike in a.unlike:
+        out.append(Caveat("operands differ", fmt.unlike_sentence(unlike) + "."))
     for label, r in ok.items():
         group = run.group_of(label)
         if group is not None and not group.paired and len(run.results) > 1:
@@ -335,8 +337,8 @@ def warnings(a: Analysis, analysed: dict) -> list[Caveat]:
         if sampling:
             slowdown = r.profile.slowdown
             # what would help, as the terminal says it
-            advice = sampler.perturbation_advice(sampling, slowdown, run.config.get("pool_threads"),
-                                                 run.config.get("sample_seconds") or sampling.seconds)
+            advice = sampler.perturbation_advice(sampling, slowdown, run.config.pool_threads,
+                                                 run.config.sample_seconds or sampling.seconds)
             if slowdown is not None and slowdown > SLOWDOWN_WARN:
                 out.append(Caveat("sampling slowed the loop", f"{label}: the loop ran {slowdown:.1f}× slower while py-spy "
                                    f"sampled it (each native sample stops {_threads(sampling)}). Shares stay fair; times come from "
@@ -467,7 +469,8 @@ def flame_graphs(a: Analysis, diffs: list[dict]) -> FlameGraphs:
     return FlameGraphs(meta, script_json(payload), pct, note)
 
 
-def cprofile_cases(run: Path, data: Run) -> list[CProfileCase]:
+def cprofile_cases(a: Analysis) -> list[CProfileCase]:
+    run, data = a.run_dir, a.run
     out = []
     for label, r in data.results.items():
         name = r.file("prof")
@@ -478,10 +481,12 @@ def cprofile_cases(run: Path, data: Run) -> list[CProfileCase]:
             continue
         path = run / name
         commands.append(f"snakeviz {rundir.shell_word(path)}")
-        stats = profstats.load(path)
+        table = a.cprofile[label]
+        if isinstance(table, Exception):  # the file could not be read: the report says so as `report` always did
+            raise table
         prof = r.profile
         steps = prof.cprofile_calls if prof else None
-        rows, n = profstats.top(stats, steps)
+        rows, n = table.rows, table.functions
         per = "per step() call" if steps else "in the whole profile (number of calls unknown)"
         own = prof.own_us_per_call if prof else None
         summary = (f"{us(prof.cprofile_us_per_call if prof else None)} per call under cProfile"
@@ -509,7 +514,7 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
         ("started", data.started or "–"),
         ("finished", (data.finished or "–") + ("" if data.complete else " (incomplete)")),
         ("run directory", str(run)),
-        ("device", str(config.get("device") or gpu.get("device") or "–")),
+        ("device", str(config.device or gpu.get("device") or "–")),
         ("GPU", ", ".join(names) or ", ".join(map(str, gpu.get("visible") or [])) or "none"),
         ("driver", str(gpu.get("driver") or "–")),
         ("CUDA (driver API)", str(gpu.get("cuda_driver_api") or "–")),
@@ -521,10 +526,11 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
     rows += [(name, str(v)) for name, v in versions.items() if v]
     shown = ("sizes", "shape", "dtypes", "iters", "warmup", "rate_hz", "sample_seconds", "sample_shape", "sample",
              "pool_threads", "isolate", "operand_seed")
-    if config.get("sizes"):  # a sweep: its sizes say it; its "shape" is only the first of them
+    if config.sizes:  # a sweep: its sizes say it; its "shape" is only the first of them
         shown = tuple(k for k in shown if k not in ("shape", "sample_shape"))
-    rows += [(f"config: {k}", json.dumps(config[k]) if not isinstance(config[k], str) else config[k])
-             for k in shown if k in config]
+    recorded = config.recorded  # the options as run.json holds them, shown as they are
+    rows += [(f"config: {k}", json.dumps(recorded[k]) if not isinstance(recorded[k], str) else recorded[k])
+             for k in shown if k in recorded]
     return rows + ran_rows(data)
 
 
@@ -532,7 +538,7 @@ def ran_rows(data: Run) -> list[tuple[str, str]]:
     """What ran, beside what was asked: the timing processes of each group and the rounds of timed loops in
     each process (a host-bound shape runs more rounds than --repeats; more processes run while a ratio is
     unsettled)."""
-    asked_p, asked_r = data.config.get("processes"), data.config.get("repeats")
+    asked_p, asked_r = data.config.processes, data.config.repeats
     groups = [g for g in data.groups if g.cases]
     ran = sorted({g.processes for g in groups})
     text = ("; ".join(f"{'+'.join(g.cases)} {g.processes}" for g in groups) if len(ran) > 1
@@ -557,11 +563,9 @@ SECTIONS = [("headline", "Headline"), ("warnings", "Fairness"), ("layers", "Laye
             ("flames", "Flame graphs"), ("cprofile", "cProfile"), ("environment", "Environment")]
 
 
-def build(run: Path, analysed: Analysis | None = None) -> Report:
-    """The view model of a run directory. Reads, never writes."""
-    run = Path(run)
-    a = analysis.load(run) if analysed is None else analysed
-    data = a.run
+def build(a: Analysis) -> Report:
+    """The view model of an analysed run directory."""
+    run, data = a.run_dir, a.run
     analysed_cases = {l: x for l, x in a.cases.items() if "skipped" not in x}
     diffs = [p.diff for p in a.pairs if p.diff]
     env = environment()
@@ -581,7 +585,7 @@ def build(run: Path, analysed: Analysis | None = None) -> Report:
         frame_tables=frame_tables(a.cases),
         diff_tables=[diff_table(d, i) for i, d in enumerate(diffs)],
         flames=flame_graphs(a, diffs),
-        cprofile=cprofile_cases(run, data),
+        cprofile=cprofile_cases(a),
         environment=environment_rows(run, data),
         css=asset(env, "report.css"),
         js=asset(env, "report.js"),
@@ -594,35 +598,17 @@ class HtmlRenderer(Renderer):
 
     name = "html"
 
-    def render(self, analysed: "Analysis | SweepAnalysis") -> str:
-        return render(analysed.run_dir, analysed)
+    def render(self, result: "Analysis | SweepAnalysis") -> str:
+        return render(result)
 
 
-def render(run: Path, analysed: "Analysis | SweepAnalysis | None" = None) -> str:
-    a = analysis.load(run) if analysed is None else analysed
+def render(a: "Analysis | SweepAnalysis") -> str:
     if isinstance(a, SweepAnalysis):
         env = environment()
-        model, page = sweep_page.build(a, asset(env, "report.css"), environment_rows(Path(run), a.run)), SWEEP_PAGE
+        model, page = sweep_page.build(a, asset(env, "report.css"), environment_rows(a.run_dir, a.run)), SWEEP_PAGE
     else:
-        model, page = build(run, a), PAGE
+        model, page = build(a), PAGE
     try:
         return environment().get_template(page).render(r=model)
     except jinja2.TemplateError as exc:  # a template bug, not the user's input: still one clear line
         raise FlametoolError(f"report template error: {type(exc).__name__}: {exc}") from None
-
-
-def write(run: Path, output: Path | None = None, analysed: Analysis | None = None) -> Path:
-    """Render the run directory's report to RUN/report.html, atomically (a reader never sees half a page,
-    and a failed write keeps the last one), or to `output`, the file the user named, written through
-    whatever is there (a symlink, a FIFO, a device) as `export -o` does."""
-    run = Path(run)
-    html = render(run, analysed)
-    if output is not None:
-        rundir.write_output(Path(output), html, run, keep=REPORT_FILE)
-        return Path(output)
-    path = run / REPORT_FILE
-    try:
-        rundir.write_atomic(path, html)
-    except OSError as exc:
-        raise FlametoolError(f"{path}: cannot be written ({exc.strerror or exc})") from None
-    return path

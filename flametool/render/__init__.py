@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..errors import FlametoolError
 from .base import Renderer
-from .folded import FoldedRenderer
+from .folded_stacks import FoldedRenderer
 from .html import HtmlRenderer
 from .speedscope import SpeedscopeRenderer
 from .terminal import TerminalRenderer

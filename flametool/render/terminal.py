@@ -12,8 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import format as fmt
-from .. import analysis, sampler, sweep
-from ..analysis import Analysis
+from .. import sampler, sweep
+from ..analysis import Analysis, DiffResult
 from ..sweep import SweepAnalysis
 from ..layers import order
 from .base import Renderer
@@ -91,7 +91,7 @@ def print_summary(a: Analysis, console: Console) -> None:
     """The headline (each pair's paired ratio and difference with intervals), the cases' timings, the
     profiled loops, and what to be careful about."""
     run = a.run
-    processes = run.config.get("processes") or 1
+    processes = run.config.timing_processes
     for p in a.pairs:
         for line in fmt.pair_lines(p, run, processes):
             say(console, line)
@@ -134,8 +134,8 @@ def print_summary(a: Analysis, console: Console) -> None:
         )
     show(console, profiling)
 
-    for unlike in analysis.unlike_operands(run):
-        say(console, f"operands differ: {unlike.sentence()}")
+    for unlike in a.unlike:
+        say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
     for label, r in run.results.items():
         name = fmt.visible(label)
         if r.error:
@@ -152,8 +152,8 @@ def print_summary(a: Analysis, console: Console) -> None:
         if s and not s.complete:
             say(console, (f"{name}: sampling incomplete: {fmt.visible(s.error or '')}"))
         elif s:
-            advice = sampler.perturbation_advice(s, r.profile.slowdown, run.config.get("pool_threads"),
-                                                 run.config.get("sample_seconds") or s.seconds)
+            advice = sampler.perturbation_advice(s, r.profile.slowdown, run.config.pool_threads,
+                                                 run.config.sample_seconds or s.seconds)
             if advice:
                 why = (f"py-spy fell {s.behind_seconds:.1f} s behind" if s.behind
                        else f"sampling slowed the loop {r.profile.slowdown:.2f}x")
@@ -228,12 +228,11 @@ def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None
     show(console, table)
 
 
-def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10) -> None:
-    """`flametool diff`: one case in two runs, or two cases of one run (case_diff["cases"])."""
-    cases = case_diff.get("cases")
-    where = (f"in {case_diff['base_run']}" if cases
-             else f"base {case_diff['base_run']}, head {case_diff['head_run']}")
-    table = titled(f"{fmt.visible(label)}: host time per call by layer, us ({fmt.visible(where)})")
+def print_run_diff(result: DiffResult, console: Console, top: int = 10) -> None:
+    """`flametool diff`: one case in two runs, or two cases of one run (result.cases)."""
+    case_diff, cases = result.figures, result.cases
+    where = f"in {result.base_run}" if cases else f"base {result.base_run}, head {result.head_run}"
+    table = titled(f"{fmt.visible(result.label)}: host time per call by layer, us ({fmt.visible(where)})")
     base, head = cases or ("base", "head")
     for i, col in enumerate(("layer", base, head, "delta")):
         table.add_column(text(col), justify="left" if i == 0 else "right")
@@ -244,7 +243,7 @@ def print_run_diff(case_diff: dict, label: str, console: Console, top: int = 10)
                   fmt.signed(fmt.shown_delta(case_diff["base_us_per_call"], case_diff["head_us_per_call"])))
     show(console, table)
     print_frame_deltas(case_diff | {"base": base, "head": head}, console, top)
-    if not case_diff.get("same_shape_and_dtype", True):
+    if not result.same_shape_and_dtype:
         say(console, ("note: the two cases were sampled at different shapes or dtypes" if cases
                       else "note: the two runs sampled this case at different shapes or dtypes"))
 
@@ -292,7 +291,7 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
             t.add_row(sweep.size_name(p.shape), shown + iv, fmt.signed(w.diff_us) + " us", text(p.slower),
                       fmt.us(p.extra_host_us), f"{p.share:.0%}" if p.share is not None else "-")
         show(console, t)
-        for line in fmt.sweep_pair_lines(sp, run.config.get("processes") or 1):
+        for line in fmt.sweep_pair_lines(sp, run.config.timing_processes):
             say(console, line)
     if a.layers:
         layers = order({k for by_case in a.layers.values() for x in by_case.values() for k in x["layers_us_per_call"]})
@@ -307,8 +306,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         show(console, t)
     for label, c in a.crossovers.items():
         say(console, f"{fmt.visible(label)}: {c.text}")
-    for unlike in analysis.unlike_operands(run):
-        say(console, f"operands differ: {unlike.sentence()}")
+    for unlike in a.unlike:
+        say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
     for label, r in run.results.items():
         failed = [p for p in r.points if p.error]
         if r.error:
@@ -321,20 +320,21 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
 
 
 class TerminalRenderer(Renderer):
-    """What `flametool compare` prints at the end: the pairs, the timings, the layers and the frame deltas."""
+    """What `flametool compare` and `sweep` print at the end (the pairs, the timings, the layers and the frame
+    deltas; a sweep's tables), and what `flametool diff` prints."""
 
     name = "terminal"
 
-    def __init__(self, width: int | None = None, colour: bool = False, view: str = "caller") -> None:
-        self.width, self.colour, self.view = width, colour, view
-
-    def render(self, analysed: Analysis) -> str:
+    def render(self, result: "Analysis | SweepAnalysis | DiffResult") -> str:
+        o = self.options
         buffer = io.StringIO()
-        console = Console(file=buffer, width=self.width or 160, force_terminal=self.colour,
-                          color_system="auto" if self.colour else None, soft_wrap=False)
-        if isinstance(analysed, SweepAnalysis):
-            print_sweep(analysed, console)
-            return buffer.getvalue()
-        print_summary(analysed, console)
-        print_layers(analysed, console, view=self.view)
+        console = Console(file=buffer, width=o.width or 160, force_terminal=o.colour,
+                          color_system="auto" if o.colour else None, soft_wrap=False)
+        if isinstance(result, SweepAnalysis):
+            print_sweep(result, console)
+        elif isinstance(result, DiffResult):
+            print_run_diff(result, console, o.top)
+        else:
+            print_summary(result, console)
+            print_layers(result, console, view=o.view)
         return buffer.getvalue()

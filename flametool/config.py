@@ -1,0 +1,109 @@
+"""What a measurement is asked to do (Config, what the runner reads and run.json records), and the one place
+its defaults are set, per device (Defaults): the command line fills a Config from them and the options given,
+and a Config built in code without them gets the CPU's."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from .cases import OPERAND_SEED, CaseSpec
+
+SEED_SHAPE = [65536, 24576, 12288]
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """A run's defaults on one kind of device."""
+
+    libs: tuple[str, ...]
+    dtype: str
+    shape: tuple[int, int, int]  # compare's
+    sweep_sizes: tuple[tuple[int, int, int], ...]
+    # On the H200 a native sample stopped a CUDA process for 3-15 ms (the loop ran 1.17-1.77x slower at 50 Hz),
+    # so 25 Hz keeps the slowdown near 1.2-1.4x, and 16 s still gives about 400 samples in the loop.
+    rate_hz: int
+    sample_seconds: int
+    # With the thread pools as they start (one thread per core) a CUDA child had 34 threads on a 32-core H200
+    # host and a 25 Hz sample slowed the loop 1.49x; with one thread per pool it had 3 and 1.09x (cupy) / 1.15x
+    # (torch), with the same unsampled time per call. On the 2-core CPU machine torch at 64^3 with its pool of 2
+    # threads was bimodal: torch/numpy 1.685 (1.121-2.534), the next run 1.261 (1.061-1.500), and a sweep read
+    # 15.9 ms per call at 32^3 where a plain loop takes 11 us; with one thread per pool 0.957 (0.934-0.981).
+    # Launch-sized products gain nothing from a pool, so one thread on either device: a verdict that holds
+    # from run to run.
+    pool_threads: int
+    spares: bool  # compare starts its later processes ahead (runner.Measurement.start_spares): on a GPU
+    iters: int = 250
+    warmup: int = 50
+    # Timing processes. On the H200 host the cupy/torch ratio of one process varied by about ±1.5% between
+    # processes while the absolute times varied by 50%; five processes pool that to well within the 3% that
+    # three runs in a row must agree to, and at 1024^3 each extra process costs a few seconds (set-up and
+    # imports; its loops take milliseconds). At a GPU-bound shape only the first process times the requested
+    # shape; the others time the host-bound sample shape.
+    repeats: int = 3
+    processes: int = 5
+    # ... but on the H200 (2026-11-30) the ratio of one process still ranged 0.60-0.67 across processes, so five
+    # do not always settle it: without --processes, compare runs more while a ratio's interval is wider than
+    # runner.SETTLED, up to max_processes and for at most extra_seconds more (about 10 s a process at 1024^3),
+    # and only while max_processes processes spread as those so far would settle it.
+    max_processes: int = 12
+    extra_seconds: int = 60
+
+
+# A sweep's default ladder: from a product the launch dwarfs to one the GPU needs milliseconds for (on the
+# H200, fp16: 64^3 is host-bound for every library, 16384^3 takes about 13 ms), and on the CPU from 8 to a
+# size that already takes milliseconds of BLAS.
+CPU = Defaults(libs=("numpy", "torch"), dtype="float32", shape=(64, 64, 64),
+               sweep_sizes=tuple((n, n, n) for n in (8 * 2**i for i in range(7))),
+               rate_hz=100, sample_seconds=5, pool_threads=1, spares=False)
+CUDA = Defaults(libs=("cupy", "torch"), dtype="float16", shape=tuple(SEED_SHAPE),
+                sweep_sizes=tuple((n, n, n) for n in (64 * 2**i for i in range(9))) + (tuple(SEED_SHAPE),),
+                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True)
+
+
+def defaults(device: str) -> Defaults:
+    return CPU if device == "cpu" else CUDA
+
+
+def default_out() -> Path:
+    return Path("flametool-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+@dataclass
+class Config:
+    cases: list[CaseSpec]
+    device: str
+    shape: list[int]
+    dtypes: dict[str, str]  # label -> dtype
+    iters: int = CPU.iters
+    warmup: int = CPU.warmup
+    repeats: int = CPU.repeats
+    extend_rounds: bool = True  # more rounds at a host-bound shape (child.TIMED_SECONDS); False: `repeats` exactly
+    rate_hz: int = CPU.rate_hz
+    sample_seconds: int = CPU.sample_seconds
+    processes: int = CPU.processes  # fresh processes that run the timed loops
+    max_processes: int | None = None  # more, up to this, while a pair's ratio has not settled; None: `processes`
+    extra_seconds: float = float(CPU.extra_seconds)  # and while the processes past `processes` have taken less than this
+    pool_threads: int | None = None  # CPU thread pools in the child (runner.POOL_THREAD_VARS); None: as the environment says
+    sample_shape: list[int] | None = None
+    sample: bool = True
+    keep_going: bool = False
+    isolate: bool = False  # each case's timed loops in processes of its own (not paired)
+    spares: bool = False  # compare starts its later processes ahead (Measurement.start_spares): on a GPU
+    pairs: list[list[str]] | None = None  # [base, head] pairs to compare; None: the first two cases
+    out: Path = field(default_factory=default_out)
+    out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
+    cpu_fallback: bool = False  # True when no CUDA device was found and the CPU defaults were taken
+    sizes: list[list[int]] | None = None  # a sweep: the shapes to time, in order (`shape` is then the first)
+    operand_seed: int = OPERAND_SEED  # the seed the built-in cases' operands are made from (cases.host_operands)
+
+    def __post_init__(self) -> None:
+        if self.max_processes is None:
+            self.max_processes = self.processes
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["cases"] = [c.to_json() for c in self.cases]
+        data["out"] = str(self.out)
+        return data

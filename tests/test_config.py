@@ -1,0 +1,39 @@
+"""config: one set of defaults per device, read alike by the command line and by a Config built in code."""
+
+from pathlib import Path
+
+from flametool import cli, config
+from flametool.config import CPU, CUDA, Config
+
+
+def parsed(*argv: str) -> Config:
+    args = cli.build_parser().parse_args(["compare", "--device", "cpu", "--out", "run", *argv])
+    return cli.compare_config(args, lambda text: None)
+
+
+def test_the_command_line_takes_the_cpu_defaults():
+    c = parsed()
+    assert (c.iters, c.warmup, c.repeats, c.processes, c.max_processes) == (
+        CPU.iters, CPU.warmup, CPU.repeats, CPU.processes, CPU.max_processes)
+    assert (c.rate_hz, c.sample_seconds, c.pool_threads, c.shape) == (
+        CPU.rate_hz, CPU.sample_seconds, CPU.pool_threads, list(CPU.shape))
+    assert [s.label for s in c.cases] == list(CPU.libs) and set(c.dtypes.values()) == {CPU.dtype}
+
+
+def test_a_given_process_count_is_run_as_given():
+    c = parsed("--processes", "3")
+    assert c.processes == c.max_processes == 3
+
+
+def test_a_config_built_in_code_has_the_cpu_defaults_and_no_extra_processes():
+    c = Config(cases=[], device="cpu", shape=[8, 8, 8], dtypes={}, processes=4, out=Path("x"))
+    assert (c.rate_hz, c.sample_seconds, c.iters, c.warmup) == (CPU.rate_hz, CPU.sample_seconds, CPU.iters, CPU.warmup)
+    assert c.max_processes == 4
+
+
+def test_the_devices_differ_where_they_should():
+    assert config.defaults("cpu") is CPU and config.defaults("cuda:1") is CUDA
+    assert CUDA.rate_hz < CPU.rate_hz and CUDA.sample_seconds > CPU.sample_seconds
+    assert CUDA.spares and not CPU.spares
+    assert list(CUDA.sweep_sizes[-1]) == config.SEED_SHAPE
+    assert cli.default_sizes("cpu") == [list(s) for s in CPU.sweep_sizes]

@@ -103,16 +103,17 @@ def child_env(pool_threads: int | None = None, token: str | None = None) -> dict
     return env
 
 
-# `python -m flametool.child` would put the current directory first on sys.path, so a `flametool/` there (a
-# checkout beside an installed flametool) would run in the child instead of the parent's: the child puts the
-# directory the parent's flametool came from first, then imports.
-CHILD_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); del sys.argv[1]; "
+# `python -m flametool.child` (and `-c`) would put the current directory first on sys.path, ahead of the
+# PYTHONPATH that child_env gives the child, so a `flametool/` there (a checkout beside an installed flametool)
+# would run in the child instead of the parent's: the child moves the current directory to the end, then imports.
+CHILD_BOOT = ("import sys; sys.path.append(sys.path.pop(0)); "
               "from flametool.child import main; sys.exit(main(sys.argv[1:]))")
 
 
 def child_command(*args: str) -> list[str]:
-    """The command line that runs flametool.child with `args`, importing this process's flametool."""
-    return [sys.executable, "-c", CHILD_BOOT, str(Path(__file__).resolve().parent.parent), *args]
+    """The command line that runs flametool.child with `args`, importing this process's flametool (with
+    child_env's PYTHONPATH)."""
+    return [sys.executable, "-c", CHILD_BOOT, *args]
 
 
 @dataclass

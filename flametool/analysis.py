@@ -33,10 +33,12 @@ class CaseTiming:
     loops: list[float]
 
 
-def case_timing(timing: Timing | None) -> CaseTiming | None:
-    if timing is None or not timing.cpu_loops:
+def case_timing(timing: Timing | None, pooled: stats.Pooled | None) -> CaseTiming | None:
+    """A case's figures: its host time pooled in its group (stats.group_pooled, the figure its pairs and layers
+    are read at), its GPU time (the median of its loops: events cancel no host speed)."""
+    if timing is None or not timing.cpu_loops or pooled is None:
         return None
-    return CaseTiming(timing.cpu_us_per_call, timing.gpu_us_per_call, stats.case_interval(timing),
+    return CaseTiming(pooled.us, timing.gpu_us_per_call, pooled.interval,
                       len([p for p in timing.processes if p.cpu_us]), timing.cpu_loops)
 
 
@@ -120,15 +122,20 @@ class Analysis:
         return self.cases, [p.diff for p in self.pairs if p.diff]
 
 
-def pair_figures(run: Run, base: str, head: str) -> tuple[stats.PairFigures | None, stats.PairFigures | None]:
+def pair_figures(run: Run, base: str, head: str, pooled: dict[str, stats.Pooled] | None = None,
+                 pooled_sample: dict[str, stats.Pooled] | None = None
+                 ) -> tuple[stats.PairFigures | None, stats.PairFigures | None]:
+    """The pair at the requested shape and at the sample shape (when another), its difference taken at the
+    base's pooled time in its group (`pooled`, `pooled_sample`: stats.group_pooled of the run)."""
     rb, rh = run.results[base], run.results[head]
     if rb.error or rh.error:
         return None, None
     together = run.paired(base, head)
-    at_shape = stats.pair(base, rb.timing, head, rh.timing, together) if rb.timing and rh.timing else None
+    us = lambda p: p[base].us if p is not None and base in p else None  # noqa: E731
+    at_shape = stats.pair(base, rb.timing, head, rh.timing, together, base_us=us(pooled)) if rb.timing and rh.timing else None
     at_sample = None
     if rb.sample_timing and rh.sample_timing and rb.sample_shape == rh.sample_shape:
-        at_sample = stats.pair(base, rb.sample_timing, head, rh.sample_timing, together)
+        at_sample = stats.pair(base, rb.sample_timing, head, rh.sample_timing, together, base_us=us(pooled_sample))
     return at_shape, at_sample
 
 
@@ -142,9 +149,11 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
     out = Analysis(run_dir, run, unlike=unlike_operands(run))
     # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
     profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute)
+    pooled, pooled_sample = stats.group_pooled(run, False), stats.group_pooled(run, True)
     for label, result in run.results.items():
-        out.timings[label] = case_timing(result.timing)
-        out.sample_timings[label] = case_timing(result.sample_timing) or out.timings[label]
+        out.timings[label] = case_timing(result.timing, pooled.get(label))
+        out.sample_timings[label] = (case_timing(result.sample_timing, pooled_sample.get(label))
+                                     if result.sample_timing else None) or out.timings[label]
         reason = attribution.skip_reason(result)
         if reason is None:
             out.profiles[label] = profile = profiles[label]
@@ -155,7 +164,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
         if attribute:
             out.cprofile[label] = cprofile_table(run_dir, result)
     for base, head in run.pairs:
-        at_shape, at_sample = pair_figures(run, base, head)
+        at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample)
         both = base in out.profiles and head in out.profiles
         out.pairs.append(PairAnalysis(base, head, at_shape, at_sample,
                                       (out.profiles[base], out.profiles[head]) if both else None))

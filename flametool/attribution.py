@@ -42,6 +42,7 @@ from . import rundir
 from . import folded
 from . import naming
 from . import reading
+from . import stats
 from . import trie
 from .errors import RunDirError
 from .record import CaseResult, Run
@@ -154,15 +155,19 @@ def skip_reason(result: CaseResult) -> str | None:
 
 def load_profile(run_dir: Path, run: Run, label: str, by_line: bool = False) -> Profile:
     """A case's profile from its run directory, scaled by its paired time per call at the sample shape
-    (the median of every process's loops); any problem is a RunDirError naming it."""
+    (stats.group_pooled: pooled over its group's processes, the figure every view shows); any problem is a
+    RunDirError naming it."""
     result = run.results.get(label)
     if result is None:
         raise RunDirError(f"{run_dir}: no case {label!r} (cases: {', '.join(run.results) or 'none'})")
-    return profile_of(run_dir, result, label, by_line)
+    pooled = stats.group_pooled(run, True, intervals=False).get(label)
+    return profile_of(run_dir, result, label, by_line, pooled.us if pooled else None)
 
 
-def profile_of(run_dir: Path, result: CaseResult, label: str, by_line: bool = False) -> Profile:
-    """load_profile of one result (a sweep's point is read as a result of its own)."""
+def profile_of(run_dir: Path, result: CaseResult, label: str, by_line: bool = False,
+               us_per_call: float | None = None) -> Profile:
+    """load_profile of one result (a sweep's point is read as a result of its own: scaled by the median of
+    its loops unless `us_per_call` is given)."""
     reason = skip_reason(result)
     if reason:
         raise RunDirError(f"{run_dir}: case {label!r} cannot be analysed: {reason}")
@@ -173,8 +178,8 @@ def profile_of(run_dir: Path, result: CaseResult, label: str, by_line: bool = Fa
     # as make_profile does, streamed: the raw stacks of a large profile are never all in memory
     stacks, frames = reading.read_normalized(run_dir / name, by_line, [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else [])
     stacks, repaired = naming.repair_sandwiches(stacks, frames)
-    profile = Profile(label, stacks, frames, float(result.at_sample_shape.cpu_us_per_call),
-                      result.sampling.analysed_samples, repaired)
+    us = us_per_call if us_per_call is not None else result.at_sample_shape.cpu_us_per_call
+    profile = Profile(label, stacks, frames, float(us), result.sampling.analysed_samples, repaired)
     if not profile.samples:
         raise RunDirError(f"{run_dir / name}: no samples")
     return profile

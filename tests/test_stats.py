@@ -26,8 +26,9 @@ def test_a_process_speed_cancels_out_of_the_paired_ratio():
     assert f.paired and f.units == 3 and f.unit_name == "processes"
     assert f.per_process_ratio == pytest.approx([1.5, 1.5, 1.5])
     assert f.ratio == pytest.approx(1.5) and f.ratio_interval.low == pytest.approx(1.5) == f.ratio_interval.high
-    # the difference does carry the speed: the mean of the per-process differences
-    assert f.diff_us == pytest.approx(statistics.fmean([5.0 * s for s in speeds]))  # medians 15s - 10s
+    # the difference is taken at the median process's speed (1.0 here): base's pooled 10 us times (1.5 - 1),
+    # not the mean of the per-process differences (5.5), which carries each process's speed
+    assert f.base_us == pytest.approx(10.0) and f.diff_us == pytest.approx(5.0)
     # unpaired, the same loops give a ratio of pooled medians with a far wider interval
     u = stats.pair("a", base, "b", head, paired=False)
     assert not u.paired and u.ratio_interval.high - u.ratio_interval.low > 0.2

@@ -49,6 +49,7 @@ class PairAnalysis:
     timing: stats.PairFigures | None  # at the requested shape
     sample: stats.PairFigures | None  # at the sample shape, when it differs from the requested one
     profiles: tuple[attribution.Profile, attribution.Profile] | None = None  # (base, head) when both were sampled
+    anchored: stats.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
 
     @functools.cached_property
     def diff(self) -> dict | None:
@@ -167,7 +168,8 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
         at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample)
         both = base in out.profiles and head in out.profiles
         out.pairs.append(PairAnalysis(base, head, at_shape, at_sample,
-                                      (out.profiles[base], out.profiles[head]) if both else None))
+                                      (out.profiles[base], out.profiles[head]) if both else None,
+                                      stats.anchored_pair(run, base, head, pooled_sample)))
     return out
 
 

@@ -44,9 +44,11 @@ class CaseSpec:
     factory: str
     module: str | None = None
     file: str | None = None
+    env: str | None = None  # `compare --env`: the environment whose interpreter runs it (None: flametool's own)
 
     def to_json(self) -> dict:
-        return {"label": self.label, "factory": self.factory, "module": self.module, "file": self.file}
+        data = {"label": self.label, "factory": self.factory, "module": self.module, "file": self.file}
+        return data | ({"env": self.env} if self.env is not None else {})
 
 
 def cuda_index(device: str) -> int | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, analysis, cases, drilldown, envinfo, procs, render, rundir, runner
+from . import __version__, analysis, cases, drilldown, envinfo, environments, procs, render, rundir, runner
 from .config import CPU, CUDA, Config, Defaults, default_out, defaults
 from .record import size_name
 from .render import terminal
@@ -57,6 +57,13 @@ def build_parser() -> argparse.ArgumentParser:
     sampling_options(p)
     p.add_argument("--sample-shape", help="M,K,N to sample at (default: the shape when host-bound, else 1024,1024,1024)")
     p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=PYTHON",
+                   help="run the cases under this interpreter too (a venv with another build), labelled CASE@NAME; "
+                        "give two or more: their processes take turns, each also timing the anchor, and the pair "
+                        "CASE@FIRST:CASE@OTHER is compared relative to it (README: comparing two builds)")
+    p.add_argument("--anchor", metavar="CASE",
+                   help="with --env: the case every environment's processes time beside the others, whose own speed "
+                        "cancels the host's (default: the last case of --libs with one version in every environment)")
 
     p = sub.add_parser("sweep", help="time each case over a ladder of sizes: host, GPU and wall time per call, "
                                      "and where each library stops being host-bound")
@@ -247,7 +254,8 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
         if needs_cuda and on_cpu:
             raise FlametoolError(f"case {s.label!r} needs a CUDA device; use --device cuda:N or leave it out of --libs")
 
-    pairs = [parse_pair(text, labels) for text in args.pair] or None
+    # with --env the pairs name cases as they run in each environment (CASE@NAME): compare_config reads them
+    pairs = None if getattr(args, "env", None) else [parse_pair(text, labels) for text in args.pair] or None
     dtypes = parse_dtypes(args.dtype or d.dtype, labels)
     pool_threads = d.pool_threads if args.pool_threads is None else args.pool_threads or None
     return dict(
@@ -264,10 +272,31 @@ def compare_config(args: argparse.Namespace, say) -> Config:
     d = defaults(common["device"])
     shape = parse_shape(args.shape, "--shape") if args.shape else list(d.shape)
     sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
+    if args.env:
+        common.update(env_config(args, common))
+    elif args.anchor is not None:
+        raise FlametoolError("--anchor: only with --env (two environments to compare)")
     return Config(
         **common, **sampling_config(args, d), shape=shape, max_processes=args.processes or d.max_processes,
         extra_seconds=d.extra_seconds, sample_shape=sample_shape, sample=not args.no_sample, spares=d.spares,
     )
+
+
+def env_config(args: argparse.Namespace, common: dict) -> dict:
+    """--env: every environment checked and probed (each interpreter imports every case) before anything runs;
+    the cases, dtypes and pairs as they run in each (CASE@NAME)."""
+    if args.isolate:
+        raise FlametoolError("--env --isolate: the environments are compared through the anchor timed in the same "
+                             "processes; leave out --isolate")
+    envs = environments.parse(args.env)
+    specs = common["cases"]
+    envs = environments.probe(envs, specs)
+    anchor = environments.choose_anchor(envs, specs, args.anchor)
+    labelled = environments.expand(specs, envs)
+    labels = [c.label for c in labelled]
+    pairs = [parse_pair(text, labels) for text in args.pair] or environments.default_pairs(specs, envs, anchor)
+    dtypes = {c.label: common["dtypes"][c.label.rpartition("@")[0]] for c in labelled}
+    return dict(cases=labelled, dtypes=dtypes, pairs=pairs, environments=envs, anchor=anchor)
 
 
 def default_sizes(device: str) -> list[list[int]]:

@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from .cases import OPERAND_SEED, CaseSpec
+from .record import Environment
 
 SEED_SHAPE = [65536, 24576, 12288]
 
@@ -97,6 +98,10 @@ class Config:
     cpu_fallback: bool = False  # True when no CUDA device was found and the CPU defaults were taken
     sizes: list[list[int]] | None = None  # a sweep: the shapes to time, in order (`shape` is then the first)
     operand_seed: int = OPERAND_SEED  # the seed the built-in cases' operands are made from (cases.host_operands)
+    # `compare --env`: each environment (probed: environments.probe); the cases are then CASE@NAME, each with
+    # its CaseSpec.env, and `anchor` is the case (as --libs names it) every environment's processes time
+    environments: list[Environment] = field(default_factory=list)
+    anchor: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_processes is None:
@@ -106,4 +111,15 @@ class Config:
         data = asdict(self)
         data["cases"] = [c.to_json() for c in self.cases]
         data["out"] = str(self.out)
+        data.pop("environments")  # what was found in each is Run.environments; here what was asked
+        if self.environments:
+            data["envs"] = [{"name": e.name, "python": e.python} for e in self.environments]
+        else:  # a run of one environment records its options as before
+            data.pop("anchor")
         return data
+
+    def python(self, env: str | None) -> str:
+        """The interpreter that runs a case of environment `env` (None: this one's)."""
+        import sys
+
+        return next((e.python for e in self.environments if e.name == env), sys.executable)

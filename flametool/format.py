@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
-from .stats import MAX_ADVISED_PROCESSES, WIDE, Interval, PairFigures, processes_for
+from .stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
 from .operands import UnlikeOperands
+from .record import Environment
 from .sweep import SAME_WITHIN, SweepPair, size_name
 
 DASH = "–"
@@ -72,6 +73,30 @@ def pair_sentence(f: PairFigures, where: str = "") -> str:
     return f"{text}{where}, {how}"
 
 
+def host_moved(change: float, where: str) -> str:
+    """The anchor's own change in words: 'the host ran 38% slower in B'."""
+    if not math.isfinite(change) or abs(change - 1) < 0.0005:
+        return f"the host ran at the same speed in {where}"
+    return f"the host ran {abs(change - 1):.1%} {'slower' if change > 1 else 'faster'} in {where}"
+
+
+def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[str]:
+    """A case on two sides relative to the anchor timed beside it (the figure that holds), then the absolute
+    figures, which carry the host's speed, and the anchor's own change: how far the host's speed moved."""
+    iv = lambda i, f: f" (95%: {interval(i, f)})" if i else " (no interval: fewer than two processes a side)"  # noqa: E731
+    lead = (f"{head} / {base} relative to {a.anchor} = {ratio(a.ratio)}{iv(a.ratio_interval, lambda v: f'{v:.3f}')}; "
+            f"{head} − {base} = {signed(a.diff_us)} us per call{iv(a.diff_interval, signed) if a.diff_interval else ''} "
+            f"at {base}'s speed ({us(a.base_us)}), anchored on {a.anchor} over {a.base_units} + {a.head_units} "
+            f"{a.unit_name}")
+    b = a.absolute
+    absolute = (f"not anchored: {base} {us(b.base_us)} → {head} {us(b.base_us * b.ratio) if b.ratio else DASH} "
+                f"per call, {signed(b.diff_us) if b.diff_us is not None else DASH} us"
+                + (f" (95%: {interval(b.diff_interval, signed)})" if b.diff_interval else "")
+                + (f", {ratio(b.ratio)}" if b.ratio else "")
+                + f"; {a.anchor}'s own change {ratio(a.anchor_change)}: {host_moved(a.anchor_change, head_where)}")
+    return [lead, absolute]
+
+
 # Below this many processes the spread between them is too uncertain to say that more would not settle it
 FEW_PROCESSES = 5
 
@@ -104,6 +129,9 @@ def pair_lines(pair, run, processes: int) -> list[str]:
     """What a compared pair (analysis.PairAnalysis of `run`) says first, in the terminal and the report alike:
     its leading figure, the requested shape's when that is another, and a line when the interval is wide."""
     lead = pair.headline
+    if getattr(pair, "anchored", None) is not None:
+        where = f"{pair.head}'s processes"
+        return anchored_lines(pair.anchored, pair.base, pair.head, where)
     if lead is None:
         return []
     at_sample = pair.sample is not None and lead is pair.sample
@@ -170,6 +198,13 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
     if note:
         lines.append(f"at {size_name(widest.shape)}, wall time: {note}")
     return lines
+
+
+def environment_line(e: Environment) -> str:
+    """What an environment of `compare --env` is: 'main: Python 3.11.9 (/venv/bin/python), numpy 2.1.0'."""
+    libs = ", ".join(f"{lib} {v or '(no version)'}" + (f" (git {e.describe[lib]})" if lib in e.describe else "")
+                     for lib, v in e.versions.items())
+    return f"environment {e.name}: Python {e.python_version or '?'} ({e.executable or e.python})" + (f", {libs}" if libs else "")
 
 
 def closure_sentence(x: dict) -> str:

@@ -139,6 +139,19 @@ def boundedness(cpu_us: float, gpu_us: float | None) -> tuple[bool, str]:
     )
 
 
+ENV_SEPARATOR = "@"
+
+
+def env_label(label: str, env: str) -> str:
+    """A case as it runs in one environment of `compare --env`: cupy@main."""
+    return f"{label}{ENV_SEPARATOR}{env}"
+
+
+def base_label(label: str) -> str:
+    """The case a label names, without its environment: cupy@main -> cupy."""
+    return label.rpartition(ENV_SEPARATOR)[0] or label
+
+
 def size_name(shape: list[int]) -> str:
     """A size as a sweep names it: N for an NxN by NxN product, else MxKxN."""
     return str(shape[0]) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
@@ -357,6 +370,29 @@ class Operands:
 
 
 @dataclass
+class Environment:
+    """One Python environment of a run (`compare --env NAME=PYTHON`): the interpreter as given, what it is, and
+    the versions of the cases' libraries in it (and `git describe` of a library imported from a git checkout),
+    read by that interpreter before anything ran (environments.probe)."""
+
+    name: str
+    python: str  # the interpreter as given on the command line, made absolute: what runs its processes
+    executable: str = ""  # sys.executable there (a venv's python, or what a wrapper script runs)
+    python_version: str = ""
+    versions: dict[str, str | None] = field(default_factory=dict)  # library -> version (None: it has no version)
+    describe: dict[str, str] = field(default_factory=dict)  # library -> git describe of its checkout
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "Environment":
+        strings = lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values())  # noqa: E731
+        return cls(name=r.text("name", ""), python=r.text("python", ""), executable=r.text("executable", ""),
+                   python_version=r.text("python_version", ""),
+                   versions=dict(r.get("versions", lambda v: isinstance(v, dict) and all(
+                       isinstance(x, str) or x is None for x in v.values()), "an object of versions", {})),
+                   describe=dict(r.get("describe", strings, "an object of strings", {})))
+
+
+@dataclass
 class CaseResult:
     """One case: what it is, its timed loops at the requested shape and at the sample shape (in every
     process of its group), and its profiled process."""
@@ -379,6 +415,7 @@ class CaseResult:
     error: str | None = None
     points: list[SweepPoint] = field(default_factory=list)  # a sweep: the case at each size, in order
     operands: list[Operands] = field(default_factory=list)  # per shape built in its first timing process
+    env: str | None = None  # the Run.environments entry it ran under (`compare --env`); None: flametool's own
 
     def operands_at(self, shape: list[int] | None) -> Operands | None:
         return next((o for o in self.operands if o.shape == shape), None)
@@ -415,6 +452,8 @@ class CaseResult:
             data.pop("points")
         if not self.operands:  # a case without step.operands reads as before
             data.pop("operands")
+        if self.env is None:  # a run of one environment reads as before
+            data.pop("env")
         return data
 
     @classmethod
@@ -431,7 +470,7 @@ class CaseResult:
             device_info={k: v for k, v in info.items() if isinstance(v, (str, int, float)) or v is None},
             profile=Profiled.from_json(profile) if profile else None, error=r.text("error"),
             points=[SweepPoint.from_json(p) for p in r.items("points")],
-            operands=[Operands.from_json(o) for o in r.items("operands")],
+            operands=[Operands.from_json(o) for o in r.items("operands")], env=r.text("env"),
         )
 
 
@@ -466,6 +505,7 @@ class RunConfig:
     sample_seconds: int | None = None
     sizes: list[list[int]] | None = None
     pairs: list[list[str]] | None = None
+    anchor: str | None = None  # `compare --env`: the case (as named in --libs) every environment's processes time
     recorded: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -494,6 +534,7 @@ class Run:
     groups: list[Group] = field(default_factory=list)
     results: dict[str, CaseResult] = field(default_factory=dict)
     kind: str = "compare"  # one of KINDS: what made the run, and so which analysis and report it gets
+    environments: list[Environment] = field(default_factory=list)  # `compare --env`: each environment, probed
 
     def __post_init__(self) -> None:
         if isinstance(self.config, dict):
@@ -508,6 +549,19 @@ class Run:
                     and p[0] in self.results and p[1] in self.results]
         return default_pairs({label: r.factory for label, r in self.results.items()})
 
+    def environment(self, name: str | None) -> Environment | None:
+        return next((e for e in self.environments if e.name == name), None)
+
+    def anchor_beside(self, label: str) -> str | None:
+        """The anchor case timed in the same processes as `label` (`compare --env`: the anchor's case in the same
+        environment); None in a run without environments, or for the anchor itself."""
+        r = self.results.get(label)
+        anchor = self.config.anchor
+        if r is None or r.env is None or not anchor:
+            return None
+        beside = next((l for l, x in self.results.items() if x.env == r.env and base_label(l) == anchor), None)
+        return beside if beside != label and beside is not None and self.paired(label, beside) else None
+
     def paired(self, a: str, b: str) -> bool:
         """Cases a and b were timed in the same processes, their loops interleaved."""
         ga, gb = self.group_of(a), self.group_of(b)
@@ -518,11 +572,14 @@ class Run:
         return self.groups[index] if index is not None and 0 <= index < len(self.groups) else None
 
     def to_json(self) -> dict:
-        return {"schema": SCHEMA, "kind": self.kind, "complete": self.complete, "started": self.started,
+        data = {"schema": SCHEMA, "kind": self.kind, "complete": self.complete, "started": self.started,
                 "finished": self.finished,
                 "command": self.command, "config": self.config.recorded, "env": self.env,
                 "groups": [asdict(g) for g in self.groups],
                 "results": {label: r.to_json() for label, r in self.results.items()}}
+        if self.environments:  # an addition a reader of schema 2 without it ignores: the schema stays 2
+            data["environments"] = [asdict(e) for e in self.environments]
+        return data
 
     @classmethod
     def from_json(cls, data: Any, file: str) -> "Run":
@@ -546,6 +603,7 @@ class Run:
             for key in ("sample", "keep_going", "cpu_fallback", "isolate", "extend_rounds", "out_is_default"):
                 config.flag(key)
             config.shape("shape"), config.shape("sample_shape"), config.text("device"), config.number("extra_seconds")
+            config.text("anchor")
             config.get("sizes", lambda v: isinstance(v, list) and all(is_shape(x) for x in v), "a list of M,K,N shapes")
             config.get("dtypes", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
                        "an object of strings")
@@ -561,6 +619,7 @@ class Run:
             config=RunConfig.of(r.get("config", lambda v: isinstance(v, dict), "an object", {})),
             env=r.get("env", lambda v: isinstance(v, dict), "an object", {}),
             groups=[Group.from_json(g) for g in r.items("groups")],
+            environments=[Environment.from_json(e) for e in r.items("environments")],
             results={label: CaseResult.from_json(results.obj(label) if isinstance(v, dict)
                                                  else _not_object(results, label, v), label)
                      for label, v in results.value.items()},

@@ -32,8 +32,8 @@ from .child import ACTIVE_LOOP, SPARE, TIMED_SECONDS
 from .errors import CaseError, FlametoolError
 from .protocol import (RESULT_OF, AnyJob, AnyResult, Done, Failed, JobCase, Phase, PlanItem, Point, ProfileJob,
                        SampleReady, SweepItem, SweepJob, TimedLoops, TimeJob, decode, encode_job)
-from .record import (CaseResult, Group, Profiled, Run, RunConfig, Sampling, SweepPoint, Timing, host_bound,
-                     size_name)
+from .record import (CaseResult, Group, Profiled, Run, RunConfig, Sampling, SweepPoint, Timing, base_label,
+                     host_bound, size_name)
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
@@ -110,10 +110,10 @@ CHILD_BOOT = ("import sys; sys.path.append(sys.path.pop(0)); "
               "from flametool.child import main; sys.exit(main(sys.argv[1:]))")
 
 
-def child_command(*args: str) -> list[str]:
+def child_command(*args: str, python: str | None = None) -> list[str]:
     """The command line that runs flametool.child with `args`, importing this process's flametool (with
-    child_env's PYTHONPATH)."""
-    return [sys.executable, "-c", CHILD_BOOT, *args]
+    child_env's PYTHONPATH), in this interpreter or in `python` (an environment of `compare --env`)."""
+    return [python or sys.executable, "-c", CHILD_BOOT, *args]
 
 
 @dataclass
@@ -133,8 +133,9 @@ class Started:
             procs.kill_marked(self.token)
 
 
-def start_child(args: list[str], config: Config, log_path: Path) -> Started:
-    """A child process (`child_command(MSG_FD, *ARGS)`), its output to `log_path`."""
+def start_child(args: list[str], config: Config, log_path: Path, env: str | None = None) -> Started:
+    """A child process (`child_command(MSG_FD, *ARGS)`) in environment `env`'s interpreter, its output to
+    `log_path`."""
     try:
         log = open(log_path, "w", encoding="utf-8")
     except OSError as exc:
@@ -143,7 +144,7 @@ def start_child(args: list[str], config: Config, log_path: Path) -> Started:
     token = uuid.uuid4().hex
     with log:
         proc = subprocess.Popen(
-            child_command(str(write_fd), *args),
+            child_command(str(write_fd), *args, python=config.python(env)),
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
             env=child_env(config.pool_threads, token), **procs.own_group(),
         )
@@ -163,8 +164,9 @@ class Spare:
 
     @classmethod
     def start(cls, cases: list[CaseSpec], config: Config, log_path: Path) -> "Spare":
-        modules = sorted({BUILTIN[c.label].library for c in cases if c.module and c.label in BUILTIN})
-        return cls(start_child([SPARE, str(os.getpid()), ",".join(modules)], config, log_path),
+        modules = sorted({BUILTIN[base_label(c.label)].library for c in cases
+                          if c.module and base_label(c.label) in BUILTIN})
+        return cls(start_child([SPARE, str(os.getpid()), ",".join(modules)], config, log_path, cases[0].env),
                    [c.label for c in cases])
 
     @property
@@ -198,7 +200,7 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
     says it is ready: (result or None, error, sampling). `on_point` takes a sweep's sizes as they come, each
     kept as soon as it is measured."""
     taken = spare.take(job) if spare is not None else None
-    child = taken or start_child([encode_job(job)], config, log_path)
+    child = taken or start_child([encode_job(job)], config, log_path, job_env(job))
     proc, read_fd = child.proc, child.read_fd
     result: AnyResult | None = None
     error: str | None = None
@@ -305,6 +307,12 @@ def job_base(config: Config) -> dict:
                 extend_rounds=config.extend_rounds, parent_pid=os.getpid())
 
 
+def job_env(job: AnyJob) -> str | None:
+    """The environment whose interpreter runs the job (every case of one job is of one environment)."""
+    first = job.case if isinstance(job, ProfileJob) else (job.cases[0] if job.cases else None)
+    return first.case.env if first is not None else None
+
+
 def job_case(case: CaseSpec, config: Config) -> JobCase:
     return JobCase(case.label, case, config.dtypes[case.label])
 
@@ -312,8 +320,9 @@ def job_case(case: CaseSpec, config: Config) -> JobCase:
 def blank_result(case: CaseSpec, config: Config) -> CaseResult:
     return CaseResult(
         label=case.label, factory=f"{case.module or case.file}:{case.factory}",
-        library=BUILTIN[case.label].library if case.module and case.label in BUILTIN else None,
+        library=BUILTIN[base_label(case.label)].library if case.module and base_label(case.label) in BUILTIN else None,
         device=config.device, dtype=config.dtypes[case.label], shape=list(config.shape), warmup=config.warmup,
+        env=case.env,
     )
 
 
@@ -384,11 +393,20 @@ class Measurement:
         config = self.config
         if not config.spares or config.isolate:
             return
-        name = "+".join(c.label for c in config.cases)
-        jobs = [(config.cases, self.out / f"{name}-timing-{i}.log") for i in range(2, config.processes + 1)]
+        jobs = []
+        for cases in self.case_groups():
+            name = "+".join(c.label for c in cases)
+            jobs += [(cases, self.out / f"{name}-timing-{i}.log") for i in range(2, config.processes + 1)]
         jobs += [([c], self.out / f"{c.label}.log") for c in config.cases]
         for cases, log in jobs:
             self.spares[log] = Spare.start(cases, config, log)
+
+    def case_groups(self) -> list[list[CaseSpec]]:
+        """The cases that share processes: all of them, or with --env those of each environment."""
+        envs = [e.name for e in self.config.environments]
+        if not envs:
+            return [self.config.cases]
+        return [[c for c in self.config.cases if c.env == e] for e in envs]
 
     def spare(self, log_path: Path, labels: list[str]) -> Spare | None:
         """The spare started for this job, when its cases are still these (else it is stopped)."""
@@ -405,9 +423,10 @@ class Measurement:
             log.unlink(missing_ok=True)
         self.spares.clear()
 
-    def time_group(self, cases: list[CaseSpec], reason: str) -> list[tuple[CaseSpec, str]]:
-        """The timed loops of `cases` in config.processes processes. Returns the cases to time again alone
-        (they could not be built beside the others, or the shared process failed), with why."""
+    def time_group(self, cases: list[CaseSpec], reason: str, more: bool = True) -> list[tuple[CaseSpec, str]]:
+        """The timed loops of `cases` in config.processes processes (more=False: the first only; time_envs runs
+        the others). Returns the cases to time again alone (they could not be built beside the others, or the
+        shared process failed), with why."""
         config, run = self.config, self.run
         paired = len(cases) > 1
         group = Group([c.label for c in cases], paired, reason)
@@ -457,7 +476,8 @@ class Measurement:
             group.reason = "alone: the other cases of the run could not share its processes"
         group.processes = 1
         self.save()
-        self._more_processes(group)
+        if more:
+            self._more_processes(group)
         return retry
 
     def _others(self, case: CaseSpec, cases: list[CaseSpec]) -> str:
@@ -466,54 +486,98 @@ class Measurement:
     def _more_processes(self, group: Group) -> None:
         """Processes 2..N of a group: the loops at the sample shape only (the requested shape, when it is
         not host-bound, holds the GPU for seconds a loop and is timed in the first process alone)."""
-        config, run = self.config, self.run
-        live = [l for l in group.cases if run.results[l].error is None and l in self.steps]
-        if not live:
-            return
-        sample_shape = run.results[live[0]].sample_shape
-        key = "timing" if sample_shape == config.shape else "sample_timing"
-        by_label = {c.label: c for c in config.cases}
-        name = "+".join(group.cases)
+        config = self.config
         started = time.monotonic()
         i = 1
         while i < config.max_processes:
-            live = [l for l in live if run.results[l].error is None]
+            live = self._live(group)
             if not live:
                 return
             if i >= config.processes and (self._settled(live, config.max_processes)
                                           or time.monotonic() - started > config.extra_seconds):
                 return
             i += 1
-            job = TimeJob(**job_base(config), cases=[job_case(by_label[l], config) for l in live],
-                          plan=[PlanItem(sample_shape, {l: self.steps[l] for l in live}, key)])
-            say = lambda what, i=i: self.progress(f"timing {name}", f"process {i}/{config.processes}"  # noqa: E731
-                                                  + ("" if i <= config.processes else " (more, until the ratios settle)")
-                                                  + f": {what}")
-            log = self.out / f"{name}-timing-{i}.log"
-            got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=self.spare(log, live))
-            for label in live:
-                r = run.results[label]
-                failed = error if got is None else got.errors.get(label)
-                if failed:  # what the earlier processes measured stays
-                    r.error = f"process {i} of {config.processes}: {failed}"
-                    continue
-                r.at_sample_shape.processes.append(got.cases[label].at(key).loops)
-            if got is not None and any(label not in got.errors for label in live):
-                group.processes = i  # processes that finished their loops
-            self.save()
+            self._one_more(group, i)
+
+    def _live(self, group: Group) -> list[str]:
+        return [l for l in group.cases if self.run.results[l].error is None and l in self.steps]
+
+    def _one_more(self, group: Group, i: int) -> None:
+        """Process i of a group, at the sample shape, the calls per loop its first process chose."""
+        config, run = self.config, self.run
+        live = self._live(group)
+        if not live:
+            return
+        sample_shape = run.results[live[0]].sample_shape
+        key = "timing" if sample_shape == config.shape else "sample_timing"
+        by_label = {c.label: c for c in config.cases}
+        name = "+".join(group.cases)
+        job = TimeJob(**job_base(config), cases=[job_case(by_label[l], config) for l in live],
+                      plan=[PlanItem(sample_shape, {l: self.steps[l] for l in live}, key)])
+        say = lambda what: self.progress(f"timing {name}", f"process {i}/{config.processes}"  # noqa: E731
+                                         + ("" if i <= config.processes else " (more, until the ratios settle)")
+                                         + f": {what}")
+        log = self.out / f"{name}-timing-{i}.log"
+        got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=self.spare(log, live))
+        for label in live:
+            r = run.results[label]
+            failed = error if got is None else got.errors.get(label)
+            if failed:  # what the earlier processes measured stays
+                r.error = f"process {i} of {config.processes}: {failed}"
+                continue
+            r.at_sample_shape.processes.append(got.cases[label].at(key).loops)
+        if got is not None and any(label not in got.errors for label in live):
+            group.processes = i  # processes that finished their loops
+        self.save()
 
     def _settled(self, live: list[str], most: int) -> bool:
         """No more processes can help: every pair of these cases has a ratio whose interval reaches no further
         than SETTLED from it, or would still reach further with `most` processes that spread as these do (on
-        a host where processes disagree by ±7%, seven more would not settle it, and would cost a minute)."""
+        a host where processes disagree by ±7%, seven more would not settle it, and would cost a minute). A
+        pair of two environments is read by its anchored ratio."""
         timings = {l: self.run.results[l].at_sample_shape for l in live}
         for base, head in self.run.pairs:
             if base in timings and head in timings:
-                figures = stats.pair(base, timings[base], head, timings[head], True)
+                if self.run.paired(base, head):
+                    figures = stats.pair(base, timings[base], head, timings[head], True)
+                else:
+                    figures = stats.anchored_pair(self.run, base, head)
+                    if figures is None:
+                        continue
                 reach, could = figures.reach, figures.reach_with(most)
                 if reach is None or (reach > SETTLED and (could is None or could <= SETTLED)):
                     return False
         return True
+
+    def time_envs(self) -> None:
+        """`compare --env`: each environment's cases (its anchor among them) in processes of their own, the
+        environments taking turns, A B, B A, A B, ... (neither always first: a drift of the host over the run
+        falls on both alike), each process's loops interleaved as time_group does. After --processes each,
+        more while a pair's anchored ratio has not settled, as _more_processes does."""
+        config, run = self.config, self.run
+        groups: list[Group] = []
+        for cases in self.case_groups():
+            env, before = cases[0].env, len(run.groups)
+            retry = self.time_group(cases, f"paired: the cases of environment {env} in the same processes, loops "
+                                           "interleaved", more=False)
+            for case, why in retry:  # the anchored comparison needs every case beside the anchor: no timing alone
+                run.results[case.label].error = f"environment {env}: {why.removesuffix('; timed alone')}"
+            if len(run.groups) > before:
+                groups.append(run.groups[before])
+        self.save()
+        started = time.monotonic()
+        i = 1
+        while i < config.max_processes:
+            live = [l for g in groups for l in self._live(g)]
+            if not live:
+                break
+            if i >= config.processes and (self._settled(live, config.max_processes)
+                                          or time.monotonic() - started > config.extra_seconds):
+                break
+            i += 1
+            for group in (groups if i % 2 else groups[::-1]):
+                self._one_more(group, i)
+        stop_if_failed(run, config)
 
     def time_sweep(self, cases: list[CaseSpec], reason: str) -> list[tuple[CaseSpec, str]]:
         """A sweep's timed loops of `cases`: every size in each of config.processes processes, the cases built
@@ -638,7 +702,8 @@ def start(config: Config, argv: list[str], progress: Progress, kind: str = "comp
     config.out = rundir.create(out, unique=config.out_is_default)
     run = Run(schema=rundir.SCHEMA, kind=kind, complete=False, started=_now(), finished=None, command=argv,
               config=RunConfig.of(config.to_json()), env=envinfo.collect(config.device),
-              results={c.label: blank_result(c, config) for c in config.cases})
+              results={c.label: blank_result(c, config) for c in config.cases},
+              environments=list(config.environments))
     m = Measurement(config, run, progress)
     m.save()
     return m
@@ -677,7 +742,10 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
     run, out = m.run, config.out
     with finishing(m):
         m.start_spares()
-        time_all(m, m.time_group)
+        if config.environments:
+            m.time_envs()
+        else:
+            time_all(m, m.time_group)
         for case in config.cases:
             r = run.results[case.label]
             if r.error is not None or case.label not in m.steps:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .record import Run, Timing
+from .record import Run, Timing, base_label
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
@@ -363,6 +363,13 @@ class Anchored:
             return None
         return max(self.ratio_interval.high / self.ratio - 1, 1 - self.ratio_interval.low / self.ratio)
 
+    def reach_with(self, units: int) -> float | None:
+        """The reach the ratio's interval would have with `units` processes a side that spread as these do."""
+        if len(self.base_logs) < 2 or len(self.head_logs) < 2 or units < 2:
+            return None
+        var = statistics.variance(self.base_logs) + statistics.variance(self.head_logs)
+        return math.exp(t975(2 * units - 2) * math.sqrt(var / units)) - 1
+
     def processes_to_settle(self, threshold: float) -> int | None:
         """Processes a side (as many on each) that would bring the ratio's interval clear of `threshold` (a
         ratio) at the spread seen and the same estimate; None when none up to MAX_ADVISED_PROCESSES would."""
@@ -378,10 +385,10 @@ class Anchored:
 
 def anchored(case: str, anchor: str, base: tuple[Timing, Timing], head: tuple[Timing, Timing],
              base_us: float | None = None, anchor_us: tuple[float, float] | None = None,
-             metric: str = "cpu_us") -> Anchored | None:
+             head_us: float | None = None, metric: str = "cpu_us") -> Anchored | None:
     """`base` and `head`: (the case's timing, the anchor's timing in the same processes) on each side.
-    `base_us` / `anchor_us`: the pooled times of the case on the base side and of the anchor on each side, in
-    their whole groups (by default pooled over the two cases). None when a side has nothing to compare."""
+    `base_us`, `head_us` / `anchor_us`: the pooled times of the case and of the anchor on each side, in their
+    whole groups (by default pooled over the two cases). None when a side has nothing to compare."""
     vb, ub = unit_figures(list(base), metric)
     vh, uh = unit_figures(list(head), metric)
     if vb.shape[1] == 0 or vh.shape[1] == 0:
@@ -402,7 +409,27 @@ def anchored(case: str, anchor: str, base: tuple[Timing, Timing], head: tuple[Ti
         ratio_iv = Interval(math.exp(log_ratio - half), math.exp(log_ratio + half), method)
         diff_iv = Interval(base_us * (ratio_iv.low - 1), base_us * (ratio_iv.high - 1),
                            f"{method}, times the base's pooled {base_us:,.2f} us")
+    if head_us is None:
+        head_us = float(_level(vh)[0])
+    # the absolute figures, the pooled times as every view shows them, with the interval of an unpaired pair
     absolute = _unpaired(case, base[0], case, head[0], 0, metric)
+    absolute.ratio, absolute.diff_us, absolute.base_us = head_us / base_us, head_us - base_us, base_us
     return Anchored(case, anchor, ratio, ratio_iv, base_us, base_us * (ratio - 1), diff_iv,
                     anchor_us[1] / anchor_us[0] if anchor_us[0] else math.nan, absolute, len(db), len(dh),
                     ub if ub == uh else f"{ub} / {uh}", db, dh)
+
+
+def anchored_pair(run: Run, base: str, head: str, pooled: dict[str, Pooled] | None = None) -> Anchored | None:
+    """A pair of one run whose cases ran in processes of their own (two environments of `compare --env`), each
+    beside the run's anchor: anchored at the sample shape. None when they shared processes, or either has no
+    anchor beside it. `pooled`: group_pooled(run, True), for the figures in the cases' whole groups."""
+    ab, ah = run.anchor_beside(base), run.anchor_beside(head)
+    if ab is None or ah is None or run.paired(base, head):
+        return None
+    timings = [run.results[l].at_sample_shape if not run.results[l].error else None for l in (base, ab, head, ah)]
+    if any(t is None for t in timings):
+        return None
+    known = pooled is not None and all(l in pooled for l in (base, ab, ah))
+    return anchored(base_label(base), base_label(ab), (timings[0], timings[1]), (timings[2], timings[3]),
+                    pooled[base].us if known else None, (pooled[ab].us, pooled[ah].us) if known else None,
+                    pooled[head].us if known and head in pooled else None)

@@ -18,8 +18,10 @@ from .errors import FlametoolError, RunDirError
 from .operands import UnlikeOperands, unlike_operands  # noqa: F401 - analysis.unlike_operands
 from .record import CaseResult, Run, Timing
 
-# diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case)
+# diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case):
+# the change's 95% interval lies wholly above the threshold; INCONCLUSIVE_EXIT when the interval holds it
 SLOWER_EXIT = 3
+INCONCLUSIVE_EXIT = 4
 
 
 @dataclass
@@ -274,9 +276,98 @@ def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> s
                 raise FlametoolError(f"--case {case!r}: no such case in {run} (cases: {', '.join(data.results) or 'none'})")
         return case
     shared = [l for l in attribution.sampled_labels(a) if l in attribution.sampled_labels(b)]
-    if not shared:
-        raise FlametoolError(f"{run_a} and {run_b} have no sampled case in common; name one with --case")
-    return shared[0]
+    timed = [l for l, r in a.results.items() if l in b.results and r.at_sample_shape and b.results[l].at_sample_shape
+             and not r.error and not b.results[l].error]
+    if not shared and not timed:
+        raise FlametoolError(f"{run_a} and {run_b} have no case in common; name one with --case")
+    return (shared or timed)[0]
+
+
+@dataclass
+class Change:
+    """What a diff leads with and --fail-above decides on: head against base as a ratio with its 95% interval,
+    anchored where it can be (the anchor timed beside the case on both sides cancels the host's speed)."""
+
+    ratio: float | None
+    interval: stats.Interval | None
+    how: str  # in words: what the ratio is of
+    anchored: stats.Anchored | None = None
+    absolute: stats.PairFigures | None = None  # not anchored: the pooled times, head against base
+    no_anchor: str | None = None  # why there is no anchor
+
+
+@dataclass
+class Verdict:
+    """--fail-above PCT on a change: slower (its interval wholly above PCT), passed (wholly at or below it), or
+    inconclusive (the interval holds PCT), with the processes a side that would settle it at the spread seen."""
+
+    outcome: str  # "slower", "passed", "inconclusive"
+    exit_code: int
+    threshold: float  # PCT
+    sentence: str
+    processes: int | None = None
+
+
+def verdict(change: Change, label: str, pct: float) -> Verdict:
+    """Decided on the interval, not the point: a change whose interval reaches above PCT may still be noise."""
+    if change.ratio is None:
+        return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct, f"{label}: nothing to compare; inconclusive")
+    grew, iv = (change.ratio - 1) * 100, change.interval
+    limit = 1 + pct / 100
+    if iv is None:  # one process a side: no interval to decide on, only the point
+        slower = grew > pct
+        return Verdict("slower" if slower else "passed", SLOWER_EXIT if slower else 0, pct,
+                       f"{label}: {grew:+.1f}% {change.how} (no interval: one process a side, decided on the point; "
+                       f"{'more' if slower else 'not more'} than --fail-above {pct:g}%)")
+    span = f"{grew:+.1f}% (95%: {(iv.low - 1) * 100:+.1f}% to {(iv.high - 1) * 100:+.1f}%) {change.how}"
+    if iv.low > limit:
+        return Verdict("slower", SLOWER_EXIT, pct, f"{label}: {span}: slower by more than --fail-above {pct:g}%")
+    if iv.high <= limit:
+        return Verdict("passed", 0, pct, f"{label}: {span}: within --fail-above {pct:g}%")
+    need = change.anchored.processes_to_settle(limit) if change.anchored is not None else None
+    return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
+                   f"{label}: {span}: inconclusive, the interval holds --fail-above {pct:g}%; "
+                   + (f"about {need} processes a run would settle it" if need else
+                      "more processes would not settle it at this spread" if change.anchored is not None else
+                      "an anchor (a case timed beside it in both runs) would settle it"), need)
+
+
+def anchor_for(a: Run, b: Run, label: str, given: str | None) -> tuple[str | None, str | None]:
+    """(the anchor, or None and why): a case both runs have, timed in the same processes as `label` in each
+    (the runs' own anchor first, for a run of `compare --env`)."""
+    def beside(run: Run, x: str) -> bool:
+        return x in run.results and x != label and not run.results[x].error and run.paired(label, x)
+
+    if given is not None:
+        for name, run in (("RUN_A", a), ("RUN_B", b)):
+            if not beside(run, given):
+                raise FlametoolError(f"--anchor {given!r}: not a case timed beside {label!r} in {name}")
+        return given, None
+    preferred = [x for x in (a.anchor_beside(label), b.anchor_beside(label)) if x]
+    candidates = preferred + [x for x in a.results if x not in preferred]
+    found = next((x for x in candidates if beside(a, x) and beside(b, x)), None)
+    if found is None:
+        return None, (f"no anchor: no other case was timed beside {label} in both runs, so the change is the "
+                      "absolute one and carries the host's own drift between runs")
+    return found, None
+
+
+def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | None) -> Change:
+    """`label` in run A (base) and run B (head), relative to `anchor` (at the sample shape)."""
+    pa, pb = stats.group_pooled(a, True, intervals=False), stats.group_pooled(b, True, intervals=False)
+    ta, tb = a.results[label].at_sample_shape, b.results[label].at_sample_shape
+    absolute = stats.pair(label, ta, label, tb, False)
+    if label in pa and label in pb and absolute.ratio is not None:  # the pooled times every view shows
+        absolute.ratio, absolute.diff_us, absolute.base_us = pb[label].us / pa[label].us, pb[label].us - pa[label].us, pa[label].us
+    if anchor is not None:
+        got = stats.anchored(label, anchor, (ta, a.results[anchor].at_sample_shape), (tb, b.results[anchor].at_sample_shape),
+                             pa.get(label).us if label in pa else None,
+                             (pa[anchor].us, pb[anchor].us) if anchor in pa and anchor in pb else None,
+                             pb.get(label).us if label in pb else None)
+        if got is not None:
+            return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute)
+        no_anchor = f"no anchor: {anchor} has no loops to compare in one of the runs"
+    return Change(absolute.ratio, absolute.ratio_interval, "absolute (not anchored)", None, absolute, no_anchor)
 
 
 @dataclass
@@ -287,8 +378,10 @@ class DiffResult:
     base_run: str
     head_run: str
     same_shape_and_dtype: bool
-    figures: dict  # diff.diff: the layers and frames, head - base
+    figures: dict | None  # diff.diff: the layers and frames, head - base (None: not both sampled)
     cases: tuple[str, str] | None = None
+    change: Change | None = None  # what it leads with, and --fail-above decides on
+    not_sampled: str | None = None  # why there are no layers and frames
 
     @property
     def base_us_per_call(self) -> float:
@@ -303,14 +396,24 @@ class DiffResult:
         return self.figures["ratio"]
 
 
-def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller") -> DiffResult:
-    """The same case in two runs, base = RUN_A, head = RUN_B; nothing is written."""
+def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", anchor: str | None = None) -> DiffResult:
+    """The same case in two runs, base = RUN_A, head = RUN_B, relative to an anchor both runs timed beside it;
+    nothing is written."""
     a, b = rundir.load_profiled(run_a, "diff"), rundir.load_profiled(run_b, "diff")
     label = common_case(run_a, a, run_b, b, case)
-    base = attribution.load_profile(run_a, a, label)
-    head = attribution.load_profile(run_b, b, label)
+    for name, run in (("RUN_A", a), ("RUN_B", b)):
+        if run.results[label].error or run.results[label].at_sample_shape is None:
+            raise FlametoolError(f"--case {label!r}: it has no timings in {name} (it failed there)")
+    found, why = anchor_for(a, b, label, anchor)
+    change = run_change(a, b, label, found, why)
+    if Path(run_a).resolve() == Path(run_b).resolve() and change.ratio is not None:
+        # one run on both sides: its processes are the same units, each with a change of exactly nothing
+        change.interval = stats.Interval(change.ratio, change.ratio, "the same run on both sides")
+    sampled = label in attribution.sampled_labels(a) and label in attribution.sampled_labels(b)
+    figures = diff.diff(attribution.load_profile(run_a, a, label), attribution.load_profile(run_b, b, label), view) if sampled else None
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
-    return DiffResult(base.label, str(run_a), str(run_b), shapes[0] == shapes[1], diff.diff(base, head, view))
+    return DiffResult(label, str(run_a), str(run_b), shapes[0] == shapes[1], figures, change=change,
+                      not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare")
 
 
 def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> DiffResult:
@@ -322,5 +425,13 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
                                  f"(cases: {', '.join(run.results) or 'none'})")
     figures = diff.diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head), view)
     rb, rh = run.results[base], run.results[head]
+    pooled = stats.group_pooled(run, True, intervals=False)
+    got = stats.anchored_pair(run, base, head, pooled)
+    if got is not None:
+        change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
+    else:
+        f = stats.pair(base, rb.at_sample_shape, head, rh.at_sample_shape, run.paired(base, head),
+                       base_us=pooled[base].us if base in pooled else None)
+        change = Change(f.ratio, f.ratio_interval, "paired in the same processes" if f.paired else "not paired", None, f)
     return DiffResult(f"{head} - {base}", str(run_dir), str(run_dir),
-                      (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head))
+                      (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head), change)

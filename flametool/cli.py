@@ -1,6 +1,7 @@
 """Command line: ``build_parser()`` describes it, ``main(argv)`` checks every input before anything starts
 and turns known failures into one line on stderr and an exit code (2 bad input, 1 a case failed,
-3 `diff --fail-above`: the case got slower than allowed, 130 interrupted), never a traceback."""
+3 `--fail-above`: the case got slower than allowed (its change's 95% interval wholly above it), 4 `--fail-above`
+inconclusive (the interval holds it), 130 interrupted), never a traceback."""
 
 from __future__ import annotations
 
@@ -86,8 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="system libraries charged to their callers' layers (caller, the default) or apart (library)")
     p.add_argument("--base", help="with one run: the base case")
     p.add_argument("--head", help="with one run: the head case")
+    p.add_argument("--anchor", metavar="CASE",
+                   help="the case both runs timed beside the case, that the change is taken relative to (default: "
+                        "the runs' own anchor, else the first such case)")
     p.add_argument("--fail-above", type=float, metavar="PCT",
-                   help=f"exit {analysis.SLOWER_EXIT} when the case's CPU time per call grew by more than PCT percent")
+                   help=f"exit {analysis.SLOWER_EXIT} when the case's host time per call (relative to the anchor) grew "
+                        f"by more than PCT percent, its whole 95%% interval above PCT; exit {analysis.INCONCLUSIVE_EXIT} "
+                        "(inconclusive) when the interval holds PCT")
     p.add_argument("--top", type=int, default=15, help="frames to list (default 15)")
 
     p = sub.add_parser("export", help="a run's stacks with normalized names, for speedscope or flame graph tools")
@@ -449,18 +455,20 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
     if args.base or args.head:
         if not (args.base and args.head) or args.run_b is not None or args.case is not None:
             raise FlametoolError("diff RUN --base A --head B: one run and two of its cases (or RUN_A RUN_B [--case C])")
+        if args.anchor is not None:
+            raise FlametoolError("diff RUN --base A --head B --anchor: the anchor is for two runs (RUN_A RUN_B)")
         result = analysis.diff_cases(args.run_a, args.base, args.head, args.layers)
     elif args.run_b is None:
         raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")
     else:
-        result = analysis.diff_runs(args.run_a, args.run_b, args.case, args.layers)
+        result = analysis.diff_runs(args.run_a, args.run_b, args.case, args.layers, args.anchor)
     out.file.write(render.get("terminal")(terminal_options(out, top=args.top)).render(result))
-    grew = (result.ratio - 1) * 100
-    if args.fail_above is not None and grew > args.fail_above:
-        terminal.say(err, f"flametool: {result.label}: {result.base_us_per_call:.2f} -> {result.head_us_per_call:.2f} us per call, "
-                          f"{grew:+.1f}% (more than --fail-above {args.fail_above:g}%)")
-        return analysis.SLOWER_EXIT
-    return 0
+    if args.fail_above is None:
+        return 0
+    decided = analysis.verdict(result.change, result.label, args.fail_above)
+    if decided.exit_code:
+        terminal.say(err, f"flametool: {decided.sentence}")
+    return decided.exit_code
 
 
 def cmd_export(args: argparse.Namespace, out: Console) -> int:

@@ -97,6 +97,23 @@ def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[s
     return [lead, absolute]
 
 
+def change_lines(change, label: str, cases: tuple[str, str] | None) -> list[str]:
+    """What `flametool diff` leads with (change: analysis.Change): the change relative to the anchor and beside it
+    the absolute change and the anchor's own, or why there is no anchor and the absolute change."""
+    base, head = cases or ("A", "B")
+    if change is None or change.ratio is None:
+        return [f"{label}: nothing to compare"]
+    if change.anchored is not None:
+        lead, rest = anchored_lines(change.anchored, base, head, head if cases else "B (RUN_B)")
+        return [(f"{label}: " if not cases else "") + lead, rest]
+    f = change.absolute
+    text = (f"{head} / {base} = {ratio(f.ratio)}"
+            + (f" (95%: {interval(f.ratio_interval, lambda v: f'{v:.3f}')})" if f.ratio_interval else " (no interval)")
+            + f"; {head} − {base} = {signed(f.diff_us)} us per call"
+            + (f" (95%: {interval(f.diff_interval, signed)})" if f.diff_interval else "") + f", {change.how}")
+    return [(f"{label}: " if not cases else "") + text] + ([change.no_anchor] if change.no_anchor else [])
+
+
 # Below this many processes the spread between them is too uncertain to say that more would not settle it
 FEW_PROCESSES = 5
 

@@ -320,8 +320,8 @@ def test_diff_over_fail_above_keeps_its_exit_code_when_the_reader_is_gone():
                            str(SAMPLES / "h200-seed-fp16"), "--case", "cupy", "--fail-above", "0"],
                           stdout=write, stderr=subprocess.PIPE, text=True, cwd=fk.ROOT, timeout=120)
     os.close(write)
-    assert proc.returncode in (0, 3) and "Traceback" not in proc.stderr
-    if proc.returncode == 3:
+    assert proc.returncode in (0, 3, 4) and "Traceback" not in proc.stderr  # 4: inconclusive (the interval holds 0%)
+    if proc.returncode in (3, 4):
         assert fk.error_line(proc).startswith("flametool: cupy: ")
 
 

@@ -92,6 +92,8 @@ def print_summary(a: Analysis, console: Console) -> None:
     profiled loops, and what to be careful about."""
     run = a.run
     processes = run.config.timing_processes
+    for e in run.environments:
+        say(console, fmt.environment_line(e))
     for p in a.pairs:
         for line in fmt.pair_lines(p, run, processes):
             say(console, line)
@@ -232,6 +234,13 @@ def print_run_diff(result: DiffResult, console: Console, top: int = 10) -> None:
     """`flametool diff`: one case in two runs, or two cases of one run (result.cases)."""
     case_diff, cases = result.figures, result.cases
     where = f"in {result.base_run}" if cases else f"base {result.base_run}, head {result.head_run}"
+    if not cases:
+        say(console, f"A (base): {result.base_run}; B (head): {result.head_run}")
+    for line in fmt.change_lines(result.change, result.label, cases):
+        say(console, line)
+    if case_diff is None:
+        say(console, result.not_sampled or "no stacks to compare")
+        return
     table = titled(f"{fmt.visible(result.label)}: host time per call by layer, us ({fmt.visible(where)})")
     base, head = cases or ("base", "head")
     for i, col in enumerate(("layer", base, head, "delta")):

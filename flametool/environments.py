@@ -77,7 +77,7 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     found = []
     try:
         for e, proc in procs:
-            given = f"--env {e.name}={e.python}"
+            given = f"--env {e.name + '=' + e.python!r}"
             try:
                 stdout, stderr = proc.communicate(timeout=PROBE_SECONDS)
             except subprocess.TimeoutExpired:

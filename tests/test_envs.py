@@ -1,0 +1,175 @@
+"""`compare --env NAME=PYTHON`, for real on the CPU: environment b is this interpreter with a directory on
+PYTHONPATH whose sitecustomize.py wraps numpy.matmul with a 5 us busy-wait (a wrapper script is the PYTHON).
+One shared run (module fixture); the checks before anything runs need no run."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checks import one_line_error
+from flametool import analysis, rundir
+
+PLANTED_US = 5.0
+SITECUSTOMIZE = f'''
+import time
+import numpy as _np
+
+_orig, _clock = _np.matmul, time.perf_counter
+
+
+def matmul(*args, **kwargs):
+    end = _clock() + {PLANTED_US}e-6
+    while _clock() < end:
+        pass
+    return _orig(*args, **kwargs)
+
+
+matmul.__wrapped__ = _orig
+_np.matmul = matmul
+'''
+# what the planted wrapper adds per call, measured in b directly: its loops against the unwrapped function's,
+# interleaved (the busy-wait, plus the wrapper's own call and its clock reads)
+MEASURE = '''
+import statistics, time
+import numpy as np
+a = np.random.default_rng(0).random((64, 64), dtype=np.float32); out = np.empty_like(a)
+w, o = np.matmul, np.matmul.__wrapped__
+d = []
+for _ in range(300):
+    t0 = time.perf_counter()
+    for _ in range(100): w(a, a, out=out)
+    t1 = time.perf_counter()
+    for _ in range(100): o(a, a, out=out)
+    t2 = time.perf_counter()
+    d.append(((t1 - t0) - (t2 - t1)) / 100 * 1e6)
+print(statistics.median(d))
+'''
+
+
+def wrapper(directory: Path, pythonpath: Path) -> Path:
+    """A PYTHON for --env: this interpreter with `pythonpath` first on its path."""
+    script = directory / "python"
+    script.write_text(f'#!/bin/sh\nPYTHONPATH="{pythonpath}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+@pytest.fixture(scope="module")
+def env_b(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("env_b")
+    (d / "site").mkdir()
+    (d / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    return wrapper(d, d / "site")
+
+
+@pytest.fixture(scope="module")
+def env_run(cli, tmp_path_factory, env_b):
+    out = tmp_path_factory.mktemp("envs") / "run"
+    proc = cli("compare", "--device", "cpu", "--env", f"a={sys.executable}", "--env", f"b={env_b}",
+               "--processes", "3", "--repeats", "15", "--iters", "200", "--no-sample", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    planted = float(subprocess.run([str(env_b), "-c", MEASURE], capture_output=True, text=True, check=True).stdout)
+    return out, proc, planted
+
+
+def test_the_planted_cost_is_found_within_its_interval(env_run):
+    out, proc, planted = env_run
+    a = analysis.load(out)
+    (pair,) = a.pairs
+    assert (pair.base, pair.head) == ("numpy@a", "numpy@b")
+    f = pair.anchored
+    assert f is not None and f.anchor == "torch" and (f.base_units, f.head_units) == (3, 3)
+    # the wrapper costs 5 us plus its own call; what b's interpreter measured of it directly lies in the interval
+    assert PLANTED_US <= planted < PLANTED_US + 2
+    assert f.diff_interval.low <= planted <= f.diff_interval.high, (planted, f.diff_us, f.diff_interval)
+    # the difference is the base's pooled time times (ratio - 1): the two say one thing
+    assert f.diff_us == pytest.approx(f.base_us * (f.ratio - 1))
+    assert f.base_us == pytest.approx(a.timings["numpy@a"].cpu_us)
+    # the anchor's versions are the same in both environments, so its own change is the host's: near 1
+    assert 0.7 < f.anchor_change < 1.4
+    assert "numpy@b / numpy@a relative to torch = " in proc.stdout and "anchored on torch over 3 + 3 processes" in proc.stdout
+    assert "not anchored: numpy@a" in proc.stdout and "torch's own change" in proc.stdout
+
+
+def test_environments_are_recorded_and_shown(env_run, env_b):
+    out, proc, _ = env_run
+    data = json.loads((out / "run.json").read_text())
+    assert data["schema"] == rundir.SCHEMA
+    assert list(data["results"]) == ["numpy@a", "torch@a", "numpy@b", "torch@b"]
+    assert [data["results"][l]["env"] for l in data["results"]] == ["a", "a", "b", "b"]
+    assert data["config"]["anchor"] == "torch" and data["config"]["pairs"] == [["numpy@a", "numpy@b"]]
+    assert data["config"]["envs"] == [{"name": "a", "python": sys.executable}, {"name": "b", "python": str(env_b)}]
+    run = rundir.load(out)
+    a, b = run.environments
+    assert (a.name, b.name) == ("a", "b") and a.executable == b.executable == sys.executable
+    import numpy
+    import torch
+
+    assert a.versions == b.versions == {"numpy": numpy.__version__, "torch": torch.__version__}
+    assert a.python_version == f"{sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}"
+    for e in ("a", "b"):
+        assert f"environment {e}: Python {a.python_version}" in proc.stdout and f"numpy {numpy.__version__}" in proc.stdout
+    # each environment's cases shared their processes; the two environments did not
+    assert run.paired("numpy@a", "torch@a") and run.paired("numpy@b", "torch@b") and not run.paired("numpy@a", "numpy@b")
+    assert run.anchor_beside("numpy@b") == "torch@b" and run.anchor_beside("torch@a") is None
+    # the report has the anchored sentence and the environments
+    page = (out / "report.html").read_text()
+    assert "relative to torch" in page
+
+
+def test_the_environments_take_turns(env_run):
+    """A B, B A, A B: the processes' order, read off the progress lines."""
+    _, proc, _ = env_run
+    seen = []
+    for line in proc.stderr.splitlines():
+        m = re.match(r"timing (\S+): process (\d+)/3", line)
+        if m and (m[1], m[2]) not in seen:
+            seen.append((m[1], m[2]))
+    a, b = "numpy@a+torch@a", "numpy@b+torch@b"
+    assert seen == [(a, "1"), (b, "1"), (b, "2"), (a, "2"), (a, "3"), (b, "3")]
+
+
+def test_a_missing_interpreter_is_one_line(capsys, tmp_path):
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--env", f"a={sys.executable}", "--env",
+                                   f"b={tmp_path / 'nope' / 'python'}", "--out", str(tmp_path / "run")])
+    assert "--env 'b=" in line and "no such interpreter" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_interpreter_that_cannot_import_the_case_is_one_line(capsys, tmp_path):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "numpy.py").write_text("raise ImportError('numpy is not in this environment')\n")
+    python = wrapper(tmp_path, tmp_path / "site")
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--env", f"a={sys.executable}",
+                                   "--env", f"b={python}", "--out", str(tmp_path / "run")])
+    assert line.startswith(f"flametool: --env 'b={python}': cannot import numpy (ImportError")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--env", "a=python3"], "give two environments or more"),
+    (["--env", "a", "--env", "b=python3"], "expected NAME=PYTHON"),
+    (["--env", "a b=python3", "--env", "c=python3"], "the name must be"),
+    (["--env", "a=python3", "--env", "a=python3"], "given twice"),
+    (["--anchor", "torch"], "--anchor: only with --env"),
+    (["--env", "a=python3", "--env", "b=python3", "--isolate"], "leave out --isolate"),
+])
+def test_bad_env_options_are_one_line(capsys, tmp_path, argv, words):
+    assert words in one_line_error(capsys, ["compare", "--device", "cpu", *argv, "--out", str(tmp_path / "r")])
+
+
+def test_anchor_must_be_a_case_of_the_run(capsys, tmp_path):
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--env", f"a={sys.executable}",
+                                   "--env", f"b={sys.executable}", "--anchor", "torch", "--out", str(tmp_path / "r")])
+    assert "--anchor 'torch': no case named 'torch'" in line
+    # one case alone has nothing to anchor on
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--env", f"a={sys.executable}",
+                                   "--env", f"b={sys.executable}", "--out", str(tmp_path / "r")])
+    assert "no case to anchor on" in line

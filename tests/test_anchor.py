@@ -1,0 +1,186 @@
+"""Anchored comparisons and robust pooling, on hand-built records: a case relative to an anchor timed in the
+same processes (two runs, or two environments), the --fail-above verdict on its interval, and one figure for a
+pair's difference everywhere (headline, timing table, layer total)."""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+
+import pytest
+
+from checks import one_line_error
+from flametool import analysis, cli, rundir, stats
+from flametool.record import Group, Loops, Timing
+from runbuild import case_result, new_run
+
+# per-process speeds of a host: they multiply every case in a process alike
+SPEEDS = [1.0, 1.12, 0.93, 1.05, 0.98, 1.21]
+NOISE = [1.0, 1.004, 0.997, 1.002, 0.999, 1.003]  # the ratio's own small spread between processes
+
+
+def timing(us: float, speeds=SPEEDS, noise=None) -> Timing:
+    noise = noise or [1.0] * len(speeds)
+    return Timing([64, 64, 64], 200, [Loops([us * s * n, us * s * n * 1.001, us * s * n * 0.999])
+                                      for s, n in zip(speeds, noise)], True)
+
+
+def test_the_host_speed_cancels_relative_to_the_anchor():
+    # B's host runs 38% slower, and the case itself 5% slower relative to the anchor
+    base = (timing(10.0, noise=NOISE), timing(8.0))
+    head = (timing(10.5 * 1.38, noise=NOISE[::-1]), timing(8.0 * 1.38))
+    f = stats.anchored("cupy", "torch", base, head)
+    assert f.ratio == pytest.approx(1.05, rel=2e-3)
+    assert f.ratio_interval.low < 1.05 < f.ratio_interval.high and f.reach < 0.01
+    assert f.anchor_change == pytest.approx(1.38, rel=1e-3)
+    assert f.absolute.ratio == pytest.approx(1.05 * 1.38, rel=1e-2)  # what the microseconds alone would say
+    # the difference is stated at the base side's speed: its pooled time times (ratio - 1)
+    # (the median process of the base side runs at speed 1.025)
+    assert f.base_us == pytest.approx(10.0 * statistics.median(SPEEDS), rel=1e-2) and f.diff_us == pytest.approx(f.base_us * (f.ratio - 1))
+    assert f.diff_interval.low == pytest.approx(f.base_us * (f.ratio_interval.low - 1))
+    assert (f.base_units, f.head_units, f.unit_name) == (6, 6, "processes")
+
+
+def test_one_slow_process_moves_neither_the_ratio_nor_the_difference():
+    base, head = timing(10.0), timing(15.0, noise=NOISE)
+    f = stats.pair("a", base, "b", head, paired=True)
+    slow = [1.0, 1.12, 3.0, 1.05, 0.98, 1.21]  # one process three times slower, both cases in it alike
+    g = stats.pair("a", timing(10.0, slow), "b", timing(15.0, slow, NOISE), paired=True)
+    # the ratio does not move; the difference only as far as the median process's speed moves (1.025 -> 1.085)
+    assert g.ratio == pytest.approx(f.ratio) and g.diff_us == pytest.approx(f.diff_us * 1.085 / 1.025, rel=0.01)
+    # the mean of per-process differences it replaces would have moved by a third
+    assert math.fsum(g.per_process_diff_us) / 6 > 1.3 * math.fsum(f.per_process_diff_us) / 6
+    assert g.diff_interval.low < g.diff_us < g.diff_interval.high
+    # a difference that excludes 0 goes with a ratio that excludes 1
+    assert (g.diff_interval.low > 0) == (g.ratio_interval.low > 1)
+
+
+def test_pooled_times_stand_in_the_paired_ratio():
+    group = {"a": timing(10.0), "b": timing(15.0, noise=NOISE), "c": timing(4.0, noise=NOISE[::-1])}
+    pooled = stats.pooled(group)
+    for x, y in (("a", "b"), ("a", "c"), ("b", "c")):
+        f = stats.pair(x, group[x], y, group[y], paired=True, base_us=pooled[x].us)
+        assert pooled[y].us / pooled[x].us == pytest.approx(f.ratio)
+        assert pooled[y].us - pooled[x].us == pytest.approx(f.diff_us)
+    assert pooled["a"].interval.low < pooled["a"].us < pooled["a"].interval.high
+
+
+def change(ratio, low, high, anchored=None):
+    return analysis.Change(ratio, stats.Interval(low, high, "t") if low is not None else None, "relative to torch",
+                           anchored)
+
+
+@pytest.mark.parametrize("ratio, low, high, outcome, code", [
+    (1.10, 1.07, 1.13, "slower", analysis.SLOWER_EXIT),
+    (1.02, 1.00, 1.04, "passed", 0),
+    (1.05, 1.03, 1.07, "inconclusive", analysis.INCONCLUSIVE_EXIT),
+    (1.10, None, None, "slower", analysis.SLOWER_EXIT),  # no interval: the point decides, and says so
+    (0.80, 0.70, 0.90, "passed", 0),
+])
+def test_fail_above_decides_on_the_interval(ratio, low, high, outcome, code):
+    v = analysis.verdict(change(ratio, low, high), "cupy", 5)
+    assert (v.outcome, v.exit_code) == (outcome, code)
+    if low is None:
+        assert "decided on the point" in v.sentence
+
+
+def test_an_inconclusive_verdict_says_how_many_processes_would_settle_it():
+    base = (timing(10.0, noise=NOISE), timing(8.0))
+    head = (timing(10.0 * 1.04, noise=[1.02, 0.99, 1.01, 0.98, 1.0, 1.01]), timing(8.0))
+    f = stats.anchored("cupy", "torch", base, head)
+    v = analysis.verdict(analysis.Change(f.ratio, f.ratio_interval, "relative to torch", f), "cupy", 3)
+    assert v.outcome == "inconclusive" and v.processes and v.processes > 6
+    assert f"about {v.processes} processes a run would settle it" in v.sentence
+    # at that many processes a side with the same spread, the interval would clear 3%
+    n = v.processes
+    var = sum(statistics_var(x) for x in (f.base_logs, f.head_logs))
+    assert stats.t975(2 * n - 2) * math.sqrt(var / n) < abs(math.log(f.ratio / 1.03))
+
+
+def statistics_var(values):
+    import statistics
+
+    return statistics.variance(values)
+
+
+# --- flametool diff RUN_A RUN_B, anchored ----------------------------------------------------------------
+
+def saved_run(path, cupy_us: float, torch_us: float, speeds=SPEEDS, noise=NOISE):
+    """A run of cupy and torch timed in the same processes (not sampled)."""
+    run = new_run()
+    run.groups.append(Group(["cupy", "torch"], True, "hand-built", len(speeds)))
+    for label, us, n in (("cupy", cupy_us, noise), ("torch", torch_us, None)):
+        r = case_result(label, us, 0, group=0)
+        r.timing, r.profile = timing(us, speeds, n), None
+        run.results[label] = r
+    run.complete = True
+    path.mkdir(parents=True)
+    rundir.save(path, run)
+    return path
+
+
+@pytest.fixture
+def slower_host(tmp_path):
+    """Run B: the host 38% slower, cupy itself 1% slower relative to torch."""
+    return (saved_run(tmp_path / "a", 17.0, 11.0),
+            saved_run(tmp_path / "b", 17.0 * 1.01 * 1.38, 11.0 * 1.38, noise=NOISE[::-1]))
+
+
+def test_diff_leads_with_the_anchored_change(slower_host, capsys):
+    a, b = slower_host
+    assert cli.main(["diff", str(a), str(b), "--case", "cupy", "--fail-above", "5"]) == 0
+    out = capsys.readouterr().out
+    lines = [l for l in out.replace("\n", " ").split("  ") if l]
+    text = " ".join(lines)
+    assert "cupy: B / A relative to torch = 1.010×" in text and "anchored on torch over 6 + 6 processes" in text
+    assert re.search(r"torch's own change 1\.3[78]\d×: the host ran 3[78]\.\d% slower in B", text), text
+    assert "not sampled in both runs" in text
+
+
+def test_diff_fails_above_on_the_interval_and_is_inconclusive_where_it_holds_it(slower_host, capsys):
+    a, b = slower_host
+    # +1% (its interval well within +-1%) is more than 0.5%: slower, exit 3, whatever the absolute +39%
+    line = one_line_error(capsys, ["diff", str(a), str(b), "--case", "cupy", "--fail-above", "0.5"],
+                          code=analysis.SLOWER_EXIT)
+    assert line.startswith("flametool: cupy: +1.0% (95%: ") and "relative to torch" in line
+    line = one_line_error(capsys, ["diff", str(a), str(b), "--case", "cupy", "--fail-above", "1.2"],
+                          code=analysis.INCONCLUSIVE_EXIT)
+    assert "inconclusive" in line and "processes a run would settle it" in line
+
+
+def test_diff_without_an_anchor_says_so(tmp_path, capsys):
+    run = new_run()
+    run.groups.append(Group(["cupy"], False, "hand-built", 6))
+    r = case_result("cupy", 17.0, 0, group=0)
+    r.timing, r.profile = timing(17.0), None
+    run.results["cupy"] = r
+    (tmp_path / "a").mkdir()
+    rundir.save(tmp_path / "a", run)
+    b = saved_run(tmp_path / "b", 17.0 * 1.38, 11.0 * 1.38)
+    assert cli.main(["diff", str(tmp_path / "a"), str(b), "--case", "cupy"]) == 0
+    out = capsys.readouterr().out.replace("\n", " ")
+    assert "no anchor: no other case was timed beside cupy in both runs" in out and "absolute (not anchored)" in out
+    assert "--anchor 'torch': not a case timed beside 'cupy' in RUN_A" in one_line_error(
+        capsys, ["diff", str(tmp_path / "a"), str(b), "--case", "cupy", "--anchor", "torch"])
+
+
+def test_one_figure_in_the_headline_the_table_and_the_layers(tmp_path):
+    """A sampled pair: the headline's difference, the timing table's figures and the layer total agree."""
+    run = new_run()
+    run.groups.append(Group(["a", "b"], True, "hand-built", 6))
+    folded = "case.<locals>.step (t/c.py:1);f (lib/m.py:2) 10\n"
+    for label, us, n in (("a", 10.0, None), ("b", 15.0, NOISE)):
+        r = case_result(label, us, 10, group=0)
+        r.timing = timing(us, [1.0, 1.12, 3.0, 1.05, 0.98, 1.21], n)  # one slow process
+        run.results[label] = r
+        (tmp_path / f"{label}.folded").write_text(folded)
+    run.complete = True
+    rundir.save(tmp_path, run)
+    x = analysis.load(tmp_path)
+    (p,) = x.pairs
+    head = p.headline
+    assert head.diff_us == pytest.approx(x.timings["b"].cpu_us - x.timings["a"].cpu_us)
+    assert head.diff_us == pytest.approx(p.diff["delta_us_per_call"])
+    # at the median process's speed (1.085), not the slow one's
+    assert head.diff_us == pytest.approx(5.0 * 1.085, rel=0.01)

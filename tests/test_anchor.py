@@ -181,6 +181,6 @@ def test_one_figure_in_the_headline_the_table_and_the_layers(tmp_path):
     (p,) = x.pairs
     head = p.headline
     assert head.diff_us == pytest.approx(x.timings["b"].cpu_us - x.timings["a"].cpu_us)
-    assert head.diff_us == pytest.approx(p.diff["delta_us_per_call"])
+    assert head.diff_us == pytest.approx(p.diff.delta_us_per_call)
     # at the median process's speed (1.085), not the slow one's
     assert head.diff_us == pytest.approx(5.0 * 1.085, rel=0.01)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, analysis, cases, drilldown, envinfo, environments, procs, render, rundir, runner
+from . import __version__, analysis, cases, drilldown, envinfo, environments, procs, render, rundir, runner, summary
 from .config import CPU, CUDA, Config, Defaults, default_out, defaults
 from .record import size_name
 from .render import terminal
@@ -95,6 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
                         f"by more than PCT percent, its whole 95%% interval above PCT; exit {analysis.INCONCLUSIVE_EXIT} "
                         "(inconclusive) when the interval holds PCT")
     p.add_argument("--top", type=int, default=15, help="frames to list (default 15)")
+    p.add_argument("--format", default="text", metavar="FORMAT",
+                   help="text (the layer and frame tables, the default), or a summary: markdown (a pull-request "
+                        "comment) or json (docs/summary-json.md)")
+
+    p = sub.add_parser("summary", help="a run's headline figures with intervals, largest layer and frame differences "
+                                       "and the --fail-above verdict, for CI: text, markdown or json")
+    p.add_argument("run", type=Path, metavar="RUN", help="run directory (of compare)")
+    p.add_argument("--format", default="text", help="text (the default), markdown (a pull-request comment) or json "
+                                                    "(a versioned schema: docs/summary-json.md)")
+    p.add_argument("--fail-above", type=float, metavar="PCT",
+                   help=f"exit {analysis.SLOWER_EXIT} when a pair's head is slower than its base by more than PCT "
+                        f"percent (relative to the anchor with --env), its whole 95%% interval above PCT; exit "
+                        f"{analysis.INCONCLUSIVE_EXIT} when the interval holds PCT")
 
     p = sub.add_parser("export", help="a run's stacks with normalized names, for speedscope or flame graph tools")
     p.add_argument("run", type=Path, metavar="RUN", help="run directory")
@@ -446,9 +459,26 @@ def cmd_snakeviz(args: argparse.Namespace, err: Console, out: Console) -> int:
     return drilldown.serve(target, args.port, lambda text: terminal.say(out, text, soft_wrap=True))
 
 
-def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
+def check_fail_above(args: argparse.Namespace) -> None:
     if args.fail_above is not None and not (math.isfinite(args.fail_above) and args.fail_above >= 0):
         raise FlametoolError(f"--fail-above {args.fail_above}: must be a number, 0 or more (a percentage)")
+
+
+def cmd_summary(args: argparse.Namespace, err: Console, out: Console) -> int:
+    """The summary of a run, in the format asked; with --fail-above, the exit code of its worst verdict."""
+    check_fail_above(args)
+    renderer = render.get(args.format, render.SUMMARIES)
+    made = summary.of(analysis.load(args.run), args.fail_above)
+    out.file.write(renderer().render(made))
+    out.file.flush()
+    if made.exit_code:
+        terminal.say(err, f"flametool: {made.verdict.sentence}")
+    return made.exit_code
+
+
+def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
+    check_fail_above(args)
+    renderer = render.get(args.format, ("text",) + tuple(f for f in render.SUMMARIES if f != "text"))
     if args.top < 0:
         raise FlametoolError(f"--top {args.top}: must be 0 or more")
     check_limits(args)
@@ -462,7 +492,11 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
         raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")
     else:
         result = analysis.diff_runs(args.run_a, args.run_b, args.case, args.layers, args.anchor)
-    out.file.write(render.get("terminal")(terminal_options(out, top=args.top)).render(result))
+    if args.format == "text":
+        out.file.write(render.get("terminal")(terminal_options(out, top=args.top)).render(result))
+    else:
+        out.file.write(renderer().render(summary.of(result, args.fail_above)))
+        out.file.flush()
     if args.fail_above is None:
         return 0
     decided = analysis.verdict(result.change, result.label, args.fail_above)
@@ -605,10 +639,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in ("compare", "sweep"):
             return cmd_compare(args, argv, err, out)
-        if args.command in ("diff", "export", "report"):
+        if args.command in ("diff", "export", "report", "summary"):
             with analysis.collector_paused():
                 if args.command == "diff":
                     return cmd_diff(args, err, out)
+                if args.command == "summary":
+                    return cmd_summary(args, err, out)
                 if args.command == "export":
                     return cmd_export(args, out)
                 return cmd_report(args, err, out)

@@ -4,8 +4,8 @@ A fresh process on a shared host runs the same loop at a speed of its own and ke
 cupy.matmul at 1024^3 read 17 to 29 us per call across processes), while two cases alternated inside one
 process keep their ratio within a few percent: the process's speed multiplies both alike. So:
 
-- a case's figure is the median of all its loops, with a 95% bootstrap interval that resamples whole
-  processes (the unit that varies), or the loops when there is only one process;
+- a case's figure (``pooled``, below) has a 95% bootstrap interval that resamples whole processes (the unit
+  that varies), or the rounds when there is only one process;
 - a pair of cases timed in the same processes (paired) is compared within each process first: the
   ratio of the two cases' medians in that process; those are pooled over processes (geometric mean of the
   ratios) with a Student t 95% interval over processes. With one process, the rounds of that process (one

@@ -239,11 +239,11 @@ def headline(a: Analysis) -> Headline:
             methods.append(p.headline.method)
     method = (" ".join(m[0].upper() + m[1:] + "." for m in methods)
               + " Layer and frame figures are sample shares times each case's paired time per call at the sampled "
-                "shape (the median of its loops in every timing process); the sampled process's own unsampled time "
+                "shape (pooled over its timing processes at the median process's speed, as in the table); the sampled process's own unsampled time "
                 "is shown beside it in the cProfile section as a check.")
     return Headline(rows, sentence(a, ok), base,
-                    "CPU: host time per call, the median of every timed loop of the case, 95% bootstrap interval over "
-                    "processes below. GPU: device time per call from events around the same calls. ×: CPU time against "
+                    "CPU: host time per call pooled over the case's timing processes at the median process's speed (the "
+                    "figure its pairs' ratios and differences are taken at), 95% bootstrap interval over processes below. GPU: device time per call from events around the same calls. ×: CPU time against "
                     "the first case.",
                     against_floors(a, ok), pairs, method, fmt.speed_note(a.pairs) or "")
 
@@ -274,8 +274,8 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
         delta = fmt.shown_delta(b, h)
         shape = shape_text(ok[head].sample_shape if head in ok else None)
         text = (f"At the sampled shape ({shape}) {head} − {base} = {delta:+,.2f} us per call on the host ({head} "
-                f"{num(h)} us against {base} {num(b)} us" + (f", {h / b:.2f}×" if b else "") + "; the medians of all "
-                "loops, where the pair's figure above pools the processes).")
+                f"{num(h)} us against {base} {num(b)} us" + (f", {h / b:.2f}×" if b else "") + "; the pooled times, as "
+                "the pair's figure above)")
         layers = sorted(case_diff.layers, key=lambda r: -abs(r.delta_us_per_call))
         frames = [r for r in case_diff.frames if r.delta_us_per_call]
         parts = []
@@ -360,7 +360,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
             if len(meds) > 1 and max(meds) / min(meds) > SPREAD_WARN:
                 out.append(Caveat("processes differ", f"{label}: its timing processes ran at {us(min(meds))} to "
                                                        f"{us(max(meds))} per call. Paired comparisons cancel that; "
-                                                       "its own figure is the median of all loops."))
+                                                       "its own figure is at the median process's speed."))
         elif t and len(t.loops) > 1 and max(t.loops) / min(t.loops) > SPREAD_WARN:
             out.append(Caveat("noisy timing", f"{label}: the timed loops ranged from {us(min(t.loops))} to {us(max(t.loops))} "
                                                "per call; the median is shown. Was the machine busy?"))

@@ -103,7 +103,8 @@ def print_summary(a: Analysis, console: Console) -> None:
     if note:
         say(console, note)
 
-    timing = titled("host (CPU) and GPU time per call: median of every timed loop, 95% interval in brackets")
+    timing = titled("host (CPU) time per call pooled over the processes at the median process's speed, GPU time per "
+                    "call the median of every loop; 95% interval in brackets")
     for col, right in (("case", False), ("dtype", False), ("shape", False), ("CPU", True), ("GPU", True),
                        ("loops", True), ("bound", False)):
         timing.add_column(col, justify="right" if right else "left")

@@ -1,0 +1,200 @@
+"""A summary (flametool.summary.Summary) for CI and scripts: plain text, Markdown that reads as a pull-request
+comment, or JSON of a documented, versioned schema (docs/summary-json.md). Every figure is the analysis's;
+here they are only laid out, with the words of flametool.format where the terminal says the same thing."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from .. import format as fmt
+from ..stats import Interval
+from ..summary import SCHEMA, VERSION, PairSummary, Summary
+from .base import Renderer
+
+
+def ratio_text(p: PairSummary) -> str:
+    c = p.change
+    iv = f" (95%: {fmt.interval(c.interval, lambda v: f'{v:.3f}')})" if c.interval else " (no interval)"
+    return f"{fmt.ratio(c.ratio)}{iv}"
+
+
+def diff_text(p: PairSummary) -> str:
+    if p.diff_us is None:
+        return fmt.DASH
+    iv = f" (95%: {fmt.interval(p.diff_interval, fmt.signed)})" if p.diff_interval else ""
+    return f"{fmt.signed(p.diff_us)} us per call{iv}" + (f" at {p.base}'s {fmt.us(p.base_us)}" if p.base_us else "")
+
+
+def beside_text(p: PairSummary) -> str | None:
+    """The absolute figures and the anchor's own change, beside an anchored change; or why there is no anchor."""
+    a = p.change.anchored
+    if a is not None:
+        return fmt.anchored_lines(a, p.base, p.head, p.head_where)[1]
+    return p.change.no_anchor
+
+
+def layer_text(p: PairSummary) -> str | None:
+    r = p.largest_layer
+    if r is None:
+        return None
+    return (f"{r.layer} {fmt.signed(fmt.shown_delta(r.base_us_per_call, r.head_us_per_call))} ± {r.delta_se_us:,.2f} us "
+            f"({fmt.num(r.base_us_per_call)} → {fmt.num(r.head_us_per_call)})")
+
+
+def frame_text(p: PairSummary, code: bool = False) -> str | None:
+    r = p.largest_frame
+    if r is None:
+        return None
+    name = fmt.visible(r.display)
+    name = f"`{name.replace('`', '')}`" if code else name
+    return (f"{name} ({r.layer_label}) {fmt.signed(fmt.shown_delta(r.base_self_us_per_call, r.head_self_us_per_call))} "
+            f"± {r.delta_se_us:,.2f} us of its own time")
+
+
+def title(s: Summary) -> str:
+    if s.kind == "diff":
+        return f"flametool diff: {s.base_run} (A) → {s.head_run} (B)"
+    return f"flametool summary: {s.base_run}"
+
+
+class TextSummary(Renderer):
+    """The summary as plain lines: for a log, or `flametool summary RUN` in a terminal."""
+
+    name = "text"
+
+    def render(self, s: Summary) -> str:
+        lines = [title(s)] + [fmt.environment_line(e) for e in s.environments]
+        for p in s.pairs:
+            lines.append(f"{p.label}: {ratio_text(p)} {p.change.how}, over {p.units}; "
+                         f"{p.head} − {p.base} = {diff_text(p)}")
+            for extra in (beside_text(p),):
+                if extra:
+                    lines.append(f"  {extra}")
+            layer, frame = layer_text(p), frame_text(p)
+            if layer:
+                lines.append(f"  largest layer difference: {layer}")
+            if frame:
+                lines.append(f"  largest frame difference: {frame}")
+            if p.not_sampled:
+                lines.append(f"  {p.not_sampled}")
+            if p.verdict is not None:
+                lines.append(f"  --fail-above {p.verdict.threshold:g}%: {p.verdict.outcome}: {p.verdict.sentence}")
+        if not s.pairs:
+            lines.append("nothing compared")
+        if not s.complete:
+            lines.append("run incomplete: run.json holds what finished")
+        return "\n".join(fmt.visible(l) for l in lines) + "\n"
+
+
+def md(text: object) -> str:
+    """Text for a Markdown table cell or line: no markup read from it (a label with '|' or '*' stays text)."""
+    out = fmt.visible(text)
+    for c in "\\`*_[]<>|#":
+        out = out.replace(c, "\\" + c)
+    return out
+
+
+VERDICT_MARK = {"passed": "✅ passed", "slower": "❌ slower", "inconclusive": "⚠️ inconclusive"}
+
+
+class MarkdownSummary(Renderer):
+    """The summary as a pull-request comment: a heading, one table row per comparison, and under it what the
+    absolute figures say, the largest layer and frame differences, the verdict and the environments."""
+
+    name = "markdown"
+
+    def render(self, s: Summary) -> str:
+        out = [f"### {md(title(s))}", ""]
+        verdicts = any(p.verdict is not None for p in s.pairs)
+        if s.pairs:
+            head = ["comparison", "ratio (95%)", "difference (95%)", "measured"] + (["verdict"] if verdicts else [])
+            out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            for p in s.pairs:
+                row = [md(p.label), md(ratio_text(p)), md(diff_text(p)),
+                       md(f"{p.change.how}, over {p.units}")]
+                if verdicts:
+                    row.append(md(VERDICT_MARK[p.verdict.outcome] + f" (--fail-above {p.verdict.threshold:g}%)")
+                               if p.verdict else "")
+                out.append("| " + " | ".join(row) + " |")
+            out.append("")
+        else:
+            out += ["Nothing compared.", ""]
+        for p in s.pairs:
+            notes = [("beside it", beside_text(p)), ("largest layer difference", layer_text(p)),
+                     ("largest frame difference", frame_text(p, code=True)), ("", p.not_sampled),
+                     ("verdict", p.verdict.sentence if p.verdict else None)]
+            notes = [(k, v) for k, v in notes if v]
+            if notes:
+                out.append(f"**{md(p.label)}**")
+                out.append("")
+                for key, value in notes:
+                    value = value if key == "largest frame difference" else md(value)
+                    out.append(f"- {key}: {value}" if key else f"- {value}")
+                out.append("")
+        if s.environments:
+            out += ["<details><summary>environments</summary>", ""]
+            out += [f"- {md(fmt.environment_line(e))}" for e in s.environments] + ["", "</details>", ""]
+        out.append("Ratios relative to an anchor (or paired in one process) hold from run to run; microseconds are "
+                   "the stated speed's." + ("" if s.complete else " **Run incomplete.**"))
+        return "\n".join(out) + "\n"
+
+
+def figure(value: float | None, iv: Interval | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return {"value": value, "low": iv.low if iv else None, "high": iv.high if iv else None}
+
+
+def pair_json(p: PairSummary) -> dict[str, Any]:
+    c, a = p.change, p.change.anchored
+    absolute = c.absolute
+    layer, frame, v = p.largest_layer, p.largest_frame, p.verdict
+    return {
+        "label": p.label, "base": p.base, "head": p.head,
+        "measure": "anchored" if a else ("paired" if absolute is not None and absolute.paired else "absolute"),
+        "anchor": a.anchor if a else None,
+        "units": p.units,
+        "ratio": figure(c.ratio, c.interval),
+        "difference_us": figure(p.diff_us, p.diff_interval),
+        "at_us": p.base_us,
+        "absolute": None if absolute is None or a is None else {
+            "ratio": figure(absolute.ratio, absolute.ratio_interval),
+            "difference_us": figure(absolute.diff_us, absolute.diff_interval)},
+        "anchor_change": a.anchor_change if a and math.isfinite(a.anchor_change) else None,
+        "no_anchor": c.no_anchor,
+        "largest_layer": None if layer is None else {
+            "layer": layer.layer, "base_us": layer.base_us_per_call, "head_us": layer.head_us_per_call,
+            "delta_us": layer.delta_us_per_call, "se_us": layer.delta_se_us},
+        "largest_frame": None if frame is None else {
+            "frame": frame.display, "layer": frame.layer_label, "base_self_us": frame.base_self_us_per_call,
+            "head_self_us": frame.head_self_us_per_call, "delta_us": frame.delta_us_per_call, "se_us": frame.delta_se_us},
+        "verdict": None if v is None else verdict_json(v),
+    }
+
+
+def verdict_json(v) -> dict[str, Any]:
+    return {"outcome": v.outcome, "exit_code": v.exit_code, "threshold_pct": v.threshold,
+            "processes_to_settle": v.processes, "sentence": v.sentence}
+
+
+class JsonSummary(Renderer):
+    """The summary as JSON (docs/summary-json.md): {"schema": "flametool-summary", "version": 1, ...}."""
+
+    name = "json"
+
+    def render(self, s: Summary) -> str:
+        doc = {
+            "schema": SCHEMA, "version": VERSION, "kind": s.kind, "base_run": s.base_run, "head_run": s.head_run,
+            "complete": s.complete,
+            "environments": [{"name": e.name, "python": e.python, "executable": e.executable,
+                              "python_version": e.python_version, "versions": e.versions, "describe": e.describe}
+                             for e in s.environments],
+            "cases": [{"label": l, "us_per_call": p.us, "low": p.interval.low if p.interval else None,
+                       "high": p.interval.high if p.interval else None, "units": f"{p.units} {p.unit_name}"}
+                      for l, p in s.cases.items()],
+            "pairs": [pair_json(p) for p in s.pairs],
+            "verdict": verdict_json(s.verdict) if s.verdict is not None else None,
+        }
+        return json.dumps(doc, indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,126 @@
+"""What `flametool summary RUN` and `diff --format markdown|json` say, computed once (render/summary.py lays it
+out as text, Markdown or JSON): each compared pair's headline figures with their intervals (relative to the
+anchor where there is one), the largest layer and frame differences, and the --fail-above verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import stats
+from .analysis import Analysis, Change, DiffResult, PairAnalysis, Verdict, verdict
+from .diff import FrameDelta, LayerDelta, PairDiff
+from .errors import FlametoolError
+from .record import Environment
+
+# The JSON document's name and version (docs/summary-json.md): a field's meaning never changes within a version;
+# fields may be added.
+SCHEMA = "flametool-summary"
+VERSION = 1
+
+
+@dataclass
+class PairSummary:
+    """One comparison: head against base."""
+
+    label: str  # what is compared, in words: "cupy@pr vs cupy@main", "cupy: B vs A"
+    base: str
+    head: str
+    head_where: str  # where the head ran: "cupy@pr's processes", "B"
+    change: Change  # the ratio that holds (anchored, or paired in the same processes), and the absolute one
+    diff_us: float | None  # head - base, us per call, at the base's speed
+    diff_interval: stats.Interval | None
+    base_us: float | None  # the speed the difference is stated at: the base's pooled time
+    units: str  # what the ratio pools: "6 + 6 processes", "10 processes"
+    largest_layer: LayerDelta | None = None
+    largest_frame: FrameDelta | None = None
+    not_sampled: str | None = None  # why there are no layer or frame differences
+    verdict: Verdict | None = None
+
+
+@dataclass
+class Summary:
+    kind: str  # "run" (flametool summary RUN) or "diff" (flametool diff RUN_A RUN_B)
+    base_run: str
+    head_run: str  # the same as base_run for a run
+    pairs: list[PairSummary] = field(default_factory=list)
+    environments: list[Environment] = field(default_factory=list)
+    cases: dict[str, stats.Pooled] = field(default_factory=dict)  # a run's cases, their pooled times
+    complete: bool = True
+
+    @property
+    def verdict(self) -> Verdict | None:
+        """The run's verdict: the worst of its pairs' (slower over inconclusive over passed)."""
+        rank = {"slower": 2, "inconclusive": 1, "passed": 0}
+        given = [p.verdict for p in self.pairs if p.verdict is not None]
+        return max(given, key=lambda v: rank[v.outcome], default=None)
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code if self.verdict is not None else 0
+
+
+def largest(d: PairDiff | None) -> tuple[LayerDelta | None, FrameDelta | None]:
+    if d is None:
+        return None, None
+    layer = max(d.layers, key=lambda r: abs(r.delta_us_per_call), default=None)
+    frame = next((r for r in d.frames if r.delta_us_per_call), None)  # the frames come largest first
+    return (layer if layer is not None and layer.delta_us_per_call else None), frame
+
+
+def pair_change(p: PairAnalysis) -> Change | None:
+    """A run's pair as a diff leads with it: relative to the anchor (two environments), or the headline ratio."""
+    if p.anchored is not None:
+        a = p.anchored
+        return Change(a.ratio, a.ratio_interval, f"relative to {a.anchor}", a, a.absolute)
+    f = p.headline
+    if f is None:
+        return None
+    return Change(f.ratio, f.ratio_interval, "paired in the same processes" if f.paired else "not paired", None, f)
+
+
+def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
+              fail_above: float | None, not_sampled: str | None) -> PairSummary:
+    a = change.anchored
+    if a is not None:
+        diff_us, interval, base_us = a.diff_us, a.diff_interval, a.base_us
+        units = f"{a.base_units} + {a.head_units} {a.unit_name}"
+    else:
+        f = change.absolute
+        diff_us, interval, base_us = f.diff_us, f.diff_interval, f.base_us
+        units = f"{f.units} {f.unit_name}"
+    layer, frame = largest(d)
+    return PairSummary(label, base, head, head_where, change, diff_us, interval, base_us, units, layer, frame,
+                       not_sampled if d is None else None,
+                       verdict(change, label, fail_above) if fail_above is not None else None)
+
+
+def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
+    run = a.run
+    out = Summary("run", str(a.run_dir), str(a.run_dir), environments=list(run.environments), complete=run.complete,
+                  cases=stats.group_pooled(run, True))
+    for p in a.pairs:
+        change = pair_change(p)
+        if change is None:
+            continue
+        out.pairs.append(of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff,
+                                   fail_above, "not both sampled: no layer or frame differences"))
+    return out
+
+
+def of_diff(result: DiffResult, fail_above: float | None = None) -> Summary:
+    base, head = result.cases or ("A", "B")
+    label = f"{head} vs {base}" if result.cases else f"{result.label}: B vs A"
+    out = Summary("diff", result.base_run, result.head_run)
+    if result.change is not None:
+        out.pairs.append(of_change(label, base, head, head if result.cases else "B", result.change, result.figures,
+                                   fail_above, result.not_sampled))
+    return out
+
+
+def of(result, fail_above: float | None = None) -> Summary:
+    if isinstance(result, DiffResult):
+        return of_diff(result, fail_above)
+    if isinstance(result, Analysis):
+        return of_run(result, fail_above)
+    raise FlametoolError(f"{getattr(result, 'run_dir', 'the run')}: a {result.run.kind} run: summary covers compare "
+                         "runs (flametool report shows a sweep)")

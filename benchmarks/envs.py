@@ -1,0 +1,189 @@
+"""Issue 19's target for `compare --env`: environments B made from this interpreter plus a sitecustomize.py that
+wraps the library's matmul with a busy-wait (3 us in b3, 1 us in b1), three `compare --env` runs in a row, and
+`diff RUN_A RUN_B --fail-above 5` on runs of one build.
+
+Prints, per run: the planted cost as measured in B itself (the wrapped call against the unwrapped one, loops
+interleaved in one process of B), what the run read for it relative to the anchor (torch) with its 95%
+interval, and beside it what the absolute figures would have said; then the three runs' anchored ratios
+(max/min), and the exit codes of the three diffs of the runs' main environment (runs of one build: none may
+exit 3).
+
+On the H200 (--lib cupy, the default): 1024^3 float16, --no-sample. On the CPU, to measure the plan:
+    python3 benchmarks/envs.py --lib numpy --shape 64,64,64 --processes 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from flametool import analysis  # noqa: E402
+
+PLANTED = {"b3": 3.0, "b1": 1.0}
+
+SITECUSTOMIZE = '''
+import time
+import {lib} as _lib
+
+_orig, _clock = _lib.matmul, time.perf_counter
+
+
+def matmul(*args, **kwargs):
+    end = _clock() + {us}e-6
+    while _clock() < end:
+        pass
+    return _orig(*args, **kwargs)
+
+
+matmul.__wrapped__ = _orig
+_lib.matmul = matmul
+'''
+
+# the wrapper's cost as B itself sees it: loops of the wrapped call against loops of the unwrapped one, interleaved
+MEASURE = '''
+import statistics, sys, time
+import numpy as np
+lib = __import__(sys.argv[1])
+m, k, n = map(int, sys.argv[2].split(","))
+dtype = sys.argv[3]
+rng = np.random.default_rng(0)
+a, b = (lib.asarray(rng.random(s, dtype=np.float32).astype(dtype)) for s in ((m, k), (k, n)))
+out = lib.empty((m, n), dtype=dtype)
+sync = lib.cuda.runtime.deviceSynchronize if hasattr(lib, "cuda") else (lambda: None)
+w, o = lib.matmul, lib.matmul.__wrapped__
+for f in (w, o):
+    for _ in range(200): f(a, b, out=out)
+sync()
+d = []
+for _ in range(int(sys.argv[4])):
+    sync(); t0 = time.perf_counter()
+    for _ in range(100): w(a, b, out=out)
+    t1 = time.perf_counter(); sync(); t2 = time.perf_counter()
+    for _ in range(100): o(a, b, out=out)
+    t3 = time.perf_counter(); sync()
+    d.append(((t1 - t0) - (t3 - t2)) / 100 * 1e6)
+print(statistics.median(d))
+'''
+
+
+def make_env(root: Path, name: str, lib: str, us: float) -> Path:
+    site = root / name / "site"
+    site.mkdir(parents=True)
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE.format(lib=lib, us=us))
+    script = root / name / "python"
+    script.write_text(f'#!/bin/sh\nPYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+def flametool(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "flametool", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def diff_line(runs: list[Path], x: int, y: int, lib: str, codes: list[int]) -> None:
+    """`diff RUN_X RUN_Y --case LIB@main --fail-above 5` (runs of one build: it must not exit 3), in one line."""
+    d = flametool("diff", str(runs[x]), str(runs[y]), "--case", f"{lib}@main", "--fail-above", "5", "--format", "json")
+    codes.append(d.returncode)
+    doc = json.loads(d.stdout) if d.stdout.strip().startswith("{") else {}
+    pair = (doc.get("pairs") or [{}])[0]
+    nan = float("nan")
+    r, ab = pair.get("ratio") or {}, (pair.get("absolute") or {}).get("ratio") or {}
+    print(f"diff run{x + 1} run{y + 1} --case {lib}@main --fail-above 5: exit {d.returncode} "
+          f"({(pair.get('verdict') or {}).get('outcome')}); relative to {pair.get('anchor')}: {r.get('value', nan):.4f} "
+          f"(95%: {r.get('low') or nan:.4f} to {r.get('high') or nan:.4f}); absolute {ab.get('value', nan):.4f} "
+          f"(95%: {ab.get('low') or nan:.4f} to {ab.get('high') or nan:.4f}); the anchor's own change "
+          f"{pair.get('anchor_change') or nan:.4f}" + (f"; {d.stderr.strip()}" if d.stderr.strip() else ""), flush=True)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--lib", default="cupy", choices=("cupy", "numpy"))
+    p.add_argument("--shape", default="1024,1024,1024")
+    p.add_argument("--dtype", default=None)
+    p.add_argument("--processes", type=int, default=7, help="processes per environment and run")
+    p.add_argument("--repeats", type=int, default=40, help="rounds of timed loops per process")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args()
+    dtype = args.dtype or ("float16" if args.lib == "cupy" else "float32")
+    device = [] if args.lib == "cupy" else ["--device", "cpu"]
+    work = Path(tempfile.mkdtemp(prefix="flametool-envs-"))
+    out = args.out or work / "runs"
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    envs = {name: make_env(work, name, args.lib, us) for name, us in PLANTED.items()}
+    print(f"{args.lib} {args.shape} {dtype}, {args.processes} processes per environment, --repeats {args.repeats}, "
+          f"{args.runs} runs; anchor: torch", flush=True)
+    measured = {}
+    for name, python in envs.items():
+        got = subprocess.run([str(python), "-c", MEASURE, args.lib, args.shape, dtype, "300"], capture_output=True,
+                             text=True)
+        if got.returncode:
+            print(f"measuring {name} failed: {got.stderr.strip()[-500:]}")
+            return 1
+        measured[name] = float(got.stdout)
+        print(f"planted in {name}: {PLANTED[name]:g} us busy-wait; the wrapped call costs {measured[name]:.3f} us more, "
+              f"as measured in {name} itself", flush=True)
+    runs: list[Path] = []
+    codes: list[int] = []
+    for i in range(1, args.runs + 1):
+        run = out / f"run{i}"
+        t0 = time.monotonic()
+        proc = flametool("compare", *device, "--libs", f"{args.lib},torch", "--shape", args.shape, "--dtype", dtype,
+                         "--env", f"main={sys.executable}", *[f"--env={n}={py}" for n, py in envs.items()],
+                         "--no-sample", "--processes", str(args.processes), "--repeats", str(args.repeats),
+                         "--out", str(run))
+        print(f"\n== run {i}: exit {proc.returncode}, {time.monotonic() - t0:.0f} s", flush=True)
+        if proc.returncode:
+            print(proc.stderr[-3000:])
+            return 1
+        lines = proc.stdout.splitlines()
+        print("\n".join(lines[:next((j for j, l in enumerate(lines) if l.startswith("host (CPU)")), len(lines))]))
+        runs.append(run)
+        if len(runs) >= 2:  # each diff as soon as its runs are there: a run cut off at the limit keeps them
+            diff_line(runs, len(runs) - 2, len(runs) - 1, args.lib, codes)
+    if len(runs) >= 3:
+        diff_line(runs, 0, 2, args.lib, codes)
+    print(f"diffs exiting 3: {sum(c == 3 for c in codes)} of {len(codes)}")
+    print("\n== per run: the planted cost against what the run read (relative to torch), and the absolute figures")
+    ratios: dict[str, list[float]] = {n: [] for n in PLANTED}
+    for i, run in enumerate(runs, 1):
+        a = analysis.load(run)
+        for pair in a.pairs:
+            env = pair.head.rpartition("@")[2]
+            f = pair.anchored
+            want = measured[env]
+            lo, hi = f.diff_interval.low, f.diff_interval.high
+            half = (hi - lo) / 2
+            ratios[env].append(f.ratio)
+            b = f.absolute
+            verdict = (f"within 10%: {abs(f.diff_us - want) <= 0.1 * want}" if env == "b3" else
+                       f"inside the interval: {lo <= want <= hi}, half-width <= 0.5 us: {half <= 0.5}")
+            print(f"run {i} {env}: anchored {f.diff_us:+.3f} us ({lo:+.3f} to {hi:+.3f}, half-width {half:.3f}), "
+                  f"ratio {f.ratio:.4f}, against {want:.3f} measured in {env} ({verdict}); absolute {b.diff_us:+.3f} us "
+                  + (f"({b.diff_interval.low:+.3f} to {b.diff_interval.high:+.3f})" if b.diff_interval else ""), flush=True)
+            print(f"      absolute would say: within 10%: {abs(b.diff_us - want) <= 0.1 * want}" if env == "b3" else
+                  f"      absolute would say: inside its interval: "
+                  f"{b.diff_interval is not None and b.diff_interval.low <= want <= b.diff_interval.high}; "
+                  f"torch's own change {f.anchor_change:.3f} (main {f.base_us:.2f} us, {f.base_units} + {f.head_units} "
+                  "processes)")
+    for env, rs in ratios.items():
+        if rs:
+            print(f"anchored ratio {args.lib}@{env} / {args.lib}@main over the runs: " + ", ".join(f"{r:.4f}" for r in rs)
+                  + f"; max/min {max(rs) / min(rs):.4f} (within 2%: {max(rs) / min(rs) <= 1.02})")
+    print(f"\ntotal {time.monotonic() - started:.0f} s; runs in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -170,9 +170,15 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
     for base, head in run.pairs:
         at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample)
         both = base in out.profiles and head in out.profiles
-        out.pairs.append(PairAnalysis(base, head, at_shape, at_sample,
-                                      (out.profiles[base], out.profiles[head]) if both else None,
-                                      stats.anchored_pair(run, base, head, pooled_sample)))
+        anchored = stats.anchored_pair(run, base, head, pooled_sample)
+        profiles = None
+        if both:
+            h = out.profiles[head]
+            if anchored is not None:  # two environments: the head's samples at the base's speed, as the headline
+                h = attribution.Profile(h.label, h.stacks, h.frames, anchored.base_us * anchored.ratio,
+                                        h.recorded_samples, h.repaired_samples)
+            profiles = (out.profiles[base], h)
+        out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, profiles, anchored))
     return out
 
 

@@ -73,7 +73,8 @@ def env_b(tmp_path_factory) -> Path:
 def env_run(cli, tmp_path_factory, env_b):
     out = tmp_path_factory.mktemp("envs") / "run"
     proc = cli("compare", "--device", "cpu", "--env", f"a={sys.executable}", "--env", f"b={env_b}",
-               "--processes", "3", "--repeats", "15", "--iters", "200", "--no-sample", "--out", str(out))
+               "--processes", "3", "--repeats", "15", "--iters", "200", "--sample-seconds", "1", "--rate", "200",
+               "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     planted = float(subprocess.run([str(env_b), "-c", MEASURE], capture_output=True, text=True, check=True).stdout)
     return out, proc, planted
@@ -96,6 +97,22 @@ def test_the_planted_cost_is_found_within_its_interval(env_run):
     assert 0.7 < f.anchor_change < 1.4
     assert "numpy@b / numpy@a relative to torch = " in proc.stdout and "anchored on torch over 3 + 3 processes" in proc.stdout
     assert "not anchored: numpy@a" in proc.stdout and "torch's own change" in proc.stdout
+
+
+def test_the_pair_s_layers_and_frames_come_from_each_environment_s_samples(env_run):
+    out, proc, _ = env_run
+    a = analysis.load(out)
+    (pair,) = a.pairs
+    d = pair.diff
+    assert d is not None and (d.base, d.head) == ("numpy@a", "numpy@b")
+    # the head's samples at the base's speed: the diff's total is the anchored difference the pair leads with
+    assert d.delta_us_per_call == pytest.approx(pair.anchored.diff_us)
+    assert sum(r.delta_us_per_call for r in d.layers) == pytest.approx(d.delta_us_per_call)
+    # the planted wrapper (sitecustomize's matmul, b only) is where the difference is
+    planted = [r for r in d.frames if r.frame.endswith("sitecustomize.matmul")]
+    assert planted and planted[0].base_total_us_per_call == 0
+    assert planted[0].delta_total_us_per_call > 0.5 * PLANTED_US
+    assert "frames that differ most (numpy@b - numpy@a" in proc.stdout
 
 
 def test_environments_are_recorded_and_shown(env_run, env_b):

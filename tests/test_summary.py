@@ -1,0 +1,143 @@
+"""`flametool summary RUN` and `diff --format`: text, Markdown (parsed with markdown-it-py, as a pull-request
+page would render it) and JSON (read back with json; docs/summary-json.md), on hand-built runs and a stored
+sample; the figures are the analysis's own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+from checks import one_line_error
+from flametool import analysis, cli, summary
+from test_anchor import saved_run
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+@pytest.fixture
+def two_runs(tmp_path):
+    """Run B: the host 38% slower, cupy itself 1% slower relative to torch."""
+    return (saved_run(tmp_path / "a", 17.0, 11.0),
+            saved_run(tmp_path / "b", 17.0 * 1.01 * 1.38, 11.0 * 1.38))
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_diff_json_reads_back_with_the_anchored_change_and_the_verdict(two_runs, capsys):
+    a, b = two_runs
+    code, out, err = run_cli(capsys, "diff", str(a), str(b), "--case", "cupy", "--fail-above", "0.5", "--format", "json")
+    doc = json.loads(out)
+    assert (doc["schema"], doc["version"], doc["kind"]) == (summary.SCHEMA, 1, "diff")
+    (pair,) = doc["pairs"]
+    assert pair["measure"] == "anchored" and pair["anchor"] == "torch" and pair["units"] == "6 + 6 processes"
+    assert pair["ratio"]["low"] < pair["ratio"]["value"] < pair["ratio"]["high"]
+    assert pair["ratio"]["value"] == pytest.approx(1.01, rel=2e-3)
+    assert pair["anchor_change"] == pytest.approx(1.38, rel=5e-3)
+    assert pair["absolute"]["ratio"]["value"] == pytest.approx(1.01 * 1.38, rel=1e-2)
+    assert pair["difference_us"]["value"] == pytest.approx(pair["at_us"] * (pair["ratio"]["value"] - 1))
+    assert pair["largest_layer"] is None and pair["largest_frame"] is None  # not sampled
+    assert pair["verdict"]["outcome"] == "slower" and code == analysis.SLOWER_EXIT == doc["verdict"]["exit_code"]
+    assert err.startswith("flametool: cupy: +1.0%")
+    # the same figures as the analysis
+    result = analysis.diff_runs(a, b, "cupy")
+    assert pair["ratio"]["value"] == result.change.ratio and pair["difference_us"]["value"] == result.change.anchored.diff_us
+
+
+def test_summary_of_a_sample_is_the_analysis_s_figures(capsys):
+    run = SAMPLES / "h200-hostbound-1024"
+    code, out, _ = run_cli(capsys, "summary", str(run), "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    a = analysis.load(run)
+    assert [(p["base"], p["head"]) for p in doc["pairs"]] == [(p.base, p.head) for p in a.pairs]
+    for got, p in zip(doc["pairs"], a.pairs):
+        f = p.headline
+        assert got["measure"] == "paired" and got["anchor"] is None and got["verdict"] is None
+        assert got["ratio"] == {"value": f.ratio, "low": f.ratio_interval.low, "high": f.ratio_interval.high}
+        assert got["difference_us"]["value"] == f.diff_us
+        # one figure: the difference is the timing table's figures apart, and the layer table's total
+        assert got["difference_us"]["value"] == pytest.approx(a.timings[p.head].cpu_us - a.timings[p.base].cpu_us)
+        assert got["difference_us"]["value"] == pytest.approx(p.diff.delta_us_per_call)
+        biggest = max(p.diff.layers, key=lambda r: abs(r.delta_us_per_call))
+        assert got["largest_layer"]["layer"] == biggest.layer
+        assert got["largest_frame"]["frame"] == p.diff.frames[0].display
+    assert {c["label"] for c in doc["cases"]} == set(a.run.results)
+
+
+def cells(tokens) -> list[list[str]]:
+    """The rows of the first table, each a list of its cells' text."""
+    rows, row, inside = [], None, False
+    for t in tokens:
+        if t.type == "tr_open":
+            row = []
+        elif t.type in ("th_open", "td_open"):
+            inside = True
+        elif t.type == "inline" and inside:
+            row.append(t.content)
+            inside = False
+        elif t.type == "tr_close":
+            rows.append(row)
+        elif t.type == "table_close":
+            break
+    return rows
+
+
+def rendered_text(md: MarkdownIt, cell: str) -> str:
+    """What a reader sees of a cell: its inline markup rendered, as text."""
+    return "".join(c.content for t in md.parseInline(cell) for c in (t.children or []) if c.type == "text")
+
+
+def test_markdown_reads_as_a_table_per_comparison_with_its_notes(capsys):
+    code, out, _ = run_cli(capsys, "summary", str(SAMPLES / "h200-hostbound-1024"), "--format", "markdown",
+                           "--fail-above", "90")
+    md = MarkdownIt("commonmark").enable("table")
+    tokens = md.parse(out)
+    assert tokens[0].type == "heading_open" and tokens[0].tag == "h3"
+    rows = cells(tokens)
+    assert rows[0] == ["comparison", "ratio (95%)", "difference (95%)", "measured", "verdict"]
+    assert [rendered_text(md, r[0]) for r in rows[1:]] == ["torch vs cupy", "cupy vs cublas", "torch vs cublas"]
+    assert all(len(r) == 5 for r in rows)
+    assert rendered_text(md, rows[1][1]).startswith("0.666× (95%: 0.655 to 0.678)")
+    # cupy is 84% slower than cublas: more than 90%? no: within it
+    assert "passed" in rendered_text(md, rows[2][4]) and code == 0
+    html = md.render(out)
+    assert "<strong>torch vs cupy</strong>" in html and "largest frame difference" in html and "<code>" in html
+
+
+def test_markdown_keeps_a_label_s_markup_as_text(tmp_path, capsys):
+    a = saved_run(tmp_path / "a", 17.0, 11.0)
+    data = json.loads((a / "run.json").read_text())
+    data["results"] = {"cu*py|x": data["results"]["cupy"], "torch": data["results"]["torch"]}
+    data["groups"][0]["cases"] = ["cu*py|x", "torch"]
+    (a / "run.json").write_text(json.dumps(data))
+    _, out, _ = run_cli(capsys, "summary", str(a), "--format", "markdown")
+    md = MarkdownIt("commonmark").enable("table")
+    rows = cells(md.parse(out))
+    assert len(rows[1]) == 4 and rendered_text(md, rows[1][0]) == "torch vs cu*py|x"
+
+
+def test_text_summary_says_the_headline_the_verdict_and_what_holds(two_runs, capsys):
+    a, b = two_runs
+    code, out, _ = run_cli(capsys, "diff", str(a), str(b), "--case", "cupy", "--fail-above", "1.2", "--format", "markdown")
+    assert code == analysis.INCONCLUSIVE_EXIT and "⚠️ inconclusive" in out and "processes a run would settle it" in out
+    code, out, _ = run_cli(capsys, "summary", str(a))
+    assert code == 0 and out.splitlines()[1].startswith("torch vs cupy: ")
+    assert "paired in the same processes, over 6 processes" in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["summary", str(SAMPLES / "h200-sweep-fp16")], "summary covers compare runs"),
+    (["summary", str(SAMPLES / "h200-hostbound-1024"), "--format", "xml"], "--format 'xml': choose from text"),
+    (["summary", str(SAMPLES / "h200-hostbound-1024"), "--fail-above", "nan"], "--fail-above nan: must be a number"),
+    (["diff", str(SAMPLES / "h200-hostbound-1024"), str(SAMPLES / "h200-seed-fp16"), "--format", "speedscope"],
+     "--format 'speedscope': choose from text, markdown, json"),
+])
+def test_bad_summary_input_is_one_line(capsys, argv, words):
+    assert words in one_line_error(capsys, argv)

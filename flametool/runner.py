@@ -477,27 +477,30 @@ class Measurement:
         group.processes = 1
         self.save()
         if more:
-            self._more_processes(group)
+            self._more_processes([group])
         return retry
 
     def _others(self, case: CaseSpec, cases: list[CaseSpec]) -> str:
         return ", ".join(c.label for c in cases if c is not case)
 
-    def _more_processes(self, group: Group) -> None:
-        """Processes 2..N of a group: the loops at the sample shape only (the requested shape, when it is
-        not host-bound, holds the GPU for seconds a loop and is timed in the first process alone)."""
+    def _more_processes(self, groups: list[Group]) -> None:
+        """Processes 2..N of each group: the loops at the sample shape only (the requested shape, when it is
+        not host-bound, holds the GPU for seconds a loop and is timed in the first process alone). Several
+        groups (the environments of `compare --env`) take turns, A B, B A, A B, ...: neither is always first,
+        so a drift of the host over the run falls on both alike."""
         config = self.config
         started = time.monotonic()
         i = 1
         while i < config.max_processes:
-            live = self._live(group)
+            live = [l for g in groups for l in self._live(g)]
             if not live:
                 return
             if i >= config.processes and (self._settled(live, config.max_processes)
                                           or time.monotonic() - started > config.extra_seconds):
                 return
             i += 1
-            self._one_more(group, i)
+            for group in (groups if i % 2 else groups[::-1]):
+                self._one_more(group, i)
 
     def _live(self, group: Group) -> list[str]:
         return [l for l in group.cases if self.run.results[l].error is None and l in self.steps]
@@ -550,10 +553,9 @@ class Measurement:
         return True
 
     def time_envs(self) -> None:
-        """`compare --env`: each environment's cases (its anchor among them) in processes of their own, the
-        environments taking turns, A B, B A, A B, ... (neither always first: a drift of the host over the run
-        falls on both alike), each process's loops interleaved as time_group does. After --processes each,
-        more while a pair's anchored ratio has not settled, as _more_processes does."""
+        """`compare --env`: each environment's cases (its anchor among them) in processes of their own, each
+        process's loops interleaved as time_group does, the environments taking turns (_more_processes). After
+        --processes each, more while a pair's anchored ratio has not settled."""
         config, run = self.config, self.run
         groups: list[Group] = []
         for cases in self.case_groups():
@@ -565,18 +567,7 @@ class Measurement:
             if len(run.groups) > before:
                 groups.append(run.groups[before])
         self.save()
-        started = time.monotonic()
-        i = 1
-        while i < config.max_processes:
-            live = [l for g in groups for l in self._live(g)]
-            if not live:
-                break
-            if i >= config.processes and (self._settled(live, config.max_processes)
-                                          or time.monotonic() - started > config.extra_seconds):
-                break
-            i += 1
-            for group in (groups if i % 2 else groups[::-1]):
-                self._one_more(group, i)
+        self._more_processes(groups)
         stop_if_failed(run, config)
 
     def time_sweep(self, cases: list[CaseSpec], reason: str) -> list[tuple[CaseSpec, str]]:

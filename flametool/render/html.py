@@ -524,6 +524,9 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
         ("CPU", f"{env.get('cpu') or '–'}" + (f" ({env['cpu_count']} cores usable)" if env.get("cpu_count") else "")),
     ]
     rows += [(name, str(v)) for name, v in versions.items() if v]
+    rows += [(f"environment {e.name}", fmt.environment_line(e).partition(": ")[2]) for e in data.environments]
+    if data.config.anchor:
+        rows.append(("anchor", f"{data.config.anchor}: timed beside the cases in every environment's processes"))
     shown = ("sizes", "shape", "dtypes", "iters", "warmup", "rate_hz", "sample_seconds", "sample_shape", "sample",
              "pool_threads", "isolate", "operand_seed")
     if config.sizes:  # a sweep: its sizes say it; its "shape" is only the first of them

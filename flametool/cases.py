@@ -312,6 +312,11 @@ FLOORS = {
 }
 
 
+def builtin_libraries(specs: list[CaseSpec]) -> list[str]:
+    """The libraries the built-in cases among `specs` import (what a process can import ahead of building them)."""
+    return sorted({BUILTIN[c.label].library for c in specs if c.module == __name__ and c.label in BUILTIN})
+
+
 def is_floor(label: str, factory: str) -> bool:
     """A built-in floor (not a user case that happens to share its label)."""
     return label in FLOORS and factory.startswith(f"{__name__}:")

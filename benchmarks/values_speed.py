@@ -35,7 +35,7 @@ def one_stream(count: int, dtype: str) -> np.ndarray:
 def chunks(bits: type, threads: int):
     def make(count: int, dtype: str) -> np.ndarray:
         keep = values._generator
-        values._generator = lambda seed, i: np.random.Generator(bits(np.random.SeedSequence(seed, spawn_key=(i,))))
+        values._generator = lambda seed, s, i: np.random.Generator(bits(np.random.SeedSequence(seed, spawn_key=(s, i))))
         try:
             return values.uniform(count, dtype, 0, threads=threads)
         finally:

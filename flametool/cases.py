@@ -62,13 +62,13 @@ def _no_sync() -> None:
 
 
 # The built-in cases' operands: uniform values in [0, 1) made from this seed (run.json's config.operand_seed) by
-# values.uniform, a's then b's out of one run of values, as float32, then rounded to the case's dtype.
+# values.uniform, a from stream 0 and b from stream 1, as float32, then rounded to the case's dtype.
 OPERAND_SEED = 0
 
 
 def operands_made(dtype: str) -> str:
     """How the built-in cases' operands are made, in words (run.json's operand record)."""
-    return values.made(dtype, OPERAND_SEED) + ": a then b"
+    return values.made(dtype, OPERAND_SEED) + ": a stream 0, b stream 1"
 
 
 _made: dict[tuple, values.Ahead] = {}
@@ -84,8 +84,7 @@ def prefetch_operands(m: int, k: int, n: int, dtype: str) -> None:
 
 
 def _make(m: int, k: int, n: int, dtype: str):
-    flat = values.uniform(m * k + k * n, dtype, OPERAND_SEED)
-    return flat[:m * k].reshape(m, k), flat[m * k:].reshape(k, n)
+    return values.uniform((m, k), dtype, OPERAND_SEED, stream=0), values.uniform((k, n), dtype, OPERAND_SEED, stream=1)
 
 
 def host_operands(m: int, k: int, n: int, dtype: str):

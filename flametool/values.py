@@ -1,10 +1,10 @@
 """Operand values any case can ask for: uniform in [0, 1), the same bytes for a (count, dtype, seed) on any
 host, made in parallel.
 
-The values come in fixed chunks of CHUNK elements; chunk i is drawn from its own generator, seeded by
-``SeedSequence(seed, spawn_key=(i,))`` (the i-th child of ``SeedSequence(seed).spawn``), so the bytes depend on
-the seed and the position alone: not on the thread count, and an array's first values are those of any
-longer one. numpy's generators release the GIL while they fill, so the chunks are drawn by one thread per
+The values come in fixed chunks of CHUNK elements; chunk i of stream s (one stream per operand: a is 0, b
+is 1) is drawn from its own generator, seeded by ``SeedSequence(seed, spawn_key=(s, i))`` (the i-th child of
+``SeedSequence(seed).spawn(...)[s]``), so the bytes depend on the seed, the stream and the position alone: not
+on the thread count, and an array's first values are those of any longer one of its stream. numpy's generators release the GIL while they fill, so the chunks are drawn by one thread per
 core. One stream of numpy's default generator, then astype, took about 17 s for the seed's 1.9 billion values
 on the H200 host; on the 2-core machine a chunk of float32 costs 3.8 s per billion values to draw with SFC64
 (PCG64 6.0, Philox 5.0) and 4.8 s to round to float16 (`benchmarks/values_speed.py` times the ways to make them).
@@ -25,8 +25,8 @@ CHUNK = 1 << 22  # elements per chunk: 16 MB of float32 scratch per thread
 
 def made(dtype: str, seed: int) -> str:
     """How `uniform` makes its values, in words (run.json's operand record)."""
-    return (f"numpy SFC64 float32 uniform in [0, 1), seed {seed}, one generator per {CHUNK:,} values "
-            f"(SeedSequence({seed}).spawn)" + (f", rounded to {dtype}" if dtype != "float32" else ""))
+    return (f"numpy SFC64 float32 uniform in [0, 1), seed {seed}, one generator per {CHUNK:,} values of each "
+            f"operand's stream (SeedSequence({seed}).spawn)" + (f", rounded to {dtype}" if dtype != "float32" else ""))
 
 
 def host_dtype(dtype: str) -> np.dtype:
@@ -35,14 +35,16 @@ def host_dtype(dtype: str) -> np.dtype:
     return np.dtype(dtype) if dtype in ("float16", "float32", "float64") else np.dtype(np.float32)
 
 
-def _generator(seed: int, chunk: int) -> np.random.Generator:
+def _generator(seed: int, stream: int, chunk: int) -> np.random.Generator:
     # SFC64: the fastest of numpy's bit generators here (benchmarks/values_speed.py)
-    return np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(chunk,))))
+    return np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(stream, chunk))))
 
 
-def uniform(shape: int | tuple[int, ...], dtype: str, seed: int, threads: int | None = None) -> np.ndarray:
+def uniform(shape: int | tuple[int, ...], dtype: str, seed: int, stream: int = 0,
+            threads: int | None = None) -> np.ndarray:
     """An array of `shape` (or that many elements) of float32 uniform values in [0, 1), rounded to `dtype`
-    where numpy has it (float32 otherwise, see host_dtype). The same bytes whatever `threads` is."""
+    where numpy has it (float32 otherwise, see host_dtype), from `stream` (one per operand of a product).
+    The same bytes whatever `threads` is."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     count = math.prod(shape)
     out = np.empty(count, dtype=host_dtype(dtype))
@@ -54,7 +56,7 @@ def uniform(shape: int | tuple[int, ...], dtype: str, seed: int, threads: int | 
         scratch = np.empty(min(CHUNK, count), dtype=np.float32) if cast else None
         for i in range(worker, chunks, workers):  # a fixed set of chunks per thread: one scratch each
             part = out[i * CHUNK:(i + 1) * CHUNK]
-            rng = _generator(seed, i)
+            rng = _generator(seed, stream, i)
             if scratch is None:
                 rng.random(out=part, dtype=np.float32)
             else:

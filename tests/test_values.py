@@ -37,13 +37,14 @@ def test_values_are_float32_uniform_rounded_to_the_dtype(small_chunks):
     assert values.uniform(5000, "bfloat16", 3).tobytes() == f32.tobytes()
 
 
-def test_host_operands_are_a_then_b_out_of_one_run_of_values():
+def test_host_operands_are_streams_0_and_1():
     a, b = cases.host_operands(30, 20, 10, "float16")
     assert a.shape == (30, 20) and b.shape == (20, 10) and a.dtype == b.dtype == np.float16
-    flat = values.uniform(30 * 20 + 20 * 10, "float16", cases.OPERAND_SEED)
-    assert np.array_equal(np.concatenate([a.ravel(), b.ravel()]), flat)
+    assert np.array_equal(a, values.uniform((30, 20), "float16", cases.OPERAND_SEED, stream=0))
+    assert np.array_equal(b, values.uniform((20, 10), "float16", cases.OPERAND_SEED, stream=1))
+    assert not np.array_equal(b.ravel(), a.ravel()[:200])
     assert cases.host_operands(30, 20, 10, "float16")[0] is a  # kept for the cases built beside it
     cases.prefetch_operands(8, 8, 8, "float32")  # made ahead in the background, then asked for
     a8, b8 = cases.host_operands(8, 8, 8, "float32")
-    assert np.array_equal(np.concatenate([a8.ravel(), b8.ravel()]), values.uniform(128, "float32", 0))
+    assert np.array_equal(a8.ravel(), values.uniform(64, "float32", 0)) and np.array_equal(b8, values.uniform((8, 8), "float32", 0, 1))
     assert "SFC64" in cases.operands_made("float16") and "rounded to float16" in cases.operands_made("float16")

@@ -34,7 +34,8 @@ def test_children_import_the_parents_flametool(tmp_path):
     out = tmp_path / "run"
     # the parent imports this checkout's flametool explicitly (not from the current directory)
     boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from flametool.cli import main_entry; main_entry()"
-    proc = subprocess.run([sys.executable, "-c", boot, "compare", "--device", "cpu", "--libs", "numpy,torch",
+    proc = subprocess.run([sys.executable, "-c", boot, "compare", "--device", "cpu", "--libs", "numpy", "--case",
+                           f"{USER}:add_case",
                            "--no-sample", "--processes", "1", "--repeats", "1", "--iters", "10", "--out", str(out)],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr

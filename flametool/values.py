@@ -1,13 +1,14 @@
-"""Operand values any case can ask for: uniform in [0, 1), the same bytes for a (count, dtype, seed) on any
-host, made in parallel.
+"""Operand values any case can ask for: uniform in [0, 1), the same bytes for a (shape, dtype, seed, stream) on
+any host, made in parallel.
 
-The values come in fixed chunks of CHUNK elements; chunk i of stream s (one stream per operand: a is 0, b
-is 1) is drawn from its own generator, seeded by ``SeedSequence(seed, spawn_key=(s, i))`` (the i-th child of
-``SeedSequence(seed).spawn(...)[s]``), so the bytes depend on the seed, the stream and the position alone: not
-on the thread count, and an array's first values are those of any longer one of its stream. numpy's generators release the GIL while they fill, so the chunks are drawn by one thread per
-core. One stream of numpy's default generator, then astype, took about 17 s for the seed's 1.9 billion values
-on the H200 host; on the 2-core machine a chunk of float32 costs 3.8 s per billion values to draw with SFC64
-(PCG64 6.0, Philox 5.0) and 4.8 s to round to float16 (`benchmarks/values_speed.py` times the ways to make them).
+The values come in fixed chunks of CHUNK elements; chunk i of stream s (one stream per operand: a is 0, b is 1)
+is drawn from its own generator, seeded by ``SeedSequence(seed, spawn_key=(s, i))`` (the same as
+``SeedSequence(seed).spawn(...)[s].spawn(...)[i]``), so the bytes depend on the seed, the stream and the position
+alone: not on the thread count, and an array's first values are those of any longer one of its stream. numpy's
+generators release the GIL while they fill, so the chunks are drawn by one thread per core. On the H200 host
+(`benchmarks/values_speed.py`, 2e8 float16 values): one stream of numpy's default generator, then astype, 1.85 s
+(the seed's 1.9 billion values: about 17 s); chunks on 16 threads 0.14 s. On the 2-core machine a chunk costs
+3.8 s per billion values to draw with SFC64 (PCG64 6.0, Philox 5.0) and 4.8 s to round to float16.
 """
 
 from __future__ import annotations

@@ -48,3 +48,23 @@ def test_host_operands_are_streams_0_and_1():
     a8, b8 = cases.host_operands(8, 8, 8, "float32")
     assert np.array_equal(a8.ravel(), values.uniform(64, "float32", 0)) and np.array_equal(b8, values.uniform((8, 8), "float32", 0, 1))
     assert "SFC64" in cases.operands_made("float16") and "rounded to float16" in cases.operands_made("float16")
+
+
+def test_a_child_starts_the_builtin_cases_operands_for_its_first_shape(monkeypatch):
+    from flametool import child
+    from flametool.cases import CaseSpec
+    from flametool.protocol import JobCase, PlanItem, ProfileJob, SweepItem, SweepJob, TimeJob
+
+    asked = []
+    monkeypatch.setattr(cases, "prefetch_operands", lambda *a: asked.append(a))
+    numpy, torch = (JobCase(l, cases.builtin(l), d) for l, d in (("numpy", "float16"), ("torch", "bfloat16")))
+    mine = JobCase("mine", CaseSpec("mine", "mine", file="/x/mine.py"), "float32")
+    base = dict(device="cpu", iters=10, warmup=1, repeats=1)
+    job = TimeJob(**base, cases=[mine, numpy, torch], plan=[PlanItem([8, 4, 2], None, "timing"), PlanItem([2, 2, 2], None, "x")])
+    assert child.start_operands(job) == ["numpy", "torch"] and asked == [(8, 4, 2, "float16")]
+    assert child.start_operands(ProfileJob(**base, case=torch, shape=[3, 3, 3])) == ["torch"]
+    assert child.start_operands(SweepJob(**base, cases=[torch], points=[SweepItem([5, 5, 5], None)])) == ["torch"]
+    assert asked[1:] == [(3, 3, 3, "bfloat16"), (5, 5, 5, "bfloat16")]
+    # a user's case: nothing made ahead, nothing to import
+    assert child.start_operands(TimeJob(**base, cases=[mine], plan=[PlanItem([8, 8, 8], None, "timing")])) == []
+    assert len(asked) == 3

@@ -26,18 +26,20 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import envinfo, procs, rundir, sampler, stats
-from .cases import BUILTIN, CaseSpec
+from .cases import BUILTIN, CaseSpec, builtin_libraries
 from .config import Config, default_out  # noqa: F401 - default_out: runner.default_out
 from .child import ACTIVE_LOOP, SPARE, TIMED_SECONDS
 from .errors import CaseError, FlametoolError
 from .protocol import (RESULT_OF, AnyJob, AnyResult, Done, Failed, JobCase, Phase, PlanItem, Point, ProfileJob,
                        SampleReady, SweepItem, SweepJob, TimedLoops, TimeJob, decode, encode_job)
-from .record import (CaseResult, Group, Profiled, Run, RunConfig, Sampling, SweepPoint, Timing, base_label,
-                     host_bound, size_name)
+from .record import (CaseResult, Group, Profiled, Run, RunConfig, Sampling, SweepPoint, Timing, host_bound,
+                     size_name)
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
 SETTLED = 0.02
+# Spares kept started ahead of the processes run until the ratios settle (Measurement.spares_ahead).
+SPARES_AHEAD = 3
 
 
 # The watchdog: a child that says nothing for this long (no phase, no result) is stopped. The longest silence
@@ -164,9 +166,8 @@ class Spare:
 
     @classmethod
     def start(cls, cases: list[CaseSpec], config: Config, log_path: Path) -> "Spare":
-        modules = sorted({BUILTIN[base_label(c.label)].library for c in cases
-                          if c.module and base_label(c.label) in BUILTIN})
-        return cls(start_child([SPARE, str(os.getpid()), ",".join(modules)], config, log_path, cases[0].env),
+        return cls(start_child([SPARE, str(os.getpid()), ",".join(builtin_libraries(cases))], config, log_path,
+                               cases[0].env),
                    [c.label for c in cases])
 
     @property
@@ -320,7 +321,7 @@ def job_case(case: CaseSpec, config: Config) -> JobCase:
 def blank_result(case: CaseSpec, config: Config) -> CaseResult:
     return CaseResult(
         label=case.label, factory=f"{case.module or case.file}:{case.factory}",
-        library=BUILTIN[base_label(case.label)].library if case.module and base_label(case.label) in BUILTIN else None,
+        library=BUILTIN[case.name].library if case.module and case.name in BUILTIN else None,
         device=config.device, dtype=config.dtypes[case.label], shape=list(config.shape), warmup=config.warmup,
         env=case.env,
     )
@@ -408,6 +409,19 @@ class Measurement:
             return [self.config.cases]
         return [[c for c in self.config.cases if c.env == e] for e in envs]
 
+    def spares_ahead(self, cases: list[CaseSpec], name: str, i: int) -> None:
+        """With config.spares, spares for the processes past config.processes that may follow process i
+        ("until the ratios settle"), SPARES_AHEAD of them: each imports while the processes before it run
+        (4-5 s on the H200 host, where a process's loops at the sample shape take about 2.5 s), so no
+        process waits for its interpreter and imports. Those not taken are stopped with the others."""
+        config = self.config
+        if not config.spares or config.isolate:
+            return
+        for j in range(max(i + 1, config.processes + 1), min(i + SPARES_AHEAD, config.max_processes) + 1):
+            log = self.out / f"{name}-timing-{j}.log"
+            if log not in self.spares:
+                self.spares[log] = Spare.start(cases, config, log)
+
     def spare(self, log_path: Path, labels: list[str]) -> Spare | None:
         """The spare started for this job, when its cases are still these (else it is stopped)."""
         spare = self.spares.pop(log_path, None)
@@ -416,12 +430,12 @@ class Measurement:
             return None
         return spare
 
-    def stop_spares(self) -> None:
-        """The spares no job took (a ratio settled early, a case failed, the run was stopped): no trace left."""
-        for log, spare in self.spares.items():
-            spare.stop()
+    def stop_spares(self, prefix: str = "") -> None:
+        """The spares no job took (a ratio settled early, a case failed, the run was stopped): no trace left.
+        With `prefix`, those whose log's name starts with it."""
+        for log in [log for log in self.spares if log.name.startswith(prefix)]:
+            self.spares.pop(log).stop()
             log.unlink(missing_ok=True)
-        self.spares.clear()
 
     def time_group(self, cases: list[CaseSpec], reason: str, more: bool = True) -> list[tuple[CaseSpec, str]]:
         """The timed loops of `cases` in config.processes processes (more=False: the first only; time_envs runs
@@ -488,6 +502,13 @@ class Measurement:
         not host-bound, holds the GPU for seconds a loop and is timed in the first process alone). Several
         groups (the environments of `compare --env`) take turns, A B, B A, A B, ...: neither is always first,
         so a drift of the host over the run falls on both alike."""
+        try:
+            self._processes_after_the_first(groups)
+        finally:
+            for group in groups:  # the ratios settled before these were needed
+                self.stop_spares(f"{'+'.join(group.cases)}-timing-")
+
+    def _processes_after_the_first(self, groups: list[Group]) -> None:
         config = self.config
         started = time.monotonic()
         i = 1
@@ -515,6 +536,7 @@ class Measurement:
         key = "timing" if sample_shape == config.shape else "sample_timing"
         by_label = {c.label: c for c in config.cases}
         name = "+".join(group.cases)
+        self.spares_ahead([by_label[l] for l in live], name, i)
         job = TimeJob(**job_base(config), cases=[job_case(by_label[l], config) for l in live],
                       plan=[PlanItem(sample_shape, {l: self.steps[l] for l in live}, key)])
         say = lambda what: self.progress(f"timing {name}", f"process {i}/{config.processes}"  # noqa: E731

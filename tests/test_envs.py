@@ -183,12 +183,17 @@ def test_a_missing_interpreter_is_one_line(capsys, tmp_path):
 
 def test_an_interpreter_that_cannot_import_the_case_is_one_line(capsys, tmp_path):
     (tmp_path / "site").mkdir()
-    (tmp_path / "site" / "numpy.py").write_text("raise ImportError('numpy is not in this environment')\n")
+    (tmp_path / "site" / "torch.py").write_text("raise ImportError('torch is not in this environment')\n")
     python = wrapper(tmp_path, tmp_path / "site")
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy,torch", "--env", f"a={sys.executable}",
+                                   "--env", f"b={python}", "--out", str(tmp_path / "run")])
+    assert line.startswith(f"flametool: --env 'b={python}': cannot import torch (ImportError: torch is not in this")
+    assert not (tmp_path / "run").exists()
+    # one without numpy cannot run flametool's child at all (the built-in cases' operands are numpy's)
+    (tmp_path / "site" / "numpy.py").write_text("raise ImportError('no numpy here')\n")
     line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--env", f"a={sys.executable}",
                                    "--env", f"b={python}", "--out", str(tmp_path / "run")])
-    assert line.startswith(f"flametool: --env 'b={python}': cannot import numpy (ImportError")
-    assert not (tmp_path / "run").exists()
+    assert "cannot run flametool's child (ImportError: no numpy here)" in line
 
 
 @pytest.mark.parametrize("argv, words", [

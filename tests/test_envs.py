@@ -216,3 +216,22 @@ def test_anchor_must_be_a_case_of_the_run(capsys, tmp_path):
     line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--env", f"a={sys.executable}",
                                    "--env", f"b={sys.executable}", "--out", str(tmp_path / "r")])
     assert "no case to anchor on" in line
+
+
+def test_git_describe_of_a_library_imported_from_a_checkout(tmp_path):
+    from flametool import envprobe
+
+    repo = tmp_path / "cupy"
+    (repo / "cupy").mkdir(parents=True)
+    (repo / "cupy" / "__init__.py").write_text("__version__ = '14.3.0.dev0'\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for argv in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"], ["tag", "v14.3.0a1"]):
+        subprocess.run(git + argv, check=True)
+    assert envprobe.checkout_of(str(repo / "cupy" / "__init__.py"), ()) == "v14.3.0a1"
+    (repo / "cupy" / "new.py").write_text("")
+    subprocess.run(git + ["add", "."], check=True)
+    assert envprobe.checkout_of(str(repo / "cupy" / "__init__.py"), ()) == "v14.3.0a1-dirty"
+    # an installed copy inside some other checkout (a venv in a project's tree) is no checkout of the library
+    installed = repo / "venv" / "lib" / "site-packages" / "torch"
+    installed.mkdir(parents=True)
+    assert envprobe.checkout_of(str(installed / "__init__.py"), ()) is None

@@ -314,7 +314,7 @@ def env_config(args: argparse.Namespace, common: dict) -> dict:
     labelled = environments.expand(specs, envs)
     labels = [c.label for c in labelled]
     pairs = [parse_pair(text, labels) for text in args.pair] or environments.default_pairs(specs, envs, anchor)
-    dtypes = {c.label: common["dtypes"][c.label.rpartition("@")[0]] for c in labelled}
+    dtypes = {c.label: common["dtypes"][c.name] for c in labelled}
     return dict(cases=labelled, dtypes=dtypes, pairs=pairs, environments=envs, anchor=anchor)
 
 

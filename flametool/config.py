@@ -8,9 +8,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from . import ops
 from .cases import OPERAND_SEED, CaseSpec
 
-SEED_SHAPE = [65536, 24576, 12288]
+SEED_SHAPE = list(ops.SEED_SHAPE)
 
 
 @dataclass(frozen=True)
@@ -51,14 +52,12 @@ class Defaults:
     extra_seconds: int = 60
 
 
-# A sweep's default ladder: from a product the launch dwarfs to one the GPU needs milliseconds for (on the
-# H200, fp16: 64^3 is host-bound for every library, 16384^3 takes about 13 ms), and on the CPU from 8 to a
-# size that already takes milliseconds of BLAS.
+# A sweep's default ladder: matmul's in ops.py (the other ops have theirs there too).
 CPU = Defaults(libs=("numpy", "torch"), dtype="float32", shape=(64, 64, 64),
-               sweep_sizes=tuple((n, n, n) for n in (8 * 2**i for i in range(7))),
+               sweep_sizes=ops.OPS["matmul"].ladder["cpu"],
                rate_hz=100, sample_seconds=5, pool_threads=1, spares=False)
 CUDA = Defaults(libs=("cupy", "torch"), dtype="float16", shape=tuple(SEED_SHAPE),
-                sweep_sizes=tuple((n, n, n) for n in (64 * 2**i for i in range(9))) + (tuple(SEED_SHAPE),),
+                sweep_sizes=ops.OPS["matmul"].ladder["cuda"],
                 rate_hz=25, sample_seconds=16, pool_threads=1, spares=True)
 
 
@@ -97,6 +96,7 @@ class Config:
     cpu_fallback: bool = False  # True when no CUDA device was found and the CPU defaults were taken
     sizes: list[list[int]] | None = None  # a sweep: the shapes to time, in order (`shape` is then the first)
     operand_seed: int = OPERAND_SEED  # the seed the built-in cases' operands are made from (cases.host_operands)
+    op: str = "matmul"  # --op: what the built-in cases launch (ops.py); `shape` and `sizes` are this op's
 
     def __post_init__(self) -> None:
         if self.max_processes is None:

@@ -44,6 +44,11 @@ def shape(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) and value else DASH
 
 
+def op_shape(op: str, value) -> str:
+    """A shape with the op it is a shape of (--op): 'matmul 1024,1024,1024', 'add 1048576'."""
+    return f"{op} {shape(value)}"
+
+
 def unlike_sentence(u: UnlikeOperands) -> str:
     """What a report says of cases that multiplied different values at one shape and dtype."""
     listed = "; ".join(f"{label} {fp} ({u.made[label]})" for label, fp in u.cases.items())

@@ -91,7 +91,7 @@ class Reader:
                                            "a list of numbers", [])]
 
     def shape(self, key: str) -> list[int] | None:
-        return self.get(key, is_shape, "three positive integers")
+        return self.get(key, is_shape, "a shape (one to three positive integers)")
 
     def items(self, key: str) -> list["Reader"]:
         """A list of objects (processes, groups, points), each to be read with its own path (null in it is not
@@ -114,7 +114,8 @@ def is_count(v: Any) -> bool:
 
 
 def is_shape(v: Any) -> bool:
-    return isinstance(v, list) and len(v) == 3 and all(is_count(x) and x > 0 for x in v)
+    """M,K,N (matmul), or N elements or R,C (the other ops, ops.py)."""
+    return isinstance(v, list) and 1 <= len(v) <= 3 and all(is_count(x) and x > 0 for x in v)
 
 
 # --- the records --------------------------------------------------------------------------------------------
@@ -140,8 +141,8 @@ def boundedness(cpu_us: float, gpu_us: float | None) -> tuple[bool, str]:
 
 
 def size_name(shape: list[int]) -> str:
-    """A size as a sweep names it: N for an NxN by NxN product, else MxKxN."""
-    return str(shape[0]) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
+    """A size as a sweep names it: N for an NxN by NxN product, else MxKxN; N elements, or RxC."""
+    return str(shape[0]) if len(shape) == 3 and shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
 
 
 def host_bound(timing: "Timing") -> bool | None:
@@ -161,11 +162,14 @@ class Loops:
     gpu_us: list[float] = field(default_factory=list)
     slots: list[int] = field(default_factory=list)
     wall_us: list[float] = field(default_factory=list)
+    # CPU time of every thread of the process during each loop, us per operation (the caller's and its
+    # workers': jax hands each call to threads of its own); runs before 2026-12-01 did not record it
+    all_threads_us: list[float] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, r: Reader) -> "Loops":
         slots = r.get("slots", lambda v: isinstance(v, list) and all(is_count(x) for x in v), "a list of counts", [])
-        return cls(r.numbers("cpu_us"), r.numbers("gpu_us"), slots, r.numbers("wall_us"))
+        return cls(r.numbers("cpu_us"), r.numbers("gpu_us"), slots, r.numbers("wall_us"), r.numbers("all_threads_us"))
 
     def figures(self, metric: str) -> list[float]:
         """The loops' figures of one kind: "cpu_us", "gpu_us" or "wall_us"."""
@@ -466,6 +470,7 @@ class RunConfig:
     sample_seconds: int | None = None
     sizes: list[list[int]] | None = None
     pairs: list[list[str]] | None = None
+    op: str | None = None  # --op (ops.py); runs before it are matmul runs
     recorded: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -475,6 +480,11 @@ class RunConfig:
     @classmethod
     def of(cls, data: dict[str, Any]) -> "RunConfig":
         return cls(**{f.name: data.get(f.name) for f in fields(cls) if f.name != "recorded"}, recorded=dict(data))
+
+    @property
+    def operation(self) -> str:
+        """The op the run measured: matmul where run.json does not say (runs before --op)."""
+        return self.op or "matmul"
 
     @property
     def timing_processes(self) -> int:
@@ -546,7 +556,8 @@ class Run:
             for key in ("sample", "keep_going", "cpu_fallback", "isolate", "extend_rounds", "out_is_default"):
                 config.flag(key)
             config.shape("shape"), config.shape("sample_shape"), config.text("device"), config.number("extra_seconds")
-            config.get("sizes", lambda v: isinstance(v, list) and all(is_shape(x) for x in v), "a list of M,K,N shapes")
+            config.text("op")
+            config.get("sizes", lambda v: isinstance(v, list) and all(is_shape(x) for x in v), "a list of shapes")
             config.get("dtypes", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
                        "an object of strings")
             config.get("pairs", lambda v: isinstance(v, list) and all(

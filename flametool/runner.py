@@ -96,6 +96,8 @@ def child_env(pool_threads: int | None = None, token: str | None = None) -> dict
         env[procs.MARKER] = token
     if pool_threads is not None:
         env.update(dict.fromkeys(POOL_THREAD_VARS, str(pool_threads)))
+    # jax takes 75% of the GPU's memory at its first array unless told not to: the cases share the device
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     # the child imports flametool from the same place as the parent, installed or not
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -417,7 +419,7 @@ class Measurement:
         for c in cases:
             run.results[c.label].group = index
         first = TimeJob(**job_base(config), cases=[job_case(c, config) for c in cases], sample_shape=config.sample_shape,
-                        plan=[PlanItem(config.shape, None, "timing", decide=True)])
+                        plan=[PlanItem(config.shape, None, "timing", decide=True)], op=config.op)
         say = lambda what: self.progress(f"timing {name}", f"process 1/{config.processes}: {what}")  # noqa: E731
         got, error, _ = run_child(first, config, name, self.out / f"{name}-timing.log", lambda _l, t: say(t))
         if got is None:

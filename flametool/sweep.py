@@ -21,8 +21,9 @@ from .record import HOST_BOUND_FACTOR, Run, SweepPoint, Timing, host_bound, size
 
 
 def edge(shape: list[int]) -> float:
-    """The side of the cube with a shape's number of multiply-adds: one axis for squares and triples."""
-    return (shape[0] * shape[1] * shape[2]) ** (1 / 3)
+    """The side of the cube with a shape's number of multiply-adds: one axis for squares and triples; the
+    number of elements for the other ops' shapes (N, or R,C)."""
+    return (shape[0] * shape[1] * shape[2]) ** (1 / 3) if len(shape) == 3 else float(math.prod(shape))
 
 
 @dataclass

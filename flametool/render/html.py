@@ -222,7 +222,7 @@ def headline(a: Analysis) -> Headline:
         cpu = t.cpu_us if t else None
         rows.append(CaseRow(
             label=label, library=r.library or r.factory or "", dtype=r.dtype or "–",
-            shape=shape_text(r.shape), device=r.device_name or r.device or "–",
+            shape=fmt.op_shape(run.config.operation, r.shape), device=r.device_name or r.device or "–",
             cpu=us(cpu), cpu_spread=f"95%: {fmt.interval(t.interval, us)}" if t and t.interval else "",
             gpu=us(t.gpu_us) if t and t.gpu_us is not None else ("none (CPU)" if r.device == "cpu" else "–"),
             ratio=f"{cpu / base_cpu:.2f}×" if isinstance(cpu, (int, float)) and base_cpu else "–",
@@ -524,7 +524,7 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
         ("CPU", f"{env.get('cpu') or '–'}" + (f" ({env['cpu_count']} cores usable)" if env.get("cpu_count") else "")),
     ]
     rows += [(name, str(v)) for name, v in versions.items() if v]
-    shown = ("sizes", "shape", "dtypes", "iters", "warmup", "rate_hz", "sample_seconds", "sample_shape", "sample",
+    shown = ("op", "sizes", "shape", "dtypes", "iters", "warmup", "rate_hz", "sample_seconds", "sample_shape", "sample",
              "pool_threads", "isolate", "operand_seed")
     if config.sizes:  # a sweep: its sizes say it; its "shape" is only the first of them
         shown = tuple(k for k in shown if k not in ("shape", "sample_shape"))

@@ -99,6 +99,7 @@ def print_summary(a: Analysis, console: Console) -> None:
     if note:
         say(console, note)
 
+    op = run.config.operation
     timing = titled("host (CPU) and GPU time per call: median of every timed loop, 95% interval in brackets")
     for col, right in (("case", False), ("dtype", False), ("shape", False), ("CPU", True), ("GPU", True),
                        ("loops", True), ("bound", False)):
@@ -106,10 +107,11 @@ def print_summary(a: Analysis, console: Console) -> None:
     for label, r in run.results.items():
         t = a.timings.get(label)
         if r.error or t is None:
-            timing.add_row(text(label), text(r.dtype), fmt.shape(r.shape), "failed" if r.error else "-", "", "", "")
+            timing.add_row(text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)), "failed" if r.error else "-", "",
+                           "", "")
             continue
         timing.add_row(
-            text(label), text(r.dtype), fmt.shape(r.shape),
+            text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)),
             fmt.us(t.cpu_us) + (f" ({fmt.interval(t.interval)})" if t.interval else ""),
             fmt.us(t.gpu_us), f"{len(t.loops)} in {t.processes} proc",
             "host" if r.timing.host_bound else "device",
@@ -126,7 +128,7 @@ def print_summary(a: Analysis, console: Console) -> None:
         prof, s = r.profile, r.sampling
         at = a.sample_timings.get(label)
         profiling.add_row(
-            text((label)), fmt.shape(r.sample_shape), fmt.us(at.cpu_us if at else None),
+            text((label)), text(fmt.op_shape(op, r.sample_shape)), fmt.us(at.cpu_us if at else None),
             fmt.us(prof.own_us_per_call),
             f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
             f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
@@ -255,10 +257,11 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
     run = a.run
     # a CPU sweep has no GPU times and every size is the host's: no GPU or bound columns
     cols = ("host", "GPU", "wall", "bound") if a.on_gpu else ("host", "wall")
-    table = titled("time per call at each size: host (CPU), GPU and wall (to the sync after the loop), median of "
+    table = titled(f"{run.config.operation}: " + (
+                   "time per call at each size: host (CPU), GPU and wall (to the sync after the loop), median of "
                    "every loop; host: the GPU waited on the host" if a.on_gpu else
                    "time per call at each size on the CPU, which does all the work: host clock around the loop and "
-                   "wall (to the end of the loop), median of every loop")
+                   "wall (to the end of the loop), median of every loop"))
     table.add_column("size")
     for label in a.curves:
         for col in cols:

@@ -353,32 +353,33 @@ class Kit:
 
 def kit_step(op: str, kit: Kit, arrays: tuple, dtype: str) -> Step:
     """One step of `op` on arrays already where they run, marked as made_by marks the matmul steps. Each
-    function is looked up once here, so the step holds the call alone."""
+    function is looked up once here, so the step holds the call alone; it returns the op's result (which the
+    loop drops at once, as a program that ignores it would; a test reads it)."""
     a = arrays[0]
     out = None
     if op == "add":
         b, out, add = arrays[1], kit.empty_like(a), kit.add
 
-        def step() -> None:
-            add(a, b, out=out)
+        def step():
+            return add(a, b, out=out)
     elif op == "scale":
-        def step() -> None:
-            a * 2.0
+        def step():
+            return a * 2.0
     elif op == "sum":
         total = kit.total
 
-        def step() -> None:
-            total(a)
+        def step():
+            return total(a)
     elif op == "copy":
         at, contiguous = a.T, kit.contiguous
 
-        def step() -> None:
-            contiguous(at)
+        def step():
+            return contiguous(at)
     elif op == "fft":
         fft = kit.fft
 
-        def step() -> None:
-            fft(a)
+        def step():
+            return fft(a)
     else:
         raise ValueError(f"no step for op {op!r}")
     step.operands = tuple(arrays)
@@ -464,7 +465,7 @@ def _jax_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]
     step.operands = arrays
     step.operands_made = op_operands_made(op, dtype)
     step.device_clock = "wall"
-    step.jitted = jitted
+    step.jitted, step.last = jitted, last  # the last result: what sync waits for, and what a test reads
     return step, sync
 
 

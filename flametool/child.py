@@ -669,7 +669,18 @@ def read_job() -> TimeJob | SweepJob | ProfileJob | None:
     return decode_job(data)
 
 
+def pin_cpus() -> None:
+    """Run on the CPUs the parent chose (runner.CPUS_ENV), before any library sizes its thread pools."""
+    given = os.environ.get("FLAMETOOL_CPUS")
+    if given:
+        try:
+            os.sched_setaffinity(0, {int(c) for c in given.split(",")})
+        except (OSError, ValueError):  # not allowed here: the run goes on with every CPU, as without it
+            pass
+
+
 def main(argv: list[str]) -> int:
+    pin_cpus()
     report = Reporter(int(argv[0]))
     if argv[1] == SPARE:
         procs.tie_to_parent(int(argv[2]))

@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from . import __version__, analysis, cases, drilldown, envinfo, ops, procs, render, rundir, runner
-from .config import CPU, CUDA, Config, Defaults, default_out, defaults
+from .config import CPU, CUDA, JAX_CPUS, Config, Defaults, default_out, defaults
 from .record import size_name
 from .render import terminal
 from .render.base import Options
@@ -269,6 +269,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
         processes=args.processes or d.processes, isolate=args.isolate, pairs=pairs, pool_threads=pool_threads,
         keep_going=args.keep_going, out=args.out or default_out(), out_is_default=args.out is None,
         cpu_fallback=cpu_fallback, op=op,
+        cpus=JAX_CPUS if not on_cpu and any(s.module and cases.BUILTIN[s.label].library == "jax" for s in specs) else None,
     )
 
 

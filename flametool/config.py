@@ -61,6 +61,14 @@ CUDA = Defaults(libs=("cupy", "torch"), dtype="float16", shape=tuple(SEED_SHAPE)
                 rate_hz=25, sample_seconds=16, pool_threads=1, spares=True)
 
 
+# A jax GPU process starts about four threads per CPU it may run on (XLA sizes its pools by the CPU affinity;
+# XLA_FLAGS' CPU thread options changed nothing): 75 on the 16-core H200 host, 19 with 2 CPUs, and each native
+# sample stops them all (a sampled jitted add ran 1.93x slower at 50 Hz with 60 threads). The launch path is
+# one caller thread and a worker or two, and with 2 CPUs its host time per call was no slower (32.6 against
+# 40.0 us, benchmarks/jax_threads.py). So a run with a jax case runs every child, every library alike, on 2.
+JAX_CPUS = 2
+
+
 def defaults(device: str) -> Defaults:
     return CPU if device == "cpu" else CUDA
 
@@ -97,6 +105,7 @@ class Config:
     sizes: list[list[int]] | None = None  # a sweep: the shapes to time, in order (`shape` is then the first)
     operand_seed: int = OPERAND_SEED  # the seed the built-in cases' operands are made from (cases.host_operands)
     op: str = "matmul"  # --op: what the built-in cases launch (ops.py); `shape` and `sizes` are this op's
+    cpus: int | None = None  # CPUs each child may run on (runner.CPUS_ENV; a run with jax: JAX_CPUS); None: all
 
     def __post_init__(self) -> None:
         if self.max_processes is None:

@@ -551,7 +551,7 @@ class Run:
         config = r.obj("config", optional=True)
         if config:  # the options readers compute with (processes, shape, pairs, ...) are checked like the rest
             for key in ("iters", "warmup", "repeats", "rate_hz", "sample_seconds", "processes", "max_processes",
-                        "pool_threads", "operand_seed"):
+                        "pool_threads", "operand_seed", "cpus"):
                 config.count(key)
             for key in ("sample", "keep_going", "cpu_fallback", "isolate", "extend_rounds", "out_is_default"):
                 config.flag(key)

@@ -135,6 +135,22 @@ class Started:
             procs.kill_marked(self.token)
 
 
+# The CPUs a child may run on (config.cpus of them), for child.main to set before it imports anything.
+CPUS_ENV = "FLAMETOOL_CPUS"
+_cpu_turn = 0
+
+
+def next_cpus(count: int) -> list[int]:
+    """The next `count` CPUs of this process's own, in turn: the children alive at once (a timed process and
+    the spares importing beside it) get CPUs of their own while there are enough."""
+    global _cpu_turn
+    allowed = sorted(os.sched_getaffinity(0))
+    count = min(count, len(allowed))
+    start = (_cpu_turn * count) % len(allowed)
+    _cpu_turn += 1
+    return [allowed[(start + i) % len(allowed)] for i in range(count)]
+
+
 def start_child(args: list[str], config: Config, log_path: Path) -> Started:
     """A child process (`child_command(MSG_FD, *ARGS)`), its output to `log_path`."""
     try:
@@ -143,11 +159,14 @@ def start_child(args: list[str], config: Config, log_path: Path) -> Started:
         raise rundir.cannot_write(log_path, exc) from None
     read_fd, write_fd = os.pipe()
     token = uuid.uuid4().hex
+    env = child_env(config.pool_threads, token)
+    if config.cpus:
+        env[CPUS_ENV] = ",".join(map(str, next_cpus(config.cpus)))
     with log:
         proc = subprocess.Popen(
             child_command(str(write_fd), *args),
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-            env=child_env(config.pool_threads, token), **procs.own_group(),
+            env=env, **procs.own_group(),
         )
     os.close(write_fd)
     procs.track(proc.pid)  # Ctrl-Z stops it with flametool

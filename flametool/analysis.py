@@ -132,13 +132,17 @@ def pair_figures(run: Run, base: str, head: str) -> tuple[stats.PairFigures | No
     return at_shape, at_sample
 
 
-def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | sweep.SweepAnalysis":
+def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | sweep.SweepAnalysis | atlas.AtlasAnalysis":
     """Every case that has stacks attributed, every compared pair figured and diffed. A case with nothing to
     analyse (failed, not sampled) gets {"skipped": why}; a damaged stack file is a RunDirError naming it.
     attribute=False leaves `cases` empty (an export needs the stacks only). A sweep run has an analysis of
     its own (sweep.analyse)."""
     if run.kind == "sweep":
         return sweep.analyse(run_dir, run)
+    if run.kind == "atlas":
+        from . import atlas  # it analyses each op's run through this module
+
+        return atlas.analyse(run_dir, run)
     out = Analysis(run_dir, run, unlike=unlike_operands(run))
     # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
     profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute)

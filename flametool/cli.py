@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, analysis, cases, drilldown, envinfo, ops, procs, render, rundir, runner
+from . import __version__, analysis, atlasrun, cases, drilldown, envinfo, ops, procs, render, rundir, runner
 from .config import CPU, CUDA, JAX_CPUS, Config, Defaults, default_out, defaults
 from .record import size_name
 from .render import terminal
@@ -74,6 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "the host time per call by layer there (default: timings only)")
     sampling_options(p)
 
+    p = sub.add_parser("atlas", help="every op (or --ops) for the chosen libraries, each paired and sampled as compare "
+                                     "does at the op's host-bound size: a table and one page of host time per call, "
+                                     "ratios to the fastest and the layer that differs most")
+    case_options(p, op=False)
+    p.add_argument("--ops", help="comma-separated ops (default: all: " + ", ".join(ops.OPS) + ")")
+    sampling_options(p)
+
     p = sub.add_parser("diff", help="one case in two run directories (RUN_A RUN_B), or two cases of one run "
                                     "(RUN --base A --head B): layers and frames, head - base")
     p.add_argument("run_a", type=Path, metavar="RUN_A", help="base run directory (or the run, with --base/--head)")
@@ -120,14 +127,15 @@ def sampling_config(args: argparse.Namespace, d: Defaults) -> dict:
     return dict(rate_hz=args.rate or d.rate_hz, sample_seconds=args.sample_seconds or d.sample_seconds)
 
 
-def case_options(p: argparse.ArgumentParser) -> None:
-    """The options compare and sweep share: which cases, how they are timed, where the run goes."""
+def case_options(p: argparse.ArgumentParser, op: bool = True) -> None:
+    """The options compare, sweep and atlas share: which cases, how they are timed, where the run goes."""
     p.add_argument("--libs", help="built-in cases, comma-separated: " + ", ".join(cases.BUILTIN)
                    + " (default: cupy,torch with a CUDA device, numpy,torch on the CPU)")
     p.add_argument("--case", action="append", default=[], metavar="FILE.py:FACTORY",
                    help="add a user case: FACTORY(shape, dtype, device) (or, for matmul, FACTORY(m, k, n, dtype, "
                         "device)) returns (step, sync); repeatable")
-    op_option(p)
+    if op:
+        op_option(p)
     p.add_argument("--iters", type=int, default=CPU.iters, help=f"timed calls per loop (default {CPU.iters})")
     p.add_argument("--warmup", type=int, default=CPU.warmup, help=f"warm-up calls (default {CPU.warmup})")
     p.add_argument("--repeats", type=int,
@@ -246,7 +254,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
     on_cpu = device == "cpu"
 
     d = defaults(device)
-    op = ops.get(args.op).name
+    op = ops.get(getattr(args, "op", ops.DEFAULT_OP)).name
     libs = args.libs.split(",") if args.libs is not None else list(d.libs)
     specs = [cases.builtin(l.strip(), op) for l in libs if l.strip()] + [cases.user_case(c) for c in args.case]
     labels = [s.label for s in specs]
@@ -347,6 +355,43 @@ def sweep_config(args: argparse.Namespace, say) -> Config:
                          max_processes=common["processes"], sample=args.sample)
 
 
+def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str]]:
+    """The atlas's Config (its cases as matmul's; atlasrun.op_config makes each op's) and its ops."""
+    names = [o.strip() for o in (args.ops or ",".join(ops.OPS)).split(",") if o.strip()]
+    for name in names:
+        ops.get(name)
+    if not names or len(set(names)) != len(names):
+        raise FlametoolError(f"--ops {args.ops!r}: give each op once, e.g. add,sum")
+    common = case_config(args, say, "atlas")
+    d = defaults(common["device"])
+    sampling = sampling_config(args, d)
+    if args.sample_seconds is None:
+        sampling["sample_seconds"] = atlasrun.SAMPLE_SECONDS[ops.kind(common["device"])]
+    return Config(**common, **sampling, shape=list(d.shape), max_processes=common["processes"], extra_seconds=0.0,
+                  spares=d.spares), names
+
+
+def cmd_atlas(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
+    """Every op measured (each op's report written after it), then the atlas's table and page."""
+    config, names = atlas_config(args, lambda text: terminal.say(err, text))
+    with terminal.Progress(err) as progress:
+        try:
+            run_dir, run = atlasrun.atlas(config, names, ["flametool", *argv], progress.update,
+                                          lambda op_dir: rundir.write_report(op_dir, page(op_dir)))
+        except KeyboardInterrupt as exc:
+            kept = config.out / rundir.RUN_FILE
+            terminal.say(err, f"flametool: interrupted; the ops that finished are kept in {rundir.shown(config.out)} "
+                         "(complete: false)" if kept.exists() else "flametool: interrupted before anything was measured")
+            return interrupt_code(exc)
+    analysed = analysis.analyse(run_dir, run)
+    out.file.write(render.get("terminal")(terminal_options(out)).render(analysed))
+    written = write_report(run_dir, analysed, err, out)
+    failed = [p for p in run.parts if p.error]
+    for part in failed:
+        terminal.say(err, f"flametool: op {part.op}: {part.error}")
+    return 1 if failed else (0 if written else 2)
+
+
 def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
     """compare and sweep: measure, then print the analysis and write the report."""
     sweeping = args.command == "sweep"
@@ -415,6 +460,9 @@ def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
         return 0
     path = rundir.write_report(args.run, page(args.run), args.output)
     terminal.say(err, f"report: {rundir.shown(path)}")
+    for part in rundir.load(args.run).parts:  # an atlas: its ops' pages too, which its page links to
+        if (args.run / part.dir / rundir.RUN_FILE).exists():
+            terminal.say(err, f"report: {rundir.shown(rundir.write_report(args.run / part.dir, page(args.run / part.dir)))}")
     if args.open:
         import webbrowser
 
@@ -590,6 +638,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in ("compare", "sweep"):
             return cmd_compare(args, argv, err, out)
+        if args.command == "atlas":
+            return cmd_atlas(args, argv, err, out)
         if args.command in ("diff", "export", "report"):
             with analysis.collector_paused():
                 if args.command == "diff":

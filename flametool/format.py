@@ -44,6 +44,21 @@ def shape(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) and value else DASH
 
 
+def ratio_to_fastest(f, fastest: str) -> str:
+    """An atlas cell's ratio to its op's fastest library: '2.41x (2.30-2.52)', or 'fastest'."""
+    if f is None:
+        return "fastest"
+    if f.ratio is None:
+        return DASH
+    iv = f.ratio_interval
+    return f"{f.ratio:.2f}x" + (f" ({iv.low:.2f}-{iv.high:.2f})" if iv else "")
+
+
+def differs_most(c) -> str:
+    """An atlas cell's layer that differs most from the fastest library's, with by how much."""
+    return f"{c.differs_most} {c.differs_by:+.2f} us" if c.differs_most else DASH
+
+
 def op_shape(op: str, value) -> str:
     """A shape with the op it is a shape of (--op): 'matmul 1024,1024,1024', 'add 1048576'."""
     return f"{op} {shape(value)}"

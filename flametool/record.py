@@ -25,7 +25,8 @@ from .errors import RunDirError
 SCHEMA = 2
 # compare: each case at one shape, timed, profiled and sampled; sweep: each case timed at a list of sizes
 # (CaseResult.points). Files from before sweeps have no "kind" and are compare runs.
-KINDS = ("compare", "sweep")
+# atlas: one compare run per op in a folder of its own under the atlas's directory (Run.parts).
+KINDS = ("compare", "sweep", "atlas")
 # Bounds that keep every derived figure finite: a time per call (us), a ratio or a number of seconds is 0 or
 # within [MIN_NUMBER, MAX_NUMBER] (a call of 1e12 us takes eleven days; 1e-6 us is a femtosecond), so that
 # sums, differences and quotients of them stay far from overflow; counts stay below MAX_COUNT.
@@ -493,6 +494,22 @@ class RunConfig:
 
 
 @dataclass
+class AtlasPart:
+    """One op of an atlas: the compare run made for it, in the folder `dir` beside the atlas's run.json (a
+    name, never a path), or why it has none."""
+
+    op: str
+    dir: str
+    error: str | None = None
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "AtlasPart":
+        name = r.get("dir", lambda v: isinstance(v, str) and v not in ("", ".", "..") and "/" not in v and "\0" not in v,
+                     "a folder name")
+        return cls(op=r.text("op", ""), dir=name or "", error=r.text("error"))
+
+
+@dataclass
 class Run:
     schema: int
     complete: bool
@@ -504,6 +521,7 @@ class Run:
     groups: list[Group] = field(default_factory=list)
     results: dict[str, CaseResult] = field(default_factory=dict)
     kind: str = "compare"  # one of KINDS: what made the run, and so which analysis and report it gets
+    parts: list[AtlasPart] = field(default_factory=list)  # an atlas: its ops' runs
 
     def __post_init__(self) -> None:
         if isinstance(self.config, dict):
@@ -532,7 +550,8 @@ class Run:
                 "finished": self.finished,
                 "command": self.command, "config": self.config.recorded, "env": self.env,
                 "groups": [asdict(g) for g in self.groups],
-                "results": {label: r.to_json() for label, r in self.results.items()}}
+                "results": {label: r.to_json() for label, r in self.results.items()}} | (
+                {"parts": [asdict(p) for p in self.parts]} if self.kind == "atlas" else {})
 
     @classmethod
     def from_json(cls, data: Any, file: str) -> "Run":
@@ -572,6 +591,7 @@ class Run:
             config=RunConfig.of(r.get("config", lambda v: isinstance(v, dict), "an object", {})),
             env=r.get("env", lambda v: isinstance(v, dict), "an object", {}),
             groups=[Group.from_json(g) for g in r.items("groups")],
+            parts=[AtlasPart.from_json(p) for p in r.items("parts")] if kind == "atlas" else [],
             results={label: CaseResult.from_json(results.obj(label) if isinstance(v, dict)
                                                  else _not_object(results, label, v), label)
                      for label, v in results.value.items()},

@@ -15,6 +15,7 @@ from .. import format as fmt
 from .. import sampler, sweep
 from ..analysis import Analysis, DiffResult
 from ..sweep import SweepAnalysis
+from ..atlas import AtlasAnalysis
 from ..layers import order
 from .base import Renderer
 
@@ -322,6 +323,33 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
     say(console, f"run directory: {a.run_dir}")
 
 
+def print_atlas(a: AtlasAnalysis, console: Console) -> None:
+    """An atlas: per op and library the host time per call, the CPU time of all threads, the ratio to the op's
+    fastest library and the layer that differs most from it; where each op's report is."""
+    table = titled("atlas: host time per call at each op's host-bound size (median of every timed loop, 95% "
+                   "interval), the ratio to the op's fastest library (paired) and the layer that differs most from it")
+    for col, right in (("op", False), ("size", False), ("library", False), ("host / call", True),
+                       ("all threads / call", True), ("x fastest", True), ("layer that differs most", False)):
+        table.add_column(col, justify="right" if right else "left")
+    for row in a.rows:
+        if row.error and not row.cells:
+            table.add_row(text(row.op), "-", "-", text(f"failed: {row.error}"), "", "", "")
+            continue
+        for i, (label, c) in enumerate(row.cells.items()):
+            first = i == 0
+            table.add_row(text(row.op if first else ""), text(fmt.shape(row.shape) if first else ""), text(label),
+                          text(f"failed: {c.error}") if c.error else fmt.us(c.us) + (f" ({fmt.interval(c.interval)})"
+                                                                                    if c.interval else ""),
+                          fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, row.fastest or "")),
+                          text(fmt.differs_most(c)))
+    show(console, table)
+    say(console, "host / call: the calling thread's clock around the loop (what a program waits for); all threads: "
+                 "CPU time of every thread of the process during the loop, per call (a library's worker threads "
+                 "included); layers: the calling thread's samples")
+    for row in a.rows:
+        say(console, f"{row.op}: each library against the first, layers and frames: {a.run_dir / row.report}")
+
+
 class TerminalRenderer(Renderer):
     """What `flametool compare` and `sweep` print at the end (the pairs, the timings, the layers and the frame
     deltas; a sweep's tables), and what `flametool diff` prints."""
@@ -335,6 +363,8 @@ class TerminalRenderer(Renderer):
                           color_system="auto" if o.colour else None, soft_wrap=False)
         if isinstance(result, SweepAnalysis):
             print_sweep(result, console)
+        elif isinstance(result, AtlasAnalysis):
+            print_atlas(result, console)
         elif isinstance(result, DiffResult):
             print_run_diff(result, console, o.top)
         else:

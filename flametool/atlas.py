@@ -32,6 +32,7 @@ class AtlasCell:
     all_threads_us: float | None = None  # CPU time of every thread of the process per call
     ratio: stats.PairFigures | None = None  # against the op's fastest library (None for the fastest itself)
     layers: dict[str, float] = field(default_factory=dict)  # host us per call by layer
+    layers_se: dict[str, float] = field(default_factory=dict)  # their standard errors (from the sample counts)
     differs_most: str | None = None  # the layer whose time differs most from the fastest library's
     differs_by: float | None = None  # this library's time in it minus the fastest's, us per call
     frames: list[Frame] = field(default_factory=list)  # the largest self times
@@ -91,6 +92,7 @@ def cell(analysed, label: str, fastest: str | None) -> AtlasCell:
     if profile is not None:
         costs = attribution.attribute(profile)
         out.layers = {layer: f.us_per_call for layer, f in costs.layers.items()}
+        out.layers_se = {layer: f.se_us for layer, f in costs.layers.items()}
         out.frames = [Frame(naming.display_name(f.frame), f.layer, f.self.us_per_call)
                       for f in costs.frames[:TOP_FRAMES]]
         out.samples = costs.samples

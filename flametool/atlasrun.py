@@ -41,7 +41,9 @@ def atlas(config: Config, op_names: list[str], argv: list[str], progress: runner
     for op in op_names:  # a floor has no other op: said now, not after the first op's minutes
         op_config(config, op, config.out / op)
     config.out = rundir.create(config.out, unique=config.out_is_default)
-    recorded = config.to_json() | {"ops": op_names}
+    # the ops' own shapes and pairs are in their run.json; the atlas records which ops, in order
+    recorded = {k: v for k, v in config.to_json().items() if k not in ("op", "shape", "sample_shape", "pairs")}
+    recorded["ops"] = op_names
     run = Run(schema=rundir.SCHEMA, kind="atlas", complete=False, started=runner._now(), finished=None,
               command=argv, config=RunConfig.of(recorded), env=envinfo.collect(config.device),
               parts=[AtlasPart(op, op) for op in op_names])

@@ -359,7 +359,7 @@ def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str]]:
     """The atlas's Config (its cases as matmul's; atlasrun.op_config makes each op's) and its ops."""
     names = [o.strip() for o in (args.ops or ",".join(ops.OPS)).split(",") if o.strip()]
     for name in names:
-        ops.get(name)
+        ops.get(name, "--ops")
     if not names or len(set(names)) != len(names):
         raise FlametoolError(f"--ops {args.ops!r}: give each op once, e.g. add,sum")
     common = case_config(args, say, "atlas")

@@ -67,11 +67,11 @@ OPS: dict[str, Op] = {o.name: o for o in (
 DEFAULT_OP = "matmul"
 
 
-def get(name: str) -> Op:
+def get(name: str, option: str = "--op") -> Op:
     from .errors import FlametoolError
 
     if name not in OPS:
-        raise FlametoolError(f"--op {name!r}: choose from {', '.join(OPS)}")
+        raise FlametoolError(f"{option} {name!r}: choose from {', '.join(OPS)}")
     return OPS[name]
 
 

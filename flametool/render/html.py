@@ -23,12 +23,13 @@ import jinja2
 from markupsafe import Markup
 
 from .. import __version__, cases, rundir, sampler
-from . import charts, sweep_page
+from . import atlas_page, charts, sweep_page
 from .. import flamegraph as flame
 from .. import format as fmt
 from .. import naming
 from ..analysis import Analysis
 from ..sweep import SweepAnalysis
+from ..atlas import AtlasAnalysis
 from ..errors import FlametoolError
 from ..record import CaseResult, Run, Sampling
 from .base import Renderer
@@ -36,6 +37,7 @@ from .base import Renderer
 REPORT_FILE = "report.html"
 PAGE = "report.html.j2"
 SWEEP_PAGE = "sweep.html.j2"
+ATLAS_PAGE = "atlas.html.j2"
 FEW_SAMPLES = 200
 SLOWDOWN_WARN = 1.5
 CPROFILE_WARN = 1.5
@@ -524,7 +526,7 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
         ("CPU", f"{env.get('cpu') or '–'}" + (f" ({env['cpu_count']} cores usable)" if env.get("cpu_count") else "")),
     ]
     rows += [(name, str(v)) for name, v in versions.items() if v]
-    shown = ("op", "sizes", "shape", "dtypes", "iters", "warmup", "rate_hz", "sample_seconds", "sample_shape", "sample",
+    shown = ("op", "ops", "sizes", "shape", "dtypes", "iters", "warmup", "rate_hz", "sample_seconds", "sample_shape", "sample",
              "pool_threads", "isolate", "operand_seed")
     if config.sizes:  # a sweep: its sizes say it; its "shape" is only the first of them
         shown = tuple(k for k in shown if k not in ("shape", "sample_shape"))
@@ -598,14 +600,16 @@ class HtmlRenderer(Renderer):
 
     name = "html"
 
-    def render(self, result: "Analysis | SweepAnalysis") -> str:
+    def render(self, result: "Analysis | SweepAnalysis | AtlasAnalysis") -> str:
         return render(result)
 
 
-def render(a: "Analysis | SweepAnalysis") -> str:
+def render(a: "Analysis | SweepAnalysis | AtlasAnalysis") -> str:
     if isinstance(a, SweepAnalysis):
         env = environment()
         model, page = sweep_page.build(a, asset(env, "report.css"), environment_rows(a.run_dir, a.run)), SWEEP_PAGE
+    elif isinstance(a, AtlasAnalysis):
+        model, page = atlas_page.build(a, asset(environment(), "report.css"), environment_rows(a.run_dir, a.run)), ATLAS_PAGE
     else:
         model, page = build(a), PAGE
     try:

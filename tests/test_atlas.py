@@ -1,0 +1,135 @@
+"""flametool atlas: one small real CPU atlas (two ops, numpy and torch) read back through analysis, the
+terminal table and the page (in a real Chromium when there is one), and its logic on hand-built cells."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flametool import analysis, atlas, cli, rundir, stats
+from flametool.atlas import AtlasAnalysis, AtlasCell
+from checks import error_of
+
+OPS = ["add", "copy"]
+
+
+@pytest.fixture(scope="module")
+def atlas_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("atlas") / "atlas"
+    proc = subprocess.run([sys.executable, "-m", "flametool", "atlas", "--ops", ",".join(OPS), "--iters", "100",
+                           "--warmup", "10", "--repeats", "2", "--processes", "2", "--sample-seconds", "1",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return out, proc.stdout
+
+
+def test_an_atlas_holds_one_compare_run_per_op(atlas_run):
+    out, _ = atlas_run
+    run = rundir.load(out)
+    assert run.kind == "atlas" and run.complete and [p.op for p in run.parts] == OPS
+    assert run.config.recorded["ops"] == OPS and "op" not in run.config.recorded
+    for part in run.parts:
+        sub = rundir.load(out / part.dir)
+        assert sub.kind == "compare" and sub.complete and sub.config.operation == part.op
+        # at the op's host-bound size, both libraries in the same processes, each sampled alone
+        assert sub.config.shape == {"add": [4096], "copy": [64, 64]}[part.op]
+        assert sub.groups[0].paired and sub.groups[0].processes == 2
+        assert all(r.sampling and r.sampling.kept_samples > 0 for r in sub.results.values())
+        assert (out / part.dir / "report.html").is_file()
+
+
+def test_the_analysis_is_each_op_paired_against_its_fastest(atlas_run):
+    out, _ = atlas_run
+    a = analysis.load(out)
+    assert isinstance(a, AtlasAnalysis) and a.libraries == ["numpy", "torch"]
+    for row in a.rows:
+        sub = rundir.load(out / row.dir)
+        medians = {l: r.timing.median("cpu_us") for l, r in sub.results.items()}
+        assert row.fastest == min(medians, key=medians.get)
+        slower = next(l for l in medians if l != row.fastest)
+        c = row.cells[slower]
+        assert c.us == medians[slower] and row.cells[row.fastest].ratio is None
+        assert c.ratio.paired and c.ratio.ratio > 1 and c.ratio.ratio_interval is not None
+        assert c.ratio.ratio == pytest.approx(stats.pair(row.fastest, sub.results[row.fastest].timing, slower,
+                                                         sub.results[slower].timing, True).ratio)
+        assert c.differs_most in c.layers or c.differs_most in row.cells[row.fastest].layers
+        assert c.all_threads_us > 0 and c.frames
+
+
+def test_terminal_and_page_show_every_op_and_library(atlas_run, tmp_path):
+    out, stdout = atlas_run
+    for op in OPS:
+        assert f"{out / op / 'report.html'}" in stdout
+    assert stdout.count("fastest") >= len(OPS)
+    proc = subprocess.run([sys.executable, "-m", "flametool", "report", str(out)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert all(f"report: {out / op / 'report.html'}" in proc.stderr for op in OPS)
+    page = (out / "report.html").read_text()
+    for op in OPS:
+        assert f'href="{op}/report.html"' in page
+    assert "×" in page and "numpy" in page and "torch" in page
+
+
+def test_the_page_in_chromium_links_each_op_report(atlas_run):
+    pytest.importorskip("websocket")
+    from browser import Chromium, find_chromium
+
+    path = find_chromium()
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; CI must install it")
+        pytest.skip("chromium is not installed")
+    out, _ = atlas_run
+    page = out / "report.html"
+    with Chromium(path) as browser:
+        browser.open(page.as_uri())
+        assert browser.errors() == []
+        assert set(browser.requests()) == {page.as_uri()}
+        hrefs = browser.eval("[...document.querySelectorAll('#table a')].map(a => a.href)")
+        assert hrefs == [(out / op / "report.html").as_uri() for op in OPS]
+        bars = browser.eval("document.querySelectorAll('#layers rect.seg').length")
+        assert bars >= 2 * len(OPS)
+        browser.open(hrefs[0])  # one click away: the op's own report, with its pair's layer and frame diffs
+        assert browser.errors() == []
+        assert browser.eval("!!document.getElementById('frames') && !!document.getElementById('layers')")
+
+
+def cell(label, us, layers, ratio=None):
+    return AtlasCell(label, us=us, layers=layers, ratio=ratio)
+
+
+def test_the_layer_that_differs_most_is_the_largest_difference_either_way():
+    cells = {"a": cell("a", 5.0, {"Python": 1.0, "Cython": 4.0}),
+             "b": cell("b", 7.0, {"Python": 1.5, "PyTorch binding": 2.0, "ATen/CUDA glue": 3.5}),
+             "c": cell("c", 5.5, {"Python": 1.0, "Cython": 0.5, "NumPy": 4.0})}
+    atlas.differs_most(cells, "a")
+    assert (cells["b"].differs_most, cells["b"].differs_by) == ("Cython", -4.0)  # a layer b does not have at all
+    assert (cells["c"].differs_most, cells["c"].differs_by) == ("NumPy", 4.0)
+    assert cells["a"].differs_most is None
+
+
+def test_bad_ops_and_an_atlas_given_to_diff_are_one_line(capsys, atlas_run, tmp_path):
+    for argv, said in ((["atlas", "--ops", "add,nope"], "--ops"), (["atlas", "--ops", "add,add"], "each op once")):
+        assert cli.main(argv + ["--out", str(tmp_path / "x")]) == 2
+        assert said in error_of(capsys.readouterr().err, progress_first=True)
+        assert not (tmp_path / "x").exists()
+    out, _ = atlas_run
+    assert cli.main(["diff", str(out), "--base", "numpy", "--head", "torch"]) == 2
+    assert "an atlas" in error_of(capsys.readouterr().err)
+
+
+def test_an_atlas_folder_name_cannot_leave_the_atlas(atlas_run, tmp_path):
+    import shutil
+
+    out, _ = atlas_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    data = json.loads((copy / "run.json").read_text())
+    data["parts"][0]["dir"] = "../elsewhere"
+    (copy / "run.json").write_text(json.dumps(data))
+    with pytest.raises(Exception, match="parts\\[0\\].dir"):
+        rundir.load(copy)

@@ -119,7 +119,8 @@ def row(run_dir: Path, part: AtlasPart, libraries: list[str]) -> AtlasRow:
     from . import analysis
 
     out = AtlasRow(part.op, ops.OPS[part.op].does if part.op in ops.OPS else "", part.dir, error=part.error)
-    if part.error and not (run_dir / part.dir / rundir.RUN_FILE).exists():
+    if not (run_dir / part.dir / rundir.RUN_FILE).exists():
+        out.error = out.error or "not measured: the atlas stopped before this op"
         return out
     try:
         analysed = analysis.load(run_dir / part.dir)
@@ -127,6 +128,10 @@ def row(run_dir: Path, part: AtlasPart, libraries: list[str]) -> AtlasRow:
         out.error = str(exc)
         return out
     run = analysed.run
+    if not any(r.at_sample_shape is not None and r.at_sample_shape.cpu_loops for r in run.results.values()):
+        out.error = out.error or ("not measured: the atlas stopped during this op" if not run.complete
+                                  else "no library was timed")
+        return out
     timed = {l: r.at_sample_shape.median("cpu_us") for l, r in run.results.items()
              if not r.error and r.at_sample_shape is not None and r.at_sample_shape.cpu_loops}
     out.fastest = min(timed, key=timed.get) if timed else None

@@ -379,9 +379,15 @@ def cmd_atlas(args: argparse.Namespace, argv: list[str], err: Console, out: Cons
             run_dir, run = atlasrun.atlas(config, names, ["flametool", *argv], progress.update,
                                           lambda op_dir: rundir.write_report(op_dir, page(op_dir)))
         except KeyboardInterrupt as exc:
-            kept = config.out / rundir.RUN_FILE
+            if not (config.out / rundir.RUN_FILE).exists():
+                terminal.say(err, "flametool: interrupted before anything was measured")
+                return interrupt_code(exc)
+            # the ops that finished are shown and the page written, as at the end of a whole atlas
+            analysed = analysis.load(config.out)
+            out.file.write(render.get("terminal")(terminal_options(out)).render(analysed))
+            write_report(config.out, analysed, err, out)
             terminal.say(err, f"flametool: interrupted; the ops that finished are kept in {rundir.shown(config.out)} "
-                         "(complete: false)" if kept.exists() else "flametool: interrupted before anything was measured")
+                              "(complete: false)")
             return interrupt_code(exc)
     analysed = analysis.analyse(run_dir, run)
     out.file.write(render.get("terminal")(terminal_options(out)).render(analysed))

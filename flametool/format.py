@@ -47,7 +47,7 @@ def shape(value) -> str:
 def ratio_to_fastest(f, fastest: str) -> str:
     """An atlas cell's ratio to its op's fastest library: '2.41x (2.30-2.52)', or 'fastest'."""
     if f is None:
-        return "fastest"
+        return "fastest" if fastest else DASH
     if f.ratio is None:
         return DASH
     iv = f.ratio_interval

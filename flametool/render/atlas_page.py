@@ -78,7 +78,7 @@ def cell(c: AtlasCell, fastest: str | None) -> Cell:
     if c.error:
         return Cell("failed", c.error, cls="failed")
     return Cell(fmt.us(c.us), f"95%: {fmt.interval(c.interval)}" if c.interval else "",
-                fmt.ratio_to_fastest(c.ratio, fastest or ""), fmt.differs_most(c),
+                fmt.ratio_to_fastest(c.ratio, fastest if c.label == fastest or c.ratio else ""), fmt.differs_most(c),
                 f"all threads {fmt.us(c.all_threads_us)}" if c.all_threads_us is not None else "",
                 "fastest" if c.label == fastest else "")
 

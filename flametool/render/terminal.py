@@ -333,21 +333,24 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
         table.add_column(col, justify="right" if right else "left")
     for row in a.rows:
         if row.error and not row.cells:
-            table.add_row(text(row.op), "-", "-", text(f"failed: {row.error}"), "", "", "")
+            table.add_row(text(row.op), "-", "-", text(row.error), "", "", "")
             continue
         for i, (label, c) in enumerate(row.cells.items()):
             first = i == 0
             table.add_row(text(row.op if first else ""), text(fmt.shape(row.shape) if first else ""), text(label),
                           text(f"failed: {c.error}") if c.error else fmt.us(c.us) + (f" ({fmt.interval(c.interval)})"
                                                                                     if c.interval else ""),
-                          fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, row.fastest or "")),
+                          fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, "" if c.error else row.fastest or "")),
                           text(fmt.differs_most(c)))
     show(console, table)
     say(console, "host / call: the calling thread's clock around the loop (what a program waits for); all threads: "
                  "CPU time of every thread of the process during the loop, per call (a library's worker threads "
                  "included); layers: the calling thread's samples")
     for row in a.rows:
-        say(console, f"{row.op}: each library against the first, layers and frames: {a.run_dir / row.report}")
+        if not row.error:
+            say(console, f"{row.op}: each library against the first, layers and frames: {a.run_dir / row.report}")
+    if not a.run.complete:
+        say(console, "the atlas is incomplete (interrupted): the ops it did not finish are marked so")
 
 
 class TerminalRenderer(Renderer):

@@ -466,7 +466,9 @@ def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
         return 0
     path = rundir.write_report(args.run, page(args.run), args.output)
     terminal.say(err, f"report: {rundir.shown(path)}")
-    for part in rundir.load(args.run).parts:  # an atlas: its ops' pages too, which its page links to
+    # an atlas's page in its directory links to its ops' pages: those are written again beside it (with -o
+    # the pages go where asked, and nothing is written into the run directory)
+    for part in rundir.load(args.run).parts if args.output is None else []:
         if (args.run / part.dir / rundir.RUN_FILE).exists():
             terminal.say(err, f"report: {rundir.shown(rundir.write_report(args.run / part.dir, page(args.run / part.dir)))}")
     if args.open:

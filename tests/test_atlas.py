@@ -133,3 +133,25 @@ def test_an_atlas_folder_name_cannot_leave_the_atlas(atlas_run, tmp_path):
     (copy / "run.json").write_text(json.dumps(data))
     with pytest.raises(Exception, match="parts\\[0\\].dir"):
         rundir.load(copy)
+
+
+def test_a_stopped_atlas_shows_what_finished_and_says_what_did_not(atlas_run, tmp_path):
+    import shutil
+
+    from flametool import render
+    from flametool.render.base import Options
+
+    out, _ = atlas_run
+    copy = tmp_path / "stopped"
+    shutil.copytree(out, copy)
+    data = json.loads((copy / "run.json").read_text())
+    data["complete"] = False
+    data["parts"].append({"op": "fft", "dir": "fft", "error": None})  # the op it was stopped before
+    (copy / "run.json").write_text(json.dumps(data))
+    a = analysis.load(copy)
+    assert [r.error for r in a.rows] == [None, None, "not measured: the atlas stopped before this op"]
+    text = render.get("terminal")(Options(width=160)).render(a)
+    assert "not measured: the atlas stopped before this op" in text and "incomplete" in text
+    assert str(copy / "fft" / "report.html") not in text  # no link to a page that is not there
+    page = render.get("html")().render(a)
+    assert "incomplete run" in page and 'href="fft/report.html"' not in page

@@ -136,34 +136,3 @@ def test_an_old_run_without_op_loads_as_matmul(tmp_path):
     data["config"].pop("op", None)
     (run / "run.json").write_text(json.dumps(data))
     assert rundir.load(run).config.operation == "matmul"
-
-
-@pytest.fixture(scope="module")
-def add_run(tmp_path_factory):
-    """One small real run: numpy and torch adding, with the README's user case of the new protocol beside them."""
-    import subprocess
-    import sys
-
-    out = tmp_path_factory.mktemp("ops") / "run"
-    proc = subprocess.run([sys.executable, "-m", "flametool", "compare", "--op", "add", "--shape", "1000",
-                           "--case", f"{CASES}:add_one", "--iters", "50", "--warmup", "5", "--repeats", "2",
-                           "--processes", "2", "--no-sample", "--out", str(out)],
-                          capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stderr
-    return out, proc.stdout
-
-
-def test_compare_runs_an_op_and_records_it(add_run):
-    from flametool import rundir
-
-    out, stdout = add_run
-    run = rundir.load(out)
-    assert run.config.operation == "add" and run.config.shape == [1000]
-    assert set(run.results) == {"numpy", "torch", "add_one"}
-    for label, r in run.results.items():
-        assert r.error is None and r.shape == [1000] and r.timing.cpu_us_per_call > 0, label
-        assert all(p.all_threads_us for p in r.timing.processes)  # every loop's all-thread CPU time is kept
-    assert run.results["numpy"].factory == "flametool.cases:numpy_add"
-    assert run.results["numpy"].operands[0].fingerprint == run.results["torch"].operands[0].fingerprint
-    assert "add 1000" in stdout  # the op beside the shape
-    assert "add 1000" in (out / "report.html").read_text()

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import timing_vs_seed  # noqa: E402  (puts the checkout first on sys.path)
 
-from flametool import analysis  # noqa: E402
+from flametool import analysis, attribution  # noqa: E402
 
 
 def main() -> None:
@@ -45,8 +45,8 @@ def main() -> None:
             print(f"{label:6s} failed: {r.error}")
             continue
         prof, s = r.profile, r.sampling
-        closure = (analysed.cases.get(label) or {}).get("closure") or {}
-        ratio = closure.get("ratio")
+        costs = analysed.cases.get(label)
+        ratio = costs.closure().ratio if isinstance(costs, attribution.CaseCosts) else None
         slowdown = prof.slowdown  # sampled against the same process's own unsampled loops
         print(f"{label:6s} unsampled {num(prof.own_us_per_call, '7.2f')} us, sampled "
               f"{num(s.sampled_us_per_call if s else None, '7.2f')} us: slowdown {num(slowdown, '.2f')}x "

@@ -55,8 +55,8 @@ def main() -> None:
     for pair in a.pairs:
         func, length = PLANTED[pair.head]
         f = pair.headline
-        rows = [r for r in (pair.diff or {}).get("frames", []) if r["frame"].endswith(func)]
-        frame = rows[0]["delta_total_us_per_call"] if rows else None
+        rows = [r for r in (pair.diff.frames if pair.diff else []) if r.frame.endswith(func)]
+        frame = rows[0].delta_total_us_per_call if rows else None
         diff_err = abs(f.diff_us / length - 1)
         frame_err = abs(frame / length - 1) if frame is not None else float("inf")
         worst = max(worst, diff_err, frame_err)

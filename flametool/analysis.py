@@ -16,6 +16,7 @@ from typing import Iterator
 from . import attribution, diff, flamegraph, layers, profstats, reading, rundir, safeopen, stats, sweep
 from .errors import FlametoolError, RunDirError
 from .operands import UnlikeOperands, unlike_operands  # noqa: F401 - analysis.unlike_operands
+from .attribution import CaseCosts, Skipped
 from .record import CaseResult, Run, Timing
 
 # diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case)
@@ -49,14 +50,14 @@ class PairAnalysis:
     profiles: tuple[attribution.Profile, attribution.Profile] | None = None  # (base, head) when both were sampled
 
     @functools.cached_property
-    def diff(self) -> dict | None:
+    def diff(self) -> diff.PairDiff | None:
         """Layers and frames, head - base, at the sample shape (None: not both sampled). Made when first
         asked for: an export of one case's stacks never needs it. (The flame graph makes its own call tree,
         from the aligned stacks the diff carries.)"""
         return diff.diff(*self.profiles) if self.profiles else None
 
     @functools.cached_property
-    def diff_by_library(self) -> dict | None:
+    def diff_by_library(self) -> diff.PairDiff | None:
         """The same in the 'library' view of the layers (system libraries as layers of their own)."""
         return diff.diff(*self.profiles, view="library") if self.profiles else None
 
@@ -95,7 +96,7 @@ def cprofile_table(run_dir: Path, result: CaseResult) -> CProfileTable | RunDirE
 class Analysis:
     run_dir: Path
     run: Run
-    cases: dict[str, dict] = field(default_factory=dict)  # label -> attribution (CaseCosts.to_json) or {"skipped"}
+    cases: dict[str, CaseCosts | Skipped] = field(default_factory=dict)  # label -> its attribution, or why none
     profiles: dict[str, attribution.Profile] = field(default_factory=dict)
     timings: dict[str, CaseTiming | None] = field(default_factory=dict)
     sample_timings: dict[str, CaseTiming | None] = field(default_factory=dict)
@@ -104,16 +105,16 @@ class Analysis:
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
 
     @property
-    def first_diff(self) -> dict | None:
+    def first_diff(self) -> diff.PairDiff | None:
         return next((p.diff for p in self.pairs if p.diff), None)
 
     @functools.cached_property
-    def cases_by_library(self) -> dict[str, dict]:
+    def cases_by_library(self) -> dict[str, CaseCosts | Skipped]:
         """`cases` in the 'library' view of the layers."""
-        return {l: (attribution.attribute(self.profiles[l], "library").to_json() if l in self.profiles else x)
+        return {l: (attribution.attribute(self.profiles[l], "library") if l in self.profiles else x)
                 for l, x in self.cases.items()}
 
-    def view(self, name: str) -> tuple[dict[str, dict], list[dict]]:
+    def view(self, name: str) -> tuple[dict[str, CaseCosts | Skipped], list[diff.PairDiff]]:
         """(per-case attribution, the pairs' diffs) in a view of the layers ("caller" or "library")."""
         if name == "library":
             return self.cases_by_library, [p.diff_by_library for p in self.pairs if p.diff_by_library]
@@ -134,7 +135,7 @@ def pair_figures(run: Run, base: str, head: str) -> tuple[stats.PairFigures | No
 
 def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | sweep.SweepAnalysis | atlas.AtlasAnalysis":
     """Every case that has stacks attributed, every compared pair figured and diffed. A case with nothing to
-    analyse (failed, not sampled) gets {"skipped": why}; a damaged stack file is a RunDirError naming it.
+    analyse (failed, not sampled) gets Skipped(why); a damaged stack file is a RunDirError naming it.
     attribute=False leaves `cases` empty (an export needs the stacks only). A sweep run has an analysis of
     its own (sweep.analyse)."""
     if run.kind == "sweep":
@@ -153,9 +154,9 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
         if reason is None:
             out.profiles[label] = profile = profiles[label]
             if attribute:
-                out.cases[label] = attribution.attribute(profile).to_json()
+                out.cases[label] = attribution.attribute(profile)
         else:
-            out.cases[label] = {"skipped": reason}
+            out.cases[label] = Skipped(reason)
         if attribute:
             out.cprofile[label] = cprofile_table(run_dir, result)
     for base, head in run.pairs:
@@ -280,20 +281,20 @@ class DiffResult:
     base_run: str
     head_run: str
     same_shape_and_dtype: bool
-    figures: dict  # diff.diff: the layers and frames, head - base
+    figures: diff.PairDiff  # the layers and frames, head - base
     cases: tuple[str, str] | None = None
 
     @property
     def base_us_per_call(self) -> float:
-        return self.figures["base_us_per_call"]
+        return self.figures.base_us_per_call
 
     @property
     def head_us_per_call(self) -> float:
-        return self.figures["head_us_per_call"]
+        return self.figures.head_us_per_call
 
     @property
     def ratio(self) -> float | None:
-        return self.figures["ratio"]
+        return self.figures.ratio
 
 
 def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller") -> DiffResult:

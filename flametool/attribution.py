@@ -195,20 +195,31 @@ class FrameCost:
     total: Figure
     charged: list[str] = field(default_factory=list)  # every layer its own samples went to, most first
 
-    def to_json(self) -> dict:
-        return {
-            "frame": self.frame,
-            "display": naming.display_name(self.frame),
-            "layer": self.layer,
-            "layer_label": layer_label(self.charged or [self.layer]),
-            "charged_layers": self.charged or [self.layer],
-            "self_us_per_call": self.self.us_per_call,
-            "total_us_per_call": self.total.us_per_call,
-            "samples": self.self.samples,
-            "total_samples": self.total.samples,
-            "self_se_us": self.self.se_us,
-            "total_se_us": self.total.se_us,
-        }
+    @property
+    def display(self) -> str:
+        """The name as tables show it (long C++ names shortened)."""
+        return naming.display_name(self.frame)
+
+    @property
+    def layer_label(self) -> str:
+        """Its layer, or "several: ..." where its own samples went to more than one."""
+        return layer_label(self.charged or [self.layer])
+
+
+@dataclass(frozen=True)
+class Closure:
+    """Do the layers add up to the measured time per call? (See the module's docstring.)"""
+
+    measured_us_per_call: float
+    layers_sum_us_per_call: float
+    samples_read: int
+    samples_recorded: int
+    ratio: float | None
+    tolerance: float = CLOSURE_TOLERANCE
+
+    @property
+    def within_tolerance(self) -> bool:
+        return self.ratio is not None and abs(self.ratio - 1) <= self.tolerance
 
 
 @dataclass
@@ -223,33 +234,17 @@ class CaseCosts:
     called_from: dict[str, dict[str, float]] = field(default_factory=dict)
     repaired_samples: int = 0
 
-    def closure(self) -> dict:
+    def closure(self) -> Closure:
         total = sum(f.us_per_call for f in self.layers.values())
-        ratio = total / self.us_per_call if self.us_per_call else None
-        return {
-            "measured_us_per_call": self.us_per_call,
-            "layers_sum_us_per_call": total,
-            "samples_read": self.samples,
-            "samples_recorded": self.recorded,
-            "ratio": ratio,
-            "within_tolerance": ratio is not None and abs(ratio - 1) <= CLOSURE_TOLERANCE,
-            "tolerance": CLOSURE_TOLERANCE,
-        }
+        return Closure(self.us_per_call, total, self.samples, self.recorded,
+                       total / self.us_per_call if self.us_per_call else None)
 
-    def to_json(self, top: int = 40) -> dict:
-        return {
-            "us_per_call": self.us_per_call,
-            "samples": self.samples,
-            "loop_samples": self.loop_samples,
-            "layers_us_per_call": {l: f.us_per_call for l, f in self.layers.items()},
-            "layers_se_us": {l: f.se_us for l, f in self.layers.items()},
-            "layers_samples": {l: f.samples for l, f in self.layers.items()},
-            "layers_called_from_us_per_call": self.called_from,
-            "hot_frames": [f.to_json() for f in self.frames[:top]],
-            "frames_total": len(self.frames),
-            "closure": self.closure(),
-            "repaired_samples": self.repaired_samples,
-        }
+
+@dataclass(frozen=True)
+class Skipped:
+    """A case with no stack analysis (failed, not sampled, py-spy found no stacks), and why."""
+
+    reason: str
 
 
 def _sums(index: np.ndarray, values: np.ndarray, n: int) -> list[int]:

@@ -12,6 +12,8 @@ objects, for callers that walk it.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
+
 from . import layers as ly
 from . import folded
 from . import naming
@@ -57,7 +59,58 @@ def _delta_se(base: Profile, head: Profile, nb: int, nh: int) -> float:
     return math.hypot(base.se(nb), head.se(nh))
 
 
-def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: bool = False) -> dict:
+@dataclass(frozen=True)
+class LayerDelta:
+    """A layer in both cases, each case's own figure (as its layer table shows it), head - base."""
+
+    layer: str
+    base_us_per_call: float
+    head_us_per_call: float
+    delta_us_per_call: float
+    delta_se_us: float
+
+
+@dataclass(frozen=True)
+class FrameDelta:
+    """A frame of the merged call tree: own (self) and total time per call in each case, head - base."""
+
+    frame: str
+    display: str
+    layer: str
+    layer_label: str
+    base_self_us_per_call: float
+    head_self_us_per_call: float
+    base_total_us_per_call: float
+    head_total_us_per_call: float
+    delta_us_per_call: float
+    delta_total_us_per_call: float
+    delta_se_us: float
+    delta_total_se_us: float
+
+
+@dataclass(frozen=True)
+class PairDiff:
+    """Two profiles compared, head - base: every layer, every frame (largest difference in own time first),
+    and the aligned profiles the differential flame graph is drawn from."""
+
+    base: str
+    head: str
+    base_us_per_call: float
+    head_us_per_call: float
+    delta_us_per_call: float
+    ratio: float | None
+    layers: list[LayerDelta]
+    frames: list[FrameDelta]
+    aligned: tuple[Profile, Profile]  # (base, head), for flamegraph.diff_graph
+    us_per_sample: tuple[float, float]  # what one sample of each side is worth, us per call
+    tree: tree.Node | None = None  # the merged call tree as nodes, with_tree=True only
+
+    def named(self, base: str, head: str) -> "PairDiff":
+        """The same figures with the sides named otherwise (a diff of two runs: "base" and "head")."""
+        return replace(self, base=base, head=head)
+
+
+def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: bool = False) -> PairDiff:
     """Layers and frames, head minus base, and the aligned profiles the differential flame graph is drawn
     from. with_tree: also the merged call tree as tree.Node objects, for a caller that walks it (the tests
     check the array-built graphs against it); nothing in flametool needs it, and on a large profile it is
@@ -72,10 +125,8 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: b
     for layer in ly.order(set(lb.layers) | set(lh.layers)):
         fb, fh = lb.layers.get(layer), lh.layers.get(layer)
         b, h = (fb.us_per_call if fb else 0.0), (fh.us_per_call if fh else 0.0)
-        layer_rows.append({
-            "layer": layer, "base_us_per_call": b, "head_us_per_call": h, "delta_us_per_call": h - b,
-            "delta_se_us": _delta_se(base, head, fb.samples if fb else 0, fh.samples if fh else 0),
-        })
+        layer_rows.append(LayerDelta(layer, b, h, h - b,
+                                     _delta_se(base, head, fb.samples if fb else 0, fh.samples if fh else 0)))
 
     by_name_b = {f.frame: f for f in cb.frames}
     by_name_h = {f.frame: f for f in ch.frames}
@@ -84,32 +135,14 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: b
         fb, fh = by_name_b.get(name), by_name_h.get(name)
         sb, sh = (fb.self.samples if fb else 0), (fh.self.samples if fh else 0)
         tb, th = (fb.total.samples if fb else 0), (fh.total.samples if fh else 0)
-        frame_rows.append({
-            "frame": name, "display": naming.display_name(name), "layer": (fh or fb).layer,
-            "layer_label": layer_label(list(dict.fromkeys((fh.charged if fh else []) + (fb.charged if fb else [])))
-                                       or [(fh or fb).layer]),
-            "base_self_us_per_call": base.us(sb), "head_self_us_per_call": head.us(sh),
-            "base_total_us_per_call": base.us(tb), "head_total_us_per_call": head.us(th),
-            "delta_us_per_call": head.us(sh) - base.us(sb),
-            "delta_total_us_per_call": head.us(th) - base.us(tb),
-            "delta_se_us": _delta_se(base, head, sb, sh),
-            "delta_total_se_us": _delta_se(base, head, tb, th),
-        })
-    frame_rows.sort(key=lambda r: (-abs(r["delta_us_per_call"]), -abs(r["delta_total_us_per_call"]), r["frame"]))
+        frame_rows.append(FrameDelta(
+            name, naming.display_name(name), (fh or fb).layer,
+            layer_label(list(dict.fromkeys((fh.charged if fh else []) + (fb.charged if fb else []))) or [(fh or fb).layer]),
+            base.us(sb), head.us(sh), base.us(tb), head.us(th),
+            head.us(sh) - base.us(sb), head.us(th) - base.us(tb),
+            _delta_se(base, head, sb, sh), _delta_se(base, head, tb, th)))
+    frame_rows.sort(key=lambda r: (-abs(r.delta_us_per_call), -abs(r.delta_total_us_per_call), r.frame))
 
-    return {
-        "base": base.label,
-        "head": head.label,
-        "base_us_per_call": base.us_per_call,
-        "head_us_per_call": head.us_per_call,
-        "delta_us_per_call": head.us_per_call - base.us_per_call,
-        "ratio": head.us_per_call / base.us_per_call if base.us_per_call else None,
-        "layers": layer_rows,
-        "frames": frame_rows,
-        # the merged call tree as nodes (not JSON: tree.Node, for callers that walk it), the aligned profiles
-        # the differential flame graph is drawn from (flamegraph.diff_graph), and what one sample of each side is
-        # worth in us per call
-        "tree": tree.build([base, head]) if with_tree else None,
-        "aligned": (base, head),
-        "us_per_sample": [base.us(1), head.us(1)],
-    }
+    return PairDiff(base.label, head.label, base.us_per_call, head.us_per_call, head.us_per_call - base.us_per_call,
+                    head.us_per_call / base.us_per_call if base.us_per_call else None, layer_rows, frame_rows,
+                    (base, head), (base.us(1), head.us(1)), tree.build([base, head]) if with_tree else None)

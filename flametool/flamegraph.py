@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from . import layers as ly
 from . import trie
 from .attribution import Profile
+from .diff import PairDiff
 
 DISPLAY_THRESHOLD = 0.002  # of the root's width
 
@@ -100,18 +101,18 @@ def _case_graph(profile: Profile, strings: Strings, threshold: float) -> tuple[G
     return graph, strings.items
 
 
-def diff_graph(case_diff: dict, strings: Strings, gid: str, threshold: float = DISPLAY_THRESHOLD) -> Graph | None:
+def diff_graph(case_diff: PairDiff, strings: Strings, gid: str, threshold: float = DISPLAY_THRESHOLD) -> Graph | None:
     """The differential flame graph, after Brendan Gregg's: widths from the head (the "after" side), colour
     from each frame's delta (head - base): red where head spends more, blue where less. A node also carries
     the base's widths, so the page can draw the negated graph (widths from the base) as well. Drawn from the
     merged call tree of the diff's aligned stacks."""
-    aligned: tuple[Profile, Profile] = case_diff["aligned"]
+    aligned = case_diff.aligned
     t = trie.build([p.stacks for p in aligned])
     # a node's layer is the one its first stack resolves it to: the base's when a base stack goes through it
     layers = [trie.node_layers(t, p.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), ly.DEFAULT_VIEW)
               for p in aligned]
-    ub, uh = case_diff["us_per_sample"]
-    base, head = case_diff["base"], case_diff["head"]
+    ub, uh = case_diff.us_per_sample
+    base, head = case_diff.base, case_diff.head
     head_root, base_root = t.root_total[1] * uh, t.root_total[0] * ub
     graph = Graph(gid, "diff", f"{head} vs {base}", extra={"base": base, "head": head, "width_from": "head",
                                                             "head_total_us": head_root, "base_total_us": base_root})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .attribution import CaseCosts
 from .stats import MAX_ADVISED_PROCESSES, WIDE, Interval, PairFigures, processes_for
 from .operands import UnlikeOperands
 from .sweep import SAME_WITHIN, SweepPair, size_name
@@ -192,12 +193,12 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
     return lines
 
 
-def closure_sentence(x: dict) -> str:
-    """A case attribution's closure check in words (x: CaseCosts.to_json())."""
-    c = x["closure"]
-    repaired = x.get("repaired_samples") or 0
-    return (f"layers sum to {c['layers_sum_us_per_call']:,.2f} of {c['measured_us_per_call']:,.2f} us per call "
-            f"(ratio {c['ratio']:.3f}), from {x['samples']} samples"
+def closure_sentence(x: CaseCosts) -> str:
+    """A case attribution's closure check in words."""
+    c = x.closure()
+    repaired = x.repaired_samples
+    return (f"layers sum to {c.layers_sum_us_per_call:,.2f} of {c.measured_us_per_call:,.2f} us per call "
+            f"(ratio {c.ratio:.3f}), from {x.samples} samples"
             + (f" ({repaired} repaired: an inlined header chain py-spy put between a function and itself)"
                if repaired else ""))
 

@@ -257,8 +257,8 @@ class SweepAnalysis:
     curves: dict[str, list[Point]] = field(default_factory=dict)  # label -> its points, in the order swept
     crossovers: dict[str, Crossover] = field(default_factory=dict)
     pairs: list[SweepPair] = field(default_factory=list)
-    # --sample: size name -> label -> the case's attribution there (attribution.CaseCosts.to_json)
-    layers: dict[str, dict[str, dict]] = field(default_factory=dict)
+    # --sample: size name -> label -> the case's attribution there
+    layers: dict[str, dict[str, attribution.CaseCosts]] = field(default_factory=dict)
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
 
     _index: dict = field(default_factory=dict, repr=False, compare=False)  # label -> by_shape of its curve
@@ -306,7 +306,7 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
             if attribution.skip_reason(alone) is None:
                 name = size_name(t.shape)
                 profile = attribution.profile_of(run_dir, alone, f"{label}@{name}")
-                out.layers.setdefault(name, {})[label] = attribution.attribute(profile).to_json()
+                out.layers.setdefault(name, {})[label] = attribution.attribute(profile)
     for base, head in run.pairs:
         together = run.paired(base, head)
         rb, rh = run.results[base], run.results[head]

@@ -73,14 +73,14 @@ def test_binomial_standard_error():
 def test_closure():
     c = costs()
     closure = c.closure()
-    assert closure["ratio"] == pytest.approx(1.0)
-    assert closure["within_tolerance"]
-    assert closure["layers_sum_us_per_call"] == pytest.approx(10.0)
+    assert closure.ratio == pytest.approx(1.0)
+    assert closure.within_tolerance
+    assert closure.layers_sum_us_per_call == pytest.approx(10.0)
     # samples lost on the way show up as a ratio below 1: here the sampler recorded 12, the file holds 9 + 1
     lost = at.attribute(at.make_profile("c", folded.parse(FOLDED), 1, 10.0, recorded_samples=12))
-    assert lost.closure()["ratio"] == pytest.approx(10 / 12)
-    assert not lost.closure()["within_tolerance"]
-    assert lost.closure()["samples_read"] == 10 and lost.closure()["samples_recorded"] == 12
+    assert lost.closure().ratio == pytest.approx(10 / 12)
+    assert not lost.closure().within_tolerance
+    assert lost.closure().samples_read == 10 and lost.closure().samples_recorded == 12
 
 
 def test_recursion_counts_a_sample_once_in_total():
@@ -103,13 +103,12 @@ def test_called_from_says_who_called_the_c_library():
     assert c.called_from["C library/allocator"] == pytest.approx({"Python": 2.0})
 
 
-def test_json_record_fields():
-    j = costs().to_json()
-    hot = j["hot_frames"][0]
-    assert set(hot) >= {"frame", "layer", "self_us_per_call", "total_us_per_call", "samples", "self_se_us", "total_se_us"}
-    assert hot["frame"] == "lib.m.inner" and hot["samples"] == 6
-    assert j["layers_us_per_call"]["Python"] == pytest.approx(6.0)
-    assert j["closure"]["ratio"] == pytest.approx(1.0)
+def test_the_hottest_frame_comes_first_with_its_layer_and_samples():
+    c = costs()
+    hot = c.frames[0]
+    assert hot.frame == "lib.m.inner" and hot.self.samples == 6 and hot.layer_label == hot.layer
+    assert c.layers["Python"].us_per_call == pytest.approx(6.0)
+    assert c.closure().ratio == pytest.approx(1.0)
 
 
 def test_load_profile_reads_the_run_directory(tmp_path):
@@ -128,8 +127,8 @@ def test_a_truncated_folded_file_fails_closure(tmp_path):
     run = make_run(tmp_path / "run", {"a": (FOLDED, 10.0, 1)})
     (run / "a.folded").write_text(FOLDED.splitlines()[0] + "\n")  # 6 of the 9 kept samples remain
     c = at.attribute(at.load_profile(run, rundir.load(run), "a"))
-    assert c.closure()["ratio"] == pytest.approx(7 / 10)
-    assert not c.closure()["within_tolerance"]
+    assert c.closure().ratio == pytest.approx(7 / 10)
+    assert not c.closure().within_tolerance
 
 
 def test_garbage_folded_is_a_run_dir_error(tmp_path):
@@ -158,7 +157,7 @@ def h200():
 
 def test_h200_layers_close(h200):
     for c in h200.values():
-        assert abs(c.closure()["ratio"] - 1) < 0.10
+        assert abs(c.closure().ratio - 1) < 0.10
 
 
 def test_h200_cublas_about_equal(h200):
@@ -223,9 +222,9 @@ def test_diff_deltas_add_up(a, b, us_a, us_b):
     pa = at.make_profile("a", [folded.Stack(("a (x.py:1)", *f), n) for f, n in a], 0, us_a)
     pb = at.make_profile("b", [folded.Stack(("b (y.py:1)", *f), n) for f, n in b], 0, us_b)
     d = diff.diff(pa, pb, with_tree=True)
-    assert sum(r["delta_us_per_call"] for r in d["layers"]) == pytest.approx(us_b - us_a, abs=1e-6)
-    assert sum(r["delta_us_per_call"] for r in d["frames"]) == pytest.approx(us_b - us_a, abs=1e-6)
-    root = d["tree"]
+    assert sum(r.delta_us_per_call for r in d.layers) == pytest.approx(us_b - us_a, abs=1e-6)
+    assert sum(r.delta_us_per_call for r in d.frames) == pytest.approx(us_b - us_a, abs=1e-6)
+    root = d.tree
     root.check()
-    ub, uh = d["us_per_sample"]
+    ub, uh = d.us_per_sample
     assert root.total[1] * uh == pytest.approx(us_b) and root.total[0] * ub == pytest.approx(us_a)

@@ -27,42 +27,42 @@ def d():
 
 
 def rows(d):
-    return {r["frame"]: r for r in d["frames"]}
+    return {r.frame: r for r in d.frames}
 
 
 def test_steps_of_two_cases_line_up_and_the_shared_part_cancels(d):
     r = rows(d)
-    assert r[diff.STEP_ROOT]["delta_total_us_per_call"] == pytest.approx(2.0)
-    assert r["lib.s.x"]["delta_us_per_call"] == pytest.approx(0.0)
-    assert r["lib.s.shared"]["delta_us_per_call"] == pytest.approx(-2.0)
-    assert r["tests.b.planted"]["delta_us_per_call"] == pytest.approx(1.0)
-    assert r["tests.b.planted"]["delta_total_us_per_call"] == pytest.approx(4.0)
-    assert r["[libc.so.6]"]["delta_us_per_call"] == pytest.approx(3.0)
+    assert r[diff.STEP_ROOT].delta_total_us_per_call == pytest.approx(2.0)
+    assert r["lib.s.x"].delta_us_per_call == pytest.approx(0.0)
+    assert r["lib.s.shared"].delta_us_per_call == pytest.approx(-2.0)
+    assert r["tests.b.planted"].delta_us_per_call == pytest.approx(1.0)
+    assert r["tests.b.planted"].delta_total_us_per_call == pytest.approx(4.0)
+    assert r["[libc.so.6]"].delta_us_per_call == pytest.approx(3.0)
     # the step functions' own names do not appear: they are the aligned root
     assert not any("case_a" in f or "case_b" in f for f in r)
-    assert d["frames"][0]["frame"] == "[libc.so.6]"  # the biggest change in self time comes first
+    assert d.frames[0].frame == "[libc.so.6]"  # the biggest change in self time comes first
 
 
 def test_the_caller_view_moves_the_c_library_delta_to_its_callers():
     caller = diff.diff(profile("a", BASE, 6.0), profile("b", HEAD, 8.0))  # the default view
-    assert "C library/allocator" not in {r["layer"] for r in caller["layers"]}
-    assert sum(r["delta_us_per_call"] for r in caller["layers"]) == pytest.approx(2.0)
+    assert "C library/allocator" not in {r.layer for r in caller.layers}
+    assert sum(r.delta_us_per_call for r in caller.layers) == pytest.approx(2.0)
 
 
 def test_layer_deltas_add_up_to_the_measured_difference(d):
-    assert d["base"] == "a" and d["head"] == "b"
-    assert d["delta_us_per_call"] == pytest.approx(2.0)
-    assert sum(r["delta_us_per_call"] for r in d["layers"]) == pytest.approx(2.0)
-    by_layer = {r["layer"]: r for r in d["layers"]}
-    assert by_layer["C library/allocator"]["delta_us_per_call"] == pytest.approx(3.0)
-    assert by_layer["Python"]["delta_us_per_call"] == pytest.approx(-1.0)
-    assert by_layer["C library/allocator"]["delta_se_us"] > 0
+    assert d.base == "a" and d.head == "b"
+    assert d.delta_us_per_call == pytest.approx(2.0)
+    assert sum(r.delta_us_per_call for r in d.layers) == pytest.approx(2.0)
+    by_layer = {r.layer: r for r in d.layers}
+    assert by_layer["C library/allocator"].delta_us_per_call == pytest.approx(3.0)
+    assert by_layer["Python"].delta_us_per_call == pytest.approx(-1.0)
+    assert by_layer["C library/allocator"].delta_se_us > 0
 
 
 def test_differential_flame_graph_nodes(d):
-    root = d["tree"]
+    root = d.tree
     root.check()  # total = self + children's totals, both sides, everywhere
-    ub, uh = d["us_per_sample"]
+    ub, uh = d.us_per_sample
     by_path = {}
     for node, parent, _ in root.walk():
         by_path[by_path_of(by_path, parent) + (node.name,)] = node

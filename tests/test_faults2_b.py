@@ -497,9 +497,9 @@ def test_attribution_and_graphs_agree_with_the_tree(a, b, threshold):
         assert graph.rows[0][3] == pytest.approx(round(p.us(p.samples), 4))
         assert graph.drawn_nodes - 1 + graph.pruned_nodes == tree.count(tree.build([p])) - 1
     d = df.diff(base, head, with_tree=True)
-    d["tree"].check()
+    d.tree.check()
     graph = flame.diff_graph(d, flame.Strings(), "d", threshold)
-    assert graph.drawn_nodes - 1 + graph.pruned_nodes == tree.count(d["tree"]) - 1
+    assert graph.drawn_nodes - 1 + graph.pruned_nodes == tree.count(d.tree) - 1
 
 
 def test_speedscope_export_is_the_same_as_frame_by_frame(tmp_path):

@@ -37,10 +37,10 @@ def test_sandwiches_are_repaired_and_counted():
             assert s.frames[-2:] == (decref, next(n for n in s.frames if n.startswith("_Py_IsImmortal"))) and s.count == 3
         else:  # the launch sits under the kernel's __call__, once
             assert s.frames.count(call) == 1 and s.frames[s.frames.index(call) + 1].startswith("cudaLaunchKernel")
-    costs = attribution.attribute(p).to_json()
-    totals = {f["frame"]: f["total_us_per_call"] for f in costs["hot_frames"]}
+    costs = attribution.attribute(p)
+    totals = {f.frame: f.total.us_per_call for f in costs.frames}
     assert totals[decref] == pytest.approx(3.0)  # not 10: it no longer holds the launches
-    assert costs["repaired_samples"] == 7 and costs["closure"]["ratio"] == pytest.approx(1.0)
+    assert costs.repaired_samples == 7 and costs.closure().ratio == pytest.approx(1.0)
 
 
 def test_no_sandwich_no_change():
@@ -55,7 +55,7 @@ def test_the_run_directory_keeps_what_py_spy_wrote(tmp_path):
     run = make_run(tmp_path / "run", {"cupy": (TEXT, 10.0, 0), "torch": ("step (s.py:1);mm (libtorch_cpu.so) 10\n", 8.0, 0)})
     before = (run / "cupy.folded").read_text()
     a = analysis.load(run)
-    assert a.cases["cupy"]["repaired_samples"] == 7
+    assert a.cases["cupy"].repaired_samples == 7
     assert (run / "cupy.folded").read_text() == before  # repaired when read, never written back
     printed = TerminalRenderer(Options(width=200)).render(a)
     assert "(7 repaired: an inlined header chain py-spy put between a function and itself)" in printed
@@ -70,13 +70,14 @@ def test_caller_view_on_real_h200_stacks():
     a = analysis.load(Path(__file__).resolve().parent.parent / "samples" / "h200-hostbound-1024")
     for label in ("cupy", "torch", "cublas"):
         caller, library = a.cases[label], a.cases_by_library[label]
-        libc = library["layers_us_per_call"]["C library/allocator"]
+        mine, theirs = ({l: f.us_per_call for l, f in x.layers.items()} for x in (caller, library))
+        libc = theirs["C library/allocator"]
         assert libc > 1.0  # locks and allocation under cuBLAS and the driver: a real share
-        assert "C library/allocator" not in caller["layers_us_per_call"]
-        assert sum(caller["layers_us_per_call"].values()) == pytest.approx(sum(library["layers_us_per_call"].values()))
-        moved = library["layers_called_from_us_per_call"]["C library/allocator"]
+        assert "C library/allocator" not in mine
+        assert sum(mine.values()) == pytest.approx(sum(theirs.values()))
+        moved = library.called_from["C library/allocator"]
         for layer, us in moved.items():
-            grew = caller["layers_us_per_call"][layer] - library["layers_us_per_call"].get(layer, 0.0)
+            grew = mine[layer] - theirs.get(layer, 0.0)
             assert grew == pytest.approx(us, abs=1e-9), (label, layer)
 
 

@@ -5,6 +5,7 @@ small number of lines), with the large-file paths forced on."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -108,11 +109,11 @@ def reference_case_graph(profile: at.Profile, threshold: float) -> flame.Graph:
     return graph, strings
 
 
-def reference_diff_graph(case_diff: dict, threshold: float) -> flame.Graph:
+def reference_diff_graph(case_diff: "df.PairDiff", threshold: float) -> flame.Graph:
     strings = flame.Strings()
-    root = case_diff["tree"]
-    ub, uh = case_diff["us_per_sample"]
-    base, head = case_diff["base"], case_diff["head"]
+    root = case_diff.tree
+    ub, uh = case_diff.us_per_sample
+    base, head = case_diff.base, case_diff.head
     head_root, base_root = root.total[1] * uh, root.total[0] * ub
     graph = flame.Graph("d", "diff", f"{head} vs {base}", extra={"base": base, "head": head, "width_from": "head",
                                                                 "head_total_us": head_root, "base_total_us": base_root})
@@ -190,8 +191,8 @@ def analysed_run(run: Path) -> dict:
 
     a = analysis.load(run)
     diffs = [p.diff for p in a.pairs if p.diff]
-    strip = [{k: v for k, v in d.items() if k not in ("tree", "aligned")} for d in diffs]
-    libs = [{k: v for k, v in p.diff_by_library.items() if k not in ("tree", "aligned")} for p in a.pairs if p.diff_by_library]
+    strip = [dataclasses.replace(d, aligned=None, tree=None) for d in diffs]
+    libs = [dataclasses.replace(p.diff_by_library, aligned=None, tree=None) for p in a.pairs if p.diff_by_library]
     return {"cases": a.cases, "library": a.cases_by_library, "diffs": strip, "diffs_library": libs,
             "flames": str(html.flame_graphs(a, diffs))}
 
@@ -202,4 +203,4 @@ def test_cases_prepared_in_workers_are_those_prepared_here(tmp_path, monkeypatch
     here = analysed_run(run)
     forced_parallel(monkeypatch, 2)
     assert analysed_run(run) == here
-    assert len(here["diffs"]) == 1 and here["diffs"][0]["frames"]
+    assert len(here["diffs"]) == 1 and here["diffs"][0].frames

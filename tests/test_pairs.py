@@ -35,8 +35,8 @@ def test_the_chosen_pair_is_the_run_s_diff(four):
     assert a.run.config.pairs == [["p3", "p4"]]
     d = a.pairs[0].diff
     # step() holds all of the difference; below it, the planted function is the top frame by total
-    top = max((r for r in d["frames"] if r["frame"] != "step()"), key=lambda r: r["delta_total_us_per_call"])
-    assert top["frame"].endswith(BUSY) and top["delta_total_us_per_call"] > 0
+    top = max((r for r in d.frames if r.frame != "step()"), key=lambda r: r.delta_total_us_per_call)
+    assert top.frame.endswith(BUSY) and top.delta_total_us_per_call > 0
     # the terminal: the pair's sentence and its frame table
     assert "p4 / p3 = " in stdout and "frames that differ most (p4 - p3" in stdout and BUSY in stdout
 

@@ -34,11 +34,11 @@ def test_compare_analyses_and_diffs(planted_run):
     a = analysis.load(out)
     assert set(a.cases) == set(a.profiles) == {"numpy", "numpy_plus_planted"}
     for label, x in a.cases.items():
-        assert x["closure"]["within_tolerance"], x["closure"]
+        assert x.closure().within_tolerance, x.closure()
         # layers add up to the case's paired time per call at the sampled shape
-        assert sum(x["layers_us_per_call"].values()) == pytest.approx(a.run.results[label].at_sample_shape.cpu_us_per_call)
-        assert x["hot_frames"] and {"frame", "layer", "self_us_per_call", "total_us_per_call", "samples"} <= set(x["hot_frames"][0])
-    assert a.first_diff["base"] == "numpy" and a.first_diff["head"] == "numpy_plus_planted"
+        assert sum(f.us_per_call for f in x.layers.values()) == pytest.approx(a.run.results[label].at_sample_shape.cpu_us_per_call)
+        assert x.frames and x.frames[0].self.samples > 0 and x.frames[0].layer
+    assert a.first_diff.base == "numpy" and a.first_diff.head == "numpy_plus_planted"
     # the two were timed in the same processes: the planted cost shows in the paired difference too
     (pair,) = a.pairs
     assert pair.timing.paired is True and pair.timing.units == 2
@@ -49,12 +49,12 @@ def test_compare_analyses_and_diffs(planted_run):
 
 def test_planted_cost_found_at_its_size(planted_run):
     out, _ = planted_run
-    frames = analysis.load(out).first_diff["frames"]
-    rows = [r for r in frames if r["frame"].endswith(BUSY)]
-    assert len(rows) == 1, [r["frame"] for r in frames[:10]]
-    found = rows[0]["delta_total_us_per_call"]
+    frames = analysis.load(out).first_diff.frames
+    rows = [r for r in frames if r.frame.endswith(BUSY)]
+    assert len(rows) == 1, [r.frame for r in frames[:10]]
+    found = rows[0].delta_total_us_per_call
     assert found == pytest.approx(PLANTED_US, rel=0.15), rows[0]
-    assert rows[0]["base_total_us_per_call"] == 0
+    assert rows[0].base_total_us_per_call == 0
 
 
 def test_diff_and_export_on_a_real_run(planted_run, capsys, tmp_path):

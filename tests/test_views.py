@@ -96,8 +96,8 @@ def test_a_frame_called_from_several_layers_says_so(run):
     text = printed(terminal.print_layers, a)
     frames = rows(text, "frames that differ most")
     assert frames[LIBC][0] == "several: PyTorch binding, Python"
-    torch = next(f for f in a.cases["torch"]["hot_frames"] if f["frame"] == LIBC)
-    assert torch["charged_layers"] == ["PyTorch binding", "Python"]
+    torch = next(f for f in a.cases["torch"].frames if f.frame == LIBC)
+    assert torch.charged == ["PyTorch binding", "Python"]
     model = report.build(analysis.load(run))
     in_report = [r.layer for t in model.frame_tables + model.diff_tables for r in t.rows if r.frame == LIBC]
     assert in_report and set(in_report) == {"several: PyTorch binding, Python"}

@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass, field
 
 from .. import layers as ly
+from ..attribution import CaseCosts
+from ..diff import LayerDelta
 
 # Light colours so that dark text reads on every one of them; the flame graphs use the same ones.
 LAYER_COLOURS = {
@@ -144,25 +146,24 @@ def stacked(cases: dict[str, dict[str, tuple[float, float]]], totals: dict[str, 
     return StackedChart(width, axis_y + 24, x0, x1, bar_h, bars, ticks, legend)
 
 
-def stacked_costs(costs: dict[str, dict]) -> StackedChart:
-    """stacked() of attributions (attribution.CaseCosts.to_json), one bar each: its layers with their
-    standard errors, against its measured time per call."""
-    return stacked({label: {k: (v, x["layers_se_us"].get(k, 0.0)) for k, v in x["layers_us_per_call"].items()}
-                    for label, x in costs.items()},
-                   {label: x["us_per_call"] for label, x in costs.items()})
+def stacked_costs(costs: dict[str, CaseCosts]) -> StackedChart:
+    """stacked() of attributions, one bar each: its layers with their standard errors, against its measured
+    time per call."""
+    return stacked({label: {k: (f.us_per_call, f.se_us) for k, f in x.layers.items()} for label, x in costs.items()},
+                   {label: x.us_per_call for label, x in costs.items()})
 
 
-def delta(rows: list[dict], base: str, head: str) -> DeltaChart:
-    """rows: run.json diff.layers; bars grow right (red) where head spends more, left (blue) where less."""
+def delta(rows: list[LayerDelta], base: str, head: str) -> DeltaChart:
+    """rows: a diff's layers; bars grow right (red) where head spends more, left (blue) where less."""
     width, label_w, row_h, top = 860, 190, 22, 8
     half = (width - label_w - 90) / 2
     zero = label_w + 45 + half
-    step, span = axis(max((abs(r["delta_us_per_call"]) + r.get("delta_se_us", 0.0) for r in rows), default=1.0), 3)
+    step, span = axis(max((abs(r.delta_us_per_call) + r.delta_se_us for r in rows), default=1.0), 3)
     px = half / span
     chart = DeltaChart(width, top + len(rows) * row_h + 26, round(zero, 2), row_h,
                        f"{head} − {base}, us per call (whiskers: ± one standard error)")
     for i, r in enumerate(rows):
-        d, se = r["delta_us_per_call"], r.get("delta_se_us", 0.0)
+        d, se = r.delta_us_per_call, r.delta_se_us
         w = abs(d) * px
         x = zero if d >= 0 else zero - w
         text = f"{d:+.2f}"
@@ -171,7 +172,7 @@ def delta(rows: list[dict], base: str, head: str) -> DeltaChart:
         # the number goes past the bar and its whisker, so neither hides it
         text_x = max(x + w, hi) + 4 if right else min(x, lo) - 4
         chart.rows.append(DeltaRow(
-            r["layer"], top + i * row_h, round(x, 2), round(max(w, 0.5), 2), MORE if d > 0 else LESS, text,
+            r.layer, top + i * row_h, round(x, 2), round(max(w, 0.5), 2), MORE if d > 0 else LESS, text,
             round(text_x, 2), "start" if right else "end", round(lo, 2), round(hi, 2),
         ))
     axis_y = top + len(rows) * row_h

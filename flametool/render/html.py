@@ -28,6 +28,8 @@ from .. import flamegraph as flame
 from .. import format as fmt
 from .. import naming
 from ..analysis import Analysis
+from ..attribution import CaseCosts, Skipped
+from ..diff import LayerDelta, PairDiff
 from ..sweep import SweepAnalysis
 from ..atlas import AtlasAnalysis
 from ..errors import FlametoolError
@@ -265,28 +267,28 @@ def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
 
 def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
     # the largest gap of the run, across its compared pairs
-    pair = max((p for p in a.pairs if p.diff), key=lambda p: abs(p.diff["delta_us_per_call"]), default=None)
+    pair = max((p for p in a.pairs if p.diff), key=lambda p: abs(p.diff.delta_us_per_call), default=None)
     if pair is not None:
         case_diff = pair.diff
-        base, head = case_diff["base"], case_diff["head"]
-        b, h = case_diff["base_us_per_call"], case_diff["head_us_per_call"]
+        base, head = case_diff.base, case_diff.head
+        b, h = case_diff.base_us_per_call, case_diff.head_us_per_call
         # one sign convention everywhere: head − base of the pair BASE:HEAD, as the pair's line and the charts
         delta = fmt.shown_delta(b, h)
         shape = shape_text(ok[head].sample_shape if head in ok else None)
         text = (f"At the sampled shape ({shape}) {head} − {base} = {delta:+,.2f} us per call on the host ({head} "
                 f"{num(h)} us against {base} {num(b)} us" + (f", {h / b:.2f}×" if b else "") + "; the medians of all "
                 "loops, where the pair's figure above pools the processes).")
-        layers = sorted(case_diff["layers"], key=lambda r: -abs(r["delta_us_per_call"]))
-        frames = [r for r in case_diff["frames"] if r["delta_us_per_call"]]
+        layers = sorted(case_diff.layers, key=lambda r: -abs(r.delta_us_per_call))
+        frames = [r for r in case_diff.frames if r.delta_us_per_call]
         parts = []
-        if layers and layers[0]["delta_us_per_call"]:
+        if layers and layers[0].delta_us_per_call:
             l0 = layers[0]
-            parts.append(f"largest layer difference: {l0['layer']} "
-                         f"({fmt.shown_delta(l0['base_us_per_call'], l0['head_us_per_call']):+,.2f} us)")
+            parts.append(f"largest layer difference: {l0.layer} "
+                         f"({fmt.shown_delta(l0.base_us_per_call, l0.head_us_per_call):+,.2f} us)")
         if frames:
             f0 = frames[0]
-            parts.append(f"largest frame difference: {f0['display']} "
-                         f"({fmt.shown_delta(f0['base_self_us_per_call'], f0['head_self_us_per_call']):+,.2f} us of "
+            parts.append(f"largest frame difference: {f0.display} "
+                         f"({fmt.shown_delta(f0.base_self_us_per_call, f0.head_self_us_per_call):+,.2f} us of "
                          "its own time)")
         if parts:
             text += f" In {head} − {base}, the " + "; the ".join(parts) + "."
@@ -305,7 +307,7 @@ def _threads(sampling: Sampling) -> str:
     return f"all {sampling.threads} threads of the process" if sampling.threads is not None else "the whole process"
 
 
-def warnings(a: Analysis, analysed: dict) -> list[Caveat]:
+def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
     run = a.run
     out: list[Caveat] = []
     ok = ok_results(run)
@@ -365,79 +367,77 @@ def warnings(a: Analysis, analysed: dict) -> list[Caveat]:
             out.append(Caveat("noisy timing", f"{label}: the timed loops ranged from {us(min(t.loops))} to {us(max(t.loops))} "
                                                "per call; the median is shown. Was the machine busy?"))
     for label, x in analysed.items():
-        c = x.get("closure") or {}
-        if c and not c.get("within_tolerance", True) and c.get("ratio") is not None:
-            out.append(Caveat("samples lost", f"{label}: layers sum to {c['ratio']:.0%} of the measured time per call "
+        c = x.closure()
+        if not c.within_tolerance and c.ratio is not None:
+            out.append(Caveat("samples lost", f"{label}: layers sum to {c.ratio:.0%} of the measured time per call "
                                                "(stacks went missing between the sampler and the analysis)."))
     return out
 
 
-def layer_section(analysis_data: dict, diffs: list[dict]) -> Layers:
-    done = {l: a for l, a in analysis_data.items() if "skipped" not in a}
-    skipped = [f"{l}: no stack analysis ({a['skipped']})" for l, a in analysis_data.items() if "skipped" in a]
+def layer_section(analysis_data: dict[str, CaseCosts | Skipped], diffs: list[PairDiff]) -> Layers:
+    done = {l: a for l, a in analysis_data.items() if isinstance(a, CaseCosts)}
+    skipped = [f"{l}: no stack analysis ({a.reason})" for l, a in analysis_data.items() if isinstance(a, Skipped)]
     chart = charts.stacked_costs(done) if done else None
-    deltas = [{r["layer"]: r for r in d["layers"]} for d in diffs]
+    deltas = [{r.layer: r for r in d.layers} for d in diffs]
     from ..layers import order
 
-    def cell(d: dict | None) -> tuple[str, str]:
+    def cell(d: LayerDelta | None) -> tuple[str, str]:
         if not d:
             return "", ""
-        v = fmt.shown_delta(d["base_us_per_call"], d["head_us_per_call"])
-        return fmt.pm(v, d["delta_se_us"], sign=True), "more" if v > 0 else "less" if v < 0 else ""
+        v = fmt.shown_delta(d.base_us_per_call, d.head_us_per_call)
+        return fmt.pm(v, d.delta_se_us, sign=True), "more" if v > 0 else "less" if v < 0 else ""
 
     rows = []
-    for layer in order({k for a in done.values() for k in a["layers_us_per_call"]} | {k for d in deltas for k in d}):
-        values = [pm(a["layers_us_per_call"][layer], a["layers_se_us"].get(layer, 0.0)) if layer in a["layers_us_per_call"]
+    for layer in order({k for a in done.values() for k in a.layers} | {k for d in deltas for k in d}):
+        values = [pm(a.layers[layer].us_per_call, a.layers[layer].se_us) if layer in a.layers
                   else "–" for a in done.values()]
         rows.append(LayerRow(layer, charts.colour(layer), values, [cell(d.get(layer)) for d in deltas]))
     delta_charts = []
     for d in diffs:
-        shown = [r for r in d["layers"] if r["base_us_per_call"] or r["head_us_per_call"]]
-        delta_charts.append(charts.delta(shown, d["base"], d["head"]) if shown else None)
+        shown = [r for r in d.layers if r.base_us_per_call or r.head_us_per_call]
+        delta_charts.append(charts.delta(shown, d.base, d.head) if shown else None)
     closure = [f"{label}: {fmt.closure_sentence(a)}." for label, a in done.items()]
     return Layers(
         chart=chart, delta_charts=delta_charts,
-        labels=list(done), rows=rows, totals=[num(a["us_per_call"]) for a in done.values()],
-        total_deltas=[fmt.signed(fmt.shown_delta(d["base_us_per_call"], d["head_us_per_call"])) for d in diffs],
+        labels=list(done), rows=rows, totals=[num(a.us_per_call) for a in done.values()],
+        total_deltas=[fmt.signed(fmt.shown_delta(d.base_us_per_call, d.head_us_per_call)) for d in diffs],
         closure=closure, skipped=skipped,
-        diff_titles=[f"{d['head']} − {d['base']}" for d in diffs],
+        diff_titles=[f"{d.head} − {d.base}" for d in diffs],
     )
 
 
-def frame_tables(analysis_data: dict) -> list[FrameTable]:
+def frame_tables(analysis_data: dict[str, CaseCosts | Skipped]) -> list[FrameTable]:
     tables = []
     for i, (label, a) in enumerate(analysis_data.items()):
-        if "skipped" in a:
+        if isinstance(a, Skipped):
             continue
-        rows = [FrameRow(f["frame"], f.get("display") or f["frame"], f.get("layer_label") or f["layer"],
-                         charts.colour(f["layer"]), [
-            (pm(f["self_us_per_call"], f.get("self_se_us", 0.0)), f["self_us_per_call"]),
-            (pm(f["total_us_per_call"], f.get("total_se_us", 0.0)), f["total_us_per_call"]),
-            (str(f["samples"]), f["samples"]),
-        ]) for f in a["hot_frames"][:TOP_FRAMES]]
-        total = a.get("frames_total", len(a["hot_frames"]))
+        rows = [FrameRow(f.frame, f.display or f.frame, f.layer_label or f.layer, charts.colour(f.layer), [
+            (pm(f.self.us_per_call, f.self.se_us), f.self.us_per_call),
+            (pm(f.total.us_per_call, f.total.se_us), f.total.us_per_call),
+            (str(f.self.samples), f.self.samples),
+        ]) for f in a.frames[:TOP_FRAMES]]
+        total = len(a.frames)
         tables.append(FrameTable(f"frames-{i}", label, ["self us/call", "total us/call", "samples"], rows,
                                  f"{len(rows)} of {total} frames, by own (self) time; ± one standard error from the sample count."))
     return tables
 
 
-def diff_table(case_diff: dict, pair: int) -> FrameTable:
-    changed = [r for r in case_diff["frames"] if r["delta_us_per_call"] or r["delta_total_us_per_call"]]
-    base, head = case_diff["base"], case_diff["head"]
-    rows = [FrameRow(r["frame"], r.get("display") or r["frame"], r.get("layer_label") or r["layer"],
-                     charts.colour(r["layer"]), [
-        (num(r["base_self_us_per_call"]), r["base_self_us_per_call"]),
-        (num(r["head_self_us_per_call"]), r["head_self_us_per_call"]),
-        (fmt.pm(fmt.shown_delta(r["base_self_us_per_call"], r["head_self_us_per_call"]), r["delta_se_us"], sign=True),
-         r["delta_us_per_call"]),
-        (f"{r['delta_total_us_per_call']:+,.2f}", r["delta_total_us_per_call"]),
+def diff_table(case_diff: PairDiff, pair: int) -> FrameTable:
+    changed = [r for r in case_diff.frames if r.delta_us_per_call or r.delta_total_us_per_call]
+    base, head = case_diff.base, case_diff.head
+    rows = [FrameRow(r.frame, r.display or r.frame, r.layer_label or r.layer, charts.colour(r.layer), [
+        (num(r.base_self_us_per_call), r.base_self_us_per_call),
+        (num(r.head_self_us_per_call), r.head_self_us_per_call),
+        (fmt.pm(fmt.shown_delta(r.base_self_us_per_call, r.head_self_us_per_call), r.delta_se_us, sign=True),
+         r.delta_us_per_call),
+        (f"{r.delta_total_us_per_call:+,.2f}", r.delta_total_us_per_call),
     ]) for r in changed[:TOP_DIFF]]
     return FrameTable(f"frames-diff-{pair}", f"{head} − {base}", [f"{base} self", f"{head} self", "Δ self", "Δ total"],
                       rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first "
                       f"(us per call; {head} minus {base}; frames matched by name on the merged call tree).", pair)
 
 
-def flame_graphs(a: Analysis, diffs: list[dict]) -> FlameGraphs:
+def flame_graphs(a: Analysis, diffs: list[PairDiff]) -> FlameGraphs:
     strings = flame.Strings()
     graphs: list[flame.Graph] = []
     for i, (label, profile) in enumerate(a.profiles.items()):
@@ -568,12 +568,12 @@ SECTIONS = [("headline", "Headline"), ("warnings", "Fairness"), ("layers", "Laye
 def build(a: Analysis) -> Report:
     """The view model of an analysed run directory."""
     run, data = a.run_dir, a.run
-    analysed_cases = {l: x for l, x in a.cases.items() if "skipped" not in x}
+    analysed_cases = {l: x for l, x in a.cases.items() if isinstance(x, CaseCosts)}
     diffs = [p.diff for p in a.pairs if p.diff]
     env = environment()
     labels = list(data.results)
     return Report(
-        pairs=[f"{d['head']} − {d['base']}" for d in diffs],
+        pairs=[f"{d.head} − {d.base}" for d in diffs],
         title=f"flametool: {' vs '.join(labels) or 'empty run'}",
         run_dir=str(run),
         generated=datetime.now().astimezone().isoformat(timespec="seconds"),

@@ -14,6 +14,8 @@ from rich.text import Text
 from .. import format as fmt
 from .. import sampler, sweep
 from ..analysis import Analysis, DiffResult
+from ..attribution import CaseCosts, Skipped
+from ..diff import PairDiff
 from ..sweep import SweepAnalysis
 from ..atlas import AtlasAnalysis
 from ..layers import order
@@ -171,10 +173,10 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
     then, for each pair, the frames that differ most. `view`: "caller" charges a system library (libc,
     malloc, locks) to the layer that called it, "library" keeps it as a layer of its own."""
     analysis, diffs = a.view(view)
-    done = {l: x for l, x in analysis.items() if "skipped" not in x}
+    done = {l: x for l, x in analysis.items() if isinstance(x, CaseCosts)}
     for label, x in analysis.items():
-        if "skipped" in x:
-            say(console, (f"{fmt.visible(label)}: no stack analysis: {fmt.visible(x['skipped'])}"))
+        if isinstance(x, Skipped):
+            say(console, (f"{fmt.visible(label)}: no stack analysis: {fmt.visible(x.reason)}"))
     if not done:
         return
     table = titled("host time per call by layer, us (paired time x sample shares; ± one standard error from the sample "
@@ -184,26 +186,26 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
     for label in done:
         table.add_column(text(label), justify="right")
     for d in diffs:
-        table.add_column(text(f"{d['head']} - {d['base']}"), justify="right")
-    deltas = [{r["layer"]: r for r in d["layers"]} for d in diffs]
-    for layer in order({l for x in done.values() for l in x["layers_us_per_call"]}):
+        table.add_column(text(f"{d.head} - {d.base}"), justify="right")
+    deltas = [{r.layer: r for r in d.layers} for d in diffs]
+    for layer in order({l for x in done.values() for l in x.layers}):
         row = [text(layer)]
         for x in done.values():
-            v = x["layers_us_per_call"].get(layer)
-            row.append(fmt.pm(v, x["layers_se_us"][layer]) if v is not None else "-")
+            f = x.layers.get(layer)
+            row.append(fmt.pm(f.us_per_call, f.se_us) if f is not None else "-")
         for by_layer in deltas:
             d = by_layer.get(layer)
-            row.append(fmt.pm(fmt.shown_delta(d["base_us_per_call"], d["head_us_per_call"]), d["delta_se_us"],
+            row.append(fmt.pm(fmt.shown_delta(d.base_us_per_call, d.head_us_per_call), d.delta_se_us,
                               sign=True) if d else "-")
         table.add_row(*row)
-    row = [Text("total (measured)")] + [fmt.num(x["us_per_call"]) for x in done.values()]
-    row += [fmt.signed(fmt.shown_delta(d["base_us_per_call"], d["head_us_per_call"])) for d in diffs]
+    row = [Text("total (measured)")] + [fmt.num(x.us_per_call) for x in done.values()]
+    row += [fmt.signed(fmt.shown_delta(d.base_us_per_call, d.head_us_per_call)) for d in diffs]
     table.add_row(*row, end_section=True)
     show(console, table)
     for label, x in done.items():
-        c = x["closure"]
-        flag = "" if c["within_tolerance"] else f" (outside {c['tolerance']:.0%}: samples were lost)"
-        libc = x["layers_called_from_us_per_call"].get("C library/allocator") or {}
+        c = x.closure()
+        flag = "" if c.within_tolerance else f" (outside {c.tolerance:.0%}: samples were lost)"
+        libc = x.called_from.get("C library/allocator") or {}
         callers = ", ".join(f"{k} {v:,.2f}" for k, v in list(libc.items())[:3])
         say(console, (f"{fmt.visible(label)}: {fmt.closure_sentence(x)}{flag}"
                            + (f"; C library called from: {callers}" if callers else "")))
@@ -211,23 +213,23 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
         print_frame_deltas(d, console, top)
 
 
-def print_frame_deltas(case_diff: dict, console: Console, top: int = 10) -> None:
-    table = titled(f"frames that differ most ({fmt.visible(case_diff['head'])} - {fmt.visible(case_diff['base'])}, "
+def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> None:
+    table = titled(f"frames that differ most ({fmt.visible(case_diff.head)} - {fmt.visible(case_diff.base)}, "
                    "self time, us per call)")
     table.add_column("frame", overflow="fold", ratio=1)
     table.add_column("layer")
-    for col in (fmt.visible(case_diff["base"]), fmt.visible(case_diff["head"]), "delta", "delta total"):
+    for col in (fmt.visible(case_diff.base), fmt.visible(case_diff.head), "delta", "delta total"):
         table.add_column(col, justify="right", no_wrap=True)
-    changed = [r for r in case_diff["frames"] if r["delta_us_per_call"] or r["delta_total_us_per_call"]]
+    changed = [r for r in case_diff.frames if r.delta_us_per_call or r.delta_total_us_per_call]
     if not changed:
         say(console, ("no frame differs"))
         return
     for r in changed[:top]:
-        table.add_row(text((r["display"])), r.get("layer_label") or r["layer"], fmt.num(r["base_self_us_per_call"]),
-                      fmt.num(r["head_self_us_per_call"]),
-                      fmt.pm(fmt.shown_delta(r["base_self_us_per_call"], r["head_self_us_per_call"]), r["delta_se_us"],
+        table.add_row(text((r.display)), r.layer_label or r.layer, fmt.num(r.base_self_us_per_call),
+                      fmt.num(r.head_self_us_per_call),
+                      fmt.pm(fmt.shown_delta(r.base_self_us_per_call, r.head_self_us_per_call), r.delta_se_us,
                              sign=True),
-                      fmt.signed(r["delta_total_us_per_call"]))
+                      fmt.signed(r.delta_total_us_per_call))
     show(console, table)
 
 
@@ -239,13 +241,13 @@ def print_run_diff(result: DiffResult, console: Console, top: int = 10) -> None:
     base, head = cases or ("base", "head")
     for i, col in enumerate(("layer", base, head, "delta")):
         table.add_column(text(col), justify="left" if i == 0 else "right")
-    for r in case_diff["layers"]:
-        table.add_row(text(r["layer"]), fmt.num(r["base_us_per_call"]), fmt.num(r["head_us_per_call"]),
-                      fmt.pm(fmt.shown_delta(r["base_us_per_call"], r["head_us_per_call"]), r["delta_se_us"], sign=True))
-    table.add_row(Text("total (measured)"), fmt.num(case_diff["base_us_per_call"]), fmt.num(case_diff["head_us_per_call"]),
-                  fmt.signed(fmt.shown_delta(case_diff["base_us_per_call"], case_diff["head_us_per_call"])))
+    for r in case_diff.layers:
+        table.add_row(text(r.layer), fmt.num(r.base_us_per_call), fmt.num(r.head_us_per_call),
+                      fmt.pm(fmt.shown_delta(r.base_us_per_call, r.head_us_per_call), r.delta_se_us, sign=True))
+    table.add_row(Text("total (measured)"), fmt.num(case_diff.base_us_per_call), fmt.num(case_diff.head_us_per_call),
+                  fmt.signed(fmt.shown_delta(case_diff.base_us_per_call, case_diff.head_us_per_call)))
     show(console, table)
-    print_frame_deltas(case_diff | {"base": base, "head": head}, console, top)
+    print_frame_deltas(case_diff.named(base, head), console, top)
     if not result.same_shape_and_dtype:
         say(console, ("note: the two cases were sampled at different shapes or dtypes" if cases
                       else "note: the two runs sampled this case at different shapes or dtypes"))
@@ -298,15 +300,15 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         for line in fmt.sweep_pair_lines(sp, run.config.timing_processes):
             say(console, line)
     if a.layers:
-        layers = order({k for by_case in a.layers.values() for x in by_case.values() for k in x["layers_us_per_call"]})
+        layers = order({k for by_case in a.layers.values() for x in by_case.values() for k in x.layers})
         t = titled("host time per call by layer at each sampled (host-bound) size, us: each layer's share of the "
                    "samples times the case's paired time there")
         for col in ("size", "case", "total", *layers):
             t.add_column(text(col), justify="left" if col in ("size", "case") else "right")
         for size, by_case in a.layers.items():
             for label, x in by_case.items():
-                t.add_row(size, text(label), fmt.num(x["us_per_call"]),
-                          *[fmt.num(x["layers_us_per_call"][k]) if k in x["layers_us_per_call"] else "-" for k in layers])
+                t.add_row(size, text(label), fmt.num(x.us_per_call),
+                          *[fmt.num(x.layers[k].us_per_call) if k in x.layers else "-" for k in layers])
         show(console, t)
     for label, c in a.crossovers.items():
         say(console, f"{fmt.visible(label)}: {c.text}")

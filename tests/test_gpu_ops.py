@@ -75,6 +75,6 @@ def test_three_libraries_add_on_the_gpu(three_libraries):
 def test_jax_frames_fall_in_the_jax_layers(three_libraries):
     out, run = three_libraries
     a = analysis.load(out)
-    layers = a.cases["jax"]["layers_us_per_call"] if isinstance(a.cases["jax"], dict) else a.cases["jax"].layers_us_per_call
+    layers = {layer: f.us_per_call for layer, f in a.cases["jax"].layers.items()}
     print("jax layers:", layers)
     assert layers.get("JAX binding", 0) > 0 and layers.get("XLA/PjRt runtime", 0) > 0

@@ -60,6 +60,13 @@ def differs_most(c) -> str:
     return f"{c.differs_most} {c.differs_by:+.2f} us" if c.differs_most else DASH
 
 
+def outputs_sentence(n) -> str:
+    """What the fairness list says of jax's output buffers (operands.NewOutputs)."""
+    return (f"{', '.join(n.new)} return a new output buffer every call (JAX has no out=), where "
+            f"{', '.join(n.into_out)} write {n.op}'s result into a preallocated out: an allocation a call is part "
+            "of what the jax figures measure")
+
+
 def op_shape(op: str, value) -> str:
     """A shape with the op it is a shape of (--op): 'matmul 1024,1024,1024', 'add 1048576'."""
     return f"{op} {shape(value)}"

@@ -136,3 +136,24 @@ def test_an_old_run_without_op_loads_as_matmul(tmp_path):
     data["config"].pop("op", None)
     (run / "run.json").write_text(json.dumps(data))
     assert rundir.load(run).config.operation == "matmul"
+
+
+def test_the_fairness_list_says_jax_makes_a_new_output_each_call(tmp_path):
+    from runbuild import case_result, new_run
+    from flametool import analysis, operands, render, rundir
+    from flametool.render.base import Options
+
+    run = new_run({"op": "add"})
+    for label, library in (("cupy", "cupy"), ("jax", "jax")):
+        r = case_result(label, 10.0, 0, shape=(4096,), library=library, device="cuda:0")
+        r.factory, r.profile = f"flametool.cases:{label}_add", None
+        run.results[label] = r
+    found = operands.new_outputs(run)
+    assert found.new == ["jax"] and found.into_out == ["cupy"]
+    run.config = type(run.config).of({"op": "scale"})  # every library makes a new array: nothing to say
+    assert operands.new_outputs(run) is None
+    run.config = type(run.config).of({"op": "add"})
+    rundir.save(tmp_path, run)
+    a = analysis.load(tmp_path)
+    assert "outputs differ: jax return a new output buffer" in render.get("terminal")(Options()).render(a)
+    assert "JAX has no out=" in render.get("html")().render(a)

@@ -324,6 +324,8 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
             out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
     for unlike in a.unlike:
         out.append(Caveat("operands differ", fmt.unlike_sentence(unlike) + "."))
+    if a.new_outputs:
+        out.append(Caveat("outputs differ", fmt.outputs_sentence(a.new_outputs) + "."))
     for label, r in ok.items():
         group = run.group_of(label)
         if group is not None and not group.paired and len(run.results) > 1:

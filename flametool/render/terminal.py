@@ -141,6 +141,8 @@ def print_summary(a: Analysis, console: Console) -> None:
 
     for unlike in a.unlike:
         say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
+    if a.new_outputs:
+        say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
     for label, r in run.results.items():
         name = fmt.visible(label)
         if r.error:
@@ -314,6 +316,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         say(console, f"{fmt.visible(label)}: {c.text}")
     for unlike in a.unlike:
         say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
+    if a.new_outputs:
+        say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
     for label, r in run.results.items():
         failed = [p for p in r.points if p.error]
         if r.error:

@@ -316,12 +316,13 @@ def parse_sizes(text: str, op: str = ops.DEFAULT_OP) -> list[list[int]]:
     sizes: list[list[int]] = []
     for n, item in enumerate(items):
         if item == "...":
+            kind = "square sizes" if op == ops.DEFAULT_OP else "element counts N"
             if not (2 <= len(sizes) == n and n + 1 < len(items)) or not all(_uniform(s) for s in sizes[-2:]):
-                raise bad(item, "needs two square sizes before it and one after, e.g. 64,128,...,8192")
+                raise bad(item, f"needs two {kind} before it and one after, e.g. 64,128,...,8192")
             first, step = sizes[-1][0], sizes[-1][0] / sizes[-2][0]
             last = _size(items[n + 1], bad, op)
             if step <= 1 or not _uniform(last) or last[0] <= first:
-                raise bad(item, "needs growing square sizes, e.g. 64,128,...,8192")
+                raise bad(item, f"needs growing {kind}, e.g. 64,128,...,8192")
             k = 1
             while round(first * step ** k) < last[0] and len(sizes) <= MAX_SIZES:
                 sizes.append([round(first * step ** k)] * len(last))

@@ -157,3 +157,21 @@ def test_the_fairness_list_says_jax_makes_a_new_output_each_call(tmp_path):
     a = analysis.load(tmp_path)
     assert "outputs differ: jax return a new output buffer" in render.get("terminal")(Options()).render(a)
     assert "JAX has no out=" in render.get("html")().render(a)
+
+
+def test_a_sweep_of_an_op_runs_its_element_counts(tmp_path):
+    import subprocess
+    import sys
+
+    from flametool import rundir
+
+    out = tmp_path / "sweep"
+    proc = subprocess.run([sys.executable, "-m", "flametool", "sweep", "--op", "sum", "--sizes", "64,4096",
+                           "--iters", "20", "--warmup", "2", "--repeats", "1", "--processes", "1", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    run = rundir.load(out)
+    assert run.config.operation == "sum" and run.config.sizes == [[64], [4096]]
+    for r in run.results.values():
+        assert [p.shape for p in r.points] == [[64], [4096]] and all(p.cpu_loops for p in r.points)
+    assert proc.stdout.startswith("sum: ") and "elements per operand" in (out / "report.html").read_text()

@@ -363,6 +363,9 @@ def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str]]:
         ops.get(name, "--ops")
     if not names or len(set(names)) != len(names):
         raise FlametoolError(f"--ops {args.ops!r}: give each op once, e.g. add,sum")
+    if args.pair:  # each op's run diffs every library against the first, and the atlas each against the fastest
+        raise FlametoolError("atlas --pair: the atlas pairs each library with the first of each op's run and with the "
+                             "op's fastest; for a pair of your own use compare --op OP --pair BASE:HEAD")
     common = case_config(args, say, "atlas")
     d = defaults(common["device"])
     sampling = sampling_config(args, d)

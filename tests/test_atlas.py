@@ -132,7 +132,8 @@ def test_the_layer_that_differs_most_is_the_largest_difference_either_way():
 
 
 def test_bad_ops_and_an_atlas_given_to_diff_are_one_line(capsys, atlas_run, tmp_path):
-    for argv, said in ((["atlas", "--ops", "add,nope"], "--ops"), (["atlas", "--ops", "add,add"], "each op once")):
+    for argv, said in ((["atlas", "--ops", "add,nope"], "--ops"), (["atlas", "--ops", "add,add"], "each op once"),
+                       (["atlas", "--pair", "numpy:torch"], "atlas --pair")):
         assert cli.main(argv + ["--out", str(tmp_path / "x")]) == 2
         assert said in error_of(capsys.readouterr().err, progress_first=True)
         assert not (tmp_path / "x").exists()

@@ -334,10 +334,12 @@ def op_operands(op: str, shape: list[int], dtype: str) -> tuple:
 
 
 def op_operands_made(op: str, dtype: str) -> str:
+    """operands_made() of `op`: which of host_operands' values it reads (op_operands), and how."""
     if op == "matmul":
         return operands_made(dtype)
-    made = operands_made(dtype).replace("a then b", "a then b, N values each" if op in ("add", "fft") else "a")
-    return made + (f", as one {'complex128' if dtype == 'float64' else 'complex64'} array a + ib" if op == "fft" else "")
+    used = {"add": "a and b, N values each",
+            "fft": f"a and b, N values each, as one {'complex128' if dtype == 'float64' else 'complex64'} array a + ib"}
+    return f"{operands_made(dtype)}; read: {used.get(op, 'a, N values')}"
 
 
 @dataclass(frozen=True)

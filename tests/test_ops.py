@@ -175,3 +175,30 @@ def test_a_sweep_of_an_op_runs_its_element_counts(tmp_path):
     for r in run.results.values():
         assert [p.shape for p in r.points] == [[64], [4096]] and all(p.cpu_loops for p in r.points)
     assert proc.stdout.startswith("sum: ") and "elements per operand" in (out / "report.html").read_text()
+
+
+def test_a_run_with_jax_pins_its_children_to_two_cpus(monkeypatch):
+    """XLA sizes its thread pools by the CPUs a process may use: a run with a jax case asks for 2 (config.cpus),
+    the runner hands each child CPUs in turn, and the child pins itself before it imports anything."""
+    import os
+    import subprocess
+    import sys
+
+    from flametool import config, envinfo, runner
+
+    monkeypatch.setattr(envinfo, "cuda_device_count", lambda: 1)
+    made = cli.compare_config(cli.build_parser().parse_args(["compare", "--libs", "torch,jax", "--op", "add"]),
+                              lambda text: None)
+    assert made.cpus == config.JAX_CPUS == 2 and made.to_json()["cpus"] == 2
+    plain = cli.compare_config(cli.build_parser().parse_args(["compare", "--libs", "torch"]), lambda text: None)
+    assert plain.cpus is None
+    allowed = sorted(os.sched_getaffinity(0))
+    turns = [runner.next_cpus(2) for _ in range(3)]
+    assert all(len(t) == min(2, len(allowed)) and set(t) <= set(allowed) for t in turns)
+    if len(allowed) >= 4:  # children alive at once get CPUs of their own while there are enough
+        assert set(turns[0]).isdisjoint(turns[1])
+    env = dict(os.environ, FLAMETOOL_CPUS=str(allowed[-1]))
+    got = subprocess.run([sys.executable, "-c", "import os; from flametool.child import pin_cpus; pin_cpus(); "
+                          "print(sorted(os.sched_getaffinity(0)))"], env=env, capture_output=True, text=True,
+                         cwd=Path(__file__).parent.parent, timeout=60)
+    assert got.stdout.strip() == str([allowed[-1]]), got.stderr

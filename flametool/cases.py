@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import ops
+from . import ops, values
 from .errors import FlametoolError
 
 Step = Callable[[], object]
@@ -66,36 +66,47 @@ def _no_sync() -> None:
     return None
 
 
-# The built-in cases' operands: uniform values in [0, 1) from numpy's default generator with this seed (run.json's
-# config.operand_seed), a first, then b, as float32, then rounded to the case's dtype.
+# The built-in cases' operands: uniform values in [0, 1) made from this seed (run.json's config.operand_seed) by
+# values.uniform, a from stream 0 and b from stream 1, as float32, then rounded to the case's dtype.
 OPERAND_SEED = 0
 
 
 def operands_made(dtype: str) -> str:
     """How the built-in cases' operands are made, in words (run.json's operand record)."""
-    return (f"numpy default_rng({OPERAND_SEED}).random float32, uniform in [0, 1), a then b"
-            + (f", rounded to {dtype}" if dtype != "float32" else ""))
+    return values.made(dtype, OPERAND_SEED) + ": a stream 0, b stream 1"
 
 
-_made: dict[tuple, tuple] = {}
+_made: dict[tuple, values.Ahead] = {}
+
+
+def prefetch_operands(m: int, k: int, n: int, dtype: str) -> None:
+    """Start making host_operands(m, k, n, dtype) in the background (a process that is about to import its
+    libraries: at the seed's shape both take seconds, and the values' threads release the GIL)."""
+    key = (m, k, n, dtype)
+    if key not in _made:
+        _made.clear()
+        _made[key] = values.Ahead(lambda: _make(m, k, n, dtype))
+
+
+def _make(m: int, k: int, n: int, dtype: str):
+    return values.uniform((m, k), dtype, OPERAND_SEED, stream=0), values.uniform((k, n), dtype, OPERAND_SEED, stream=1)
+
+
+def prefetch_shape(shape: list[int], dtype: str) -> None:
+    """prefetch_operands() of an op's shape: M,K,N; or N elements (or R,C), whose a and b op_operands takes as a
+    1 x N and an N x 1 host_operands."""
+    if len(shape) == 3:
+        prefetch_operands(*shape, dtype)
+    else:
+        prefetch_operands(1, math.prod(shape), 1, dtype)
 
 
 def host_operands(m: int, k: int, n: int, dtype: str):
     """a (m x k) and b (k x n) as numpy arrays, the same values for every built-in case: in `dtype` where numpy
     has it, else float32 for the library to round (bfloat16). Kept for the last shape asked, so the cases built
     side by side in one process share one generation (at the seed's shape, 1.9 billion values)."""
-    import numpy as np
-
-    key = (m, k, n, dtype)
-    if key not in _made:
-        _made.clear()
-        rng = np.random.default_rng(OPERAND_SEED)
-        a = rng.random((m, k), dtype=np.float32)
-        b = rng.random((k, n), dtype=np.float32)
-        if dtype != "float32" and hasattr(np, dtype):
-            a, b = a.astype(dtype), b.astype(dtype)
-        _made[key] = (a, b)
-    return _made[key]
+    prefetch_operands(m, k, n, dtype)
+    return _made[(m, k, n, dtype)].get()
 
 
 def made_by(step: Step, dtype: str, a, b, out) -> Step:
@@ -316,9 +327,10 @@ def _loaded_library(stem: str):
 # --- the other ops (ops.py): numpy, torch and cupy share one step per op; jax has its own (jit, no out=) -------
 
 def op_operands(op: str, shape: list[int], dtype: str) -> tuple:
-    """The host arrays an op reads, made by host_operands from the same values every library gets: matmul's a
-    (MxK) and b (KxN); for the other ops the first N values as a and the next N as b, in the op's shape
-    (copy: as a matrix, ops.as_matrix); fft reads one complex array, a + ib."""
+    """The host arrays an op reads, made by host_operands from the same values every library gets (values.uniform,
+    a from stream 0 and b from stream 1; kept for the cases built beside it): matmul's a (MxK) and b (KxN); for
+    the other ops N values of each, in the op's shape (copy: as a matrix, ops.as_matrix); fft reads one complex
+    array, a + ib."""
     if op == "matmul":
         return host_operands(*shape, dtype)
     import numpy as np
@@ -561,6 +573,11 @@ FLOORS = {
     "torch-graph": "host cost per product of replaying a CUDA graph from PyTorch",
     "cupy-graph": "host cost per product of launching a CUDA graph from CuPy",
 }
+
+
+def builtin_libraries(specs: list[CaseSpec]) -> list[str]:
+    """The libraries the built-in cases among `specs` import (what a process can import ahead of building them)."""
+    return sorted({BUILTIN[c.label].library for c in specs if c.module == __name__ and c.label in BUILTIN})
 
 
 def is_floor(label: str, factory: str) -> bool:

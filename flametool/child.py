@@ -33,7 +33,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import explain, ops, procs
+from . import cases, explain, ops, procs
 from .cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory, cuda_index
 from .protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Message, Phase, PlanItem, Point, PointCase,
                        ProfileJob, SampleReady, SweepJob, Swept, Timed, TimedLoops, TimeJob, decode_job, encode)
@@ -658,6 +658,19 @@ def preload(modules: list[str]) -> None:
             pass
 
 
+def start_operands(job: TimeJob | SweepJob | ProfileJob) -> list[str]:
+    """Start making the built-in cases' operands for the job's first shape in the background, and return the
+    libraries those cases import: at the seed's shape the values (1.9 billion) and `import torch` take seconds
+    each, and the values' threads release the GIL, so a process does both at once."""
+    todo = [job.case] if isinstance(job, ProfileJob) else job.cases
+    shape = (job.shape if isinstance(job, ProfileJob) else (job.plan[0].shape if job.plan else [])
+             if isinstance(job, TimeJob) else job.points[0].shape if job.points else [])
+    builtin = [c for c in todo if c.case.module == cases.__name__ and c.label in cases.BUILTIN]
+    if builtin and shape:
+        cases.prefetch_shape(shape, builtin[0].dtype)
+    return cases.builtin_libraries([c.case for c in builtin])
+
+
 def read_job() -> TimeJob | SweepJob | ProfileJob | None:
     """A spare's job: the first line on stdin (None when the parent closed it: the spare was not needed)."""
     data = b""
@@ -688,9 +701,11 @@ def main(argv: list[str]) -> int:
         job = read_job()
         if job is None:
             return 0
+        start_operands(job)
     else:
         job = decode_job(argv[1])
         procs.tie_to_parent(job.parent_pid)
+        preload(start_operands(job))  # the imports while the operands are made
     try:
         result = JOBS[type(job)](job, report)
     except CaseUnavailable as exc:

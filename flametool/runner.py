@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import envinfo, procs, rundir, sampler, stats
-from .cases import BUILTIN, CaseSpec
+from .cases import BUILTIN, CaseSpec, builtin_libraries
 from .config import Config, default_out  # noqa: F401 - default_out: runner.default_out
 from .child import ACTIVE_LOOP, SPARE, TIMED_SECONDS
 from .errors import CaseError, FlametoolError
@@ -38,6 +38,8 @@ from .record import (CaseResult, Group, Profiled, Run, RunConfig, Sampling, Swee
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
 SETTLED = 0.02
+# Spares kept started ahead of the processes run until the ratios settle (Measurement.spares_ahead).
+SPARES_AHEAD = 3
 
 
 # The watchdog: a child that says nothing for this long (no phase, no result) is stopped. The longest silence
@@ -184,8 +186,7 @@ class Spare:
 
     @classmethod
     def start(cls, cases: list[CaseSpec], config: Config, log_path: Path) -> "Spare":
-        modules = sorted({BUILTIN[c.label].library for c in cases if c.module and c.label in BUILTIN})
-        return cls(start_child([SPARE, str(os.getpid()), ",".join(modules)], config, log_path),
+        return cls(start_child([SPARE, str(os.getpid()), ",".join(builtin_libraries(cases))], config, log_path),
                    [c.label for c in cases])
 
     @property
@@ -411,6 +412,19 @@ class Measurement:
         for cases, log in jobs:
             self.spares[log] = Spare.start(cases, config, log)
 
+    def spares_ahead(self, cases: list[CaseSpec], name: str, i: int) -> None:
+        """With config.spares, spares for the processes past config.processes that may follow process i
+        ("until the ratios settle"), SPARES_AHEAD of them: each imports while the processes before it run
+        (4-5 s on the H200 host, where a process's loops at the sample shape take about 2.5 s), so no
+        process waits for its interpreter and imports. Those not taken are stopped with the others."""
+        config = self.config
+        if not config.spares or config.isolate:
+            return
+        for j in range(max(i + 1, config.processes + 1), min(i + SPARES_AHEAD, config.max_processes) + 1):
+            log = self.out / f"{name}-timing-{j}.log"
+            if log not in self.spares:
+                self.spares[log] = Spare.start(cases, config, log)
+
     def spare(self, log_path: Path, labels: list[str]) -> Spare | None:
         """The spare started for this job, when its cases are still these (else it is stopped)."""
         spare = self.spares.pop(log_path, None)
@@ -419,12 +433,12 @@ class Measurement:
             return None
         return spare
 
-    def stop_spares(self) -> None:
-        """The spares no job took (a ratio settled early, a case failed, the run was stopped): no trace left."""
-        for log, spare in self.spares.items():
-            spare.stop()
+    def stop_spares(self, prefix: str = "") -> None:
+        """The spares no job took (a ratio settled early, a case failed, the run was stopped): no trace left.
+        With `prefix`, those whose log's name starts with it."""
+        for log in [log for log in self.spares if log.name.startswith(prefix)]:
+            self.spares.pop(log).stop()
             log.unlink(missing_ok=True)
-        self.spares.clear()
 
     def time_group(self, cases: list[CaseSpec], reason: str) -> list[tuple[CaseSpec, str]]:
         """The timed loops of `cases` in config.processes processes. Returns the cases to time again alone
@@ -491,10 +505,17 @@ class Measurement:
         live = [l for l in group.cases if run.results[l].error is None and l in self.steps]
         if not live:
             return
-        sample_shape = run.results[live[0]].sample_shape
-        key = "timing" if sample_shape == config.shape else "sample_timing"
-        by_label = {c.label: c for c in config.cases}
+        key = "timing" if run.results[live[0]].sample_shape == config.shape else "sample_timing"
         name = "+".join(group.cases)
+        try:
+            self._processes_after_the_first(group, live, key, name)
+        finally:
+            self.stop_spares(f"{name}-timing-")  # the ratios settled before these were needed
+
+    def _processes_after_the_first(self, group: Group, live: list[str], key: str, name: str) -> None:
+        config, run = self.config, self.run
+        sample_shape = run.results[live[0]].sample_shape
+        by_label = {c.label: c for c in config.cases}
         started = time.monotonic()
         i = 1
         while i < config.max_processes:
@@ -505,6 +526,7 @@ class Measurement:
                                           or time.monotonic() - started > config.extra_seconds):
                 return
             i += 1
+            self.spares_ahead([by_label[l] for l in live], name, i)
             job = TimeJob(**job_base(config), cases=[job_case(by_label[l], config) for l in live],
                           plan=[PlanItem(sample_shape, {l: self.steps[l] for l in live}, key)])
             say = lambda what, i=i: self.progress(f"timing {name}", f"process {i}/{config.processes}"  # noqa: E731

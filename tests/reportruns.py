@@ -30,7 +30,7 @@ def cpu_run_dir(factory: pytest.TempPathFactory) -> Path:
             pytest.fail("py-spy must be installed for the tests (pip install py-spy)")
         out = factory.mktemp("cpu") / "run"
         proc = subprocess.run([sys.executable, "-m", "flametool", "compare", "--device", "cpu", "--out", str(out),
-                               "--sample-seconds", "2", "--repeats", "1", "--processes", "2"], capture_output=True, text=True, timeout=300)
+                               "--sample-seconds", "1", "--repeats", "1", "--processes", "2"], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         _made["cpu"] = out
     return _made["cpu"]

@@ -25,7 +25,7 @@ CASES2 = fk.CASES / "faults2_cases.py"
 SAMPLES = fk.ROOT / "samples"
 # the issue's settings, "F"
 F = ["--device", "cpu", "--shape", "16,16,16", "--iters", "200", "--warmup", "20", "--repeats", "1", "--processes", "1",
-     "--sample-seconds", "2"]
+     "--sample-seconds", "1"]
 
 
 def interrupted(bg: fk.Background, out: Path, code: int | None = None) -> dict:
@@ -70,7 +70,7 @@ def test_ctrl_c_well_into_a_long_sampling_phase(tmp_path, start):
     bg = SetsidInScript(args, fk.env()) if start == "setsid-in-a-script" else fk.Background(args, fk.env())
     bg.wait_for("numpy: sampling with py-spy", timeout=300)
     bg.wait_until(lambda: any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(bg.tag)), "py-spy running")
-    time.sleep(4)  # well into the sampling phase, as in the issue
+    time.sleep(2)  # well into the sampling phase (py-spy is running), as in the issue
     t0 = time.monotonic()
     bg.signal(signal.SIGINT, group=True)
     code = bg.finish(timeout=60)
@@ -85,24 +85,24 @@ def test_ctrl_c_well_into_a_long_sampling_phase(tmp_path, start):
 
 def test_two_runs_started_at_once_on_one_out(tmp_path):
     """`flametool compare F --libs numpy --out R & flametool compare F --libs torch --out R`: exactly one
-    gets R, the other is refused in one line, and R holds the winner's result."""
-    for attempt in range(2):
-        out = tmp_path / f"run{attempt}"
-        environ = fk.env()
-        procs = [subprocess.Popen([sys.executable, "-m", "flametool", "compare", *F, "--libs", lib, "--out", str(out)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ, cwd=fk.ROOT)
-                 for lib in ("numpy", "torch")]
-        done = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
-        codes = [c for c, _, _ in done]
-        assert sorted(codes) == [0, 2], done
-        winner = ("numpy", "torch")[codes.index(0)]
-        loser_err = done[codes.index(2)][2]
-        assert "Traceback" not in loser_err
-        assert [l for l in loser_err.splitlines() if l.startswith("flametool:")] == [
-            f"flametool: {out}: already exists and is not empty; choose another --out"]
-        data = rundir.load(out)
-        assert data.complete is True and list(data.results) == [winner]
-        assert fk.none_left(environ[fk.TAG]) == []
+    gets R, the other is refused in one line, and R holds the winner's result. (One race of whole runs: the
+    claim itself is raced by eight processes at once in test_claiming_a_run_directory_is_atomic.)"""
+    out = tmp_path / "run"
+    environ = fk.env()
+    procs = [subprocess.Popen([sys.executable, "-m", "flametool", "compare", *F, "--libs", lib, "--out", str(out)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ, cwd=fk.ROOT)
+             for lib in ("numpy", "torch")]
+    done = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
+    codes = [c for c, _, _ in done]
+    assert sorted(codes) == [0, 2], done
+    winner = ("numpy", "torch")[codes.index(0)]
+    loser_err = done[codes.index(2)][2]
+    assert "Traceback" not in loser_err
+    assert [l for l in loser_err.splitlines() if l.startswith("flametool:")] == [
+        f"flametool: {out}: already exists and is not empty; choose another --out"]
+    data = rundir.load(out)
+    assert data.complete is True and list(data.results) == [winner]
+    assert fk.none_left(environ[fk.TAG]) == []
 
 
 def _claim(out: str, go, results) -> None:

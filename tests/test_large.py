@@ -20,7 +20,7 @@ from flametool import flamegraph as flame
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import large_profile  # noqa: E402  (the benchmark's generator of py-spy-like stacks)
 
-LINES = 4000
+LINES = 2000
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,13 @@ CASES = Path(__file__).parent / "cases" / "op_cases.py"
 
 
 def reference(op: str, shape: list[int], dtype: str):
-    """numpy's result of `op` on the values host_operands makes, computed here without the code under test."""
+    """numpy's result of `op` on the built-in cases' values (values.uniform: a stream 0, b stream 1), computed
+    here without the code under test."""
+    from flametool import values
+
     count = int(np.prod(shape))
-    rng = np.random.default_rng(cases.OPERAND_SEED)
-    a = rng.random((1, count), dtype=np.float32).astype(dtype).reshape(-1)
-    b = rng.random((count, 1), dtype=np.float32).astype(dtype).reshape(-1)
+    a = values.uniform(count, dtype, cases.OPERAND_SEED, stream=0)
+    b = values.uniform(count, dtype, cases.OPERAND_SEED, stream=1)
     if op == "copy":
         r, c = ops.as_matrix(shape)
         return np.ascontiguousarray(a.reshape(r, c).T)

@@ -20,7 +20,7 @@ BUSY = "pair_busy_wait_15us"
 def four(tmp_path_factory, cli):
     out = tmp_path_factory.mktemp("pairs") / "run"
     args = ["compare", "--device", "cpu", "--libs", "", "--shape", "32,32,32", "--processes", "2", "--repeats", "3",
-            "--iters", "500", "--sample-seconds", "2", "--rate", "200", "--pair", "p3:p4", "--out", str(out)]
+            "--iters", "500", "--sample-seconds", "1", "--rate", "200", "--pair", "p3:p4", "--out", str(out)]
     for label in ("p1", "p2", "p3", "p4"):
         args += ["--case", f"{CASES}:{label}"]
     proc = cli(*args)

@@ -1,0 +1,92 @@
+"""Operand values any case can ask for: uniform in [0, 1), the same bytes for a (shape, dtype, seed, stream) on
+any host, made in parallel.
+
+The values come in fixed chunks of CHUNK elements; chunk i of stream s (one stream per operand: a is 0, b is 1)
+is drawn from its own generator, seeded by ``SeedSequence(seed, spawn_key=(s, i))`` (the same as
+``SeedSequence(seed).spawn(...)[s].spawn(...)[i]``), so the bytes depend on the seed, the stream and the position
+alone: not on the thread count, and an array's first values are those of any longer one of its stream. numpy's
+generators release the GIL while they fill, so the chunks are drawn by one thread per core. On the H200 host
+(`benchmarks/values_speed.py`, 2e8 float16 values): one stream of numpy's default generator, then astype, 1.85 s
+(the seed's 1.9 billion values: about 17 s); chunks on 16 threads 0.14 s. On the 2-core machine a chunk costs
+3.8 s per billion values to draw with SFC64 (PCG64 6.0, Philox 5.0) and 4.8 s to round to float16.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable
+
+import numpy as np
+
+CHUNK = 1 << 22  # elements per chunk: 16 MB of float32 scratch per thread
+
+
+def made(dtype: str, seed: int) -> str:
+    """How `uniform` makes its values, in words (run.json's operand record)."""
+    return (f"numpy SFC64 float32 uniform in [0, 1), seed {seed}, one generator per {CHUNK:,} values of each "
+            f"operand's stream (SeedSequence({seed}).spawn)" + (f", rounded to {dtype}" if dtype != "float32" else ""))
+
+
+def host_dtype(dtype: str) -> np.dtype:
+    """The dtype `uniform` returns for `dtype`: itself where numpy has it, else float32 (bfloat16: the library
+    rounds it)."""
+    return np.dtype(dtype) if dtype in ("float16", "float32", "float64") else np.dtype(np.float32)
+
+
+def _generator(seed: int, stream: int, chunk: int) -> np.random.Generator:
+    # SFC64: the fastest of numpy's bit generators here (benchmarks/values_speed.py)
+    return np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(stream, chunk))))
+
+
+def uniform(shape: int | tuple[int, ...], dtype: str, seed: int, stream: int = 0,
+            threads: int | None = None) -> np.ndarray:
+    """An array of `shape` (or that many elements) of float32 uniform values in [0, 1), rounded to `dtype`
+    where numpy has it (float32 otherwise, see host_dtype), from `stream` (one per operand of a product).
+    The same bytes whatever `threads` is."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    count = math.prod(shape)
+    out = np.empty(count, dtype=host_dtype(dtype))
+    chunks = math.ceil(count / CHUNK)
+    cast = out.dtype != np.float32
+    workers = max(1, min(chunks, threads or len(os.sched_getaffinity(0))))
+
+    def fill(worker: int) -> None:
+        scratch = np.empty(min(CHUNK, count), dtype=np.float32) if cast else None
+        for i in range(worker, chunks, workers):  # a fixed set of chunks per thread: one scratch each
+            part = out[i * CHUNK:(i + 1) * CHUNK]
+            rng = _generator(seed, stream, i)
+            if scratch is None:
+                rng.random(out=part, dtype=np.float32)
+            else:
+                tmp = scratch[:len(part)]
+                rng.random(out=tmp, dtype=np.float32)
+                np.copyto(part, tmp, casting="same_kind")  # round to nearest, as astype does
+
+    if workers == 1:
+        fill(0)
+    else:
+        with ThreadPoolExecutor(workers, thread_name_prefix="flametool-values") as pool:
+            for f in [pool.submit(fill, w) for w in range(workers)]:
+                f.result()
+    return out.reshape(shape)
+
+
+class Ahead:
+    """Values being made in a background thread while the process does something else (imports its
+    libraries): `get` waits for them."""
+
+    def __init__(self, make: Callable[[], object]) -> None:
+        self._future: Future = Future()
+        threading.Thread(target=self._run, args=(make,), name="flametool-values-ahead", daemon=True).start()
+
+    def _run(self, make: Callable[[], object]) -> None:
+        try:
+            self._future.set_result(make())
+        except BaseException as exc:  # noqa: BLE001 -- raised again by get(), in the thread that asked
+            self._future.set_exception(exc)
+
+    def get(self) -> object:
+        return self._future.result()

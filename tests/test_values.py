@@ -1,0 +1,70 @@
+"""values.uniform: the built-in cases' operand values, made in chunks by threads."""
+
+import numpy as np
+import pytest
+
+from flametool import cases, values
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(values, "CHUNK", 1000)  # many chunks from a small array
+
+
+def test_the_bytes_do_not_depend_on_the_threads(small_chunks):
+    one = values.uniform(10_500, "float16", 7, threads=1)
+    assert one.dtype == np.float16 and one.shape == (10_500,)
+    for threads in (2, 3, 16):
+        assert values.uniform(10_500, "float16", 7, threads=threads).tobytes() == one.tobytes()
+    assert values.uniform(10_500, "float16", 8, threads=3).tobytes() != one.tobytes()
+
+
+def test_a_shorter_array_is_the_start_of_a_longer_one(small_chunks):
+    long = values.uniform((4, 2600), "float32", 0, threads=2)
+    assert long.shape == (4, 2600)
+    assert np.array_equal(values.uniform(2500, "float32", 0, threads=3), long.reshape(-1)[:2500])
+
+
+def test_values_are_float32_uniform_rounded_to_the_dtype(small_chunks):
+    f32 = values.uniform(5000, "float32", 3, threads=2)
+    assert f32.dtype == np.float32 and 0 <= f32.min() and f32.max() < 1
+    assert 0.45 < f32.mean() < 0.55 and len(np.unique(f32)) > 4900
+    # each chunk is its own generator, a fresh one per chunk: not one value repeated from chunk to chunk
+    assert not np.array_equal(f32[:1000], f32[1000:2000])
+    for dtype in ("float16", "float64"):
+        assert np.array_equal(values.uniform(5000, dtype, 3, threads=3), f32.astype(dtype))
+    # numpy has no bfloat16: float32 for the library to round
+    assert values.uniform(5000, "bfloat16", 3).tobytes() == f32.tobytes()
+
+
+def test_host_operands_are_streams_0_and_1():
+    a, b = cases.host_operands(30, 20, 10, "float16")
+    assert a.shape == (30, 20) and b.shape == (20, 10) and a.dtype == b.dtype == np.float16
+    assert np.array_equal(a, values.uniform((30, 20), "float16", cases.OPERAND_SEED, stream=0))
+    assert np.array_equal(b, values.uniform((20, 10), "float16", cases.OPERAND_SEED, stream=1))
+    assert not np.array_equal(b.ravel(), a.ravel()[:200])
+    assert cases.host_operands(30, 20, 10, "float16")[0] is a  # kept for the cases built beside it
+    cases.prefetch_operands(8, 8, 8, "float32")  # made ahead in the background, then asked for
+    a8, b8 = cases.host_operands(8, 8, 8, "float32")
+    assert np.array_equal(a8.ravel(), values.uniform(64, "float32", 0)) and np.array_equal(b8, values.uniform((8, 8), "float32", 0, 1))
+    assert "SFC64" in cases.operands_made("float16") and "rounded to float16" in cases.operands_made("float16")
+
+
+def test_a_child_starts_the_builtin_cases_operands_for_its_first_shape(monkeypatch):
+    from flametool import child
+    from flametool.cases import CaseSpec
+    from flametool.protocol import JobCase, PlanItem, ProfileJob, SweepItem, SweepJob, TimeJob
+
+    asked = []
+    monkeypatch.setattr(cases, "prefetch_operands", lambda *a: asked.append(a))
+    numpy, torch = (JobCase(l, cases.builtin(l), d) for l, d in (("numpy", "float16"), ("torch", "bfloat16")))
+    mine = JobCase("mine", CaseSpec("mine", "mine", file="/x/mine.py"), "float32")
+    base = dict(device="cpu", iters=10, warmup=1, repeats=1)
+    job = TimeJob(**base, cases=[mine, numpy, torch], plan=[PlanItem([8, 4, 2], None, "timing"), PlanItem([2, 2, 2], None, "x")])
+    assert child.start_operands(job) == ["numpy", "torch"] and asked == [(8, 4, 2, "float16")]
+    assert child.start_operands(ProfileJob(**base, case=torch, shape=[3, 3, 3])) == ["torch"]
+    assert child.start_operands(SweepJob(**base, cases=[torch], points=[SweepItem([5, 5, 5], None)])) == ["torch"]
+    assert asked[1:] == [(3, 3, 3, "bfloat16"), (5, 5, 5, "bfloat16")]
+    # a user's case: nothing made ahead, nothing to import
+    assert child.start_operands(TimeJob(**base, cases=[mine], plan=[PlanItem([8, 8, 8], None, "timing")])) == []
+    assert len(asked) == 3

@@ -15,7 +15,7 @@ from typing import Iterator
 
 from . import attribution, diff, flamegraph, layers, profstats, reading, rundir, safeopen, stats, sweep
 from .errors import FlametoolError, RunDirError
-from .operands import UnlikeOperands, unlike_operands  # noqa: F401 - analysis.unlike_operands
+from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - analysis.unlike_operands
 from .attribution import CaseCosts, Skipped
 from .record import CaseResult, Run, Timing
 
@@ -108,6 +108,7 @@ class Analysis:
     pairs: list[PairAnalysis] = field(default_factory=list)
     cprofile: dict[str, CProfileTable | RunDirError | None] = field(default_factory=dict)  # label -> its .prof read
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
+    new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
 
     @property
     def first_diff(self) -> diff.PairDiff | None:
@@ -143,14 +144,18 @@ def pair_figures(run: Run, base: str, head: str, pooled: dict[str, stats.Pooled]
     return at_shape, at_sample
 
 
-def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | sweep.SweepAnalysis":
+def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | sweep.SweepAnalysis | atlas.AtlasAnalysis":
     """Every case that has stacks attributed, every compared pair figured and diffed. A case with nothing to
     analyse (failed, not sampled) gets Skipped(why); a damaged stack file is a RunDirError naming it.
     attribute=False leaves `cases` empty (an export needs the stacks only). A sweep run has an analysis of
     its own (sweep.analyse)."""
     if run.kind == "sweep":
         return sweep.analyse(run_dir, run)
-    out = Analysis(run_dir, run, unlike=unlike_operands(run))
+    if run.kind == "atlas":
+        from . import atlas  # it analyses each op's run through this module
+
+        return atlas.analyse(run_dir, run)
+    out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run))
     # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
     profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute)
     pooled, pooled_sample = stats.group_pooled(run, False), stats.group_pooled(run, True)

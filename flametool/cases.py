@@ -1,10 +1,13 @@
 """Cases: what gets measured.
 
 Every case, built-in or the user's ``--case FILE.py:FACTORY``, follows one protocol:
-``FACTORY(m, k, n, dtype, device) -> (step, sync)``.  ``step()`` launches one operation on
-preallocated operands (a is m x k, b is k x n, out is m x n); ``sync()`` waits until the device is done.
-The factory does all set-up (imports, random inputs, device selection) so that ``step`` holds only the
-launch.  GPU time comes from CUDA events of the library the case imported (see ``child.device_events``).
+``FACTORY(shape, dtype, device) -> (step, sync)``, `shape` the op's shape (``--op``, ops.py: M,K,N for matmul,
+(N,) or (R, C) for the others), as a tuple.  ``step()`` launches one operation on operands made in set-up;
+``sync()`` waits until the device is done.  The factory does all set-up (imports, random inputs, device
+selection, jit tracing) so that ``step`` holds only the launch.  A factory of five parameters, the older
+``FACTORY(m, k, n, dtype, device)``, is still accepted for matmul (``call_factory`` tells them apart by their
+signature).  GPU time comes from CUDA events of the library the case imported (see ``child.device_events``);
+a step that sets ``step.device_clock = "wall"`` (jax: its streams are its own) is timed to its sync instead.
 
 A step may launch several operations (a CUDA graph of N products): it then says so with an ``ops``
 attribute (``step.ops = N``) and every figure is reported per operation.
@@ -23,12 +26,14 @@ called with the least Python, and the host cost per product when a graph of prod
 from __future__ import annotations
 
 import ast
+import inspect
+import math
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import values
+from . import ops, values
 from .errors import FlametoolError
 
 Step = Callable[[], object]
@@ -94,6 +99,15 @@ def _make(m: int, k: int, n: int, dtype: str):
     return values.uniform((m, k), dtype, OPERAND_SEED, stream=0), values.uniform((k, n), dtype, OPERAND_SEED, stream=1)
 
 
+def prefetch_shape(shape: list[int], dtype: str) -> None:
+    """prefetch_operands() of an op's shape: M,K,N; or N elements (or R,C), whose a and b op_operands takes as a
+    1 x N and an N x 1 host_operands."""
+    if len(shape) == 3:
+        prefetch_operands(*shape, dtype)
+    else:
+        prefetch_operands(1, math.prod(shape), 1, dtype)
+
+
 def host_operands(m: int, k: int, n: int, dtype: str):
     """a (m x k) and b (k x n) as numpy arrays, the same values for every built-in case: in `dtype` where numpy
     has it, else float32 for the library to round (bfloat16). Kept for the last shape asked, so the cases built
@@ -130,33 +144,44 @@ def numpy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step,
 def torch_mm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
     import torch
 
-    dt = getattr(torch, dtype)
-    index = cuda_index(device)
-    if index is not None:
-        if not torch.cuda.is_available():
-            raise RuntimeError(f"this torch ({torch.__version__}) has no CUDA device; use --device cpu")
-        torch.cuda.set_device(index)
-    dev = torch.device(device if index is None else f"cuda:{index}")
-    # the host's bytes as they are where numpy has the dtype; bfloat16 rounded from float32 by torch
-    a, b = (torch.from_numpy(x).to(device=dev, dtype=dt, copy=True) for x in host_operands(m, k, n, dtype))
-    out = torch.empty(m, n, dtype=dt, device=dev)
+    dev, sync = _torch_device(device)
+    a, b = _torch_arrays(host_operands(m, k, n, dtype), dtype, dev)
+    out = torch.empty(m, n, dtype=getattr(torch, dtype), device=dev)
     mm = torch.mm
 
     def step() -> None:
         mm(a, b, out=out)
 
-    return made_by(step, dtype, a, b, out), (torch.cuda.synchronize if index is not None else _no_sync)
+    return made_by(step, dtype, a, b, out), sync
+
+
+def _torch_device(device: str):
+    """(torch.device, sync) for `device`, the CUDA device made current."""
+    import torch
+
+    index = cuda_index(device)
+    if index is not None:
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"this torch ({torch.__version__}) has no CUDA device; use --device cpu")
+        torch.cuda.set_device(index)
+    return torch.device(device if index is None else f"cuda:{index}"), (torch.cuda.synchronize if index is not None
+                                                                        else _no_sync)
+
+
+def _torch_arrays(host: tuple, dtype: str, dev) -> tuple:
+    """The host's bytes as they are where numpy has the dtype; bfloat16 rounded from float32 by torch; complex
+    operands (fft) kept complex."""
+    import torch
+
+    dt = getattr(torch, dtype)
+    return tuple(torch.from_numpy(x).to(device=dev, copy=True, **({} if x.dtype.kind == "c" else {"dtype": dt}))
+                 for x in host)
 
 
 def cupy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
     import cupy as cp
 
-    index = cuda_index(device)
-    if index is None:
-        raise ValueError("cupy needs a CUDA device; use --device cuda:N")
-    if dtype == "bfloat16":
-        raise ValueError("cupy has no bfloat16; use --dtype cupy=float16")
-    cp.cuda.Device(index).use()
+    _cupy_device(device, dtype)
     a, b = (cp.asarray(x) for x in host_operands(m, k, n, dtype))
     out = cp.empty((m, n), dtype=dtype)
     matmul = cp.matmul
@@ -165,6 +190,17 @@ def cupy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
         matmul(a, b, out=out)
 
     return made_by(step, dtype, a, b, out), cp.cuda.runtime.deviceSynchronize
+
+
+def _cupy_device(device: str, dtype: str) -> None:
+    import cupy as cp
+
+    index = cuda_index(device)
+    if index is None:
+        raise ValueError("cupy needs a CUDA device; use --device cuda:N")
+    if dtype == "bfloat16":
+        raise ValueError("cupy has no bfloat16; use --dtype cupy=float16")
+    cp.cuda.Device(index).use()
 
 
 GRAPH_OPS = 100
@@ -295,6 +331,233 @@ def _loaded_library(stem: str):
     raise RuntimeError(f"{stem} is not loaded in this process")
 
 
+# --- the other ops (ops.py): numpy, torch and cupy share one step per op; jax has its own (jit, no out=) -------
+
+def op_operands(op: str, shape: list[int], dtype: str) -> tuple:
+    """The host arrays an op reads, made by host_operands from the same values every library gets (values.uniform,
+    a from stream 0 and b from stream 1; kept for the cases built beside it): matmul's a (MxK) and b (KxN); for
+    the other ops N values of each, in the op's shape (copy: as a matrix, ops.as_matrix); fft reads one complex
+    array, a + ib."""
+    if op == "matmul":
+        return host_operands(*shape, dtype)
+    import numpy as np
+
+    a, b = host_operands(1, math.prod(shape), 1, dtype)
+    dims = ops.as_matrix(shape) if op == "copy" else tuple(shape)
+    a, b = a.reshape(dims), b.reshape(dims)
+    if op == "fft":
+        z = np.empty(dims, np.complex128 if dtype == "float64" else np.complex64)
+        z.real, z.imag = a, b
+        return (z,)
+    return (a, b) if op == "add" else (a,)
+
+
+def op_operands_made(op: str, dtype: str) -> str:
+    """operands_made() of `op`: which of host_operands' values it reads (op_operands), and how."""
+    if op == "matmul":
+        return operands_made(dtype)
+    used = {"add": "a and b, N values each",
+            "fft": f"a and b, N values each, as one {'complex128' if dtype == 'float64' else 'complex64'} array a + ib"}
+    return f"{operands_made(dtype)}; read: {used.get(op, 'a, N values')}"
+
+
+@dataclass(frozen=True)
+class Kit:
+    """The functions an op's step calls, one library's: numpy, cupy and torch take the same arguments."""
+
+    add: Callable  # add(a, b, out=out)
+    empty_like: Callable
+    total: Callable  # the full sum
+    contiguous: Callable  # contiguous(a.T): a C-ordered copy
+    fft: Callable
+
+
+def kit_step(op: str, kit: Kit, arrays: tuple, dtype: str) -> Step:
+    """One step of `op` on arrays already where they run, marked as made_by marks the matmul steps. Each
+    function is looked up once here, so the step holds the call alone; it returns the op's result (which the
+    loop drops at once, as a program that ignores it would; a test reads it)."""
+    a = arrays[0]
+    out = None
+    if op == "add":
+        b, out, add = arrays[1], kit.empty_like(a), kit.add
+
+        def step():
+            return add(a, b, out=out)
+    elif op == "scale":
+        def step():
+            return a * 2.0
+    elif op == "sum":
+        total = kit.total
+
+        def step():
+            return total(a)
+    elif op == "copy":
+        at, contiguous = a.T, kit.contiguous
+
+        def step():
+            return contiguous(at)
+    elif op == "fft":
+        fft = kit.fft
+
+        def step():
+            return fft(a)
+    else:
+        raise ValueError(f"no step for op {op!r}")
+    step.operands = tuple(arrays)
+    step.operands_made = op_operands_made(op, dtype)
+    step.out = out
+    return step
+
+
+def _numpy_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
+    import numpy as np
+
+    if device != "cpu":
+        raise ValueError("numpy runs on the CPU only; use --device cpu (or leave numpy out of --libs)")
+    if not hasattr(np, dtype):
+        raise ValueError(f"numpy has no {dtype}")
+    kit = Kit(np.add, np.empty_like, np.sum, np.ascontiguousarray, np.fft.fft)
+    return kit_step(op, kit, op_operands(op, list(shape), dtype), dtype), _no_sync
+
+
+def _torch_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
+    import torch
+
+    dev, sync = _torch_device(device)
+    kit = Kit(torch.add, torch.empty_like, torch.sum, torch.Tensor.contiguous, torch.fft.fft)
+    return kit_step(op, kit, _torch_arrays(op_operands(op, list(shape), dtype), dtype, dev), dtype), sync
+
+
+def _cupy_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
+    import cupy as cp
+
+    _cupy_device(device, dtype)
+    kit = Kit(cp.add, cp.empty_like, cp.sum, cp.ascontiguousarray, cp.fft.fft)
+    arrays = tuple(cp.asarray(x) for x in op_operands(op, list(shape), dtype))
+    return kit_step(op, kit, arrays, dtype), cp.cuda.runtime.deviceSynchronize
+
+
+def jax_function(op: str):
+    """What jax.jit compiles for `op`. JAX has no out=: every call returns a new array (the fairness list says
+    so), and copy is a transpose, which XLA makes as a copy into the transposed layout."""
+    import jax.numpy as jnp
+
+    return {"matmul": jnp.matmul, "add": jnp.add, "scale": lambda x: x * 2.0, "sum": jnp.sum,
+            "copy": lambda x: x.T, "fft": jnp.fft.fft}[op]
+
+
+def _jax_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
+    """The op jitted and traced once here, called on device arrays. JAX queues work on streams of its own,
+    which the CUDA events of cupy or torch do not see: the step says ``device_clock = "wall"``, and its device
+    time per call is read as the loop's time to block_until_ready (the GPU's time where the GPU sets the pace;
+    at a host-bound size, the host's)."""
+    index = cuda_index(device)
+    if index is None:
+        raise ValueError("jax is built in for a CUDA device only; use --device cuda:N (or leave jax out of --libs)")
+    import jax
+    import jax.numpy as jnp
+
+    gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda")]
+    if len(gpus) <= index:
+        raise RuntimeError(f"this jax ({jax.__version__}) has {len(gpus)} CUDA device(s) "
+                           f"(backend {jax.default_backend()}); install jax[cuda12] or jax[cuda13]")
+    dev = gpus[index]
+    # the host's bytes where numpy has the dtype; bfloat16 rounded from the float32 values on the device
+    arrays = tuple(jax.device_put(x, dev) for x in op_operands(op, list(shape), dtype))
+    arrays = tuple(x if x.dtype.kind == "c" or str(x.dtype) == dtype else x.astype(dtype) for x in arrays)
+    jitted = jax.jit(jax_function(op))
+    last: list = [jitted(*arrays)]  # traced and compiled here, not in the first timed call
+    last[0].block_until_ready()
+    if len(arrays) == 2:
+        a, b = arrays
+
+        def step() -> None:
+            last[0] = jitted(a, b)
+    else:
+        (a,) = arrays
+
+        def step() -> None:
+            last[0] = jitted(a)
+
+    def sync() -> None:
+        # one device runs its computations in the order they were dispatched: the last done means all are
+        last[0].block_until_ready()
+
+    step.operands = arrays
+    step.operands_made = op_operands_made(op, dtype)
+    step.device_clock = "wall"
+    step.jitted, step.last = jitted, last  # the last result: what sync waits for, and what a test reads
+    return step, sync
+
+
+OP_LIBRARIES: dict[str, Callable] = {"numpy": _numpy_op, "torch": _torch_op, "cupy": _cupy_op, "jax": _jax_op}
+
+
+def _op_factory(library: str, op: str) -> Callable[..., tuple[Step, Sync]]:
+    """The built-in factory LIBRARY_OP(shape, dtype, device), found by name as every factory is."""
+    build = OP_LIBRARIES[library]
+
+    def factory(shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
+        return build(op, shape, dtype, device)
+
+    factory.__name__ = factory.__qualname__ = f"{library}_{op}"
+    return factory
+
+
+for _library in OP_LIBRARIES:
+    for _op in ops.OPS:
+        if f"{_library}_{_op}" not in globals() and (_op != "matmul" or _library == "jax"):
+            globals()[f"{_library}_{_op}"] = _op_factory(_library, _op)
+del _library, _op
+
+
+def factory_name(label: str, op: str) -> str:
+    """The built-in factory of case `label` for `op`: the matmul factories by their own names (run.json's
+    factory strings of older runs), LIBRARY_OP for the others."""
+    if op == ops.DEFAULT_OP:
+        return BUILTIN[label].factory
+    if label not in OP_LIBRARIES:
+        raise FlametoolError(f"case {label!r} is a matmul floor: it has no --op {op} (leave it out of --libs)")
+    return f"{label}_{op}"
+
+
+def factory_style(factory: Callable) -> str:
+    """'shape' for FACTORY(shape, dtype, device), 'mnk' for the older FACTORY(m, k, n, dtype, device) (or one
+    that takes *args, as such factories were called); otherwise why it fits neither."""
+    try:
+        params = list(inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: called as factories always were
+        return "mnk"
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return "mnk"
+    positional = [p for p in params if p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                  inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    if len(positional) == 3:
+        return "shape"
+    if len(positional) == 5:
+        return "mnk"
+    return (f"takes {len(positional)} positional parameters; a factory is FACTORY(shape, dtype, device) "
+            "or FACTORY(m, k, n, dtype, device)")
+
+
+def call_factory(factory: Callable, shape: list[int], dtype: str, device: str):
+    """The factory called as its signature asks: (shape, dtype, device), the shape a tuple; or (m, k, n, dtype,
+    device), which only a matmul shape has. Raises ValueError (FactoryMisfit) when it fits neither."""
+    style = factory_style(factory)
+    if style == "shape":
+        return factory(tuple(shape), dtype, device)
+    if style != "mnk":
+        raise FactoryMisfit(style)
+    if len(shape) != 3:
+        raise FactoryMisfit(f"is FACTORY(m, k, n, dtype, device), a matmul factory, and this op's shape is "
+                            f"{','.join(map(str, shape))}; write it as FACTORY(shape, dtype, device)")
+    return factory(*shape, dtype, device)
+
+
+class FactoryMisfit(ValueError):
+    """A factory whose signature is not the case protocol's (the child names it so, before calling it)."""
+
+
 @dataclass(frozen=True)
 class Builtin:
     factory: str  # the factory function in this module
@@ -309,6 +572,7 @@ BUILTIN: dict[str, Builtin] = {
     "cublas": Builtin("cublas_gemm", "cupy", True),
     "torch-graph": Builtin("torch_graph", "torch", True),
     "cupy-graph": Builtin("cupy_graph", "cupy", True),
+    "jax": Builtin("jax_matmul", "jax", True),
 }
 # what each floor's time per call means, for the report's comparison against them
 FLOORS = {
@@ -341,10 +605,10 @@ def default_pairs(factories: dict[str, str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def builtin(label: str) -> CaseSpec:
+def builtin(label: str, op: str = ops.DEFAULT_OP) -> CaseSpec:
     if label not in BUILTIN:
         raise FlametoolError(f"unknown case {label!r}; built-in cases are {', '.join(BUILTIN)} (or use --case FILE.py:FACTORY)")
-    return CaseSpec(label=label, factory=BUILTIN[label].factory, module=__name__)
+    return CaseSpec(label=label, factory=factory_name(label, op), module=__name__)
 
 
 def user_case(text: str) -> CaseSpec:

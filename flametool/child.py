@@ -33,14 +33,13 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import cases, explain, procs
-from .cases import CaseSpec, Step, Sync, cuda_index
+from . import cases, explain, ops, procs
+from .cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory, cuda_index
 from .protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Message, Phase, PlanItem, Point, PointCase,
                        ProfileJob, SampleReady, SweepJob, Swept, Timed, TimedLoops, TimeJob, decode_job, encode)
 from .record import Loops, Operands, boundedness
 
 ACTIVE_LOOP = "active_loop"
-DEFAULT_SAMPLE_SHAPE = (1024, 1024, 1024)
 # At a shape other than the requested one, each timed loop runs at least this long so that the figure
 # the samples are scaled by is not a few-millisecond reading.
 MIN_LOOP_SECONDS = 0.1
@@ -117,6 +116,21 @@ def device_events(device: str) -> Events | None:
     return None
 
 
+def device_info(device: str, events: Events | None) -> dict:
+    """The device a process's cases ran on, named by the CUDA library it loaded: cupy's or torch's (their
+    events), else jax's (a process of jax cases alone)."""
+    if events is not None:
+        return events.device_info()
+    jax, index = sys.modules.get("jax"), cuda_index(device)
+    if jax is not None and index is not None:
+        try:
+            gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda")]
+            return {"device_name": gpus[index].device_kind, "device_index": index}
+        except Exception:  # noqa: BLE001 -- a name is all this is for
+            pass
+    return {"device_name": None}
+
+
 def _torch_pci(torch: Any, index: int) -> str | None:
     props = torch.cuda.get_device_properties(index)
     if not hasattr(props, "pci_bus_id"):
@@ -176,7 +190,9 @@ class CaseUnavailable(Exception):
 
 def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tuple[Step, Sync]:
     try:
-        made = factory(*shape, dtype, device)
+        made = call_factory(factory, shape, dtype, device)
+    except FactoryMisfit as exc:
+        raise FactoryFailed(str(exc)) from exc
     except Exception as exc:
         known = explain.known_fault(exc, shape, dtype, device)
         if known:
@@ -260,28 +276,48 @@ def warm_up(step: Step, sync: Sync, calls: int) -> float:
     return (time.perf_counter() - t0) / max(calls - first, 1)
 
 
-def timed_loop(step: Step, sync: Sync, calls: int, events: Events | None) -> tuple[float, float | None, float]:
+@dataclass
+class LoopTime:
+    """One timed loop, us per operation: the caller's host clock, the device's, the wall time to the sync after
+    the loop, and the CPU time of every thread of the process during the loop (the caller's and any worker's:
+    JAX hands each call to threads of its own)."""
+
+    cpu: float
+    gpu: float | None
+    wall: float
+    all_threads: float
+
+
+def timed_loop(step: Step, sync: Sync, calls: int, events: Events | None) -> LoopTime:
     """The seed's method: host clock around `calls` launches, device events around the same launches.
     Figures are per operation: a step that launches several (``step.ops``) is divided by that many.
-    Returns (host us, device us, wall us): the wall time runs on to the synchronisation after the loop, the
-    time per call a program that runs these calls back to back feels, whichever side of the launch queue
-    sets the pace."""
+    The wall time runs on to the synchronisation after the loop, the time per call a program that runs these
+    calls back to back feels, whichever side of the launch queue sets the pace. A step whose work goes to
+    streams the events do not see (``step.device_clock == "wall"``: jax) gets that wall time as its device
+    time: the GPU's own where the GPU sets the pace, an upper bound of it where the host does."""
+    if getattr(step, "device_clock", None) == "wall":
+        events = None
+        wall_clock = True
+    else:
+        wall_clock = events is not None
     sync()
     start = end = None
     if events is not None:
         start, end = events.pair()
         start.record()
+    c0 = time.process_time()
     t0 = time.perf_counter()
     active_loop(step, calls)
     t1 = time.perf_counter()
+    c1 = time.process_time()
     if events is not None:
         end.record()
     sync()
     t2 = time.perf_counter()
     ops = calls * ops_per_step(step)
-    cpu_us = (t1 - t0) * 1e6 / ops
-    gpu_us = events.elapsed_ms(start, end) * 1e3 / ops if events is not None else None
-    return cpu_us, gpu_us, (t2 - t0) * 1e6 / ops
+    wall = (t2 - t0) * 1e6 / ops
+    gpu_us = events.elapsed_ms(start, end) * 1e3 / ops if events is not None else (wall if wall_clock else None)
+    return LoopTime((t1 - t0) * 1e6 / ops, gpu_us, wall, (c1 - c0) * 1e6 / ops)
 
 
 def ops_per_step(step: Step) -> int:
@@ -294,15 +330,18 @@ def bound(loops: Loops) -> tuple[bool, str]:
     return boundedness(statistics.median(loops.cpu_us), gpu)
 
 
-def choose_sample_shape(requested: list[int] | None, shape: list[int], host_bound: bool) -> tuple[list[int], str]:
-    """One sample shape for every case of a process, so that the cases compared are sampled alike."""
+def choose_sample_shape(requested: list[int] | None, shape: list[int], host_bound: bool,
+                        op: str = "matmul") -> tuple[list[int], str]:
+    """One sample shape for every case of a process, so that the cases compared are sampled alike: the op's
+    host-bound shape (ops.py) where the requested one is not host-bound."""
     if requested:
         return list(requested), "given with --sample-shape"
     if host_bound:
         return list(shape), "the requested shape is host-bound, so it is sampled as is"
-    return list(DEFAULT_SAMPLE_SHAPE), (
+    fallback = ops.host_bound_shape(op, "cuda")
+    return list(fallback), (
         f"the requested shape {','.join(map(str, shape))} is not host-bound (the GPU hides launch cost), so "
-        f"launches are sampled at the host-bound shape {','.join(map(str, DEFAULT_SAMPLE_SHAPE))}"
+        f"launches are sampled at the host-bound shape {','.join(map(str, fallback))}"
     )
 
 
@@ -432,17 +471,18 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
             step, sync = made[label]
             t0 = time.perf_counter()
             try:
-                cpu, gpu, wall = timed_loop(step, sync, calls[label], events)
+                t = timed_loop(step, sync, calls[label], events)
             except Exception as exc:  # noqa: BLE001 -- one case's fault ends that case, not the others
                 traceback.print_exc()
                 errors[label] = _describe(exc)
                 continue
             spent[label] += time.perf_counter() - t0
             # 0.1 ns is finer than any loop's figure can be read to; more digits only fill run.json
-            loops[label].cpu_us.append(round(cpu, 4))
-            loops[label].wall_us.append(round(wall, 4))
-            if gpu is not None:
-                loops[label].gpu_us.append(round(gpu, 4))
+            loops[label].cpu_us.append(round(t.cpu, 4))
+            loops[label].wall_us.append(round(t.wall, 4))
+            loops[label].all_threads_us.append(round(t.all_threads, 4))
+            if t.gpu is not None:
+                loops[label].gpu_us.append(round(t.gpu, 4))
             loops[label].slots.append(slot)
             slot += 1
         r += 1
@@ -468,7 +508,7 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
             out.cases[label].operands.append(found)
         if events is None:
             events = device_events(job.device)
-            info = events.device_info() if events else {"device_name": None}
+            info = device_info(job.device, events)
             for label in out.cases:
                 out.cases[label].device_info = info
         given = item.calls or {}
@@ -493,7 +533,7 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
         if item.decide:
             ok = [l for l in out.cases if l not in errors and out.cases[l].timing is not None]
             host_bound = all(out.cases[l].timing.host_bound for l in ok)
-            sample_shape, reason = choose_sample_shape(job.sample_shape, shape, host_bound)
+            sample_shape, reason = choose_sample_shape(job.sample_shape, shape, host_bound, job.op)
             out.sample_shape, out.sample_shape_reason = sample_shape, reason
             if sample_shape != shape:
                 plan.insert(0, PlanItem(sample_shape, None, "sample_timing"))
@@ -550,7 +590,7 @@ def sweep_cases(job: SweepJob, report: Reporter) -> Swept:
     run at one point (out of memory at the largest) is reported for that point and still runs at the others.
     ``calls`` of a point, when given (processes after the first), are the calls per loop the first chose."""
     events: Events | None = None
-    device_info: dict[str, Any] = {"device_name": None}
+    info: dict[str, Any] = {"device_name": None}
     ops_by_case: dict[str, int] = {}
     for i, item in enumerate(job.points):
         shape, given = item.shape, item.calls
@@ -561,13 +601,13 @@ def sweep_cases(job: SweepJob, report: Reporter) -> Swept:
         made = build(todo, shape, job.device, report, errors, operands if given is None else None)
         if events is None and made:
             events = device_events(job.device)
-            device_info = events.device_info() if events else {"device_name": None}
+            info = device_info(job.device, events)
         calls, ops = warm_all(made, job, report, lambda label, per_step, steps: given[label] if given else
                               sweep_calls(per_step, steps, events is not None), SWEEP_WARM_SECONDS)
         ops_by_case.update(ops)
         loops = interleaved(made, calls, job.repeats, events, report, shape, errors, job.extend_rounds)
         # each size as soon as it is measured: a run stopped at a later size keeps it
-        report.send(Point(i, ops_by_case, device_info, {
+        report.send(Point(i, ops_by_case, info, {
             c.label: PointCase(error=errors[c.label]) if c.label in errors else
             PointCase(None, calls[c.label] * ops_by_case[c.label], calls[c.label], loops[c.label],
                       operands.get(c.label))
@@ -626,8 +666,8 @@ def start_operands(job: TimeJob | SweepJob | ProfileJob) -> list[str]:
     shape = (job.shape if isinstance(job, ProfileJob) else (job.plan[0].shape if job.plan else [])
              if isinstance(job, TimeJob) else job.points[0].shape if job.points else [])
     builtin = [c for c in todo if c.case.module == cases.__name__ and c.label in cases.BUILTIN]
-    if builtin and len(shape) == 3:
-        cases.prefetch_operands(*shape, builtin[0].dtype)
+    if builtin and shape:
+        cases.prefetch_shape(shape, builtin[0].dtype)
     return cases.builtin_libraries([c.case for c in builtin])
 
 
@@ -642,7 +682,18 @@ def read_job() -> TimeJob | SweepJob | ProfileJob | None:
     return decode_job(data)
 
 
+def pin_cpus() -> None:
+    """Run on the CPUs the parent chose (runner.CPUS_ENV), before any library sizes its thread pools."""
+    given = os.environ.get("FLAMETOOL_CPUS")
+    if given:
+        try:
+            os.sched_setaffinity(0, {int(c) for c in given.split(",")})
+        except (OSError, ValueError):  # not allowed here: the run goes on with every CPU, as without it
+            pass
+
+
 def main(argv: list[str]) -> int:
+    pin_cpus()
     report = Reporter(int(argv[0]))
     if argv[1] == SPARE:
         procs.tie_to_parent(int(argv[2]))

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, analysis, cases, drilldown, envinfo, environments, procs, render, rundir, runner, summary
-from .config import CPU, CUDA, Config, Defaults, default_out, defaults
+from . import __version__, analysis, atlasrun, cases, drilldown, envinfo, environments, ops, procs, render, rundir, runner, summary
+from .config import CPU, CUDA, JAX_CPUS, Config, Defaults, default_out, defaults
 from .record import size_name
 from .render import terminal
 from .render.base import Options
@@ -53,10 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--layers", choices=VIEWS, default="caller",
                    help="system libraries (libc, malloc, locks) in the terminal's layer table: charged to the layer that "
                         "called them (caller, the default) or as a layer of their own (library); the report has both")
-    p.add_argument("--shape", help="M,K,N: a is MxK, b is KxN (default " + ",".join(map(str, CUDA.shape)) + " on CUDA, "
-                                   + ",".join(map(str, CPU.shape)) + " on the CPU)")
+    p.add_argument("--shape", help="matmul: M,K,N, a is MxK, b is KxN (default " + ",".join(map(str, CUDA.shape)) + " on CUDA, "
+                                   + ",".join(map(str, CPU.shape)) + " on the CPU); the other ops: N elements or R,C "
+                                   "(default: the op's host-bound size, as the atlas samples it)")
     sampling_options(p)
-    p.add_argument("--sample-shape", help="M,K,N to sample at (default: the shape when host-bound, else 1024,1024,1024)")
+    p.add_argument("--sample-shape", help="the shape to sample at (default: the shape when host-bound, else the op's "
+                                          "host-bound size: 1024,1024,1024 for matmul)")
     p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")
     p.add_argument("--env", action="append", default=[], metavar="NAME=PYTHON",
                    help="run the cases under this interpreter too (a venv with another build), labelled CASE@NAME; "
@@ -72,10 +74,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", help="comma-separated sizes, each N (an NxN by NxN product) or MxKxN, e.g. "
                                    "64,256,1024,4096x1024x4096; 64,128,...,8192 for a geometric ladder; with ';' "
                                    "between sizes, M,K,N too (default: 64 doubling to 16384, then the seed's "
-                                   "65536x24576x12288 on CUDA; 8 doubling to 512 on the CPU)")
+                                   "65536x24576x12288 on CUDA; 8 doubling to 512 on the CPU); for the other ops "
+                                   "element counts N or RxC (default: 1024 growing 4x to 2^28 on CUDA, 64 to 2^18 "
+                                   "on the CPU)")
     p.add_argument("--sample", action="store_true",
                    help="also profile each case alone (cProfile and py-spy) at each size where it is host-bound, for "
                         "the host time per call by layer there (default: timings only)")
+    sampling_options(p)
+
+    p = sub.add_parser("atlas", help="every op (or --ops) for the chosen libraries, each paired and sampled as compare "
+                                     "does at the op's host-bound size: a table and one page of host time per call, "
+                                     "ratios to the fastest and the layer that differs most")
+    case_options(p, op=False)
+    p.add_argument("--ops", help="comma-separated ops (default: all: " + ", ".join(ops.OPS) + ")")
     sampling_options(p)
 
     p = sub.add_parser("diff", help="one case in two run directories (RUN_A RUN_B), or two cases of one run "
@@ -142,12 +153,15 @@ def sampling_config(args: argparse.Namespace, d: Defaults) -> dict:
     return dict(rate_hz=args.rate or d.rate_hz, sample_seconds=args.sample_seconds or d.sample_seconds)
 
 
-def case_options(p: argparse.ArgumentParser) -> None:
-    """The options compare and sweep share: which cases, how they are timed, where the run goes."""
+def case_options(p: argparse.ArgumentParser, op: bool = True) -> None:
+    """The options compare, sweep and atlas share: which cases, how they are timed, where the run goes."""
     p.add_argument("--libs", help="built-in cases, comma-separated: " + ", ".join(cases.BUILTIN)
                    + " (default: cupy,torch with a CUDA device, numpy,torch on the CPU)")
     p.add_argument("--case", action="append", default=[], metavar="FILE.py:FACTORY",
-                   help="add a user case: FACTORY(m, k, n, dtype, device) returns (step, sync); repeatable")
+                   help="add a user case: FACTORY(shape, dtype, device) (or, for matmul, FACTORY(m, k, n, dtype, "
+                        "device)) returns (step, sync); repeatable")
+    if op:
+        op_option(p)
     p.add_argument("--iters", type=int, default=CPU.iters, help=f"timed calls per loop (default {CPU.iters})")
     p.add_argument("--warmup", type=int, default=CPU.warmup, help=f"warm-up calls (default {CPU.warmup})")
     p.add_argument("--repeats", type=int,
@@ -176,14 +190,20 @@ def case_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="run directory to create (default flametool-runs/<timestamp>)")
 
 
-def parse_shape(text: str, option: str) -> list[int]:
+def op_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--op", default=ops.DEFAULT_OP, help="the operation each built-in case launches: "
+                   + "; ".join(f"{o.name}: {o.does}" for o in ops.OPS.values()) + " (default matmul)")
+
+
+def parse_shape(text: str, option: str, op: str = ops.DEFAULT_OP) -> list[int]:
     parts = text.split(",")
     try:
         shape = [int(p) for p in parts]
     except ValueError:
         shape = []
-    if len(shape) != 3 or any(x <= 0 for x in shape):
-        raise FlametoolError(f"{option} {text!r}: expected three positive integers M,K,N")
+    if len(shape) not in ops.OPS[op].ranks or any(x <= 0 for x in shape):
+        raise FlametoolError(f"{option} {text!r}: expected " + ("three positive integers M,K,N" if op == "matmul" else
+                             f"N (elements) or R,C, positive integers, for --op {op}"))
     return shape
 
 
@@ -260,8 +280,9 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
     on_cpu = device == "cpu"
 
     d = defaults(device)
+    op = ops.get(getattr(args, "op", ops.DEFAULT_OP)).name
     libs = args.libs.split(",") if args.libs is not None else list(d.libs)
-    specs = [cases.builtin(l.strip()) for l in libs if l.strip()] + [cases.user_case(c) for c in args.case]
+    specs = [cases.builtin(l.strip(), op) for l in libs if l.strip()] + [cases.user_case(c) for c in args.case]
     labels = [s.label for s in specs]
     if not specs:
         raise FlametoolError("no cases: give --libs and/or --case")
@@ -282,15 +303,17 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
         repeats=args.repeats or d.repeats, extend_rounds=args.repeats is None,
         processes=args.processes or d.processes, isolate=args.isolate, pairs=pairs, pool_threads=pool_threads,
         keep_going=args.keep_going, out=args.out or default_out(), out_is_default=args.out is None,
-        cpu_fallback=cpu_fallback,
+        cpu_fallback=cpu_fallback, op=op,
+        cpus=JAX_CPUS if not on_cpu and any(s.module and cases.BUILTIN[s.label].library == "jax" for s in specs) else None,
     )
 
 
 def compare_config(args: argparse.Namespace, say) -> Config:
     common = case_config(args, say, "compare")
-    d = defaults(common["device"])
-    shape = parse_shape(args.shape, "--shape") if args.shape else list(d.shape)
-    sample_shape = parse_shape(args.sample_shape, "--sample-shape") if args.sample_shape else None
+    d, op = defaults(common["device"]), common["op"]
+    shape = (parse_shape(args.shape, "--shape", op) if args.shape else
+             list(d.shape) if op == ops.DEFAULT_OP else ops.host_bound_shape(op, common["device"]))
+    sample_shape = parse_shape(args.sample_shape, "--sample-shape", op) if args.sample_shape else None
     if args.env:
         common.update(env_config(args, common))
     elif args.anchor is not None:
@@ -318,35 +341,42 @@ def env_config(args: argparse.Namespace, common: dict) -> dict:
     return dict(cases=labelled, dtypes=dtypes, pairs=pairs, environments=envs, anchor=anchor)
 
 
-def default_sizes(device: str) -> list[list[int]]:
+def default_sizes(device: str, op: str = ops.DEFAULT_OP) -> list[list[int]]:
     """A geometric ladder per device: squares doubling from the smallest size worth launching to the largest
-    worth waiting for, and on CUDA the seed's own shape last."""
-    return [list(size) for size in defaults(device).sweep_sizes]
+    worth waiting for, and on CUDA the seed's own shape last; element counts growing 4x for the other ops."""
+    return ops.ladder(op, device)
 
 
-def parse_sizes(text: str) -> list[list[int]]:
+def _uniform(shape: list[int]) -> bool:
+    """A size a ladder can run through: a square product or a count of elements."""
+    return len(shape) == 1 or (len(shape) == 3 and shape[0] == shape[1] == shape[2])
+
+
+def parse_sizes(text: str, op: str = ops.DEFAULT_OP) -> list[list[int]]:
     """The sizes of a sweep, in order, none twice:
-    '64,256,4096x1024x4096'  each N (an NxN by NxN product) or MxKxN;
+    '64,256,4096x1024x4096'  each N (an NxN by NxN product) or MxKxN; for the other ops N elements or RxC;
     '64,128,...,8192'        a geometric ladder: the first two set the step, '...' runs on to the last;
-    '64;4096,1024,4096'      with ';' between sizes, a size may be written M,K,N."""
+    '64;4096,1024,4096'      with ';' between sizes, a size may be written M,K,N (or R,C)."""
     items = [i.strip() for i in text.split(";" if ";" in text else ",")]
-    bad = lambda item, why="is not a size; give N or MxKxN (positive integers)": FlametoolError(  # noqa: E731
+    what = "N or MxKxN" if op == ops.DEFAULT_OP else f"N or RxC for --op {op}"
+    bad = lambda item, why=f"is not a size; give {what} (positive integers)": FlametoolError(  # noqa: E731
         f"--sizes {text!r}: {item!r} {why}")
     sizes: list[list[int]] = []
     for n, item in enumerate(items):
         if item == "...":
-            if not (2 <= len(sizes) == n and n + 1 < len(items)) or any(s[0] != s[1] or s[1] != s[2] for s in sizes[-2:]):
-                raise bad(item, "needs two square sizes before it and one after, e.g. 64,128,...,8192")
+            kind = "square sizes" if op == ops.DEFAULT_OP else "element counts N"
+            if not (2 <= len(sizes) == n and n + 1 < len(items)) or not all(_uniform(s) for s in sizes[-2:]):
+                raise bad(item, f"needs two {kind} before it and one after, e.g. 64,128,...,8192")
             first, step = sizes[-1][0], sizes[-1][0] / sizes[-2][0]
-            last = _size(items[n + 1], bad)
-            if step <= 1 or last[0] != last[1] or last[1] != last[2] or last[0] <= first:
-                raise bad(item, "needs growing square sizes, e.g. 64,128,...,8192")
+            last = _size(items[n + 1], bad, op)
+            if step <= 1 or not _uniform(last) or last[0] <= first:
+                raise bad(item, f"needs growing {kind}, e.g. 64,128,...,8192")
             k = 1
             while round(first * step ** k) < last[0] and len(sizes) <= MAX_SIZES:
-                sizes.append([round(first * step ** k)] * 3)
+                sizes.append([round(first * step ** k)] * len(last))
                 k += 1
             continue
-        shape = _size(item, bad)
+        shape = _size(item, bad, op)
         if shape in sizes:
             raise bad(item, "is given twice")
         sizes.append(shape)
@@ -355,22 +385,69 @@ def parse_sizes(text: str) -> list[list[int]]:
     return sizes
 
 
-def _size(item: str, bad) -> list[int]:
+def _size(item: str, bad, op: str = ops.DEFAULT_OP) -> list[int]:
     parts = item.lower().replace(",", "x").split("x")
     try:
         dims = [int(p) for p in parts]
     except ValueError:
         dims = []
-    if len(dims) not in (1, 3) or any(d <= 0 for d in dims):
+    if len(dims) not in ((1, 3) if op == ops.DEFAULT_OP else ops.OPS[op].ranks) or any(d <= 0 for d in dims):
         raise bad(item)
-    return dims * 3 if len(dims) == 1 else dims
+    return dims * 3 if len(dims) == 1 and op == ops.DEFAULT_OP else dims
 
 
 def sweep_config(args: argparse.Namespace, say) -> Config:
     common = case_config(args, say, "sweep")
-    sizes = parse_sizes(args.sizes) if args.sizes is not None else default_sizes(common["device"])
+    op = common["op"]
+    sizes = parse_sizes(args.sizes, op) if args.sizes is not None else default_sizes(common["device"], op)
     return Config(**common, **sampling_config(args, defaults(common["device"])), shape=sizes[0], sizes=sizes,
                          max_processes=common["processes"], sample=args.sample)
+
+
+def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str]]:
+    """The atlas's Config (its cases as matmul's; atlasrun.op_config makes each op's) and its ops."""
+    names = [o.strip() for o in (args.ops or ",".join(ops.OPS)).split(",") if o.strip()]
+    for name in names:
+        ops.get(name, "--ops")
+    if not names or len(set(names)) != len(names):
+        raise FlametoolError(f"--ops {args.ops!r}: give each op once, e.g. add,sum")
+    if args.pair:  # each op's run diffs every library against the first, and the atlas each against the fastest
+        raise FlametoolError("atlas --pair: the atlas pairs each library with the first of each op's run and with the "
+                             "op's fastest; for a pair of your own use compare --op OP --pair BASE:HEAD")
+    common = case_config(args, say, "atlas")
+    d = defaults(common["device"])
+    sampling = sampling_config(args, d)
+    if args.sample_seconds is None:
+        sampling["sample_seconds"] = atlasrun.SAMPLE_SECONDS[ops.kind(common["device"])]
+    return Config(**common, **sampling, shape=list(d.shape), max_processes=common["processes"], extra_seconds=0.0,
+                  spares=d.spares), names
+
+
+def cmd_atlas(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
+    """Every op measured (each op's report written after it), then the atlas's table and page."""
+    config, names = atlas_config(args, lambda text: terminal.say(err, text))
+    with terminal.Progress(err) as progress:
+        try:
+            run_dir, run = atlasrun.atlas(config, names, ["flametool", *argv], progress.update,
+                                          lambda op_dir: rundir.write_report(op_dir, page(op_dir)))
+        except KeyboardInterrupt as exc:
+            if not (config.out / rundir.RUN_FILE).exists():
+                terminal.say(err, "flametool: interrupted before anything was measured")
+                return interrupt_code(exc)
+            # the ops that finished are shown and the page written, as at the end of a whole atlas
+            analysed = analysis.load(config.out)
+            out.file.write(render.get("terminal")(terminal_options(out)).render(analysed))
+            write_report(config.out, analysed, err, out)
+            terminal.say(err, f"flametool: interrupted; the ops that finished are kept in {rundir.shown(config.out)} "
+                              "(complete: false)")
+            return interrupt_code(exc)
+    analysed = analysis.analyse(run_dir, run)
+    out.file.write(render.get("terminal")(terminal_options(out)).render(analysed))
+    written = write_report(run_dir, analysed, err, out)
+    failed = [p for p in run.parts if p.error]
+    for part in failed:
+        terminal.say(err, f"flametool: op {part.op}: {part.error}")
+    return 1 if failed else (0 if written else 2)
 
 
 def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
@@ -441,6 +518,11 @@ def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
         return 0
     path = rundir.write_report(args.run, page(args.run), args.output)
     terminal.say(err, f"report: {rundir.shown(path)}")
+    # an atlas's page in its directory links to its ops' pages: those are written again beside it (with -o
+    # the pages go where asked, and nothing is written into the run directory)
+    for part in rundir.load(args.run).parts if args.output is None else []:
+        if (args.run / part.dir / rundir.RUN_FILE).exists():
+            terminal.say(err, f"report: {rundir.shown(rundir.write_report(args.run / part.dir, page(args.run / part.dir)))}")
     if args.open:
         import webbrowser
 
@@ -639,6 +721,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in ("compare", "sweep"):
             return cmd_compare(args, argv, err, out)
+        if args.command == "atlas":
+            return cmd_atlas(args, argv, err, out)
         if args.command in ("diff", "export", "report", "summary"):
             with analysis.collector_paused():
                 if args.command == "diff":

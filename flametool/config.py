@@ -8,10 +8,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from . import ops
 from .cases import OPERAND_SEED, CaseSpec
 from .record import Environment
 
-SEED_SHAPE = [65536, 24576, 12288]
+SEED_SHAPE = list(ops.SEED_SHAPE)
 
 
 @dataclass(frozen=True)
@@ -52,15 +53,21 @@ class Defaults:
     extra_seconds: int = 60
 
 
-# A sweep's default ladder: from a product the launch dwarfs to one the GPU needs milliseconds for (on the
-# H200, fp16: 64^3 is host-bound for every library, 16384^3 takes about 13 ms), and on the CPU from 8 to a
-# size that already takes milliseconds of BLAS.
+# A sweep's default ladder: matmul's in ops.py (the other ops have theirs there too).
 CPU = Defaults(libs=("numpy", "torch"), dtype="float32", shape=(64, 64, 64),
-               sweep_sizes=tuple((n, n, n) for n in (8 * 2**i for i in range(7))),
+               sweep_sizes=ops.OPS["matmul"].ladder["cpu"],
                rate_hz=100, sample_seconds=5, pool_threads=1, spares=False)
 CUDA = Defaults(libs=("cupy", "torch"), dtype="float16", shape=tuple(SEED_SHAPE),
-                sweep_sizes=tuple((n, n, n) for n in (64 * 2**i for i in range(9))) + (tuple(SEED_SHAPE),),
+                sweep_sizes=ops.OPS["matmul"].ladder["cuda"],
                 rate_hz=25, sample_seconds=16, pool_threads=1, spares=True)
+
+
+# A jax GPU process starts about four threads per CPU it may run on (XLA sizes its pools by the CPU affinity;
+# XLA_FLAGS' CPU thread options changed nothing): 75 on the 16-core H200 host, 19 with 2 CPUs, and each native
+# sample stops them all (a sampled jitted add ran 1.93x slower at 50 Hz with 60 threads). The launch path is
+# one caller thread and a worker or two, and with 2 CPUs its host time per call was no slower (32.6 against
+# 40.0 us, benchmarks/jax_threads.py). So a run with a jax case runs every child, every library alike, on 2.
+JAX_CPUS = 2
 
 
 def defaults(device: str) -> Defaults:
@@ -102,6 +109,8 @@ class Config:
     # its CaseSpec.env, and `anchor` is the case (as --libs names it) every environment's processes time
     environments: list[Environment] = field(default_factory=list)
     anchor: str | None = None
+    op: str = "matmul"  # --op: what the built-in cases launch (ops.py); `shape` and `sizes` are this op's
+    cpus: int | None = None  # CPUs each child may run on (runner.CPUS_ENV; a run with jax: JAX_CPUS); None: all
 
     def __post_init__(self) -> None:
         if self.max_processes is None:

@@ -46,6 +46,33 @@ def shape(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) and value else DASH
 
 
+def ratio_to_fastest(f, fastest: str) -> str:
+    """An atlas cell's ratio to its op's fastest library: '2.41x (2.30-2.52)', or 'fastest'."""
+    if f is None:
+        return "fastest" if fastest else DASH
+    if f.ratio is None:
+        return DASH
+    iv = f.ratio_interval
+    return f"{f.ratio:.2f}x" + (f" ({iv.low:.2f}-{iv.high:.2f})" if iv else "")
+
+
+def differs_most(c) -> str:
+    """An atlas cell's layer that differs most from the fastest library's, with by how much."""
+    return f"{c.differs_most} {c.differs_by:+.2f} us" if c.differs_most else DASH
+
+
+def outputs_sentence(n) -> str:
+    """What the fairness list says of jax's output buffers (operands.NewOutputs)."""
+    return (f"{', '.join(n.new)} return a new output buffer every call (JAX has no out=), where "
+            f"{', '.join(n.into_out)} write {n.op}'s result into a preallocated out: an allocation a call is part "
+            "of what the jax figures measure")
+
+
+def op_shape(op: str, value) -> str:
+    """A shape with the op it is a shape of (--op): 'matmul 1024,1024,1024', 'add 1048576'."""
+    return f"{op} {shape(value)}"
+
+
 def unlike_sentence(u: UnlikeOperands) -> str:
     """What a report says of cases that multiplied different values at one shape and dtype."""
     listed = "; ".join(f"{label} {fp} ({u.made[label]})" for label, fp in u.cases.items())

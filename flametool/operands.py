@@ -1,4 +1,5 @@
-"""Whether the cases of a run multiplied the same values: a GEMM's GPU time depends on them."""
+"""Whether the cases of a run multiplied the same values (a GEMM's GPU time depends on them), and whether they
+wrote their results alike (jax has no out=)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,25 @@ def unlike_operands(run: Run) -> list[UnlikeOperands]:
     return [UnlikeOperands(list(shape), dtype, {l: fp for l, (fp, _) in found.items()},
                            {l: made for l, (_, made) in found.items()})
             for (shape, dtype), found in seen.items() if len({fp for fp, _ in found.values()}) > 1]
+
+
+@dataclass
+class NewOutputs:
+    """Built-in jax cases beside cases that write into a preallocated out (matmul, add): jax has no out=, so each
+    of its calls makes a new output buffer where the others reuse one."""
+
+    op: str
+    new: list[str]  # the cases that return a new array each call
+    into_out: list[str]  # the built-in cases that write into a preallocated out
+
+
+def new_outputs(run: Run) -> NewOutputs | None:
+    from . import ops
+
+    op = run.config.operation
+    if op not in ops.OPS or "preallocated out" not in ops.OPS[op].output:
+        return None
+    builtin = {l: r for l, r in run.results.items() if not r.error and r.factory.startswith("flametool.cases:")}
+    new = [l for l, r in builtin.items() if r.library == "jax"]
+    into = [l for l, r in builtin.items() if r.library in ("cupy", "torch", "numpy")]
+    return NewOutputs(op, new, into) if new and into else None

@@ -18,7 +18,7 @@ from .record import Loops, Operands
 
 
 def _shape(value: Any) -> list[int]:
-    if not (isinstance(value, list) and len(value) == 3 and all(isinstance(x, int) for x in value)):
+    if not (isinstance(value, list) and 1 <= len(value) <= 3 and all(isinstance(x, int) for x in value)):
         raise ValueError(f"not a shape: {value!r}")
     return value
 
@@ -33,7 +33,7 @@ def _calls(value: Any) -> dict[str, int] | None:
 
 def _loops(data: dict) -> Loops:
     return Loops(cpu_us=list(data["cpu_us"]), gpu_us=list(data.get("gpu_us", [])), slots=list(data.get("slots", [])),
-                 wall_us=list(data.get("wall_us", [])))
+                 wall_us=list(data.get("wall_us", [])), all_threads_us=list(data.get("all_threads_us", [])))
 
 
 def _operands(data: dict) -> Operands:
@@ -96,6 +96,7 @@ class TimeJob(Job):
     cases: list[JobCase] = field(default_factory=list)
     plan: list[PlanItem] = field(default_factory=list)
     sample_shape: list[int] | None = None  # --sample-shape, for `decide`
+    op: str = "matmul"  # for `decide`: the op's host-bound shape (ops.py) is sampled when the shape is not
 
     @classmethod
     def from_json(cls, data: dict) -> "TimeJob":
@@ -103,7 +104,7 @@ class TimeJob(Job):
                 for p in data["plan"]]
         given = data.get("sample_shape")
         return cls(**cls._common(data), cases=[JobCase.from_json(c) for c in data["cases"]], plan=plan,
-                   sample_shape=None if given is None else _shape(given))
+                   sample_shape=None if given is None else _shape(given), op=str(data.get("op", "matmul")))
 
 
 @dataclass

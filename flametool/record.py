@@ -25,7 +25,8 @@ from .errors import RunDirError
 SCHEMA = 2
 # compare: each case at one shape, timed, profiled and sampled; sweep: each case timed at a list of sizes
 # (CaseResult.points). Files from before sweeps have no "kind" and are compare runs.
-KINDS = ("compare", "sweep")
+# atlas: one compare run per op in a folder of its own under the atlas's directory (Run.parts).
+KINDS = ("compare", "sweep", "atlas")
 # Bounds that keep every derived figure finite: a time per call (us), a ratio or a number of seconds is 0 or
 # within [MIN_NUMBER, MAX_NUMBER] (a call of 1e12 us takes eleven days; 1e-6 us is a femtosecond), so that
 # sums, differences and quotients of them stay far from overflow; counts stay below MAX_COUNT.
@@ -91,7 +92,7 @@ class Reader:
                                            "a list of numbers", [])]
 
     def shape(self, key: str) -> list[int] | None:
-        return self.get(key, is_shape, "three positive integers")
+        return self.get(key, is_shape, "a shape (one to three positive integers)")
 
     def items(self, key: str) -> list["Reader"]:
         """A list of objects (processes, groups, points), each to be read with its own path (null in it is not
@@ -114,7 +115,8 @@ def is_count(v: Any) -> bool:
 
 
 def is_shape(v: Any) -> bool:
-    return isinstance(v, list) and len(v) == 3 and all(is_count(x) and x > 0 for x in v)
+    """M,K,N (matmul), or N elements or R,C (the other ops, ops.py)."""
+    return isinstance(v, list) and 1 <= len(v) <= 3 and all(is_count(x) and x > 0 for x in v)
 
 
 # --- the records --------------------------------------------------------------------------------------------
@@ -153,8 +155,8 @@ def base_label(label: str) -> str:
 
 
 def size_name(shape: list[int]) -> str:
-    """A size as a sweep names it: N for an NxN by NxN product, else MxKxN."""
-    return str(shape[0]) if shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
+    """A size as a sweep names it: N for an NxN by NxN product, else MxKxN; N elements, or RxC."""
+    return str(shape[0]) if len(shape) == 3 and shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
 
 
 def host_bound(timing: "Timing") -> bool | None:
@@ -174,11 +176,14 @@ class Loops:
     gpu_us: list[float] = field(default_factory=list)
     slots: list[int] = field(default_factory=list)
     wall_us: list[float] = field(default_factory=list)
+    # CPU time of every thread of the process during each loop, us per operation (the caller's and its
+    # workers': jax hands each call to threads of its own); runs before 2026-12-01 did not record it
+    all_threads_us: list[float] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, r: Reader) -> "Loops":
         slots = r.get("slots", lambda v: isinstance(v, list) and all(is_count(x) for x in v), "a list of counts", [])
-        return cls(r.numbers("cpu_us"), r.numbers("gpu_us"), slots, r.numbers("wall_us"))
+        return cls(r.numbers("cpu_us"), r.numbers("gpu_us"), slots, r.numbers("wall_us"), r.numbers("all_threads_us"))
 
     def figures(self, metric: str) -> list[float]:
         """The loops' figures of one kind: "cpu_us", "gpu_us" or "wall_us"."""
@@ -506,6 +511,7 @@ class RunConfig:
     sizes: list[list[int]] | None = None
     pairs: list[list[str]] | None = None
     anchor: str | None = None  # `compare --env`: the case (as named in --libs) every environment's processes time
+    op: str | None = None  # --op (ops.py); runs before it are matmul runs
     recorded: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -517,9 +523,30 @@ class RunConfig:
         return cls(**{f.name: data.get(f.name) for f in fields(cls) if f.name != "recorded"}, recorded=dict(data))
 
     @property
+    def operation(self) -> str:
+        """The op the run measured: matmul where run.json does not say (runs before --op)."""
+        return self.op or "matmul"
+
+    @property
     def timing_processes(self) -> int:
         """The processes asked for, as the figures' notes count them (1 for a run that does not say)."""
         return self.processes or 1
+
+
+@dataclass
+class AtlasPart:
+    """One op of an atlas: the compare run made for it, in the folder `dir` beside the atlas's run.json (a
+    name, never a path), or why it has none."""
+
+    op: str
+    dir: str
+    error: str | None = None
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "AtlasPart":
+        name = r.get("dir", lambda v: isinstance(v, str) and v not in ("", ".", "..") and "/" not in v and "\0" not in v,
+                     "a folder name")
+        return cls(op=r.text("op", ""), dir=name or "", error=r.text("error"))
 
 
 @dataclass
@@ -535,6 +562,7 @@ class Run:
     results: dict[str, CaseResult] = field(default_factory=dict)
     kind: str = "compare"  # one of KINDS: what made the run, and so which analysis and report it gets
     environments: list[Environment] = field(default_factory=list)  # `compare --env`: each environment, probed
+    parts: list[AtlasPart] = field(default_factory=list)  # an atlas: its ops' runs
 
     def __post_init__(self) -> None:
         if isinstance(self.config, dict):
@@ -576,7 +604,8 @@ class Run:
                 "finished": self.finished,
                 "command": self.command, "config": self.config.recorded, "env": self.env,
                 "groups": [asdict(g) for g in self.groups],
-                "results": {label: r.to_json() for label, r in self.results.items()}}
+                "results": {label: r.to_json() for label, r in self.results.items()}} | (
+                {"parts": [asdict(p) for p in self.parts]} if self.kind == "atlas" else {})
         if self.environments:  # an addition a reader of schema 2 without it ignores: the schema stays 2
             data["environments"] = [asdict(e) for e in self.environments]
         return data
@@ -598,13 +627,14 @@ class Run:
         config = r.obj("config", optional=True)
         if config:  # the options readers compute with (processes, shape, pairs, ...) are checked like the rest
             for key in ("iters", "warmup", "repeats", "rate_hz", "sample_seconds", "processes", "max_processes",
-                        "pool_threads", "operand_seed"):
+                        "pool_threads", "operand_seed", "cpus"):
                 config.count(key)
             for key in ("sample", "keep_going", "cpu_fallback", "isolate", "extend_rounds", "out_is_default"):
                 config.flag(key)
             config.shape("shape"), config.shape("sample_shape"), config.text("device"), config.number("extra_seconds")
             config.text("anchor")
-            config.get("sizes", lambda v: isinstance(v, list) and all(is_shape(x) for x in v), "a list of M,K,N shapes")
+            config.text("op")
+            config.get("sizes", lambda v: isinstance(v, list) and all(is_shape(x) for x in v), "a list of shapes")
             config.get("dtypes", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
                        "an object of strings")
             config.get("pairs", lambda v: isinstance(v, list) and all(
@@ -620,6 +650,7 @@ class Run:
             env=r.get("env", lambda v: isinstance(v, dict), "an object", {}),
             groups=[Group.from_json(g) for g in r.items("groups")],
             environments=[Environment.from_json(e) for e in r.items("environments")],
+            parts=[AtlasPart.from_json(p) for p in r.items("parts")] if kind == "atlas" else [],
             results={label: CaseResult.from_json(results.obj(label) if isinstance(v, dict)
                                                  else _not_object(results, label, v), label)
                      for label, v in results.value.items()},

@@ -162,6 +162,9 @@ def load_profiled(run: Path | str, what: str) -> record.Run:
     """load(), for a command that reads a run's stacks or profiles (`what` it does with them): a sweep has
     none, and says so instead of 'no case has stacks'."""
     data = load(run)
+    if data.kind == "atlas":
+        raise FlametoolError(f"{run}: an atlas: each op's run is a folder in it ("
+                             + ", ".join(str(Path(run) / p.dir) for p in data.parts) + f"); give one of them to {what}")
     if data.kind != "compare":
         raise FlametoolError(f"{run}: a {data.kind} run: it holds timings only, no stacks or profiles to {what} "
                              f"(flametool report {run} shows it)")

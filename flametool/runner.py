@@ -98,6 +98,8 @@ def child_env(pool_threads: int | None = None, token: str | None = None) -> dict
         env[procs.MARKER] = token
     if pool_threads is not None:
         env.update(dict.fromkeys(POOL_THREAD_VARS, str(pool_threads)))
+    # jax takes 75% of the GPU's memory at its first array unless told not to: the cases share the device
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     # the child imports flametool from the same place as the parent, installed or not
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -135,20 +137,39 @@ class Started:
             procs.kill_marked(self.token)
 
 
-def start_child(args: list[str], config: Config, log_path: Path, env: str | None = None) -> Started:
-    """A child process (`child_command(MSG_FD, *ARGS)`) in environment `env`'s interpreter, its output to
-    `log_path`."""
+# The CPUs a child may run on (config.cpus of them), for child.main to set before it imports anything.
+CPUS_ENV = "FLAMETOOL_CPUS"
+_cpu_turn = 0
+
+
+def next_cpus(count: int) -> list[int]:
+    """The next `count` CPUs of this process's own, in turn: the children alive at once (a timed process and
+    the spares importing beside it) get CPUs of their own while there are enough."""
+    global _cpu_turn
+    allowed = sorted(os.sched_getaffinity(0))
+    count = min(count, len(allowed))
+    start = (_cpu_turn * count) % len(allowed)
+    _cpu_turn += 1
+    return [allowed[(start + i) % len(allowed)] for i in range(count)]
+
+
+def start_child(args: list[str], config: Config, log_path: Path, environment: str | None = None) -> Started:
+    """A child process (`child_command(MSG_FD, *ARGS)`) in the interpreter of `environment` (`compare --env`;
+    None: this one's), its output to `log_path`."""
     try:
         log = open(log_path, "w", encoding="utf-8")
     except OSError as exc:
         raise rundir.cannot_write(log_path, exc) from None
     read_fd, write_fd = os.pipe()
     token = uuid.uuid4().hex
+    env = child_env(config.pool_threads, token)
+    if config.cpus:
+        env[CPUS_ENV] = ",".join(map(str, next_cpus(config.cpus)))
     with log:
         proc = subprocess.Popen(
-            child_command(str(write_fd), *args, python=config.python(env)),
+            child_command(str(write_fd), *args, python=config.python(environment)),
             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-            env=child_env(config.pool_threads, token), **procs.own_group(),
+            env=env, **procs.own_group(),
         )
     os.close(write_fd)
     procs.track(proc.pid)  # Ctrl-Z stops it with flametool
@@ -450,7 +471,7 @@ class Measurement:
         for c in cases:
             run.results[c.label].group = index
         first = TimeJob(**job_base(config), cases=[job_case(c, config) for c in cases], sample_shape=config.sample_shape,
-                        plan=[PlanItem(config.shape, None, "timing", decide=True)])
+                        plan=[PlanItem(config.shape, None, "timing", decide=True)], op=config.op)
         say = lambda what: self.progress(f"timing {name}", f"process 1/{config.processes}: {what}")  # noqa: E731
         got, error, _ = run_child(first, config, name, self.out / f"{name}-timing.log", lambda _l, t: say(t))
         if got is None:

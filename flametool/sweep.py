@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import attribution, stats
-from .operands import UnlikeOperands, unlike_operands
+from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands
 from .record import HOST_BOUND_FACTOR, Run, SweepPoint, Timing, host_bound, size_name  # noqa: F401 - sweep.size_name
 
 
 def edge(shape: list[int]) -> float:
-    """The side of the cube with a shape's number of multiply-adds: one axis for squares and triples."""
-    return (shape[0] * shape[1] * shape[2]) ** (1 / 3)
+    """The side of the cube with a shape's number of multiply-adds: one axis for squares and triples; the
+    number of elements for the other ops' shapes (N, or R,C)."""
+    return (shape[0] * shape[1] * shape[2]) ** (1 / 3) if len(shape) == 3 else float(math.prod(shape))
 
 
 @dataclass
@@ -259,6 +260,7 @@ class SweepAnalysis:
     # --sample: size name -> label -> the case's attribution there
     layers: dict[str, dict[str, attribution.CaseCosts]] = field(default_factory=dict)
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
+    new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
 
     _index: dict = field(default_factory=dict, repr=False, compare=False)  # label -> by_shape of its curve
 
@@ -292,7 +294,7 @@ def by_shape(points: list) -> dict[tuple, object]:
 
 def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
     """Every case's points and crossover, the layers at each sampled size, every compared pair per size."""
-    out = SweepAnalysis(run_dir, run, unlike=unlike_operands(run))
+    out = SweepAnalysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run))
     for label, result in run.results.items():
         out.curves[label] = [point(t) for t in result.points]
         out.crossovers[label] = crossover(out.curves[label])

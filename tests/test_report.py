@@ -185,8 +185,13 @@ def test_samples_render(run, tmp_path):
     out = tmp_path / "report.html"
     assert cli.main(["report", str(run), "-o", str(out)]) == 0
     html = out.read_text(encoding="utf-8")
-    if rundir.load(run).kind == "sweep":
+    kind = rundir.load(run).kind
+    if kind == "sweep":
         check_sweep_page(run, html, Page(html))
+    elif kind == "atlas":  # its sections, and a link to the report of each op it measured
+        assert {"headline", "table", "layers", "frames", "environment"} <= Page(html).ids()
+        for row in analysis.load(run).rows:
+            assert (f'href="{row.report}"' in html) == (row.error is None)
     else:
         check_page(run, html, Page(html))
     assert snapshot(run) == before

@@ -290,8 +290,12 @@ def _frame(xs: list[float], x_names: list[str], height: int) -> tuple[LogScale, 
     return sx, ticks, width, height
 
 
+MATMUL_AXIS = "size: N of an N×N by N×N product, or the cube root of M·K·N (log scale)"
+ELEMENTS_AXIS = "size: elements per operand (log scale)"
+
+
 def time_plot(curves: dict[str, list[tuple[float, str, float | None, float | None]]],
-              crossovers: dict[str, tuple[float, float] | None]) -> LogChart:
+              crossovers: dict[str, tuple[float, float] | None], x_title: str = MATMUL_AXIS) -> LogChart:
     """Host and GPU time per call against size, both on log scales: per case a solid line (host) and a dashed
     one (GPU), each case its colour; a case's crossover (GPU time overtakes host time) a vertical line with
     the point where they meet. curves: label -> [(size, size name, host us, GPU us)]; crossovers: label ->
@@ -307,7 +311,7 @@ def time_plot(curves: dict[str, list[tuple[float, str, float | None, float | Non
     sy = LogScale(lo, hi, bottom, top)
     chart = LogChart(width, height, sx.p0, sx.p1, top, bottom, x_ticks, [(sy(v), time_text(v)) for v in powers],
                      [sy(m * v) for v in powers[:-1] for m in (2, 5)], y_title="time per call (log scale)",
-                     x_title="size: N of an N×N by N×N product, or the cube root of M·K·N (log scale)")
+                     x_title=x_title)
     for i, (label, pts) in enumerate(curves.items()):
         colour = case_colour(i)
         for kind, dash, marker, at in (("host", "", "circle", 2), ("GPU", "6 4", "square", 3)):

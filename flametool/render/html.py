@@ -23,7 +23,7 @@ import jinja2
 from markupsafe import Markup
 
 from .. import __version__, cases, rundir, sampler
-from . import charts, sweep_page
+from . import atlas_page, charts, sweep_page
 from .. import flamegraph as flame
 from .. import format as fmt
 from .. import naming
@@ -31,6 +31,7 @@ from ..analysis import Analysis
 from ..attribution import CaseCosts, Skipped
 from ..diff import LayerDelta, PairDiff
 from ..sweep import SweepAnalysis
+from ..atlas import AtlasAnalysis
 from ..errors import FlametoolError
 from ..record import CaseResult, Run, Sampling
 from .base import Renderer
@@ -38,6 +39,7 @@ from .base import Renderer
 REPORT_FILE = "report.html"
 PAGE = "report.html.j2"
 SWEEP_PAGE = "sweep.html.j2"
+ATLAS_PAGE = "atlas.html.j2"
 FEW_SAMPLES = 200
 SLOWDOWN_WARN = 1.5
 CPROFILE_WARN = 1.5
@@ -224,7 +226,7 @@ def headline(a: Analysis) -> Headline:
         cpu = t.cpu_us if t else None
         rows.append(CaseRow(
             label=label, library=r.library or r.factory or "", dtype=r.dtype or "–",
-            shape=shape_text(r.shape), device=r.device_name or r.device or "–",
+            shape=fmt.op_shape(run.config.operation, r.shape), device=r.device_name or r.device or "–",
             cpu=us(cpu), cpu_spread=f"95%: {fmt.interval(t.interval, us)}" if t and t.interval else "",
             gpu=us(t.gpu_us) if t and t.gpu_us is not None else ("none (CPU)" if r.device == "cpu" else "–"),
             ratio=f"{cpu / base_cpu:.2f}×" if isinstance(cpu, (int, float)) and base_cpu else "–",
@@ -322,6 +324,8 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
             out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
     for unlike in a.unlike:
         out.append(Caveat("operands differ", fmt.unlike_sentence(unlike) + "."))
+    if a.new_outputs:
+        out.append(Caveat("outputs differ", fmt.outputs_sentence(a.new_outputs) + "."))
     for label, r in ok.items():
         group = run.group_of(label)
         if group is not None and not group.paired and len(run.results) > 1:
@@ -527,7 +531,7 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
     rows += [(f"environment {e.name}", fmt.environment_line(e).partition(": ")[2]) for e in data.environments]
     if data.config.anchor:
         rows.append(("anchor", f"{data.config.anchor}: timed beside the cases in every environment's processes"))
-    shown = ("sizes", "shape", "dtypes", "iters", "warmup", "rate_hz", "sample_seconds", "sample_shape", "sample",
+    shown = ("op", "ops", "sizes", "shape", "dtypes", "iters", "warmup", "rate_hz", "sample_seconds", "sample_shape", "sample",
              "pool_threads", "isolate", "operand_seed")
     if config.sizes:  # a sweep: its sizes say it; its "shape" is only the first of them
         shown = tuple(k for k in shown if k not in ("shape", "sample_shape"))
@@ -601,14 +605,16 @@ class HtmlRenderer(Renderer):
 
     name = "html"
 
-    def render(self, result: "Analysis | SweepAnalysis") -> str:
+    def render(self, result: "Analysis | SweepAnalysis | AtlasAnalysis") -> str:
         return render(result)
 
 
-def render(a: "Analysis | SweepAnalysis") -> str:
+def render(a: "Analysis | SweepAnalysis | AtlasAnalysis") -> str:
     if isinstance(a, SweepAnalysis):
         env = environment()
         model, page = sweep_page.build(a, asset(env, "report.css"), environment_rows(a.run_dir, a.run)), SWEEP_PAGE
+    elif isinstance(a, AtlasAnalysis):
+        model, page = atlas_page.build(a, asset(environment(), "report.css"), environment_rows(a.run_dir, a.run)), ATLAS_PAGE
     else:
         model, page = build(a), PAGE
     try:

@@ -119,7 +119,8 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
     labels = list(a.curves)
     plot = charts.time_plot({l: [(p.size, size_name(p.shape), p.cpu_us, p.gpu_us) for p in pts]
                              for l, pts in a.curves.items()},
-                            {l: (c.size, c.us) for l, c in a.crossovers.items() if c.size and c.us})
+                            {l: (c.size, c.us) for l, c in a.crossovers.items() if c.size and c.us},
+                            charts.MATMUL_AXIS if run.config.operation == "matmul" else charts.ELEMENTS_AXIS)
     pair_series = [(f"{sp.head} / {sp.base}", charts.case_colour(labels.index(sp.head)),
                     [(p.size, size_name(p.shape), p.wall.ratio,
                       p.wall.ratio_interval.low if p.wall.ratio_interval else None,
@@ -131,12 +132,13 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
     for sp in a.pairs:
         lines += fmt.sweep_pair_lines(sp, run.config.timing_processes)
     lines += [f"operands differ: {fmt.unlike_sentence(unlike)}" for unlike in a.unlike]
+    lines += [f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}"] if a.new_outputs else []
     failures = [f"{label}: failed: {r.error}" for label, r in run.results.items() if r.error]
     failures += [f"{label} at {size_name(p.shape)}: {p.error}" for label, r in run.results.items() for p in r.points if p.error]
     columns, rows = cells(a)
     dtypes = sorted({r.dtype for r in run.results.values()})
     return SweepReport(
-        title=f"flametool sweep: {' vs '.join(labels) or 'empty run'} ({', '.join(dtypes)})",
+        title=f"flametool sweep: {run.config.operation}: {' vs '.join(labels) or 'empty run'} ({', '.join(dtypes)})",
         run_dir=str(a.run_dir), generated=datetime.now().astimezone().isoformat(timespec="seconds"),
         version=__version__, complete=run.complete, lines=lines, plot=plot,
         ratios=charts.ratio_plot(pair_series) if pair_series else None,

@@ -17,6 +17,7 @@ from ..analysis import Analysis, DiffResult
 from ..attribution import CaseCosts, Skipped
 from ..diff import PairDiff
 from ..sweep import SweepAnalysis
+from ..atlas import AtlasAnalysis
 from ..layers import order
 from .base import Renderer
 
@@ -103,6 +104,7 @@ def print_summary(a: Analysis, console: Console) -> None:
     if note:
         say(console, note)
 
+    op = run.config.operation
     timing = titled("host (CPU) time per call pooled over the processes at the median process's speed, GPU time per "
                     "call the median of every loop; 95% interval in brackets")
     for col, right in (("case", False), ("dtype", False), ("shape", False), ("CPU", True), ("GPU", True),
@@ -111,10 +113,11 @@ def print_summary(a: Analysis, console: Console) -> None:
     for label, r in run.results.items():
         t = a.timings.get(label)
         if r.error or t is None:
-            timing.add_row(text(label), text(r.dtype), fmt.shape(r.shape), "failed" if r.error else "-", "", "", "")
+            timing.add_row(text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)), "failed" if r.error else "-", "",
+                           "", "")
             continue
         timing.add_row(
-            text(label), text(r.dtype), fmt.shape(r.shape),
+            text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)),
             fmt.us(t.cpu_us) + (f" ({fmt.interval(t.interval)})" if t.interval else ""),
             fmt.us(t.gpu_us), f"{len(t.loops)} in {t.processes} proc",
             "host" if r.timing.host_bound else "device",
@@ -131,7 +134,7 @@ def print_summary(a: Analysis, console: Console) -> None:
         prof, s = r.profile, r.sampling
         at = a.sample_timings.get(label)
         profiling.add_row(
-            text((label)), fmt.shape(r.sample_shape), fmt.us(at.cpu_us if at else None),
+            text((label)), text(fmt.op_shape(op, r.sample_shape)), fmt.us(at.cpu_us if at else None),
             fmt.us(prof.own_us_per_call),
             f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
             f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
@@ -141,6 +144,8 @@ def print_summary(a: Analysis, console: Console) -> None:
 
     for unlike in a.unlike:
         say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
+    if a.new_outputs:
+        say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
     for label, r in run.results.items():
         name = fmt.visible(label)
         if r.error:
@@ -267,10 +272,11 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
     run = a.run
     # a CPU sweep has no GPU times and every size is the host's: no GPU or bound columns
     cols = ("host", "GPU", "wall", "bound") if a.on_gpu else ("host", "wall")
-    table = titled("time per call at each size: host (CPU), GPU and wall (to the sync after the loop), median of "
+    table = titled(f"{run.config.operation}: " + (
+                   "time per call at each size: host (CPU), GPU and wall (to the sync after the loop), median of "
                    "every loop; host: the GPU waited on the host" if a.on_gpu else
                    "time per call at each size on the CPU, which does all the work: host clock around the loop and "
-                   "wall (to the end of the loop), median of every loop")
+                   "wall (to the end of the loop), median of every loop"))
     table.add_column("size")
     for label in a.curves:
         for col in cols:
@@ -320,6 +326,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         say(console, f"{fmt.visible(label)}: {c.text}")
     for unlike in a.unlike:
         say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
+    if a.new_outputs:
+        say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
     for label, r in run.results.items():
         failed = [p for p in r.points if p.error]
         if r.error:
@@ -329,6 +337,36 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
     if not run.complete:
         say(console, "run incomplete: run.json holds what finished")
     say(console, f"run directory: {a.run_dir}")
+
+
+def print_atlas(a: AtlasAnalysis, console: Console) -> None:
+    """An atlas: per op and library the host time per call, the CPU time of all threads, the ratio to the op's
+    fastest library and the layer that differs most from it; where each op's report is."""
+    table = titled("atlas: host time per call at each op's host-bound size (median of every timed loop, 95% "
+                   "interval), the ratio to the op's fastest library (paired) and the layer that differs most from it")
+    for col, right in (("op", False), ("size", False), ("library", False), ("host / call", True),
+                       ("all threads / call", True), ("x fastest", True), ("layer that differs most", False)):
+        table.add_column(col, justify="right" if right else "left")
+    for row in a.rows:
+        if row.error and not row.cells:
+            table.add_row(text(row.op), "-", "-", text(row.error), "", "", "")
+            continue
+        for i, (label, c) in enumerate(row.cells.items()):
+            first = i == 0
+            table.add_row(text(row.op if first else ""), text(fmt.shape(row.shape) if first else ""), text(label),
+                          text(f"failed: {c.error}") if c.error else fmt.us(c.us) + (f" ({fmt.interval(c.interval)})"
+                                                                                    if c.interval else ""),
+                          fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, "" if c.error else row.fastest or "")),
+                          text(fmt.differs_most(c)))
+    show(console, table)
+    say(console, "host / call: the calling thread's clock around the loop (what a program waits for); all threads: "
+                 "CPU time of every thread of the process during the loop, per call (a library's worker threads "
+                 "included); layers: the calling thread's samples")
+    for row in a.rows:
+        if not row.error:
+            say(console, f"{row.op}: each library against the first, layers and frames: {a.run_dir / row.report}")
+    if not a.run.complete:
+        say(console, "the atlas is incomplete (interrupted): the ops it did not finish are marked so")
 
 
 class TerminalRenderer(Renderer):
@@ -344,6 +382,8 @@ class TerminalRenderer(Renderer):
                           color_system="auto" if o.colour else None, soft_wrap=False)
         if isinstance(result, SweepAnalysis):
             print_sweep(result, console)
+        elif isinstance(result, AtlasAnalysis):
+            print_atlas(result, console)
         elif isinstance(result, DiffResult):
             print_run_diff(result, console, o.top)
         else:

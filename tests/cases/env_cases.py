@@ -4,7 +4,8 @@ np.matmul) leaves alone. The same BLAS call as the numpy case, so a process's sp
 import numpy as np
 
 
-def dot(m, k, n, dtype, device):
+def dot(shape, dtype, device):
+    m, k, n = shape
     rng = np.random.default_rng(0)
     a, b = rng.random((m, k), dtype=np.float32).astype(dtype), rng.random((k, n), dtype=np.float32).astype(dtype)
     out = np.empty((m, n), dtype=dtype)

@@ -1,0 +1,151 @@
+"""The analysis of an atlas, a pure function of its directory like analysis.analyse: every op's compare run
+analysed as compare analyses it, and per op and library the host time per call at the op's host-bound size,
+its ratio to the op's fastest library (paired: all the libraries of an op share their timing processes), the
+CPU time of every thread per call, where the time goes by layer, and the layer whose time differs most from
+the fastest library's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import attribution, naming, ops, rundir, stats
+from .errors import RunDirError
+from .record import AtlasPart, Run
+
+
+@dataclass
+class Frame:
+    name: str  # as displayed
+    layer: str
+    self_us: float  # self time per call
+
+
+@dataclass
+class AtlasCell:
+    """One library at one op."""
+
+    label: str
+    us: float | None = None  # host time per call (the caller's clock), median of every timed loop
+    interval: stats.Interval | None = None
+    gpu_us: float | None = None
+    all_threads_us: float | None = None  # CPU time of every thread of the process per call
+    ratio: stats.PairFigures | None = None  # against the op's fastest library (None for the fastest itself)
+    layers: dict[str, float] = field(default_factory=dict)  # host us per call by layer
+    layers_se: dict[str, float] = field(default_factory=dict)  # their standard errors (from the sample counts)
+    differs_most: str | None = None  # the layer whose time differs most from the fastest library's
+    differs_by: float | None = None  # this library's time in it minus the fastest's, us per call
+    frames: list[Frame] = field(default_factory=list)  # the largest self times
+    samples: int | None = None
+    threads: int | None = None  # threads of the sampled process (each sample stops them all)
+    slowdown: float | None = None  # the loop's time while sampled over its own
+    error: str | None = None
+
+
+@dataclass
+class AtlasRow:
+    """One op: its run's folder, its size, its fastest library and every library's cell."""
+
+    op: str
+    does: str
+    dir: str
+    shape: list[int] | None = None
+    dtype: str = ""
+    fastest: str | None = None
+    cells: dict[str, AtlasCell] = field(default_factory=dict)
+    error: str | None = None  # the op's run could not be made or read
+
+    @property
+    def report(self) -> str:
+        """The op's own report, relative to the atlas's page: its pairs' diffs are there."""
+        return f"{self.dir}/{rundir.REPORT_FILE}"
+
+
+@dataclass
+class AtlasAnalysis:
+    run_dir: Path
+    run: Run
+    libraries: list[str]
+    rows: list[AtlasRow]
+
+    @property
+    def on_gpu(self) -> bool:
+        return (self.run.config.device or "cpu") != "cpu"
+
+
+TOP_FRAMES = 5
+
+
+def cell(analysed, label: str, fastest: str | None) -> AtlasCell:
+    run = analysed.run
+    r = run.results[label]
+    out = AtlasCell(label, error=r.error)
+    timing = r.at_sample_shape
+    if r.error or timing is None or not timing.cpu_loops:
+        out.error = out.error or "not timed"
+        return out
+    out.us, out.interval = timing.median("cpu_us"), stats.case_interval(timing)
+    out.gpu_us, out.all_threads_us = timing.median("gpu_us"), timing.median("all_threads_us")
+    if fastest is not None and fastest != label:
+        out.ratio = stats.pair(fastest, run.results[fastest].at_sample_shape, label, timing, run.paired(fastest, label))
+    profile = analysed.profiles.get(label)
+    if profile is not None:
+        costs = attribution.attribute(profile)
+        out.layers = {layer: f.us_per_call for layer, f in costs.layers.items()}
+        out.layers_se = {layer: f.se_us for layer, f in costs.layers.items()}
+        out.frames = [Frame(naming.display_name(f.frame), f.layer, f.self.us_per_call)
+                      for f in costs.frames[:TOP_FRAMES]]
+        out.samples = costs.samples
+    if r.profile is not None:
+        out.slowdown = r.profile.slowdown
+        out.threads = r.sampling.threads if r.sampling else None
+    return out
+
+
+def differs_most(cells: dict[str, AtlasCell], fastest: str | None) -> None:
+    """Each library's layer whose time differs most from the fastest library's (largest |difference|)."""
+    base = cells.get(fastest) if fastest else None
+    if base is None or not base.layers:
+        return
+    for c in cells.values():
+        if c.label == fastest or not c.layers:
+            continue
+        deltas = {layer: c.layers.get(layer, 0.0) - base.layers.get(layer, 0.0) for layer in set(c.layers) | set(base.layers)}
+        layer = max(sorted(deltas), key=lambda k: abs(deltas[k]))
+        c.differs_most, c.differs_by = layer, deltas[layer]
+
+
+def row(run_dir: Path, part: AtlasPart, libraries: list[str]) -> AtlasRow:
+    from . import analysis
+
+    out = AtlasRow(part.op, ops.OPS[part.op].does if part.op in ops.OPS else "", part.dir, error=part.error)
+    if not (run_dir / part.dir / rundir.RUN_FILE).exists():
+        out.error = out.error or "not measured: the atlas stopped before this op"
+        return out
+    try:
+        analysed = analysis.load(run_dir / part.dir)
+    except RunDirError as exc:
+        out.error = str(exc)
+        return out
+    run = analysed.run
+    if not any(r.at_sample_shape is not None and r.at_sample_shape.cpu_loops for r in run.results.values()):
+        out.error = out.error or ("not measured: the atlas stopped during this op" if not run.complete
+                                  else "no library was timed")
+        return out
+    timed = {l: r.at_sample_shape.median("cpu_us") for l, r in run.results.items()
+             if not r.error and r.at_sample_shape is not None and r.at_sample_shape.cpu_loops}
+    out.fastest = min(timed, key=timed.get) if timed else None
+    out.shape = next((r.sample_shape or r.shape for r in run.results.values()), None)
+    out.dtype = ", ".join(sorted({r.dtype for r in run.results.values()}))
+    out.cells = {label: cell(analysed, label, out.fastest) for label in run.results}
+    differs_most(out.cells, out.fastest)
+    for label in run.results:
+        if label not in libraries:
+            libraries.append(label)
+    return out
+
+
+def analyse(run_dir: Path, run: Run) -> AtlasAnalysis:
+    libraries: list[str] = []
+    rows = [row(run_dir, part, libraries) for part in run.parts]
+    return AtlasAnalysis(run_dir, run, libraries, rows)

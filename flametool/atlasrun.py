@@ -1,0 +1,64 @@
+"""`flametool atlas`: every op (or those chosen) measured as compare measures one, each into a folder of its
+own in the atlas's directory, at the op's host-bound size (ops.py says why those sizes), all of an op's
+libraries paired in its timing processes; the atlas's run.json lists the ops' folders (Run.parts) and is
+saved after each op, so an atlas stopped at a later op keeps the earlier ones."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Callable
+
+from . import cases, envinfo, ops, rundir, runner, sampler
+from .config import Config
+from .errors import CaseError
+from .record import AtlasPart, Run, RunConfig
+
+# Sampling per case and op: an atlas samples every library at every op (18 cases for three libraries), so a
+# shorter window than compare's default; at 25 Hz on CUDA 6 s is about 150 samples a case.
+SAMPLE_SECONDS = {"cuda": 6, "cpu": 2}
+
+
+def op_config(atlas: Config, op: str, out: Path) -> Config:
+    """The compare run of one op: the atlas's cases made for `op`, at its host-bound size, every library
+    diffed against the first (each op's report then has a diff of every library; the atlas itself compares
+    each with the op's fastest)."""
+    specs = [cases.builtin(c.label, op) if c.module else c for c in atlas.cases]
+    labels = [c.label for c in specs]
+    return dataclasses.replace(atlas, op=op, cases=specs, shape=ops.host_bound_shape(op, atlas.device),
+                               out=out, out_is_default=False, sample_shape=None,
+                               pairs=[[labels[0], l] for l in labels[1:]] or None)
+
+
+def atlas(config: Config, op_names: list[str], argv: list[str], progress: runner.Progress,
+          written: Callable[[Path], None]) -> tuple[Path, Run]:
+    """Measure each op of `op_names` (written(op_dir) after each: its report); returns the atlas's
+    directory and record."""
+    if not config.out_is_default:
+        rundir.ensure_new(config.out)
+    if config.sample:
+        sampler.check_available()
+    for op in op_names:  # a floor has no other op: said now, not after the first op's minutes
+        op_config(config, op, config.out / op)
+    config.out = rundir.create(config.out, unique=config.out_is_default)
+    # the ops' own shapes and pairs are in their run.json; the atlas records which ops, in order
+    recorded = {k: v for k, v in config.to_json().items() if k not in ("op", "shape", "sample_shape", "pairs")}
+    recorded["ops"] = op_names
+    run = Run(schema=rundir.SCHEMA, kind="atlas", complete=False, started=runner._now(), finished=None,
+              command=argv, config=RunConfig.of(recorded), env=envinfo.collect(config.device),
+              parts=[AtlasPart(op, op) for op in op_names])
+    rundir.save(config.out, run)
+    try:
+        for i, part in enumerate(run.parts):
+            say = lambda label, what, i=i, op=part.op: progress(f"op {i + 1}/{len(run.parts)} {op}: {label}", what)  # noqa: E731
+            try:
+                runner.compare(op_config(config, part.op, config.out / part.dir), argv, say)
+            except CaseError as exc:  # the op's run keeps what it measured; the next op goes on
+                part.error = str(exc)
+            written(config.out / part.dir)
+            rundir.save(config.out, run)
+        run.complete = True
+    finally:
+        run.finished = runner._now()
+        rundir.save(config.out, run)
+    return config.out, run

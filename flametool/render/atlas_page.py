@@ -1,0 +1,119 @@
+"""The page of an atlas: the view model templates/atlas.html.j2 reads, decided here as plain dataclasses of
+strings and numbers (as sweep_page.py does for a sweep): op x library host time per call, each library's ratio
+to the op's fastest with its interval, the layer that differs most, a chart of every cell's layers, and a link
+to each op's own report (its pairs' layer and frame diffs and flame graphs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from markupsafe import Markup
+
+from .. import __version__
+from .. import format as fmt
+from ..atlas import AtlasAnalysis, AtlasCell
+from . import charts
+
+
+@dataclass
+class Cell:
+    us: str
+    interval: str = ""
+    ratio: str = ""
+    differs: str = ""
+    threads: str = ""  # all threads' CPU time per call
+    cls: str = ""  # "fastest", "failed"
+
+
+@dataclass
+class FrameLine:
+    library: str
+    frames: list[tuple[str, str, str]]  # (frame, layer, self us per call)
+    note: str
+
+
+@dataclass
+class OpRow:
+    op: str
+    does: str
+    size: str
+    dtype: str
+    report: str  # the op's own report, relative to this page
+    cells: list[Cell]
+    frames: list[FrameLine] = field(default_factory=list)
+    error: str = ""
+
+
+@dataclass
+class AtlasPage:
+    title: str
+    run_dir: str
+    generated: str
+    version: str
+    complete: bool
+    libraries: list[str]
+    rows: list[OpRow]
+    chart: charts.StackedChart | None
+    lines: list[str]
+    method: str
+    environment: list[tuple[str, str]]
+    css: Markup
+    sections: list[tuple[str, str]]
+
+
+METHOD = ("Each op is its own compare run (the folder linked from its row), at the op's host-bound size: every "
+          "library built in each timing process and their loops interleaved, then each library alone under "
+          "cProfile and py-spy --native. Host / call: the calling thread's clock around a loop of --iters calls, "
+          "the median of every loop in every process, with a 95% bootstrap interval over processes. × fastest: "
+          "the ratio of its host time to the op's fastest library, paired (taken within each process, pooled over "
+          "processes) with a Student t 95% interval. All threads: CPU time of every thread of the process during "
+          "the loop, per call: the host work a library hands to worker threads (jax does) beside the caller's "
+          "own. Layers: the calling thread's samples only (stacks outside the loop, and worker threads, are not "
+          "in them), each layer's share times the case's paired time per call; the layer that differs most is "
+          "the one whose time differs most from the fastest library's.")
+
+
+def cell(c: AtlasCell, fastest: str | None) -> Cell:
+    if c.error:
+        return Cell("failed", c.error, cls="failed")
+    return Cell(fmt.us(c.us), f"95%: {fmt.interval(c.interval)}" if c.interval else "",
+                fmt.ratio_to_fastest(c.ratio, fastest if c.label == fastest or c.ratio else ""), fmt.differs_most(c),
+                f"all threads {fmt.us(c.all_threads_us)}" if c.all_threads_us is not None else "",
+                "fastest" if c.label == fastest else "")
+
+
+def frames(c: AtlasCell) -> FrameLine:
+    note = ", ".join(x for x in (f"{c.samples} samples" if c.samples is not None else "",
+                                 f"{c.threads} threads stopped per sample" if c.threads is not None else "",
+                                 f"sampling slowed the loop {c.slowdown:.2f}x" if c.slowdown else "") if x)
+    return FrameLine(c.label, [(f.name, f.layer, fmt.us(f.self_us)) for f in c.frames], note)
+
+
+def build(a: AtlasAnalysis, css: Markup, environment: list[tuple[str, str]]) -> AtlasPage:
+    rows, lines, bars, totals = [], [], {}, {}
+    for r in a.rows:
+        rows.append(OpRow(r.op, r.does, fmt.shape(r.shape), r.dtype, r.report,
+                          [cell(r.cells[l], r.fastest) if l in r.cells else Cell("–") for l in a.libraries],
+                          [frames(c) for c in r.cells.values() if c.frames], r.error or ""))
+        ok = [c for c in r.cells.values() if c.us is not None]
+        if r.fastest and len(ok) > 1:
+            slowest = max(ok, key=lambda c: c.us)
+            lines.append(f"{r.op} ({fmt.shape(r.shape)}): fastest {r.fastest} at {fmt.us(r.cells[r.fastest].us)} per call; "
+                         f"{slowest.label} {fmt.ratio_to_fastest(slowest.ratio, r.fastest)}"
+                         + (f", most in {fmt.differs_most(slowest)}" if slowest.differs_most else ""))
+        for c in r.cells.values():
+            if c.layers:
+                bars[f"{r.op} {c.label}"] = {k: (v, c.layers_se.get(k, 0.0)) for k, v in c.layers.items()}
+                totals[f"{r.op} {c.label}"] = c.us
+    run = a.run
+    dtypes = sorted({r.dtype for r in a.rows if r.dtype})
+    return AtlasPage(
+        title=f"flametool atlas: {', '.join(a.libraries) or 'no libraries'} on {run.config.device or 'cpu'} "
+              f"({', '.join(dtypes)})",
+        run_dir=str(a.run_dir), generated=datetime.now().astimezone().isoformat(timespec="seconds"),
+        version=__version__, complete=run.complete, libraries=a.libraries, rows=rows,
+        chart=charts.stacked(bars, totals) if bars else None, lines=lines, method=METHOD, environment=environment,
+        css=css, sections=[("headline", "Answers"), ("table", "Op × library"), ("layers", "Layers"),
+                           ("frames", "Top frames"), ("environment", "Environment")],
+    )

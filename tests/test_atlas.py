@@ -1,0 +1,181 @@
+"""flametool atlas: one small real CPU atlas (two ops: numpy's built-in case and the README's user case of the
+generalised protocol; torch's ops are checked in test_ops.py, and its import would triple this file's time) read
+back through analysis, the terminal table and the page (in a real Chromium when there is one), and its logic on
+hand-built cells."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flametool import analysis, atlas, cli, rundir, stats
+from flametool.atlas import AtlasAnalysis, AtlasCell
+from checks import error_of
+
+OPS = ["add", "copy"]
+USER_CASE = Path(__file__).parent / "cases" / "op_cases.py"
+
+
+@pytest.fixture(scope="module")
+def atlas_run(tmp_path_factory):
+    """The one real run of this file: numpy and the README's user case of the generalised protocol,
+    FACTORY(shape, dtype, device), at two ops."""
+    out = tmp_path_factory.mktemp("atlas") / "atlas"
+    proc = subprocess.run([sys.executable, "-m", "flametool", "atlas", "--ops", ",".join(OPS), "--iters", "100",
+                           "--warmup", "10", "--repeats", "2", "--processes", "2", "--sample-seconds", "1",
+                           "--libs", "numpy", "--case", f"{USER_CASE}:add_one", "--out", str(out)],
+                          capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return out, proc.stdout
+
+
+def test_each_op_run_records_its_op_operands_and_all_thread_time(atlas_run):
+    out, _ = atlas_run
+    run = rundir.load(out / "add")
+    assert run.config.operation == "add" and run.config.shape == [4096]
+    assert set(run.results) == {"numpy", "add_one"}
+    for label, r in run.results.items():
+        assert r.error is None and r.shape == [4096] and r.timing.cpu_us_per_call > 0, label
+        assert all(p.all_threads_us for p in r.timing.processes)  # every loop's all-thread CPU time is kept
+    assert run.results["numpy"].factory == "flametool.cases:numpy_add"
+    # the user's case reads values of its own, and the fairness list says so
+    assert analysis.load(out / "add").unlike and run.results["numpy"].operands[0].shape == [4096]
+    assert rundir.load(out / "copy").results["add_one"].shape == [64, 64]  # the user's factory got the op's shape
+    assert "add 4096" in (out / "add" / "report.html").read_text()  # the op beside the shape
+
+
+def test_an_atlas_holds_one_compare_run_per_op(atlas_run):
+    out, _ = atlas_run
+    run = rundir.load(out)
+    assert run.kind == "atlas" and run.complete and [p.op for p in run.parts] == OPS
+    assert run.config.recorded["ops"] == OPS and "op" not in run.config.recorded
+    for part in run.parts:
+        sub = rundir.load(out / part.dir)
+        assert sub.kind == "compare" and sub.complete and sub.config.operation == part.op
+        # at the op's host-bound size, both libraries in the same processes, each sampled alone
+        assert sub.config.shape == {"add": [4096], "copy": [64, 64]}[part.op]
+        assert sub.groups[0].paired and sub.groups[0].processes == 2 and len(sub.groups[0].cases) == 2
+        assert all(r.sampling and r.sampling.kept_samples > 0 for r in sub.results.values())
+        assert (out / part.dir / "report.html").is_file()
+
+
+def test_the_analysis_is_each_op_paired_against_its_fastest(atlas_run):
+    out, _ = atlas_run
+    a = analysis.load(out)
+    assert isinstance(a, AtlasAnalysis) and a.libraries == ["numpy", "add_one"]
+    for row in a.rows:
+        sub = rundir.load(out / row.dir)
+        medians = {l: r.timing.median("cpu_us") for l, r in sub.results.items()}
+        assert row.fastest == min(medians, key=medians.get)
+        slower = next(l for l in medians if l != row.fastest)
+        c = row.cells[slower]
+        assert c.us == medians[slower] and row.cells[row.fastest].ratio is None
+        # the fastest by median; a paired ratio near 1 may read a little below it
+        assert c.ratio.paired and c.ratio.ratio > 0.8 and c.ratio.ratio_interval is not None
+        assert c.ratio.ratio == pytest.approx(stats.pair(row.fastest, sub.results[row.fastest].timing, slower,
+                                                         sub.results[slower].timing, True).ratio)
+        assert c.differs_most in c.layers or c.differs_most in row.cells[row.fastest].layers
+        assert c.all_threads_us > 0 and c.frames
+
+
+def test_terminal_and_page_show_every_op_and_library(atlas_run, tmp_path):
+    out, stdout = atlas_run
+    for op in OPS:
+        assert f"{out / op / 'report.html'}" in stdout
+    assert stdout.count("fastest") >= len(OPS)
+    proc = subprocess.run([sys.executable, "-m", "flametool", "report", str(out)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert all(f"report: {out / op / 'report.html'}" in proc.stderr for op in OPS)
+    page = (out / "report.html").read_text()
+    for op in OPS:
+        assert f'href="{op}/report.html"' in page
+    assert "×" in page and "numpy" in page and "add_one" in page
+
+
+def test_the_page_in_chromium_links_each_op_report(atlas_run):
+    pytest.importorskip("websocket")
+    from browser import Chromium, find_chromium
+
+    path = find_chromium()
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; CI must install it")
+        pytest.skip("chromium is not installed")
+    out, _ = atlas_run
+    page = out / "report.html"
+    with Chromium(path) as browser:
+        browser.open(page.as_uri())
+        assert browser.errors() == []
+        assert set(browser.requests()) == {page.as_uri()}
+        hrefs = browser.eval("[...document.querySelectorAll('#table a')].map(a => a.href)")
+        assert hrefs == [(out / op / "report.html").as_uri() for op in OPS]
+        bars = browser.eval("document.querySelectorAll('#layers rect.seg').length")
+        assert bars >= 2 * len(OPS)
+        browser.open(hrefs[0])  # one click away: the op's own report, with its pair's layer and frame diffs
+        assert browser.errors() == []
+        assert browser.eval("!!document.getElementById('frames') && !!document.getElementById('layers')")
+
+
+def cell(label, us, layers, ratio=None):
+    return AtlasCell(label, us=us, layers=layers, ratio=ratio)
+
+
+def test_the_layer_that_differs_most_is_the_largest_difference_either_way():
+    cells = {"a": cell("a", 5.0, {"Python": 1.0, "Cython": 4.0}),
+             "b": cell("b", 7.0, {"Python": 1.5, "PyTorch binding": 2.0, "ATen/CUDA glue": 3.5}),
+             "c": cell("c", 5.5, {"Python": 1.0, "Cython": 0.5, "NumPy": 4.0})}
+    atlas.differs_most(cells, "a")
+    assert (cells["b"].differs_most, cells["b"].differs_by) == ("Cython", -4.0)  # a layer b does not have at all
+    assert (cells["c"].differs_most, cells["c"].differs_by) == ("NumPy", 4.0)
+    assert cells["a"].differs_most is None
+
+
+def test_bad_ops_and_an_atlas_given_to_diff_are_one_line(capsys, atlas_run, tmp_path):
+    for argv, said in ((["atlas", "--ops", "add,nope"], "--ops"), (["atlas", "--ops", "add,add"], "each op once"),
+                       (["atlas", "--pair", "numpy:torch"], "atlas --pair")):
+        assert cli.main(argv + ["--out", str(tmp_path / "x")]) == 2
+        assert said in error_of(capsys.readouterr().err, progress_first=True)
+        assert not (tmp_path / "x").exists()
+    out, _ = atlas_run
+    assert cli.main(["diff", str(out), "--base", "numpy", "--head", "add_one"]) == 2
+    assert "an atlas" in error_of(capsys.readouterr().err)
+
+
+def test_an_atlas_folder_name_cannot_leave_the_atlas(atlas_run, tmp_path):
+    import shutil
+
+    out, _ = atlas_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    data = json.loads((copy / "run.json").read_text())
+    data["parts"][0]["dir"] = "../elsewhere"
+    (copy / "run.json").write_text(json.dumps(data))
+    with pytest.raises(Exception, match="parts\\[0\\].dir"):
+        rundir.load(copy)
+
+
+def test_a_stopped_atlas_shows_what_finished_and_says_what_did_not(atlas_run, tmp_path):
+    import shutil
+
+    from flametool import render
+    from flametool.render.base import Options
+
+    out, _ = atlas_run
+    copy = tmp_path / "stopped"
+    shutil.copytree(out, copy)
+    data = json.loads((copy / "run.json").read_text())
+    data["complete"] = False
+    data["parts"].append({"op": "fft", "dir": "fft", "error": None})  # the op it was stopped before
+    (copy / "run.json").write_text(json.dumps(data))
+    a = analysis.load(copy)
+    assert [r.error for r in a.rows] == [None, None, "not measured: the atlas stopped before this op"]
+    text = render.get("terminal")(Options(width=160)).render(a)
+    assert "not measured: the atlas stopped before this op" in text and "incomplete" in text
+    assert str(copy / "fft" / "report.html") not in text  # no link to a page that is not there
+    page = render.get("html")().render(a)
+    assert "incomplete run" in page and 'href="fft/report.html"' not in page

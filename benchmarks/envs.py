@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from flametool import analysis  # noqa: E402
+from flametool.analyse import analysis  # noqa: E402
 
 PLANTED = {"b3": 3.0, "b1": 1.0}
 
@@ -158,7 +158,7 @@ def main() -> int:
     print("\n== per run: the planted cost against what the run read (relative to torch), and the absolute figures")
     ratios: dict[str, list[float]] = {n: [] for n in PLANTED}
     for i, run in enumerate(runs, 1):
-        a = analysis.load(run)
+        a = analysis.analyse_dir(run)
         for pair in a.pairs:
             env = pair.head.rpartition("@")[2]
             f = pair.anchored

@@ -16,7 +16,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from flametool import cases, child  # noqa: E402
+from flametool import cases  # noqa: E402
+from flametool.measure import child  # noqa: E402
 
 DTYPE = "float16"
 # A GEMM's speed depends on its values through the power it draws, so it shows only once the GPU runs at its

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from flametool import analysis  # noqa: E402
+from flametool.analyse import analysis  # noqa: E402
 from flametool.render import html as report  # noqa: E402
 
 SAMPLES_TARGET = 1.0  # seconds, `flametool report` of each samples/ run in a fresh process
@@ -51,7 +51,7 @@ def timed(run: Path, repeat: int, out: Path) -> tuple[list[float], float, str]:
     times = []
     for _ in range(max(repeat, 1)):
         t0 = time.perf_counter()
-        html = report.render(analysis.load(run))
+        html = report.render(analysis.analyse_dir(run))
         times.append(time.perf_counter() - t0)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "flametool", "report", str(run), "-o", str(out)], check=True,

@@ -2,7 +2,7 @@
 
 The plain loop is the seed issue's code, written out with no flametool in it (cupy/linalg issue 8191):
 warm-up, synchronize, host clock and CUDA events around `iters` calls. flametool's side is its own
-timed phase (flametool.child.time_cases, the code a timing process of `flametool compare` runs, here with
+timed phase (flametool.measure.child.time_cases, the code a timing process of `flametool compare` runs, here with
 one case). Each side runs in a fresh process, alternating, `--rounds` times. Target: ratio within 5%.
 
 Each side's fastest process is compared, as timeit compares its fastest repeat: on the H200 a fresh process
@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from flametool import runner  # noqa: E402
+from flametool.measure import runner  # noqa: E402
 from flametool.config import defaults  # noqa: E402
 
 PLAIN = {

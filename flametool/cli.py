@@ -15,13 +15,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from . import __version__, analysis, atlasrun, cases, drilldown, envinfo, environments, ops, procs, render, rundir, runner, summary
+from . import __version__, cases, drilldown, ops, procs, render, rundir
+from .analyse import analysis, summary
+from .measure import atlasrun, envinfo, environments, runner
 from .config import CPU, CUDA, JAX_CPUS, Config, Defaults, default_out, defaults
 from .record import size_name
 from .render import terminal
 from .render.base import Options
 from .errors import FlametoolError, Interrupted, WriteError, interrupt_code
-from .layers import VIEWS
+from .analyse.layers import VIEWS
 
 MAX_SIZES = 64
 
@@ -435,7 +437,7 @@ def cmd_atlas(args: argparse.Namespace, argv: list[str], err: Console, out: Cons
                 terminal.say(err, "flametool: interrupted before anything was measured")
                 return interrupt_code(exc)
             # the ops that finished are shown and the page written, as at the end of a whole atlas
-            analysed = analysis.load(config.out)
+            analysed = analysis.analyse_dir(config.out)
             out.file.write(render.get("terminal")(terminal_options(out)).render(analysed))
             write_report(config.out, analysed, err, out)
             terminal.say(err, f"flametool: interrupted; the ops that finished are kept in {rundir.shown(config.out)} "
@@ -533,7 +535,7 @@ def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
 
 def page(run: Path) -> str:
     """The report of a run directory: loaded, analysed once, rendered."""
-    return render.get("html")().render(analysis.load(run))
+    return render.get("html")().render(analysis.analyse_dir(run))
 
 
 def cmd_snakeviz(args: argparse.Namespace, err: Console, out: Console) -> int:
@@ -550,7 +552,7 @@ def cmd_summary(args: argparse.Namespace, err: Console, out: Console) -> int:
     """The summary of a run, in the format asked; with --fail-above, the exit code of its worst verdict."""
     check_fail_above(args)
     renderer = render.get(args.format, render.SUMMARIES)
-    made = summary.of(analysis.load(args.run), args.fail_above)
+    made = summary.of(analysis.analyse_dir(args.run), args.fail_above)
     out.file.write(renderer().render(made))
     out.file.flush()
     if made.exit_code:

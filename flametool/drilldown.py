@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import procs, profstats, rundir
+from . import procs, rundir
+from .analyse import profstats
 from .errors import FlametoolError, RunDirError
 
 HOST = "127.0.0.1"  # never another interface: a profile holds paths and code names
@@ -46,7 +47,7 @@ def target(run: Path, case: str | None) -> Target:
     if not rundir.is_file_name(name):
         raise RunDirError(f"{run}: case {case!r} has no cProfile file" + (" (it failed)" if results[case].error else ""))
     path = run / name
-    profstats.load(path)
+    profstats.read(path)
     return Target(case, path)
 
 

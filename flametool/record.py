@@ -297,7 +297,7 @@ class Sampling:
 
 
 @dataclass
-class Profiled:
+class ProfileProcess:
     """The case's own process at the sample shape: its unsampled loops (the check on the paired figure),
     the cProfile loop and py-spy's sampling."""
 
@@ -329,7 +329,7 @@ class Profiled:
                 "sampling": self.sampling.to_json() if self.sampling else None}
 
     @classmethod
-    def from_json(cls, r: Reader) -> "Profiled":
+    def from_json(cls, r: Reader) -> "ProfileProcess":
         files = r.get("files", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
                       "an object of file names", {})
         sampling = r.obj("sampling", optional=True)
@@ -344,7 +344,7 @@ class SweepPoint(Timing):
     --sample its profiled process at that size."""
 
     error: str | None = None
-    profile: Profiled | None = None
+    profile: ProfileProcess | None = None
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -355,7 +355,7 @@ class SweepPoint(Timing):
     def from_json(cls, r: Reader) -> "SweepPoint":
         profile = r.obj("profile", optional=True)
         return cls(**vars(Timing.from_json(r)), error=r.text("error"),
-                   profile=Profiled.from_json(profile) if profile else None)
+                   profile=ProfileProcess.from_json(profile) if profile else None)
 
 
 @dataclass
@@ -416,7 +416,7 @@ class CaseResult:
     sample_shape_reason: str | None = None
     sample_timing: Timing | None = None  # None when the sample shape is the requested shape
     device_info: dict[str, Any] = field(default_factory=dict)  # device_name, device_index, pci_bus_id, cuda_*
-    profile: Profiled | None = None
+    profile: ProfileProcess | None = None
     error: str | None = None
     points: list[SweepPoint] = field(default_factory=list)  # a sweep: the case at each size, in order
     operands: list[Operands] = field(default_factory=list)  # per shape built in its first timing process
@@ -473,7 +473,7 @@ class CaseResult:
             sample_shape=r.shape("sample_shape"), sample_shape_reason=r.text("sample_shape_reason"),
             sample_timing=Timing.from_json(sample_timing) if sample_timing else None,
             device_info={k: v for k, v in info.items() if isinstance(v, (str, int, float)) or v is None},
-            profile=Profiled.from_json(profile) if profile else None, error=r.text("error"),
+            profile=ProfileProcess.from_json(profile) if profile else None, error=r.text("error"),
             points=[SweepPoint.from_json(p) for p in r.items("points")],
             operands=[Operands.from_json(o) for o in r.items("operands")], env=r.text("env"),
         )

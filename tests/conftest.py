@@ -6,7 +6,7 @@ import pytest
 
 
 def pytest_collection_modifyitems(config, items):
-    from flametool import envinfo
+    from flametool.measure import envinfo
 
     if envinfo.cuda_device_count():
         return

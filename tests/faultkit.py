@@ -20,7 +20,7 @@ TAG = "FLAMETOOL_FAULT_TEST_TAG"
 
 
 def real_pyspy() -> str:
-    from flametool import sampler
+    from flametool.measure import sampler
 
     saved = os.environ.pop(sampler.PYSPY_ENV, None)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from flametool import rundir
-from flametool.record import CaseResult, Group, Loops, Profiled, Run, Sampling, Timing
+from flametool.record import CaseResult, Group, Loops, ProfileProcess, Run, Sampling, Timing
 
 
 def new_run(config: dict | None = None, env: dict | None = None) -> Run:
@@ -24,7 +24,7 @@ def case_result(label: str, us: float, kept: int, loop: int = 0, shape=(64, 64, 
                                               bound_note="hand-built"),
                    sample_shape=sample_shape, sample_shape_reason="hand-built",
                    sample_timing=Timing(sample_shape, 200, [Loops([at_sample])], True) if sample_shape != shape else None,
-                   profile=Profiled(own=Loops([at_sample]), calls=200,
+                   profile=ProfileProcess(own=Loops([at_sample]), calls=200,
                                     sampling=Sampling(command=[], rate_hz=100, seconds=1, complete=True, kept_samples=kept,
                                                       loop_samples=loop),
                                     files={"folded": f"{label}.folded"}))

@@ -11,7 +11,8 @@ import statistics
 import pytest
 
 from checks import one_line_error
-from flametool import analysis, cli, rundir, stats
+from flametool.analyse import analysis, stats
+from flametool import cli, rundir
 from flametool.record import Group, Loops, Timing
 from runbuild import case_result, new_run
 
@@ -177,7 +178,7 @@ def test_one_figure_in_the_headline_the_table_and_the_layers(tmp_path):
         (tmp_path / f"{label}.folded").write_text(folded)
     run.complete = True
     rundir.save(tmp_path, run)
-    x = analysis.load(tmp_path)
+    x = analysis.analyse_dir(tmp_path)
     (p,) = x.pairs
     head = p.headline
     assert head.diff_us == pytest.approx(x.timings["b"].cpu_us - x.timings["a"].cpu_us)

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from flametool import analysis, atlas, cli, rundir, stats
-from flametool.atlas import AtlasAnalysis, AtlasCell
+from flametool.analyse import analysis, atlas, stats
+from flametool import cli, rundir
+from flametool.analyse.atlas import AtlasAnalysis, AtlasCell
 from checks import error_of
 
 OPS = ["add", "copy"]
@@ -43,7 +44,7 @@ def test_each_op_run_records_its_op_operands_and_all_thread_time(atlas_run):
         assert all(p.all_threads_us for p in r.timing.processes)  # every loop's all-thread CPU time is kept
     assert run.results["numpy"].factory == "flametool.cases:numpy_add"
     # the user's case reads values of its own, and the fairness list says so
-    assert analysis.load(out / "add").unlike and run.results["numpy"].operands[0].shape == [4096]
+    assert analysis.analyse_dir(out / "add").unlike and run.results["numpy"].operands[0].shape == [4096]
     assert rundir.load(out / "copy").results["add_one"].shape == [64, 64]  # the user's factory got the op's shape
     assert "add 4096" in (out / "add" / "report.html").read_text()  # the op beside the shape
 
@@ -65,7 +66,7 @@ def test_an_atlas_holds_one_compare_run_per_op(atlas_run):
 
 def test_the_analysis_is_each_op_paired_against_its_fastest(atlas_run):
     out, _ = atlas_run
-    a = analysis.load(out)
+    a = analysis.analyse_dir(out)
     assert isinstance(a, AtlasAnalysis) and a.libraries == ["numpy", "add_one"]
     for row in a.rows:
         sub = rundir.load(out / row.dir)
@@ -172,7 +173,7 @@ def test_a_stopped_atlas_shows_what_finished_and_says_what_did_not(atlas_run, tm
     data["complete"] = False
     data["parts"].append({"op": "fft", "dir": "fft", "error": None})  # the op it was stopped before
     (copy / "run.json").write_text(json.dumps(data))
-    a = analysis.load(copy)
+    a = analysis.analyse_dir(copy)
     assert [r.error for r in a.rows] == [None, None, "not measured: the atlas stopped before this op"]
     text = render.get("terminal")(Options(width=160)).render(a)
     assert "not measured: the atlas stopped before this op" in text and "incomplete" in text

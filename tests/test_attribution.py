@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from flametool import attribution as at
+from flametool.analyse import attribution as at
 from flametool import folded
-from flametool import naming
+from flametool.analyse import naming
 from flametool.errors import RunDirError
 from runbuild import make_run
 
@@ -217,7 +217,7 @@ def test_layers_always_add_up_to_the_time_per_call(stacks, loop, us):
 @settings(max_examples=40, deadline=None)
 @given(stacks_st, stacks_st, hs.floats(0.5, 500), hs.floats(0.5, 500))
 def test_diff_deltas_add_up(a, b, us_a, us_b):
-    from flametool import diff
+    from flametool.analyse import diff
 
     pa = at.make_profile("a", [folded.Stack(("a (x.py:1)", *f), n) for f, n in a], 0, us_a)
     pb = at.make_profile("b", [folded.Stack(("b (y.py:1)", *f), n) for f, n in b], 0, us_b)

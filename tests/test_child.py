@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from flametool import child
+from flametool.measure import child
 
 
 def test_warm_up_reads_the_rate_after_the_first_calls():

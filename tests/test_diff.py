@@ -4,8 +4,9 @@ import pytest
 
 from checks import one_line_error
 
-from flametool import attribution as at
-from flametool import cli, diff
+from flametool.analyse import attribution as at
+from flametool import cli
+from flametool.analyse import diff
 from flametool import folded
 from runbuild import make_run, snapshot
 

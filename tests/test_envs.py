@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from checks import one_line_error
-from flametool import analysis, rundir
+from flametool.analyse import analysis
+from flametool import rundir
 
 CASES = Path(__file__).parent / "cases" / "env_cases.py"
 PLANTED_US = 5.0
@@ -86,7 +87,7 @@ def env_run(cli, tmp_path_factory, env_b):
 
 def test_the_planted_cost_is_found_within_its_interval(env_run):
     out, proc, planted = env_run
-    a = analysis.load(out)
+    a = analysis.analyse_dir(out)
     (pair,) = a.pairs
     assert (pair.base, pair.head) == ("numpy@a", "numpy@b")
     f = pair.anchored
@@ -109,7 +110,7 @@ def test_the_planted_cost_is_found_within_its_interval(env_run):
 
 def test_the_pair_s_layers_and_frames_come_from_each_environment_s_samples(env_run):
     out, proc, _ = env_run
-    a = analysis.load(out)
+    a = analysis.analyse_dir(out)
     (pair,) = a.pairs
     d = pair.diff
     assert d is not None and (d.base, d.head) == ("numpy@a", "numpy@b")
@@ -161,7 +162,8 @@ def test_the_environments_take_turns(env_run):
 
 
 def test_the_default_anchor_has_one_version_everywhere():
-    from flametool import cases, environments
+    from flametool import cases
+    from flametool.measure import environments
     from flametool.record import Environment
 
     specs = [cases.builtin("cupy"), cases.builtin("torch"), cases.builtin("cublas")]
@@ -219,7 +221,7 @@ def test_anchor_must_be_a_case_of_the_run(capsys, tmp_path):
 
 
 def test_git_describe_of_a_library_imported_from_a_checkout(tmp_path):
-    from flametool import envprobe
+    from flametool.measure import envprobe
 
     repo = tmp_path / "cupy"
     (repo / "cupy").mkdir(parents=True)

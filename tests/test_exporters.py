@@ -9,7 +9,7 @@ from checks import one_line_error
 from flametool import cli
 from flametool.render import speedscope as exporters
 from flametool import folded
-from flametool import naming
+from flametool.analyse import naming
 from flametool.errors import FlametoolError
 from runbuild import make_run, snapshot
 

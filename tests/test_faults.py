@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 import faultkit as fk
-from flametool import analysis, cases, envinfo, explain, rundir, runner, sampler
+from flametool.analyse import analysis
+from flametool import cases, rundir
+from flametool.measure import envinfo, explain, runner, sampler
 from flametool.errors import CaseError
 from flametool.record import Run
 
@@ -379,7 +381,7 @@ def test_a_case_that_cannot_be_built_beside_the_others_is_timed_alone(tmp_path):
     assert t.error is None and len(t.timing.processes) == 2
     assert all(len(p.cpu_us) >= 2 and p.slots == list(range(len(p.cpu_us))) for p in t.timing.processes)
     # the comparison is not paired, and the summary and the page say why
-    (pair,) = analysis.load(out).pairs
+    (pair,) = analysis.analyse_dir(out).pairs
     assert pair.timing.paired is False and pair.timing.per_process_ratio == []
     assert f"not_beside_torch: {alone.reason}" in proc.stdout.replace("\n", "")
     html = (out / "report.html").read_text(encoding="utf-8")
@@ -406,5 +408,5 @@ def test_a_shared_process_that_dies_times_every_case_alone(tmp_path):
     for index, group in enumerate(data.groups):
         assert not group.paired, group
         assert all(data.results[label].group == index for label in group.cases), (index, group)
-    (pair,) = analysis.load(out).pairs
+    (pair,) = analysis.analyse_dir(out).pairs
     assert pair.timing.paired is False

@@ -19,7 +19,8 @@ from checks import one_line_error
 
 import faultkit as fk
 from flametool import cli as cli_module
-from flametool import protocol, rundir, runner
+from flametool import protocol, rundir
+from flametool.measure import runner
 
 CASES2 = fk.CASES / "faults2_cases.py"
 SAMPLES = fk.ROOT / "samples"

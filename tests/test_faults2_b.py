@@ -16,14 +16,15 @@ from checks import error_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
-from flametool import attribution as at
-from flametool import analysis, cli, rundir, tree
-from flametool import flamegraph as flame
+from flametool.analyse import attribution as at
+from flametool.analyse import analysis, nodetree
+from flametool import cli, rundir
+from flametool.analyse import flamegraph as flame
 from flametool.render import speedscope as exporters
-from flametool import diff as df
-from flametool import layers as ly
+from flametool.analyse import diff as df
+from flametool.analyse import layers as ly
 from flametool import folded
-from flametool import naming, reading
+from flametool.analyse import naming, reading
 from reportruns import hostile_run
 from runbuild import make_run, snapshot
 
@@ -195,7 +196,7 @@ def test_stored_analysis_and_diff_are_not_read_but_recomputed(tmp_path, capsys):
     run = hostile_run(tmp_path / "run")
     from flametool.render import html as report
 
-    expected = report.render(analysis.load(run))
+    expected = report.render(analysis.analyse_dir(run))
     edit(run, lambda d: d.update(analysis={"alpha": {"hot_frames": "x", "us_per_call": "nan"}, "beta": [1]},
                                  diff={"base": 1, "layers": None, "frames": {"a": 2}}))
     assert cli.main(["report", str(run), "-o", str(tmp_path / "a.html")]) == 0
@@ -265,7 +266,7 @@ def test_compare_summary_prints_hostile_names_visibly(tmp_path):
 
     from rich.console import Console
 
-    from flametool import analysis
+    from flametool.analyse import analysis
     from flametool.render import terminal
 
     label = f"ev{CLEAR}il"
@@ -495,11 +496,11 @@ def test_attribution_and_graphs_agree_with_the_tree(a, b, threshold):
         graph = flame.case_graph(p, flame.Strings(), "g", threshold)
         # the root row is the whole profile; drawn and pruned nodes together are every node of the call tree
         assert graph.rows[0][3] == pytest.approx(round(p.us(p.samples), 4))
-        assert graph.drawn_nodes - 1 + graph.pruned_nodes == tree.count(tree.build([p])) - 1
+        assert graph.drawn_nodes - 1 + graph.pruned_nodes == nodetree.count(nodetree.build([p])) - 1
     d = df.diff(base, head, with_tree=True)
     d.tree.check()
     graph = flame.diff_graph(d, flame.Strings(), "d", threshold)
-    assert graph.drawn_nodes - 1 + graph.pruned_nodes == tree.count(d.tree) - 1
+    assert graph.drawn_nodes - 1 + graph.pruned_nodes == nodetree.count(d.tree) - 1
 
 
 def test_speedscope_export_is_the_same_as_frame_by_frame(tmp_path):

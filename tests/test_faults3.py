@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import faultkit as fk
-from flametool import analysis, cli
+from flametool.analyse import analysis
+from flametool import cli
 from flametool.render.base import Options
 from reportruns import hostile_run
 from runbuild import snapshot
@@ -174,8 +175,9 @@ def test_sweep_cells_are_matched_by_size_not_position(tmp_path):
     cells were taken by index while the pair's were matched by shape: torch's size-32 point showed at size 8."""
     import json
 
-    from flametool import format as fmt
-    from flametool import rundir, sweep
+    from flametool.render import format as fmt
+    from flametool import rundir
+    from flametool.analyse import sweep
     from flametool.render import sweep_page
 
     out = tmp_path / "run"
@@ -184,7 +186,7 @@ def test_sweep_cells_are_matched_by_size_not_position(tmp_path):
     doc = json.loads((out / "run.json").read_text())
     doc["results"]["torch"]["points"].reverse()
     (out / "run.json").write_text(json.dumps(doc))
-    a = analysis.load(out)
+    a = analysis.analyse_dir(out)
     columns, rows = sweep_page.cells(a)
     host = columns.index("torch host")
     ratio = columns.index("torch / numpy wall")
@@ -210,7 +212,7 @@ def test_tables_at_40_columns_never_cut_a_figure(tmp_path):
     from flametool import render
 
     run = hostile_run(tmp_path / "d")
-    a = analysis.load(run)
+    a = analysis.analyse_dir(run)
     wide, narrow = (render.get("terminal")(Options(width=w, colour=False, view="caller")).render(a) for w in (160, 40))
     figure = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?(?: ?(?:us|x|×|%))?(?![\w.])")
     missing = [f for f in set(figure.findall(wide)) if f not in narrow]

@@ -162,7 +162,7 @@ def test_an_interrupted_parallel_report_stops_at_once_in_one_line(tmp_path):
 
     text = "".join(f"step (case.py:1);f{i} (mod{i}.py:{i});g (lib.so) {i + 1}\n" for i in range(200))
     run = make_run(tmp_path / "run", {f"c{i}": (text, 10.0 + i % 7, 0) for i in range(300)})
-    script = ("import sys\nfrom flametool import cli, reading\nreading.PARALLEL_BYTES = 0\n"
+    script = ("import sys\nfrom flametool import cli\nfrom flametool.analyse import reading\nreading.PARALLEL_BYTES = 0\n"
               "sys.exit(cli.main(sys.argv[1:]))\n")
     environ = fk.env()
     proc = subprocess.Popen([sys.executable, "-c", script, "report", str(run)], cwd=fk.ROOT, env=environ,
@@ -184,7 +184,7 @@ def test_an_interrupted_parallel_report_stops_at_once_in_one_line(tmp_path):
 def test_fork_map_keeps_order_and_raises_the_first_failure_in_order():
     from concurrent.futures.process import BrokenProcessPool
 
-    from flametool import reading
+    from flametool.analyse import reading
 
     assert reading.fork_map(lambda x: x * x, list(range(50)), 3) == [x * x for x in range(50)]
 

@@ -2,7 +2,9 @@
 
 import pytest
 
-from flametool import analysis, folded, rundir, sampler
+from flametool.analyse import analysis
+from flametool import folded, rundir
+from flametool.measure import sampler
 
 pytestmark = pytest.mark.gpu
 
@@ -33,7 +35,7 @@ def test_cuda_cases_measure_host_and_device(gpu_run):
     # both libraries built in each process, their loops interleaved: the ratio is paired
     (group,) = data.groups
     assert group.cases == ["cupy", "torch"] and group.paired and group.processes == 2
-    (pair,) = analysis.load(out).pairs
+    (pair,) = analysis.analyse_dir(out).pairs
     assert pair.timing.paired and pair.timing.units == 2 and pair.timing.ratio > 0
 
 
@@ -100,7 +102,7 @@ def test_floors_run_as_cases(cli, tmp_path):
 
 
 def test_second_device_is_used_and_named(cli, tmp_path):
-    from flametool import envinfo
+    from flametool.measure import envinfo
 
     if envinfo.cuda_device_count() < 2:
         pytest.skip("needs two CUDA devices")
@@ -125,7 +127,7 @@ def test_sweep_on_the_gpu_finds_each_crossover(cli, tmp_path):
     proc = cli("sweep", "--libs", "cupy,torch", "--sizes", "64,1024,8192", "--processes", "2", "--repeats", "2",
                "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    a = analysis.load(out)
+    a = analysis.analyse_dir(out)
     for label in ("cupy", "torch"):
         small, _, large = a.curves[label]
         assert all(p.cpu_us and p.gpu_us and p.wall_us and p.processes == 2 for p in a.curves[label])

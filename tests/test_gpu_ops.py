@@ -4,7 +4,8 @@ and a sampled compare of all three runs, jax timed to block_until_ready and its 
 import numpy as np
 import pytest
 
-from flametool import analysis, cases, ops, rundir
+from flametool.analyse import analysis
+from flametool import cases, ops, rundir
 from test_ops import reference
 
 pytestmark = pytest.mark.gpu
@@ -74,7 +75,7 @@ def test_three_libraries_add_on_the_gpu(three_libraries):
 
 def test_jax_frames_fall_in_the_jax_layers(three_libraries):
     out, run = three_libraries
-    a = analysis.load(out)
+    a = analysis.analyse_dir(out)
     layers = {layer: f.us_per_call for layer, f in a.cases["jax"].layers.items()}
     print("jax layers:", layers)
     assert layers.get("JAX binding", 0) > 0 and layers.get("XLA/PjRt runtime", 0) > 0

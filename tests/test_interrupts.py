@@ -40,7 +40,7 @@ def test_stop_during_a_later_case_keeps_the_finished_one(tmp_path, sig, group):
                        fk.env(FLAMETOOL_TEST_BUILDS=str(tmp_path / "builds")))
     # its own profiled process (the timing process's progress lines start "timing ...")
     bg.wait_until(lambda: any(l.startswith("slow_second_build: setting up") for l in bg.err), "the second case set up")
-    bg.wait_until(lambda: any("flametool.child" in cmd and "slow_second_build" in cmd for _, cmd in fk.tagged(bg.tag)),
+    bg.wait_until(lambda: any("flametool.measure.child" in cmd and "slow_second_build" in cmd for _, cmd in fk.tagged(bg.tag)),
                   "the second case's child")
     time.sleep(0.5)  # inside the factory's sleep
     bg.signal(sig, group)
@@ -75,7 +75,7 @@ def test_parent_killed_outright_takes_its_child_along(tmp_path):
     out = tmp_path / "run"
     bg = fk.Background(["compare", "--device", "cpu", "--libs", "", "--no-sample", "--processes", "1", "--case",
                         f"{SLOW}:slow_setup_case", "--out", str(out)], fk.env())
-    bg.wait_until(lambda: any("flametool.child" in cmd and "slow_setup_case" in cmd for _, cmd in fk.tagged(bg.tag)),
+    bg.wait_until(lambda: any("flametool.measure.child" in cmd and "slow_setup_case" in cmd for _, cmd in fk.tagged(bg.tag)),
                   "the child")
     time.sleep(0.5)  # inside the factory's sleep
     bg.signal(signal.SIGKILL, group=False)

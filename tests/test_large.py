@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from flametool import attribution as at
-from flametool import diff as df
-from flametool import folded, naming, reading, tree
+from flametool.analyse import attribution as at
+from flametool.analyse import diff as df
+from flametool import folded
+from flametool.analyse import naming, reading, nodetree
 from flametool.errors import RunDirError
-from flametool import flamegraph as flame
+from flametool.analyse import flamegraph as flame
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import large_profile  # noqa: E402  (the benchmark's generator of py-spy-like stacks)
@@ -87,19 +88,19 @@ def test_line_ranges_start_at_lines_and_cover_the_file(synthetic):
     assert all(e == s2 for (_, e), (s2, _) in zip(ranges, ranges[1:]))
 
 
-# --- the flame graphs: from the arrays as from tree.Node ---------------------------------------------------
+# --- the flame graphs: from the arrays as from nodetree.Node ---------------------------------------------------
 
 def reference_case_graph(profile: at.Profile, threshold: float) -> flame.Graph:
     """flame.case_graph as it was: the whole tree as Node objects, walked."""
     strings = flame.Strings()
-    root = tree.build([profile], f"all: {profile.label}")
+    root = nodetree.build([profile], f"all: {profile.label}")
     graph = flame.Graph("g", "case", profile.label, extra={"total_us": profile.us(root.total[0])})
     floor = threshold * root.total[0]
     row_of = {id(root): 0}
     graph.rows.append([-1, strings(root.name), strings(""), round(profile.us(root.total[0]), 4), 0.0])
     for node, parent, kept in root.pruned_walk(lambda n: n.total[0] >= floor and n.total[0] > 0):
         if not kept:
-            graph.pruned_nodes += tree.count(node)
+            graph.pruned_nodes += nodetree.count(node)
             graph.pruned_us += profile.us(node.total[0])
             continue
         row_of[id(node)] = len(graph.rows)
@@ -128,7 +129,7 @@ def reference_diff_graph(case_diff: "df.PairDiff", threshold: float) -> flame.Gr
     for node, parent, kept in root.pruned_walk(visible):
         ht, bt = node.total[1] * uh, node.total[0] * ub
         if not kept:
-            graph.pruned_nodes += tree.count(node)
+            graph.pruned_nodes += nodetree.count(node)
             graph.pruned_us += max(ht, bt)
             continue
         row_of[id(node)] = len(graph.rows)
@@ -186,10 +187,10 @@ def test_counts_are_read_as_python_reads_them(tmp_path, monkeypatch):
 def analysed_run(run: Path) -> dict:
     """What the report and the terminal show of a run: every case's figures in both views, every pair's diff
     in both views, and the flame graphs' data."""
-    from flametool import analysis
+    from flametool.analyse import analysis
     from flametool.render import html
 
-    a = analysis.load(run)
+    a = analysis.analyse_dir(run)
     diffs = [p.diff for p in a.pairs if p.diff]
     strip = [dataclasses.replace(d, aligned=None, tree=None) for d in diffs]
     libs = [dataclasses.replace(p.diff_by_library, aligned=None, tree=None) for p in a.pairs if p.diff_by_library]

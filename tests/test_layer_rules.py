@@ -16,7 +16,7 @@ from test_report import Page
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "h200-seed-fp16"
-RULES = ROOT / "flametool" / "layers.json"
+RULES = ROOT / "flametool" / "analyse" / "layers.json"
 NEW = "GEMM library"
 
 

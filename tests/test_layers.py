@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from flametool import layers as ly
-from flametool import naming
+from flametool.analyse import layers as ly
+from flametool.analyse import naming
 
 namer = naming.Namer()
 
@@ -80,7 +80,7 @@ def test_first_matching_rule_wins_and_rules_are_data():
         "layers": [{"layer": "A", "about": ""}, {"layer": "B", "about": ""}, {"layer": "other", "about": ""}],
         "rules": [{"name": "^x", "layer": "A"}, {"name": "^xy", "layer": "B"}, {"file": "libb", "kind": "native", "layer": "B"}],
     })
-    rules, layer_names = ly.load(text)
+    rules, layer_names = ly.read_rules(text)
     assert list(layer_names) == ["A", "B", "other"]
     assert ly.classify(naming.Frame("xy (liba.so)", "liba.so", "native"), rules) == "A"
     assert ly.classify(naming.Frame("z (libb.so)", "libb.so", "native"), rules) == "B"
@@ -89,10 +89,10 @@ def test_first_matching_rule_wins_and_rules_are_data():
 
 def test_a_rule_naming_an_unlisted_layer_is_refused():
     with pytest.raises(ValueError, match="unlisted layer"):
-        ly.load(json.dumps({"layers": [], "rules": [{"name": "x", "layer": "Nope"}]}))
+        ly.read_rules(json.dumps({"layers": [], "rules": [{"name": "x", "layer": "Nope"}]}))
 
 
 def test_shipped_table_loads_and_lists_every_layer_it_uses():
-    rules, layer_names = ly.load()
+    rules, layer_names = ly.read_rules()
     assert {r.layer for r in rules} - {ly.INHERIT} <= set(layer_names)
     assert ly.OTHER in layer_names

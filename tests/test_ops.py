@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flametool import cases, cli, ops, record, sweep
+from flametool import cases, cli, ops, record
+from flametool.analyse import sweep
 from flametool.errors import FlametoolError
 from checks import error_of
 
@@ -73,7 +74,7 @@ def test_matmul_through_the_old_factories_is_still_the_product():
 
 @pytest.mark.parametrize("op", ELEMENT_OPS)
 def test_numpy_and_torch_read_the_same_values(op):
-    from flametool import child
+    from flametool.measure import child
 
     prints = []
     for library in ("numpy", "torch"):
@@ -142,7 +143,8 @@ def test_an_old_run_without_op_loads_as_matmul(tmp_path):
 
 def test_the_fairness_list_says_jax_makes_a_new_output_each_call(tmp_path):
     from runbuild import case_result, new_run
-    from flametool import analysis, operands, render, rundir
+    from flametool.analyse import analysis, operands
+    from flametool import render, rundir
     from flametool.render.base import Options
 
     run = new_run({"op": "add"})
@@ -156,7 +158,7 @@ def test_the_fairness_list_says_jax_makes_a_new_output_each_call(tmp_path):
     assert operands.new_outputs(run) is None
     run.config = type(run.config).of({"op": "add"})
     rundir.save(tmp_path, run)
-    a = analysis.load(tmp_path)
+    a = analysis.analyse_dir(tmp_path)
     assert "outputs differ: jax return a new output buffer" in render.get("terminal")(Options()).render(a)
     assert "JAX has no out=" in render.get("html")().render(a)
 
@@ -186,7 +188,8 @@ def test_a_run_with_jax_pins_its_children_to_two_cpus(monkeypatch):
     import subprocess
     import sys
 
-    from flametool import config, envinfo, runner
+    from flametool import config
+    from flametool.measure import envinfo, runner
 
     monkeypatch.setattr(envinfo, "cuda_device_count", lambda: 1)
     made = cli.compare_config(cli.build_parser().parse_args(["compare", "--libs", "torch,jax", "--op", "add"]),
@@ -200,7 +203,7 @@ def test_a_run_with_jax_pins_its_children_to_two_cpus(monkeypatch):
     if len(allowed) >= 4:  # children alive at once get CPUs of their own while there are enough
         assert set(turns[0]).isdisjoint(turns[1])
     env = dict(os.environ, FLAMETOOL_CPUS=str(allowed[-1]))
-    got = subprocess.run([sys.executable, "-c", "import os; from flametool.child import pin_cpus; pin_cpus(); "
+    got = subprocess.run([sys.executable, "-c", "import os; from flametool.measure.child import pin_cpus; pin_cpus(); "
                           "print(sorted(os.sched_getaffinity(0)))"], env=env, capture_output=True, text=True,
                          cwd=Path(__file__).parent.parent, timeout=60)
     assert got.stdout.strip() == str([allowed[-1]]), got.stderr

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flametool import analysis, cases, cli
+from flametool.analyse import analysis
+from flametool import cases, cli
 from flametool.render import html as report
 from runbuild import snapshot
 
@@ -30,7 +31,7 @@ def four(tmp_path_factory, cli):
 
 def test_the_chosen_pair_is_the_run_s_diff(four):
     out, stdout = four
-    a = analysis.load(out)
+    a = analysis.analyse_dir(out)
     assert [(p.base, p.head) for p in a.pairs] == [("p3", "p4")]  # chosen, not the first two cases
     assert a.run.config.pairs == [["p3", "p4"]]
     d = a.pairs[0].diff
@@ -43,7 +44,7 @@ def test_the_chosen_pair_is_the_run_s_diff(four):
 
 def test_the_report_has_the_pair(four):
     out, _ = four
-    model = report.build(analysis.load(out))
+    model = report.build(analysis.analyse_dir(out))
     assert model.pairs == ["p4 − p3"] and [t.title for t in model.diff_tables] == ["p4 − p3"]
     assert model.layers.diff_titles == ["p4 − p3"]
     assert any(BUSY in row.frame for row in model.diff_tables[0].rows)

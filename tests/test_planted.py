@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flametool import analysis, cli
+from flametool.analyse import analysis
+from flametool import cli
 from flametool import folded
 from runbuild import snapshot
 
@@ -31,7 +32,7 @@ def planted_run(tmp_path_factory, cli):
 
 def test_compare_analyses_and_diffs(planted_run):
     out, stdout = planted_run
-    a = analysis.load(out)
+    a = analysis.analyse_dir(out)
     assert set(a.cases) == set(a.profiles) == {"numpy", "numpy_plus_planted"}
     for label, x in a.cases.items():
         assert x.closure().within_tolerance, x.closure()
@@ -49,7 +50,7 @@ def test_compare_analyses_and_diffs(planted_run):
 
 def test_planted_cost_found_at_its_size(planted_run):
     out, _ = planted_run
-    frames = analysis.load(out).first_diff.frames
+    frames = analysis.analyse_dir(out).first_diff.frames
     rows = [r for r in frames if r.frame.endswith(BUSY)]
     assert len(rows) == 1, [r.frame for r in frames[:10]]
     found = rows[0].delta_total_us_per_call

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from flametool import analysis, rundir
+from flametool.analyse import analysis
+from flametool import rundir
 from flametool.errors import RunDirError
 from runbuild import case_result, new_run
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import faultkit as fk
 import flametool
-from flametool import cases, rundir, runner
+from flametool import cases, rundir
+from flametool.measure import runner
 from flametool.record import CaseResult, Group, Loops, Timing
 from runbuild import new_run
 
@@ -44,7 +45,7 @@ def test_children_import_the_parents_flametool(tmp_path):
     assert all(r["error"] is None for r in data["results"].values())
     # cProfile saw the child's active_loop in the parent's flametool, not in the decoy
     files = {f for f, _, name in pstats.Stats(str(out / "numpy.prof")).stats if name == "active_loop"}
-    assert files == {str(ROOT / "flametool" / "child.py")}
+    assert files == {str(ROOT / "flametool" / "measure" / "child.py")}
 
 
 def measurement(base: list[float], head: list[float]) -> runner.Measurement:

@@ -1,20 +1,20 @@
 """The sampler's filtering and timing logic on hand-built inputs."""
 
-from flametool import sampler
+from flametool.measure import sampler
 from flametool.record import Sampling
 from flametool.folded import Stack
 
-LOOP = "active_loop (flametool/child.py:44)"
+LOOP = "active_loop (flametool/measure/child.py:44)"
 
 
 def test_keep_inside_cuts_everything_above_the_loop():
     raw = [
-        Stack(("0x7f (libc.so.6)", "<module> (flametool/child.py:300)", "run (flametool/child.py:250)", LOOP,
+        Stack(("0x7f (libc.so.6)", "<module> (flametool/measure/child.py:300)", "run (flametool/measure/child.py:250)", LOOP,
                "step (flametool/cases.py:87)", "THPVariable_mm (libtorch_python.so)"), 5),
-        Stack(("0x7f (libc.so.6)", "<module> (flametool/child.py:300)", LOOP, "step (flametool/cases.py:87)",
+        Stack(("0x7f (libc.so.6)", "<module> (flametool/measure/child.py:300)", LOOP, "step (flametool/cases.py:87)",
                "THPVariable_mm (libtorch_python.so)"), 2),
-        Stack(("<module> (flametool/child.py:300)", LOOP), 3),  # between calls
-        Stack(("<module> (flametool/child.py:300)", "sampled_phase (flametool/child.py:200)",
+        Stack(("<module> (flametool/measure/child.py:300)", LOOP), 3),  # between calls
+        Stack(("<module> (flametool/measure/child.py:300)", "sampled_phase (flametool/measure/child.py:200)",
                "synchronize (torch/cuda/__init__.py:1152)"), 7),  # sync: outside
         Stack(("<module> (x.py:1)", "active_loop (user/other.py:3)", "f (user/other.py:9)"), 1),  # not ours
     ]

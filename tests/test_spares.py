@@ -8,7 +8,8 @@ import uuid
 from pathlib import Path
 
 import faultkit as fk
-from flametool import cases, runner
+from flametool import cases
+from flametool.measure import runner
 
 USER = Path(__file__).parent / "cases" / "user_cases.py"
 

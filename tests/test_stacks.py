@@ -4,7 +4,7 @@ import pytest
 
 from flametool import folded
 
-from flametool import naming
+from flametool.analyse import naming
 from flametool.errors import RunDirError
 
 

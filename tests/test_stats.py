@@ -8,8 +8,8 @@ import statistics
 
 import pytest
 
-from flametool import stats
-from flametool.child import round_order
+from flametool.analyse import stats
+from flametool.measure.child import round_order
 from flametool.record import Loops, Timing
 
 
@@ -90,7 +90,7 @@ class _Phases:
 
 
 def _events(gpu_ms_per_loop: float):
-    from flametool import child
+    from flametool.measure import child
 
     return child.Events(make=_Event, elapsed_ms=lambda s, e: gpu_ms_per_loop, device_info=dict)
 
@@ -101,7 +101,7 @@ def _events(gpu_ms_per_loop: float):
     (0.0001, True, 3),  # host-bound: at least --repeats (and more until TIMED_SECONDS, here far off)
 ])
 def test_long_gpu_bound_loops_stop_after_two_rounds(monkeypatch, gpu_ms, extend, rounds):
-    from flametool import child
+    from flametool.measure import child
 
     monkeypatch.setattr(child, "LONG_LOOP_SECONDS", 0.0)  # every loop counts as long
     monkeypatch.setattr(child, "TIMED_SECONDS", 0.0)  # and host-bound ones need no extra rounds
@@ -115,7 +115,7 @@ def test_long_gpu_bound_loops_stop_after_two_rounds(monkeypatch, gpu_ms, extend,
 def test_headline_prefers_processes_to_rounds_of_one_process():
     """The requested shape timed in one process (49 rounds) and the sample shape in three processes: the
     three processes lead, however many rounds the one process ran."""
-    from flametool.analysis import PairAnalysis
+    from flametool.analyse.analysis import PairAnalysis
 
     one = stats.pair("a", Timing([8] * 3, 10, [Loops([1.0 + i / 100 for i in range(49)])]), "b",
                      Timing([8] * 3, 10, [Loops([2.0 + i / 100 for i in range(49)])]), True)
@@ -134,7 +134,7 @@ def spread_pair(n: int, spread: float) -> stats.PairFigures:
 
 
 def test_the_processes_advised_are_more_than_ran_and_settle_the_interval():
-    from flametool import format as fmt
+    from flametool.render import format as fmt
 
     for n in (10, 12):
         f = spread_pair(n, 0.12)

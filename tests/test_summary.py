@@ -11,7 +11,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from checks import one_line_error
-from flametool import analysis, cli, summary
+from flametool.analyse import analysis, summary
+from flametool import cli
 from test_anchor import saved_run
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -55,7 +56,7 @@ def test_summary_of_a_sample_is_the_analysis_s_figures(capsys):
     code, out, _ = run_cli(capsys, "summary", str(run), "--format", "json")
     assert code == 0
     doc = json.loads(out)
-    a = analysis.load(run)
+    a = analysis.analyse_dir(run)
     assert [(p["base"], p["head"]) for p in doc["pairs"]] == [(p.base, p.head) for p in a.pairs]
     for got, p in zip(doc["pairs"], a.pairs):
         f = p.headline

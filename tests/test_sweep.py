@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from flametool import analysis, rundir, sweep
+from flametool.analyse import analysis, sweep
+from flametool import rundir
 from flametool.record import Loops, SweepPoint
 from flametool.render import charts
 
@@ -295,7 +296,7 @@ def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
     stacks read into host time per call by layer there."""
     import pstats
 
-    from flametool import analysis
+    from flametool.analyse import analysis
 
     out = tmp_path / "sampled"
     proc = cli("sweep", "--device", "cpu", "--libs", "numpy", "--sizes", "8,64", "--processes", "1", "--repeats", "2",
@@ -306,7 +307,7 @@ def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
         assert point["profile"]["files"] == {"prof": f"{name}.prof", "folded": f"{name}.folded"}
         assert point["profile"]["sampling"]["kept_samples"] > 0
         assert pstats.Stats(str(out / f"{name}.prof")).total_calls > 0  # read back with the tool others use
-    a = analysis.load(out)
+    a = analysis.analyse_dir(out)
     assert list(a.layers) == ["8", "64"]
     for size, by_case in a.layers.items():
         x = by_case["numpy"]
@@ -324,7 +325,7 @@ def test_a_wide_interval_says_what_to_do():
     wide_b, wide_h = timing(128, [10.0, 10.0], wall=[10.0, 10.0]), timing(128, [15.0, 30.0], wall=[15.0, 30.0])
     pair = sweep.SweepPair("b", "h", True, [sweep.pair_point("b", narrow_b, "h", narrow_h, True),
                                             sweep.pair_point("b", wide_b, "h", wide_h, True)])
-    from flametool import format as fmt
+    from flametool.render import format as fmt
 
     lines = fmt.sweep_pair_lines(pair, 2)
     assert lines[-1].startswith("at 128, wall time: h / b: the interval reaches ±")
@@ -339,7 +340,7 @@ def ratio_point(n: int, ratios: list[float]) -> sweep.PairPoint:
 
 
 def test_noise_near_one_is_the_same_and_no_crossing_is_claimed():
-    from flametool import format as fmt
+    from flametool.render import format as fmt
 
     # as in the H200 sample: the head faster by a third up to 1024, then ratios of 0.987-1.05 that flip
     pts = [ratio_point(n, [0.66, 0.68, 0.67]) for n in (256, 512, 1024)]
@@ -359,7 +360,7 @@ def test_noise_near_one_is_the_same_and_no_crossing_is_claimed():
 
 
 def test_a_crossing_is_claimed_where_the_intervals_are_apart():
-    from flametool import format as fmt
+    from flametool.render import format as fmt
 
     pts = [ratio_point(512, [0.80, 0.82, 0.81]), ratio_point(1024, [1.20, 1.22, 1.21])]
     even, stretches, inconclusive = sweep.verdicts(pts)
@@ -369,7 +370,7 @@ def test_a_crossing_is_claimed_where_the_intervals_are_apart():
 
 
 def test_a_too_wide_interval_is_inconclusive_not_a_finding():
-    from flametool import format as fmt
+    from flametool.render import format as fmt
 
     # 42x with an interval from about 1.6 to 1135: said to be inconclusive, never "furthest from even"
     pts = [ratio_point(32, [1.6, 1100.0, 42.0]), ratio_point(64, [1.01, 1.0, 0.99])]
@@ -393,7 +394,7 @@ def test_a_sweep_records_the_operands_at_each_size(swept):
 def test_unlike_operands_in_a_sweep_are_said(swept, tmp_path):
     import shutil
 
-    from flametool import analysis
+    from flametool.analyse import analysis
     from flametool.render import html as report
 
     run_dir = tmp_path / "edited"
@@ -401,5 +402,5 @@ def test_unlike_operands_in_a_sweep_are_said(swept, tmp_path):
     run = rundir.load(run_dir)
     run.results["torch"].operands[0].fingerprint = "000000000000"
     rundir.save(run_dir, run)
-    page = report.render(analysis.load(run_dir))
+    page = report.render(analysis.analyse_dir(run_dir))
     assert "operands differ: at 8,8,8 float32 the cases multiply different values" in page

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from flametool import analysis, attribution, cli, layers
+from flametool.analyse import analysis, attribution, layers
+from flametool import cli
 from flametool import folded
-from flametool import naming
+from flametool.analyse import naming
 from flametool.errors import RunDirError
 from runbuild import make_run, snapshot
 
@@ -72,7 +73,7 @@ def test_terminal_prints_names_as_text(run, capsys, tmp_path):
 
 def test_report_renders_names_as_text(run):
     report = pytest.importorskip("flametool.render.html")
-    html = report.render(analysis.load(run))
+    html = report.render(analysis.analyse_dir(run))
     assert "<script>alert('x')</script>" not in html and "<b>bold</b>" not in html
     assert "&lt;script&gt;" in html
 

@@ -51,7 +51,7 @@ def test_host_operands_are_streams_0_and_1():
 
 
 def test_a_child_starts_the_builtin_cases_operands_for_its_first_shape(monkeypatch):
-    from flametool import child
+    from flametool.measure import child
     from flametool.cases import CaseSpec
     from flametool.protocol import JobCase, PlanItem, ProfileJob, SweepItem, SweepJob, TimeJob
 

@@ -1,5 +1,5 @@
 """Every output of an analysed run, behind one interface (base.Renderer): the terminal summary, the HTML
-report, speedscope's JSON and folded stacks, and a summary for CI (text, Markdown, JSON). They share one formatting module (flametool.format)."""
+report, speedscope's JSON and folded stacks, and a summary for CI (text, Markdown, JSON). They share one formatting module (flametool.render.format)."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ from datetime import datetime
 from markupsafe import Markup
 
 from .. import __version__
-from .. import format as fmt
-from ..atlas import AtlasAnalysis, AtlasCell
+from . import format as fmt
+from ..analyse.atlas import AtlasAnalysis, AtlasCell
 from . import charts
 
 

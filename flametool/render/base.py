@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..analysis import Stacks
+from ..analyse.analysis import Stacks
 
 
 @dataclass(frozen=True)

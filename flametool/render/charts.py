@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .. import layers as ly
-from ..attribution import CaseCosts
-from ..diff import LayerDelta
+from ..analyse import layers as ly
+from ..analyse.attribution import CaseCosts
+from ..analyse.diff import LayerDelta
 
 # Light colours so that dark text reads on every one of them; the flame graphs use the same ones.
 LAYER_COLOURS = {

@@ -5,9 +5,9 @@ one file holds them side by side."""
 
 from __future__ import annotations
 
-from .. import attribution
+from ..analyse import attribution
 from .. import folded
-from ..analysis import Stacks
+from ..analyse.analysis import Stacks
 from .base import ExportRenderer
 
 

@@ -22,16 +22,17 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from .. import __version__, cases, rundir, sampler
+from .. import __version__, cases, rundir
+from ..measure import sampler
 from . import atlas_page, charts, sweep_page
-from .. import flamegraph as flame
-from .. import format as fmt
-from .. import naming
-from ..analysis import Analysis
-from ..attribution import CaseCosts, Skipped
-from ..diff import LayerDelta, PairDiff
-from ..sweep import SweepAnalysis
-from ..atlas import AtlasAnalysis
+from ..analyse import flamegraph as flame
+from . import format as fmt
+from ..analyse import naming
+from ..analyse.analysis import Analysis
+from ..analyse.attribution import CaseCosts, Skipped
+from ..analyse.diff import LayerDelta, PairDiff
+from ..analyse.sweep import SweepAnalysis
+from ..analyse.atlas import AtlasAnalysis
 from ..errors import FlametoolError
 from ..record import CaseResult, Run, Sampling
 from .base import Renderer
@@ -381,7 +382,7 @@ def layer_section(analysis_data: dict[str, CaseCosts | Skipped], diffs: list[Pai
     skipped = [f"{l}: no stack analysis ({a.reason})" for l, a in analysis_data.items() if isinstance(a, Skipped)]
     chart = charts.stacked_costs(done) if done else None
     deltas = [{r.layer: r for r in d.layers} for d in diffs]
-    from ..layers import order
+    from ..analyse.layers import order
 
     def cell(d: LayerDelta | None) -> tuple[str, str]:
         if not d:

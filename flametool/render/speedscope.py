@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 from itertools import chain
 
-from .. import __version__, attribution
-from ..analysis import Stacks
+from .. import __version__
+from ..analyse import attribution
+from ..analyse.analysis import Stacks
 from ..errors import FlametoolError
 from .base import ExportRenderer
 

@@ -1,6 +1,6 @@
-"""A summary (flametool.summary.Summary) for CI and scripts: plain text, Markdown that reads as a pull-request
+"""A summary (flametool.analyse.summary.Summary) for CI and scripts: plain text, Markdown that reads as a pull-request
 comment, or JSON of a documented, versioned schema (docs/summary-json.md). Every figure is the analysis's;
-here they are only laid out, with the words of flametool.format where the terminal says the same thing."""
+here they are only laid out, with the words of flametool.render.format where the terminal says the same thing."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import json
 import math
 from typing import Any
 
-from .. import format as fmt
-from ..stats import Interval
-from ..summary import SCHEMA, VERSION, PairSummary, Summary
+from . import format as fmt
+from ..analyse.stats import Interval
+from ..analyse.summary import SCHEMA, VERSION, PairSummary, Summary
 from .base import Renderer
 
 

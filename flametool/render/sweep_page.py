@@ -10,8 +10,8 @@ from datetime import datetime
 from markupsafe import Markup
 
 from .. import __version__
-from .. import format as fmt
-from ..sweep import SweepAnalysis, side, size_name
+from . import format as fmt
+from ..analyse.sweep import SweepAnalysis, side, size_name
 from . import charts
 
 

@@ -11,14 +11,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .. import format as fmt
-from .. import sampler, sweep
-from ..analysis import Analysis, DiffResult
-from ..attribution import CaseCosts, Skipped
-from ..diff import PairDiff
-from ..sweep import SweepAnalysis
-from ..atlas import AtlasAnalysis
-from ..layers import order
+from . import format as fmt
+from ..measure import sampler
+from ..analyse import sweep
+from ..analyse.analysis import Analysis, DiffResult
+from ..analyse.attribution import CaseCosts, Skipped
+from ..analyse.diff import PairDiff
+from ..analyse.sweep import SweepAnalysis
+from ..analyse.atlas import AtlasAnalysis
+from ..analyse.layers import order
 from .base import Renderer
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 
-from .attribution import CaseCosts
-from .stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
-from .operands import UnlikeOperands
-from .record import Environment
-from .sweep import SAME_WITHIN, SweepPair, size_name
+from ..analyse.attribution import CaseCosts
+from ..analyse.stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
+from ..analyse.operands import UnlikeOperands
+from ..record import Environment
+from ..analyse.sweep import SAME_WITHIN, SweepPair, size_name
 
 DASH = "–"
 

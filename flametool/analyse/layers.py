@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .errors import FlametoolError
+from ..errors import FlametoolError
 from .naming import Frame
 
 INHERIT = "inherit"
@@ -40,7 +40,7 @@ class Rule:
 RULES_ENV = "FLAMETOOL_LAYERS"  # a layers.json of one's own, to try other rules on existing runs
 
 
-def load(text: str | None = None) -> tuple[list[Rule], dict[str, str]]:
+def read_rules(text: str | None = None) -> tuple[list[Rule], dict[str, str]]:
     """The rules and the layers (name -> what it holds, in display order) from `text`, or from the file
     $FLAMETOOL_LAYERS names, or the layers.json shipped with flametool (a bad file: one FlametoolError)."""
     return _load_all(text)[:2]

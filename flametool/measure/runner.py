@@ -25,15 +25,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import envinfo, procs, rundir, sampler, stats
-from .cases import BUILTIN, CaseSpec, builtin_libraries
-from .config import Config, default_out  # noqa: F401 - default_out: runner.default_out
+from . import envinfo, sampler
+from .. import procs, rundir
+from ..analyse import stats
+from ..cases import BUILTIN, CaseSpec, builtin_libraries
+from ..config import Config, default_out  # noqa: F401 - default_out: runner.default_out
 from .child import ACTIVE_LOOP, SPARE, TIMED_SECONDS
-from .errors import CaseError, FlametoolError
-from .protocol import (RESULT_OF, AnyJob, AnyResult, Done, Failed, JobCase, Phase, PlanItem, Point, ProfileJob,
-                       SampleReady, SweepItem, SweepJob, TimedLoops, TimeJob, decode, encode_job)
-from .record import (CaseResult, Group, Profiled, Run, RunConfig, Sampling, SweepPoint, Timing, host_bound,
-                     size_name)
+from ..errors import CaseError, FlametoolError
+from ..protocol import (RESULT_OF, AnyJob, AnyResult, Done, Failed, JobCase, Phase, PlanItem, Point, ProfileJob,
+                        SampleReady, SweepItem, SweepJob, TimedLoops, TimeJob, decode, encode_job)
+from ..record import CaseResult, Group, ProfileProcess, Run, RunConfig, Sampling, SweepPoint, Timing, host_bound, size_name
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
@@ -101,21 +102,21 @@ def child_env(pool_threads: int | None = None, token: str | None = None) -> dict
     # jax takes 75% of the GPU's memory at its first array unless told not to: the cases share the device
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     # the child imports flametool from the same place as the parent, installed or not
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
-# `python -m flametool.child` (and `-c`) would put the current directory first on sys.path, ahead of the
+# `python -m flametool.measure.child` (and `-c`) would put the current directory first on sys.path, ahead of the
 # PYTHONPATH that child_env gives the child, so a `flametool/` there (a checkout beside an installed flametool)
 # would run in the child instead of the parent's: the child moves the current directory to the end, then imports.
 CHILD_BOOT = ("import sys; sys.path.append(sys.path.pop(0)); "
-              "from flametool.child import main; sys.exit(main(sys.argv[1:]))")
+              "from flametool.measure.child import main; sys.exit(main(sys.argv[1:]))")
 
 
 def child_command(*args: str, python: str | None = None) -> list[str]:
-    """The command line that runs flametool.child with `args`, importing this process's flametool (with
+    """The command line that runs flametool.measure.child with `args`, importing this process's flametool (with
     child_env's PYTHONPATH), in this interpreter or in `python` (an environment of `compare --env`)."""
     return [python or sys.executable, "-c", CHILD_BOOT, *args]
 
@@ -701,7 +702,7 @@ class Measurement:
             if not isinstance(got, str):
                 stop_if_refused(case.label, got, self.out)
 
-    def profiled(self, case: CaseSpec, shape: list[int], steps: int, name: str) -> Profiled | str:
+    def profiled(self, case: CaseSpec, shape: list[int], steps: int, name: str) -> ProfileProcess | str:
         """The case alone at `shape`, `steps` calls a loop: its own loops, cProfile and py-spy, into NAME.prof
         and NAME.folded. Returns what it measured, or why it could not."""
         config = self.config
@@ -720,7 +721,7 @@ class Measurement:
             sampling.chunks = len(got.chunks or [])
             sampling.sampled_us_per_call = sampler.sampled_us_per_call(got.chunks or [], got.calls_per_chunk or 1,
                                                                        sampling.window)
-        return Profiled(own=got.own, calls=got.calls, cprofile_us_per_call=got.cprofile_us_per_call,
+        return ProfileProcess(own=got.own, calls=got.calls, cprofile_us_per_call=got.cprofile_us_per_call,
                         cprofile_calls=got.cprofile_calls, sampling=sampling, files=files)
 
 
@@ -805,7 +806,7 @@ def sweep(config: Config, argv: list[str], progress: Progress) -> tuple[Path, Ru
     return config.out, m.run
 
 
-def stop_if_refused(label: str, profile: Profiled, out: Path) -> None:
+def stop_if_refused(label: str, profile: ProfileProcess, out: Path) -> None:
     """The kernel refused py-spy's attach: it will refuse every case alike, so stop here, with what to change
     (what was measured is saved before this is asked)."""
     if profile.sampling is not None and profile.sampling.refused:

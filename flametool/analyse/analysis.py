@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import attribution, diff, flamegraph, layers, profstats, reading, rundir, safeopen, stats, sweep
-from .errors import FlametoolError, RunDirError
+from . import attribution, diff, flamegraph, layers, profstats, reading, stats, sweep
+from .. import rundir, safeopen
+from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - analysis.unlike_operands
 from .attribution import CaseCosts, Skipped
-from .record import CaseResult, Run, Timing
+from ..record import CaseResult, Run, Timing
 
 # diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case):
 # the change's 95% interval lies wholly above the threshold; INCONCLUSIVE_EXIT when the interval holds it
@@ -91,7 +92,7 @@ def cprofile_table(run_dir: Path, result: CaseResult) -> CProfileTable | RunDirE
     if not rundir.is_file_name(name):
         return None
     try:
-        stats = profstats.load(run_dir / name)
+        stats = profstats.read(run_dir / name)
     except RunDirError as exc:
         return exc
     return CProfileTable(*profstats.top(stats, result.profile.cprofile_calls if result.profile else None))
@@ -262,7 +263,7 @@ def _size(path: Path) -> int:
         return 0
 
 
-def load(run_dir: Path | str, attribute: bool = True) -> "Analysis | sweep.SweepAnalysis":
+def analyse_dir(run_dir: Path | str, attribute: bool = True) -> "Analysis | sweep.SweepAnalysis":
     run_dir = Path(run_dir)
     return analyse(run_dir, rundir.load(run_dir), attribute)
 

@@ -5,7 +5,7 @@ up under the same path and a difference shows where it really is. The top frame 
 case's own step() function, which has a different name in every case; it is matched as STEP_ROOT.
 
 The merged call tree of both sides' aligned stacks is what the differential flame graph is drawn from (see
-flamegraph.diff_graph, which makes it as arrays, trie.build); diff(with_tree=True) also gives it as tree.Node
+flamegraph.diff_graph, which makes it as arrays, trie.build); diff(with_tree=True) also gives it as nodetree.Node
 objects, for callers that walk it.
 """
 
@@ -15,9 +15,9 @@ import math
 from dataclasses import dataclass, replace
 
 from . import layers as ly
-from . import folded
+from .. import folded
 from . import naming
-from . import tree
+from . import nodetree
 from .attribution import Profile, attribute, layer_label
 
 STEP_ROOT = "step()"
@@ -103,7 +103,7 @@ class PairDiff:
     frames: list[FrameDelta]
     aligned: tuple[Profile, Profile]  # (base, head), for flamegraph.diff_graph
     us_per_sample: tuple[float, float]  # what one sample of each side is worth, us per call
-    tree: tree.Node | None = None  # the merged call tree as nodes, with_tree=True only
+    tree: nodetree.Node | None = None  # the merged call tree as nodes, with_tree=True only
 
     def named(self, base: str, head: str) -> "PairDiff":
         """The same figures with the sides named otherwise (a diff of two runs: "base" and "head")."""
@@ -112,7 +112,7 @@ class PairDiff:
 
 def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: bool = False) -> PairDiff:
     """Layers and frames, head minus base, and the aligned profiles the differential flame graph is drawn
-    from. with_tree: also the merged call tree as tree.Node objects, for a caller that walks it (the tests
+    from. with_tree: also the merged call tree as nodetree.Node objects, for a caller that walks it (the tests
     check the array-built graphs against it); nothing in flametool needs it, and on a large profile it is
     the costliest part."""
     # layers: each case's own figures, as every layer table shows them, so a row's delta is head - base of the
@@ -145,4 +145,4 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: b
 
     return PairDiff(base.label, head.label, base.us_per_call, head.us_per_call, head.us_per_call - base.us_per_call,
                     head.us_per_call / base.us_per_call if base.us_per_call else None, layer_rows, frame_rows,
-                    (base, head), (base.us(1), head.us(1)), tree.build([base, head]) if with_tree else None)
+                    (base, head), (base.us(1), head.us(1)), nodetree.build([base, head]) if with_tree else None)

@@ -9,7 +9,7 @@ every part of a call is inflated alike and shares stay fair). A frame's time per
 where the paired time is the median of the case's timed loops in every timing process (shared with the
 other cases). A process's own speed multiplies every part of a call alike, so shares taken in the one
 sampled process scale to the pooled time; the sampled process's own unsampled time is kept as a check
-(record.Profiled.own).
+(record.ProfileProcess.own).
 
 "Samples inside the active loop" are the kept stacks (inside step()) plus ``sampling.loop_samples`` (in
 the loop's own bytecode between calls), because the timed figure covers both. The loop's share appears as
@@ -38,14 +38,14 @@ from pathlib import Path
 import numpy as np
 
 from . import layers as ly
-from . import rundir
-from . import folded
+from .. import rundir
+from .. import folded
 from . import naming
 from . import reading
 from . import stats
-from . import trie
-from .errors import RunDirError
-from .record import CaseResult, Run
+from . import calltree
+from ..errors import RunDirError
+from ..record import CaseResult, Run
 
 CLOSURE_TOLERANCE = 0.10
 
@@ -63,7 +63,7 @@ class Profile:
     # derived once and reused (attribution, the diff and the flame graphs all need them); stacks and frames
     # are not changed after a Profile is made
     _layers: dict[str, list[tuple[str, ...]]] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _trie: "trie.Trie | None" = field(default=None, init=False, repr=False, compare=False)
+    _trie: "calltree.Trie | None" = field(default=None, init=False, repr=False, compare=False)
     _node_layers: dict[str, tuple[list[str], list]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _total_counts: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
     _charges: dict[str, dict[str, list[str]]] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -87,10 +87,10 @@ class Profile:
                                   for t in (tuple(ly.resolve(s.frames, own, view)) for s in self.stacks)]
         return self._layers[view]
 
-    def trie(self) -> trie.Trie:
-        """The call tree of the stacks, as arrays (trie.build), made once."""
+    def trie(self) -> calltree.Trie:
+        """The call tree of the stacks, as arrays (calltree.build), made once."""
         if self._trie is None:
-            self._trie = trie.build([self.stacks])
+            self._trie = calltree.build([self.stacks])
         return self._trie
 
     def own_layers(self, names: list[str]) -> list[str]:
@@ -99,10 +99,10 @@ class Profile:
         return [own.get(name, ly.OTHER) for name in names]
 
     def node_layers(self, view: str = ly.DEFAULT_VIEW) -> tuple[list[str], list]:
-        """The resolved layer of every node of trie(), in `view` (trie.node_layers), made once per view."""
+        """The resolved layer of every node of trie(), in `view` (calltree.node_layers), made once per view."""
         if view not in self._node_layers:
             t = self.trie()
-            self._node_layers[view] = trie.node_layers(t, self.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), view)
+            self._node_layers[view] = calltree.node_layers(t, self.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), view)
         return self._node_layers[view]
 
     def drop_tree(self) -> None:
@@ -254,7 +254,7 @@ class Skipped:
 
 def _sums(index: np.ndarray, values: np.ndarray, n: int) -> list[int]:
     """Sum of the (non-negative, integer) values per index 0..n-1, exactly: as float64 while that is exact."""
-    if values.dtype != object and (not len(values) or int(values.sum()) < trie.EXACT_FLOAT):
+    if values.dtype != object and (not len(values) or int(values.sum()) < calltree.EXACT_FLOAT):
         return [int(x) for x in np.bincount(index, weights=values.astype(np.float64), minlength=n)]
     out = [0] * n
     for i, v in zip(index.tolist(), values.tolist()):
@@ -288,8 +288,8 @@ def _nodes(profile: Profile, view: str) -> _Nodes:
             caller = np.where(parent_layer != mine, parent_layer, above[level.parent])
         callers.append(caller)
         above = caller
-    return _Nodes(trie.concat(t, "frame"), trie.concat(t, "total", 0), trie.concat(t, "self", 0),
-                  trie.concat(t, "first_end"), np.concatenate(per_depth) if per_depth else np.zeros(0, dtype=np.int64),
+    return _Nodes(calltree.concat(t, "frame"), calltree.concat(t, "total", 0), calltree.concat(t, "self", 0),
+                  calltree.concat(t, "first_end"), np.concatenate(per_depth) if per_depth else np.zeros(0, dtype=np.int64),
                   np.concatenate(callers) if callers else np.zeros(0, dtype=np.int64), layer_names)
 
 
@@ -299,7 +299,7 @@ def total_counts(profile: Profile) -> dict[str, int]:
     hold a frame twice (a recursion, A;B;A). Made once per profile (it does not depend on the view)."""
     if profile._total_counts is None:
         t = profile.trie()
-        sums = _sums(trie.concat(t, "frame"), trie.concat(t, "total", 0), len(t.names))
+        sums = _sums(calltree.concat(t, "frame"), calltree.concat(t, "total", 0), len(t.names))
         total = dict(zip(t.names, sums))
         frames = [s.frames for s in profile.stacks]
         for i in [i for i, (a, b) in enumerate(zip(map(len, map(set, frames)), map(len, frames))) if a != b]:
@@ -319,7 +319,7 @@ def frame_layers(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, str
     width = len(nodes.layer_names)
     out: dict[str, str] = {}
     # first seen: the node of the frame with the earliest first stack, then the least depth
-    order = np.lexsort((trie.depths(t), trie.concat(t, "first_row")))
+    order = np.lexsort((calltree.depths(t), calltree.concat(t, "first_row")))
     frames_in_order = nodes.frame[order]
     seen, at = np.unique(frames_in_order, return_index=True)
     for f, i in zip(seen.tolist(), order[at].tolist()):

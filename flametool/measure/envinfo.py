@@ -9,7 +9,7 @@ import platform
 import sys
 from pathlib import Path
 
-from . import __version__
+from .. import __version__
 
 PACKAGES = {
     "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"),

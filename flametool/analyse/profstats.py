@@ -9,8 +9,8 @@ import pstats
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import safeopen
-from .errors import RunDirError
+from .. import safeopen
+from ..errors import RunDirError
 
 TOP = 15
 
@@ -23,7 +23,7 @@ class Row:
     cumulative_us: float
 
 
-def load(path: Path) -> pstats.Stats:
+def read(path: Path) -> pstats.Stats:
     """pstats.Stats of a .prof file; any reason it cannot be read is one RunDirError naming the file."""
     if not (path.exists() or path.is_symlink()):
         raise RunDirError(f"{path}: missing")

@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from . import procs, rundir
-from .record import Sampling
-from . import folded
-from .errors import FlametoolError
+from .. import procs, rundir
+from ..record import Sampling
+from .. import folded
+from ..errors import FlametoolError
 
 # py-spy may need several seconds to read the symbol tables of big native libraries before it samples.
 # FLAMETOOL_PYSPY_TIMEOUT (seconds) overrides it: tests use a few seconds, slow machines may need more.

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import layers as ly
-from . import trie
+from . import calltree
 from .attribution import Profile
 from .diff import PairDiff
 
@@ -107,9 +107,9 @@ def diff_graph(case_diff: PairDiff, strings: Strings, gid: str, threshold: float
     the base's widths, so the page can draw the negated graph (widths from the base) as well. Drawn from the
     merged call tree of the diff's aligned stacks."""
     aligned = case_diff.aligned
-    t = trie.build([p.stacks for p in aligned])
+    t = calltree.build([p.stacks for p in aligned])
     # a node's layer is the one its first stack resolves it to: the base's when a base stack goes through it
-    layers = [trie.node_layers(t, p.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), ly.DEFAULT_VIEW)
+    layers = [calltree.node_layers(t, p.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), ly.DEFAULT_VIEW)
               for p in aligned]
     ub, uh = case_diff.us_per_sample
     base, head = case_diff.base, case_diff.head

@@ -19,15 +19,15 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import cases
-from .cases import CaseSpec
-from .errors import FlametoolError
-from .record import Environment, env_label
+from .. import cases
+from ..cases import CaseSpec
+from ..errors import FlametoolError
+from ..record import Environment, env_label
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 PROBE_SECONDS = 180.0  # importing torch and cupy in a cold environment takes seconds; a hung import, not minutes
 PROBE_BOOT = ("import sys; sys.path.append(sys.path.pop(0)); "
-              "from flametool.envprobe import main; sys.exit(main(sys.argv[1:]))")
+              "from flametool.measure.envprobe import main; sys.exit(main(sys.argv[1:]))")
 
 
 def parse(texts: list[str]) -> list[Environment]:

@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import attribution, naming, ops, rundir, stats
-from .errors import RunDirError
-from .record import AtlasPart, Run
+from . import attribution, naming, stats
+from .. import ops, rundir
+from ..errors import RunDirError
+from ..record import AtlasPart, Run
 
 
 @dataclass
@@ -123,7 +124,7 @@ def row(run_dir: Path, part: AtlasPart, libraries: list[str]) -> AtlasRow:
         out.error = out.error or "not measured: the atlas stopped before this op"
         return out
     try:
-        analysed = analysis.load(run_dir / part.dir)
+        analysed = analysis.analyse_dir(run_dir / part.dir)
     except RunDirError as exc:
         out.error = str(exc)
         return out

@@ -33,11 +33,12 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from . import cases, explain, ops, procs
-from .cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory, cuda_index
-from .protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Message, Phase, PlanItem, Point, PointCase,
-                       ProfileJob, SampleReady, SweepJob, Swept, Timed, TimedLoops, TimeJob, decode_job, encode)
-from .record import Loops, Operands, boundedness
+from .. import cases, ops, procs
+from . import explain
+from ..cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory, cuda_index
+from ..protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Message, Phase, PlanItem, Point, PointCase,
+                        ProfileJob, SampleReady, SweepJob, Swept, Timed, TimedLoops, TimeJob, decode_job, encode)
+from ..record import Loops, Operands, boundedness
 
 ACTIVE_LOOP = "active_loop"
 # At a shape other than the requested one, each timed loop runs at least this long so that the figure

@@ -60,7 +60,7 @@ FAULTS = {
                                 "run.json", FOLDED_READERS),
     ".prof pstats cannot read": (lambda run: (run / "alpha.prof").write_bytes(b"not a profile \x00\xff"), "alpha.prof", PROF_READERS),
     "truncated .prof": (lambda run: (run / "alpha.prof").write_bytes((run / "alpha.prof").read_bytes()[:40]), "alpha.prof", PROF_READERS),
-    # issue 20: a run directory from elsewhere holds links, FIFOs and crafted files
+    # a run directory from elsewhere holds links, FIFOs and crafted files
     ".folded a link to a file": (lambda run: _link(run / "alpha.folded", _outside(run, "secret 7\n")), "alpha.folded", FOLDED_READERS),
     ".folded a link to /dev/zero": (lambda run: _link(run / "alpha.folded", "/dev/zero"), "alpha.folded", FOLDED_READERS),
     ".folded a FIFO": (lambda run: ((run / "alpha.folded").unlink(), os.mkfifo(run / "alpha.folded")), "alpha.folded", FOLDED_READERS),

@@ -78,7 +78,7 @@ def test_bad_rules_file_is_one_line(tmp_path):
 
 
 def test_a_catastrophic_pattern_is_stopped_and_named(tmp_path):
-    """Issue 20 item 12: `(a+)+$` tried on a frame of 40 'a's backtracks for days and hung the report. A rule
+    """`(a+)+$` tried on a frame of 40 'a's backtracks for days and hung the report. A rule
     of one's own is tried on a frame for at most a second: one line names the rule and the frame."""
     run = tmp_path / "run"
     from runbuild import make_run

@@ -1,4 +1,4 @@
-"""Issue 20 (faults 3), run directories from elsewhere and the last tracebacks: a link or a FIFO in a run
+"""Run directories from elsewhere and the last tracebacks: a link or a FIFO in a run
 directory, `-o` onto the run's own files, names the file system refuses, an output encoding that cannot
 show '×', a run.json that does not fit in memory, and the catch-all for whatever is left: each ends in
 one `flametool:` line and an exit code, and nothing of the run is lost."""
@@ -157,7 +157,7 @@ def test_an_unexpected_exception_is_one_line_and_a_file(tmp_path, capsys, monkey
     assert "in broken" in path.read_text()
 
 
-CASES3 = fk.CASES / "faults3_cases.py"
+CASES3 = fk.CASES / "process_cases.py"
 SWEEP = ["sweep", "--device", "cpu", "--iters", "200", "--warmup", "20", "--repeats", "1", "--processes", "1"]
 
 

@@ -1,5 +1,7 @@
-"""Issue 13 ("Faults 2"), items 3, 6, 7, 10 and 12: each reproduced as reported, each now one line on stderr
-starting 'flametool:' and an exit code, or the right result."""
+"""Odd inputs and outputs: a report written through a link, into a FIFO, to a full device or a folder; a spoiled
+or deeply nested run.json, huge counts in a .folded file; hostile frame names in every view; case files with a
+coding cookie or a factory bound under a block; streamed reading of stacks against the straightforward one.
+Each ends in one line on stderr starting 'flametool:' and an exit code, or the right result."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""User cases for tests/test_faults3_procs.py: cases whose processes leave the child's process group, and a
+"""User cases for tests/test_process_hygiene.py: cases whose processes leave the child's process group, and a
 step() that never returns."""
 
 import os
 import subprocess
 import time
 
-from faults2_cases import _matmul  # the case's folder is on sys.path in the child
+from run_fault_cases import _matmul  # the case's folder is on sys.path in the child
 
 
 def setsid_case(m, k, n, dtype, device):

@@ -1,4 +1,4 @@
-"""Issue 20 (faults 3), processes and signals: what a case starts out of its child's process group, SIGHUP,
+"""Processes and signals: what a case starts out of its child's process group, SIGHUP,
 py-spy's temporary file, a step() that never returns, Ctrl-Z. flametool runs as from a terminal, in a
 session of its own, and every process of the run is found by the tag they all inherit."""
 
@@ -14,7 +14,7 @@ import pytest
 import faultkit as fk
 from flametool import rundir
 
-CASES3 = fk.CASES / "faults3_cases.py"
+CASES3 = fk.CASES / "process_cases.py"
 # the issue's settings, "O"
 O = ["--device", "cpu", "--shape", "16,16,16", "--iters", "200", "--warmup", "20", "--repeats", "1", "--processes", "1",
      "--sample-seconds", "2"]

@@ -1,4 +1,4 @@
-"""Faults 2 (issue 13), part a: Ctrl-C late in a long sampling phase, two runs on one --out, processes a case
+"""Faults of a run as users meet them: Ctrl-C late in a long sampling phase, two runs on one --out, processes a case
 starts, a full disk, standard output that fails, a case that writes to the message pipe, absurd inputs.
 Each is reproduced as a user meets it: signals to the process group, simultaneous starts, a tiny tmpfs, a
 closed pipe, /dev/full; py-spy is the real one."""
@@ -22,7 +22,7 @@ from flametool import cli as cli_module
 from flametool import protocol, rundir
 from flametool.measure import runner
 
-CASES2 = fk.CASES / "faults2_cases.py"
+CASES2 = fk.CASES / "run_fault_cases.py"
 SAMPLES = fk.ROOT / "samples"
 # the issue's settings, "F"
 F = ["--device", "cpu", "--shape", "16,16,16", "--iters", "200", "--warmup", "20", "--repeats", "1", "--processes", "1",

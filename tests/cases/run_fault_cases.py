@@ -1,4 +1,4 @@
-"""User cases for tests/test_faults2_a.py: cases that start processes of their own, write to the message pipe
+"""User cases for tests/test_run_faults.py: cases that start processes of their own, write to the message pipe
 that is not theirs, or write much output."""
 
 import os

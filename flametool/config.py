@@ -35,7 +35,7 @@ class Defaults:
     # Launch-sized products gain nothing from a pool, so one thread on either device: a verdict that holds
     # from run to run.
     pool_threads: int
-    spares: bool  # compare starts its later processes ahead (runner.Measurement.start_spares): on a GPU
+    spares: bool  # compare starts its later processes ahead (childproc.Spares): on a GPU
     iters: int = 250
     warmup: int = 50
     # Timing processes. On the H200 host the cupy/torch ratio of one process varied by about ±1.5% between
@@ -93,12 +93,12 @@ class Config:
     processes: int = CPU.processes  # fresh processes that run the timed loops
     max_processes: int | None = None  # more, up to this, while a pair's ratio has not settled; None: `processes`
     extra_seconds: float = float(CPU.extra_seconds)  # and while the processes past `processes` have taken less than this
-    pool_threads: int | None = None  # CPU thread pools in the child (runner.POOL_THREAD_VARS); None: as the environment says
+    pool_threads: int | None = None  # CPU thread pools in the child (childproc.POOL_THREAD_VARS); None: as the environment says
     sample_shape: list[int] | None = None
     sample: bool = True
     keep_going: bool = False
     isolate: bool = False  # each case's timed loops in processes of its own (not paired)
-    spares: bool = False  # compare starts its later processes ahead (Measurement.start_spares): on a GPU
+    spares: bool = False  # compare starts its later processes ahead (childproc.Spares): on a GPU
     pairs: list[list[str]] | None = None  # [base, head] pairs to compare; None: the first two cases
     out: Path = field(default_factory=default_out)
     out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
@@ -110,7 +110,7 @@ class Config:
     environments: list[Environment] = field(default_factory=list)
     anchor: str | None = None
     op: str = "matmul"  # --op: what the built-in cases launch (ops.py); `shape` and `sizes` are this op's
-    cpus: int | None = None  # CPUs each child may run on (runner.CPUS_ENV; a run with jax: JAX_CPUS); None: all
+    cpus: int | None = None  # CPUs each child may run on (childproc.CPUS_ENV; a run with jax: JAX_CPUS); None: all
 
     def __post_init__(self) -> None:
         if self.max_processes is None:

@@ -51,3 +51,12 @@ def make_run(path: Path, cases: dict[str, tuple[str, float, int]]) -> Path:
 def snapshot(path: Path) -> dict[str, bytes]:
     """Every file's bytes, to check that a command left the run directory as it was."""
     return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def real_compare(cli, tmp_path_factory, name: str, *args: str) -> tuple[Path, Run]:
+    """A real `flametool compare ARGS` into a fresh folder (the GPU tests' runs): its directory and record."""
+    out = tmp_path_factory.mktemp(name) / "run"
+    proc = cli("compare", *args, "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    print(proc.stdout)
+    return out, rundir.load(out)

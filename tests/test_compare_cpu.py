@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flametool.analyse import analysis
-from flametool.measure import child, runner
+from flametool.measure import child, childproc, runner
 from flametool import folded, rundir
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
@@ -172,9 +172,9 @@ def test_processes_pool_the_timed_loops(cli, tmp_path):
 
 
 def test_child_env_sets_every_pool():
-    env = runner.child_env(2)
-    assert all(env[v] == "2" for v in runner.POOL_THREAD_VARS)
-    assert all(runner.child_env(None).get(v) == os.environ.get(v) for v in runner.POOL_THREAD_VARS)
+    env = childproc.child_env(2)
+    assert all(env[v] == "2" for v in childproc.POOL_THREAD_VARS)
+    assert all(childproc.child_env(None).get(v) == os.environ.get(v) for v in childproc.POOL_THREAD_VARS)
 
 
 def test_prof_files_load_in_pstats(run):

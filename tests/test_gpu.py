@@ -5,17 +5,15 @@ import pytest
 from flametool.analyse import analysis
 from flametool import folded, rundir
 from flametool.measure import sampler
+from runbuild import real_compare
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
 def gpu_run(cli, tmp_path_factory):
-    out = tmp_path_factory.mktemp("gpu") / "run"
-    proc = cli("compare", "--libs", "cupy,torch", "--shape", "1024,1024,1024", "--iters", "1000", "--repeats", "2",
-               "--processes", "2", "--sample-seconds", "3", "--rate", "100", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
-    return out, rundir.load(out)
+    return real_compare(cli, tmp_path_factory, "gpu", "--libs", "cupy,torch", "--shape", "1024,1024,1024", "--iters",
+                        "1000", "--repeats", "2", "--processes", "2", "--sample-seconds", "3", "--rate", "100")
 
 
 def test_cuda_cases_measure_host_and_device(gpu_run):

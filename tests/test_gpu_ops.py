@@ -6,6 +6,7 @@ import pytest
 
 from flametool.analyse import analysis
 from flametool import cases, ops, rundir
+from runbuild import real_compare
 from test_ops import reference
 
 pytestmark = pytest.mark.gpu
@@ -45,12 +46,8 @@ def test_each_gpu_op_computes_what_numpy_does(library, op):
 
 @pytest.fixture(scope="module")
 def three_libraries(cli, tmp_path_factory):
-    out = tmp_path_factory.mktemp("gpuops") / "run"
-    proc = cli("compare", "--op", "add", "--libs", "cupy,torch,jax", "--iters", "1000", "--repeats", "2",
-               "--processes", "2", "--sample-seconds", "3", "--rate", "50", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
-    print(proc.stdout)
-    return out, rundir.load(out)
+    return real_compare(cli, tmp_path_factory, "gpuops", "--op", "add", "--libs", "cupy,torch,jax", "--iters", "1000",
+                        "--repeats", "2", "--processes", "2", "--sample-seconds", "3", "--rate", "50")
 
 
 def test_three_libraries_add_on_the_gpu(three_libraries):

@@ -189,7 +189,7 @@ def test_a_run_with_jax_pins_its_children_to_two_cpus(monkeypatch):
     import sys
 
     from flametool import config
-    from flametool.measure import envinfo, runner
+    from flametool.measure import childproc, envinfo
 
     monkeypatch.setattr(envinfo, "cuda_device_count", lambda: 1)
     made = cli.compare_config(cli.build_parser().parse_args(["compare", "--libs", "torch,jax", "--op", "add"]),
@@ -198,7 +198,7 @@ def test_a_run_with_jax_pins_its_children_to_two_cpus(monkeypatch):
     plain = cli.compare_config(cli.build_parser().parse_args(["compare", "--libs", "torch"]), lambda text: None)
     assert plain.cpus is None
     allowed = sorted(os.sched_getaffinity(0))
-    turns = [runner.next_cpus(2) for _ in range(3)]
+    turns = [childproc.next_cpus(2) for _ in range(3)]
     assert all(len(t) == min(2, len(allowed)) and set(t) <= set(allowed) for t in turns)
     if len(allowed) >= 4:  # children alive at once get CPUs of their own while there are enough
         assert set(turns[0]).isdisjoint(turns[1])

@@ -108,9 +108,9 @@ def test_spares_no_job_took_are_stopped_without_a_trace(tmp_path, monkeypatch):
     monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
     config = spare_config(rundir.create(tmp_path / "run"))
     m = runner.Measurement(config, new_run(), lambda *_: None)
-    m.start_spares()
-    assert len(m.spares) == 4 and all(log.exists() for log in m.spares)
+    m.spares.start_for_compare(m.case_groups())
+    assert len(m.spares.started) == 4 and all(log.exists() for log in m.spares.started)
     assert fk.tagged(os.environ[fk.TAG])  # they run
-    m.stop_spares()
-    assert m.spares == {} and list(config.out.glob("*.log")) == []
+    m.spares.stop()
+    assert m.spares.started == {} and list(config.out.glob("*.log")) == []
     assert fk.none_left(os.environ[fk.TAG]) == []

@@ -11,6 +11,7 @@ from typing import Callable
 
 from .. import cases, ops, rundir
 from . import envinfo, runner, sampler
+from .childproc import Progress
 from ..config import Config
 from ..errors import CaseError
 from ..record import AtlasPart, Run, RunConfig
@@ -31,7 +32,7 @@ def op_config(atlas: Config, op: str, out: Path) -> Config:
                                pairs=[[labels[0], l] for l in labels[1:]] or None)
 
 
-def atlas(config: Config, op_names: list[str], argv: list[str], progress: runner.Progress,
+def atlas(config: Config, op_names: list[str], argv: list[str], progress: Progress,
           written: Callable[[Path], None]) -> tuple[Path, Run]:
     """Measure each op of `op_names` (written(op_dir) after each: its report); returns the atlas's
     directory and record."""

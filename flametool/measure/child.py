@@ -1,6 +1,6 @@
 """The child: a fresh process that runs one job for the parent, then exits.
 
-Run by ``runner.child_command`` (``main(MSG_FD, JOB_JSON)``, the parent's flametool first on sys.path).  It
+Run by ``childproc.child_command`` (``main(MSG_FD, JOB_JSON)``, the parent's flametool first on sys.path).  It
 reports to the parent in protocol.py's messages, JSON lines on the file descriptor MSG_FD (stdout and stderr
 belong to the user's code), and reads one command from stdin, ``stop``, which ends the sampled phase. Started
 ahead of its job, with ``MSG_FD --spare PARENT_PID MODULES`` (a spare), it imports MODULES (comma-separated)
@@ -684,7 +684,7 @@ def read_job() -> TimeJob | SweepJob | ProfileJob | None:
 
 
 def pin_cpus() -> None:
-    """Run on the CPUs the parent chose (runner.CPUS_ENV), before any library sizes its thread pools."""
+    """Run on the CPUs the parent chose (childproc.CPUS_ENV), before any library sizes its thread pools."""
     given = os.environ.get("FLAMETOOL_CPUS")
     if given:
         try:

@@ -67,7 +67,7 @@ def library(spec: CaseSpec) -> str | None:
 def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     """Each environment's interpreter imports flametool's child and every case (in parallel); what it found is
     recorded in its Environment. One that cannot: FlametoolError, before anything runs."""
-    from .runner import child_env
+    from .childproc import child_env
 
     wanted = json.dumps([{"label": s.label, "library": library(s), "file": s.file, "factory": s.factory}
                          for s in specs])

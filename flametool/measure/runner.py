@@ -12,328 +12,32 @@ beside the others, or the shared process dies) is timed in processes of its own,
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import select
-import signal
-import subprocess
-import sys
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from . import envinfo, sampler
+from .childproc import Progress, Spares, child_sample_grace, run_child, step_timeout
 from .. import procs, rundir
 from ..analyse import stats
-from ..cases import BUILTIN, CaseSpec, builtin_libraries
+from ..cases import BUILTIN, CaseSpec
 from ..config import Config, default_out  # noqa: F401 - default_out: runner.default_out
-from .child import ACTIVE_LOOP, SPARE, TIMED_SECONDS
 from ..errors import CaseError, FlametoolError
-from ..protocol import (RESULT_OF, AnyJob, AnyResult, Done, Failed, JobCase, Phase, PlanItem, Point, ProfileJob,
-                        SampleReady, SweepItem, SweepJob, TimedLoops, TimeJob, decode, encode_job)
-from ..record import CaseResult, Group, ProfileProcess, Run, RunConfig, Sampling, SweepPoint, Timing, host_bound, size_name
+from ..protocol import JobCase, PlanItem, Point, ProfileJob, SweepItem, SweepJob, TimedLoops, TimeJob
+from ..record import CaseResult, Group, ProfileProcess, Run, RunConfig, SweepPoint, Timing, host_bound, size_name
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
 SETTLED = 0.02
-# Spares kept started ahead of the processes run until the ratios settle (Measurement.spares_ahead).
-SPARES_AHEAD = 3
-
-
-# The watchdog: a child that says nothing for this long (no phase, no result) is stopped. The longest silence
-# a run means to have is one round of timed loops at the seed's shape (250 products of 57 ms a case on the
-# H200, 14 s each) or a first set-up (imports, CUDA and cuBLAS start-up: seconds); a step() that never returns
-# (a deadlock, a `time.sleep(1e9)`) is silent for ever. FLAMETOOL_STEP_TIMEOUT (seconds) changes it.
-STEP_TIMEOUT = 300.0
-STEP_TIMEOUT_ENV = "FLAMETOOL_STEP_TIMEOUT"
-
-
-def step_timeout() -> float:
-    return sampler.seconds_setting(STEP_TIMEOUT_ENV, STEP_TIMEOUT)
-
-
-class Silent(Exception):
-    """The child said nothing for step_timeout() seconds."""
-
-
-def message_lines(fd: int, timeout: float) -> Iterator[str]:
-    """The child's message pipe, line by line, as they come; Silent when no byte came for `timeout` seconds
-    (the time the caller spends between lines, sampling say, is not counted)."""
-    rest = b""
-    while True:
-        paused = procs.paused_seconds()
-        ready, _, _ = select.select([fd], [], [], timeout)
-        if not ready:
-            if procs.paused_seconds() > paused:  # stopped by Ctrl-Z meanwhile: the child was too; wait on
-                continue
-            raise Silent
-        data = os.read(fd, 1 << 16)
-        if not data:
-            if rest:
-                yield rest.decode("utf-8", "replace")
-            return
-        *lines, rest = (rest + data).split(b"\n")
-        for line in lines:
-            yield line.decode("utf-8", "replace") + "\n"
-
-
-def child_sample_grace() -> float:
-    """The sampled phase needs no more than this beyond --sample-seconds; past it the child stops by itself."""
-    return sampler.attach_seconds() + sampler.FLUSH_SECONDS + 30
-
-
-Progress = Callable[[str, str], None]  # (label, what is happening)
-
-
-# The CPU thread pools the array libraries start at import (numpy's OpenBLAS, torch's OpenMP, MKL): one
-# thread per core, idle while a GPU does the work, yet each native sample stops and resumes every one of them.
-POOL_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def child_env(pool_threads: int | None = None, token: str | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    if token:  # what the case starts carries it, even out of the child's process group (procs.MARKER)
-        env[procs.MARKER] = token
-    if pool_threads is not None:
-        env.update(dict.fromkeys(POOL_THREAD_VARS, str(pool_threads)))
-    # jax takes 75% of the GPU's memory at its first array unless told not to: the cases share the device
-    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    # the child imports flametool from the same place as the parent, installed or not
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-# `python -m flametool.measure.child` (and `-c`) would put the current directory first on sys.path, ahead of the
-# PYTHONPATH that child_env gives the child, so a `flametool/` there (a checkout beside an installed flametool)
-# would run in the child instead of the parent's: the child moves the current directory to the end, then imports.
-CHILD_BOOT = ("import sys; sys.path.append(sys.path.pop(0)); "
-              "from flametool.measure.child import main; sys.exit(main(sys.argv[1:]))")
-
-
-def child_command(*args: str, python: str | None = None) -> list[str]:
-    """The command line that runs flametool.measure.child with `args`, importing this process's flametool (with
-    child_env's PYTHONPATH), in this interpreter or in `python` (an environment of `compare --env`)."""
-    return [python or sys.executable, "-c", CHILD_BOOT, *args]
-
-
-@dataclass
-class Started:
-    """A child process, the read end of its message pipe, and the token what it starts inherits
-    (procs.MARKER: found and killed with it, even out of its process group)."""
-
-    proc: subprocess.Popen
-    read_fd: int
-    token: str
-
-    def end(self) -> None:
-        """Stop it and whatever it started."""
-        with procs.signals_deferred():
-            stop(self.proc)
-            procs.untrack(self.proc.pid)
-            procs.kill_marked(self.token)
-
-
-# The CPUs a child may run on (config.cpus of them), for child.main to set before it imports anything.
-CPUS_ENV = "FLAMETOOL_CPUS"
-_cpu_turn = 0
-
-
-def next_cpus(count: int) -> list[int]:
-    """The next `count` CPUs of this process's own, in turn: the children alive at once (a timed process and
-    the spares importing beside it) get CPUs of their own while there are enough."""
-    global _cpu_turn
-    allowed = sorted(os.sched_getaffinity(0))
-    count = min(count, len(allowed))
-    start = (_cpu_turn * count) % len(allowed)
-    _cpu_turn += 1
-    return [allowed[(start + i) % len(allowed)] for i in range(count)]
-
-
-def start_child(args: list[str], config: Config, log_path: Path, environment: str | None = None) -> Started:
-    """A child process (`child_command(MSG_FD, *ARGS)`) in the interpreter of `environment` (`compare --env`;
-    None: this one's), its output to `log_path`."""
-    try:
-        log = open(log_path, "w", encoding="utf-8")
-    except OSError as exc:
-        raise rundir.cannot_write(log_path, exc) from None
-    read_fd, write_fd = os.pipe()
-    token = uuid.uuid4().hex
-    env = child_env(config.pool_threads, token)
-    if config.cpus:
-        env[CPUS_ENV] = ",".join(map(str, next_cpus(config.cpus)))
-    with log:
-        proc = subprocess.Popen(
-            child_command(str(write_fd), *args, python=config.python(environment)),
-            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-            env=env, **procs.own_group(),
-        )
-    os.close(write_fd)
-    procs.track(proc.pid)  # Ctrl-Z stops it with flametool
-    return Started(proc, read_fd, token)
-
-
-@dataclass
-class Spare:
-    """A child started ahead of its job, for `labels`, importing their libraries while it waits: on a GPU
-    host the cases' imports (torch took 4-5 s a process on the H200's) then run while the first process's
-    loops hold the GPU, instead of between one timed process and the next."""
-
-    child: Started
-    labels: list[str]
-
-    @classmethod
-    def start(cls, cases: list[CaseSpec], config: Config, log_path: Path) -> "Spare":
-        return cls(start_child([SPARE, str(os.getpid()), ",".join(builtin_libraries(cases))], config, log_path,
-                               cases[0].env),
-                   [c.label for c in cases])
-
-    @property
-    def proc(self) -> subprocess.Popen:
-        return self.child.proc
-
-    def take(self, job: AnyJob) -> Started | None:
-        """Give it its job; None when it is gone (it is stopped, and a fresh child does the job)."""
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write((encode_job(job) + "\n").encode())
-                self.proc.stdin.flush()
-                return self.child
-            except OSError:
-                pass
-        self.stop()
-        return None
-
-    def stop(self) -> None:
-        self.child.end()
-        try:
-            os.close(self.child.read_fd)
-        except OSError:
-            pass
-
-
-def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress: Progress,
-              folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
-              spare: Spare | None = None) -> tuple[AnyResult | None, str | None, Sampling | None]:
-    """One child process for `job` (`spare`, when one was started for it), sampled into `folded` when it
-    says it is ready: (result or None, error, sampling). `on_point` takes a sweep's sizes as they come, each
-    kept as soon as it is measured."""
-    taken = spare.take(job) if spare is not None else None
-    child = taken or start_child([encode_job(job)], config, log_path, job_env(job))
-    proc, read_fd = child.proc, child.read_fd
-    result: AnyResult | None = None
-    error: str | None = None
-    sampling: Sampling | None = None
-    ignored = 0
-    doing = "starting"
-    timeout = step_timeout()
-    silent = False
-    try:
-        try:
-            for line in message_lines(read_fd, timeout):
-                msg = decode(line)
-                if isinstance(msg, Phase):
-                    try:
-                        doing = describe_phase(msg)
-                        progress(label, doing)
-                    except (KeyError, TypeError, ValueError):
-                        ignored += 1
-                elif isinstance(msg, SampleReady) and msg.pid == proc.pid:
-                    progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
-                    sampling = sampler.record_keeping_up(msg.pid, config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
-                                                         folded, lambda t: progress(label, t))
-                    try:
-                        proc.stdin.write(b"stop\n")
-                        proc.stdin.flush()
-                    except BrokenPipeError:
-                        pass  # the child is gone; it sends no result, and that is reported below
-                elif isinstance(msg, Done) and isinstance(msg.result, RESULT_OF[type(job)]):
-                    result, error = msg.result, None  # the child's last word is the one that counts
-                elif isinstance(msg, Failed):
-                    result, error = None, msg.message
-                elif isinstance(msg, Point) and on_point is not None:
-                    on_point(msg)
-                else:
-                    ignored += 1
-                if isinstance(msg, SampleReady):
-                    doing = "the sampled loop"
-        except Silent:
-            silent = True
-            result, error = None, (f"no word from its process for {timeout:g} s in {doing} (a step() that never "
-                                   f"returns?); stopped it ({STEP_TIMEOUT_ENV}=SECONDS allows longer)")
-        finally:
-            os.close(read_fd)
-        if not silent:
-            procs.wait_exited(proc)  # not reaped yet: stop() then takes along whatever the case started
-    finally:
-        child.end()
-    if result is None:
-        stray = f"; {ignored} line(s) on its message pipe were not messages" if ignored else ""
-        return None, error or f"{exit_story(proc.returncode, log_path)}{stray}", None
-    if log_path.stat().st_size == 0:
-        log_path.unlink()
-    return result, None, sampling
-
-
-def exit_story(code: int, log_path: Path) -> str:
-    """Why a child ended before reporting: the signal that killed it (a segfault, the OOM killer's SIGKILL)
-    or its exit code, and its log when there is something in it."""
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        how = f"the child process was killed by {name} (exit code {code}) before reporting"
-    else:
-        how = f"the child process exited with code {code} before reporting"
-    try:
-        logged = log_path.stat().st_size > 0
-    except OSError:
-        logged = False
-    return how + (f" (see {log_path})" if logged else " (it wrote nothing to its log)")
-
-
-def describe_phase(msg: Phase) -> str:
-    phase, shape = msg.phase, msg.shape
-    at = f" at {','.join(map(str, shape))}" if shape else ""
-    if phase == "point":
-        return f"size {msg.index}/{msg.of}{at}"
-    if phase == "timed":
-        if msg.repeat > msg.of:
-            return f"more rounds of timed loops{at} (host-bound: each case timed for {TIMED_SECONDS:g} s)"
-        return f"timed loop {msg.repeat}/{msg.of}{at}"
-    who = f"{msg.label}: " if msg.label else ""
-    if phase == "warmup":
-        return f"{who}warm-up ({msg.calls} calls)"
-    if phase == "setup":
-        return f"{who}setting up{at}"
-    return {"cprofile": "cProfile loop"}.get(phase, phase)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """Never leave a child behind, nor anything it started (its process group): terminate, then kill."""
-    procs.kill_tree(proc, grace=5, group=True)
-    if proc.stdin:
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
 
 
 def job_base(config: Config) -> dict:
     """What every job takes from the run's config (Job's fields)."""
     return dict(device=config.device, iters=config.iters, warmup=config.warmup, repeats=config.repeats,
                 extend_rounds=config.extend_rounds, parent_pid=os.getpid())
-
-
-def job_env(job: AnyJob) -> str | None:
-    """The environment whose interpreter runs the job (every case of one job is of one environment)."""
-    first = job.case if isinstance(job, ProfileJob) else (job.cases[0] if job.cases else None)
-    return first.case.env if first is not None else None
 
 
 def job_case(case: CaseSpec, config: Config) -> JobCase:
@@ -403,26 +107,10 @@ class Measurement:
         self.config, self.run, self.progress = config, run, progress
         self.out = config.out
         self.steps: dict[str, int] = {}  # calls of step() per loop at the sample shape, per case
-        self.spares: dict[Path, Spare] = {}  # by the log of the job each was started for
+        self.spares = Spares(config, self.out)
 
     def save(self) -> None:
         rundir.save(self.out, self.run)
-
-    def start_spares(self) -> None:
-        """With config.spares (a GPU), every process compare will run after the first, started now, each
-        importing its cases' libraries beside the first process's own imports and its GPU-bound loops: the
-        timing processes 2..N and each case's profiled process. Not on the CPU, where the imports would take
-        cores from the timed loops."""
-        config = self.config
-        if not config.spares or config.isolate:
-            return
-        jobs = []
-        for cases in self.case_groups():
-            name = "+".join(c.label for c in cases)
-            jobs += [(cases, self.out / f"{name}-timing-{i}.log") for i in range(2, config.processes + 1)]
-        jobs += [([c], self.out / f"{c.label}.log") for c in config.cases]
-        for cases, log in jobs:
-            self.spares[log] = Spare.start(cases, config, log)
 
     def case_groups(self) -> list[list[CaseSpec]]:
         """The cases that share processes: all of them, or with --env those of each environment."""
@@ -430,34 +118,6 @@ class Measurement:
         if not envs:
             return [self.config.cases]
         return [[c for c in self.config.cases if c.env == e] for e in envs]
-
-    def spares_ahead(self, cases: list[CaseSpec], name: str, i: int) -> None:
-        """With config.spares, spares for the processes past config.processes that may follow process i
-        ("until the ratios settle"), SPARES_AHEAD of them: each imports while the processes before it run
-        (4-5 s on the H200 host, where a process's loops at the sample shape take about 2.5 s), so no
-        process waits for its interpreter and imports. Those not taken are stopped with the others."""
-        config = self.config
-        if not config.spares or config.isolate:
-            return
-        for j in range(max(i + 1, config.processes + 1), min(i + SPARES_AHEAD, config.max_processes) + 1):
-            log = self.out / f"{name}-timing-{j}.log"
-            if log not in self.spares:
-                self.spares[log] = Spare.start(cases, config, log)
-
-    def spare(self, log_path: Path, labels: list[str]) -> Spare | None:
-        """The spare started for this job, when its cases are still these (else it is stopped)."""
-        spare = self.spares.pop(log_path, None)
-        if spare is not None and spare.labels != labels:
-            spare.stop()
-            return None
-        return spare
-
-    def stop_spares(self, prefix: str = "") -> None:
-        """The spares no job took (a ratio settled early, a case failed, the run was stopped): no trace left.
-        With `prefix`, those whose log's name starts with it."""
-        for log in [log for log in self.spares if log.name.startswith(prefix)]:
-            self.spares.pop(log).stop()
-            log.unlink(missing_ok=True)
 
     def time_group(self, cases: list[CaseSpec], reason: str, more: bool = True) -> list[tuple[CaseSpec, str]]:
         """The timed loops of `cases` in config.processes processes (more=False: the first only; time_envs runs
@@ -528,7 +188,7 @@ class Measurement:
             self._processes_after_the_first(groups)
         finally:
             for group in groups:  # the ratios settled before these were needed
-                self.stop_spares(f"{'+'.join(group.cases)}-timing-")
+                self.spares.stop(f"{'+'.join(group.cases)}-timing-")
 
     def _processes_after_the_first(self, groups: list[Group]) -> None:
         config = self.config
@@ -558,14 +218,14 @@ class Measurement:
         key = "timing" if sample_shape == config.shape else "sample_timing"
         by_label = {c.label: c for c in config.cases}
         name = "+".join(group.cases)
-        self.spares_ahead([by_label[l] for l in live], name, i)
+        self.spares.ahead([by_label[l] for l in live], name, i)
         job = TimeJob(**job_base(config), cases=[job_case(by_label[l], config) for l in live],
                       plan=[PlanItem(sample_shape, {l: self.steps[l] for l in live}, key)])
         say = lambda what: self.progress(f"timing {name}", f"process {i}/{config.processes}"  # noqa: E731
                                          + ("" if i <= config.processes else " (more, until the ratios settle)")
                                          + f": {what}")
         log = self.out / f"{name}-timing-{i}.log"
-        got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=self.spare(log, live))
+        got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=self.spares.take(log, live))
         for label in live:
             r = run.results[label]
             failed = error if got is None else got.errors.get(label)
@@ -711,7 +371,7 @@ class Measurement:
                          max_sample_seconds=config.sample_seconds + child_sample_grace())
         log = self.out / f"{name}.log"
         got, error, sampling = run_child(job, config, name, log, self.progress, rundir.folded_path(self.out, name),
-                                         spare=self.spare(log, [case.label]))
+                                         spare=self.spares.take(log, [case.label]))
         if got is None:
             return error
         files = {"prof": rundir.prof_path(self.out, name).name}
@@ -752,7 +412,7 @@ def finishing(m: Measurement):
         m.run.complete = True
     finally:
         with procs.signals_deferred():  # a second Ctrl-C must not lose run.json
-            m.stop_spares()
+            m.spares.stop()
             m.run.finished = _now()
             m.save()
 
@@ -776,7 +436,7 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
     m = start(config, argv, progress)
     run, out = m.run, config.out
     with finishing(m):
-        m.start_spares()
+        m.spares.start_for_compare(m.case_groups())
         if config.environments:
             m.time_envs()
         else:

@@ -1,0 +1,371 @@
+"""One child process, from the parent's side: its environment and command line, starting it (or a spare
+started ahead of its job), reading its messages under a watchdog, and stopping it with everything it started.
+The runner decides which jobs to run; this module runs each one (run_child)."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from . import sampler
+from .. import procs, rundir
+from ..cases import CaseSpec, builtin_libraries
+from ..config import Config
+from .child import ACTIVE_LOOP, SPARE, TIMED_SECONDS
+from ..protocol import RESULT_OF, AnyJob, AnyResult, Done, Failed, Phase, Point, ProfileJob, SampleReady, decode, encode_job
+from ..record import Sampling
+
+# Spares kept started ahead of the processes run until the ratios settle (Spares.ahead).
+SPARES_AHEAD = 3
+
+
+# The watchdog: a child that says nothing for this long (no phase, no result) is stopped. The longest silence
+# a run means to have is one round of timed loops at the seed's shape (250 products of 57 ms a case on the
+# H200, 14 s each) or a first set-up (imports, CUDA and cuBLAS start-up: seconds); a step() that never returns
+# (a deadlock, a `time.sleep(1e9)`) is silent for ever. FLAMETOOL_STEP_TIMEOUT (seconds) changes it.
+STEP_TIMEOUT = 300.0
+STEP_TIMEOUT_ENV = "FLAMETOOL_STEP_TIMEOUT"
+
+
+def step_timeout() -> float:
+    return sampler.seconds_setting(STEP_TIMEOUT_ENV, STEP_TIMEOUT)
+
+
+class Silent(Exception):
+    """The child said nothing for step_timeout() seconds."""
+
+
+def message_lines(fd: int, timeout: float) -> Iterator[str]:
+    """The child's message pipe, line by line, as they come; Silent when no byte came for `timeout` seconds
+    (the time the caller spends between lines, sampling say, is not counted)."""
+    rest = b""
+    while True:
+        paused = procs.paused_seconds()
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            if procs.paused_seconds() > paused:  # stopped by Ctrl-Z meanwhile: the child was too; wait on
+                continue
+            raise Silent
+        data = os.read(fd, 1 << 16)
+        if not data:
+            if rest:
+                yield rest.decode("utf-8", "replace")
+            return
+        *lines, rest = (rest + data).split(b"\n")
+        for line in lines:
+            yield line.decode("utf-8", "replace") + "\n"
+
+
+def child_sample_grace() -> float:
+    """The sampled phase needs no more than this beyond --sample-seconds; past it the child stops by itself."""
+    return sampler.attach_seconds() + sampler.FLUSH_SECONDS + 30
+
+
+Progress = Callable[[str, str], None]  # (label, what is happening)
+
+
+# The CPU thread pools the array libraries start at import (numpy's OpenBLAS, torch's OpenMP, MKL): one
+# thread per core, idle while a GPU does the work, yet each native sample stops and resumes every one of them.
+POOL_THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def child_env(pool_threads: int | None = None, token: str | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    if token:  # what the case starts carries it, even out of the child's process group (procs.MARKER)
+        env[procs.MARKER] = token
+    if pool_threads is not None:
+        env.update(dict.fromkeys(POOL_THREAD_VARS, str(pool_threads)))
+    # jax takes 75% of the GPU's memory at its first array unless told not to: the cases share the device
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    # the child imports flametool from the same place as the parent, installed or not
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+# `python -m flametool.measure.child` (and `-c`) would put the current directory first on sys.path, ahead of the
+# PYTHONPATH that child_env gives the child, so a `flametool/` there (a checkout beside an installed flametool)
+# would run in the child instead of the parent's: the child moves the current directory to the end, then imports.
+CHILD_BOOT = ("import sys; sys.path.append(sys.path.pop(0)); "
+              "from flametool.measure.child import main; sys.exit(main(sys.argv[1:]))")
+
+
+def child_command(*args: str, python: str | None = None) -> list[str]:
+    """The command line that runs flametool.measure.child with `args`, importing this process's flametool (with
+    child_env's PYTHONPATH), in this interpreter or in `python` (an environment of `compare --env`)."""
+    return [python or sys.executable, "-c", CHILD_BOOT, *args]
+
+
+@dataclass
+class Started:
+    """A child process, the read end of its message pipe, and the token what it starts inherits
+    (procs.MARKER: found and killed with it, even out of its process group)."""
+
+    proc: subprocess.Popen
+    read_fd: int
+    token: str
+
+    def end(self) -> None:
+        """Stop it and whatever it started."""
+        with procs.signals_deferred():
+            stop(self.proc)
+            procs.untrack(self.proc.pid)
+            procs.kill_marked(self.token)
+
+
+# The CPUs a child may run on (config.cpus of them), for child.main to set before it imports anything.
+CPUS_ENV = "FLAMETOOL_CPUS"
+_cpu_turn = 0
+
+
+def next_cpus(count: int) -> list[int]:
+    """The next `count` CPUs of this process's own, in turn: the children alive at once (a timed process and
+    the spares importing beside it) get CPUs of their own while there are enough."""
+    global _cpu_turn
+    allowed = sorted(os.sched_getaffinity(0))
+    count = min(count, len(allowed))
+    start = (_cpu_turn * count) % len(allowed)
+    _cpu_turn += 1
+    return [allowed[(start + i) % len(allowed)] for i in range(count)]
+
+
+def start_child(args: list[str], config: Config, log_path: Path, environment: str | None = None) -> Started:
+    """A child process (`child_command(MSG_FD, *ARGS)`) in the interpreter of `environment` (`compare --env`;
+    None: this one's), its output to `log_path`."""
+    try:
+        log = open(log_path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise rundir.cannot_write(log_path, exc) from None
+    read_fd, write_fd = os.pipe()
+    token = uuid.uuid4().hex
+    env = child_env(config.pool_threads, token)
+    if config.cpus:
+        env[CPUS_ENV] = ",".join(map(str, next_cpus(config.cpus)))
+    with log:
+        proc = subprocess.Popen(
+            child_command(str(write_fd), *args, python=config.python(environment)),
+            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+            env=env, **procs.own_group(),
+        )
+    os.close(write_fd)
+    procs.track(proc.pid)  # Ctrl-Z stops it with flametool
+    return Started(proc, read_fd, token)
+
+
+@dataclass
+class Spare:
+    """A child started ahead of its job, for `labels`, importing their libraries while it waits: on a GPU
+    host the cases' imports (torch took 4-5 s a process on the H200's) then run while the first process's
+    loops hold the GPU, instead of between one timed process and the next."""
+
+    child: Started
+    labels: list[str]
+
+    @classmethod
+    def start(cls, cases: list[CaseSpec], config: Config, log_path: Path) -> "Spare":
+        return cls(start_child([SPARE, str(os.getpid()), ",".join(builtin_libraries(cases))], config, log_path,
+                               cases[0].env),
+                   [c.label for c in cases])
+
+    @property
+    def proc(self) -> subprocess.Popen:
+        return self.child.proc
+
+    def take(self, job: AnyJob) -> Started | None:
+        """Give it its job; None when it is gone (it is stopped, and a fresh child does the job)."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write((encode_job(job) + "\n").encode())
+                self.proc.stdin.flush()
+                return self.child
+            except OSError:
+                pass
+        self.stop()
+        return None
+
+    def stop(self) -> None:
+        self.child.end()
+        try:
+            os.close(self.child.read_fd)
+        except OSError:
+            pass
+
+
+def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress: Progress,
+              folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
+              spare: Spare | None = None) -> tuple[AnyResult | None, str | None, Sampling | None]:
+    """One child process for `job` (`spare`, when one was started for it), sampled into `folded` when it
+    says it is ready: (result or None, error, sampling). `on_point` takes a sweep's sizes as they come, each
+    kept as soon as it is measured."""
+    taken = spare.take(job) if spare is not None else None
+    child = taken or start_child([encode_job(job)], config, log_path, job_env(job))
+    proc, read_fd = child.proc, child.read_fd
+    result: AnyResult | None = None
+    error: str | None = None
+    sampling: Sampling | None = None
+    ignored = 0
+    doing = "starting"
+    timeout = step_timeout()
+    silent = False
+    try:
+        try:
+            for line in message_lines(read_fd, timeout):
+                msg = decode(line)
+                if isinstance(msg, Phase):
+                    try:
+                        doing = describe_phase(msg)
+                        progress(label, doing)
+                    except (KeyError, TypeError, ValueError):
+                        ignored += 1
+                elif isinstance(msg, SampleReady) and msg.pid == proc.pid:
+                    progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
+                    sampling = sampler.record_keeping_up(msg.pid, config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
+                                                         folded, lambda t: progress(label, t))
+                    try:
+                        proc.stdin.write(b"stop\n")
+                        proc.stdin.flush()
+                    except BrokenPipeError:
+                        pass  # the child is gone; it sends no result, and that is reported below
+                elif isinstance(msg, Done) and isinstance(msg.result, RESULT_OF[type(job)]):
+                    result, error = msg.result, None  # the child's last word is the one that counts
+                elif isinstance(msg, Failed):
+                    result, error = None, msg.message
+                elif isinstance(msg, Point) and on_point is not None:
+                    on_point(msg)
+                else:
+                    ignored += 1
+                if isinstance(msg, SampleReady):
+                    doing = "the sampled loop"
+        except Silent:
+            silent = True
+            result, error = None, (f"no word from its process for {timeout:g} s in {doing} (a step() that never "
+                                   f"returns?); stopped it ({STEP_TIMEOUT_ENV}=SECONDS allows longer)")
+        finally:
+            os.close(read_fd)
+        if not silent:
+            procs.wait_exited(proc)  # not reaped yet: stop() then takes along whatever the case started
+    finally:
+        child.end()
+    if result is None:
+        stray = f"; {ignored} line(s) on its message pipe were not messages" if ignored else ""
+        return None, error or f"{exit_story(proc.returncode, log_path)}{stray}", None
+    if log_path.stat().st_size == 0:
+        log_path.unlink()
+    return result, None, sampling
+
+
+def exit_story(code: int, log_path: Path) -> str:
+    """Why a child ended before reporting: the signal that killed it (a segfault, the OOM killer's SIGKILL)
+    or its exit code, and its log when there is something in it."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        how = f"the child process was killed by {name} (exit code {code}) before reporting"
+    else:
+        how = f"the child process exited with code {code} before reporting"
+    try:
+        logged = log_path.stat().st_size > 0
+    except OSError:
+        logged = False
+    return how + (f" (see {log_path})" if logged else " (it wrote nothing to its log)")
+
+
+def describe_phase(msg: Phase) -> str:
+    phase, shape = msg.phase, msg.shape
+    at = f" at {','.join(map(str, shape))}" if shape else ""
+    if phase == "point":
+        return f"size {msg.index}/{msg.of}{at}"
+    if phase == "timed":
+        if msg.repeat > msg.of:
+            return f"more rounds of timed loops{at} (host-bound: each case timed for {TIMED_SECONDS:g} s)"
+        return f"timed loop {msg.repeat}/{msg.of}{at}"
+    who = f"{msg.label}: " if msg.label else ""
+    if phase == "warmup":
+        return f"{who}warm-up ({msg.calls} calls)"
+    if phase == "setup":
+        return f"{who}setting up{at}"
+    return {"cprofile": "cProfile loop"}.get(phase, phase)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Never leave a child behind, nor anything it started (its process group): terminate, then kill."""
+    procs.kill_tree(proc, grace=5, group=True)
+    if proc.stdin:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+
+
+def job_env(job: AnyJob) -> str | None:
+    """The environment whose interpreter runs the job (every case of one job is of one environment)."""
+    first = job.case if isinstance(job, ProfileJob) else (job.cases[0] if job.cases else None)
+    return first.case.env if first is not None else None
+
+
+@dataclass
+class Spares:
+    """The children started ahead of their jobs, by the log of the job each is for. Only with config.spares
+    (a GPU host; not on the CPU, where their imports would take cores from the timed loops) and not with
+    --isolate."""
+
+    config: Config
+    out: Path
+    started: dict[Path, Spare] = field(default_factory=dict)
+
+    @property
+    def wanted(self) -> bool:
+        return self.config.spares and not self.config.isolate
+
+    def start_for_compare(self, groups: list[list[CaseSpec]]) -> None:
+        """Every process compare will run after the first, started now, each importing its cases' libraries
+        beside the first process's own imports and its GPU-bound loops: the timing processes 2..N of each
+        group and each case's profiled process."""
+        if not self.wanted:
+            return
+        config = self.config
+        jobs = []
+        for cases in groups:
+            name = "+".join(c.label for c in cases)
+            jobs += [(cases, self.out / f"{name}-timing-{i}.log") for i in range(2, config.processes + 1)]
+        jobs += [([c], self.out / f"{c.label}.log") for c in config.cases]
+        for cases, log in jobs:
+            self.started[log] = Spare.start(cases, config, log)
+
+    def ahead(self, cases: list[CaseSpec], name: str, i: int) -> None:
+        """Spares for the processes past config.processes that may follow process i ("until the ratios
+        settle"), SPARES_AHEAD of them: each imports while the processes before it run (4-5 s on the H200
+        host, where a process's loops at the sample shape take about 2.5 s), so no process waits for its
+        interpreter and imports. Those not taken are stopped with the others."""
+        if not self.wanted:
+            return
+        config = self.config
+        for j in range(max(i + 1, config.processes + 1), min(i + SPARES_AHEAD, config.max_processes) + 1):
+            log = self.out / f"{name}-timing-{j}.log"
+            if log not in self.started:
+                self.started[log] = Spare.start(cases, config, log)
+
+    def take(self, log_path: Path, labels: list[str]) -> Spare | None:
+        """The spare started for this job, when its cases are still these (else it is stopped)."""
+        spare = self.started.pop(log_path, None)
+        if spare is not None and spare.labels != labels:
+            spare.stop()
+            return None
+        return spare
+
+    def stop(self, prefix: str = "") -> None:
+        """The spares no job took (a ratio settled early, a case failed, the run was stopped): no trace left.
+        With `prefix`, those whose log's name starts with it."""
+        for log in [log for log in self.started if log.name.startswith(prefix)]:
+            self.started.pop(log).stop()
+            log.unlink(missing_ok=True)

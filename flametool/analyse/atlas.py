@@ -28,7 +28,7 @@ class AtlasCell:
     """One library at one op."""
 
     label: str
-    us: float | None = None  # host time per call (the caller's clock), median of every timed loop
+    us: float | None = None  # host time per call (the caller's clock), pooled as compare pools it
     interval: stats.Interval | None = None
     gpu_us: float | None = None
     all_threads_us: float | None = None  # CPU time of every thread of the process per call
@@ -78,7 +78,7 @@ class AtlasAnalysis:
 TOP_FRAMES = 5
 
 
-def cell(analysed, label: str, fastest: str | None) -> AtlasCell:
+def cell(analysed, label: str, fastest: str | None, threads: dict[str, stats.Pooled]) -> AtlasCell:
     run = analysed.run
     r = run.results[label]
     out = AtlasCell(label, error=r.error)
@@ -86,8 +86,12 @@ def cell(analysed, label: str, fastest: str | None) -> AtlasCell:
     if r.error or timing is None or not timing.cpu_loops:
         out.error = out.error or "not timed"
         return out
-    out.us, out.interval = timing.median("cpu_us"), stats.case_interval(timing)
-    out.gpu_us, out.all_threads_us = timing.median("gpu_us"), timing.median("all_threads_us")
+    # the case's host time as compare gives it (pooled in its processes: the figure its layers add up to)
+    pooled = analysed.sample_timings.get(label)
+    out.us, out.interval = (pooled.cpu_us, pooled.interval) if pooled else (timing.median("cpu_us"), None)
+    # every thread's CPU time pooled alike, so that it is never read below the caller's own
+    out.gpu_us = timing.median("gpu_us")
+    out.all_threads_us = threads[label].us if label in threads else timing.median("all_threads_us")
     if fastest is not None and fastest != label:
         out.ratio = stats.pair(fastest, run.results[fastest].at_sample_shape, label, timing, run.paired(fastest, label))
     profile = analysed.profiles.get(label)
@@ -134,12 +138,13 @@ def row(run_dir: Path, part: AtlasPart, libraries: list[str]) -> AtlasRow:
         out.error = out.error or ("not measured: the atlas stopped during this op" if not run.complete
                                   else "no library was timed")
         return out
-    timed = {l: r.at_sample_shape.median("cpu_us") for l, r in run.results.items()
-             if not r.error and r.at_sample_shape is not None and r.at_sample_shape.cpu_loops}
+    timed = {l: t.cpu_us for l, t in analysed.sample_timings.items()
+             if t is not None and t.cpu_us is not None and not run.results[l].error}
     out.fastest = min(timed, key=timed.get) if timed else None
     out.shape = next((r.sample_shape or r.shape for r in run.results.values()), None)
     out.dtype = ", ".join(sorted({r.dtype for r in run.results.values()}))
-    out.cells = {label: cell(analysed, label, out.fastest) for label in run.results}
+    threads = stats.group_pooled(run, at_sample=True, intervals=False, metric="all_threads_us")
+    out.cells = {label: cell(analysed, label, out.fastest, threads) for label in run.results}
     differs_most(out.cells, out.fastest)
     for label in run.results:
         if label not in libraries:

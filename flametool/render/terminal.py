@@ -343,8 +343,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
 def print_atlas(a: AtlasAnalysis, console: Console) -> None:
     """An atlas: per op and library the host time per call, the CPU time of all threads, the ratio to the op's
     fastest library and the layer that differs most from it; where each op's report is."""
-    table = titled("atlas: host time per call at each op's host-bound size (median of every timed loop, 95% "
-                   "interval), the ratio to the op's fastest library (paired) and the layer that differs most from it")
+    table = titled("atlas: host time per call at each op's host-bound size (pooled over the processes at the median "
+                   "process's speed, 95% interval), the ratio to the op's fastest library (paired) and the layer that differs most from it")
     for col, right in (("op", False), ("size", False), ("library", False), ("host / call", True),
                        ("all threads / call", True), ("x fastest", True), ("layer that differs most", False)):
         table.add_column(col, justify="right" if right else "left")

@@ -93,7 +93,8 @@ class Config:
     processes: int = CPU.processes  # fresh processes that run the timed loops
     max_processes: int | None = None  # more, up to this, while a pair's ratio has not settled; None: `processes`
     extra_seconds: float = float(CPU.extra_seconds)  # and while the processes past `processes` have taken less than this
-    pool_threads: int | None = None  # CPU thread pools in the child (childproc.POOL_THREAD_VARS); None: as the environment says
+    # CPU thread pools in the child (childproc.POOL_THREAD_VARS); None: as the environment says
+    pool_threads: int | None = None
     sample_shape: list[int] | None = None
     sample: bool = True
     keep_going: bool = False

@@ -89,8 +89,8 @@ def cell(analysed, label: str, fastest: str | None, threads: dict[str, stats.Poo
     # the case's host time as compare gives it (pooled in its processes: the figure its layers add up to)
     pooled = analysed.sample_timings.get(label)
     out.us, out.interval = (pooled.cpu_us, pooled.interval) if pooled else (timing.median("cpu_us"), None)
-    # every thread's CPU time pooled alike, so that it is never read below the caller's own
     out.gpu_us = timing.median("gpu_us")
+    # every thread's CPU time pooled as the caller's is (both at the median process's speed)
     out.all_threads_us = threads[label].us if label in threads else timing.median("all_threads_us")
     if fastest is not None and fastest != label:
         out.ratio = stats.pair(fastest, run.results[fastest].at_sample_shape, label, timing, run.paired(fastest, label))
@@ -121,7 +121,7 @@ def differs_most(cells: dict[str, AtlasCell], fastest: str | None) -> None:
         c.differs_most, c.differs_by = layer, deltas[layer]
 
 
-def row(run_dir: Path, part: AtlasPart, libraries: list[str]) -> AtlasRow:
+def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
     from . import analysis
 
     out = AtlasRow(part.op, ops.OPS[part.op].does if part.op in ops.OPS else "", part.dir, error=part.error)
@@ -146,9 +146,6 @@ def row(run_dir: Path, part: AtlasPart, libraries: list[str]) -> AtlasRow:
     threads = stats.group_pooled(run, at_sample=True, intervals=False, metric="all_threads_us")
     out.cells = {label: cell(analysed, label, out.fastest, threads) for label in run.results}
     differs_most(out.cells, out.fastest)
-    for label in run.results:
-        if label not in libraries:
-            libraries.append(label)
     return out
 
 
@@ -156,9 +153,8 @@ def row(run_dir: Path, part: AtlasPart, libraries: list[str]) -> AtlasRow:
 _shared: Path | None = None
 
 
-def _row(part: AtlasPart) -> tuple[AtlasRow, list[str]]:
-    libraries: list[str] = []
-    return row(_shared, part, libraries), libraries
+def _row(part: AtlasPart) -> AtlasRow:
+    return row(_shared, part)
 
 
 def analyse(run_dir: Path, run: Run) -> AtlasAnalysis:
@@ -176,8 +172,7 @@ def analyse(run_dir: Path, run: Run) -> AtlasAnalysis:
         finally:
             _shared = None
     if got is None:
-        got = [(row(run_dir, part, libs := []), libs) for part in run.parts]
-    libraries: list[str] = []
-    for _, libs in got:
-        libraries += [l for l in libs if l not in libraries]
-    return AtlasAnalysis(run_dir, run, libraries, [r for r, _ in got])
+        got = [row(run_dir, part) for part in run.parts]
+    # every library of the ops that were analysed, in the order the ops first show them
+    libraries = list(dict.fromkeys(label for r in got for label in r.cells))
+    return AtlasAnalysis(run_dir, run, libraries, got)

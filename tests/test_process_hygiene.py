@@ -218,6 +218,7 @@ SHELL = ("import os, subprocess, sys\n"
          "sys.exit(os.waitstatus_to_exitcode(os.waitpid(proc.pid, 0)[1]))\n")
 
 
+@pytest.mark.serial  # each process's state read in turn: a second worker beside it slows them past the waits
 def test_ctrl_z_stops_the_children_and_py_spy_and_fg_resumes_them(tmp_path):
     """Item 15: Ctrl-Z stopped flametool but not its children (they lead process groups of their own): the timed
     loop and py-spy ran on while the terminal showed the job stopped. SIGTSTP and SIGCONT go to flametool's

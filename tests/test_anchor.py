@@ -185,3 +185,30 @@ def test_one_figure_in_the_headline_the_table_and_the_layers(tmp_path):
     assert head.diff_us == pytest.approx(p.diff.delta_us_per_call)
     # at the median process's speed (1.085), not the slow one's
     assert head.diff_us == pytest.approx(5.0 * 1.085, rel=0.01)
+
+
+def test_a_diff_of_two_runs_shows_b_s_layers_at_a_s_speed(tmp_path, capsys):
+    """B's host 38% slower, cupy 1% slower relative to torch: B's samples are put at A's speed, so the layer
+    table's total is the anchored change the diff leads with, not the absolute +39%."""
+    folded = "case.<locals>.step (t/c.py:1);f (lib/m.py:2) 10\n"
+    for name, cupy_us, torch_us, noise in (("a", 17.0, 11.0, NOISE), ("b", 17.0 * 1.01 * 1.38, 11.0 * 1.38, NOISE[::-1])):
+        run = new_run()
+        run.groups.append(Group(["cupy", "torch"], True, "hand-built", len(SPEEDS)))
+        (tmp_path / name).mkdir()
+        for label, us, n in (("cupy", cupy_us, noise), ("torch", torch_us, None)):
+            r = case_result(label, us, 10, group=0)
+            r.timing = timing(us, SPEEDS, n)
+            run.results[label] = r
+            (tmp_path / name / f"{label}.folded").write_text(folded)
+        run.complete = True
+        rundir.save(tmp_path / name, run)
+    result = analysis.diff_runs(tmp_path / "a", tmp_path / "b", "cupy")
+    f, d = result.change.anchored, result.figures
+    assert f is not None and f.absolute.diff_us > 0.3 * 17  # what the figures not anchored would say
+    assert d.head_us_per_call == pytest.approx(f.base_us * f.ratio)
+    assert d.delta_us_per_call == pytest.approx(f.diff_us) and abs(d.delta_us_per_call) < 0.02 * 17
+    assert sum(r.delta_us_per_call for r in d.layers) == pytest.approx(d.delta_us_per_call)
+    assert cli.main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--case", "cupy"]) == 0
+    out = capsys.readouterr().out.replace("\n", " ")
+    assert re.search(r"B at A's speed: \d+\.\d\d us x 1\.01\d relative to torch = \d+\.\d\d us per call "
+                     r"\(2\d\.\d\d in its own processes\)", out), out

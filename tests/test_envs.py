@@ -125,6 +125,11 @@ def test_the_pair_s_layers_and_frames_come_from_each_environment_s_samples(env_r
     assert planted and planted[0].base_total_us_per_call == 0
     assert planted[0].delta_total_us_per_call > 0.5 * PLANTED_US
     assert "frames that differ most (numpy@b - numpy@a" in proc.stdout
+    # the layer table says at which speed its pair column is; `flametool diff RUN --base --head` shows the same
+    assert re.search(r"numpy@b - numpy@a: numpy@b at numpy@a's speed: \d+\.\d\d us x \d\.\d{3} relative to dot = "
+                     r"\d+\.\d\d us per call \(\d+\.\d\d in its own processes\)", " ".join(proc.stdout.split())), proc.stdout
+    again = analysis.diff_cases(out, "numpy@a", "numpy@b").figures
+    assert again.delta_us_per_call == pytest.approx(d.delta_us_per_call) and again.head_speed == d.head_speed
 
 
 def test_environments_are_recorded_and_shown(env_run, env_b):

@@ -60,12 +60,17 @@ class PairAnalysis:
         """Layers and frames, head - base, at the sample shape (None: not both sampled). Made when first
         asked for: an export of one case's stacks never needs it. (The flame graph makes its own call tree,
         from the aligned stacks the diff carries.)"""
-        return diff.diff(*self.profiles) if self.profiles else None
+        return self._diff("caller")
 
     @functools.cached_property
     def diff_by_library(self) -> diff.PairDiff | None:
         """The same in the 'library' view of the layers (system libraries as layers of their own)."""
-        return diff.diff(*self.profiles, view="library") if self.profiles else None
+        return self._diff("library")
+
+    def _diff(self, view: str) -> diff.PairDiff | None:
+        if not self.profiles:
+            return None
+        return diff.diff(*self.profiles, view=view, head_speed=speed_note(self.anchored, self.base, self.head))
 
     @property
     def headline(self) -> stats.PairFigures | None:
@@ -177,15 +182,30 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
         at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample)
         both = base in out.profiles and head in out.profiles
         anchored = stats.anchored_pair(run, base, head, pooled_sample)
-        profiles = None
-        if both:
-            h = out.profiles[head]
-            if anchored is not None:  # two environments: the head's samples at the base's speed, as the headline
-                h = attribution.Profile(h.label, h.stacks, h.frames, anchored.base_us * anchored.ratio,
-                                        h.recorded_samples, h.repaired_samples)
-            profiles = (out.profiles[base], h)
+        profiles = (out.profiles[base], at_base_speed(out.profiles[head], anchored)) if both else None
         out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, profiles, anchored))
     return out
+
+
+def at_base_speed(head: attribution.Profile, anchored: stats.Anchored | None) -> attribution.Profile:
+    """The head's samples at the base side's speed, as an anchored comparison leads with: its time per call
+    the base's pooled time times the anchored ratio. Its own time was measured at the speed the host gave its
+    processes (another environment, another run), which the anchor says was not the base's. Not anchored:
+    the head as it is."""
+    if anchored is None:
+        return head
+    return attribution.Profile(head.label, head.stacks, head.frames, anchored.base_us * anchored.ratio,
+                               head.recorded_samples, head.repaired_samples)
+
+
+def speed_note(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
+    """What a pair's head side is when at_base_speed put it at the base's speed, for the tables' readers."""
+    if anchored is None:
+        return None
+    a = anchored
+    own = a.absolute.base_us + a.absolute.diff_us if a.absolute.diff_us is not None else None
+    return (f"{head} at {base}'s speed: {a.base_us:.2f} us x {a.ratio:.3f} relative to {a.anchor} = "
+            f"{a.base_us * a.ratio:.2f} us per call" + (f" ({own:.2f} in its own processes)" if own is not None else ""))
 
 
 def prepare(run_dir: Path, run: Run, label: str, attribute: bool) -> attribution.Profile:
@@ -423,7 +443,11 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
         # one run on both sides: its processes are the same units, each with a change of exactly nothing
         change.interval = stats.Interval(change.ratio, change.ratio, "the same run on both sides")
     sampled = label in attribution.sampled_labels(a) and label in attribution.sampled_labels(b)
-    figures = diff.diff(attribution.load_profile(run_a, a, label), attribution.load_profile(run_b, b, label), view) if sampled else None
+    figures = None
+    if sampled:  # anchored: B's samples at A's speed, as the change it leads with
+        figures = diff.diff(attribution.load_profile(run_a, a, label),
+                            at_base_speed(attribution.load_profile(run_b, b, label), change.anchored), view,
+                            head_speed=speed_note(change.anchored, "A", "B"))
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
     return DiffResult(label, str(run_a), str(run_b), shapes[0] == shapes[1], figures, change=change,
                       not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare")
@@ -436,10 +460,13 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
         if label not in run.results:
             raise FlametoolError(f"--base/--head {label!r}: no such case in {run_dir} "
                                  f"(cases: {', '.join(run.results) or 'none'})")
-    figures = diff.diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head), view)
     rb, rh = run.results[base], run.results[head]
     pooled = stats.group_pooled(run, True, intervals=False)
     got = stats.anchored_pair(run, base, head, pooled)
+    # two environments: the head's samples at the base's speed, as in the run's own report
+    figures = diff.diff(attribution.load_profile(run_dir, run, base),
+                        at_base_speed(attribution.load_profile(run_dir, run, head), got), view,
+                        head_speed=speed_note(got, base, head))
     if got is not None:
         change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
     else:

@@ -258,3 +258,23 @@ def test_builtin_cases_record_the_same_operands(run):
     assert numpy_ops == torch_ops
     assert results["add_case"].operands == []  # its step sets no operands: none recorded, nothing flagged
     assert "operands differ" not in proc.stdout
+
+
+@pytest.mark.parametrize("repeats", [None, 3])
+def test_loops_at_another_sample_shape_are_short_and_many(cli, tmp_path, repeats):
+    """At a sample shape other than the requested one a loop runs --iters operations, and at least
+    child.SHORT_LOOP_SECONDS, so that the rounds (up to child.TIMED_SECONDS) are many; with --repeats (no
+    rounds added) each loop runs at least child.MIN_LOOP_SECONDS."""
+    out = tmp_path / "run"
+    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--shape", "64,64,64", "--sample-shape", "16,16,16",
+               "--processes", "1", "--no-sample", "--iters", "200", *(["--repeats", str(repeats)] if repeats else []),
+               "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    t = rundir.load(out).results["numpy"].sample_timing
+    (loops,) = t.processes
+    loop_s = statistics.median(loops.cpu_us) * t.calls / 1e6
+    if repeats is None:
+        assert t.calls > 200 and 0.5 * child.SHORT_LOOP_SECONDS < loop_s < 4 * child.SHORT_LOOP_SECONDS, (t.calls, loop_s)
+        assert len(loops.cpu_us) > child.MAX_ROUNDS / 4
+    else:
+        assert loop_s > 0.5 * child.MIN_LOOP_SECONDS and len(loops.cpu_us) == repeats, (t.calls, loop_s)

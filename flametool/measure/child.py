@@ -41,15 +41,22 @@ from ..protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Message,
 from ..record import Loops, Operands, boundedness
 
 ACTIVE_LOOP = "active_loop"
-# At a shape other than the requested one, each timed loop runs at least this long so that the figure
-# the samples are scaled by is not a few-millisecond reading.
-MIN_LOOP_SECONDS = 0.1
-MAX_LOOP_CALLS = 100_000
-CPROFILE_SECONDS = 0.5
 # Host-bound loops are cheap: rounds continue past --repeats until each case has been timed this long. On
 # the H200, three 4 ms loops per case and process gave cupy/torch ratios from 0.56 to 0.69 across processes.
 TIMED_SECONDS = 1.0
 MAX_ROUNDS = 400
+# At a shape other than the requested one (the host-bound shape a GPU-bound run is sampled at) a loop runs
+# --iters operations, and at least long enough that MAX_ROUNDS rounds fill TIMED_SECONDS: many short rounds
+# pair the cases' loops closely in time. Loops of 0.1 s gave about ten rounds a second: in
+# samples/h200-seed-fp16 (93 ms loops) each process's torch/cupy ratio kept a standard error of 2.35% from its
+# rounds, as large as the spread between processes (2.73%), against 0.42% beside 1.94% in
+# samples/h200-hostbound-1024 (4.4 ms loops, 400 rounds): benchmarks/noise.py.
+SHORT_LOOP_SECONDS = TIMED_SECONDS / MAX_ROUNDS
+# With --repeats (rounds exactly as given, none added) each loop at such a shape runs at least this long, so
+# that the figure the samples are scaled by is not a few-millisecond reading.
+MIN_LOOP_SECONDS = 0.1
+MAX_LOOP_CALLS = 100_000
+CPROFILE_SECONDS = 0.5
 # A round of GPU-bound loops that hold the GPU for seconds each (the seed's shape: 250 products of 57 ms, 14 s
 # a loop) costs much and says little: the launch cost there is read off the queue, and the comparison that
 # pairs is made at the host-bound sample shape. Without --repeats such loops get LONG_ROUNDS rounds (AB BA:
@@ -397,8 +404,10 @@ def sampled_phase(step: Step, sync: Sync, calls: int, max_seconds: float) -> lis
             return chunks
 
 
-def calls_for(seconds_per_call: float, at_least: int) -> int:
-    return int(min(MAX_LOOP_CALLS, max(at_least, MIN_LOOP_SECONDS / max(seconds_per_call, 1e-9))))
+def calls_for(seconds_per_call: float, at_least: int, extend: bool) -> int:
+    """Calls per loop at a shape other than the requested one; `extend`: rounds are added up to TIMED_SECONDS."""
+    least = SHORT_LOOP_SECONDS if extend else MIN_LOOP_SECONDS
+    return int(min(MAX_LOOP_CALLS, max(at_least, least / max(seconds_per_call, 1e-9))))
 
 
 def round_order(labels: list[str], r: int) -> list[str]:
@@ -515,7 +524,7 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
         given = item.calls or {}
         # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
         calls, ops = warm_all(made, job, report, lambda label, per_step, steps: given.get(label) or (
-            steps if item.key == "timing" else calls_for(per_step, steps)))
+            steps if item.key == "timing" else calls_for(per_step, steps, job.extend_rounds)))
         for label in made:
             out.cases[label].ops_per_step = ops[label]
         loops = interleaved(made, calls, job.repeats, events, report, shape, errors, job.extend_rounds)
@@ -629,7 +638,7 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
     warm = math.ceil(job.warmup / ops)
     report.phase("warmup", calls=warm)
     per_step = warm_up(step, sync, warm)
-    steps = job.steps or calls_for(per_step, max(1, math.ceil(job.iters / ops)))
+    steps = job.steps or calls_for(per_step, max(1, math.ceil(job.iters / ops)), job.extend_rounds)
     errors: dict[str, str] = {}
     own = interleaved({c.label: (step, sync)}, {c.label: steps}, job.repeats, events, report, shape, errors,
                       job.extend_rounds)

@@ -110,8 +110,12 @@ def main() -> int:
     p.add_argument("--lib", default="cupy", choices=("cupy", "numpy"))
     p.add_argument("--shape", default="1024,1024,1024")
     p.add_argument("--dtype", default=None)
-    p.add_argument("--processes", type=int, default=7, help="processes per environment and run")
-    p.add_argument("--repeats", type=int, default=40, help="rounds of timed loops per process")
+    # 7 processes a side and --repeats 40 (2026-12-01) left half-widths of 0.65-1.09 us for the 1 us plant: 40
+    # rounds of 4 ms loops leave a process's cupy/torch ratio a standard error of about 1.3% (benchmarks/noise.py:
+    # 0.42% from the 400 rounds of the default's 1 s a case), beside about 2% between processes
+    p.add_argument("--processes", type=int, default=10, help="processes per environment and run")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="rounds of timed loops per process (default: compare's, rounds until each case had 1 s)")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
@@ -122,8 +126,9 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     envs = {name: make_env(work, name, args.lib, us) for name, us in PLANTED.items()}
-    print(f"{args.lib} {args.shape} {dtype}, {args.processes} processes per environment, --repeats {args.repeats}, "
-          f"{args.runs} runs; anchor: torch", flush=True)
+    print(f"{args.lib} {args.shape} {dtype}, {args.processes} processes per environment, "
+          f"{f'--repeats {args.repeats}' if args.repeats else 'rounds as compare chooses them'}, {args.runs} runs; "
+          "anchor: torch", flush=True)
     measured = {}
     for name, python in envs.items():
         got = subprocess.run([str(python), "-c", MEASURE, args.lib, args.shape, dtype, "300"], capture_output=True,
@@ -141,8 +146,8 @@ def main() -> int:
         t0 = time.monotonic()
         proc = flametool("compare", *device, "--libs", f"{args.lib},torch", "--shape", args.shape, "--dtype", dtype,
                          "--env", f"main={sys.executable}", *[f"--env={n}={py}" for n, py in envs.items()],
-                         "--no-sample", "--processes", str(args.processes), "--repeats", str(args.repeats),
-                         "--out", str(run))
+                         "--no-sample", "--processes", str(args.processes),
+                         *(["--repeats", str(args.repeats)] if args.repeats else []), "--out", str(run))
         print(f"\n== run {i}: exit {proc.returncode}, {time.monotonic() - t0:.0f} s", flush=True)
         if proc.returncode:
             print(proc.stderr[-3000:])
@@ -177,6 +182,8 @@ def main() -> int:
                   f"{b.diff_interval is not None and b.diff_interval.low <= want <= b.diff_interval.high}; "
                   f"torch's own change {f.anchor_change:.3f} (main {f.base_us:.2f} us, {f.base_units} + {f.head_units} "
                   "processes)")
+            print(f"      log({args.lib} / torch) per process: sd {statistics.stdev(f.base_logs):.2%} in main, "
+                  f"{statistics.stdev(f.head_logs):.2%} in {env}", flush=True)
     for env, rs in ratios.items():
         if rs:
             print(f"anchored ratio {args.lib}@{env} / {args.lib}@main over the runs: " + ", ".join(f"{r:.4f}" for r in rs)

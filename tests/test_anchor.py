@@ -212,3 +212,22 @@ def test_a_diff_of_two_runs_shows_b_s_layers_at_a_s_speed(tmp_path, capsys):
     out = capsys.readouterr().out.replace("\n", " ")
     assert re.search(r"B at A's speed: \d+\.\d\d us x 1\.01\d relative to torch = \d+\.\d\d us per call "
                      r"\(2\d\.\d\d in its own processes\)", out), out
+
+
+def test_the_absolute_figures_lie_inside_their_own_intervals():
+    """The absolute change beside an anchored one is the pooled times every view shows (each at its group's
+    median process's speed); its interval is drawn around those figures. Drawn from another estimator (each
+    case's own median process) it missed them: these per-process medians, from a CPU run of
+    benchmarks/envs.py (numpy in main and in b1, torch beside each), read +0.44 us against an interval of
+    +0.51 to +1.98."""
+    def side(case, anchor):
+        return (Timing([64] * 3, 200, [Loops([v]) for v in case], True),
+                Timing([64] * 3, 200, [Loops([v]) for v in anchor], True))
+
+    f = stats.anchored("numpy", "torch", side([6.104, 6.672, 6.678], [7.395, 9.142, 9.039]),
+                       side([8.082, 7.304, 7.183], [8.558, 7.246, 7.082]))
+    b = f.absolute
+    assert b.ratio_interval.low <= b.ratio <= b.ratio_interval.high
+    assert b.diff_interval.low <= b.diff_us <= b.diff_interval.high
+    # the figures the views show: each side's case pooled beside its anchor
+    assert b.diff_us == pytest.approx(f.absolute.base_us * (b.ratio - 1))

@@ -389,9 +389,6 @@ def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | 
     """`label` in run A (base) and run B (head), relative to `anchor` (at the sample shape)."""
     pa, pb = stats.group_pooled(a, True, intervals=False), stats.group_pooled(b, True, intervals=False)
     ta, tb = a.results[label].at_sample_shape, b.results[label].at_sample_shape
-    absolute = stats.pair(label, ta, label, tb, False)
-    if label in pa and label in pb and absolute.ratio is not None:  # the pooled times every view shows
-        absolute.ratio, absolute.diff_us, absolute.base_us = pb[label].us / pa[label].us, pb[label].us - pa[label].us, pa[label].us
     if anchor is not None:
         got = stats.anchored(label, anchor, (ta, a.results[anchor].at_sample_shape), (tb, b.results[anchor].at_sample_shape),
                              pa.get(label).us if label in pa else None,
@@ -400,6 +397,9 @@ def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | 
         if got is not None:
             return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute)
         no_anchor = f"no anchor: {anchor} has no loops to compare in one of the runs"
+    # the pooled times every view shows
+    absolute = stats.apart(label, (ta,), label, (tb,), pa[label].us if label in pa else None,
+                           pb[label].us if label in pb else None)
     return Change(absolute.ratio, absolute.ratio_interval, "absolute (not anchored)", None, absolute, no_anchor)
 
 

@@ -53,7 +53,7 @@ def floor(run: Run) -> tuple[float, float, float, str]:
         at_sample += loop_seconds(r.sample_timing, metric)
         if r.profile is not None and r.profile.sampling is not None:
             s = r.profile.sampling  # run.json keeps each attempt's seconds (its window is not saved)
-            sampled += s.seconds + sum(e.get("seconds") or 0 for e in s.earlier)
+            sampled += s.seconds + sum(e.seconds for e in s.earlier)
     return loops, sampled, at_sample, metric
 
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Union
 
 from .cases import CaseSpec
-from .record import Loops, Operands
+from .record import DeviceInfo, Loops, Operands
 
 
 def _shape(value: Any) -> list[int]:
@@ -179,7 +179,7 @@ class CaseTimed:
     """What a timing process found of one case."""
 
     ops_per_step: int | None = None
-    device_info: dict[str, Any] = field(default_factory=dict)
+    device_info: DeviceInfo = field(default_factory=DeviceInfo)
     operands: list[Operands] = field(default_factory=list)
     timing: TimedLoops | None = None
     sample_timing: TimedLoops | None = None
@@ -187,7 +187,7 @@ class CaseTimed:
     @classmethod
     def from_json(cls, data: dict) -> "CaseTimed":
         at = lambda key: TimedLoops.from_json(data[key]) if data.get(key) else None  # noqa: E731
-        return cls(data.get("ops_per_step"), dict(data.get("device_info") or {}),
+        return cls(data.get("ops_per_step"), DeviceInfo.of(data.get("device_info") or {}),
                    [_operands(o) for o in data.get("operands", [])], at("timing"), at("sample_timing"))
 
     def at(self, key: str) -> TimedLoops | None:
@@ -325,16 +325,16 @@ class Point:
     event: ClassVar[str] = "point"
     index: int
     ops_per_step: dict[str, int]
-    device_info: dict[str, Any]
+    device_info: DeviceInfo
     cases: dict[str, PointCase]
 
     def fields(self) -> dict:
-        return {"index": self.index, "ops_per_step": self.ops_per_step, "device_info": self.device_info,
+        return {"index": self.index, "ops_per_step": self.ops_per_step, "device_info": asdict(self.device_info),
                 "cases": {l: c.to_json() for l, c in self.cases.items()}}
 
     @classmethod
     def from_json(cls, data: dict) -> "Point":
-        return cls(int(data["index"]), dict(data["ops_per_step"]), dict(data["device_info"]),
+        return cls(int(data["index"]), dict(data["ops_per_step"]), DeviceInfo.of(data["device_info"]),
                    {str(l): PointCase.from_json(c) for l, c in data["cases"].items()})
 
 

@@ -256,7 +256,7 @@ class Sampling:
     loop_samples: int = 0  # in the active loop itself, between calls
     outside_samples: int = 0  # sync(), chunk timing, anything outside the active loop
     output_tail: list[str] = field(default_factory=list)
-    earlier: list[dict] = field(default_factory=list)  # attempts at a higher rate that fell behind
+    earlier: list["Sampling"] = field(default_factory=list)  # attempts at a higher rate that fell behind
     # the loop's host time per call while sampled (from the chunks inside the window), and how it was cut
     sampled_us_per_call: float | None = None
     calls_per_chunk: int | None = None
@@ -275,15 +275,15 @@ class Sampling:
         data = asdict(self)
         data.pop("window")
         data.pop("output_tail")
-        data["earlier_attempts"] = data.pop("earlier")
+        data.pop("earlier")
+        data["earlier_attempts"] = [e.to_json() for e in self.earlier]
         return data
 
     @classmethod
     def from_json(cls, r: Reader) -> "Sampling":
         command = r.get("command", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
                         "a list of strings", [])
-        earlier = r.get("earlier_attempts", lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
-                        "a list of objects", [])
+        earlier = [Sampling.from_json(e) for e in r.items("earlier_attempts")]
         return cls(
             command=command, rate_hz=r.count("rate_hz", 0), seconds=r.count("seconds", 0),
             complete=r.flag("complete", False), exit_code=r.get("exit_code", lambda v: isinstance(v, int), "an integer"),
@@ -375,6 +375,73 @@ class Operands:
 
 
 @dataclass
+class DeviceInfo:
+    """The device a process's cases ran on, as the CUDA library it loaded names it (measure/child.device_info);
+    all None on the CPU."""
+
+    device_name: str | None = None
+    device_index: int | None = None
+    pci_bus_id: str | None = None
+    cuda_runtime: str | None = None
+    cuda_driver_api: str | None = None
+
+    @classmethod
+    def of(cls, data: dict) -> "DeviceInfo":
+        """From a message of flametool's own child (protocol): its keys as this class names them."""
+        return cls(**{f.name: data.get(f.name) for f in fields(cls)})
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "DeviceInfo":
+        return cls(device_name=r.text("device_name"), device_index=r.count("device_index"),
+                   pci_bus_id=r.text("pci_bus_id"), cuda_runtime=r.text("cuda_runtime"),
+                   cuda_driver_api=r.text("cuda_driver_api"))
+
+
+@dataclass
+class HostGpu:
+    """The GPUs the machine's driver showed the parent (without a CUDA context: measure/envinfo)."""
+
+    device: str | None = None  # the device the run asked for (cuda:0, cpu)
+    driver: str | None = None
+    cuda_driver_api: str | None = None
+    visible: list[str] = field(default_factory=list)  # GPU names in NVML order
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "HostGpu":
+        return cls(device=r.text("device"), driver=r.text("driver"), cuda_driver_api=r.text("cuda_driver_api"),
+                   visible=list(r.get("visible", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+                                      "a list of strings", [])))
+
+
+@dataclass
+class Host:
+    """The machine and software a run was measured on, as its parent process saw them (measure/envinfo)."""
+
+    python: str = ""
+    python_implementation: str = ""
+    executable: str = ""
+    os: str = ""
+    cpu: str = ""
+    cpu_count: int | None = None  # CPUs the parent may run on
+    gpu: HostGpu = field(default_factory=HostGpu)
+    versions: dict[str, str | None] = field(default_factory=dict)  # package -> version (None: not installed)
+
+    @classmethod
+    def of(cls, data: dict) -> "Host":
+        """A record built in code (tests) from run.json's layout."""
+        return cls.from_json(Reader(data, "env", "run.json"))
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "Host":
+        gpu = r.obj("gpu", optional=True)
+        return cls(python=r.text("python", ""), python_implementation=r.text("python_implementation", ""),
+                   executable=r.text("executable", ""), os=r.text("os", ""), cpu=r.text("cpu", ""),
+                   cpu_count=r.count("cpu_count"), gpu=HostGpu.from_json(gpu) if gpu else HostGpu(),
+                   versions=dict(r.get("versions", lambda v: isinstance(v, dict) and all(
+                       isinstance(x, str) or x is None for x in v.values()), "an object of versions", {})))
+
+
+@dataclass
 class Environment:
     """One Python environment of a run (`compare --env NAME=PYTHON`): the interpreter as given, what it is, and
     the versions of the cases' libraries in it (and `git describe` of a library imported from a git checkout),
@@ -415,7 +482,7 @@ class CaseResult:
     sample_shape: list[int] | None = None
     sample_shape_reason: str | None = None
     sample_timing: Timing | None = None  # None when the sample shape is the requested shape
-    device_info: dict[str, Any] = field(default_factory=dict)  # device_name, device_index, pci_bus_id, cuda_*
+    device_info: DeviceInfo = field(default_factory=DeviceInfo)
     profile: ProfileProcess | None = None
     error: str | None = None
     points: list[SweepPoint] = field(default_factory=list)  # a sweep: the case at each size, in order
@@ -432,7 +499,7 @@ class CaseResult:
 
     @property
     def device_name(self) -> str | None:
-        return self.device_info.get("device_name")
+        return self.device_info.device_name
 
     @property
     def sampling(self) -> Sampling | None:
@@ -464,7 +531,7 @@ class CaseResult:
     @classmethod
     def from_json(cls, r: Reader, label: str) -> "CaseResult":
         timing, sample_timing, profile = r.obj("timing", True), r.obj("sample_timing", True), r.obj("profile", True)
-        info = r.get("device_info", lambda v: isinstance(v, dict), "an object", {})
+        info = r.obj("device_info", optional=True)
         return cls(
             label=label, factory=r.text("factory", ""), library=r.text("library"), device=r.text("device", ""),
             dtype=r.text("dtype", ""), shape=r.shape("shape") or [], warmup=r.count("warmup", 0),
@@ -472,7 +539,7 @@ class CaseResult:
             timing=Timing.from_json(timing) if timing else None,
             sample_shape=r.shape("sample_shape"), sample_shape_reason=r.text("sample_shape_reason"),
             sample_timing=Timing.from_json(sample_timing) if sample_timing else None,
-            device_info={k: v for k, v in info.items() if isinstance(v, (str, int, float)) or v is None},
+            device_info=DeviceInfo.from_json(info) if info else DeviceInfo(),
             profile=ProfileProcess.from_json(profile) if profile else None, error=r.text("error"),
             points=[SweepPoint.from_json(p) for p in r.items("points")],
             operands=[Operands.from_json(o) for o in r.items("operands")], env=r.text("env"),
@@ -557,7 +624,7 @@ class Run:
     finished: str | None
     command: list[str]
     config: RunConfig  # a dict given here (a run built in code) is read as one
-    env: dict[str, Any]
+    env: Host  # likewise
     groups: list[Group] = field(default_factory=list)
     results: dict[str, CaseResult] = field(default_factory=dict)
     kind: str = "compare"  # one of KINDS: what made the run, and so which analysis and report it gets
@@ -567,6 +634,8 @@ class Run:
     def __post_init__(self) -> None:
         if isinstance(self.config, dict):
             self.config = RunConfig.of(self.config)
+        if isinstance(self.env, dict):
+            self.env = Host.of(self.env)
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -602,7 +671,7 @@ class Run:
     def to_json(self) -> dict:
         data = {"schema": SCHEMA, "kind": self.kind, "complete": self.complete, "started": self.started,
                 "finished": self.finished,
-                "command": self.command, "config": self.config.recorded, "env": self.env,
+                "command": self.command, "config": self.config.recorded, "env": asdict(self.env),
                 "groups": [asdict(g) for g in self.groups],
                 "results": {label: r.to_json() for label, r in self.results.items()}} | (
                 {"parts": [asdict(p) for p in self.parts]} if self.kind == "atlas" else {})
@@ -643,11 +712,12 @@ class Run:
         command = r.get("command", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
                         "a list of strings", [])
         kind = r.get("kind", lambda v: v in KINDS, " or ".join(KINDS), "compare")
+        env = r.obj("env", optional=True)
         return cls(
             schema=data["schema"], kind=kind, complete=r.flag("complete", False), started=r.text("started", ""),
             finished=r.text("finished"), command=command,
             config=RunConfig.of(r.get("config", lambda v: isinstance(v, dict), "an object", {})),
-            env=r.get("env", lambda v: isinstance(v, dict), "an object", {}),
+            env=Host.from_json(env) if env else Host(),
             groups=[Group.from_json(g) for g in r.items("groups")],
             environments=[Environment.from_json(e) for e in r.items("environments")],
             parts=[AtlasPart.from_json(p) for p in r.items("parts")] if kind == "atlas" else [],

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from flametool import rundir
-from flametool.record import Group
+from flametool.record import DeviceInfo, Group
 from runbuild import case_result, new_run
 
 DATA = Path(__file__).parent / "data"
@@ -44,7 +44,7 @@ def make_h200_run(path: Path) -> Path:
         kept = sum(int(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.strip())
         r = case_result(label, cpu, kept, loops[label], shape=[65536, 24576, 12288], dtype="float16",
                         sample_shape=[256, 256, 256], sample_us=sampled_cpu, device="cuda:0", library=library, group=0,
-                        device_info={"device_name": "NVIDIA H200", "cuda_runtime": "13.0"})
+                        device_info=DeviceInfo(device_name="NVIDIA H200", cuda_runtime="13.0"))
         r.timing.processes[0].gpu_us = [gpu]
         r.timing.host_bound = False
         r.timing.bound_note = "GPU time per call is far above CPU time per call: the launch queue hid the host cost"

@@ -27,7 +27,7 @@ def test_cuda_cases_measure_host_and_device(gpu_run):
         assert len(r.timing.processes) == 2
         assert all(len(p.gpu_us) == len(p.cpu_us) >= 2 for p in r.timing.processes)
         assert r.device_name  # the GPU actually used, named by the CUDA library loaded in its process
-        assert r.device_info["cuda_runtime"]
+        assert r.device_info.cuda_runtime
         # one thread per CPU pool on CUDA: the main thread and the driver's few, not one per core
         assert data.config.pool_threads == 1 and r.sampling.threads <= 8, r.sampling.threads
     # both libraries built in each process, their loops interleaved: the ratio is paired
@@ -113,9 +113,9 @@ def test_second_device_is_used_and_named(cli, tmp_path):
         runs[device] = rundir.load(out)
     for label in ("cupy", "torch"):
         r0, r1 = runs["cuda:0"].results[label], runs["cuda:1"].results[label]
-        assert r1.device == "cuda:1" and r1.device_info["device_index"] == 1 and r1.device_name
+        assert r1.device == "cuda:1" and r1.device_info.device_index == 1 and r1.device_name
         assert r1.timing.gpu_us_per_call > 0
-        assert r0.device_info["pci_bus_id"] != r1.device_info["pci_bus_id"]  # a different physical GPU, not device 0 twice
+        assert r0.device_info.pci_bus_id != r1.device_info.pci_bus_id  # a different physical GPU, not device 0 twice
 
 
 def test_sweep_on_the_gpu_finds_each_crossover(cli, tmp_path):

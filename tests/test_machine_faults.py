@@ -150,8 +150,9 @@ def test_pyspy_that_falls_behind_is_flagged(tmp_path):
     assert "py-spy fell 1.5 s behind at 100 Hz; sampling again at 50 Hz" in proc.stderr
     assert s.rate_hz == 50 and s.complete is True and s.behind is False and s.behind_seconds == 0 and r.samples > 0
     [first] = s.earlier
-    assert first["rate_hz"] == 100 and first["behind_seconds"] == 1.52  # it fell behind
-    assert json.loads((out / "run.json").read_text())["results"]["numpy"]["profile"]["sampling"]["earlier_attempts"] == [first]
+    assert first.rate_hz == 100 and first.behind_seconds == 1.52  # it fell behind
+    assert json.loads((out / "run.json").read_text())["results"]["numpy"]["profile"]["sampling"]["earlier_attempts"] == [
+        first.to_json()]
 
 
 def test_pyspy_timeout_setting_is_checked(tmp_path):

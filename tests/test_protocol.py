@@ -6,7 +6,7 @@ from flametool import protocol
 from flametool.cases import CaseSpec
 from flametool.protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Phase, PlanItem, Point, PointCase,
                                 ProfileJob, SampleReady, SweepItem, SweepJob, Swept, Timed, TimedLoops, TimeJob)
-from flametool.record import Loops, Operands
+from flametool.record import DeviceInfo, Loops, Operands
 
 CASE = JobCase("numpy", CaseSpec("numpy", "numpy_matmul", module="flametool.cases"), "float32")
 LOOPS = Loops([1.5, 1.25], [2.0, 2.5], [0, 2], [1.75, 1.5])
@@ -29,10 +29,10 @@ def test_a_job_arrives_as_it_was_sent(job):
     Phase("cprofile"),
     SampleReady(4321),
     Failed("MemoryError: out of memory"),
-    Point(0, {"numpy": 1}, {"device_name": None}, {
+    Point(0, {"numpy": 1}, DeviceInfo(), {
         "numpy": PointCase(None, 20, 20, LOOPS, Operands([8, 8, 8], "ab12", "rng", "every byte")),
         "torch": PointCase(error="failed here")}),
-    Done(Timed({"numpy": CaseTimed(1, {"device_name": None}, [Operands([8, 8, 8], "ab", "rng", "all")],
+    Done(Timed({"numpy": CaseTimed(1, DeviceInfo(device_name="NVIDIA H200", device_index=0), [Operands([8, 8, 8], "ab", "rng", "all")],
                                    TimedLoops([8, 8, 8], 20, 20, LOOPS, True, "host-bound"))},
                {"torch": "ImportError: no torch"}, [8, 8, 8], "host-bound")),
     Done(Swept(4)),

@@ -10,7 +10,7 @@ import pytest
 
 from flametool.analyse import stats
 from flametool.measure.child import round_order
-from flametool.record import Loops, Timing
+from flametool.record import DeviceInfo, Loops, Timing
 
 
 def timing(*processes: list[float]) -> Timing:
@@ -92,7 +92,7 @@ class _Phases:
 def _events(gpu_ms_per_loop: float):
     from flametool.measure import child
 
-    return child.Events(make=_Event, elapsed_ms=lambda s, e: gpu_ms_per_loop, device_info=dict)
+    return child.Events(make=_Event, elapsed_ms=lambda s, e: gpu_ms_per_loop, device_info=DeviceInfo)
 
 
 @pytest.mark.parametrize("gpu_ms, extend, rounds", [

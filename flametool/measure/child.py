@@ -38,7 +38,7 @@ from . import explain
 from ..cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory, cuda_index
 from ..protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Message, Phase, PlanItem, Point, PointCase,
                         ProfileJob, SampleReady, SweepJob, Swept, Timed, TimedLoops, TimeJob, decode_job, encode)
-from ..record import Loops, Operands, boundedness
+from ..record import DeviceInfo, Loops, Operands, boundedness
 
 ACTIVE_LOOP = "active_loop"
 # Host-bound loops are cheap: rounds continue past --repeats until each case has been timed this long. On
@@ -77,7 +77,7 @@ class Events:
 
     make: Callable[[], Any]
     elapsed_ms: Callable[[Any, Any], float]
-    device_info: Callable[[], dict]
+    device_info: Callable[[], DeviceInfo]
 
     def pair(self) -> tuple[Any, Any]:
         return self.make(), self.make()
@@ -89,16 +89,16 @@ def device_events(device: str) -> Events | None:
         return None
     cupy = sys.modules.get("cupy")
     if cupy is not None:
-        def cupy_info() -> dict:
+        def cupy_info() -> DeviceInfo:
             rt = cupy.cuda.runtime
             props = rt.getDeviceProperties(index)
-            return {
-                "device_name": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
-                "device_index": index,
-                "pci_bus_id": rt.deviceGetPCIBusId(index) if hasattr(rt, "deviceGetPCIBusId") else None,
-                "cuda_runtime": _cuda_version(rt.runtimeGetVersion()),
-                "cuda_driver_api": _cuda_version(rt.driverGetVersion()),
-            }
+            return DeviceInfo(
+                device_name=props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
+                device_index=index,
+                pci_bus_id=rt.deviceGetPCIBusId(index) if hasattr(rt, "deviceGetPCIBusId") else None,
+                cuda_runtime=_cuda_version(rt.runtimeGetVersion()),
+                cuda_driver_api=_cuda_version(rt.driverGetVersion()),
+            )
 
         return Events(
             make=cupy.cuda.Event,
@@ -107,14 +107,9 @@ def device_events(device: str) -> Events | None:
         )
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
-        def torch_info() -> dict:
-            return {
-                "device_name": torch.cuda.get_device_name(index),
-                "device_index": index,
-                "pci_bus_id": _torch_pci(torch, index),
-                "cuda_runtime": torch.version.cuda,
-                "cuda_driver_api": None,
-            }
+        def torch_info() -> DeviceInfo:
+            return DeviceInfo(device_name=torch.cuda.get_device_name(index), device_index=index,
+                              pci_bus_id=_torch_pci(torch, index), cuda_runtime=torch.version.cuda)
 
         return Events(
             make=lambda: torch.cuda.Event(enable_timing=True),
@@ -124,7 +119,7 @@ def device_events(device: str) -> Events | None:
     return None
 
 
-def device_info(device: str, events: Events | None) -> dict:
+def device_info(device: str, events: Events | None) -> DeviceInfo:
     """The device a process's cases ran on, named by the CUDA library it loaded: cupy's or torch's (their
     events), else jax's (a process of jax cases alone)."""
     if events is not None:
@@ -133,10 +128,10 @@ def device_info(device: str, events: Events | None) -> dict:
     if jax is not None and index is not None:
         try:
             gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda")]
-            return {"device_name": gpus[index].device_kind, "device_index": index}
+            return DeviceInfo(device_name=gpus[index].device_kind, device_index=index)
         except Exception:  # noqa: BLE001 -- a name is all this is for
             pass
-    return {"device_name": None}
+    return DeviceInfo()
 
 
 def _torch_pci(torch: Any, index: int) -> str | None:
@@ -600,7 +595,7 @@ def sweep_cases(job: SweepJob, report: Reporter) -> Swept:
     run at one point (out of memory at the largest) is reported for that point and still runs at the others.
     ``calls`` of a point, when given (processes after the first), are the calls per loop the first chose."""
     events: Events | None = None
-    info: dict[str, Any] = {"device_name": None}
+    info = DeviceInfo()
     ops_by_case: dict[str, int] = {}
     for i, item in enumerate(job.points):
         shape, given = item.shape, item.calls

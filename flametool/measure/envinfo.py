@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__
+from ..record import Host, HostGpu
 
 PACKAGES = {
     "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"),
@@ -89,24 +90,20 @@ def nvml_gpus() -> tuple[str | None, list[str]]:
         nvml.nvmlShutdown()
 
 
-def collect(device: str) -> dict:
+def collect(device: str) -> Host:
     driver, gpus = nvml_gpus() if device != "cpu" else (None, [])
-    return {
-        "python": platform.python_version(),
-        "python_implementation": platform.python_implementation(),
-        "executable": sys.executable,
-        "os": platform.platform(),
-        "cpu": cpu_model(),
-        "cpu_count": _cpu_count(),
-        "gpu": {
-            "device": device,
-            "driver": driver,
-            "cuda_driver_api": cuda_driver_api_version() if device != "cpu" else None,
-            "visible": gpus,
-            # name and CUDA runtime of the device actually used come from each case's child (results)
-        },
-        "versions": {key: package_version(names) for key, names in PACKAGES.items()} | {"flametool": __version__},
-    }
+    return Host(
+        python=platform.python_version(),
+        python_implementation=platform.python_implementation(),
+        executable=sys.executable,
+        os=platform.platform(),
+        cpu=cpu_model(),
+        cpu_count=_cpu_count(),
+        # the name and CUDA runtime of the device actually used come from each case's child (CaseResult.device_info)
+        gpu=HostGpu(device=device, driver=driver,
+                    cuda_driver_api=cuda_driver_api_version() if device != "cpu" else None, visible=gpus),
+        versions={key: package_version(names) for key, names in PACKAGES.items()} | {"flametool": __version__},
+    )
 
 
 def _cpu_count() -> int | None:

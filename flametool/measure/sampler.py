@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -363,6 +364,6 @@ def record_keeping_up(pid: int, rate_hz: int, seconds: int, loop_function: str, 
     if sampling.behind_seconds > 0 and not sampling.refused and lower is not None and lower < rate_hz:
         say(f"py-spy fell {sampling.behind_seconds:.1f} s behind at {rate_hz} Hz; sampling again at {lower} Hz")
         retry = record(pid, lower, seconds, loop_function, out)
-        retry.earlier = [sampling.to_json() | {"rate_hz": rate_hz}]
+        retry.earlier = [replace(sampling, rate_hz=rate_hz)]
         sampling = retry
     return sampling

@@ -511,27 +511,26 @@ def cprofile_cases(a: Analysis) -> list[CProfileCase]:
 
 def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
     env, config = data.env, data.config
-    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
+    gpu = env.gpu
     results = data.results.values()
     names = sorted({str(r.device_name) for r in results if r.device_name})
-    runtimes = sorted({str(r.device_info["cuda_runtime"]) for r in results if r.device_info.get("cuda_runtime")})
-    versions = env.get("versions") if isinstance(env.get("versions"), dict) else {}
+    runtimes = sorted({r.device_info.cuda_runtime for r in results if r.device_info.cuda_runtime})
     command = data.command
     rows = [
         ("command", shlex.join(map(str, command)) if isinstance(command, list) else "–"),
         ("started", data.started or "–"),
         ("finished", (data.finished or "–") + ("" if data.complete else " (incomplete)")),
         ("run directory", str(run)),
-        ("device", str(config.device or gpu.get("device") or "–")),
-        ("GPU", ", ".join(names) or ", ".join(map(str, gpu.get("visible") or [])) or "none"),
-        ("driver", str(gpu.get("driver") or "–")),
-        ("CUDA (driver API)", str(gpu.get("cuda_driver_api") or "–")),
+        ("device", str(config.device or gpu.device or "–")),
+        ("GPU", ", ".join(names) or ", ".join(gpu.visible) or "none"),
+        ("driver", gpu.driver or "–"),
+        ("CUDA (driver API)", gpu.cuda_driver_api or "–"),
         ("CUDA runtime", ", ".join(runtimes) or "–"),
-        ("Python", " ".join(str(env[k]) for k in ("python_implementation", "python") if env.get(k)) or "–"),
-        ("OS", str(env.get("os") or "–")),
-        ("CPU", f"{env.get('cpu') or '–'}" + (f" ({env['cpu_count']} cores usable)" if env.get("cpu_count") else "")),
+        ("Python", " ".join(v for v in (env.python_implementation, env.python) if v) or "–"),
+        ("OS", env.os or "–"),
+        ("CPU", (env.cpu or "–") + (f" ({env.cpu_count} cores usable)" if env.cpu_count else "")),
     ]
-    rows += [(name, str(v)) for name, v in versions.items() if v]
+    rows += [(name, str(v)) for name, v in env.versions.items() if v]
     rows += [(f"environment {e.name}", fmt.environment_line(e).partition(": ")[2]) for e in data.environments]
     if data.config.anchor:
         rows.append(("anchor", f"{data.config.anchor}: timed beside the cases in every environment's processes"))

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from . import __version__, cases, drilldown, ops, procs, render, rundir
 from .analyse import analysis, summary
-from .measure import atlasrun, envinfo, environments, runner
+from .measure import atlasrun, envinfo, environments, paired, runner
 from .config import CPU, CUDA, JAX_CPUS, Config, Defaults, default_out, defaults
 from .record import size_name
 from .render import terminal
@@ -174,7 +174,7 @@ def case_options(p: argparse.ArgumentParser, op: bool = True) -> None:
                    help="fresh processes that run the timed loops; every case is built in each and their loops "
                         "interleaved, so a process's own speed cancels out of the comparison (default: "
                         f"{CPU.processes}, and in compare up to {CPU.max_processes} while a ratio's interval is wider "
-                        f"than ±{runner.SETTLED * 100:.0f}%%, for at most {CPU.extra_seconds:g} s more, while that many would narrow it so)")  # %%: argparse formats help
+                        f"than ±{paired.SETTLED * 100:.0f}%%, for at most {CPU.extra_seconds:g} s more, while that many would narrow it so)")  # %%: argparse formats help
     p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
                    help="a pair of cases to compare, head against base (repeatable; default: the first two cases)")
     p.add_argument("--isolate", action="store_true",

@@ -47,7 +47,7 @@ class Defaults:
     processes: int = 5
     # ... but on the H200 (2026-11-30) the ratio of one process still ranged 0.60-0.67 across processes, so five
     # do not always settle it: without --processes, compare runs more while a ratio's interval is wider than
-    # runner.SETTLED, up to max_processes and for at most extra_seconds more (about 10 s a process at 1024^3),
+    # paired.SETTLED, up to max_processes and for at most extra_seconds more (about 10 s a process at 1024^3),
     # and only while max_processes processes spread as those so far would settle it.
     max_processes: int = 12
     extra_seconds: int = 60

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import faultkit as fk
 from flametool import cases
-from flametool.measure import childproc, runner
+from flametool.measure import childproc, paired, runner
 
 USER = Path(__file__).parent / "cases" / "user_cases.py"
 
@@ -31,13 +31,13 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
         started.append(log.name)
         return start(specs, config, log)
 
-    def settled(self, live, most):
-        checks.append(len(self.run.results["numpy"].at_sample_shape.processes))
+    def settled(m, live, most):
+        checks.append(len(m.run.results["numpy"].at_sample_shape.processes))
         return len(checks) > 1  # unsettled after 2 processes, settled after 3
 
     monkeypatch.setattr(childproc.Spare, "take", counted)
     monkeypatch.setattr(childproc.Spare, "start", classmethod(starting))
-    monkeypatch.setattr(runner.Measurement, "_settled", settled)
+    monkeypatch.setattr(paired, "settled", settled)
     specs = [cases.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
                            iters=50, warmup=5, repeats=1, extend_rounds=False, processes=2, max_processes=4,

@@ -8,9 +8,12 @@ import importlib.metadata
 import platform
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import __version__
-from ..record import Host, HostGpu
+
+if TYPE_CHECKING:
+    from ..record import Host
 
 PACKAGES = {
     "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"),
@@ -91,6 +94,10 @@ def nvml_gpus() -> tuple[str | None, list[str]]:
 
 
 def collect(device: str) -> Host:
+    # imported here: envprobe reads PACKAGES in another environment's interpreter, which may lack numpy (that
+    # record's imports need); its own check says so in one line
+    from ..record import Host, HostGpu
+
     driver, gpus = nvml_gpus() if device != "cpu" else (None, [])
     return Host(
         python=platform.python_version(),

@@ -1,0 +1,48 @@
+"""The run being measured, as every phase of the parent (measure/paired, sweeping, profiling) sees it: its
+config, its record (saved after every process), its progress line and the spare children started ahead; and
+the two ways a run stops early."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .childproc import Progress, Spares
+from .. import rundir
+from ..cases import CaseSpec
+from ..config import Config
+from ..errors import CaseError, FlametoolError
+from ..record import ProfileProcess, Run
+
+
+class Measurement:
+    """The run being measured: its record, saved after every process."""
+
+    def __init__(self, config: Config, run: Run, progress: Progress) -> None:
+        self.config, self.run, self.progress = config, run, progress
+        self.out = config.out
+        self.steps: dict[str, int] = {}  # calls of step() per loop at the sample shape, per case
+        self.spares = Spares(config, self.out)
+
+    def save(self) -> None:
+        rundir.save(self.out, self.run)
+
+    def case_groups(self) -> list[list[CaseSpec]]:
+        """The cases that share processes: all of them, or with --env those of each environment."""
+        envs = [e.name for e in self.config.environments]
+        if not envs:
+            return [self.config.cases]
+        return [[c for c in self.config.cases if c.env == e] for e in envs]
+
+
+def stop_if_refused(label: str, profile: ProfileProcess, out: Path) -> None:
+    """The kernel refused py-spy's attach: it will refuse every case alike, so stop here, with what to change
+    (what was measured is saved before this is asked)."""
+    if profile.sampling is not None and profile.sampling.refused:
+        raise FlametoolError(f"case {label!r}: {profile.sampling.error} (its timings and cProfile are kept in {out})")
+
+
+def stop_if_failed(run: Run, config: Config) -> None:
+    failed = [l for l, r in run.results.items() if r.error]
+    if failed and not config.keep_going:
+        label = failed[0]
+        raise CaseError(f"case {label!r}: {run.results[label].error} (finished cases kept in {config.out})")

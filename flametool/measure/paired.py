@@ -1,0 +1,178 @@
+"""compare's timed loops: every case of a group in each of its processes, their loops interleaved (child
+time job). The first process of a group times the requested shape and chooses the sample shape; processes 2..N
+time that shape, more of them while a pair's ratio has not settled (SETTLED); with `compare --env` each
+environment is a group and the groups take turns."""
+
+from __future__ import annotations
+
+import time
+
+from .childproc import run_child
+from .jobs import as_timing, job_base, job_case, others
+from .measurement import Measurement, stop_if_failed
+from ..analyse import stats
+from ..cases import CaseSpec
+from ..protocol import PlanItem, TimeJob
+from ..record import Group
+
+# A pair's ratio has settled when its 95% interval reaches no further than this from it.
+SETTLED = 0.02
+
+
+def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = True) -> list[tuple[CaseSpec, str]]:
+    """The timed loops of `cases` in config.processes processes (more=False: the first only; time_envs runs
+    the others). Returns the cases to time again alone (they could not be built beside the others, or the
+    shared process failed), with why."""
+    config, run = m.config, m.run
+    paired = len(cases) > 1
+    group = Group([c.label for c in cases], paired, reason)
+    run.groups.append(group)
+    index = len(run.groups) - 1
+    name = "+".join(group.cases)
+    for c in cases:
+        run.results[c.label].group = index
+    first = TimeJob(**job_base(config), cases=[job_case(c, config) for c in cases], sample_shape=config.sample_shape,
+                    plan=[PlanItem(config.shape, None, "timing", decide=True)], op=config.op)
+    say = lambda what: m.progress(f"timing {name}", f"process 1/{config.processes}: {what}")  # noqa: E731
+    got, error, _ = run_child(first, config, name, m.out / f"{name}-timing.log", lambda _l, t: say(t))
+    if got is None:
+        if paired:
+            run.groups.pop()  # nothing was measured together: each case gets a group of its own
+            for c in cases:
+                run.results[c.label].group = None
+            return [(c, f"the process shared with {others(c, cases)} failed ({error}); timed alone") for c in cases]
+        run.results[cases[0].label].error = error
+        return []
+    retry: list[tuple[CaseSpec, str]] = []
+    for c in cases:
+        r = run.results[c.label]
+        mine = got.cases[c.label]
+        failed = got.errors.get(c.label)
+        if failed and paired:
+            retry.append((c, f"could not be built or run beside {others(c, cases)} ({failed}); timed alone"))
+            group.cases.remove(c.label)
+            r.group = None
+            continue
+        if failed:
+            r.error = failed
+            continue
+        r.ops_per_step = 1 if mine.ops_per_step is None else mine.ops_per_step
+        r.device_info = mine.device_info
+        r.operands = list(mine.operands)
+        r.timing = as_timing(mine.timing)
+        r.sample_shape, r.sample_shape_reason = got.sample_shape, got.sample_shape_reason
+        if mine.sample_timing is not None:
+            r.sample_timing = as_timing(mine.sample_timing)
+        m.steps[c.label] = (mine.sample_timing or mine.timing).steps
+    if not group.cases:  # every case is to be timed alone: nothing was measured together
+        run.groups.pop()
+        return retry
+    group.paired = len(group.cases) > 1
+    if paired and not group.paired:
+        group.reason = "alone: the other cases of the run could not share its processes"
+    group.processes = 1
+    m.save()
+    if more:
+        more_processes(m, [group])
+    return retry
+
+
+def more_processes(m: Measurement, groups: list[Group]) -> None:
+    """Processes 2..N of each group: the loops at the sample shape only (the requested shape, when it is
+    not host-bound, holds the GPU for seconds a loop and is timed in the first process alone). Several
+    groups (the environments of `compare --env`) take turns, A B, B A, A B, ...: neither is always first,
+    so a drift of the host over the run falls on both alike."""
+    try:
+        _processes_after_the_first(m, groups)
+    finally:
+        for group in groups:  # the ratios settled before these were needed
+            m.spares.stop(f"{'+'.join(group.cases)}-timing-")
+
+
+def _processes_after_the_first(m: Measurement, groups: list[Group]) -> None:
+    config = m.config
+    started = time.monotonic()
+    i = 1
+    while i < config.max_processes:
+        live = [l for g in groups for l in _live(m, g)]
+        if not live:
+            return
+        if i >= config.processes and (settled(m, live, config.max_processes)
+                                      or time.monotonic() - started > config.extra_seconds):
+            return
+        i += 1
+        for group in (groups if i % 2 else groups[::-1]):
+            _one_more(m, group, i)
+
+
+def _live(m: Measurement, group: Group) -> list[str]:
+    return [l for l in group.cases if m.run.results[l].error is None and l in m.steps]
+
+
+def _one_more(m: Measurement, group: Group, i: int) -> None:
+    """Process i of a group, at the sample shape, the calls per loop its first process chose."""
+    config, run = m.config, m.run
+    live = _live(m, group)
+    if not live:
+        return
+    sample_shape = run.results[live[0]].sample_shape
+    key = "timing" if sample_shape == config.shape else "sample_timing"
+    by_label = {c.label: c for c in config.cases}
+    name = "+".join(group.cases)
+    m.spares.ahead([by_label[l] for l in live], name, i)
+    job = TimeJob(**job_base(config), cases=[job_case(by_label[l], config) for l in live],
+                  plan=[PlanItem(sample_shape, {l: m.steps[l] for l in live}, key)])
+    say = lambda what: m.progress(f"timing {name}", f"process {i}/{config.processes}"  # noqa: E731
+                                     + ("" if i <= config.processes else " (more, until the ratios settle)")
+                                     + f": {what}")
+    log = m.out / f"{name}-timing-{i}.log"
+    got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=m.spares.take(log, live))
+    for label in live:
+        r = run.results[label]
+        failed = error if got is None else got.errors.get(label)
+        if failed:  # what the earlier processes measured stays
+            r.error = f"process {i} of {config.processes}: {failed}"
+            continue
+        r.at_sample_shape.processes.append(got.cases[label].at(key).loops)
+    if got is not None and any(label not in got.errors for label in live):
+        group.processes = i  # processes that finished their loops
+    m.save()
+
+
+def settled(m: Measurement, live: list[str], most: int) -> bool:
+    """No more processes can help: every pair of these cases has a ratio whose interval reaches no further
+    than SETTLED from it, or would still reach further with `most` processes that spread as these do (on
+    a host where processes disagree by ±7%, seven more would not settle it, and would cost a minute). A
+    pair of two environments is read by its anchored ratio."""
+    timings = {l: m.run.results[l].at_sample_shape for l in live}
+    for base, head in m.run.pairs:
+        if base in timings and head in timings:
+            if m.run.paired(base, head):
+                figures = stats.pair(base, timings[base], head, timings[head], True)
+            else:
+                figures = stats.anchored_pair(m.run, base, head)
+                if figures is None:
+                    continue
+            reach, could = figures.reach, figures.reach_with(most)
+            if reach is None or (reach > SETTLED and (could is None or could <= SETTLED)):
+                return False
+    return True
+
+
+def time_envs(m: Measurement) -> None:
+    """`compare --env`: each environment's cases (its anchor among them) in processes of their own, each
+    process's loops interleaved as time_group does, the environments taking turns (_more_processes). After
+    --processes each, more while a pair's anchored ratio has not settled."""
+    config, run = m.config, m.run
+    groups: list[Group] = []
+    for cases in m.case_groups():
+        env, before = cases[0].env, len(run.groups)
+        retry = time_group(m, cases, f"paired: the cases of environment {env} in the same processes, loops "
+                                       "interleaved", more=False)
+        for case, why in retry:  # the anchored comparison needs every case beside the anchor: no timing alone
+            run.results[case.label].error = f"environment {env}: {why.removesuffix('; timed alone')}"
+        if len(run.groups) > before:
+            groups.append(run.groups[before])
+    m.save()
+    more_processes(m, groups)
+    stop_if_failed(run, config)

@@ -1,0 +1,63 @@
+"""Each case alone: its own loops, the loop under cProfile, and py-spy --native on it (compare: at the sample
+shape; sweep --sample: at each host-bound size), into the run directory's .prof and .folded files."""
+
+from __future__ import annotations
+
+from . import sampler
+from .childproc import child_sample_grace, run_child
+from .jobs import job_base, job_case
+from .measurement import Measurement, stop_if_refused
+from .. import rundir
+from ..cases import CaseSpec
+from ..protocol import ProfileJob
+from ..record import ProfileProcess, host_bound, size_name
+
+
+def profile(m: Measurement, case: CaseSpec) -> None:
+    """The case alone at the sample shape: its own loops, cProfile, and py-spy."""
+    r = m.run.results[case.label]
+    got = profiled(m, case, r.sample_shape, m.steps[case.label], case.label)
+    if isinstance(got, str):
+        r.error = f"profiling alone at {','.join(map(str, r.sample_shape))}: {got}"
+    else:
+        r.profile = got
+
+
+def profile_points(m: Measurement, case: CaseSpec) -> None:
+    """A sweep's --sample: the case alone at each size where its timed loops were host-bound, into
+    LABEL@SIZE.prof and LABEL@SIZE.folded; run.json saved after each."""
+    r = m.run.results[case.label]
+    for t in r.points:
+        if t.error or not host_bound(t):
+            continue
+        got = profiled(m, case, t.shape, max(1, t.calls // r.ops_per_step), f"{case.label}@{size_name(t.shape)}")
+        if isinstance(got, str):
+            t.error = f"profiling alone: {got}"
+        else:
+            t.profile = got
+        m.save()
+        if not isinstance(got, str):
+            stop_if_refused(case.label, got, m.out)
+
+
+def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name: str) -> ProfileProcess | str:
+    """The case alone at `shape`, `steps` calls a loop: its own loops, cProfile and py-spy, into NAME.prof
+    and NAME.folded. Returns what it measured, or why it could not."""
+    config = m.config
+    job = ProfileJob(**job_base(config), case=job_case(case, config), shape=shape, steps=steps, sample=config.sample,
+                     prof_path=str(rundir.prof_path(m.out, name).resolve()),
+                     max_sample_seconds=config.sample_seconds + child_sample_grace())
+    log = m.out / f"{name}.log"
+    got, error, sampling = run_child(job, config, name, log, m.progress, rundir.folded_path(m.out, name),
+                                     spare=m.spares.take(log, [case.label]))
+    if got is None:
+        return error
+    files = {"prof": rundir.prof_path(m.out, name).name}
+    if sampling is not None:
+        files["folded"] = rundir.folded_path(m.out, name).name
+        sampling.calls_per_chunk = got.calls_per_chunk
+        sampling.chunks = len(got.chunks or [])
+        sampling.sampled_us_per_call = sampler.sampled_us_per_call(got.chunks or [], got.calls_per_chunk or 1,
+                                                                   sampling.window)
+    return ProfileProcess(own=got.own, calls=got.calls, cprofile_us_per_call=got.cprofile_us_per_call,
+                    cprofile_calls=got.cprofile_calls, sampling=sampling, files=files)

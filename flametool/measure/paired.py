@@ -123,8 +123,8 @@ def _one_more(m: Measurement, group: Group, i: int) -> None:
     job = TimeJob(**job_base(config), cases=[job_case(by_label[l], config) for l in live],
                   plan=[PlanItem(sample_shape, {l: m.steps[l] for l in live}, key)])
     say = lambda what: m.progress(f"timing {name}", f"process {i}/{config.processes}"  # noqa: E731
-                                     + ("" if i <= config.processes else " (more, until the ratios settle)")
-                                     + f": {what}")
+                                  + ("" if i <= config.processes else " (more, until the ratios settle)")
+                                  + f": {what}")
     log = m.out / f"{name}-timing-{i}.log"
     got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=m.spares.take(log, live))
     for label in live:

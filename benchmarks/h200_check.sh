@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# The H200 checks of issues 19 and 21 in one device call (about 8 minutes on an H200; the device allows 10 a
-# call), each one's output kept under $OUT (or /tmp/h200-check) as it goes, so a call cut off at its limit still
-# returns what finished:
+# The H200 checks in one device call (about 9 minutes on an H200; the device allows 10 a call), each one's
+# output kept under $OUT (or /tmp/h200-check) as it goes, so a call cut off at its limit still returns what
+# finished:
+#   gpu-tests.txt      the GPU tests (pytest -m gpu), first: the code paths no CPU run takes
 #   compare-floor.txt  benchmarks/compare_floor.py --extra='--iters 250' (issue 21: wall / floor, target 1.3)
 #   noise.txt          benchmarks/noise.py on that run (the ratio's spread between processes and within each)
 #   envs.txt           benchmarks/envs.py, three runs of three environments (issue 19's targets)
 # Run from the repository root, after the device README's lines that put py-spy on PATH:
-#   bash benchmarks/h200_check.sh [compare|envs ...]     (default: both)
+#   bash benchmarks/h200_check.sh [gpu|compare|envs ...]     (default: all three, in that order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/h200-check}
 mkdir -p "$out"
 export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
 what=("$@")
-[ ${#what[@]} -eq 0 ] && what=(compare envs)
+[ ${#what[@]} -eq 0 ] && what=(gpu compare envs)
 head=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
 for w in "${what[@]}"; do
     started=$SECONDS
     case "$w" in
+    gpu)
+        { echo "# H200, $(date -u +%F), $head: python3 -m pytest -q -m gpu -p no:randomly tests"
+          python3 -m pytest -q -m gpu -p no:randomly tests; echo "rc $?"; } > "$out/gpu-tests.txt" 2>&1 ;;
     compare)
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/compare_floor.py --extra='--iters 250'"
           python3 benchmarks/compare_floor.py --extra="--iters 250" --out "$out/compare-run"; echo "rc $?"; } \
@@ -28,7 +32,7 @@ for w in "${what[@]}"; do
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/envs.py"
           python3 benchmarks/envs.py --out "$out/envs-runs"; echo "rc $?"; } > "$out/envs.txt" 2>&1
         find "$out/envs-runs" -name '*.log' -delete ;;
-    *) echo "h200_check.sh: unknown check '$w' (compare, envs)"; exit 2 ;;
+    *) echo "h200_check.sh: unknown check '$w' (gpu, compare, envs)"; exit 2 ;;
     esac
     echo "$w: $((SECONDS - started)) s"
 done

@@ -39,8 +39,10 @@ def layer_text(p: PairSummary) -> str | None:
     r = p.largest_layer
     if r is None:
         return None
+    # anchored: the head's samples were put at the base's speed (analysis.at_base_speed), as the headline is
+    speed = f", {p.head} at {p.base}'s speed" if p.change.anchored is not None else ""
     return (f"{r.layer} {fmt.signed(fmt.shown_delta(r.base_us_per_call, r.head_us_per_call))} ± {r.delta_se_us:,.2f} us "
-            f"({fmt.num(r.base_us_per_call)} → {fmt.num(r.head_us_per_call)})")
+            f"({fmt.num(r.base_us_per_call)} → {fmt.num(r.head_us_per_call)}{speed})")
 
 
 def frame_text(p: PairSummary, code: bool = False) -> str | None:

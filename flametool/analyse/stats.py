@@ -275,7 +275,7 @@ def pair(base_label: str, base: Timing, head_label: str, head: Timing, paired: b
     default pooled over these two cases alone (the ratio is the same either way)."""
     if paired:
         return _paired(base_label, base, head_label, head, metric, base_us)
-    return _unpaired(base_label, base, head_label, head, seed, metric)
+    return apart(base_label, (base,), head_label, (head,), seed=seed, metric=metric)
 
 
 def _paired(bl: str, base: Timing, hl: str, head: Timing, metric: str, base_us: float | None) -> PairFigures:
@@ -303,10 +303,6 @@ def _paired(bl: str, base: Timing, hl: str, head: Timing, metric: str, base_us: 
                        f"within each process, then pooled over {units} {what} (geometric mean) with a Student t "
                        f"95% interval; the difference is {bl}'s pooled time times (ratio - 1), so it says what the "
                        "ratio says", base_us)
-
-
-def _unpaired(bl: str, base: Timing, hl: str, head: Timing, seed: int, metric: str) -> PairFigures:
-    return apart(bl, (base,), hl, (head,), seed=seed, metric=metric)
 
 
 def apart(bl: str, base: tuple[Timing, ...], hl: str, head: tuple[Timing, ...], base_us: float | None = None,

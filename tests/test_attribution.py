@@ -4,15 +4,23 @@ reference stacks (CuPy vs PyTorch, 256^3 fp16) read the way a CuPy developer exp
 import gzip
 import json
 import math
+from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from flametool.analyse import attribution as at
+from flametool.analyse import diff as df
+from flametool.analyse import flamegraph as flame
+from flametool.analyse import layers as ly
+from flametool.analyse import nodetree
 from flametool import folded
 from flametool.analyse import naming
 from flametool.errors import RunDirError
 from runbuild import make_run
+from stackgen import STACKS, profile_of
 
 DATA = Path(__file__).parent / "data"
 
@@ -228,3 +236,57 @@ def test_diff_deltas_add_up(a, b, us_a, us_b):
     root.check()
     ub, uh = d.us_per_sample
     assert root.total[1] * uh == pytest.approx(us_b) and root.total[0] * ub == pytest.approx(us_a)
+
+
+# --- on random profiles: the figures against the per-frame code they replaced, the graphs against the tree ---
+
+def reference_attribute(profile: at.Profile) -> at.CaseCosts:
+    """attribution.attribute as it was: layers classified on every frame of every stack."""
+    per_stack = [ly.stack_layers(s.frames, profile.frames) for s in profile.stacks]
+    own: dict = {}
+    first_seen: dict = {}
+    for s, lays in zip(profile.stacks, per_stack):
+        own.setdefault(s.frames[-1], Counter())[lays[-1]] += s.count
+        for name, layer in zip(s.frames, lays):
+            first_seen.setdefault(name, layer)
+    layer_of = {n: (own[n].most_common(1)[0][0] if n in own else l) for n, l in first_seen.items()}
+    self_n, total_n, layer_n, callers = Counter(), Counter(), Counter(), {}
+    for s, lays in zip(profile.stacks, per_stack):
+        self_n[s.frames[-1]] += s.count
+        for name in set(s.frames):
+            total_n[name] += s.count
+        layer_n[lays[-1]] += s.count
+        caller = next((l for l in reversed(lays[:-1]) if l != lays[-1]), None)
+        if caller:
+            callers.setdefault(lays[-1], Counter())[caller] += s.count
+
+    def fig(n):
+        return at.Figure(profile.us(n), profile.se(n), n)
+
+    # the layers a frame's own samples went to, most first (a tie: the first stack that ends there)
+    charged = {n: [l for l, _ in c.most_common()] for n, c in own.items()}
+    frames = [at.FrameCost(name, layer_of[name], fig(self_n[name]), fig(total_n[name]), charged.get(name, []))
+              for name in total_n]
+    frames.sort(key=lambda f: (-f.self.samples, -f.total.samples, f.frame))
+    return at.CaseCosts(profile.label, profile.us_per_call, profile.samples, profile.denominator,
+                        total_n.get(naming.LOOP_FRAME, 0), {l: fig(layer_n[l]) for l in ly.order(layer_n)}, frames,
+                        {l: {c: profile.us(n) for c, n in cs.most_common()} for l, cs in callers.items()},
+                        profile.repaired_samples)
+
+
+@settings(max_examples=150, deadline=None)
+@given(a=STACKS, b=STACKS, threshold=hs.sampled_from([0.0, flame.DISPLAY_THRESHOLD, 0.05, 0.3, 1.0]))
+def test_attribution_and_graphs_agree_with_the_tree(a, b, threshold):
+    a = [(f, c + 1) for f, c in a]
+    b = [(f, c + 1) for f, c in b]
+    base, head = profile_of(a, "base", 7.0), profile_of(b, "head", 3.5)
+    for p in (base, head):
+        assert at.attribute(p) == reference_attribute(p)
+        graph = flame.case_graph(p, flame.Strings(), "g", threshold)
+        # the root row is the whole profile; drawn and pruned nodes together are every node of the call tree
+        assert graph.rows[0][3] == pytest.approx(round(p.us(p.samples), 4))
+        assert graph.drawn_nodes - 1 + graph.pruned_nodes == nodetree.count(nodetree.build([p])) - 1
+    d = df.diff(base, head, with_tree=True)
+    d.tree.check()
+    graph = flame.diff_graph(d, flame.Strings(), "d", threshold)
+    assert graph.drawn_nodes - 1 + graph.pruned_nodes == nodetree.count(d.tree) - 1

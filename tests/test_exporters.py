@@ -12,6 +12,7 @@ from flametool import folded
 from flametool.analyse import naming
 from flametool.errors import FlametoolError
 from runbuild import make_run, snapshot
+from stackgen import folded_text, profile_of
 
 A = ("numpy_matmul.<locals>.step (flametool/cases.py:65);ufunc_generic_fastcall (numpy/_core/_multiarray_umath"
      ".cpython-311-x86_64-linux-gnu.so);sgemm_kernel_HASWELL (libscipy_openblas64_.so) 8\n"
@@ -104,3 +105,22 @@ def test_folded_line_level_view(tmp_path, capsys):
     assert {s.frames for s in folded.parse(capsys.readouterr().out)} == {("m.s:1", "lib.k.f:10"), ("m.s:1", "lib.k.f:12")}
     assert cli.main(["export", str(run), "--format", "folded"]) == 0
     assert folded.parse(capsys.readouterr().out) == [folded.Stack(("m.s", "lib.k.f"), 3)]
+
+
+def test_speedscope_export_is_the_same_as_frame_by_frame(tmp_path):
+    text = folded_text([(["step (case.py:3)", "helper (mypkg/mod.py:10)", "0x7f01 (libcublas.so.13)"], 3),
+                        (["step (case.py:3)", "Py_DECREF (object.h:706)", "malloc (libc.so.6)"], 2),
+                        (["other_step (/abs/case.py:9)", "matmul (_routines_linalg.cpp:22480)"], 1)])
+    profs = [profile_of([(s.frames, s.count) for s in folded.parse(text)], label) for label in ("a", "b")]
+    profs[1] = profile_of([(s.frames[::-1], s.count) for s in folded.parse(text)], "b")
+    doc = exporters.speedscope(profs, "x")
+    index: dict = {}
+    frames: list = []
+    for p in profs:  # the exporter as it was: an id per frame, one frame at a time
+        for s in p.stacks:
+            for n in s.frames:
+                if n not in index:
+                    index[n] = len(frames)
+                    frames.append({"name": n, "file": p.frames[n].file} if p.frames[n].file else {"name": n})
+    assert doc["shared"]["frames"] == frames
+    assert [pr["samples"] for pr in doc["profiles"]] == [[[index[n] for n in s.frames] for s in p.stacks] for p in profs]

@@ -1,7 +1,7 @@
 """Odd inputs and outputs: a report written through a link, into a FIFO, to a full device or a folder; a spoiled
 or deeply nested run.json, huge counts in a .folded file; hostile frame names in every view; case files with a
-coding cookie or a factory bound under a block; streamed reading of stacks against the straightforward one.
-Each ends in one line on stderr starting 'flametool:' and an exit code, or the right result."""
+coding cookie or a factory bound under a block. Each ends in one line on stderr starting 'flametool:' and an
+exit code, or the right result."""
 
 from __future__ import annotations
 
@@ -9,24 +9,13 @@ import json
 import os
 import stat
 import threading
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from checks import error_of
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as hs
-
-from flametool.analyse import attribution as at
-from flametool.analyse import analysis, nodetree
+from flametool.analyse import analysis
 from flametool import cli, rundir
-from flametool.analyse import flamegraph as flame
-from flametool.render import speedscope as exporters
-from flametool.analyse import diff as df
-from flametool.analyse import layers as ly
-from flametool import folded
-from flametool.analyse import naming, reading
 from reportruns import hostile_run
 from runbuild import make_run, snapshot
 
@@ -370,159 +359,3 @@ def test_bad_case_file_is_one_line_before_anything_starts(tmp_path, capsys, name
     _, line = one_line(capsys)
     assert code == 2 and words in line, line
     assert not out.exists()
-
-
-# --- 12: large profiles: the same figures, computed from streamed stacks, once per frame, from sorted stacks ----
-# Each fast path is checked against the code it replaced (kept here as the reference), on random profiles
-# from a vocabulary of every kind of frame; speed and memory are the benchmark's (benchmarks/large_profile.py).
-
-VOCABULARY = [
-    "step (case.py:3)", "step (case.py:4)", "other_step (/abs/case.py:9)", "helper (mypkg/mod.py:10)",
-    "helper (mypkg/mod.py:11)", "matmul (_routines_linalg.cpp:22480)", "matmul (_routines_linalg.cpp:22519)",
-    "fast_path (_speedups.c:120)", "fast_path (_speedups.c:121)", "x (mypkg/_speedups.cpython-311-x86_64-linux-gnu.so)",
-    "synchronize (stream.cpp:8425)", "0x7f01 (libcublas.so.13)", "0x7f02 (libcublas.so.13)", "0x1 (libc.so.6)",
-    "cublasGemmEx (libcublas.so.13)", "Py_DECREF (object.h:706)", "Py_DECREF (object.h:707)",
-    "at::_ops::mm_out::call (libtorch_cpu.so)", "malloc (libc.so.6)", "[vdso]", "0x9 ([vdso])", "",
-    "weird (name) (lib (x).so)", "tab\there (t.py:1)", naming.LOOP_FRAME,
-]
-STACKS = hs.lists(hs.tuples(hs.lists(hs.sampled_from(VOCABULARY), min_size=1, max_size=9), hs.integers(0, 4)),
-                  min_size=1, max_size=40)
-
-
-def folded_text(stacks) -> str:
-    """Valid folded text (a line of one empty frame has no body: it gets a name), with blank lines in it."""
-    return "".join(f"{';'.join(frames) or 'x'} {count}\n" + ("\n" if i % 7 == 3 else "") for i, (frames, count) in enumerate(stacks))
-
-
-def reference_normalize(stacks: list[folded.Stack], by_line: bool = False):
-    """stacks.normalize as it was: a Namer of every stack, then a loop over every frame."""
-    namer = naming.Namer(stacks)
-    frames: dict = {}
-    out = []
-    for s in stacks:
-        names: list[str] = []
-        for raw in s.frames:
-            f = namer.frame(raw)
-            key = naming.with_line(f) if by_line and f.kind != "address" else f.name
-            if names and names[-1] == key and (not by_line or f.kind == "address"):
-                continue
-            frames.setdefault(key, f)
-            names.append(key)
-        out.append(folded.Stack(tuple(names), s.count))
-    return folded.merge(out), frames
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(stacks=STACKS, by_line=hs.booleans(), loop=hs.integers(0, 3))
-def test_streamed_normalization_is_the_same(tmp_path_factory, stacks, by_line, loop):
-    path = tmp_path_factory.mktemp("n") / "p.folded"
-    path.write_text(folded_text(stacks), encoding="utf-8")
-    extra = [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else []
-    usable = [s for s in folded.read(path) if s.frames and s.count > 0] + extra
-    expected = reference_normalize(usable, by_line)
-    got = reading.read_normalized(path, by_line, extra)
-    assert got == expected and list(got[1]) == list(expected[1])  # the stacks, the frames, in the same order
-    assert all(got[1][k] == expected[1][k] for k in expected[1])
-
-
-def test_streamed_naming_reads_again_when_a_later_path_names_a_module(tmp_path):
-    """'fast_path (_speedups.c)' is named from an extension path that only a later line shows."""
-    path = tmp_path / "p.folded"
-    path.write_text("step (c.py:1);fast_path (_speedups.c:120) 3\nstep (c.py:1);x (mypkg/_speedups.cpython-311-x86_64-linux-gnu.so) 1\n")
-    stacks, frames = reading.read_normalized(path)
-    assert stacks[0].frames == ("c.step", "mypkg._speedups.fast_path")
-    assert (stacks, frames) == reference_normalize(folded.read(path))
-
-
-@pytest.mark.parametrize("text, line", [
-    ("a;b 1\n\nc;d x\n", "line 3: count 'x' is not an integer"),
-    ("a;b 1\r\nc d;e\n", "line 2: count 'd;e' is not an integer"),
-    ("a 1\nnocount\n", "line 2: expected 'frame;frame;... COUNT'"),
-    (" 5\n", "line 1: expected 'frame;frame;... COUNT'"),
-    ("a -2\n", "line 1: negative count"),
-    ("a 1\n" * 3 + "a 99999999999999\n", "line 4: count '99999999999999' is implausibly large"),
-])
-def test_streamed_read_reports_bad_lines_as_read_does(tmp_path, text, line):
-    from flametool.errors import RunDirError
-
-    path = tmp_path / "p.folded"
-    path.write_text(text, encoding="utf-8", newline="")
-    for reader in (folded.read, reading.read_normalized):
-        with pytest.raises(RunDirError) as exc:
-            reader(path)
-        assert str(exc.value).startswith(f"{path}: {line}"), str(exc.value)
-
-
-def profile_of(stacks, label="p", us=7.0) -> at.Profile:
-    return at.make_profile(label, [folded.Stack(tuple(f), c) for f, c in stacks], 2, us)
-
-
-def reference_attribute(profile: at.Profile) -> at.CaseCosts:
-    """attribution.attribute as it was: layers classified on every frame of every stack."""
-    per_stack = [ly.stack_layers(s.frames, profile.frames) for s in profile.stacks]
-    own: dict = {}
-    first_seen: dict = {}
-    for s, lays in zip(profile.stacks, per_stack):
-        own.setdefault(s.frames[-1], Counter())[lays[-1]] += s.count
-        for name, layer in zip(s.frames, lays):
-            first_seen.setdefault(name, layer)
-    layer_of = {n: (own[n].most_common(1)[0][0] if n in own else l) for n, l in first_seen.items()}
-    self_n, total_n, layer_n, callers = Counter(), Counter(), Counter(), {}
-    for s, lays in zip(profile.stacks, per_stack):
-        self_n[s.frames[-1]] += s.count
-        for name in set(s.frames):
-            total_n[name] += s.count
-        layer_n[lays[-1]] += s.count
-        caller = next((l for l in reversed(lays[:-1]) if l != lays[-1]), None)
-        if caller:
-            callers.setdefault(lays[-1], Counter())[caller] += s.count
-
-    def fig(n):
-        return at.Figure(profile.us(n), profile.se(n), n)
-
-    # the layers a frame's own samples went to, most first (a tie: the first stack that ends there)
-    charged = {n: [l for l, _ in c.most_common()] for n, c in own.items()}
-    frames = [at.FrameCost(name, layer_of[name], fig(self_n[name]), fig(total_n[name]), charged.get(name, []))
-              for name in total_n]
-    frames.sort(key=lambda f: (-f.self.samples, -f.total.samples, f.frame))
-    return at.CaseCosts(profile.label, profile.us_per_call, profile.samples, profile.denominator,
-                        total_n.get(naming.LOOP_FRAME, 0), {l: fig(layer_n[l]) for l in ly.order(layer_n)}, frames,
-                        {l: {c: profile.us(n) for c, n in cs.most_common()} for l, cs in callers.items()},
-                        profile.repaired_samples)
-
-
-@settings(max_examples=150, deadline=None)
-@given(a=STACKS, b=STACKS, threshold=hs.sampled_from([0.0, flame.DISPLAY_THRESHOLD, 0.05, 0.3, 1.0]))
-def test_attribution_and_graphs_agree_with_the_tree(a, b, threshold):
-    a = [(f, c + 1) for f, c in a]
-    b = [(f, c + 1) for f, c in b]
-    base, head = profile_of(a, "base", 7.0), profile_of(b, "head", 3.5)
-    for p in (base, head):
-        assert at.attribute(p) == reference_attribute(p)
-        graph = flame.case_graph(p, flame.Strings(), "g", threshold)
-        # the root row is the whole profile; drawn and pruned nodes together are every node of the call tree
-        assert graph.rows[0][3] == pytest.approx(round(p.us(p.samples), 4))
-        assert graph.drawn_nodes - 1 + graph.pruned_nodes == nodetree.count(nodetree.build([p])) - 1
-    d = df.diff(base, head, with_tree=True)
-    d.tree.check()
-    graph = flame.diff_graph(d, flame.Strings(), "d", threshold)
-    assert graph.drawn_nodes - 1 + graph.pruned_nodes == nodetree.count(d.tree) - 1
-
-
-def test_speedscope_export_is_the_same_as_frame_by_frame(tmp_path):
-    text = folded_text([(["step (case.py:3)", "helper (mypkg/mod.py:10)", "0x7f01 (libcublas.so.13)"], 3),
-                        (["step (case.py:3)", "Py_DECREF (object.h:706)", "malloc (libc.so.6)"], 2),
-                        (["other_step (/abs/case.py:9)", "matmul (_routines_linalg.cpp:22480)"], 1)])
-    profs = [profile_of([(s.frames, s.count) for s in folded.parse(text)], label) for label in ("a", "b")]
-    profs[1] = profile_of([(s.frames[::-1], s.count) for s in folded.parse(text)], "b")
-    doc = exporters.speedscope(profs, "x")
-    index: dict = {}
-    frames: list = []
-    for p in profs:  # the exporter as it was: an id per frame, one frame at a time
-        for s in p.stacks:
-            for n in s.frames:
-                if n not in index:
-                    index[n] = len(frames)
-                    frames.append({"name": n, "file": p.frames[n].file} if p.frames[n].file else {"name": n})
-    assert doc["shared"]["frames"] == frames
-    assert [pr["samples"] for pr in doc["profiles"]] == [[[index[n] for n in s.frames] for s in p.stacks] for p in profs]

@@ -59,3 +59,18 @@ def test_a_message_after_stray_bytes_is_found():
 
 def test_each_job_names_what_it_returns():
     assert protocol.RESULT_OF == {TimeJob: Timed, SweepJob: Swept, ProfileJob: CaseProfiled}
+
+
+@pytest.mark.parametrize("line, event", [
+    ('{"event": "phase", "phase": "cprofile"}\n', "phase"),
+    ('not json\n', None),
+    ('{}\n', None),
+    ('[1]\n', None),
+    ('"text"\n', None),
+    ('{"event": 5}\n', None),
+    ('junk without a newline{"event": "result", "job": "sweep", "result": {"points": 2}}\n', "result"),
+    ('{"event": "result", "result": {}}\n', None),  # not a result of any job: a stray line
+])
+def test_parse_message(line, event):
+    msg = protocol.decode(line)
+    assert (msg and msg.event) == event

@@ -18,9 +18,7 @@ import pytest
 from checks import one_line_error
 
 import faultkit as fk
-from flametool import cli as cli_module
-from flametool import protocol, rundir
-from flametool.measure import runner
+from flametool import rundir
 
 CASES2 = fk.CASES / "run_fault_cases.py"
 SAMPLES = fk.ROOT / "samples"
@@ -165,15 +163,6 @@ def test_default_out_of_two_runs_in_one_second(tmp_path):
     assert [c for c, _ in done] == [0, 0], done
     runs = sorted((tmp_path / "flametool-runs").iterdir())
     assert len(runs) == 2 and all(rundir.load(r).complete for r in runs)
-
-
-def test_create_unique_suffixes(tmp_path):
-    out = tmp_path / "20250101-000000"
-    assert rundir.create(out, unique=True) == out
-    assert rundir.create(out, unique=True) == tmp_path / "20250101-000000-2"
-    assert rundir.create(out, unique=True) == tmp_path / "20250101-000000-3"
-    with pytest.raises(Exception, match="already exists"):
-        rundir.create(out)
 
 
 # --- 4: processes a case starts ------------------------------------------------------------------------------
@@ -339,21 +328,6 @@ def test_a_case_writing_junk_to_the_message_pipe(tmp_path):
     for label in ("junk_on_the_named_fd", "junk_on_every_pipe"):
         assert results[label].timing.cpu_us_per_call > 0 and results[label].samples > 0, results[label]
     assert fk.none_left(environ[fk.TAG]) == []
-
-
-@pytest.mark.parametrize("line, event", [
-    ('{"event": "phase", "phase": "cprofile"}\n', "phase"),
-    ('not json\n', None),
-    ('{}\n', None),
-    ('[1]\n', None),
-    ('"text"\n', None),
-    ('{"event": 5}\n', None),
-    ('junk without a newline{"event": "result", "job": "sweep", "result": {"points": 2}}\n', "result"),
-    ('{"event": "result", "result": {}}\n', None),  # not a result of any job: a stray line
-])
-def test_parse_message(line, event):
-    msg = protocol.decode(line)
-    assert (msg and msg.event) == event
 
 
 # --- 11: input limits and argparse errors --------------------------------------------------------------------

@@ -86,3 +86,12 @@ def test_run_config_is_typed_when_read_and_written_back_as_read(tmp_path):
     assert back.config == run.config and back.config.recorded["mine"] == "kept"
     assert new_run({}).config.timing_processes == 1
     assert RunConfig(processes=2).recorded == {"processes": 2}
+
+
+def test_create_unique_suffixes(tmp_path):
+    out = tmp_path / "20250101-000000"
+    assert rundir.create(out, unique=True) == out
+    assert rundir.create(out, unique=True) == tmp_path / "20250101-000000-2"
+    assert rundir.create(out, unique=True) == tmp_path / "20250101-000000-3"
+    with pytest.raises(Exception, match="already exists"):
+        rundir.create(out)

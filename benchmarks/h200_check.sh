@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# The H200 checks in one device call (about 9 minutes on an H200; the device allows 10 a call), each one's
-# output kept under $OUT (or /tmp/h200-check) as it goes, so a call cut off at its limit still returns what
-# finished:
+# The H200 checks, each one's output kept under $OUT (or /tmp/h200-check) as it goes, so a device call cut off
+# at its limit still returns what finished. All four take about 11 minutes and a device call at most 10: run
+# `gpu compare repro` in one call (about 6 minutes) and `envs` in another (about 5).
 #   gpu-tests.txt      the GPU tests (pytest -m gpu), first: the code paths no CPU run takes
 #   compare-floor.txt  benchmarks/compare_floor.py --extra='--iters 250' (issue 21: wall / floor, target 1.3)
 #   noise.txt          benchmarks/noise.py on that run (the ratio's spread between processes and within each)
+#   repro.txt          benchmarks/paired_repro.py at 4096^3 (GPU-bound: timed again at the host-bound sample
+#                      shape in every process), --no-sample, three runs: do the ratios hold from run to run?
 #   envs.txt           benchmarks/envs.py, three runs of three environments (issue 19's targets)
 # Run from the repository root, after the device README's lines that put py-spy on PATH:
-#   bash benchmarks/h200_check.sh [gpu|compare|envs ...]     (default: all three, in that order)
+#   bash benchmarks/h200_check.sh [gpu|compare|repro|envs ...]     (default: all four, in that order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/h200-check}
 mkdir -p "$out"
 export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
 what=("$@")
-[ ${#what[@]} -eq 0 ] && what=(gpu compare envs)
+[ ${#what[@]} -eq 0 ] && what=(gpu compare repro envs)
 head=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
 for w in "${what[@]}"; do
     started=$SECONDS
@@ -28,11 +30,15 @@ for w in "${what[@]}"; do
             > "$out/compare-floor.txt" 2>&1
         python3 benchmarks/noise.py "$out/compare-run" > "$out/noise.txt" 2>&1
         rm -rf "$out/compare-run"/*.prof "$out/compare-run"/*.folded ;;  # run.json and the report come back
+    repro)
+        { echo "# H200, $(date -u +%F), $head: python3 benchmarks/paired_repro.py --shape 4096,4096,4096 --extra=--no-sample"
+          python3 benchmarks/paired_repro.py --shape 4096,4096,4096 --extra=--no-sample; echo "rc $?"; } \
+            > "$out/repro.txt" 2>&1 ;;
     envs)
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/envs.py"
           python3 benchmarks/envs.py --out "$out/envs-runs"; echo "rc $?"; } > "$out/envs.txt" 2>&1
         find "$out/envs-runs" -name '*.log' -delete ;;
-    *) echo "h200_check.sh: unknown check '$w' (gpu, compare, envs)"; exit 2 ;;
+    *) echo "h200_check.sh: unknown check '$w' (gpu, compare, repro, envs)"; exit 2 ;;
     esac
     echo "$w: $((SECONDS - started)) s"
 done

@@ -198,6 +198,13 @@ def at_base_speed(head: attribution.Profile, anchored: stats.Anchored | None) ->
                                head.recorded_samples, head.repaired_samples)
 
 
+def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored: stats.Anchored | None, view: str,
+                  names: tuple[str, str]) -> diff.PairDiff:
+    """diff.diff of two profiles, the head at the base's speed when the comparison is anchored, the tables told
+    so under `names` (base, head): `flametool diff` of two runs, or of two cases of one run."""
+    return diff.diff(base, at_base_speed(head, anchored), view, head_speed=speed_note(anchored, *names))
+
+
 def speed_note(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
     """What a pair's head side is when at_base_speed put it at the base's speed, for the tables' readers."""
     if anchored is None:
@@ -445,9 +452,8 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
     sampled = label in attribution.sampled_labels(a) and label in attribution.sampled_labels(b)
     figures = None
     if sampled:  # anchored: B's samples at A's speed, as the change it leads with
-        figures = diff.diff(attribution.load_profile(run_a, a, label),
-                            at_base_speed(attribution.load_profile(run_b, b, label), change.anchored), view,
-                            head_speed=speed_note(change.anchored, "A", "B"))
+        figures = anchored_diff(attribution.load_profile(run_a, a, label), attribution.load_profile(run_b, b, label),
+                                change.anchored, view, ("A", "B"))
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
     return DiffResult(label, str(run_a), str(run_b), shapes[0] == shapes[1], figures, change=change,
                       not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare")
@@ -464,9 +470,8 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
     pooled = stats.group_pooled(run, True, intervals=False)
     got = stats.anchored_pair(run, base, head, pooled)
     # two environments: the head's samples at the base's speed, as in the run's own report
-    figures = diff.diff(attribution.load_profile(run_dir, run, base),
-                        at_base_speed(attribution.load_profile(run_dir, run, head), got), view,
-                        head_speed=speed_note(got, base, head))
+    figures = anchored_diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head),
+                            got, view, (base, head))
     if got is not None:
         change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
     else:

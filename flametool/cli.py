@@ -168,7 +168,8 @@ def case_options(p: argparse.ArgumentParser, op: bool = True) -> None:
     p.add_argument("--warmup", type=int, default=CPU.warmup, help=f"warm-up calls (default {CPU.warmup})")
     p.add_argument("--repeats", type=int,
                    help="rounds of timed loops per process (one loop of each case a round); the median is reported "
-                        "(default 3, and at a host-bound shape more rounds until each case was timed for 1 s; 2 "
+                        "(default 3, and at a host-bound shape more rounds until each case was timed for "
+                        f"{CPU.timed_seconds:g} s on the CPU, {CUDA.timed_seconds:g} s on a GPU; 2 "
                         "where every loop is GPU-bound and takes seconds; a given number is run as given)")
     p.add_argument("--processes", type=int, metavar="N",
                    help="fresh processes that run the timed loops; every case is built in each and their loops "
@@ -302,7 +303,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
     pool_threads = d.pool_threads if args.pool_threads is None else args.pool_threads or None
     return dict(
         cases=specs, device=device, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
-        repeats=args.repeats or d.repeats, extend_rounds=args.repeats is None,
+        repeats=args.repeats or d.repeats, extend_rounds=args.repeats is None, timed_seconds=d.timed_seconds,
         processes=args.processes or d.processes, isolate=args.isolate, pairs=pairs, pool_threads=pool_threads,
         keep_going=args.keep_going, out=args.out or default_out(), out_is_default=args.out is None,
         cpu_fallback=cpu_fallback, op=op,

@@ -51,7 +51,17 @@ class Defaults:
     # and only while max_processes processes spread as those so far would settle it.
     max_processes: int = 12
     extra_seconds: int = 60
+    # Rounds of timed loops at a host-bound shape go on until each case had this long (child.interleaved). A
+    # process's ratio then keeps a standard error of its own well under the spread between processes, and it is
+    # processes that narrow the interval. On the H200 (benchmarks/noise.py on a default compare, 2026-12-01):
+    # with 1 s, 0.29% within beside 1.88% between; the first half of those rounds 0.46% beside 2.23%; and
+    # 0.5 s a process took the default compare from 1.43 to 1.26 of its floor (benchmarks/compare_floor.py).
+    # On the 2-core CPU machine the first half of the rounds read differently from the whole in 2 of 4 runs
+    # (spread 3.70% vs 3.25%, 3.15% vs 2.23%): 1 s there.
+    timed_seconds: float = 1.0
 
+
+# A sweep's default ladder: matmul's in ops.py (the other ops have theirs there too).
 
 # A sweep's default ladder: matmul's in ops.py (the other ops have theirs there too).
 CPU = Defaults(libs=("numpy", "torch"), dtype="float32", shape=(64, 64, 64),
@@ -59,7 +69,7 @@ CPU = Defaults(libs=("numpy", "torch"), dtype="float32", shape=(64, 64, 64),
                rate_hz=100, sample_seconds=5, pool_threads=1, spares=False)
 CUDA = Defaults(libs=("cupy", "torch"), dtype="float16", shape=tuple(SEED_SHAPE),
                 sweep_sizes=ops.OPS["matmul"].ladder["cuda"],
-                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True)
+                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True, timed_seconds=0.5)
 
 
 # A jax GPU process starts about four threads per CPU it may run on (XLA sizes its pools by the CPU affinity;
@@ -87,7 +97,8 @@ class Config:
     iters: int = CPU.iters
     warmup: int = CPU.warmup
     repeats: int = CPU.repeats
-    extend_rounds: bool = True  # more rounds at a host-bound shape (child.TIMED_SECONDS); False: `repeats` exactly
+    extend_rounds: bool = True  # more rounds at a host-bound shape (for timed_seconds); False: `repeats` exactly
+    timed_seconds: float = CPU.timed_seconds  # each host-bound case's rounds go on until it had this long
     rate_hz: int = CPU.rate_hz
     sample_seconds: int = CPU.sample_seconds
     processes: int = CPU.processes  # fresh processes that run the timed loops

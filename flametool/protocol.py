@@ -67,6 +67,7 @@ class Job:
     repeats: int
     extend_rounds: bool = True
     parent_pid: int | None = None  # the child ends itself when this process is gone (procs.tie_to_parent)
+    timed_seconds: float = 1.0  # with extend_rounds: each host-bound case's rounds go on until it had this long
 
     def to_json(self) -> dict:
         return {"job": self.kind, **asdict(self)}
@@ -75,7 +76,7 @@ class Job:
     def _common(data: dict) -> dict:
         return dict(device=str(data["device"]), iters=int(data["iters"]), warmup=int(data["warmup"]),
                     repeats=int(data["repeats"]), extend_rounds=bool(data.get("extend_rounds", True)),
-                    parent_pid=data.get("parent_pid"))
+                    parent_pid=data.get("parent_pid"), timed_seconds=float(data.get("timed_seconds", 1.0)))
 
 
 @dataclass
@@ -256,20 +257,22 @@ class Phase:
     """What the child is doing now, for the progress line (and the watchdog: any message is a sign of life)."""
 
     event: ClassVar[str] = "phase"
-    phase: str  # setup, warmup, timed, point, cprofile
+    phase: str  # import, setup, warmup, timed, point, cprofile
     shape: list[int] | None = None
     label: str | None = None
     calls: int | None = None  # warmup: calls
     repeat: int | None = None  # timed: round `repeat` of `of`
     index: int | None = None  # point: size `index` of `of`
     of: int | None = None
+    seconds: float | None = None  # timed, the first extra round: each case is timed until it had this long
 
     def fields(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
     @classmethod
     def from_json(cls, data: dict) -> "Phase":
-        known = {k: data[k] for k in ("shape", "label", "calls", "repeat", "index", "of") if k in data}
+        known = {k: data[k] for k in ("shape", "label", "calls", "repeat", "index", "of", "seconds")
+                 if k in data}
         return cls(phase=str(data["phase"]), **known)
 
 

@@ -11,6 +11,7 @@ import pytest
 from flametool.analyse import analysis
 from flametool.measure import child, childproc, runner
 from flametool import folded, rundir
+from flametool.config import CPU
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
 PROCESSES, REPEATS = 2, 2
@@ -18,7 +19,7 @@ PROCESSES, REPEATS = 2, 2
 
 def rounds_of(loops: list) -> int:
     """Rounds a process ran: --repeats, or more for host-bound loops (until each case has had
-    child.TIMED_SECONDS of timed loops, at most child.MAX_ROUNDS); every case of the process one loop each."""
+    the CPU's timed_seconds of timed loops, at most child.MAX_ROUNDS); every case of the process one loop each."""
     n = len(loops[0].cpu_us)
     assert REPEATS <= n <= child.MAX_ROUNDS and all(len(l.cpu_us) == len(l.slots) == n for l in loops)
     return n
@@ -263,8 +264,8 @@ def test_builtin_cases_record_the_same_operands(run):
 @pytest.mark.parametrize("repeats", [None, 3])
 def test_loops_at_another_sample_shape_are_short_and_many(cli, tmp_path, repeats):
     """At a sample shape other than the requested one a loop runs --iters operations, and at least
-    child.SHORT_LOOP_SECONDS, so that the rounds (up to child.TIMED_SECONDS) are many; with --repeats (no
-    rounds added) each loop runs at least child.MIN_LOOP_SECONDS."""
+    1/MAX_ROUNDS of the CPU's timed_seconds, so that the rounds (up to timed_seconds) are many; with
+    --repeats (no rounds added) each loop runs at least child.MIN_LOOP_SECONDS."""
     out = tmp_path / "run"
     proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--shape", "64,64,64", "--sample-shape", "16,16,16",
                "--processes", "1", "--no-sample", "--iters", "200", *(["--repeats", str(repeats)] if repeats else []),
@@ -274,7 +275,8 @@ def test_loops_at_another_sample_shape_are_short_and_many(cli, tmp_path, repeats
     (loops,) = t.processes
     loop_s = statistics.median(loops.cpu_us) * t.calls / 1e6
     if repeats is None:
-        assert t.calls > 200 and 0.5 * child.SHORT_LOOP_SECONDS < loop_s < 4 * child.SHORT_LOOP_SECONDS, (t.calls, loop_s)
+        short = CPU.timed_seconds / child.MAX_ROUNDS
+        assert t.calls > 200 and 0.5 * short < loop_s < 4 * short, (t.calls, loop_s)
         assert len(loops.cpu_us) > child.MAX_ROUNDS / 4
     else:
         assert loop_s > 0.5 * child.MIN_LOOP_SECONDS and len(loops.cpu_us) == repeats, (t.calls, loop_s)

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from flametool import cli, config
+from flametool import cli, config, protocol
 from flametool.config import CPU, CUDA, Config
 
 
@@ -15,9 +15,19 @@ def test_the_command_line_takes_the_cpu_defaults():
     c = parsed()
     assert (c.iters, c.warmup, c.repeats, c.processes, c.max_processes) == (
         CPU.iters, CPU.warmup, CPU.repeats, CPU.processes, CPU.max_processes)
-    assert (c.rate_hz, c.sample_seconds, c.pool_threads, c.shape) == (
-        CPU.rate_hz, CPU.sample_seconds, CPU.pool_threads, list(CPU.shape))
+    assert (c.rate_hz, c.sample_seconds, c.pool_threads, c.shape, c.timed_seconds) == (
+        CPU.rate_hz, CPU.sample_seconds, CPU.pool_threads, list(CPU.shape), CPU.timed_seconds)
     assert [s.label for s in c.cases] == list(CPU.libs) and set(c.dtypes.values()) == {CPU.dtype}
+
+
+def test_the_rounds_a_job_asks_for_come_from_the_config():
+    from flametool.measure import child, jobs
+
+    job = lambda c: protocol.TimeJob(**jobs.job_base(c))  # noqa: E731
+    assert child.extend_seconds(job(parsed())) == CPU.timed_seconds
+    assert child.extend_seconds(job(parsed("--repeats", "4"))) == 0.0  # rounds as given
+    gpu = Config(cases=[], device="cuda:0", shape=[8, 8, 8], dtypes={}, out=Path("x"), timed_seconds=CUDA.timed_seconds)
+    assert child.extend_seconds(job(gpu)) == CUDA.timed_seconds
 
 
 def test_a_given_process_count_is_run_as_given():
@@ -35,5 +45,6 @@ def test_the_devices_differ_where_they_should():
     assert config.defaults("cpu") is CPU and config.defaults("cuda:1") is CUDA
     assert CUDA.rate_hz < CPU.rate_hz and CUDA.sample_seconds > CPU.sample_seconds
     assert CUDA.spares and not CPU.spares
+    assert CUDA.timed_seconds < CPU.timed_seconds
     assert list(CUDA.sweep_sizes[-1]) == config.SEED_SHAPE
     assert cli.default_sizes("cpu") == [list(s) for s in CPU.sweep_sizes]

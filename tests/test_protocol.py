@@ -10,7 +10,7 @@ from flametool.record import DeviceInfo, Loops, Operands
 
 CASE = JobCase("numpy", CaseSpec("numpy", "numpy_matmul", module="flametool.cases"), "float32")
 LOOPS = Loops([1.5, 1.25], [2.0, 2.5], [0, 2], [1.75, 1.5])
-COMMON = dict(device="cpu", iters=10, warmup=2, repeats=3, extend_rounds=False, parent_pid=123)
+COMMON = dict(device="cpu", iters=10, warmup=2, repeats=3, extend_rounds=False, parent_pid=123, timed_seconds=0.5)
 
 
 @pytest.mark.parametrize("job", [
@@ -25,6 +25,7 @@ def test_a_job_arrives_as_it_was_sent(job):
 
 @pytest.mark.parametrize("message", [
     Phase("timed", shape=[8, 8, 8], repeat=2, of=3),
+    Phase("timed", shape=[8, 8, 8], repeat=4, of=3, seconds=0.5),
     Phase("warmup", label="numpy", calls=50),
     Phase("cprofile"),
     SampleReady(4321),

@@ -98,18 +98,31 @@ def _events(gpu_ms_per_loop: float):
 @pytest.mark.parametrize("gpu_ms, extend, rounds", [
     (1e6, True, 2),     # GPU-bound and long: AB BA, then stop
     (1e6, False, 3),    # --repeats given: run as given
-    (0.0001, True, 3),  # host-bound: at least --repeats (and more until TIMED_SECONDS, here far off)
+    (0.0001, True, 3),  # host-bound: at least --repeats (and more until each had `extend`, here none)
 ])
 def test_long_gpu_bound_loops_stop_after_two_rounds(monkeypatch, gpu_ms, extend, rounds):
     from flametool.measure import child
 
     monkeypatch.setattr(child, "LONG_LOOP_SECONDS", 0.0)  # every loop counts as long
-    monkeypatch.setattr(child, "TIMED_SECONDS", 0.0)  # and host-bound ones need no extra rounds
     step = (lambda: None, lambda: None)
     loops = child.interleaved({"a": step, "b": step}, {"a": 10, "b": 10}, 3, _events(gpu_ms), _Phases(), [8, 8, 8], {},
-                              extend)
+                              1e-9 if extend else 0.0)
     assert [len(loops[l].cpu_us) for l in ("a", "b")] == [rounds, rounds]
     assert len(loops["a"].gpu_us) == len(loops["a"].wall_us) == rounds
+
+
+def test_host_bound_rounds_go_on_until_each_case_had_its_seconds():
+    import time
+
+    from flametool.measure import child
+
+    step = (lambda: time.sleep(0.002), lambda: None)
+    started = time.perf_counter()
+    loops = child.interleaved({"a": step, "b": step}, {"a": 1, "b": 1}, 3, None, _Phases(), [8, 8, 8], {}, 0.05)
+    took = time.perf_counter() - started
+    rounds = len(loops["a"].cpu_us)
+    assert rounds == len(loops["b"].cpu_us) and 0.05 / 0.002 / 4 < rounds <= 0.05 / 0.002 + 1, rounds
+    assert 0.1 <= took < 1.0, took  # 0.05 s each, not the CPU's 1 s
 
 
 def test_headline_prefers_processes_to_rounds_of_one_process():

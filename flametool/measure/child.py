@@ -36,22 +36,21 @@ from typing import Any, Callable
 from .. import cases, ops, procs
 from . import explain
 from ..cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory, cuda_index
-from ..protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Message, Phase, PlanItem, Point, PointCase,
+from ..protocol import (CaseProfiled, CaseTimed, Done, Failed, Job, JobCase, Message, Phase, PlanItem, Point, PointCase,
                         ProfileJob, SampleReady, SweepJob, Swept, Timed, TimedLoops, TimeJob, decode_job, encode)
 from ..record import DeviceInfo, Loops, Operands, boundedness
 
 ACTIVE_LOOP = "active_loop"
-# Host-bound loops are cheap: rounds continue past --repeats until each case has been timed this long. On
-# the H200, three 4 ms loops per case and process gave cupy/torch ratios from 0.56 to 0.69 across processes.
-TIMED_SECONDS = 1.0
+# Host-bound loops are cheap: rounds continue past --repeats until each case has been timed for the job's
+# timed_seconds (config.Defaults: per device). On the H200, three 4 ms loops per case and process gave
+# cupy/torch ratios from 0.56 to 0.69 across processes.
 MAX_ROUNDS = 400
 # At a shape other than the requested one (the host-bound shape a GPU-bound run is sampled at) a loop runs
-# --iters operations, and at least long enough that MAX_ROUNDS rounds fill TIMED_SECONDS: many short rounds
+# --iters operations, and at least long enough that MAX_ROUNDS rounds fill timed_seconds: many short rounds
 # pair the cases' loops closely in time. Loops of 0.1 s gave about ten rounds a second: in
 # samples/h200-seed-fp16 (93 ms loops) each process's torch/cupy ratio kept a standard error of 2.35% from its
 # rounds, as large as the spread between processes (2.73%), against 0.42% beside 1.94% in
 # samples/h200-hostbound-1024 (4.4 ms loops, 400 rounds): benchmarks/noise.py.
-SHORT_LOOP_SECONDS = TIMED_SECONDS / MAX_ROUNDS
 # With --repeats (rounds exactly as given, none added) each loop at such a shape runs at least this long, so
 # that the figure the samples are scaled by is not a few-millisecond reading.
 MIN_LOOP_SECONDS = 0.1
@@ -399,9 +398,16 @@ def sampled_phase(step: Step, sync: Sync, calls: int, max_seconds: float) -> lis
             return chunks
 
 
-def calls_for(seconds_per_call: float, at_least: int, extend: bool) -> int:
-    """Calls per loop at a shape other than the requested one; `extend`: rounds are added up to TIMED_SECONDS."""
-    least = SHORT_LOOP_SECONDS if extend else MIN_LOOP_SECONDS
+def extend_seconds(job: Job) -> float:
+    """How long each host-bound case is timed for, rounds added past --repeats until then; 0: --repeats
+    was given, rounds exactly as many."""
+    return job.timed_seconds if job.extend_rounds else 0.0
+
+
+def calls_for(seconds_per_call: float, at_least: int, extend: float) -> int:
+    """Calls per loop at a shape other than the requested one; `extend` (extend_seconds): rounds are added
+    until each case had that long, so a loop is at least 1/MAX_ROUNDS of it."""
+    least = extend / MAX_ROUNDS if extend else MIN_LOOP_SECONDS
     return int(min(MAX_LOOP_CALLS, max(at_least, least / max(seconds_per_call, 1e-9))))
 
 
@@ -447,11 +453,11 @@ def build(cases: list[JobCase], shape: list[int], device: str, report: Reporter,
 
 
 def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repeats: int, events: Events | None,
-                report: Reporter, shape: list[int], errors: dict[str, str], extend: bool = True) -> dict[str, Loops]:
+                report: Reporter, shape: list[int], errors: dict[str, str], extend: float) -> dict[str, Loops]:
     """Rounds of one timed loop of each case, in round_order; per case its loops. `repeats` rounds, and
-    (with `extend`, when --repeats was not given) more rounds of the host-bound cases (their loops take
-    milliseconds) until each has been timed for TIMED_SECONDS: a handful of 4 ms loops is a noisy reading, a
-    second's worth is not. A GPU-bound case (a graph floor) sits the extra rounds out: its loops are long
+    (with `extend` seconds, when --repeats was not given) more rounds of the host-bound cases (their loops
+    take milliseconds) until each has been timed for `extend`: a handful of 4 ms loops is a noisy reading, half
+    a second's worth is not. A GPU-bound case (a graph floor) sits the extra rounds out: its loops are long
     and wait on the launch queue. Loops that are all GPU-bound and each take LONG_LOOP_SECONDS or more stop
     after LONG_ROUNDS rounds (with `extend`)."""
     loops = {label: Loops(cpu_us=[]) for label in made}
@@ -466,12 +472,12 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
             break
         if live and r >= repeats:  # extra rounds: the host-bound cases, all of them, while one is short
             live = [l for l in live if bound(loops[l])[0]]
-            if all(spent[l] >= TIMED_SECONDS for l in live):
+            if all(spent[l] >= extend for l in live):
                 break
         if not live or r >= MAX_ROUNDS:
             break
         if r <= repeats:  # one line for the extra rounds, not one each
-            report.phase("timed", repeat=r + 1, of=repeats, shape=shape)
+            report.phase("timed", repeat=r + 1, of=repeats, shape=shape, seconds=extend if r == repeats else None)
         for label in round_order(live, r):
             step, sync = made[label]
             t0 = time.perf_counter()
@@ -519,10 +525,10 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
         given = item.calls or {}
         # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
         calls, ops = warm_all(made, job, report, lambda label, per_step, steps: given.get(label) or (
-            steps if item.key == "timing" else calls_for(per_step, steps, job.extend_rounds)))
+            steps if item.key == "timing" else calls_for(per_step, steps, extend_seconds(job))))
         for label in made:
             out.cases[label].ops_per_step = ops[label]
-        loops = interleaved(made, calls, job.repeats, events, report, shape, errors, job.extend_rounds)
+        loops = interleaved(made, calls, job.repeats, events, report, shape, errors, extend_seconds(job))
         for label in made:
             if label in errors:
                 continue
@@ -610,7 +616,7 @@ def sweep_cases(job: SweepJob, report: Reporter) -> Swept:
         calls, ops = warm_all(made, job, report, lambda label, per_step, steps: given[label] if given else
                               sweep_calls(per_step, steps, events is not None), SWEEP_WARM_SECONDS)
         ops_by_case.update(ops)
-        loops = interleaved(made, calls, job.repeats, events, report, shape, errors, job.extend_rounds)
+        loops = interleaved(made, calls, job.repeats, events, report, shape, errors, extend_seconds(job))
         # each size as soon as it is measured: a run stopped at a later size keeps it
         report.send(Point(i, ops_by_case, info, {
             c.label: PointCase(error=errors[c.label]) if c.label in errors else
@@ -633,10 +639,10 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
     warm = math.ceil(job.warmup / ops)
     report.phase("warmup", calls=warm)
     per_step = warm_up(step, sync, warm)
-    steps = job.steps or calls_for(per_step, max(1, math.ceil(job.iters / ops)), job.extend_rounds)
+    steps = job.steps or calls_for(per_step, max(1, math.ceil(job.iters / ops)), extend_seconds(job))
     errors: dict[str, str] = {}
     own = interleaved({c.label: (step, sync)}, {c.label: steps}, job.repeats, events, report, shape, errors,
-                      job.extend_rounds)
+                      extend_seconds(job))
     if errors:  # the loop raised; interleaved made its message
         raise CaseUnavailable(errors[c.label])
     report.phase("cprofile")
@@ -710,7 +716,10 @@ def main(argv: list[str]) -> int:
     else:
         job = decode_job(argv[1])
         procs.tie_to_parent(job.parent_pid)
-        preload(start_operands(job))  # the imports while the operands are made
+        libraries = start_operands(job)
+        if libraries:  # seconds (import torch: 6 s on the H200 host) before the first other line
+            report.phase("import", label=", ".join(libraries))
+        preload(libraries)  # the imports while the operands are made
     try:
         result = JOBS[type(job)](job, report)
     except CaseUnavailable as exc:

@@ -18,7 +18,7 @@ from . import sampler
 from .. import procs, rundir
 from ..cases import CaseSpec, builtin_libraries
 from ..config import Config
-from .child import ACTIVE_LOOP, SPARE, TIMED_SECONDS
+from .child import ACTIVE_LOOP, SPARE
 from ..protocol import RESULT_OF, AnyJob, AnyResult, Done, Failed, Phase, Point, ProfileJob, SampleReady, decode, encode_job
 from ..record import Sampling
 
@@ -287,13 +287,15 @@ def describe_phase(msg: Phase) -> str:
         return f"size {msg.index}/{msg.of}{at}"
     if phase == "timed":
         if msg.repeat > msg.of:
-            return f"more rounds of timed loops{at} (host-bound: each case timed for {TIMED_SECONDS:g} s)"
+            return f"more rounds of timed loops{at} (host-bound: each case timed for {msg.seconds or 0:g} s)"
         return f"timed loop {msg.repeat}/{msg.of}{at}"
     who = f"{msg.label}: " if msg.label else ""
     if phase == "warmup":
         return f"{who}warm-up ({msg.calls} calls)"
     if phase == "setup":
         return f"{who}setting up{at}"
+    if phase == "import":
+        return f"importing {msg.label}"
     return {"cprofile": "cProfile loop"}.get(phase, phase)
 
 

@@ -14,7 +14,7 @@ from ..record import CaseResult, Timing
 def job_base(config: Config) -> dict:
     """What every job takes from the run's config (Job's fields)."""
     return dict(device=config.device, iters=config.iters, warmup=config.warmup, repeats=config.repeats,
-                extend_rounds=config.extend_rounds, parent_pid=os.getpid())
+                extend_rounds=config.extend_rounds, parent_pid=os.getpid(), timed_seconds=config.timed_seconds)
 
 
 def job_case(case: CaseSpec, config: Config) -> JobCase:

@@ -1,0 +1,91 @@
+"""Where the seconds before compare's first timed loop go (issue 21): the parent's start, then the first
+child's steps at the seed shape one by one, in a fresh process, alone and with compare's spares importing
+beside it.
+
+    python benchmarks/startup.py                 # CUDA: cupy and torch at the seed shape
+    python benchmarks/startup.py --spares 6      # with six processes importing cupy and torch beside it
+
+Each line is seconds since that process started its step list (the child's steps as child.main and the
+built-in factories take them: the values made ahead while the libraries import, then each library's device,
+operands and first product).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+CHILD = r"""
+import sys, time
+t0 = time.perf_counter()
+def say(what):
+    print(f"  {time.perf_counter() - t0:6.2f}  {what}", flush=True)
+sys.path.insert(0, @ROOT@)
+from flametool import cases, ops
+say("import flametool.cases (numpy)")
+shape = list(ops.SEED_SHAPE) if not @SHAPE@ else @SHAPE@
+m, k, n = shape
+cases.prefetch_shape(shape, "float16")
+import cupy as cp
+say("import cupy")
+import torch
+say("import torch")
+cp.cuda.Device(0).use(); cp.empty(1); cp.cuda.runtime.deviceSynchronize()
+say("cupy: CUDA context")
+torch.cuda.set_device(0); torch.empty(1, device="cuda"); torch.cuda.synchronize()
+say("torch: CUDA context")
+a, b = cases.host_operands(m, k, n, "float16")
+say(f"operand values ready ({a.size + b.size:,})")
+step, sync = cases.cupy_matmul(m, k, n, "float16", "cuda:0"); sync()
+say("cupy: operands on the GPU")
+step(); sync()
+say("cupy: first matmul")
+step2, sync2 = cases.torch_mm(m, k, n, "float16", "cuda:0"); sync2()
+say("torch: operands on the GPU")
+step2(); sync2()
+say("torch: first mm")
+"""
+
+SPARE = "import cupy, torch, time; time.sleep(30)"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spares", type=int, default=0, help="processes importing cupy and torch beside it")
+    parser.add_argument("--shape", default="", help="M,K,N (default: the seed's)")
+    args = parser.parse_args()
+    shape = [int(x) for x in args.shape.split(",")] if args.shape else []
+
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import flametool.cli"], cwd=ROOT, check=True)
+    print(f"parent: python -c 'import flametool.cli': {time.perf_counter() - t:.2f} s")
+    t = time.perf_counter()
+    from flametool.measure import envinfo, sampler
+    envinfo.collect("cuda")
+    print(f"parent: envinfo.collect('cuda'): {time.perf_counter() - t:.2f} s (with the imports)")
+    t = time.perf_counter()
+    try:
+        sampler.check_available()
+        print(f"parent: sampler.check_available(): {time.perf_counter() - t:.2f} s")
+    except Exception as exc:  # noqa: BLE001 - a probe: say it and go on
+        print(f"parent: sampler.check_available(): {exc}")
+
+    spares = [subprocess.Popen([sys.executable, "-c", SPARE]) for _ in range(args.spares)]
+    print(f"child (the first process's steps), {args.spares} spares importing beside it:")
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", CHILD.replace("@ROOT@", repr(str(ROOT))).replace("@SHAPE@", repr(shape))], check=True)
+    print(f"  {time.perf_counter() - t:6.2f}  the child's process, start to exit")
+    for p in spares:
+        p.kill()
+        p.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

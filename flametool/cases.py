@@ -594,8 +594,9 @@ FLOORS = {
 
 
 def builtin_libraries(specs: list[CaseSpec]) -> list[str]:
-    """The libraries the built-in cases among `specs` import (what a process can import ahead of building them)."""
-    return sorted({BUILTIN[c.name].library for c in specs if c.module == __name__ and c.name in BUILTIN})
+    """The libraries the built-in cases among `specs` import (what a process can import ahead of building them),
+    in the order of the cases."""
+    return list(dict.fromkeys(BUILTIN[c.name].library for c in specs if c.module == __name__ and c.name in BUILTIN))
 
 
 def is_floor(label: str, factory: str) -> bool:

@@ -28,6 +28,7 @@ import os
 import select
 import statistics
 import sys
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -512,20 +513,19 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
         item = plan.pop(0)
         shape = item.shape
         operands: dict[str, Operands] = {}
-        made = build(job.cases, shape, job.device, report, errors, operands)
+        given = item.calls or {}
+        # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
+        made, calls, ops = ready(job.cases, shape, job, report, errors, operands, lambda label, per_step, steps: (
+            given.get(label) or (steps if item.key == "timing" else calls_for(per_step, steps, extend_seconds(job)))))
         if not made:
             break
         for label, found in operands.items():
             out.cases[label].operands.append(found)
-        if events is None:
+        if events is None:  # every case built: every library imported
             events = device_events(job.device)
             info = device_info(job.device, events)
             for label in out.cases:
                 out.cases[label].device_info = info
-        given = item.calls or {}
-        # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
-        calls, ops = warm_all(made, job, report, lambda label, per_step, steps: given.get(label) or (
-            steps if item.key == "timing" else calls_for(per_step, steps, extend_seconds(job))))
         for label in made:
             out.cases[label].ops_per_step = ops[label]
         loops = interleaved(made, calls, job.repeats, events, report, shape, errors, extend_seconds(job))
@@ -559,6 +559,23 @@ SWEEP_LOOP_SECONDS = 0.2
 SWEEP_QUEUE_CALLS = 256
 SWEEP_MIN_CALLS = 3
 SWEEP_WARM_SECONDS = 0.5
+
+
+def ready(cases: list[JobCase], shape: list[int], job: TimeJob | SweepJob, report: Reporter, errors: dict[str, str],
+          operands: dict[str, Operands] | None, choose: Callable[[str, float, int], int],
+          seconds: float | None = None) -> tuple[dict[str, tuple[Step, Sync]], dict[str, int], dict[str, int]]:
+    """Each case built (build) and warmed up (warm_all) before the next is built, so that a library still
+    importing behind (preload_behind) is waited for only by its own case. Returns (made, calls, ops)."""
+    made: dict[str, tuple[Step, Sync]] = {}
+    calls: dict[str, int] = {}
+    ops: dict[str, int] = {}
+    for c in cases:
+        one = build([c], shape, job.device, report, errors, operands)
+        got_calls, got_ops = warm_all(one, job, report, choose, seconds)
+        made.update(one)
+        calls.update(got_calls)
+        ops.update(got_ops)
+    return made, calls, ops
 
 
 def warm_all(made: dict[str, tuple[Step, Sync]], job: TimeJob | SweepJob, report: Reporter,
@@ -609,12 +626,13 @@ def sweep_cases(job: SweepJob, report: Reporter) -> Swept:
         report.phase("point", index=i + 1, of=len(job.points), shape=shape)
         errors: dict[str, str] = {}
         operands: dict[str, Operands] = {}
-        made = build(todo, shape, job.device, report, errors, operands if given is None else None)
-        if events is None and made:
+        on_device = cuda_index(job.device) is not None
+        made, calls, ops = ready(todo, shape, job, report, errors, operands if given is None else None,
+                                 lambda label, per_step, steps: given[label] if given else
+                                 sweep_calls(per_step, steps, on_device), SWEEP_WARM_SECONDS)
+        if events is None and made:  # every case built: every library imported
             events = device_events(job.device)
             info = device_info(job.device, events)
-        calls, ops = warm_all(made, job, report, lambda label, per_step, steps: given[label] if given else
-                              sweep_calls(per_step, steps, events is not None), SWEEP_WARM_SECONDS)
         ops_by_case.update(ops)
         loops = interleaved(made, calls, job.repeats, events, report, shape, errors, extend_seconds(job))
         # each size as soon as it is measured: a run stopped at a later size keeps it
@@ -669,6 +687,16 @@ def preload(modules: list[str]) -> None:
             pass
 
 
+def preload_behind(modules: list[str]) -> None:
+    """preload() the first library now and the others in a thread, while the first case is built and warmed
+    up (ready): at the seed's shape cupy's 50 warm-up products hold the GPU for 2.9 s, the thread waiting in
+    cudaDeviceSynchronize without the GIL, and `import torch` took 6 s on the H200 host (benchmarks/startup.py).
+    A factory that imports a library still being imported waits for it (the module's import lock)."""
+    preload(modules[:1])
+    if modules[1:]:
+        threading.Thread(target=preload, args=(modules[1:],), name="flametool-imports", daemon=True).start()
+
+
 def start_operands(job: TimeJob | SweepJob | ProfileJob) -> list[str]:
     """Start making the built-in cases' operands for the job's first shape in the background, and return the
     libraries those cases import: at the seed's shape the values (1.9 billion) and `import torch` take seconds
@@ -719,7 +747,7 @@ def main(argv: list[str]) -> int:
         libraries = start_operands(job)
         if libraries:  # seconds (import torch: 6 s on the H200 host) before the first other line
             report.phase("import", label=", ".join(libraries))
-        preload(libraries)  # the imports while the operands are made
+        preload_behind(libraries)  # the imports while the operands are made
     try:
         result = JOBS[type(job)](job, report)
     except CaseUnavailable as exc:

@@ -10,6 +10,10 @@ stats.pair makes it). Then the same from the first half and the first quarter of
 a process timed for half as long would have given. Where `within` is much smaller than `between`, longer
 timing per process buys nothing and more processes are what settle the ratio; where the two are alike, more
 rounds per process (shorter loops in the same time) do.
+
+With --by-tenth it also prints the ratio from each tenth of every process's rounds (the mean over processes
+of each tenth's mean log ratio): a ratio that moves from the first tenth to the last is a process still
+settling while it is timed, which no number of processes removes.
 """
 
 from __future__ import annotations
@@ -41,11 +45,24 @@ def spread(base, head, fraction: float) -> tuple[float, float, float, float]:
     return math.exp(statistics.fmean(per)), between, statistics.fmean(within), reach
 
 
+def by_tenth(base, head) -> list[float]:
+    """The ratio from each tenth of the processes' rounds, first to last."""
+    tenths: list[list[float]] = [[] for _ in range(10)]
+    for pb, ph in zip(base.processes, head.processes):
+        logs = [math.log(h / b) for b, h in zip(pb.cpu_us, ph.cpu_us)]
+        for k in range(10):
+            part = logs[k * len(logs) // 10:(k + 1) * len(logs) // 10]
+            if part:
+                tenths[k].append(statistics.fmean(part))
+    return [math.exp(statistics.fmean(t)) for t in tenths if t]
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("run", type=Path)
     p.add_argument("--base", default=None, help="default: the run's first pair")
     p.add_argument("--head", default=None)
+    p.add_argument("--by-tenth", action="store_true", help="the ratio of each tenth of the rounds, first to last")
     args = p.parse_args()
     run = rundir.load(args.run)
     base, head = (args.base, args.head) if args.base and args.head else run.pairs[0]
@@ -61,6 +78,8 @@ def main() -> int:
         ratio, between, within, reach = spread(b, h, fraction)
         print(f"  {fraction:>4g} of the rounds: ratio {ratio:.4f}, between processes sd {between:.2%}, within a "
               f"process se {within:.2%}, 95% interval reach {reach:.2%}")
+    if args.by_tenth:
+        print("  by tenth of the rounds, first to last: " + " ".join(f"{r:.4f}" for r in by_tenth(b, h)))
     return 0
 
 

@@ -110,10 +110,12 @@ def main() -> int:
     p.add_argument("--lib", default="cupy", choices=("cupy", "numpy"))
     p.add_argument("--shape", default="1024,1024,1024")
     p.add_argument("--dtype", default=None)
-    # 7 processes a side and --repeats 40 (2026-12-01) left half-widths of 0.65-1.09 us for the 1 us plant: 40
-    # rounds of 4 ms loops leave a process's cupy/torch ratio a standard error of about 1.3% (benchmarks/noise.py:
-    # 0.42% from the 400 rounds of the default's 1 s a case), beside about 2% between processes
-    p.add_argument("--processes", type=int, default=10, help="processes per environment and run")
+    # 7 processes a side and --repeats 40 (2026-12-01) left half-widths of 0.65-1.09 us for the 1 us plant; 10 a
+    # side with compare's rounds 0.41, 0.73, 0.46 (the processes' cupy/torch spread 0.85-3.10%). By default the
+    # runs take as many as compare --env chooses (more while the anchored ratio is wider than +-2%, up to
+    # Defaults.env_max_processes a side): what a user of --env gets.
+    p.add_argument("--processes", type=int, default=None,
+                   help="processes per environment and run (default: as compare --env chooses them)")
     p.add_argument("--repeats", type=int, default=None,
                    help="rounds of timed loops per process (default: compare's, rounds until each case had 1 s)")
     p.add_argument("--runs", type=int, default=3)
@@ -126,7 +128,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     envs = {name: make_env(work, name, args.lib, us) for name, us in PLANTED.items()}
-    print(f"{args.lib} {args.shape} {dtype}, {args.processes} processes per environment, "
+    print(f"{args.lib} {args.shape} {dtype}, {args.processes or 'as compare chooses'} processes per environment, "
           f"{f'--repeats {args.repeats}' if args.repeats else 'rounds as compare chooses them'}, {args.runs} runs; "
           "anchor: torch", flush=True)
     measured = {}
@@ -146,7 +148,7 @@ def main() -> int:
         t0 = time.monotonic()
         proc = flametool("compare", *device, "--libs", f"{args.lib},torch", "--shape", args.shape, "--dtype", dtype,
                          "--env", f"main={sys.executable}", *[f"--env={n}={py}" for n, py in envs.items()],
-                         "--no-sample", "--processes", str(args.processes),
+                         "--no-sample", *(["--processes", str(args.processes)] if args.processes else []),
                          *(["--repeats", str(args.repeats)] if args.repeats else []), "--out", str(run))
         print(f"\n== run {i}: exit {proc.returncode}, {time.monotonic() - t0:.0f} s", flush=True)
         if proc.returncode:

@@ -175,7 +175,8 @@ def case_options(p: argparse.ArgumentParser, op: bool = True) -> None:
                    help="fresh processes that run the timed loops; every case is built in each and their loops "
                         "interleaved, so a process's own speed cancels out of the comparison (default: "
                         f"{CPU.processes}, and in compare up to {CPU.max_processes} while a ratio's interval is wider "
-                        f"than ±{paired.SETTLED * 100:.0f}%%, for at most {CPU.extra_seconds:g} s more, while that many would narrow it so)")  # %%: argparse formats help
+                        f"than ±{paired.SETTLED * 100:.0f}%%, for at most {CPU.extra_seconds:g} s more, while that many would narrow it so; "
+                        f"with --env up to {CPU.env_max_processes} per environment, {CPU.extra_seconds:g} s more per environment)")  # %%: argparse formats help
     p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
                    help="a pair of cases to compare, head against base (repeatable; default: the first two cases)")
     p.add_argument("--isolate", action="store_true",
@@ -321,9 +322,12 @@ def compare_config(args: argparse.Namespace, say) -> Config:
         common.update(env_config(args, common))
     elif args.anchor is not None:
         raise FlametoolError("--anchor: only with --env (two environments to compare)")
+    envs = len(common.get("environments") or [])
     return Config(
-        **common, **sampling_config(args, d), shape=shape, max_processes=args.processes or d.max_processes,
-        extra_seconds=d.extra_seconds, sample_shape=sample_shape, sample=not args.no_sample, spares=d.spares,
+        **common, **sampling_config(args, d), shape=shape,
+        max_processes=args.processes or (d.env_max_processes if envs else d.max_processes),
+        extra_seconds=d.extra_seconds * max(1, envs), sample_shape=sample_shape, sample=not args.no_sample,
+        spares=d.spares,
     )
 
 

@@ -51,6 +51,12 @@ class Defaults:
     # and only while max_processes processes spread as those so far would settle it.
     max_processes: int = 12
     extra_seconds: int = 60
+    # With --env the anchored ratio's interval carries the spread of two environments' processes: on the H200
+    # (benchmarks/envs.py, 2026-12-01) log(cupy/torch) spread 0.85-3.10% (sd) per environment, and at 10
+    # processes each the 1 us plant's half-width read 0.41, 0.73 and 0.46 us over three runs; with 3% on both
+    # sides +-2% (0.48 us at 24 us per call) takes about 19 each. So a run with environments goes on up to
+    # env_max_processes a side (each further step one process per environment, extra_seconds per environment).
+    env_max_processes: int = 24
     # Rounds of timed loops at a host-bound shape go on until each case had this long (child.interleaved). A
     # process's ratio then keeps a standard error of its own well under the spread between processes, and it is
     # processes that narrow the interval. On the H200 (benchmarks/noise.py on a default compare, 2026-12-01):

@@ -245,3 +245,18 @@ def test_git_describe_of_a_library_imported_from_a_checkout(tmp_path):
     installed = repo / "venv" / "lib" / "site-packages" / "torch"
     installed.mkdir(parents=True)
     assert envprobe.checkout_of(str(installed / "__init__.py"), ()) is None
+
+
+def test_environments_may_take_more_processes_until_the_anchored_ratio_settles(tmp_path):
+    from flametool import cli
+    from flametool.config import CPU
+
+    argv = ["compare", "--device", "cpu", "--libs", "numpy,torch", "--env", f"a={sys.executable}",
+            "--env", f"b={sys.executable}", "--out", str(tmp_path / "r")]
+    config = cli.compare_config(cli.build_parser().parse_args(argv), lambda text: None)
+    assert (config.processes, config.max_processes) == (CPU.processes, CPU.env_max_processes)
+    assert config.extra_seconds == 2 * CPU.extra_seconds  # each step is a process in each environment
+    given = cli.compare_config(cli.build_parser().parse_args([*argv, "--processes", "4"]), lambda text: None)
+    assert given.processes == given.max_processes == 4
+    plain = cli.compare_config(cli.build_parser().parse_args(argv[:5] + argv[9:]), lambda text: None)
+    assert (plain.max_processes, plain.extra_seconds) == (CPU.max_processes, CPU.extra_seconds)

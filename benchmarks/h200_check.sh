@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The H200 checks, each one's output kept under $OUT (or /tmp/h200-check) as it goes, so a device call cut off
-# at its limit still returns what finished. All four take about 11 minutes and a device call at most 10: run
-# `gpu compare repro` in one call (about 6 minutes) and `envs` in another (about 5).
+# at its limit still returns what finished. A device call runs at most 10 minutes: run
+# `gpu compare repro` in one call (about 5 minutes on 2026-12-01: GPU tests 85-100 s, compare 115-140 s, repro
+# 90 s) and `envs` in another (7 minutes at 10 processes a side; now as many as compare --env chooses, up to 24
+# a side: give it the whole call).
 #   gpu-tests.txt      the GPU tests (pytest -m gpu), first: the code paths no CPU run takes
 #   compare-floor.txt  benchmarks/compare_floor.py --extra='--iters 250' (issue 21: wall / floor, target 1.3)
+#                      and noise.py --by-tenth on its run
 #   noise.txt          benchmarks/noise.py on that run (the ratio's spread between processes and within each)
 #   repro.txt          benchmarks/paired_repro.py at 4096^3 (GPU-bound: timed again at the host-bound sample
 #                      shape in every process), --no-sample, three runs: do the ratios hold from run to run?
@@ -28,7 +31,7 @@ for w in "${what[@]}"; do
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/compare_floor.py --extra='--iters 250'"
           python3 benchmarks/compare_floor.py --extra="--iters 250" --out "$out/compare-run"; echo "rc $?"; } \
             > "$out/compare-floor.txt" 2>&1
-        python3 benchmarks/noise.py "$out/compare-run" > "$out/noise.txt" 2>&1
+        python3 benchmarks/noise.py "$out/compare-run" --by-tenth > "$out/noise.txt" 2>&1
         rm -rf "$out/compare-run"/*.prof "$out/compare-run"/*.folded ;;  # run.json and the report come back
     repro)
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/paired_repro.py --shape 4096,4096,4096 --extra=--no-sample"

@@ -12,8 +12,10 @@ timing per process buys nothing and more processes are what settle the ratio; wh
 rounds per process (shorter loops in the same time) do.
 
 With --by-tenth it also prints the ratio from each tenth of every process's rounds (the mean over processes
-of each tenth's mean log ratio): a ratio that moves from the first tenth to the last is a process still
-settling while it is timed, which no number of processes removes.
+of each tenth's mean log ratio), and flametool's own ratio (each case's median loop per process, pooled) from
+the first half of the rounds, the last half and all of them: a ratio that moves from the first tenth to the
+last is a process still settling while it is timed, which no number of processes removes, and what a
+shorter timing would read.
 """
 
 from __future__ import annotations
@@ -57,6 +59,18 @@ def by_tenth(base, head) -> list[float]:
     return [math.exp(statistics.fmean(t)) for t in tenths if t]
 
 
+def median_ratio(base, head, lo: float, hi: float) -> float:
+    """flametool's pooled ratio (stats.pair: the head's median loop over the base's in each process, geometric
+    mean over the processes) from the rounds between fractions lo and hi of each process's."""
+    logs = []
+    for pb, ph in zip(base.processes, head.processes):
+        n = len(pb.cpu_us)
+        i = int(n * lo)
+        j = max(i + 1, int(n * hi))
+        logs.append(math.log(statistics.median(ph.cpu_us[i:j]) / statistics.median(pb.cpu_us[i:j])))
+    return math.exp(statistics.fmean(logs))
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("run", type=Path)
@@ -80,6 +94,8 @@ def main() -> int:
               f"process se {within:.2%}, 95% interval reach {reach:.2%}")
     if args.by_tenth:
         print("  by tenth of the rounds, first to last: " + " ".join(f"{r:.4f}" for r in by_tenth(b, h)))
+        print(f"  flametool's ratio (medians) from the first half of the rounds {median_ratio(b, h, 0, 0.5):.4f}, the "
+              f"last half {median_ratio(b, h, 0.5, 1):.4f}, all {median_ratio(b, h, 0, 1):.4f}")
     return 0
 
 

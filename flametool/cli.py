@@ -169,7 +169,7 @@ def case_options(p: argparse.ArgumentParser, op: bool = True) -> None:
     p.add_argument("--repeats", type=int,
                    help="rounds of timed loops per process (one loop of each case a round); the median is reported "
                         "(default 3, and at a host-bound shape more rounds until each case was timed for "
-                        f"{CPU.timed_seconds:g} s on the CPU, {CUDA.timed_seconds:g} s on a GPU; 2 "
+                        f"{CPU.timed_seconds:g} s; 2 "
                         "where every loop is GPU-bound and takes seconds; a given number is run as given)")
     p.add_argument("--processes", type=int, metavar="N",
                    help="fresh processes that run the timed loops; every case is built in each and their loops "

@@ -57,17 +57,18 @@ class Defaults:
     # sides +-2% (0.48 us at 24 us per call) takes about 19 each. So a run with environments goes on up to
     # env_max_processes a side (each further step one process per environment, extra_seconds per environment).
     env_max_processes: int = 24
-    # Rounds of timed loops at a host-bound shape go on until each case had this long (child.interleaved). A
-    # process's ratio then keeps a standard error of its own well under the spread between processes, and it is
-    # processes that narrow the interval. On the H200 (benchmarks/noise.py on a default compare, 2026-12-01):
-    # with 1 s, 0.29% within beside 1.88% between; the first half of those rounds 0.46% beside 2.23%; and
-    # 0.5 s a process took the default compare from 1.43 to 1.26 of its floor (benchmarks/compare_floor.py).
-    # On the 2-core CPU machine the first half of the rounds read differently from the whole in 2 of 4 runs
-    # (spread 3.70% vs 3.25%, 3.15% vs 2.23%): 1 s there.
+    # Rounds of timed loops at a host-bound shape go on until each case had this long (child.interleaved). On
+    # the H200 (benchmarks/noise.py on a default compare, 2026-12-01) half of it would do for the noise: with
+    # 1 s a process's ratio kept 0.29% of its own beside 1.88% between processes, from the first half of the
+    # rounds 0.46% beside 2.23%, and 0.5 s took the default compare from 1.43 to 1.26 of its floor. But not
+    # for the figure: there the ratio climbs for a while after a shape's timing starts (torch/cupy from the
+    # first half of each process's rounds, with flametool's medians, read 0.4-2.3% below the whole second in
+    # five runs out of five, 0.6448 against 0.6601 in one), and a second's median is the settled value (the
+    # last half alone: 0.6604). On the 2-core CPU machine the first half read differently from the whole in 2
+    # of 4 runs, in no one direction. So 1 s on both, until a warm-up that takes the climb out is measured.
     timed_seconds: float = 1.0
 
 
-# A sweep's default ladder: matmul's in ops.py (the other ops have theirs there too).
 
 # A sweep's default ladder: matmul's in ops.py (the other ops have theirs there too).
 CPU = Defaults(libs=("numpy", "torch"), dtype="float32", shape=(64, 64, 64),
@@ -75,7 +76,7 @@ CPU = Defaults(libs=("numpy", "torch"), dtype="float32", shape=(64, 64, 64),
                rate_hz=100, sample_seconds=5, pool_threads=1, spares=False)
 CUDA = Defaults(libs=("cupy", "torch"), dtype="float16", shape=tuple(SEED_SHAPE),
                 sweep_sizes=ops.OPS["matmul"].ladder["cuda"],
-                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True, timed_seconds=0.5)
+                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True)
 
 
 # A jax GPU process starts about four threads per CPU it may run on (XLA sizes its pools by the CPU affinity;

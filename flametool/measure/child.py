@@ -457,8 +457,8 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
                 report: Reporter, shape: list[int], errors: dict[str, str], extend: float) -> dict[str, Loops]:
     """Rounds of one timed loop of each case, in round_order; per case its loops. `repeats` rounds, and
     (with `extend` seconds, when --repeats was not given) more rounds of the host-bound cases (their loops
-    take milliseconds) until each has been timed for `extend`: a handful of 4 ms loops is a noisy reading, half
-    a second's worth is not. A GPU-bound case (a graph floor) sits the extra rounds out: its loops are long
+    take milliseconds) until each has been timed for `extend`: a handful of 4 ms loops is a noisy reading, a
+    second's worth is not. A GPU-bound case (a graph floor) sits the extra rounds out: its loops are long
     and wait on the launch queue. Loops that are all GPU-bound and each take LONG_LOOP_SECONDS or more stop
     after LONG_ROUNDS rounds (with `extend`)."""
     loops = {label: Loops(cpu_us=[]) for label in made}

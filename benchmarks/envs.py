@@ -10,6 +10,8 @@ exit 3).
 
 On the H200 (--lib cupy, the default): 1024^3 float16, --no-sample. On the CPU, to measure the plan:
     python3 benchmarks/envs.py --lib numpy --shape 64,64,64 --processes 3
+Given an --out that holds complete runs (run1, run2, ...) of an earlier call, it keeps them and measures only
+the rest: three runs that do not fit one device call can be made in two.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import os
 import statistics
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -27,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from flametool import rundir  # noqa: E402
 from flametool.analyse import analysis  # noqa: E402
 
 PLANTED = {"b3": 3.0, "b1": 1.0}
@@ -105,6 +109,14 @@ def diff_line(runs: list[Path], x: int, y: int, lib: str, codes: list[int]) -> N
           f"{pair.get('anchor_change') or nan:.4f}" + (f"; {d.stderr.strip()}" if d.stderr.strip() else ""), flush=True)
 
 
+def kept(run: Path) -> bool:
+    """A complete run of an earlier call in the same --out."""
+    try:
+        return rundir.load(run).complete
+    except Exception:  # noqa: BLE001 - none there, or unreadable: measure it again
+        return False
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--lib", default="cupy", choices=("cupy", "numpy"))
@@ -145,6 +157,11 @@ def main() -> int:
     codes: list[int] = []
     for i in range(1, args.runs + 1):
         run = out / f"run{i}"
+        if kept(run):  # a run a cut-off call finished: --out given again continues after it
+            print(f"\n== run {i}: kept from an earlier call ({run})", flush=True)
+            runs.append(run)
+            continue
+        shutil.rmtree(run, ignore_errors=True)  # one an earlier call left unfinished
         t0 = time.monotonic()
         proc = flametool("compare", *device, "--libs", f"{args.lib},torch", "--shape", args.shape, "--dtype", dtype,
                          "--env", f"main={sys.executable}", *[f"--env={n}={py}" for n, py in envs.items()],

@@ -3,7 +3,9 @@
 # at its limit still returns what finished. A device call runs at most 10 minutes: run
 # `gpu compare repro` in one call (about 5 minutes on 2026-12-01: GPU tests 85-100 s, compare 115-140 s, repro
 # 90 s) and `envs` in another (7 minutes at 10 processes a side; now as many as compare --env chooses, up to 24
-# a side: give it the whole call).
+# a side: give it the whole call). Cut off before its third run, it continues in a second call: copy the
+# returned envs-runs/ into an ignored folder of the checkout (say .envs-runs), carry it, and run
+# `python3 benchmarks/envs.py --out .envs-runs`: the complete runs are kept, the rest measured.
 #   gpu-tests.txt      the GPU tests (pytest -m gpu), first: the code paths no CPU run takes
 #   compare-floor.txt  benchmarks/compare_floor.py --extra='--iters 250' (issue 21: wall / floor, target 1.3)
 #                      and noise.py --by-tenth on its run

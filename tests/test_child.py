@@ -19,3 +19,35 @@ def test_warm_up_reads_the_rate_after_the_first_calls():
     per_call = child.warm_up(step, lambda: None, 10)
     assert len(calls) == 10
     assert 0.001 <= per_call < 0.004
+
+
+def test_later_libraries_import_behind_the_first_and_a_case_waits_for_its_own(tmp_path):
+    """preload_behind returns once the first library is imported; imported() waits for a later one, which is
+    then whole (run in a fresh interpreter: the modules and the thread are the process's)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "quickmod.py").write_text("DONE = True\n")
+    (tmp_path / "slowmod.py").write_text("import time\ntime.sleep(0.6)\nDONE = True\n")
+    script = f"""
+import sys, time
+sys.path[:0] = [{str(tmp_path)!r}, {str(Path(__file__).resolve().parent.parent)!r}]
+from flametool.measure import child
+t0 = time.perf_counter()
+child.preload_behind(["quickmod", "slowmod"])
+back = time.perf_counter() - t0
+assert sys.modules["quickmod"].DONE
+assert not getattr(sys.modules.get("slowmod"), "DONE", False), "slowmod imported before preload_behind returned"
+child.imported(["quickmod"])  # the first: no wait
+assert time.perf_counter() - t0 < 0.4
+child.imported(["slowmod"])
+waited = time.perf_counter() - t0
+import slowmod
+assert slowmod.DONE and waited >= 0.55, waited
+print(f"{{back:.3f}} {{waited:.3f}}")
+"""
+    got = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, got.stderr
+    back, waited = map(float, got.stdout.split())
+    assert back < 0.3 and waited >= 0.55

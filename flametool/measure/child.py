@@ -423,15 +423,16 @@ def round_order(labels: list[str], r: int) -> list[str]:
     return order[::-1] if r % 2 else order
 
 
-def build(cases: list[JobCase], shape: list[int], device: str, report: Reporter,
+def build(todo: list[JobCase], shape: list[int], device: str, report: Reporter,
           errors: dict[str, str], operands: dict[str, Operands] | None = None) -> dict[str, tuple[Step, Sync]]:
     """Every case's (step, sync) at `shape`; a case that cannot be built is left out, its reason in `errors`.
     With `operands`, each built case's operand fingerprint (when its step has operands) goes there by label."""
     made: dict[str, tuple[Step, Sync]] = {}
-    for c in cases:
+    for c in todo:
         if c.label in errors:
             continue
         report.phase("setup", shape=shape, label=c.label)
+        imported(cases.builtin_libraries([c.case]))
         try:
             made[c.label] = set_up(load_factory(c.case), shape, c.dtype, device)
             if operands is not None:
@@ -687,14 +688,27 @@ def preload(modules: list[str]) -> None:
             pass
 
 
+_behind: tuple[threading.Thread, set[str]] | None = None  # preload_behind's thread and what it imports
+
+
 def preload_behind(modules: list[str]) -> None:
     """preload() the first library now and the others in a thread, while the first case is built and warmed
     up (ready): at the seed's shape cupy's 50 warm-up products hold the GPU for 2.9 s, the thread waiting in
-    cudaDeviceSynchronize without the GIL, and `import torch` took 6 s on the H200 host (benchmarks/startup.py).
-    A factory that imports a library still being imported waits for it (the module's import lock)."""
+    cudaDeviceSynchronize without the GIL, and `import torch` took 6 s on the H200 host (benchmarks/startup.py)."""
+    global _behind
     preload(modules[:1])
     if modules[1:]:
-        threading.Thread(target=preload, args=(modules[1:],), name="flametool-imports", daemon=True).start()
+        thread = threading.Thread(target=preload, args=(modules[1:],), name="flametool-imports", daemon=True)
+        _behind = (thread, set(modules[1:]))
+        thread.start()
+
+
+def imported(libraries: list[str]) -> None:
+    """Before a case that imports `libraries` is built: preload_behind's import of them waited for, so that its
+    factory finds them whole and never imports them beside that thread (two threads importing one package can
+    meet in each other's import locks, and Python then fails one of the imports)."""
+    if _behind is not None and _behind[1].intersection(libraries):
+        _behind[0].join()
 
 
 def start_operands(job: TimeJob | SweepJob | ProfileJob) -> list[str]:

@@ -21,6 +21,7 @@ shorter timing would read.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import statistics
 import sys
@@ -30,7 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from flametool import rundir  # noqa: E402
+from flametool.analyse import stats  # noqa: E402
 from flametool.analyse.stats import t975  # noqa: E402
+from flametool.record import Loops, Timing  # noqa: E402
 
 
 def spread(base, head, fraction: float) -> tuple[float, float, float, float]:
@@ -59,16 +62,17 @@ def by_tenth(base, head) -> list[float]:
     return [math.exp(statistics.fmean(t)) for t in tenths if t]
 
 
-def median_ratio(base, head, lo: float, hi: float) -> float:
-    """flametool's pooled ratio (stats.pair: the head's median loop over the base's in each process, geometric
-    mean over the processes) from the rounds between fractions lo and hi of each process's."""
-    logs = []
-    for pb, ph in zip(base.processes, head.processes):
-        n = len(pb.cpu_us)
-        i = int(n * lo)
-        j = max(i + 1, int(n * hi))
-        logs.append(math.log(statistics.median(ph.cpu_us[i:j]) / statistics.median(pb.cpu_us[i:j])))
-    return math.exp(statistics.fmean(logs))
+def rounds_between(timing: Timing, lo: float, hi: float) -> Timing:
+    """`timing` with only the rounds between fractions lo and hi of each process's (host times)."""
+    def part(loops: Loops) -> Loops:
+        i = int(len(loops.cpu_us) * lo)
+        return Loops(cpu_us=loops.cpu_us[i:max(i + 1, int(len(loops.cpu_us) * hi))])
+    return dataclasses.replace(timing, processes=[part(p) for p in timing.processes])
+
+
+def median_ratio(base: Timing, head: Timing, lo: float, hi: float) -> float:
+    """flametool's own paired ratio (stats.pair) from the rounds between fractions lo and hi of each process's."""
+    return stats.pair("base", rounds_between(base, lo, hi), "head", rounds_between(head, lo, hi), True).ratio
 
 
 def main() -> int:

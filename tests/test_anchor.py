@@ -36,11 +36,30 @@ def test_the_host_speed_cancels_relative_to_the_anchor():
     assert f.ratio_interval.low < 1.05 < f.ratio_interval.high and f.reach < 0.01
     assert f.anchor_change == pytest.approx(1.38, rel=1e-3)
     assert f.absolute.ratio == pytest.approx(1.05 * 1.38, rel=1e-2)  # what the microseconds alone would say
-    # the difference is stated at the base side's speed: its pooled time times (ratio - 1)
-    # (the median process of the base side runs at speed 1.025)
-    assert f.base_us == pytest.approx(10.0 * statistics.median(SPEEDS), rel=1e-2) and f.diff_us == pytest.approx(f.base_us * (f.ratio - 1))
-    assert f.diff_interval.low == pytest.approx(f.base_us * (f.ratio_interval.low - 1))
+    # the difference is stated at the common speed of both sides' processes: the base's time there (its speeds'
+    # geometric mean on one side, 1.38 times that on the other) times (ratio - 1)
+    common = 10.0 * statistics.geometric_mean(SPEEDS) * statistics.geometric_mean(NOISE) * math.sqrt(1.38)
+    assert f.at_us == pytest.approx(common, rel=1e-3) and f.diff_us == pytest.approx(f.at_us * (f.ratio - 1))
+    assert f.diff_interval.low == pytest.approx(f.at_us * (f.ratio_interval.low - 1))
+    # the base's own pooled time (at its median process's speed, 1.025) is the absolute figures'
+    assert f.absolute.base_us == pytest.approx(10.0 * statistics.median(SPEEDS), rel=1e-2)
     assert (f.base_units, f.head_units, f.unit_name) == (6, 6, "processes")
+
+
+def test_an_anchored_difference_reads_the_same_either_way_round():
+    """Swapping base and head negates the difference, and which side's processes ran fast does not set its
+    scale: one side's processes at two speeds (as the H200's at 16-17 or 25-26 us), the other's alike but with
+    more fast ones, the case 10% slower on the head side relative to the anchor. At the base side's speed
+    (the old figure) the two ways round read +1.25 and -1.00 us; at the common speed +1.20 and -1.20."""
+    fast_slow, more_fast = [1.0, 1.0, 1.0, 1.55, 1.55, 1.55], [1.0, 1.0, 1.0, 1.0, 1.55, 1.55]
+    base = (timing(10.0, fast_slow, NOISE), timing(8.0, fast_slow))
+    head = (timing(11.0, more_fast, NOISE[::-1]), timing(8.0, more_fast))
+    f, g = stats.anchored("cupy", "torch", base, head), stats.anchored("cupy", "torch", head, base)
+    assert f.ratio == pytest.approx(1.10, rel=2e-3) and g.ratio == pytest.approx(1 / f.ratio)
+    assert g.diff_us == pytest.approx(-f.diff_us) and g.at_us == pytest.approx(f.at_us * f.ratio)
+    # the common speed: the geometric mean over all twelve processes, 1.55 ** (5 / 12)
+    assert f.at_us == pytest.approx(10.0 * 1.55 ** (5 / 12) * statistics.geometric_mean(NOISE), rel=1e-3)
+    assert f.diff_interval.low < f.diff_us < f.diff_interval.high
 
 
 def test_one_slow_process_moves_neither_the_ratio_nor_the_difference():
@@ -205,13 +224,15 @@ def test_a_diff_of_two_runs_shows_b_s_layers_at_a_s_speed(tmp_path, capsys):
     result = analysis.diff_runs(tmp_path / "a", tmp_path / "b", "cupy")
     f, d = result.change.anchored, result.figures
     assert f is not None and f.absolute.diff_us > 0.3 * 17  # what the figures not anchored would say
-    assert d.head_us_per_call == pytest.approx(f.base_us * f.ratio)
+    # both at their common speed (B 1.38 times as slow as A: A's time times sqrt(1.38) there)
+    assert d.base_us_per_call == pytest.approx(f.at_us) and d.head_us_per_call == pytest.approx(f.at_us * f.ratio)
+    assert f.at_us == pytest.approx(f.absolute.base_us * math.sqrt(1.38), rel=0.02)
     assert d.delta_us_per_call == pytest.approx(f.diff_us) and abs(d.delta_us_per_call) < 0.02 * 17
     assert sum(r.delta_us_per_call for r in d.layers) == pytest.approx(d.delta_us_per_call)
     assert cli.main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--case", "cupy"]) == 0
     out = capsys.readouterr().out.replace("\n", " ")
-    assert re.search(r"B at A's speed: \d+\.\d\d us x 1\.01\d relative to torch = \d+\.\d\d us per call "
-                     r"\(2\d\.\d\d in its own processes\)", out), out
+    assert re.search(r"both at the common speed of their 6 \+ 6 processes: A 20\.\d\d us \(17\.\d\d in its own\), B 20\.\d\d us "
+                     r"x 1\.01\d relative to torch = 2\d\.\d\d us per call \(2\d\.\d\d in its own\)", out), out
 
 
 def test_the_absolute_figures_lie_inside_their_own_intervals():

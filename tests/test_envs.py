@@ -102,9 +102,10 @@ def test_the_planted_cost_is_found_within_its_interval(env_run):
     half = (f.diff_interval.high - f.diff_interval.low) / 2
     assert f.diff_interval.low - half <= planted <= f.diff_interval.high + half, (planted, f.diff_us, f.diff_interval)
     assert f.diff_us == pytest.approx(planted, rel=0.2)
-    # the difference is the base's pooled time times (ratio - 1): the two say one thing
-    assert f.diff_us == pytest.approx(f.base_us * (f.ratio - 1))
-    assert f.base_us == pytest.approx(a.timings["numpy@a"].cpu_us)
+    # the difference is the base's time at the common speed times (ratio - 1): the two say one thing; the base's
+    # own pooled time is the absolute figures' base
+    assert f.diff_us == pytest.approx(f.at_us * (f.ratio - 1))
+    assert f.absolute.base_us == pytest.approx(a.timings["numpy@a"].cpu_us)
     # the anchor's versions are the same in both environments, so its own change is the host's: near 1
     assert 0.7 < f.anchor_change < 1.4
     assert "numpy@b / numpy@a relative to dot = " in proc.stdout and "anchored on dot over 3 + 3 processes" in proc.stdout
@@ -117,7 +118,7 @@ def test_the_pair_s_layers_and_frames_come_from_each_environment_s_samples(env_r
     (pair,) = a.pairs
     d = pair.diff
     assert d is not None and (d.base, d.head) == ("numpy@a", "numpy@b")
-    # the head's samples at the base's speed: the diff's total is the anchored difference the pair leads with
+    # both sides' samples at their common speed: the diff's total is the anchored difference the pair leads with
     assert d.delta_us_per_call == pytest.approx(pair.anchored.diff_us)
     assert sum(r.delta_us_per_call for r in d.layers) == pytest.approx(d.delta_us_per_call)
     # the planted wrapper (sitecustomize's matmul, b only) is where the difference is
@@ -126,10 +127,11 @@ def test_the_pair_s_layers_and_frames_come_from_each_environment_s_samples(env_r
     assert planted[0].delta_total_us_per_call > 0.5 * PLANTED_US
     assert "frames that differ most (numpy@b - numpy@a" in proc.stdout
     # the layer table says at which speed its pair column is; `flametool diff RUN --base --head` shows the same
-    assert re.search(r"numpy@b - numpy@a: numpy@b at numpy@a's speed: \d+\.\d\d us x \d\.\d{3} relative to dot = "
-                     r"\d+\.\d\d us per call \(\d+\.\d\d in its own processes\)", " ".join(proc.stdout.split())), proc.stdout
+    assert re.search(r"numpy@b - numpy@a: both at the common speed of their 3 \+ 3 processes: numpy@a \d+\.\d\d us "
+                     r"\(\d+\.\d\d in its own\), numpy@b \d+\.\d\d us x \d\.\d{3} relative to dot = \d+\.\d\d us per call "
+                     r"\(\d+\.\d\d in its own\)", " ".join(proc.stdout.split())), proc.stdout
     again = analysis.diff_cases(out, "numpy@a", "numpy@b").figures
-    assert again.delta_us_per_call == pytest.approx(d.delta_us_per_call) and again.head_speed == d.head_speed
+    assert again.delta_us_per_call == pytest.approx(d.delta_us_per_call) and again.at_speed == d.at_speed
 
 
 def test_environments_are_recorded_and_shown(env_run, env_b):

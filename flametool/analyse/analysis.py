@@ -70,7 +70,7 @@ class PairAnalysis:
     def _diff(self, view: str) -> diff.PairDiff | None:
         if not self.profiles:
             return None
-        return diff.diff(*self.profiles, view=view, head_speed=speed_note(self.anchored, self.base, self.head))
+        return diff.diff(*self.profiles, view=view, at_speed=speed_note(self.anchored, self.base, self.head))
 
     @property
     def headline(self) -> stats.PairFigures | None:
@@ -182,37 +182,40 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | swee
         at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample)
         both = base in out.profiles and head in out.profiles
         anchored = stats.anchored_pair(run, base, head, pooled_sample)
-        profiles = (out.profiles[base], at_base_speed(out.profiles[head], anchored)) if both else None
+        profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
         out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, profiles, anchored))
     return out
 
 
-def at_base_speed(head: attribution.Profile, anchored: stats.Anchored | None) -> attribution.Profile:
-    """The head's samples at the base side's speed, as an anchored comparison leads with: its time per call
-    the base's pooled time times the anchored ratio. Its own time was measured at the speed the host gave its
-    processes (another environment, another run), which the anchor says was not the base's. Not anchored:
-    the head as it is."""
+def at_common_speed(base: attribution.Profile, head: attribution.Profile,
+                    anchored: stats.Anchored | None) -> tuple[attribution.Profile, attribution.Profile]:
+    """Both sides' samples at the pair's common speed, as an anchored comparison leads with: the base's time per
+    call at that speed (Anchored.at_us) and the head's that times the anchored ratio. Each side's own time was
+    measured at the speed the host gave its processes (another environment, another run), which the anchor
+    says differed. Not anchored: both as they are."""
     if anchored is None:
-        return head
-    return attribution.Profile(head.label, head.stacks, head.frames, anchored.base_us * anchored.ratio,
-                               head.recorded_samples, head.repaired_samples)
+        return base, head
+    return tuple(attribution.Profile(p.label, p.stacks, p.frames, us, p.recorded_samples, p.repaired_samples)
+                 for p, us in ((base, anchored.at_us), (head, anchored.at_us * anchored.ratio)))
 
 
 def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored: stats.Anchored | None, view: str,
                   names: tuple[str, str]) -> diff.PairDiff:
-    """diff.diff of two profiles, the head at the base's speed when the comparison is anchored, the tables told
-    so under `names` (base, head): `flametool diff` of two runs, or of two cases of one run."""
-    return diff.diff(base, at_base_speed(head, anchored), view, head_speed=speed_note(anchored, *names))
+    """diff.diff of two profiles, both at the pair's common speed when the comparison is anchored, the tables
+    told so under `names` (base, head): `flametool diff` of two runs, or of two cases of one run."""
+    return diff.diff(*at_common_speed(base, head, anchored), view, at_speed=speed_note(anchored, *names))
 
 
 def speed_note(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
-    """What a pair's head side is when at_base_speed put it at the base's speed, for the tables' readers."""
+    """What a pair's sides are when at_common_speed put them at the pair's common speed, for the tables' readers."""
     if anchored is None:
         return None
-    a = anchored
-    own = a.absolute.base_us + a.absolute.diff_us if a.absolute.diff_us is not None else None
-    return (f"{head} at {base}'s speed: {a.base_us:.2f} us x {a.ratio:.3f} relative to {a.anchor} = "
-            f"{a.base_us * a.ratio:.2f} us per call" + (f" ({own:.2f} in its own processes)" if own is not None else ""))
+    a, b = anchored, anchored.absolute
+    own_head = b.base_us + b.diff_us if b.diff_us is not None else None
+    return (f"both at the common speed of their {a.base_units} + {a.head_units} {a.unit_name}: {base} "
+            f"{a.at_us:.2f} us ({b.base_us:.2f} in its own), {head} {a.at_us:.2f} us x {a.ratio:.3f} relative to "
+            f"{a.anchor} = {a.at_us * a.ratio:.2f} us per call"
+            + (f" ({own_head:.2f} in its own)" if own_head is not None else ""))
 
 
 def prepare(run_dir: Path, run: Run, label: str, attribute: bool) -> attribution.Profile:
@@ -451,7 +454,7 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
         change.interval = stats.Interval(change.ratio, change.ratio, "the same run on both sides")
     sampled = label in attribution.sampled_labels(a) and label in attribution.sampled_labels(b)
     figures = None
-    if sampled:  # anchored: B's samples at A's speed, as the change it leads with
+    if sampled:  # anchored: both runs' samples at their common speed, as the change it leads with
         figures = anchored_diff(attribution.load_profile(run_a, a, label), attribution.load_profile(run_b, b, label),
                                 change.anchored, view, ("A", "B"))
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
@@ -469,7 +472,7 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
     rb, rh = run.results[base], run.results[head]
     pooled = stats.group_pooled(run, True, intervals=False)
     got = stats.anchored_pair(run, base, head, pooled)
-    # two environments: the head's samples at the base's speed, as in the run's own report
+    # two environments: both sides' samples at their common speed, as in the run's own report
     figures = anchored_diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head),
                             got, view, (base, head))
     if got is not None:

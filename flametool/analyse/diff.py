@@ -104,7 +104,7 @@ class PairDiff:
     aligned: tuple[Profile, Profile]  # (base, head), for flamegraph.diff_graph
     us_per_sample: tuple[float, float]  # what one sample of each side is worth, us per call
     tree: nodetree.Node | None = None  # the merged call tree as nodes, with_tree=True only
-    head_speed: str | None = None  # how the head was put at the base's speed (analysis.at_base_speed), if it was
+    at_speed: str | None = None  # how both sides were put at their common speed (analysis.at_common_speed), if they were
 
     def named(self, base: str, head: str) -> "PairDiff":
         """The same figures with the sides named otherwise (a diff of two runs: "base" and "head")."""
@@ -112,7 +112,7 @@ class PairDiff:
 
 
 def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: bool = False,
-         head_speed: str | None = None) -> PairDiff:
+         at_speed: str | None = None) -> PairDiff:
     """Layers and frames, head minus base, and the aligned profiles the differential flame graph is drawn
     from. with_tree: also the merged call tree as nodetree.Node objects, for a caller that walks it (the tests
     check the array-built graphs against it); nothing in flametool needs it, and on a large profile it is
@@ -148,4 +148,4 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: b
     return PairDiff(base.label, head.label, base.us_per_call, head.us_per_call, head.us_per_call - base.us_per_call,
                     head.us_per_call / base.us_per_call if base.us_per_call else None, layer_rows, frame_rows,
                     (base, head), (base.us(1), head.us(1)), nodetree.build([base, head]) if with_tree else None,
-                    head_speed)
+                    at_speed)

@@ -21,8 +21,9 @@ process keep their ratio within a few percent: the process's speed multiplies bo
   the two pooled times, with a bootstrap interval that resamples each side's processes independently;
 - anchored (``anchored``): a case in two sets of processes (two environments of one run, or two runs), each
   set also timing an anchor case in the same processes: the ratio of the case/anchor ratios, with a Welch t
-  95% interval, and its difference at the base side's speed. A process's (and a run's) host speed multiplies
-  case and anchor alike, so it cancels; the absolute figures, which carry it, are given beside.
+  95% interval, and its difference at the pair's common speed (the speed of both sides' processes, as the
+  anchor reads it). A process's (and a run's) host speed multiplies case and anchor alike, so it cancels; the
+  absolute figures, which carry it, are given beside.
 """
 
 from __future__ import annotations
@@ -358,8 +359,8 @@ class Anchored:
     anchor: str
     ratio: float  # (case / anchor on the head side) / (case / anchor on the base side)
     ratio_interval: Interval | None
-    base_us: float  # the case's pooled time on the base side: the common speed the difference is stated at
-    diff_us: float  # base_us * (ratio - 1)
+    at_us: float  # the base's time per call at the pair's common speed (common_speed): the difference's scale
+    diff_us: float  # at_us * (ratio - 1)
     diff_interval: Interval | None
     anchor_change: float  # the anchor's own pooled time, head / base: how the host's speed moved
     absolute: PairFigures  # the case's pooled times, head against base, not anchored
@@ -395,12 +396,25 @@ class Anchored:
         return None
 
 
+def common_speed(base_logs: list[float], base_anchor: np.ndarray, head_anchor: np.ndarray) -> float:
+    """The base case's time per call at the speed common to both sides' units: its mean log ratio to the anchor
+    on the base side, times the anchor's geometric mean over the units of both sides. Both sides, so that head
+    against base and base against head state one difference with opposite signs, and the side whose processes
+    happened to run fast or slow does not set the scale alone (on the H200, 2026-12-01, the anchor read 0.93
+    to 1.21 times as long in one environment's processes as in the other's of the same run). The geometric
+    mean, not the median process: a host with two speeds (cupy at 16-17 or 25-26 us a process there) puts
+    the median of a dozen processes on either, as it put cupy@main at 16.20 us where the mean read 17.04."""
+    logs = np.log(np.concatenate([base_anchor, head_anchor]))
+    return float(math.exp(statistics.fmean(base_logs) + float(logs.mean())))
+
+
 def anchored(case: str, anchor: str, base: tuple[Timing, Timing], head: tuple[Timing, Timing],
              base_us: float | None = None, anchor_us: tuple[float, float] | None = None,
              head_us: float | None = None, metric: str = "cpu_us") -> Anchored | None:
     """`base` and `head`: (the case's timing, the anchor's timing in the same processes) on each side.
     `base_us`, `head_us` / `anchor_us`: the pooled times of the case and of the anchor on each side, in their
-    whole groups (by default pooled over the two cases). None when a side has nothing to compare."""
+    whole groups (by default pooled over the two cases), for the absolute figures given beside. None when a
+    side has nothing to compare."""
     vb, ub = unit_figures(list(base), metric)
     vh, uh = unit_figures(list(head), metric)
     if vb.shape[1] == 0 or vh.shape[1] == 0:
@@ -408,6 +422,7 @@ def anchored(case: str, anchor: str, base: tuple[Timing, Timing], head: tuple[Ti
     db, dh = list(np.log(vb[0]) - np.log(vb[1])), list(np.log(vh[0]) - np.log(vh[1]))
     log_ratio = statistics.fmean(dh) - statistics.fmean(db)
     ratio = math.exp(log_ratio)
+    at_us = common_speed(db, vb[1], vh[1])
     if base_us is None:
         base_us = float(_level(vb)[0])
     if anchor_us is None:
@@ -419,13 +434,13 @@ def anchored(case: str, anchor: str, base: tuple[Timing, Timing], head: tuple[Ti
         method = (f"Welch t 95% over {len(db)} + {len(dh)} {ub if ub == uh else ub + ' / ' + uh} of "
                   f"log({case} / {anchor})")
         ratio_iv = Interval(math.exp(log_ratio - half), math.exp(log_ratio + half), method)
-        diff_iv = Interval(base_us * (ratio_iv.low - 1), base_us * (ratio_iv.high - 1),
-                           f"{method}, times the base's pooled {base_us:,.2f} us")
+        diff_iv = Interval(at_us * (ratio_iv.low - 1), at_us * (ratio_iv.high - 1),
+                           f"{method}, times the base's {at_us:,.2f} us at the common speed")
     if head_us is None:
         head_us = float(_level(vh)[0])
     # the absolute figures, the pooled times as every view shows them, with the interval of an unpaired pair
     absolute = apart(case, base, case, head, base_us, head_us, metric=metric)
-    return Anchored(case, anchor, ratio, ratio_iv, base_us, base_us * (ratio - 1), diff_iv,
+    return Anchored(case, anchor, ratio, ratio_iv, at_us, at_us * (ratio - 1), diff_iv,
                     anchor_us[1] / anchor_us[0] if anchor_us[0] else math.nan, absolute, len(db), len(dh),
                     ub if ub == uh else f"{ub} / {uh}", db, dh)
 

@@ -14,8 +14,10 @@ from ..record import Environment
 
 # The JSON document's name and version (docs/summary-json.md): a field's meaning never changes within a version;
 # fields may be added.
+# 2: an anchored pair's difference_us, at_us and layer figures at the common speed of both sides' processes
+# (1: at the base side's speed).
 SCHEMA = "flametool-summary"
-VERSION = 1
+VERSION = 2
 
 
 @dataclass
@@ -27,9 +29,10 @@ class PairSummary:
     head: str
     head_where: str  # where the head ran: "cupy@pr's processes", "B"
     change: Change  # the ratio that holds (anchored, or paired in the same processes), and the absolute one
-    diff_us: float | None  # head - base, us per call, at the base's speed
+    diff_us: float | None  # head - base, us per call, at base_us
     diff_interval: stats.Interval | None
-    base_us: float | None  # the speed the difference is stated at: the base's pooled time
+    base_us: float | None  # the speed the difference is stated at, as the base's time per call there: its pooled
+    # time (paired), or at the common speed of both sides' processes (anchored: Anchored.at_us)
     units: str  # what the ratio pools: "6 + 6 processes", "10 processes"
     largest_layer: LayerDelta | None = None
     largest_frame: FrameDelta | None = None
@@ -82,7 +85,7 @@ def of_change(label: str, base: str, head: str, head_where: str, change: Change,
               fail_above: float | None, not_sampled: str | None) -> PairSummary:
     a = change.anchored
     if a is not None:
-        diff_us, interval, base_us = a.diff_us, a.diff_interval, a.base_us
+        diff_us, interval, base_us = a.diff_us, a.diff_interval, a.at_us
         units = f"{a.base_units} + {a.head_units} {a.unit_name}"
     else:
         f = change.absolute

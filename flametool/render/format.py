@@ -114,8 +114,8 @@ def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[s
     iv = lambda i, f: f" (95%: {interval(i, f)})" if i else " (no interval: fewer than two processes a side)"  # noqa: E731
     lead = (f"{head} / {base} relative to {a.anchor} = {ratio(a.ratio)}{iv(a.ratio_interval, lambda v: f'{v:.3f}')}; "
             f"{head} − {base} = {signed(a.diff_us)} us per call{iv(a.diff_interval, signed) if a.diff_interval else ''} "
-            f"at {base}'s speed ({us(a.base_us)}), anchored on {a.anchor} over {a.base_units} + {a.head_units} "
-            f"{a.unit_name}")
+            f"at the common speed of both sides' processes ({base} {us(a.at_us)} there), anchored on {a.anchor} over "
+            f"{a.base_units} + {a.head_units} {a.unit_name}")
     b = a.absolute
     absolute = (f"not anchored: {base} {us(b.base_us)} → {head} {us(b.base_us * b.ratio) if b.ratio else DASH} "
                 f"per call, {signed(b.diff_us) if b.diff_us is not None else DASH} us"

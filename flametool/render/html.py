@@ -144,7 +144,7 @@ class Layers:
     closure: list[str]
     skipped: list[str]
     diff_titles: list[str]
-    speed_notes: list[str] = field(default_factory=list)  # a pair's head put at its base's speed (anchored)
+    speed_notes: list[str] = field(default_factory=list)  # a pair's sides put at their common speed (anchored)
 
 
 @dataclass
@@ -407,7 +407,7 @@ def layer_section(analysis_data: dict[str, CaseCosts | Skipped], diffs: list[Pai
         total_deltas=[fmt.signed(fmt.shown_delta(d.base_us_per_call, d.head_us_per_call)) for d in diffs],
         closure=closure, skipped=skipped,
         diff_titles=[f"{d.head} − {d.base}" for d in diffs],
-        speed_notes=[f"{d.head} − {d.base}: {d.head_speed}" for d in diffs if d.head_speed],
+        speed_notes=[f"{d.head} − {d.base}: {d.at_speed}" for d in diffs if d.at_speed],
     )
 
 
@@ -440,7 +440,7 @@ def diff_table(case_diff: PairDiff, pair: int) -> FrameTable:
     return FrameTable(f"frames-diff-{pair}", f"{head} − {base}", [f"{base} self", f"{head} self", "Δ self", "Δ total"],
                       rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first "
                       f"(us per call; {head} minus {base}; frames matched by name on the merged call tree)."
-                      + (f" {case_diff.head_speed}." if case_diff.head_speed else ""), pair)
+                      + (f" {case_diff.at_speed}." if case_diff.at_speed else ""), pair)
 
 
 def flame_graphs(a: Analysis, diffs: list[PairDiff]) -> FlameGraphs:

@@ -24,7 +24,13 @@ def diff_text(p: PairSummary) -> str:
     if p.diff_us is None:
         return fmt.DASH
     iv = f" (95%: {fmt.interval(p.diff_interval, fmt.signed)})" if p.diff_interval else ""
-    return f"{fmt.signed(p.diff_us)} us per call{iv}" + (f" at {p.base}'s {fmt.us(p.base_us)}" if p.base_us else "")
+    if not p.base_us:
+        at = ""
+    elif p.change.anchored is not None:
+        at = f" at the common speed of both sides ({p.base} {fmt.us(p.base_us)} there)"
+    else:
+        at = f" at {p.base}'s {fmt.us(p.base_us)}"
+    return f"{fmt.signed(p.diff_us)} us per call{iv}{at}"
 
 
 def beside_text(p: PairSummary) -> str | None:
@@ -39,8 +45,8 @@ def layer_text(p: PairSummary) -> str | None:
     r = p.largest_layer
     if r is None:
         return None
-    # anchored: the head's samples were put at the base's speed (analysis.at_base_speed), as the headline is
-    speed = f", {p.head} at {p.base}'s speed" if p.change.anchored is not None else ""
+    # anchored: both sides' samples were put at their common speed (analysis.at_common_speed), as the headline is
+    speed = ", both at their common speed" if p.change.anchored is not None else ""
     return (f"{r.layer} {fmt.signed(fmt.shown_delta(r.base_us_per_call, r.head_us_per_call))} ± {r.delta_se_us:,.2f} us "
             f"({fmt.num(r.base_us_per_call)} → {fmt.num(r.head_us_per_call)}{speed})")
 

@@ -209,8 +209,8 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
     table.add_row(*row, end_section=True)
     show(console, table)
     for d in diffs:
-        if d.head_speed:
-            say(console, f"{fmt.visible(d.head)} - {fmt.visible(d.base)}: {fmt.visible(d.head_speed)}")
+        if d.at_speed:
+            say(console, f"{fmt.visible(d.head)} - {fmt.visible(d.base)}: {fmt.visible(d.at_speed)}")
     for label, x in done.items():
         c = x.closure()
         flag = "" if c.within_tolerance else f" (outside {c.tolerance:.0%}: samples were lost)"
@@ -263,8 +263,8 @@ def print_run_diff(result: DiffResult, console: Console, top: int = 10) -> None:
     table.add_row(Text("total (measured)"), fmt.num(case_diff.base_us_per_call), fmt.num(case_diff.head_us_per_call),
                   fmt.signed(fmt.shown_delta(case_diff.base_us_per_call, case_diff.head_us_per_call)))
     show(console, table)
-    if case_diff.head_speed:
-        say(console, fmt.visible(case_diff.head_speed))
+    if case_diff.at_speed:
+        say(console, fmt.visible(case_diff.at_speed))
     print_frame_deltas(case_diff.named(base, head), console, top)
     if not result.same_shape_and_dtype:
         say(console, ("note: the two cases were sampled at different shapes or dtypes" if cases

@@ -55,7 +55,8 @@ class Defaults:
     # (benchmarks/envs.py, 2026-12-01) log(cupy/torch) spread 0.85-3.10% (sd) per environment, and at 10
     # processes each the 1 us plant's half-width read 0.41, 0.73 and 0.46 us over three runs; with 3% on both
     # sides +-2% (0.48 us at 24 us per call) takes about 19 each. So a run with environments goes on up to
-    # env_max_processes a side (each further step one process per environment, extra_seconds per environment).
+    # env_max_processes a side (each further step one process per environment, extra_seconds per environment),
+    # until the anchored ratio's interval reaches no further than paired.ENV_SETTLED (1.75%).
     env_max_processes: int = 24
     # Rounds of timed loops at a host-bound shape go on until each case had this long (child.interleaved). On
     # the H200 (benchmarks/noise.py on a default compare, 2026-12-01) half of it would do for the noise: with

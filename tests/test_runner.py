@@ -14,6 +14,7 @@ from pathlib import Path
 import faultkit as fk
 import flametool
 from flametool import cases, rundir
+from flametool.analyse import stats
 from flametool.measure import paired, runner, sweeping
 from flametool.record import CaseResult, Group, Loops, Timing
 from runbuild import new_run
@@ -114,3 +115,37 @@ def test_spares_no_job_took_are_stopped_without_a_trace(tmp_path, monkeypatch):
     m.spares.stop()
     assert m.spares.started == {} and list(config.out.glob("*.log")) == []
     assert fk.none_left(os.environ[fk.TAG]) == []
+
+
+def env_measurement(ratios_a: list[float], ratios_b: list[float]) -> runner.Measurement:
+    """numpy in environments a and b (compare --env), torch the anchor beside it in each: one figure a process,
+    numpy / torch = the ratios given, torch at 10 us in every process."""
+    run = new_run({"anchor": "torch", "pairs": [["numpy@a", "numpy@b"]]})
+    for g, (env, ratios) in enumerate((("a", ratios_a), ("b", ratios_b))):
+        run.groups.append(Group([f"numpy@{env}", f"torch@{env}"], True, "hand-built", len(ratios)))
+        for case, figures in (("numpy", [10.0 * r for r in ratios]), ("torch", [10.0] * len(ratios))):
+            label = f"{case}@{env}"
+            run.results[label] = CaseResult(label=label, factory=f"test:{case}", library=case, device="cpu",
+                                            dtype="float32", shape=[64, 64, 64], group=g, env=env,
+                                            timing=Timing([64, 64, 64], 250, [Loops([v]) for v in figures], True))
+    return runner.Measurement(runner.Config(cases=[], device="cpu", shape=[64, 64, 64], dtypes={}), run,
+                              lambda *_: None)
+
+
+def test_two_environments_settle_at_a_tighter_reach_than_a_pair():
+    # eight processes a side whose anchored ratio reaches about ±1.9%: settled for a pair of one process
+    # (±2%), not for a build against another (±1.75%: a microsecond resolved at up to 28 us a call)
+    spread = [1.0, 1.03, 0.97, 1.02, 0.98, 1.025, 0.975, 1.0]
+    live = ["numpy@a", "torch@a", "numpy@b", "torch@b"]
+
+    def sides(k: float) -> runner.Measurement:
+        scaled = [1 + (v - 1) * k for v in spread]
+        return env_measurement([0.60 * v for v in scaled], [0.63 * v for v in scaled[::-1]])
+
+    m = sides(0.73)
+    assert paired.ENV_SETTLED < stats.anchored_pair(m.run, "numpy@a", "numpy@b").reach < paired.SETTLED
+    assert not paired.settled(m, live, 24)
+    assert paired.settled(m, live, 8)  # no more than these eight: nothing more to gain
+    tight = sides(0.5)
+    assert stats.anchored_pair(tight.run, "numpy@a", "numpy@b").reach < paired.ENV_SETTLED
+    assert paired.settled(tight, live, 24)

@@ -2,11 +2,13 @@
 wraps the library's matmul with a busy-wait (3 us in b3, 1 us in b1), three `compare --env` runs in a row, and
 `diff RUN_A RUN_B --fail-above 5` on runs of one build.
 
-Prints, per run: the planted cost as measured in B itself (the wrapped call against the unwrapped one, loops
-interleaved, in each of a few processes of B: their median), what the run read for it relative to the anchor
-(torch) with its 95% interval, and beside it what the absolute figures would have said; then the three runs'
-anchored ratios (max/min), and the exit codes of the three diffs of the runs' main environment (runs of one
-build: none may exit 3).
+Prints, per run: the planted cost as measured in B itself at the speed the run states its difference at (in
+each of a few processes of B, loops of the wrapped call, of its wrapper spinning for no time and of the
+unwrapped call, interleaved: a fixed spin plus the wrapper's own call, which runs at the process's speed as
+the library's call does, so counted as its share of that call), what the run read for it relative to the
+anchor (torch) with its 95% interval, and beside it what the absolute figures would have said; then the three
+runs' anchored ratios (max/min), and the exit codes of the three diffs of the runs' main environment (runs of
+one build: none may exit 3).
 
 On the H200 (--lib cupy, the default): 1024^3 float16, --no-sample. On the CPU, to measure the plan:
     python3 benchmarks/envs.py --lib numpy --shape 64,64,64 --processes 3
@@ -25,6 +27,7 @@ import sys
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,9 +56,12 @@ matmul.__wrapped__ = _orig
 _lib.matmul = matmul
 '''
 
-# the wrapper's cost as B itself sees it: loops of the wrapped call against loops of the unwrapped one, interleaved
+# The wrapper's cost as B itself sees it, in two parts: loops of the wrapped call, of the same wrapper spinning
+# for no time, and of the unwrapped call, interleaved. The spin (wrapped - zero) is a fixed time; the wrapper's
+# own Python call (zero - unwrapped) runs at the process's speed, as the library's call does: 0.28-0.79 us over
+# one environment's processes on the H200 (2026-12-01), as the process ran cupy at 16 or 26 us.
 MEASURE = '''
-import statistics, sys, time
+import json, statistics, sys, time
 import numpy as np
 lib = __import__(sys.argv[1])
 m, k, n = map(int, sys.argv[2].split(","))
@@ -65,19 +71,55 @@ a, b = (lib.asarray(rng.random(s, dtype=np.float32).astype(dtype)) for s in ((m,
 out = lib.empty((m, n), dtype=dtype)
 sync = lib.cuda.runtime.deviceSynchronize if hasattr(lib, "cuda") else (lambda: None)
 w, o = lib.matmul, lib.matmul.__wrapped__
-for f in (w, o):
-    for _ in range(200): f(a, b, out=out)
-sync()
-d = []
-for _ in range(int(sys.argv[4])):
+_orig, _clock = o, time.perf_counter
+
+
+def z(*args, **kwargs):  # sitecustomize's wrapper, spinning for 0 us
+    end = _clock() + 0e-6
+    while _clock() < end:
+        pass
+    return _orig(*args, **kwargs)
+
+
+def loop(f):
     sync(); t0 = time.perf_counter()
-    for _ in range(100): w(a, b, out=out)
-    t1 = time.perf_counter(); sync(); t2 = time.perf_counter()
-    for _ in range(100): o(a, b, out=out)
-    t3 = time.perf_counter(); sync()
-    d.append(((t1 - t0) - (t3 - t2)) / 100 * 1e6)
-print(statistics.median(d))
+    for _ in range(100): f(a, b, out=out)
+    t1 = time.perf_counter(); sync()
+    return (t1 - t0) / 100 * 1e6
+
+
+for f in (w, z, o):
+    for _ in range(200): f(a, b, out=out)
+rounds = [(loop(w), loop(z), loop(o)) for _ in range(int(sys.argv[4]))]
+print(json.dumps({"spin": statistics.median(x - y for x, y, _ in rounds),
+                  "wrapper": statistics.median(y - u for _, y, u in rounds),
+                  "call": statistics.median(u for _, _, u in rounds)}))
 '''
+
+
+@dataclass
+class Plant:
+    """The planted cost as B's processes measured it: a fixed spin, and the wrapper's own call as a share of
+    the library's call in the same process (both run at the process's speed)."""
+
+    spin_us: list[float]
+    wrapper_us: list[float]
+    call_us: list[float]
+
+    @property
+    def spin(self) -> float:
+        return statistics.median(self.spin_us)
+
+    @property
+    def share(self) -> float:
+        return statistics.median(w / c for w, c in zip(self.wrapper_us, self.call_us))
+
+    def at(self, call_us: float) -> float:
+        """The plant's cost in a process that runs the unwrapped call in `call_us`."""
+        return self.spin + self.share * call_us
+
+    def totals(self) -> list[float]:
+        return [s + w for s, w in zip(self.spin_us, self.wrapper_us)]
 
 
 def make_env(root: Path, name: str, lib: str, us: float) -> Path:
@@ -131,10 +173,10 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=None,
                    help="rounds of timed loops per process (default: compare's, rounds until each case had 1 s)")
     p.add_argument("--runs", type=int, default=3)
-    # one process's figure carries that process's speed in the wrapper's own Python call (0.3-0.5 us of the
-    # 3.3-3.5): 3.327 us in the one process of 2026-12-01d, 3.535 in the one of 2026-12-01c
-    p.add_argument("--measure-processes", type=int, default=3,
-                   help="processes of B that measure the wrapper's cost (the median is the planted cost)")
+    # one process's figure carries that process's speed in the wrapper's own Python call: the whole cost read
+    # 1.28-1.79 us for the 1 us plant over three processes of b1 on the H200 (2026-12-01)
+    p.add_argument("--measure-processes", type=int, default=5,
+                   help="processes of B that measure the planted cost (the medians of its parts are taken)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
     dtype = args.dtype or ("float16" if args.lib == "cupy" else "float32")
@@ -147,20 +189,22 @@ def main() -> int:
     print(f"{args.lib} {args.shape} {dtype}, {args.processes or 'as compare chooses'} processes per environment, "
           f"{f'--repeats {args.repeats}' if args.repeats else 'rounds as compare chooses them'}, {args.runs} runs; "
           "anchor: torch", flush=True)
-    measured = {}
+    measured: dict[str, Plant] = {}
     for name, python in envs.items():
-        each = []
+        plant = measured[name] = Plant([], [], [])
         for _ in range(args.measure_processes):
             got = subprocess.run([str(python), "-c", MEASURE, args.lib, args.shape, dtype, "300"], capture_output=True,
                                  text=True)
             if got.returncode:
                 print(f"measuring {name} failed: {got.stderr.strip()[-500:]}")
                 return 1
-            each.append(float(got.stdout))
-        measured[name] = statistics.median(each)
-        print(f"planted in {name}: {PLANTED[name]:g} us busy-wait; the wrapped call costs {measured[name]:.3f} us more, "
-              f"as measured in {name} itself (the median of {len(each)} processes: "
-              + ", ".join(f"{v:.3f}" for v in each) + ")", flush=True)
+            doc = json.loads(got.stdout)
+            plant.spin_us.append(doc["spin"]), plant.wrapper_us.append(doc["wrapper"]), plant.call_us.append(doc["call"])
+        print(f"planted in {name}: {PLANTED[name]:g} us busy-wait; in {len(plant.spin_us)} processes of {name} the "
+              f"wrapped call cost " + ", ".join(f"{v:.3f}" for v in plant.totals()) + " us more: a spin of "
+              f"{plant.spin:.3f} us (median) and the wrapper's own call, {plant.share:.2%} of the unwrapped call's time "
+              "in the same process (" + ", ".join(f"{w:.3f} us of {c:.2f}" for w, c in zip(plant.wrapper_us, plant.call_us))
+              + ")", flush=True)
     runs: list[Path] = []
     codes: list[int] = []
     for i in range(1, args.runs + 1):
@@ -194,7 +238,9 @@ def main() -> int:
         for pair in a.pairs:
             env = pair.head.rpartition("@")[2]
             f = pair.anchored
-            want = measured[env]
+            # what the plant costs at the speed the figure is stated at: its spin plus its wrapper's share of the
+            # unwrapped call there (cupy@main at the pair's common speed)
+            want = measured[env].at(f.at_us)
             lo, hi = f.diff_interval.low, f.diff_interval.high
             half = (hi - lo) / 2
             ratios[env].append(f.ratio)
@@ -202,7 +248,7 @@ def main() -> int:
             verdict = (f"within 10%: {abs(f.diff_us - want) <= 0.1 * want}" if env == "b3" else
                        f"inside the interval: {lo <= want <= hi}, half-width <= 0.5 us: {half <= 0.5}")
             print(f"run {i} {env}: anchored {f.diff_us:+.3f} us ({lo:+.3f} to {hi:+.3f}, half-width {half:.3f}), "
-                  f"ratio {f.ratio:.4f}, against {want:.3f} measured in {env} ({verdict}); absolute {b.diff_us:+.3f} us "
+                  f"ratio {f.ratio:.4f}, against {want:.3f} measured in {env} at that speed ({verdict}); absolute {b.diff_us:+.3f} us "
                   + (f"({b.diff_interval.low:+.3f} to {b.diff_interval.high:+.3f})" if b.diff_interval else ""), flush=True)
             print(f"      absolute would say: within 10%: {abs(b.diff_us - want) <= 0.1 * want}" if env == "b3" else
                   f"      absolute would say: inside its interval: "

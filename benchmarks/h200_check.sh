@@ -2,9 +2,10 @@
 # The H200 checks, each one's output kept under $OUT (or /tmp/h200-check) as it goes, so a device call cut off
 # at its limit still returns what finished. A device call runs at most 10 minutes: run
 # `gpu compare repro` in one call (about 5 minutes on 2026-12-01: GPU tests 85-100 s, compare 115-140 s, repro
-# 90 s) and `envs` in another (7 minutes at 10 processes a side; now as many as compare --env chooses, up to 24
-# a side: give it the whole call). Cut off before its third run, it continues in a second call: copy the
-# returned envs-runs/ into an ignored folder of the checkout (say .envs-runs), carry it, and run
+# 90 s) and `envs` in another (as many processes as compare --env chooses, up to 24 a side: 105-250 s a run,
+# so plan on two calls; run it as `timeout 580 bash benchmarks/h200_check.sh envs` so that the call returns
+# what finished). Cut off before its third run, it continues in a second call: copy the returned envs-runs/
+# into an ignored folder of the checkout (say .envs-runs), carry it, and run
 # `python3 benchmarks/envs.py --out .envs-runs`: the complete runs are kept, the rest measured.
 #   gpu-tests.txt      the GPU tests (pytest -m gpu), first: the code paths no CPU run takes
 #   compare-floor.txt  benchmarks/compare_floor.py --extra='--iters 250' (issue 21: wall / floor, target 1.3)
@@ -22,7 +23,8 @@ mkdir -p "$out"
 export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
 what=("$@")
 [ ${#what[@]} -eq 0 ] && what=(gpu compare repro envs)
-head=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
+# the device's checkout is the session's first commit with the working tree copied over it: -dirty says so
+head=$(git describe --always --dirty 2>/dev/null || echo "?")
 for w in "${what[@]}"; do
     started=$SECONDS
     case "$w" in

@@ -11,11 +11,19 @@ process (interpreter start and imports included: what a user waits for), and the
 Target on a 2-core machine: under 1-2 s for a real PyTorch-vs-CuPy run; with --samples, each samples/ run
 (the compare samples and the sweep sample) under 1 s end to end (issue 21). The page is written to a
 temporary folder; the run directory is only read.
+
+The command's time includes its imports, which compile flametool's modules afresh where no bytecode of them
+is cached: an installed flametool has it (pip writes it), and Python writes it on a first import, but not
+under PYTHONDONTWRITEBYTECODE (set on this project's machines), which costs each command about 0.25 s. So the
+bytecode is written first (`python -m compileall flametool`, into the ignored __pycache__ folders), and the
+output says so; --no-bytecode measures without it.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import importlib.util
 import statistics
 import subprocess
 import sys
@@ -31,6 +39,7 @@ from flametool.analyse import analysis  # noqa: E402
 from flametool.render import html as report  # noqa: E402
 
 SAMPLES_TARGET = 1.0  # seconds, `flametool report` of each samples/ run in a fresh process
+COMMANDS = 3  # fresh `flametool report` processes a run directory, their median: one is at the mercy of a noisy host
 
 
 def largest_sample() -> Path | None:
@@ -53,10 +62,25 @@ def timed(run: Path, repeat: int, out: Path) -> tuple[list[float], float, str]:
         t0 = time.perf_counter()
         html = report.render(analysis.analyse_dir(run))
         times.append(time.perf_counter() - t0)
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "flametool", "report", str(run), "-o", str(out)], check=True,
-                   stdout=subprocess.DEVNULL)
-    return times, time.perf_counter() - t0, html
+    walls = []
+    for _ in range(COMMANDS):
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "flametool", "report", str(run), "-o", str(out)],
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise SystemExit(f"flametool report {run}: exit {done.returncode}: {done.stderr.strip()}")
+        walls.append(time.perf_counter() - t0)
+    return times, statistics.median(walls), html
+
+
+def bytecode(write: bool) -> str:
+    """Whether flametool's modules have cached bytecode (written first when `write`), in words."""
+    package = ROOT / "flametool"
+    if write:
+        compileall.compile_dir(package, quiet=1)
+    cached = all(Path(importlib.util.cache_from_source(str(f))).exists() for f in package.rglob("*.py"))
+    return ("flametool's bytecode cached (as an installed copy has it)" if cached else
+            "flametool's bytecode not cached: each command compiles its modules")
 
 
 def every_sample(repeat: int, tmp: Path) -> int:
@@ -77,7 +101,10 @@ def main() -> int:
     parser.add_argument("--reference", action="store_true", help="use the H200 reference stacks from tests/data")
     parser.add_argument("--samples", action="store_true", help="every samples/ run, against the 1 s target")
     parser.add_argument("--repeat", type=int, default=5, help="in-process renders to take the median of (default 5)")
+    parser.add_argument("--no-bytecode", action="store_true",
+                        help="do not write flametool's bytecode first (measure the commands as they compile it)")
     args = parser.parse_args()
+    print(bytecode(not args.no_bytecode) + f"; the command's time the median of {COMMANDS} fresh processes")
 
     with tempfile.TemporaryDirectory(prefix="flametool-report-speed-") as tmp:
         tmp = Path(tmp)

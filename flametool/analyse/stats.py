@@ -400,7 +400,7 @@ def common_speed(base_logs: list[float], base_anchor: np.ndarray, head_anchor: n
     """The base case's time per call at the speed common to both sides' units: its mean log ratio to the anchor
     on the base side, times the anchor's geometric mean over the units of both sides. Both sides, so that head
     against base and base against head state one difference with opposite signs, and the side whose processes
-    happened to run fast or slow does not set the scale alone (on the H200, 2026-12-01, the anchor read 0.93
+    happened to run fast or slow does not set the scale alone (on the H200, 2026-12-01, the anchor read 0.85
     to 1.21 times as long in one environment's processes as in the other's of the same run). The geometric
     mean, not the median process: a host with two speeds (cupy at 16-17 or 25-26 us a process there) puts
     the median of a dozen processes on either, as it put cupy@main at 16.20 us where the mean read 17.04."""

@@ -199,7 +199,8 @@ def main() -> int:
                 print(f"measuring {name} failed: {got.stderr.strip()[-500:]}")
                 return 1
             doc = json.loads(got.stdout)
-            plant.spin_us.append(doc["spin"]), plant.wrapper_us.append(doc["wrapper"]), plant.call_us.append(doc["call"])
+            for part, figure in ((plant.spin_us, "spin"), (plant.wrapper_us, "wrapper"), (plant.call_us, "call")):
+                part.append(doc[figure])
         print(f"planted in {name}: {PLANTED[name]:g} us busy-wait; in {len(plant.spin_us)} processes of {name} the "
               f"wrapped call cost " + ", ".join(f"{v:.3f}" for v in plant.totals()) + " us more: a spin of "
               f"{plant.spin:.3f} us (median) and the wrapper's own call, {plant.share:.2%} of the unwrapped call's time "

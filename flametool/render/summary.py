@@ -188,7 +188,7 @@ def verdict_json(v) -> dict[str, Any]:
 
 
 class JsonSummary(Renderer):
-    """The summary as JSON (docs/summary-json.md): {"schema": "flametool-summary", "version": 1, ...}."""
+    """The summary as JSON (docs/summary-json.md): {"schema": "flametool-summary", "version": 2, ...}."""
 
     name = "json"
 

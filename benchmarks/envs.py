@@ -38,19 +38,22 @@ from flametool.analyse import analysis  # noqa: E402
 
 PLANTED = {"b3": 3.0, "b1": 1.0}
 
+# The planted wrapper, around _orig: one text for B's sitecustomize.py and for MEASURE's wrapper spinning for
+# 0 us, so that the two differ in the spin alone.
+WRAPPER = '''
+def {name}(*args, **kwargs):
+    end = _clock() + {us}e-6
+    while _clock() < end:
+        pass
+    return _orig(*args, **kwargs)
+'''
+
 SITECUSTOMIZE = '''
 import time
 import {lib} as _lib
 
 _orig, _clock = _lib.matmul, time.perf_counter
-
-
-def matmul(*args, **kwargs):
-    end = _clock() + {us}e-6
-    while _clock() < end:
-        pass
-    return _orig(*args, **kwargs)
-
+{wrapper}
 
 matmul.__wrapped__ = _orig
 _lib.matmul = matmul
@@ -72,14 +75,7 @@ out = lib.empty((m, n), dtype=dtype)
 sync = lib.cuda.runtime.deviceSynchronize if hasattr(lib, "cuda") else (lambda: None)
 w, o = lib.matmul, lib.matmul.__wrapped__
 _orig, _clock = o, time.perf_counter
-
-
-def z(*args, **kwargs):  # sitecustomize's wrapper, spinning for 0 us
-    end = _clock() + 0e-6
-    while _clock() < end:
-        pass
-    return _orig(*args, **kwargs)
-
+''' + WRAPPER.format(name="z", us=0) + '''
 
 def loop(f):
     sync(); t0 = time.perf_counter()
@@ -125,7 +121,7 @@ class Plant:
 def make_env(root: Path, name: str, lib: str, us: float) -> Path:
     site = root / name / "site"
     site.mkdir(parents=True)
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE.format(lib=lib, us=us))
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE.format(lib=lib, wrapper=WRAPPER.format(name="matmul", us=us)))
     script = root / name / "python"
     script.write_text(f'#!/bin/sh\nPYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
     script.chmod(0o755)

@@ -14,7 +14,7 @@ temporary folder; the run directory is only read.
 
 The command's time includes its imports, which compile flametool's modules afresh where no bytecode of them
 is cached: an installed flametool has it (pip writes it), and Python writes it on a first import, but not
-under PYTHONDONTWRITEBYTECODE (set on this project's machines), which costs each command about 0.25 s. So the
+under PYTHONDONTWRITEBYTECODE (set on this project's machines), which cost each command about 0.2 s. So the
 bytecode is written first (`python -m compileall flametool`, into the ignored __pycache__ folders), and the
 output says so; --no-bytecode measures without it.
 """

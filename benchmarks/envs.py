@@ -2,13 +2,13 @@
 wraps the library's matmul with a busy-wait (3 us in b3, 1 us in b1), three `compare --env` runs in a row, and
 `diff RUN_A RUN_B --fail-above 5` on runs of one build.
 
-Prints, per run: the planted cost as measured in B itself at the speed the run states its difference at (in
-each of a few processes of B, loops of the wrapped call, of its wrapper spinning for no time and of the
-unwrapped call, interleaved: a fixed spin plus the wrapper's own call, which runs at the process's speed as
-the library's call does, so counted as its share of that call), what the run read for it relative to the
-anchor (torch) with its 95% interval, and beside it what the absolute figures would have said; then the three
-runs' anchored ratios (max/min), and the exit codes of the three diffs of the runs' main environment (runs of
-one build: none may exit 3).
+Every run also times, in every environment, the library's matmul unwrapped (its __wrapped__ in B; in main the
+call itself): in B's processes it gives the yardstick, the plant's cost as those very processes paid it (paired
+with the wrapped call round by round), and between environments a comparison of one call with itself, which
+the anchored figure must not call a change. Prints, per run: the planted cost so measured, at the speed the run
+states its difference at, what the run read for it relative to the anchor (torch) with its 95% interval, and
+beside it what the absolute figures would have said; then the three runs' anchored ratios (max/min), and the
+exit codes of the three diffs of the runs' main environment (runs of one build: none may exit 3).
 
 On the H200 (--lib cupy, the default): 1024^3 float16, --no-sample. On the CPU, to measure the plan:
     python3 benchmarks/envs.py --lib numpy --shape 64,64,64 --processes 3
@@ -34,94 +34,54 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from flametool import rundir  # noqa: E402
-from flametool.analyse import analysis  # noqa: E402
+from flametool.analyse import analysis, stats  # noqa: E402
 
 PLANTED = {"b3": 3.0, "b1": 1.0}
-
-# The planted wrapper, around _orig: one text for B's sitecustomize.py and for MEASURE's wrapper spinning for
-# 0 us, so that the two differ in the spin alone.
-WRAPPER = '''
-def {name}(*args, **kwargs):
-    end = _clock() + {us}e-6
-    while _clock() < end:
-        pass
-    return _orig(*args, **kwargs)
-'''
 
 SITECUSTOMIZE = '''
 import time
 import {lib} as _lib
 
 _orig, _clock = _lib.matmul, time.perf_counter
-{wrapper}
+
+
+def matmul(*args, **kwargs):
+    end = _clock() + {us}e-6
+    while _clock() < end:
+        pass
+    return _orig(*args, **kwargs)
+
 
 matmul.__wrapped__ = _orig
 _lib.matmul = matmul
 '''
 
-# The wrapper's cost as B itself sees it, in two parts: loops of the wrapped call, of the same wrapper spinning
-# for no time, and of the unwrapped call, interleaved. The spin (wrapped - zero) is a fixed time; the wrapper's
-# own Python call (zero - unwrapped) runs at the process's speed, as the library's call does: 0.28-0.79 us over
-# one environment's processes on the H200 (2026-12-01), as the process ran cupy at 16 or 26 us.
-MEASURE = '''
-import json, statistics, sys, time
-import numpy as np
-lib = __import__(sys.argv[1])
-m, k, n = map(int, sys.argv[2].split(","))
-dtype = sys.argv[3]
-rng = np.random.default_rng(0)
-a, b = (lib.asarray(rng.random(s, dtype=np.float32).astype(dtype)) for s in ((m, k), (k, n)))
-out = lib.empty((m, n), dtype=dtype)
-sync = lib.cuda.runtime.deviceSynchronize if hasattr(lib, "cuda") else (lambda: None)
-w, o = lib.matmul, lib.matmul.__wrapped__
-_orig, _clock = o, time.perf_counter
-''' + WRAPPER.format(name="z", us=0) + '''
-
-def loop(f):
-    sync(); t0 = time.perf_counter()
-    for _ in range(100): f(a, b, out=out)
-    t1 = time.perf_counter(); sync()
-    return (t1 - t0) / 100 * 1e6
+# The yardstick: the library's matmul as it was before B's sitecustomize.py wrapped it (its __wrapped__; in main
+# the call itself), built by flametool's own factory, so with the same operands, and timed in every process of
+# the run beside the wrapped call and the anchor. Measured in B's own processes, round by round, the plant costs
+# what it costs in this run: in separate processes it read 0.95 us of spin plus 2% of the call (five processes of
+# b1 on the H200, 2026-12-01) while the run's rounds, two in five of them at a slower host speed where the plant
+# cost less, put it at 1.01-1.24 us.
+UNWRAPPED = '''
+import importlib
+from flametool import cases
 
 
-for f in (w, z, o):
-    for _ in range(200): f(a, b, out=out)
-rounds = [(loop(w), loop(z), loop(o)) for _ in range(int(sys.argv[4]))]
-print(json.dumps({"spin": statistics.median(x - y for x, y, _ in rounds),
-                  "wrapper": statistics.median(y - u for _, y, u in rounds),
-                  "call": statistics.median(u for _, _, u in rounds)}))
+def unwrapped(shape, dtype, device):
+    lib = importlib.import_module("{lib}")
+    wrapped = lib.matmul
+    lib.matmul = getattr(wrapped, "__wrapped__", wrapped)
+    try:
+        return cases.{factory}(*shape, dtype, device)
+    finally:
+        lib.matmul = wrapped
 '''
-
-
-@dataclass
-class Plant:
-    """The planted cost as B's processes measured it: a fixed spin, and the wrapper's own call as a share of
-    the library's call in the same process (both run at the process's speed)."""
-
-    spin_us: list[float]
-    wrapper_us: list[float]
-    call_us: list[float]
-
-    @property
-    def spin(self) -> float:
-        return statistics.median(self.spin_us)
-
-    @property
-    def share(self) -> float:
-        return statistics.median(w / c for w, c in zip(self.wrapper_us, self.call_us))
-
-    def at(self, call_us: float) -> float:
-        """The plant's cost in a process that runs the unwrapped call in `call_us`."""
-        return self.spin + self.share * call_us
-
-    def totals(self) -> list[float]:
-        return [s + w for s, w in zip(self.spin_us, self.wrapper_us)]
 
 
 def make_env(root: Path, name: str, lib: str, us: float) -> Path:
     site = root / name / "site"
     site.mkdir(parents=True)
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE.format(lib=lib, wrapper=WRAPPER.format(name="matmul", us=us)))
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE.format(lib=lib, us=us))
     script = root / name / "python"
     script.write_text(f'#!/bin/sh\nPYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
     script.chmod(0o755)
@@ -185,23 +145,8 @@ def main() -> int:
     print(f"{args.lib} {args.shape} {dtype}, {args.processes or 'as compare chooses'} processes per environment, "
           f"{f'--repeats {args.repeats}' if args.repeats else 'rounds as compare chooses them'}, {args.runs} runs; "
           "anchor: torch", flush=True)
-    measured: dict[str, Plant] = {}
-    for name, python in envs.items():
-        plant = measured[name] = Plant([], [], [])
-        for _ in range(args.measure_processes):
-            got = subprocess.run([str(python), "-c", MEASURE, args.lib, args.shape, dtype, "300"], capture_output=True,
-                                 text=True)
-            if got.returncode:
-                print(f"measuring {name} failed: {got.stderr.strip()[-500:]}")
-                return 1
-            doc = json.loads(got.stdout)
-            for part, figure in ((plant.spin_us, "spin"), (plant.wrapper_us, "wrapper"), (plant.call_us, "call")):
-                part.append(doc[figure])
-        print(f"planted in {name}: {PLANTED[name]:g} us busy-wait; in {len(plant.spin_us)} processes of {name} the "
-              f"wrapped call cost " + ", ".join(f"{v:.3f}" for v in plant.totals()) + " us more: a spin of "
-              f"{plant.spin:.3f} us (median) and the wrapper's own call, {plant.share:.2%} of the unwrapped call's time "
-              "in the same process (" + ", ".join(f"{w:.3f} us of {c:.2f}" for w, c in zip(plant.wrapper_us, plant.call_us))
-              + ")", flush=True)
+    case = work / "unwrapped.py"
+    case.write_text(UNWRAPPED.format(lib=args.lib, factory=f"{args.lib}_matmul"))
     runs: list[Path] = []
     codes: list[int] = []
     for i in range(1, args.runs + 1):
@@ -213,7 +158,7 @@ def main() -> int:
         shutil.rmtree(run, ignore_errors=True)  # one an earlier call left unfinished
         t0 = time.monotonic()
         proc = flametool("compare", *device, "--libs", f"{args.lib},torch", "--shape", args.shape, "--dtype", dtype,
-                         "--env", f"main={sys.executable}", *[f"--env={n}={py}" for n, py in envs.items()],
+                         "--case", f"{case}:unwrapped", "--env", f"main={sys.executable}", *[f"--env={n}={py}" for n, py in envs.items()],
                          "--no-sample", *(["--processes", str(args.processes)] if args.processes else []),
                          *(["--repeats", str(args.repeats)] if args.repeats else []), "--out", str(run))
         print(f"\n== run {i}: exit {proc.returncode}, {time.monotonic() - t0:.0f} s", flush=True)
@@ -231,21 +176,29 @@ def main() -> int:
     print("\n== per run: the planted cost against what the run read (relative to torch), and the absolute figures")
     ratios: dict[str, list[float]] = {n: [] for n in PLANTED}
     for i, run in enumerate(runs, 1):
-        a = analysis.analyse_dir(run)
+        a, record = analysis.analyse_dir(run), rundir.load(run)
         for pair in a.pairs:
-            env = pair.head.rpartition("@")[2]
+            case, _, env = pair.head.rpartition("@")
             f = pair.anchored
-            # what the plant costs at the speed the figure is stated at: its spin plus its wrapper's share of the
-            # unwrapped call there (cupy@main at the pair's common speed)
-            want = measured[env].at(f.at_us)
             lo, hi = f.diff_interval.low, f.diff_interval.high
             half = (hi - lo) / 2
+            if case == "unwrapped":  # the same call on both sides: the comparison's own false alarm, if any
+                print(f"run {i} {env}, the unwrapped call: anchored {f.diff_us:+.3f} us ({lo:+.3f} to {hi:+.3f}); "
+                      f"holds 0: {lo <= 0 <= hi}; absolute {f.absolute.diff_us:+.3f} us", flush=True)
+                continue
+            # the plant as B's processes of this run paid it, the wrapped call against the unwrapped one round by
+            # round, stated at the speed the anchored figure is (cupy@main at the pair's common speed)
+            plant = stats.pair(f"unwrapped@{env}", record.results[f"unwrapped@{env}"].at_sample_shape, pair.head,
+                               record.results[pair.head].at_sample_shape, True)
+            want = f.at_us * (plant.ratio - 1)
+            pl, ph = (f.at_us * (plant.ratio_interval.low - 1), f.at_us * (plant.ratio_interval.high - 1))
             ratios[env].append(f.ratio)
             b = f.absolute
             verdict = (f"within 10%: {abs(f.diff_us - want) <= 0.1 * want}" if env == "b3" else
                        f"inside the interval: {lo <= want <= hi}, half-width <= 0.5 us: {half <= 0.5}")
             print(f"run {i} {env}: anchored {f.diff_us:+.3f} us ({lo:+.3f} to {hi:+.3f}, half-width {half:.3f}), "
-                  f"ratio {f.ratio:.4f}, against {want:.3f} measured in {env} at that speed ({verdict}); absolute {b.diff_us:+.3f} us "
+                  f"ratio {f.ratio:.4f}, against {want:.3f} measured in {env}'s processes ({pl:.3f} to {ph:.3f}, "
+                  f"{plant.ratio:.4f} of the unwrapped call) ({verdict}); absolute {b.diff_us:+.3f} us "
                   + (f"({b.diff_interval.low:+.3f} to {b.diff_interval.high:+.3f})" if b.diff_interval else ""), flush=True)
             print(f"      absolute would say: within 10%: {abs(b.diff_us - want) <= 0.1 * want}" if env == "b3" else
                   f"      absolute would say: inside its interval: "

@@ -2,8 +2,8 @@
 # The H200 checks, each one's output kept under $OUT (or /tmp/h200-check) as it goes, so a device call cut off
 # at its limit still returns what finished. A device call runs at most 10 minutes: run
 # `gpu compare repro` in one call (about 5 minutes on 2026-12-01: GPU tests 85-100 s, compare 115-140 s, repro
-# 90 s) and `envs` in another (as many processes as compare --env chooses, up to 24 a side: 105-250 s a run,
-# so plan on two calls; run it as `timeout 580 bash benchmarks/h200_check.sh envs` so that the call returns
+# 90 s) and `envs` in another (as many processes as compare --env chooses, up to 24 a side, each timing three
+# cases: 175-251 s a run at 6696e25, so plan on two calls; run it as `timeout 580 bash benchmarks/h200_check.sh envs` so that the call returns
 # what finished). Cut off before its third run, it continues in a second call: copy the returned envs-runs/
 # into an ignored folder of the checkout (say .envs-runs), carry it, and run
 # `python3 benchmarks/envs.py --out .envs-runs`: the complete runs are kept, the rest measured.

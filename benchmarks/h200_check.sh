@@ -4,9 +4,10 @@
 # `gpu compare repro` in one call (about 5 minutes on 2026-12-01: GPU tests 85-100 s, compare 115-140 s, repro
 # 90 s) and `envs` in another (as many processes as compare --env chooses, up to 24 a side, each timing three
 # cases: 175-251 s a run at 6696e25, so plan on two calls; run it as
-# `timeout 580 bash benchmarks/h200_check.sh envs` so that the call returns what finished). Cut off before its third run, it continues in a second call: copy the returned envs-runs/
-# into an ignored folder of the checkout (say .envs-runs), carry it, and run
-# `python3 benchmarks/envs.py --out .envs-runs`: the complete runs are kept, the rest measured.
+# `timeout 580 bash benchmarks/h200_check.sh envs` so that the call returns what finished). Cut off before its
+# third run, it continues in a second call: copy the returned envs-runs/ into an ignored folder of the checkout
+# (say .envs-runs), carry it, and run `python3 benchmarks/envs.py --out .envs-runs`: the complete runs are
+# kept, the rest measured.
 #   gpu-tests.txt      the GPU tests (pytest -m gpu), first: the code paths no CPU run takes
 #   compare-floor.txt  benchmarks/compare_floor.py --extra='--iters 250' (issue 21: wall / floor, target 1.3)
 #                      and noise.py --by-tenth on its run

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,10 +56,11 @@ _lib.matmul = matmul
 
 # The yardstick: the library's matmul as it was before B's sitecustomize.py wrapped it (its __wrapped__; in main
 # the call itself), built by flametool's own factory, so with the same operands, and timed in every process of
-# the run beside the wrapped call and the anchor. Measured in B's own processes, round by round, the plant costs
-# what it costs in this run: in separate processes it read 0.95 us of spin plus 2% of the call (five processes of
-# b1 on the H200, 2026-12-01) while the run's rounds, two in five of them at a slower host speed where the plant
-# cost less, put it at 1.01-1.24 us.
+# the run beside the wrapped call and the anchor: the plant as this run's processes of B paid it, round by round.
+# Processes set apart to measure it (H200, 2026-12-01: a spin of 0.95 us plus 2% of the call, 1.26-1.29 us at
+# the runs' speeds for b1) ran mostly at the host's fast speed, while the runs' processes also had rounds at a
+# slower one, where the plant cost less (log(cupy / torch) 46.2-46.5% in two processes' slow rounds against
+# 50.4-52.5% in their fast ones); those runs read b1 at +1.09, +1.01 and +1.24 us.
 UNWRAPPED = '''
 import importlib
 from flametool import cases
@@ -129,10 +128,6 @@ def main() -> int:
     p.add_argument("--repeats", type=int, default=None,
                    help="rounds of timed loops per process (default: compare's, rounds until each case had 1 s)")
     p.add_argument("--runs", type=int, default=3)
-    # one process's figure carries that process's speed in the wrapper's own Python call: the whole cost read
-    # 1.28-1.79 us for the 1 us plant over three processes of b1 on the H200 (2026-12-01)
-    p.add_argument("--measure-processes", type=int, default=5,
-                   help="processes of B that measure the planted cost (the medians of its parts are taken)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
     dtype = args.dtype or ("float16" if args.lib == "cupy" else "float32")

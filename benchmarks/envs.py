@@ -153,7 +153,8 @@ def main() -> int:
         shutil.rmtree(run, ignore_errors=True)  # one an earlier call left unfinished
         t0 = time.monotonic()
         proc = flametool("compare", *device, "--libs", f"{args.lib},torch", "--shape", args.shape, "--dtype", dtype,
-                         "--case", f"{case}:unwrapped", "--env", f"main={sys.executable}", *[f"--env={n}={py}" for n, py in envs.items()],
+                         "--case", f"{case}:unwrapped", "--env", f"main={sys.executable}",
+                         *[f"--env={n}={py}" for n, py in envs.items()],
                          "--no-sample", *(["--processes", str(args.processes)] if args.processes else []),
                          *(["--repeats", str(args.repeats)] if args.repeats else []), "--out", str(run))
         print(f"\n== run {i}: exit {proc.returncode}, {time.monotonic() - t0:.0f} s", flush=True)
@@ -171,8 +172,8 @@ def main() -> int:
     print("\n== per run: the planted cost against what the run read (relative to torch), and the absolute figures")
     ratios: dict[str, list[float]] = {n: [] for n in PLANTED}
     for i, run in enumerate(runs, 1):
-        a, record = analysis.analyse_dir(run), rundir.load(run)
-        for pair in a.pairs:
+        record = rundir.load(run)
+        for pair in analysis.analyse(run, record).pairs:
             case, _, env = pair.head.rpartition("@")
             f = pair.anchored
             lo, hi = f.diff_interval.low, f.diff_interval.high

@@ -166,7 +166,7 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
 
 def time_envs(m: Measurement) -> None:
     """`compare --env`: each environment's cases (its anchor among them) in processes of their own, each
-    process's loops interleaved as time_group does, the environments taking turns (_more_processes). After
+    process's loops interleaved as time_group does, the environments taking turns (more_processes). After
     --processes each, more while a pair's anchored ratio has not settled."""
     config, run = m.config, m.run
     groups: list[Group] = []

@@ -4,8 +4,9 @@ and Python calls (cProfile), with the counted loop's host time per call beside t
 
     python3 benchmarks/counts.py --libs cupy,torch,jax,cuda-launch --ops matmul,add,sum --runs 3 [--device cuda:0]
 
-Each (case, run) is a process of its own (CUPTI sees every library's work in a process); the op's host-bound
-shape (ops.py). The last lines say whether the counts were identical over the runs."""
+Each (case, run) is a process of its own, which counts the ops one after the other (CUPTI sees every library's
+work in a process: the others' steps are idle meanwhile); the op's host-bound shape (ops.py). After each case and
+op, whether the counts were identical over the runs."""
 
 from __future__ import annotations
 
@@ -82,23 +83,27 @@ def main() -> int:
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        label, op = args.one.split(":")
-        print(json.dumps(one(label, op, args.device, args.dtype)))
+        label, _, todo = args.one.partition(":")
+        for op in todo.split(","):
+            try:
+                print(json.dumps(one(label, op, args.device, args.dtype)), flush=True)
+            except Exception as exc:  # noqa: BLE001 -- the next op still runs
+                print(f"{label} {op}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
         return 0
     results = []
     for label in args.libs.split(","):
-        for op in args.ops.split(","):
-            if label in cases.ANY_OP and op != args.ops.split(",")[0]:
-                continue
-            runs = []
-            for run in range(args.runs):
-                p = subprocess.run([sys.executable, __file__, "--one", f"{label}:{op}", "--device", args.device,
-                                    "--dtype", args.dtype], capture_output=True, text=True)
-                if p.returncode != 0:
-                    print(f"== {label} {op} run {run}: failed\n{p.stderr[-1500:]}", flush=True)
-                    break
-                got = json.loads(p.stdout.strip().splitlines()[-1])
-                runs.append(got)
+        todo = args.ops.split(",")[:1] if label in cases.ANY_OP else args.ops.split(",")
+        by_run = []
+        for run in range(args.runs):
+            p = subprocess.run([sys.executable, __file__, "--one", f"{label}:{','.join(todo)}", "--device",
+                                args.device, "--dtype", args.dtype], capture_output=True, text=True)
+            got = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+            if p.returncode != 0 or len(got) < len(todo):
+                print(f"== {label} run {run}: failed\n{p.stderr[-2500:]}", flush=True)
+            by_run.append({g["op"]: g for g in got})
+        for op in todo:
+            runs = [r[op] for r in by_run if op in r]
+            for run, got in enumerate(runs):
                 if run == 0:
                     print(show(got), flush=True)
                 else:

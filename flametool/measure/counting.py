@@ -134,7 +134,11 @@ class CuptiTracer:
         self.names: dict[tuple[int, int], str] = {}
         self.enabled: list[Any] = []
         self.name = "cupti-python " + _version("cupti-python")
-        cupti.activity_register_callbacks(self._requested, self._completed)
+        # the callbacks are the process's: registered once, by the first tracer (a process may count several cases)
+        global _REGISTERED
+        if _REGISTERED is None:
+            cupti.activity_register_callbacks(self._requested, _completed)
+        _REGISTERED = self
         for kind in self.KINDS:
             try:
                 cupti.activity_enable(getattr(cupti.ActivityKind, kind))
@@ -198,6 +202,7 @@ class CuptiTracer:
         return w or Window()
 
     def close(self) -> None:
+        """Tracing off (CUPTI stays attached: finalizing and attaching again within a process is not relied on)."""
         for kind in self.enabled:
             try:
                 self.cupti.activity_disable(kind)
@@ -205,9 +210,17 @@ class CuptiTracer:
                 pass
         try:
             self.cupti.activity_flush_all(1)
-            self.cupti.finalize()
         except Exception:  # noqa: BLE001
             pass
+
+
+_REGISTERED: CuptiTracer | None = None
+
+
+def _completed(activities) -> None:
+    """CUPTI's buffer-completed callback: to the tracer counting now."""
+    if _REGISTERED is not None:
+        _REGISTERED._completed(activities)
 
 
 class TorchTracer:

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from . import format as fmt
 from ..measure import sampler
-from ..analyse import sweep
+from ..analyse import countdiff, sweep
 from ..analyse.analysis import Analysis, DiffResult
 from ..analyse.attribution import CaseCosts, Skipped
 from ..analyse.diff import PairDiff
@@ -242,12 +242,21 @@ def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> 
     show(console, table)
 
 
+def print_count_diff(d: "countdiff.CountDiff | None", console: Console) -> None:
+    lines = countdiff.lines(d)
+    if lines:
+        say(console, f"per step, counted (exact, {d.head} - {d.base}):")
+        for line in lines:
+            say(console, f"  {line}")
+
+
 def print_run_diff(result: DiffResult, console: Console, top: int = 10) -> None:
     """`flametool diff`: one case in two runs, or two cases of one run (result.cases)."""
     case_diff, cases = result.figures, result.cases
     where = f"in {result.base_run}" if cases else f"base {result.base_run}, head {result.head_run}"
     if not cases:
         say(console, f"A (base): {result.base_run}; B (head): {result.head_run}")
+    print_count_diff(result.counts, console)
     for line in fmt.change_lines(result.change, result.label, cases):
         say(console, line)
     if case_diff is None:

@@ -483,8 +483,9 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
     pooled = stats.group_pooled(run, True, intervals=False)
     got = stats.anchored_pair(run, base, head, pooled)
     # two environments: both sides' samples at their common speed, as in the run's own report
+    sampled = base in attribution.sampled_labels(run) and head in attribution.sampled_labels(run)
     figures = anchored_diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head),
-                            got, view, (base, head))
+                            got, view, (base, head)) if sampled else None
     if got is not None:
         change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
     else:
@@ -493,4 +494,6 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
         change = Change(f.ratio, f.ratio_interval, "paired in the same processes" if f.paired else "not paired", None, f)
     return DiffResult(f"{head} - {base}", str(run_dir), str(run_dir),
                       (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head), change,
+                      not_sampled=None if sampled else f"{base} and {head} were not both sampled: no layers or frames "
+                                                       "to compare",
                       counts=countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head))

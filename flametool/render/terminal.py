@@ -91,6 +91,42 @@ class Progress:
             self.console.print(line, highlight=False)
 
 
+def counted_time(prof) -> str:
+    """The counted loop's host time per call (under tracing) and its ratio to the case's own loops."""
+    c = prof.counts
+    if c is None or not c.us_per_call:
+        return "-"
+    own = prof.own_us_per_call
+    return fmt.us(c.us_per_call) + (f" ({c.us_per_call / own:.2f}x)" if own else "")
+
+
+def named_counts(tallies) -> str:
+    return ", ".join(f"{countdiff.fraction(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
+
+
+def print_counts(run, console: Console) -> None:
+    """Each case's counted loop: per step() call, the CUDA API calls and kernels by name, copies, memsets, device
+    allocations and Python calls (exact counts)."""
+    counted = {l: r.profile.counts for l, r in run.results.items() if r.profile is not None and r.profile.counts}
+    if not counted:
+        return
+    table = titled("what one step() call does, counted (exact, per step; CUDA API calls and kernels by CUPTI)")
+    for col in ("case", "Python calls", "CUDA API calls", "kernels", "copies, memsets, device allocations"):
+        table.add_column(col, overflow="fold")
+    for label, c in counted.items():
+        py = c.of("python")
+        api = named_counts(c.of("api")) if c.counted("api") else "not counted"
+        kernels = named_counts(c.of("kernel")) if c.counted("kernel") else "not counted"
+        memory = [f"{countdiff.fraction(t.count)} {t.kind} {t.name}" + (f" ({countdiff.fraction(t.bytes)} B)"
+                  if t.bytes is not None else "") for t in c.tallies if t.kind in ("copy", "memset", "device-alloc")
+                  and t.count]
+        table.add_row(text(label), f"{countdiff.fraction(c.total('python'))} in {len(py)} functions",
+                      text(api), text(kernels), text("; ".join(memory) or "-"))
+    show(console, table)
+    for m in dict.fromkeys(m for c in counted.values() for m in c.missing):
+        say(console, fmt.visible(m))
+
+
 def print_summary(a: Analysis, console: Console) -> None:
     """The headline (each pair's paired ratio and difference with intervals), the cases' timings, the
     profiled loops, and what to be careful about."""
@@ -99,6 +135,7 @@ def print_summary(a: Analysis, console: Console) -> None:
     for e in run.environments:
         say(console, fmt.environment_line(e))
     for p in a.pairs:
+        print_count_diff(p.counts, console, f"{p.head} vs {p.base}")
         for line in fmt.pair_lines(p, run, processes):
             say(console, line)
     note = fmt.speed_note(a.pairs)
@@ -127,7 +164,7 @@ def print_summary(a: Analysis, console: Console) -> None:
 
     profiling = titled("profiled loops (each case alone, at the sampled shape)")
     for col, right in (("case", False), ("sampled at", False), ("paired", True), ("alone", True),
-                       ("cProfile", True), ("while sampled", True), ("samples", True)):
+                       ("cProfile", True), ("while sampled", True), ("samples", True), ("counted", True)):
         profiling.add_column(col, justify="right" if right else "left")
     for label, r in run.results.items():
         if r.error or r.profile is None:
@@ -140,8 +177,10 @@ def print_summary(a: Analysis, console: Console) -> None:
             f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
             f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
             f"{s.analysed_samples} at {s.rate_hz} Hz" if s else "-",
+            counted_time(prof),
         )
     show(console, profiling)
+    print_counts(run, console)
 
     for unlike in a.unlike:
         say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
@@ -242,10 +281,10 @@ def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> 
     show(console, table)
 
 
-def print_count_diff(d: "countdiff.CountDiff | None", console: Console) -> None:
+def print_count_diff(d: "countdiff.CountDiff | None", console: Console, label: str = "") -> None:
     lines = countdiff.lines(d)
     if lines:
-        say(console, f"per step, counted (exact, {d.head} - {d.base}):")
+        say(console, f"{fmt.visible(label) + ': ' if label else ''}per step, counted (exact, {d.head} - {d.base}):")
         for line in lines:
             say(console, f"  {line}")
 

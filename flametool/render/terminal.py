@@ -164,7 +164,7 @@ def print_summary(a: Analysis, console: Console) -> None:
 
     profiling = titled("profiled loops (each case alone, at the sampled shape)")
     for col, right in (("case", False), ("sampled at", False), ("paired", True), ("alone", True),
-                       ("cProfile", True), ("while sampled", True), ("samples", True), ("counted", True)):
+                       ("cProfile", True), ("counted", True), ("while sampled", True), ("samples", True)):
         profiling.add_column(col, justify="right" if right else "left")
     for label, r in run.results.items():
         if r.error or r.profile is None:
@@ -175,9 +175,9 @@ def print_summary(a: Analysis, console: Console) -> None:
             text((label)), text(fmt.op_shape(op, r.sample_shape)), fmt.us(at.cpu_us if at else None),
             fmt.us(prof.own_us_per_call),
             f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
+            counted_time(prof),
             f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
             f"{s.analysed_samples} at {s.rate_hz} Hz" if s else "-",
-            counted_time(prof),
         )
     show(console, profiling)
     print_counts(run, console)

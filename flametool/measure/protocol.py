@@ -13,8 +13,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Union
 
-from .cases import CaseSpec
-from .record import DeviceInfo, Loops, Operands
+from ..workload.cases import CaseSpec
+from ..run.record import DeviceInfo, Loops, Operands
 
 
 def _shape(value: Any) -> list[int]:

@@ -19,8 +19,8 @@ import statistics
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
-from .cases import default_pairs
-from .errors import RunDirError
+from ..workload.cases import default_pairs
+from ..errors import RunDirError
 
 SCHEMA = 2
 # compare: each case at one shape, timed, profiled and sampled; sweep: each case timed at a list of sizes

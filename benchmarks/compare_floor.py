@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from flametool import rundir  # noqa: E402
-from flametool.record import Run, Timing  # noqa: E402
+from flametool.run import rundir  # noqa: E402
+from flametool.run.record import Run, Timing  # noqa: E402
 
 TARGET = 1.3
 

@@ -18,7 +18,7 @@ import sys
 import time
 
 from flametool import cases, ops
-from flametool.counts import Counts, count_words
+from flametool.run.counts import Counts, count_words
 from flametool.measure import counting
 
 STEPS = 64

@@ -31,8 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from flametool import rundir  # noqa: E402
-from flametool.analyse import analysis, stats  # noqa: E402
+from flametool.run import rundir  # noqa: E402
+from flametool.analyse import dispatch
+from flametool.run import stats  # noqa: E402
 
 PLANTED = {"b3": 3.0, "b1": 1.0}
 
@@ -173,7 +174,7 @@ def main() -> int:
     ratios: dict[str, list[float]] = {n: [] for n in PLANTED}
     for i, run in enumerate(runs, 1):
         record = rundir.load(run)
-        for pair in analysis.analyse(run, record).pairs:
+        for pair in dispatch.analyse(run, record).pairs:
             case, _, env = pair.head.rpartition("@")
             f = pair.anchored
             lo, hi = f.diff_interval.low, f.diff_interval.high

@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import timing_vs_seed  # noqa: E402  (puts the checkout first on sys.path)
 
-from flametool.analyse import analysis, attribution  # noqa: E402
+from flametool.analyse import attribution, dispatch  # noqa: E402
 
 
 def main() -> None:
@@ -37,7 +37,7 @@ def main() -> None:
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             sys.exit(f"flametool compare failed:\n{proc.stderr[-2000:]}")
-        analysed = analysis.analyse_dir(out)  # run.json holds the loops; the closure is computed from them and the stacks
+        analysed = dispatch.analyse_dir(out)  # run.json holds the loops; the closure is computed from them and the stacks
     print("sampling perturbation and closure (flametool compare, default sampling):")
     num = lambda v, f: format(v, f) if v is not None else "n/a"  # noqa: E731
     for label, r in analysed.run.results.items():

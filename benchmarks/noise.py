@@ -30,10 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from flametool import rundir  # noqa: E402
-from flametool.analyse import stats  # noqa: E402
-from flametool.analyse.stats import t975  # noqa: E402
-from flametool.record import Loops, Timing  # noqa: E402
+from flametool.run import rundir  # noqa: E402
+from flametool.run import stats  # noqa: E402
+from flametool.run.stats import t975  # noqa: E402
+from flametool.run.record import Loops, Timing  # noqa: E402
 
 
 def spread(base, head, fraction: float) -> tuple[float, float, float, float]:

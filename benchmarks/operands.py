@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from flametool import cases  # noqa: E402
+from flametool.workload import cases  # noqa: E402
 from flametool.measure import child  # noqa: E402
 
 DTYPE = "float16"

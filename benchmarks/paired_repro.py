@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from flametool.analyse import analysis  # noqa: E402
+from flametool.analyse import dispatch  # noqa: E402
 
 
 def run_once(cmd: list[str], i: int):
@@ -28,7 +28,7 @@ def run_once(cmd: list[str], i: int):
     wall = time.monotonic() - t0
     if proc.returncode != 0:
         sys.exit(f"run {i + 1} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    a = analysis.analyse_dir(cmd[cmd.index("--out") + 1])
+    a = dispatch.analyse_dir(cmd[cmd.index("--out") + 1])
     return a, a.pairs[0].headline, wall
 
 

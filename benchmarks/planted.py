@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from flametool.analyse import analysis  # noqa: E402
+from flametool.analyse import dispatch  # noqa: E402
 
 CASES = ROOT / "benchmarks" / "cases" / "planted.py"
 PLANTED = {"planted_5us": ("planted_wait_5us", 5.0), "planted_20us": ("planted_wait_20us", 20.0)}
@@ -49,7 +49,7 @@ def main() -> None:
         wall = time.monotonic() - t0
         if proc.returncode != 0:
             sys.exit(f"flametool compare failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-        a = analysis.analyse_dir(out)
+        a = dispatch.analyse_dir(out)
     print(f"planted busy-waits, {args.device}, {shape} {dtype}; flametool compare took {wall:.0f} s")
     worst = 0.0
     for pair in a.pairs:

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from flametool.analyse import analysis  # noqa: E402
+from flametool.analyse import dispatch  # noqa: E402
 from flametool.render import html as report  # noqa: E402
 
 SAMPLES_TARGET = 1.0  # seconds, `flametool report` of each samples/ run in a fresh process
@@ -60,7 +60,7 @@ def timed(run: Path, repeat: int, out: Path) -> tuple[list[float], float, str]:
     times = []
     for _ in range(max(repeat, 1)):
         t0 = time.perf_counter()
-        html = report.render(analysis.analyse_dir(run))
+        html = report.render(dispatch.analyse_dir(run))
         times.append(time.perf_counter() - t0)
     walls = []
     for _ in range(COMMANDS):

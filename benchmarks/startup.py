@@ -63,8 +63,8 @@ def main() -> int:
     shape = [int(x) for x in args.shape.split(",")] if args.shape else []
 
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import flametool.cli"], cwd=ROOT, check=True)
-    print(f"parent: python -c 'import flametool.cli': {time.perf_counter() - t:.2f} s")
+    subprocess.run([sys.executable, "-c", "import flametool.commands.main"], cwd=ROOT, check=True)
+    print(f"parent: python -c 'import flametool.commands.main': {time.perf_counter() - t:.2f} s")
     t = time.perf_counter()
     from flametool.measure import envinfo, sampler
     envinfo.collect("cuda")

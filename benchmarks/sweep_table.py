@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rich.console import Console  # noqa: E402
 
-from flametool.analyse import stats  # noqa: E402
-from flametool.record import Run  # noqa: E402
+from flametool.run import stats  # noqa: E402
+from flametool.run.record import Run  # noqa: E402
 from flametool.render import sweep_page, terminal  # noqa: E402
 from flametool.analyse.sweep import PairPoint, Point, SweepAnalysis, SweepPair  # noqa: E402
 

@@ -31,8 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from flametool.measure import childproc, runner  # noqa: E402
-from flametool.config import defaults  # noqa: E402
+from flametool.measure import childproc  # noqa: E402
+from flametool.measure.config import defaults  # noqa: E402
 
 PLAIN = {
     "cupy": """

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from flametool import values  # noqa: E402
+from flametool.workload import values  # noqa: E402
 
 SEED_VALUES = 65536 * 24576 + 24576 * 12288
 

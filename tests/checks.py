@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flametool import cli
+from flametool.commands import main
 
 
 def error_of(err: str, progress_first: bool = False) -> str:
@@ -22,7 +22,7 @@ def one_line_error(capsys, argv: list[str], code: int = 2, progress_first: bool 
                    quiet_stdout: bool = False) -> str:
     """Run the command line `argv` in process: it exits `code` and says one line (error_of); with
     `quiet_stdout`, nothing on standard output."""
-    rc = cli.main(argv)
+    rc = main.main(argv)
     captured = capsys.readouterr()
     assert rc == code, captured.err
     if quiet_stdout:

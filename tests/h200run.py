@@ -12,8 +12,8 @@ import gzip
 import json
 from pathlib import Path
 
-from flametool import rundir
-from flametool.record import DeviceInfo, Group
+from flametool.run import rundir
+from flametool.run.record import DeviceInfo, Group
 from runbuild import case_result, new_run
 
 DATA = Path(__file__).parent / "data"

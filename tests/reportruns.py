@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flametool import rundir
+from flametool.run import rundir
 from h200run import make_h200_run
 from runbuild import make_run
 

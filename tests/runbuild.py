@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flametool import rundir
-from flametool.record import CaseResult, Group, Loops, ProfileProcess, Run, Sampling, Timing
+from flametool.run import rundir
+from flametool.run.record import CaseResult, Group, Loops, ProfileProcess, Run, Sampling, Timing
 
 
 def new_run(config: dict | None = None, env: dict | None = None) -> Run:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as hs
 
-from flametool import folded
+from flametool.run import folded
 from flametool.analyse import attribution as at
 from flametool.analyse import naming
 

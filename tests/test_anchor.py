@@ -11,9 +11,11 @@ import statistics
 import pytest
 
 from checks import one_line_error
-from flametool.analyse import analysis, stats
-from flametool import cli, rundir
-from flametool.record import Group, Loops, Timing
+from flametool.analyse import analysis, dispatch
+from flametool.run import stats
+from flametool.commands import main
+from flametool.run import rundir
+from flametool.run.record import Group, Loops, Timing
 from runbuild import case_result, new_run
 
 # per-process speeds of a host: they multiply every case in a process alike
@@ -149,7 +151,7 @@ def slower_host(tmp_path):
 
 def test_diff_leads_with_the_anchored_change(slower_host, capsys):
     a, b = slower_host
-    assert cli.main(["diff", str(a), str(b), "--case", "cupy", "--fail-above", "5"]) == 0
+    assert main.main(["diff", str(a), str(b), "--case", "cupy", "--fail-above", "5"]) == 0
     out = capsys.readouterr().out
     lines = [l for l in out.replace("\n", " ").split("  ") if l]
     text = " ".join(lines)
@@ -178,7 +180,7 @@ def test_diff_without_an_anchor_says_so(tmp_path, capsys):
     (tmp_path / "a").mkdir()
     rundir.save(tmp_path / "a", run)
     b = saved_run(tmp_path / "b", 17.0 * 1.38, 11.0 * 1.38)
-    assert cli.main(["diff", str(tmp_path / "a"), str(b), "--case", "cupy"]) == 0
+    assert main.main(["diff", str(tmp_path / "a"), str(b), "--case", "cupy"]) == 0
     out = capsys.readouterr().out.replace("\n", " ")
     assert "no anchor: no other case was timed beside cupy in both runs" in out and "absolute (not anchored)" in out
     assert "--anchor 'torch': not a case timed beside 'cupy' in RUN_A" in one_line_error(
@@ -197,7 +199,7 @@ def test_one_figure_in_the_headline_the_table_and_the_layers(tmp_path):
         (tmp_path / f"{label}.folded").write_text(folded)
     run.complete = True
     rundir.save(tmp_path, run)
-    x = analysis.analyse_dir(tmp_path)
+    x = dispatch.analyse_dir(tmp_path)
     (p,) = x.pairs
     head = p.headline
     assert head.diff_us == pytest.approx(x.timings["b"].cpu_us - x.timings["a"].cpu_us)
@@ -229,7 +231,7 @@ def test_a_diff_of_two_runs_shows_b_s_layers_at_a_s_speed(tmp_path, capsys):
     assert f.at_us == pytest.approx(f.absolute.base_us * math.sqrt(1.38), rel=0.02)
     assert d.delta_us_per_call == pytest.approx(f.diff_us) and abs(d.delta_us_per_call) < 0.02 * 17
     assert sum(r.delta_us_per_call for r in d.layers) == pytest.approx(d.delta_us_per_call)
-    assert cli.main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--case", "cupy"]) == 0
+    assert main.main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--case", "cupy"]) == 0
     out = capsys.readouterr().out.replace("\n", " ")
     assert re.search(r"both at the common speed of their 6 \+ 6 processes: A 20\.\d\d us \(17\.\d\d in its own\), B 20\.\d\d us "
                      r"x 1\.01\d relative to torch = 2\d\.\d\d us per call \(2\d\.\d\d in its own\)", out), out

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from flametool.analyse import analysis, atlas, stats
-from flametool import cli, rundir
+from flametool.analyse import atlas, dispatch
+from flametool.run import stats
+from flametool.commands import main
+from flametool.run import rundir
 from flametool.analyse.atlas import AtlasAnalysis, AtlasCell
 from checks import error_of
 
@@ -44,7 +46,7 @@ def test_each_op_run_records_its_op_operands_and_all_thread_time(atlas_run):
         assert all(p.all_threads_us for p in r.timing.processes)  # every loop's all-thread CPU time is kept
     assert run.results["numpy"].factory == "flametool.cases:numpy_add"
     # the user's case reads values of its own, and the fairness list says so
-    assert analysis.analyse_dir(out / "add").unlike and run.results["numpy"].operands[0].shape == [4096]
+    assert dispatch.analyse_dir(out / "add").unlike and run.results["numpy"].operands[0].shape == [4096]
     assert rundir.load(out / "copy").results["add_one"].shape == [64, 64]  # the user's factory got the op's shape
     assert "add 4096" in (out / "add" / "report.html").read_text()  # the op beside the shape
 
@@ -66,12 +68,12 @@ def test_an_atlas_holds_one_compare_run_per_op(atlas_run):
 
 def test_the_analysis_is_each_op_paired_against_its_fastest(atlas_run):
     out, _ = atlas_run
-    a = analysis.analyse_dir(out)
+    a = dispatch.analyse_dir(out)
     assert isinstance(a, AtlasAnalysis) and a.libraries == ["numpy", "add_one"]
     for row in a.rows:
         sub = rundir.load(out / row.dir)
         # each library's host time is the one compare gives it in the op's own run (pooled in its processes)
-        pooled = {l: t.cpu_us for l, t in analysis.analyse_dir(out / row.dir).sample_timings.items()}
+        pooled = {l: t.cpu_us for l, t in dispatch.analyse_dir(out / row.dir).sample_timings.items()}
         assert row.fastest == min(pooled, key=pooled.get)
         slower = next(l for l in pooled if l != row.fastest)
         c = row.cells[slower]
@@ -142,11 +144,11 @@ def test_the_layer_that_differs_most_is_the_largest_difference_either_way():
 def test_bad_ops_and_an_atlas_given_to_diff_are_one_line(capsys, atlas_run, tmp_path):
     for argv, said in ((["atlas", "--ops", "add,nope"], "--ops"), (["atlas", "--ops", "add,add"], "each op once"),
                        (["atlas", "--pair", "numpy:torch"], "atlas --pair")):
-        assert cli.main(argv + ["--out", str(tmp_path / "x")]) == 2
+        assert main.main(argv + ["--out", str(tmp_path / "x")]) == 2
         assert said in error_of(capsys.readouterr().err, progress_first=True)
         assert not (tmp_path / "x").exists()
     out, _ = atlas_run
-    assert cli.main(["diff", str(out), "--base", "numpy", "--head", "add_one"]) == 2
+    assert main.main(["diff", str(out), "--base", "numpy", "--head", "add_one"]) == 2
     assert "an atlas" in error_of(capsys.readouterr().err)
 
 
@@ -176,7 +178,7 @@ def test_a_stopped_atlas_shows_what_finished_and_says_what_did_not(atlas_run, tm
     data["complete"] = False
     data["parts"].append({"op": "fft", "dir": "fft", "error": None})  # the op it was stopped before
     (copy / "run.json").write_text(json.dumps(data))
-    a = analysis.analyse_dir(copy)
+    a = dispatch.analyse_dir(copy)
     assert [r.error for r in a.rows] == [None, None, "not measured: the atlas stopped before this op"]
     text = render.get("terminal")(Options(width=160)).render(a)
     assert "not measured: the atlas stopped before this op" in text and "incomplete" in text

@@ -16,7 +16,7 @@ from flametool.analyse import diff as df
 from flametool.analyse import flamegraph as flame
 from flametool.analyse import layers as ly
 from flametool.analyse import nodetree
-from flametool import folded
+from flametool.run import folded
 from flametool.analyse import naming
 from flametool.errors import RunDirError
 from runbuild import make_run
@@ -121,7 +121,7 @@ def test_the_hottest_frame_comes_first_with_its_layer_and_samples():
 
 def test_load_profile_reads_the_run_directory(tmp_path):
     run = make_run(tmp_path / "run", {"a": (FOLDED, 10.0, 1)})
-    from flametool import rundir
+    from flametool.run import rundir
 
     p = at.load_profile(run, rundir.load(run), "a")
     assert p.samples == 10 and p.us_per_call == 10.0
@@ -130,7 +130,7 @@ def test_load_profile_reads_the_run_directory(tmp_path):
 
 
 def test_a_truncated_folded_file_fails_closure(tmp_path):
-    from flametool import rundir
+    from flametool.run import rundir
 
     run = make_run(tmp_path / "run", {"a": (FOLDED, 10.0, 1)})
     (run / "a.folded").write_text(FOLDED.splitlines()[0] + "\n")  # 6 of the 9 kept samples remain
@@ -141,7 +141,7 @@ def test_a_truncated_folded_file_fails_closure(tmp_path):
 
 def test_garbage_folded_is_a_run_dir_error(tmp_path):
     run = make_run(tmp_path / "run", {"a": ("this is not folded\n", 10.0, 0)})
-    from flametool import rundir
+    from flametool.run import rundir
 
     with pytest.raises(RunDirError, match="a.folded: line 1"):
         at.load_profile(run, rundir.load(run), "a")
@@ -201,8 +201,6 @@ def test_h200_hot_frames_name_cupy_functions(h200):
 
 
 # --- properties: whatever the stacks, the figures add up ---------------------------------------------------
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as hs  # noqa: E402
 
 POOL = ["s (case.py:1)", "f (lib/m.py:3)", "matmul (_routines_linalg.cpp:22480)", "Py_DECREF (object.h:706)",
         "0x1 (libcublasLt.so.13)", "0x2 (libcublasLt.so.13)", "cublasGemmEx (libcublas.so.13)", "malloc (libc.so.6)",

@@ -12,12 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
-from flametool import cli, rundir
+from flametool.commands import main
+from flametool.run import rundir
 from reportruns import hostile_run
 from runbuild import snapshot
 
 COMMANDS = [c for c in ("diff", "export", "report", "snakeviz")
-            if c in cli.build_parser()._subparsers._group_actions[0].choices]
+            if c in main.build_parser()._subparsers._group_actions[0].choices]
 
 
 def argv(command: str, run: Path, good: Path) -> list[str]:
@@ -110,10 +111,10 @@ def test_bad_run_directory(tmp_path, good, capsys, monkeypatch, command, fault):
     spoil(run)
     before = snapshot(run) if run.is_dir() else run.read_bytes() if run.exists() else None
     if command == "snakeviz":  # a run it can serve would block the test: serving is not what is tested here
-        from flametool import drilldown
+        from flametool.commands import drilldown
 
         monkeypatch.setattr(drilldown, "serve", lambda *a: 0)
-    code = cli.main(argv(command, run, good))
+    code = main.main(argv(command, run, good))
     captured = capsys.readouterr()
     after = snapshot(run) if run.is_dir() else run.read_bytes() if run.exists() else None
     assert after == before, "the command changed the run directory"
@@ -155,7 +156,7 @@ def test_any_value_in_run_json_is_an_error_or_a_result(tmp_path_factory, capsys,
     _edit_json(run, lambda d: _set(d["results"]["alpha"], field, value))
     before = snapshot(run)
     args = argv(command, run, good) + (["-o", str(tmp_path_factory.mktemp("out") / "r.html")] if command == "report" else [])
-    code = cli.main(args)
+    code = main.main(args)
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert code in (0, 1, 2), err

@@ -5,12 +5,13 @@ import io
 import numpy as np
 from rich.console import Console
 
-from flametool.analyse import analysis
-from flametool import cases, rundir
+from flametool.analyse import analysis, dispatch
+from flametool.workload import cases
+from flametool.run import rundir
 from flametool.measure import child
-from flametool.cases import CaseSpec
-from flametool.protocol import JobCase
-from flametool.record import Operands
+from flametool.workload.cases import CaseSpec
+from flametool.measure.protocol import JobCase
+from flametool.run.record import Operands
 from flametool.render import html as report
 from flametool.render import terminal
 from runbuild import make_run
@@ -71,17 +72,17 @@ def test_unlike_operands_are_flagged_in_the_terminal_and_the_report(tmp_path):
     found = analysis.unlike_operands(rundir.load(out))
     assert len(found) == 1 and set(found[0].cases) == {"numpy", "mine", "same"}
     buffer = io.StringIO()
-    terminal.print_summary(analysis.analyse_dir(out), Console(file=buffer, width=300, color_system=None))
+    terminal.print_summary(dispatch.analyse_dir(out), Console(file=buffer, width=300, color_system=None))
     printed = buffer.getvalue()
     assert "operands differ: at 64,64,64 float32 the cases multiply different values" in printed
     assert "mine bbbbbbbbbbbb (step.operands of the case)" in printed
-    caveats = [c for c in report.build(analysis.analyse_dir(out)).warnings if c.kind == "operands differ"]
+    caveats = [c for c in report.build(dispatch.analyse_dir(out)).warnings if c.kind == "operands differ"]
     assert len(caveats) == 1 and "numpy aaaaaaaaaaaa" in caveats[0].text
     # the same bytes everywhere (or no fingerprints, as in runs before them): nothing to flag
     run.results["mine"].operands = run.results["numpy"].operands
     rundir.save(out, run)
     assert analysis.unlike_operands(rundir.load(out)) == []
-    assert not [c for c in report.build(analysis.analyse_dir(out)).warnings if c.kind == "operands differ"]
+    assert not [c for c in report.build(dispatch.analyse_dir(out)).warnings if c.kind == "operands differ"]
 
 
 def test_operands_that_cannot_be_hashed_leave_the_case_built(capsys):

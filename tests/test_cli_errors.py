@@ -6,7 +6,7 @@ import pytest
 
 import checks
 
-from flametool import cli as cli_module
+from flametool.commands import main, options
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
 
@@ -52,7 +52,7 @@ def test_factory_that_raises(capsys, tmp_path):
                                    "--processes", "1", "--case", f"{CASES}:raising_case", "--out", str(out)], code=1)
     assert "raising_case" in line and "ValueError: this factory refuses to build" in line
     # numpy's timing (beside it, then without it) is kept
-    from flametool import rundir
+    from flametool.run import rundir
 
     data = rundir.load(out)
     assert data.complete is False
@@ -69,7 +69,7 @@ def test_a_later_process_that_fails_keeps_the_first(capsys, tmp_path, monkeypatc
                                    "--processes", "3", "--case", f"{CASES}:fails_after_first", "--out", str(out)],
                           code=1)
     assert "process 2 of 3" in line and "build 2 refused" in line
-    from flametool import rundir
+    from flametool.run import rundir
 
     data = rundir.load(out)
     r = data.results["fails_after_first"]
@@ -88,11 +88,11 @@ def test_factory_that_returns_the_wrong_thing(capsys, tmp_path):
 
 def test_keep_going_runs_the_other_cases(capsys, tmp_path):
     out = tmp_path / "run"
-    rc = cli_module.main(["compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1",
+    rc = main.main(["compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1",
                           "--processes", "1", "--case", f"{CASES}:raising_case", "--case", f"{CASES}:add_case",
                           "--keep-going", "--out", str(out)])
     assert rc == 1
-    from flametool import rundir
+    from flametool.run import rundir
 
     data = rundir.load(out)
     assert data.complete is True
@@ -103,9 +103,9 @@ def test_keep_going_runs_the_other_cases(capsys, tmp_path):
 
 
 def test_parse_dtypes():
-    assert cli_module.parse_dtypes("float16", ["cupy", "torch"]) == {"cupy": "float16", "torch": "float16"}
-    assert cli_module.parse_dtypes("cupy=float16,torch=bfloat16", ["cupy", "torch"]) == {"cupy": "float16", "torch": "bfloat16"}
-    assert cli_module.parse_dtypes("float32,torch=float16", ["numpy", "torch"]) == {"numpy": "float32", "torch": "float16"}
+    assert options.parse_dtypes("float16", ["cupy", "torch"]) == {"cupy": "float16", "torch": "float16"}
+    assert options.parse_dtypes("cupy=float16,torch=bfloat16", ["cupy", "torch"]) == {"cupy": "float16", "torch": "bfloat16"}
+    assert options.parse_dtypes("float32,torch=float16", ["numpy", "torch"]) == {"numpy": "float32", "torch": "float16"}
 
 
 @pytest.mark.parametrize("command", ["", "compare", "sweep", "diff", "export", "report", "snakeviz"])

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from flametool.analyse import analysis
-from flametool.measure import child, childproc, runner
-from flametool import folded, rundir
-from flametool.config import CPU
+from flametool.analyse import dispatch
+from flametool.measure import child, childproc
+from flametool.run import folded, rundir
+from flametool.measure.config import CPU
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
 PROCESSES, REPEATS = 2, 2
@@ -95,7 +95,7 @@ def test_timing_is_paired_and_interleaved(run):
         rounds = interleaved_rounds(data.results, labels, i)
         assert rounds == [child.round_order(labels, r) for r in range(len(rounds))]
     assert child.round_order(["a", "b"], 0) == ["a", "b"] and child.round_order(["a", "b"], 1) == ["b", "a"]
-    a = analysis.analyse_dir(out)
+    a = dispatch.analyse_dir(out)
     (pair,) = a.pairs
     assert (pair.base, pair.head) == ("numpy", "torch")
     f = pair.timing
@@ -123,7 +123,7 @@ def test_isolate_times_each_case_in_processes_of_its_own(cli, tmp_path):
         # alone in each of its processes: its loops are that process's whole sequence
         assert len(r.timing.processes) == 2
         assert all(p.slots == list(range(rounds_of([p]))) for p in r.timing.processes)
-    (pair,) = analysis.analyse_dir(out).pairs
+    (pair,) = dispatch.analyse_dir(out).pairs
     assert pair.timing.paired is False and pair.timing.per_process_ratio == [] and pair.timing.ratio > 0
     assert "not paired: each case in processes of its own" in proc.stdout.replace("\n", "")
     assert "paired over" not in proc.stdout
@@ -162,7 +162,7 @@ def test_processes_pool_the_timed_loops(cli, tmp_path):
     # each process's own median is kept, the first among them
     assert r.timing.process_medians[0] == statistics.median(r.timing.processes[0].cpu_us)
     assert len(r.timing.process_medians) == 3
-    t = analysis.analyse_dir(out).timings["numpy"]
+    t = dispatch.analyse_dir(out).timings["numpy"]
     # the analysis's figure is pooled over the processes (stats.pooled): a case alone, the median process's
     assert t.processes == 3 and t.loops == r.timing.cpu_loops and t.cpu_us == statistics.median(r.timing.process_medians)
     assert t.interval is not None and "over 3 processes" in t.interval.method

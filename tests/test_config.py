@@ -2,13 +2,14 @@
 
 from pathlib import Path
 
-from flametool import cli, config, protocol
-from flametool.config import CPU, CUDA, Config
+from flametool.commands import main, options, settings
+from flametool.measure import config, protocol
+from flametool.measure.config import CPU, CUDA, Config
 
 
 def parsed(*argv: str) -> Config:
-    args = cli.build_parser().parse_args(["compare", "--device", "cpu", "--out", "run", *argv])
-    return cli.compare_config(args, lambda text: None)
+    args = main.build_parser().parse_args(["compare", "--device", "cpu", "--out", "run", *argv])
+    return settings.compare_config(args, lambda text: None)
 
 
 def test_the_command_line_takes_the_cpu_defaults():
@@ -46,4 +47,4 @@ def test_the_devices_differ_where_they_should():
     assert CUDA.rate_hz < CPU.rate_hz and CUDA.sample_seconds > CPU.sample_seconds
     assert CUDA.spares and not CPU.spares
     assert list(CUDA.sweep_sizes[-1]) == config.SEED_SHAPE
-    assert cli.default_sizes("cpu") == [list(s) for s in CPU.sweep_sizes]
+    assert options.default_sizes("cpu") == [list(s) for s in CPU.sweep_sizes]

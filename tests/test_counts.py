@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flametool import rundir
-from flametool.analyse import analysis, countdiff
-from flametool.counts import Counts, Tally, fraction_text, parse_fraction
+from flametool.run import rundir
+from flametool.analyse import analysis, countdiff, dispatch
+from flametool.run.counts import Counts, Tally, fraction_text, parse_fraction
 from flametool.measure import counting
 
 CASES = Path(__file__).parent / "cases" / "env_cases.py"
@@ -122,7 +122,7 @@ def env_run(cli, tmp_path_factory, env_b):
 
 
 def test_one_numpy_call_more_in_b_is_plus_one_per_step(cli, env_run):
-    a = analysis.analyse_dir(env_run)
+    a = dispatch.analyse_dir(env_run)
     (pair,) = [p for p in a.pairs if (p.base, p.head) == ("numpy@a", "numpy@b")]
     changed = {(r.kind, r.name): r.delta for r in pair.counts.changed}
     assert changed == {("python", "numpy.zeros"): 1, ("python", "sitecustomize.matmul"): 1}

@@ -5,9 +5,9 @@ import pytest
 from checks import one_line_error
 
 from flametool.analyse import attribution as at
-from flametool import cli
+from flametool.commands import main
 from flametool.analyse import diff
-from flametool import folded
+from flametool.run import folded
 from runbuild import make_run, snapshot
 
 # base: 6 samples at 6 us per call; head: 8 samples at 8 us per call -> 1 us per sample on both sides
@@ -98,7 +98,7 @@ def runs(tmp_path):
 def test_diff_runs_passes_under_the_threshold(capsys, runs):
     a, b = runs
     before = snapshot(a), snapshot(b)
-    assert cli.main(["diff", str(a), str(b), "--fail-above", "50"]) == 0
+    assert main.main(["diff", str(a), str(b), "--fail-above", "50"]) == 0
     out = capsys.readouterr().out
     assert "numpy" in out and "planted" in out
     assert (snapshot(a), snapshot(b)) == before  # diff writes nothing
@@ -112,7 +112,7 @@ def test_diff_runs_fails_above_the_threshold_with_exit_3(capsys, runs):
 
 def test_diff_runs_faster_never_fails(capsys, runs):
     a, b = runs
-    assert cli.main(["diff", str(b), str(a), "--fail-above", "0"]) == 0
+    assert main.main(["diff", str(b), str(a), "--fail-above", "0"]) == 0
 
 
 @pytest.mark.parametrize("args, words", [

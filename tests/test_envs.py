@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from checks import one_line_error
-from flametool.analyse import analysis
-from flametool import rundir
+from flametool.analyse import analysis, dispatch
+from flametool.run import rundir
 
 # a planted cost measured to within its interval: a second worker beside it moves the figure it checks
 pytestmark = pytest.mark.serial
@@ -90,7 +89,7 @@ def env_run(cli, tmp_path_factory, env_b):
 
 def test_the_planted_cost_is_found_within_its_interval(env_run):
     out, proc, planted = env_run
-    a = analysis.analyse_dir(out)
+    a = dispatch.analyse_dir(out)
     (pair,) = a.pairs
     assert (pair.base, pair.head) == ("numpy@a", "numpy@b")
     f = pair.anchored
@@ -114,7 +113,7 @@ def test_the_planted_cost_is_found_within_its_interval(env_run):
 
 def test_the_pair_s_layers_and_frames_come_from_each_environment_s_samples(env_run):
     out, proc, _ = env_run
-    a = analysis.analyse_dir(out)
+    a = dispatch.analyse_dir(out)
     (pair,) = a.pairs
     d = pair.diff
     assert d is not None and (d.base, d.head) == ("numpy@a", "numpy@b")
@@ -172,9 +171,9 @@ def test_the_environments_take_turns(env_run):
 
 
 def test_the_default_anchor_has_one_version_everywhere():
-    from flametool import cases
+    from flametool.workload import cases
     from flametool.measure import environments
-    from flametool.record import Environment
+    from flametool.run.record import Environment
 
     specs = [cases.builtin("cupy"), cases.builtin("torch"), cases.builtin("cublas")]
     env = lambda name, cupy: Environment(name, "python", versions={"cupy": cupy, "torch": "2.11.0"})  # noqa: E731
@@ -250,15 +249,15 @@ def test_git_describe_of_a_library_imported_from_a_checkout(tmp_path):
 
 
 def test_environments_may_take_more_processes_until_the_anchored_ratio_settles(tmp_path):
-    from flametool import cli
-    from flametool.config import CPU
+    from flametool.commands import main, settings
+    from flametool.measure.config import CPU
 
     argv = ["compare", "--device", "cpu", "--libs", "numpy,torch", "--env", f"a={sys.executable}",
             "--env", f"b={sys.executable}", "--out", str(tmp_path / "r")]
-    config = cli.compare_config(cli.build_parser().parse_args(argv), lambda text: None)
+    config = settings.compare_config(main.build_parser().parse_args(argv), lambda text: None)
     assert (config.processes, config.max_processes) == (CPU.processes, CPU.env_max_processes)
     assert config.extra_seconds == 2 * CPU.extra_seconds  # each step is a process in each environment
-    given = cli.compare_config(cli.build_parser().parse_args([*argv, "--processes", "4"]), lambda text: None)
+    given = settings.compare_config(main.build_parser().parse_args([*argv, "--processes", "4"]), lambda text: None)
     assert given.processes == given.max_processes == 4
-    plain = cli.compare_config(cli.build_parser().parse_args(argv[:5] + argv[9:]), lambda text: None)
+    plain = settings.compare_config(main.build_parser().parse_args(argv[:5] + argv[9:]), lambda text: None)
     assert (plain.max_processes, plain.extra_seconds) == (CPU.max_processes, CPU.extra_seconds)

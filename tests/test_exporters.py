@@ -6,9 +6,9 @@ import pytest
 
 from checks import one_line_error
 
-from flametool import cli
+from flametool.commands import main
 from flametool.render import speedscope as exporters
-from flametool import folded
+from flametool.run import folded
 from flametool.analyse import naming
 from flametool.errors import FlametoolError
 from runbuild import make_run, snapshot
@@ -29,7 +29,7 @@ def run(tmp_path):
 def test_speedscope_file(run, tmp_path, capsys):
     before = snapshot(run)
     out = tmp_path / "profile.speedscope.json"
-    assert cli.main(["export", str(run), "--format", "speedscope", "-o", str(out)]) == 0
+    assert main.main(["export", str(run), "--format", "speedscope", "-o", str(out)]) == 0
     assert snapshot(run) == before
     doc = json.loads(out.read_text())
     exporters.check_speedscope(doc)  # the schema's required fields, on what was written
@@ -61,7 +61,7 @@ def test_check_speedscope_catches_missing_fields():
 
 
 def test_folded_to_stdout_all_cases(run, capsys):
-    assert cli.main(["export", str(run), "--format", "folded"]) == 0
+    assert main.main(["export", str(run), "--format", "folded"]) == 0
     text = capsys.readouterr().out
     stacks = folded.parse(text)
     assert sum(s.count for s in stacks) == 9 + 1 + 5
@@ -70,7 +70,7 @@ def test_folded_to_stdout_all_cases(run, capsys):
 
 
 def test_folded_one_case(run, capsys):
-    assert cli.main(["export", str(run), "--format", "folded", "--case", "torch"]) == 0
+    assert main.main(["export", str(run), "--format", "folded", "--case", "torch"]) == 0
     stacks = folded.parse(capsys.readouterr().out)
     assert stacks == [folded.Stack(("flametool.cases.torch_mm.<locals>.step", "torch::autograd::THPVariable_mm (libtorch_python.so)",
                                 "at::_ops::mm_out::call (libtorch_cpu.so)"), 5)]
@@ -101,9 +101,9 @@ def test_export_unwritable_output(run, capsys, tmp_path):
 
 def test_folded_line_level_view(tmp_path, capsys):
     run = make_run(tmp_path / "run", {"a": ("s (m.py:1);f (lib/k.py:10) 2\ns (m.py:1);f (lib/k.py:12) 1\n", 3.0, 0)})
-    assert cli.main(["export", str(run), "--format", "folded", "--lines"]) == 0
+    assert main.main(["export", str(run), "--format", "folded", "--lines"]) == 0
     assert {s.frames for s in folded.parse(capsys.readouterr().out)} == {("m.s:1", "lib.k.f:10"), ("m.s:1", "lib.k.f:12")}
-    assert cli.main(["export", str(run), "--format", "folded"]) == 0
+    assert main.main(["export", str(run), "--format", "folded"]) == 0
     assert folded.parse(capsys.readouterr().out) == [folded.Stack(("m.s", "lib.k.f"), 3)]
 
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from flametool.analyse import analysis
-from flametool import folded, rundir
-from flametool.measure import sampler
+from flametool.analyse import dispatch
+from flametool.run import folded, rundir
+from flametool.run import perturbation
 from runbuild import real_compare
 
 pytestmark = pytest.mark.gpu
@@ -33,7 +33,7 @@ def test_cuda_cases_measure_host_and_device(gpu_run):
     # both libraries built in each process, their loops interleaved: the ratio is paired
     (group,) = data.groups
     assert group.cases == ["cupy", "torch"] and group.paired and group.processes == 2
-    (pair,) = analysis.analyse_dir(out).pairs
+    (pair,) = dispatch.analyse_dir(out).pairs
     assert pair.timing.paired and pair.timing.units == 2 and pair.timing.ratio > 0
 
 
@@ -67,7 +67,7 @@ def test_builtin_gpu_cases_compute_the_product(label):
     """Each CUDA case, floors included, really computes out = a @ b (float32, so the check is tight)."""
     import numpy as np
 
-    from flametool import cases
+    from flametool.workload import cases
 
     factory = getattr(cases, cases.BUILTIN[label].factory)
     step, sync = factory(96, 64, 32, "float32", "cuda:0")
@@ -96,7 +96,7 @@ def test_floors_run_as_cases(cli, tmp_path):
     for label in ("torch-graph", "cupy-graph"):
         s = results[label].sampling
         # no lower rate for a GPU-bound loop (what the summary would suggest)
-        assert sampler.suggest_rate(s.rate_hz, results[label].profile.slowdown, s.behind, sampler.loop_share(s)) is None
+        assert perturbation.suggest_rate(s.rate_hz, results[label].profile.slowdown, s.behind, perturbation.loop_share(s)) is None
 
 
 def test_second_device_is_used_and_named(cli, tmp_path):
@@ -125,7 +125,7 @@ def test_sweep_on_the_gpu_finds_each_crossover(cli, tmp_path):
     proc = cli("sweep", "--libs", "cupy,torch", "--sizes", "64,1024,8192", "--processes", "2", "--repeats", "2",
                "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    a = analysis.analyse_dir(out)
+    a = dispatch.analyse_dir(out)
     for label in ("cupy", "torch"):
         small, _, large = a.curves[label]
         assert all(p.cpu_us and p.gpu_us and p.wall_us and p.processes == 2 for p in a.curves[label])

@@ -4,8 +4,8 @@ and a sampled compare of all three runs, jax timed to block_until_ready and its 
 import numpy as np
 import pytest
 
-from flametool.analyse import analysis
-from flametool import cases, ops, rundir
+from flametool.analyse import dispatch
+from flametool.workload import cases, ops
 from runbuild import real_compare
 from test_ops import reference
 
@@ -72,7 +72,7 @@ def test_three_libraries_add_on_the_gpu(three_libraries):
 
 def test_jax_frames_fall_in_the_jax_layers(three_libraries):
     out, run = three_libraries
-    a = analysis.analyse_dir(out)
+    a = dispatch.analyse_dir(out)
     layers = {layer: f.us_per_call for layer, f in a.cases["jax"].layers.items()}
     print("jax layers:", layers)
     assert layers.get("JAX binding", 0) > 0 and layers.get("XLA/PjRt runtime", 0) > 0

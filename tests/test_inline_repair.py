@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from flametool.analyse import analysis, attribution, naming
-from flametool import folded
+from flametool.analyse import attribution, dispatch, naming
+from flametool.run import folded
 from flametool.render.base import Options
 from flametool.render.terminal import TerminalRenderer
 from runbuild import make_run
@@ -55,7 +55,7 @@ def test_no_sandwich_no_change():
 def test_the_run_directory_keeps_what_py_spy_wrote(tmp_path):
     run = make_run(tmp_path / "run", {"cupy": (TEXT, 10.0, 0), "torch": ("step (s.py:1);mm (libtorch_cpu.so) 10\n", 8.0, 0)})
     before = (run / "cupy.folded").read_text()
-    a = analysis.analyse_dir(run)
+    a = dispatch.analyse_dir(run)
     assert a.cases["cupy"].repaired_samples == 7
     assert (run / "cupy.folded").read_text() == before  # repaired when read, never written back
     printed = TerminalRenderer(Options(width=200)).render(a)
@@ -68,7 +68,7 @@ def test_caller_view_on_real_h200_stacks():
     nothing is lost either way, and the per-caller split the library view reports is what moved."""
     from pathlib import Path
 
-    a = analysis.analyse_dir(Path(__file__).resolve().parent.parent / "samples" / "h200-hostbound-1024")
+    a = dispatch.analyse_dir(Path(__file__).resolve().parent.parent / "samples" / "h200-hostbound-1024")
     for label in ("cupy", "torch", "cublas"):
         caller, library = a.cases[label], a.cases_by_library[label]
         mine, theirs = ({l: f.us_per_call for l, f in x.layers.items()} for x in (caller, library))

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from checks import error_of
-from flametool.analyse import analysis
-from flametool import cli, rundir
+from flametool.analyse import dispatch
+from flametool.commands import main
+from flametool.run import rundir
 from reportruns import hostile_run
 from runbuild import make_run, snapshot
 
@@ -38,7 +39,7 @@ def test_report_output_symlink_is_written_through(run, tmp_path, capsys):
     target.write_text("old")
     link = tmp_path / "link.html"
     link.symlink_to(target)
-    assert cli.main(["report", str(run), "-o", str(link)]) == 0
+    assert main.main(["report", str(run), "-o", str(link)]) == 0
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert target.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
@@ -49,7 +50,7 @@ def test_report_output_fifo_is_fed_not_replaced(run, tmp_path, capsys):
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
     reader.start()
-    assert cli.main(["report", str(run), "-o", str(fifo)]) == 0
+    assert main.main(["report", str(run), "-o", str(fifo)]) == 0
     reader.join(timeout=30)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert got and got[0].startswith(b"<!DOCTYPE html>")
@@ -71,7 +72,7 @@ def test_output_to_a_full_device_is_one_line_and_stays_a_device(run, tmp_path, c
     node = full_device(tmp_path)
     before = snapshot(run)
     args = ["report", str(run)] if command == "report" else ["export", str(run), "--format", "speedscope"]
-    code = cli.main([*args, "-o", str(node)])
+    code = main.main([*args, "-o", str(node)])
     _, line = one_line(capsys)
     assert code == 2
     assert line == f"flametool: {node}: cannot be written (No space left on device)"
@@ -80,7 +81,7 @@ def test_output_to_a_full_device_is_one_line_and_stays_a_device(run, tmp_path, c
 
 
 def test_report_output_to_a_folder_is_one_line(run, tmp_path, capsys):
-    assert cli.main(["report", str(run), "-o", str(tmp_path)]) == 2
+    assert main.main(["report", str(run), "-o", str(tmp_path)]) == 2
     _, line = one_line(capsys)
     assert line == f"flametool: {tmp_path}: cannot be written (Is a directory)"
 
@@ -91,7 +92,7 @@ def test_default_report_stays_atomic(run, tmp_path, capsys):
     outside.write_text("keep")
     (run / "report.html").unlink(missing_ok=True)
     (run / "report.html").symlink_to(outside)
-    assert cli.main(["report", str(run)]) == 0
+    assert main.main(["report", str(run)]) == 0
     assert outside.read_text() == "keep"
     assert not (run / "report.html").is_symlink() and (run / "report.html").read_text().startswith("<!DOCTYPE html>")
 
@@ -103,10 +104,10 @@ READERS = ["report", "diff", "export", "snakeviz"]
 
 def read_with(command: str, run: Path, good: Path, tmp_path: Path, monkeypatch) -> int:
     if command == "snakeviz":  # serving is not what is tested: only that the run directory is read and checked
-        from flametool import drilldown
+        from flametool.commands import drilldown
 
         monkeypatch.setattr(drilldown, "serve", lambda *a: 0)
-    return cli.main({
+    return main.main({
         "report": ["report", str(run), "-o", str(tmp_path / "out.html")],
         "diff": ["diff", str(good), str(run)],
         "export": ["export", str(run), "--format", "speedscope"],
@@ -181,7 +182,7 @@ def test_json_nested_past_the_recursion_limit_is_one_line(tmp_path, capsys, monk
 def test_folded_count_too_large_is_one_line(tmp_path, capsys):
     run = hostile_run(tmp_path / "run")
     (run / "alpha.folded").write_text("step (case.py:1);malloc (libc.so.6) " + "9" * 400 + "\n")
-    assert cli.main(["export", str(run), "--format", "speedscope"]) == 2
+    assert main.main(["export", str(run), "--format", "speedscope"]) == 2
     _, line = one_line(capsys)
     assert line.startswith(f"flametool: {run}/alpha.folded: line 1: count '99999") and "implausibly large" in line
 
@@ -191,12 +192,12 @@ def test_stored_analysis_and_diff_are_not_read_but_recomputed(tmp_path, capsys):
     run = hostile_run(tmp_path / "run")
     from flametool.render import html as report
 
-    expected = report.render(analysis.analyse_dir(run))
+    expected = report.render(dispatch.analyse_dir(run))
     edit(run, lambda d: d.update(analysis={"alpha": {"hot_frames": "x", "us_per_call": "nan"}, "beta": [1]},
                                  diff={"base": 1, "layers": None, "frames": {"a": 2}}))
-    assert cli.main(["report", str(run), "-o", str(tmp_path / "a.html")]) == 0
+    assert main.main(["report", str(run), "-o", str(tmp_path / "a.html")]) == 0
     edit(run, lambda d: (d.pop("analysis"), d.pop("diff")))
-    assert cli.main(["report", str(run), "-o", str(tmp_path / "b.html")]) == 0
+    assert main.main(["report", str(run), "-o", str(tmp_path / "b.html")]) == 0
     strip = lambda html: "\n".join(l for l in html.splitlines() if "generated" not in l and "run directory" not in l)  # noqa: E731
     assert strip((tmp_path / "a.html").read_text()) == strip((tmp_path / "b.html").read_text()) == strip(expected)
     assert ">nan<" not in (tmp_path / "a.html").read_text()
@@ -220,7 +221,7 @@ def test_speedscope_weights_stay_finite_at_the_bound(tmp_path, capsys):
     run = make_run(tmp_path / "run", {"a": ("step (case.py:1);malloc (libc.so.6) 999999999999\n"
                                             "step (case.py:1);free (libc.so.6) 1\n", 1e12, 0)})
     edit(run, lambda d: d["results"]["a"]["profile"]["sampling"].update(kept_samples=1))  # far fewer than read
-    assert cli.main(["export", str(run), "--format", "speedscope"]) == 0
+    assert main.main(["export", str(run), "--format", "speedscope"]) == 0
     text = capsys.readouterr().out
     assert "Infinity" not in text and "NaN" not in text
     json.loads(text, parse_constant=lambda c: pytest.fail(c))
@@ -256,18 +257,18 @@ def test_diff_prints_hostile_frame_names_visibly(tmp_path):
 
 
 def test_compare_summary_prints_hostile_names_visibly(tmp_path):
-    """What `flametool compare` prints at the end (cli.cmd_compare): the summary, the layers, the frame deltas."""
+    """What `flametool compare` prints at the end (compare.cmd_compare): the summary, the layers, the frame deltas."""
     import io
 
     from rich.console import Console
 
-    from flametool.analyse import analysis
+    from flametool.analyse import dispatch
     from flametool.render import terminal
 
     label = f"ev{CLEAR}il"
     run = hostile_terminal_run(tmp_path / "run", 10.0, label)
     data = rundir.load(run)
-    a = analysis.analyse(run, data)
+    a = dispatch.analyse(run, data)
     plain, evil = data.results["plain"], data.results[label]
     plain.error, plain.dtype = f"factory raised {CLEAR}ValueError[/]", "[/x]"
     evil.timing.bound_note, evil.timing.host_bound = f"note {CLEAR}", False
@@ -285,7 +286,7 @@ def test_compare_summary_prints_hostile_names_visibly(tmp_path):
 
 def test_error_lines_print_names_visibly(tmp_path, capsys):
     missing = tmp_path / f"run{CLEAR}"
-    assert cli.main(["report", str(missing)]) == 2
+    assert main.main(["report", str(missing)]) == 2
     _, line = one_line(capsys)
     assert_inert(line)
     assert line == f"flametool: {tmp_path}/run\\x1b[2J: no such run directory"
@@ -293,7 +294,7 @@ def test_error_lines_print_names_visibly(tmp_path, capsys):
 
 def test_folded_export_writes_controls_as_escapes(tmp_path, capsys):
     run = hostile_terminal_run(tmp_path / "run", 10.0)
-    assert cli.main(["export", str(run), "--format", "folded", "--case", "alpha"]) == 0
+    assert main.main(["export", str(run), "--format", "folded", "--case", "alpha"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out  # (bidi marks are data, not controls)
     assert "clear\\x1b[2Jscreen" in out and "csi\\x9b2J" in out
@@ -325,7 +326,7 @@ UNDER = {
 
 @pytest.mark.parametrize("where", list(UNDER))
 def test_case_factory_bound_under_a_block_is_accepted(tmp_path, where):
-    from flametool import cases
+    from flametool.workload import cases
 
     path = tmp_path / "mine.py"
     path.write_text(UNDER[where])
@@ -355,7 +356,7 @@ def test_bad_case_file_is_one_line_before_anything_starts(tmp_path, capsys, name
     path = tmp_path / name
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     out = tmp_path / "run"
-    code = cli.main(["compare", "--device", "cpu", "--libs", "", "--case", f"{path}:base", "--no-sample", "--out", str(out)])
+    code = main.main(["compare", "--device", "cpu", "--libs", "", "--case", f"{path}:base", "--no-sample", "--out", str(out)])
     _, line = one_line(capsys)
     assert code == 2 and words in line, line
     assert not out.exists()

@@ -11,8 +11,8 @@ import time
 import pytest
 
 import faultkit as fk
-from flametool import rundir
-from flametool.record import Run
+from flametool.run import rundir
+from flametool.run.record import Run
 
 SLOW = fk.CASES / "fault_cases.py"
 

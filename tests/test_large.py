@@ -13,7 +13,7 @@ import pytest
 
 from flametool.analyse import attribution as at
 from flametool.analyse import diff as df
-from flametool import folded
+from flametool.run import folded
 from flametool.analyse import naming, reading, nodetree
 from flametool.errors import RunDirError
 from flametool.analyse import flamegraph as flame
@@ -187,10 +187,10 @@ def test_counts_are_read_as_python_reads_them(tmp_path, monkeypatch):
 def analysed_run(run: Path) -> dict:
     """What the report and the terminal show of a run: every case's figures in both views, every pair's diff
     in both views, and the flame graphs' data."""
-    from flametool.analyse import analysis
+    from flametool.analyse import dispatch
     from flametool.render import html
 
-    a = analysis.analyse_dir(run)
+    a = dispatch.analyse_dir(run)
     diffs = [p.diff for p in a.pairs if p.diff]
     strip = [dataclasses.replace(d, aligned=None, tree=None) for d in diffs]
     libs = [dataclasses.replace(p.diff_by_library, aligned=None, tree=None) for p in a.pairs if p.diff_by_library]

@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 
 import faultkit as fk
-from flametool.analyse import analysis
-from flametool import cases, rundir
+from flametool.analyse import dispatch
+from flametool.workload import cases
+from flametool.run import rundir
 from flametool.measure import envinfo, explain, runner, sampler
 from flametool.errors import CaseError
-from flametool.record import Run
+from flametool.run.record import Run
 
 USER = fk.CASES / "user_cases.py"
 FAULTS = fk.CASES / "fault_cases.py"
@@ -178,11 +179,11 @@ def test_explain_pyspy_failures(lines, code, words):
 # --- libraries and devices ---------------------------------------------------------------------------------
 
 def test_no_such_cuda_device(capsys, tmp_path):
-    from flametool import cli
+    from flametool.commands import main
 
     gpus = envinfo.cuda_device_count()
     out = tmp_path / "run"
-    assert cli.main(["compare", "--device", f"cuda:{gpus}", "--libs", "torch", "--out", str(out)]) == 2
+    assert main.main(["compare", "--device", f"cuda:{gpus}", "--libs", "torch", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"flametool: --device cuda:{gpus}: " + (f"only {gpus} CUDA device(s) found" if gpus else "no CUDA device found")
     assert not out.exists()
@@ -382,7 +383,7 @@ def test_a_case_that_cannot_be_built_beside_the_others_is_timed_alone(tmp_path):
     assert t.error is None and len(t.timing.processes) == 2
     assert all(len(p.cpu_us) >= 2 and p.slots == list(range(len(p.cpu_us))) for p in t.timing.processes)
     # the comparison is not paired, and the summary and the page say why
-    (pair,) = analysis.analyse_dir(out).pairs
+    (pair,) = dispatch.analyse_dir(out).pairs
     assert pair.timing.paired is False and pair.timing.per_process_ratio == []
     assert f"not_beside_torch: {alone.reason}" in proc.stdout.replace("\n", "")
     html = (out / "report.html").read_text(encoding="utf-8")
@@ -409,5 +410,5 @@ def test_a_shared_process_that_dies_times_every_case_alone(tmp_path):
     for index, group in enumerate(data.groups):
         assert not group.paired, group
         assert all(data.results[label].group == index for label in group.cases), (index, group)
-    (pair,) = analysis.analyse_dir(out).pairs
+    (pair,) = dispatch.analyse_dir(out).pairs
     assert pair.timing.paired is False

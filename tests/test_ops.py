@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flametool import cases, cli, ops, record
+from flametool.workload import cases, ops
+from flametool.commands import main, options, settings
+from flametool.run import record
 from flametool.analyse import sweep
 from flametool.errors import FlametoolError
 from checks import error_of
@@ -18,7 +20,7 @@ CASES = Path(__file__).parent / "cases" / "op_cases.py"
 def reference(op: str, shape: list[int], dtype: str):
     """numpy's result of `op` on the built-in cases' values (values.uniform: a stream 0, b stream 1), computed
     here without the code under test."""
-    from flametool import values
+    from flametool.workload import values
 
     count = int(np.prod(shape))
     a = values.uniform(count, dtype, cases.OPERAND_SEED, stream=0)
@@ -104,15 +106,15 @@ def test_the_factory_signature_decides_how_it_is_called():
 
 
 def test_shapes_and_sizes_per_op():
-    assert cli.parse_shape("1048576", "--shape", "add") == [1048576]
-    assert cli.parse_shape("64,32", "--shape", "copy") == [64, 32]
+    assert options.parse_shape("1048576", "--shape", "add") == [1048576]
+    assert options.parse_shape("64,32", "--shape", "copy") == [64, 32]
     for bad, op in (("64,64,64", "add"), ("64", "matmul"), ("0", "sum")):
         with pytest.raises(FlametoolError):
-            cli.parse_shape(bad, "--shape", op)
-    assert cli.parse_sizes("64,256,...,16384", "sum") == [[64], [256], [1024], [4096], [16384]]
-    assert cli.parse_sizes("64x64,4096", "copy") == [[64, 64], [4096]]
-    assert cli.parse_sizes("64", "matmul") == [[64, 64, 64]]
-    assert cli.default_sizes("cpu", "add")[0] == [64] and cli.default_sizes("cuda:0", "fft")[-1] == [2**26]
+            options.parse_shape(bad, "--shape", op)
+    assert options.parse_sizes("64,256,...,16384", "sum") == [[64], [256], [1024], [4096], [16384]]
+    assert options.parse_sizes("64x64,4096", "copy") == [[64, 64], [4096]]
+    assert options.parse_sizes("64", "matmul") == [[64, 64, 64]]
+    assert options.default_sizes("cpu", "add")[0] == [64] and options.default_sizes("cuda:0", "fft")[-1] == [2**26]
     assert record.size_name([4096]) == "4096" and record.size_name([64, 32]) == "64x32"
     assert sweep.edge([4096]) == 4096 and sweep.edge([8, 8, 8]) == pytest.approx(8)
     assert ops.as_matrix([2**20]) == (1024, 1024) and ops.as_matrix([13]) == (1, 13) and ops.as_matrix([3, 5]) == (3, 5)
@@ -125,14 +127,14 @@ def test_a_floor_with_another_op_and_an_unknown_op_are_one_line(capsys, tmp_path
                        (["compare", "--op", "gemv"], "--op 'gemv'"),
                        (["sweep", "--op", "add", "--sizes", "64x64x64"], "N or RxC for --op add"),
                        (["compare", "--op", "copy", "--shape", "1,2,3"], "N (elements) or R,C")):
-        assert cli.main(argv + ["--out", str(tmp_path / "x")]) == 2
+        assert main.main(argv + ["--out", str(tmp_path / "x")]) == 2
         assert said in error_of(capsys.readouterr().err, progress_first=True), argv
         assert not (tmp_path / "x").exists()
 
 
 def test_an_old_run_without_op_loads_as_matmul(tmp_path):
     from runbuild import make_run
-    from flametool import rundir
+    from flametool.run import rundir
 
     run = make_run(tmp_path / "old", {"a": ("step;x 5\n", 1.0, 0)})
     data = json.loads((run / "run.json").read_text())
@@ -143,8 +145,9 @@ def test_an_old_run_without_op_loads_as_matmul(tmp_path):
 
 def test_the_fairness_list_says_jax_makes_a_new_output_each_call(tmp_path):
     from runbuild import case_result, new_run
-    from flametool.analyse import analysis, operands
-    from flametool import render, rundir
+    from flametool.analyse import dispatch, operands
+    from flametool import render
+    from flametool.run import rundir
     from flametool.render.base import Options
 
     run = new_run({"op": "add"})
@@ -158,7 +161,7 @@ def test_the_fairness_list_says_jax_makes_a_new_output_each_call(tmp_path):
     assert operands.new_outputs(run) is None
     run.config = type(run.config).of({"op": "add"})
     rundir.save(tmp_path, run)
-    a = analysis.analyse_dir(tmp_path)
+    a = dispatch.analyse_dir(tmp_path)
     assert "outputs differ: jax return a new output buffer" in render.get("terminal")(Options()).render(a)
     assert "JAX has no out=" in render.get("html")().render(a)
 
@@ -167,7 +170,7 @@ def test_a_sweep_of_an_op_runs_its_element_counts(tmp_path):
     import subprocess
     import sys
 
-    from flametool import rundir
+    from flametool.run import rundir
 
     out = tmp_path / "sweep"
     proc = subprocess.run([sys.executable, "-m", "flametool", "sweep", "--op", "sum", "--sizes", "64,4096",
@@ -188,14 +191,14 @@ def test_a_run_with_jax_pins_its_children_to_two_cpus(monkeypatch):
     import subprocess
     import sys
 
-    from flametool import config
+    from flametool.measure import config
     from flametool.measure import childproc, envinfo
 
     monkeypatch.setattr(envinfo, "cuda_device_count", lambda: 1)
-    made = cli.compare_config(cli.build_parser().parse_args(["compare", "--libs", "torch,jax", "--op", "add"]),
+    made = settings.compare_config(main.build_parser().parse_args(["compare", "--libs", "torch,jax", "--op", "add"]),
                               lambda text: None)
     assert made.cpus == config.JAX_CPUS == 2 and made.to_json()["cpus"] == 2
-    plain = cli.compare_config(cli.build_parser().parse_args(["compare", "--libs", "torch"]), lambda text: None)
+    plain = settings.compare_config(main.build_parser().parse_args(["compare", "--libs", "torch"]), lambda text: None)
     assert plain.cpus is None
     allowed = sorted(os.sched_getaffinity(0))
     turns = [childproc.next_cpus(2) for _ in range(3)]

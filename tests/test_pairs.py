@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from flametool.analyse import analysis
-from flametool import cases, cli
+from flametool.analyse import analysis, dispatch
+from flametool.workload import cases
+from flametool.commands import main
 from flametool.render import html as report
 from runbuild import snapshot
 
@@ -38,7 +39,7 @@ def four(tmp_path_factory, cli):
 
 def test_the_chosen_pair_is_the_run_s_diff(four):
     out, stdout = four
-    a = analysis.analyse_dir(out)
+    a = dispatch.analyse_dir(out)
     assert [(p.base, p.head) for p in a.pairs] == [("p3", "p4")]  # chosen, not the first two cases
     assert a.run.config.pairs == [["p3", "p4"]]
     d = a.pairs[0].diff
@@ -51,7 +52,7 @@ def test_the_chosen_pair_is_the_run_s_diff(four):
 
 def test_the_report_has_the_pair(four):
     out, _ = four
-    model = report.build(analysis.analyse_dir(out))
+    model = report.build(dispatch.analyse_dir(out))
     assert model.pairs == ["p4 − p3"] and [t.title for t in model.diff_tables] == ["p4 − p3"]
     assert model.layers.diff_titles == ["p4 − p3"]
     assert any(BUSY in row.frame for row in model.diff_tables[0].rows)
@@ -60,11 +61,11 @@ def test_the_report_has_the_pair(four):
 def test_diff_two_cases_of_one_run(four, capsys):
     out, _ = four
     before = snapshot(out)
-    assert cli.main(["diff", str(out), "--base", "p3", "--head", "p4", "--top", "5"]) == 0
+    assert main.main(["diff", str(out), "--base", "p3", "--head", "p4", "--top", "5"]) == 0
     printed = capsys.readouterr().out
     assert "p4 - p3: host time per call by layer" in printed and BUSY in printed
     # --fail-above as for two runs: p4 is far slower than p3
-    assert cli.main(["diff", str(out), "--base", "p3", "--head", "p4", "--fail-above", "10"]) == analysis.SLOWER_EXIT
+    assert main.main(["diff", str(out), "--base", "p3", "--head", "p4", "--fail-above", "10"]) == analysis.SLOWER_EXIT
     assert snapshot(out) == before
 
 
@@ -74,13 +75,13 @@ def test_diff_two_cases_of_one_run(four, capsys):
 ])
 def test_diff_cases_bad_input_is_one_line(four, capsys, argv, words):
     out, _ = four
-    assert cli.main(["diff", str(out), *argv]) == 2
+    assert main.main(["diff", str(out), *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("flametool: ") and words in err[0]
 
 
 def test_pair_must_name_cases_of_the_run(capsys):
-    assert cli.main(["compare", "--device", "cpu", "--pair", "numpy:cupy"]) == 2
+    assert main.main(["compare", "--device", "cpu", "--pair", "numpy:cupy"]) == 2
     assert "no case named 'cupy'" in capsys.readouterr().err
 
 

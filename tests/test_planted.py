@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from flametool.analyse import analysis
-from flametool import cli
-from flametool import folded
+from flametool.analyse import dispatch
+from flametool.commands import main
+from flametool.run import folded
 from runbuild import snapshot
 
 CASES = Path(__file__).parent / "cases" / "planted_cases.py"
@@ -35,7 +35,7 @@ def planted_run(tmp_path_factory, cli):
 
 def test_compare_analyses_and_diffs(planted_run):
     out, stdout = planted_run
-    a = analysis.analyse_dir(out)
+    a = dispatch.analyse_dir(out)
     assert set(a.cases) == set(a.profiles) == {"numpy", "numpy_plus_planted"}
     for label, x in a.cases.items():
         assert x.closure().within_tolerance, x.closure()
@@ -53,7 +53,7 @@ def test_compare_analyses_and_diffs(planted_run):
 
 def test_planted_cost_found_at_its_size(planted_run):
     out, _ = planted_run
-    frames = analysis.analyse_dir(out).first_diff.frames
+    frames = dispatch.analyse_dir(out).first_diff.frames
     rows = [r for r in frames if r.frame.endswith(BUSY)]
     assert len(rows) == 1, [r.frame for r in frames[:10]]
     found = rows[0].delta_total_us_per_call
@@ -64,11 +64,11 @@ def test_planted_cost_found_at_its_size(planted_run):
 def test_diff_and_export_on_a_real_run(planted_run, capsys, tmp_path):
     out, _ = planted_run
     before = snapshot(out)
-    assert cli.main(["diff", str(out), str(out), "--fail-above", "1"]) == 0
-    assert cli.main(["export", str(out), "--format", "speedscope", "-o", str(tmp_path / "s.json")]) == 0
+    assert main.main(["diff", str(out), str(out), "--fail-above", "1"]) == 0
+    assert main.main(["export", str(out), "--format", "speedscope", "-o", str(tmp_path / "s.json")]) == 0
     doc = json.loads((tmp_path / "s.json").read_text())
     assert len(doc["profiles"]) == 2 and doc["profiles"][1]["unit"] == "microseconds"
-    assert cli.main(["export", str(out), "--format", "folded", "-o", str(tmp_path / "f.folded")]) == 0
+    assert main.main(["export", str(out), "--format", "folded", "-o", str(tmp_path / "f.folded")]) == 0
     stacks = folded.parse((tmp_path / "f.folded").read_text())
     assert any(s.frames[-1].endswith(BUSY) or BUSY in ";".join(s.frames) for s in stacks)
     assert snapshot(out) == before

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import faultkit as fk
-from flametool import rundir
+from flametool.run import rundir
 
 CASES3 = fk.CASES / "process_cases.py"
 # the settings, "O"

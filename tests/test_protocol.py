@@ -2,11 +2,11 @@
 
 import pytest
 
-from flametool import protocol
-from flametool.cases import CaseSpec
-from flametool.protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Phase, PlanItem, Point, PointCase,
-                                ProfileJob, SampleReady, SweepItem, SweepJob, Swept, Timed, TimedLoops, TimeJob)
-from flametool.record import DeviceInfo, Loops, Operands
+from flametool.measure import protocol
+from flametool.workload.cases import CaseSpec
+from flametool.measure.protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Phase, PlanItem, Point,
+    PointCase, ProfileJob, SampleReady, SweepItem, SweepJob, Swept, Timed, TimedLoops, TimeJob)
+from flametool.run.record import DeviceInfo, Loops, Operands
 
 CASE = JobCase("numpy", CaseSpec("numpy", "numpy_matmul", module="flametool.cases"), "float32")
 LOOPS = Loops([1.5, 1.25], [2.0, 2.5], [0, 2], [1.75, 1.5])

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 
-from flametool import folded
+from flametool.run import folded
 from flametool.analyse import naming, reading
 from stackgen import STACKS, folded_text
 

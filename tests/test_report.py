@@ -16,11 +16,12 @@ import pytest
 
 from checks import one_line_error
 
-from flametool.analyse import analysis, attribution
-from flametool import cli, rundir
+from flametool.analyse import attribution, dispatch
+from flametool.commands import base, main
+from flametool.run import rundir
 from flametool.analyse import flamegraph as flame
 from flametool.render import html as report
-from flametool.record import Group, Loops
+from flametool.run.record import Group, Loops
 from reportruns import CLOSER, ROOT, XSS, cpu_run_dir, h200_run_dir, hostile_run, sample_runs
 from runbuild import make_run, snapshot
 
@@ -86,7 +87,7 @@ def evil_run(tmp_path):
 
 
 def render(run: Path) -> tuple[str, Page]:
-    html = report.render(analysis.analyse_dir(run))
+    html = report.render(dispatch.analyse_dir(run))
     return html, Page(html)
 
 
@@ -96,7 +97,7 @@ def check_page(run: Path, html: str, page: Page) -> dict:
     order = [html.index(f'<section id="{s}"') for s in SECTIONS]
     assert order == sorted(order), "sections out of order"
     data = page.flame_data()
-    analysed_run = analysis.analyse_dir(run)
+    analysed_run = dispatch.analyse_dir(run)
     analysed = [l for l, a in analysed_run.cases.items() if isinstance(a, attribution.CaseCosts)]
     kinds = [g["kind"] for g in data["graphs"]]
     assert kinds.count("case") == len(analysed)
@@ -140,7 +141,7 @@ def test_compare_writes_report(cpu_run):
     assert path.is_file()
     page = Page(path.read_text(encoding="utf-8"))
     check_page(cpu_run, path.read_text(encoding="utf-8"), page)
-    assert rundir.load(cpu_run).complete is True and analysis.analyse_dir(cpu_run).first_diff is not None
+    assert rundir.load(cpu_run).complete is True and dispatch.analyse_dir(cpu_run).first_diff is not None
 
 
 def test_cpu_run_report(cpu_run):
@@ -152,7 +153,7 @@ def test_cpu_run_report(cpu_run):
         assert f"snakeviz {cpu_run / (label + '.prof')}" in text
     assert "torch − numpy = " in text and "us per call on the host (torch " in text  # the headline sentence
     # the headline leads with the paired ratio of the two cases, timed in the same processes
-    pairs = report.build(analysis.analyse_dir(cpu_run)).headline.pairs
+    pairs = report.build(dispatch.analyse_dir(cpu_run)).headline.pairs
     assert pairs[0].startswith("torch / numpy = ") and pairs[0].endswith(", paired over 2 processes"), pairs
     assert text.index(pairs[0]) < text.index("us per call on the host (torch ")
     assert len(data["graphs"]) == 3
@@ -175,7 +176,7 @@ def test_h200_reference_report(h200_run):
     assert "torch − cupy = -" in text and "In torch − cupy, the largest layer difference" in text
     assert "not host-bound" in text and "256,256,256" in text  # which shape was sampled, and why
     # its figures were measured in separate processes: the page says the comparison is not paired
-    assert "not paired: each case in processes of its own" in text and "not paired" in [w.kind for w in report.build(analysis.analyse_dir(h200_run)).warnings]
+    assert "not paired: each case in processes of its own" in text and "not paired" in [w.kind for w in report.build(dispatch.analyse_dir(h200_run)).warnings]
     assert len(html) < 1_500_000
 
 
@@ -184,14 +185,14 @@ def test_h200_reference_report(h200_run):
 def test_samples_render(run, tmp_path):
     before = snapshot(run)
     out = tmp_path / "report.html"
-    assert cli.main(["report", str(run), "-o", str(out)]) == 0
+    assert main.main(["report", str(run), "-o", str(out)]) == 0
     html = out.read_text(encoding="utf-8")
     kind = rundir.load(run).kind
     if kind == "sweep":
         check_sweep_page(run, html, Page(html))
     elif kind == "atlas":  # its sections, and a link to the report of each op it measured
         assert {"headline", "table", "layers", "frames", "environment"} <= Page(html).ids()
-        for row in analysis.analyse_dir(run).rows:
+        for row in dispatch.analyse_dir(run).rows:
             assert (f'href="{row.report}"' in html) == (row.error is None)
     else:
         check_page(run, html, Page(html))
@@ -201,7 +202,7 @@ def test_samples_render(run, tmp_path):
 def check_sweep_page(run: Path, html: str, page: Page) -> None:
     """A sweep's report: its sections in order, a line and a mark per case, kind and measured size in the
     plot, a table row per size, each crossover and sampled size named, and nothing loaded from elsewhere."""
-    a = analysis.analyse_dir(run)
+    a = dispatch.analyse_dir(run)
     sections = ["headline", "plot", "ratio", *(["layers"] if a.layers else []), "table", "environment"]
     order = [html.index(f'<section id="{s}"') for s in sections]
     assert order == sorted(order), "sections out of order"
@@ -248,7 +249,7 @@ def test_warnings(tmp_path):
     data.complete = False
     rundir.save(run, data)
     assert b.profile.cprofile_inflation == pytest.approx(3.0) and a.profile.slowdown == pytest.approx(2.5)
-    text = " ".join(Page(report.render(analysis.analyse_dir(run))).text)
+    text = " ".join(Page(report.render(dispatch.analyse_dir(run))).text)
     for words in ("run incomplete", "different dtypes", "different shapes", "not host-bound", "1024,1024,1024",
                   "few samples", "2.5× slower while py-spy", "stops all 34 threads of the process", "sampling incomplete", "py-spy exited with code 1",
                   "3.0× slower under cProfile", "noisy timing"):
@@ -260,7 +261,7 @@ def test_headline_names_the_difference(tmp_path):
         "a": ("step (s.py:1);shared (lib.so) 100\n", 10.0, 0),
         "b": ("step (s.py:1);shared (lib.so) 100\nstep (s.py:1);malloc (libc.so.6) 100\n", 20.0, 0),
     })
-    model = report.build(analysis.analyse_dir(run))
+    model = report.build(dispatch.analyse_dir(run))
     # the headline leads with the paired ratio and difference (one process, one round each: no interval)...
     assert model.headline.pairs == ["b / a = 2.000× (no interval); b − a = +10.00 us per call, paired over 1 round of one process",
                                     "b / a: no interval (too few processes or rounds); run with --processes 5 for one"]
@@ -271,7 +272,7 @@ def test_headline_names_the_difference(tmp_path):
     assert "Python (+10.00 us)" in model.headline.sentence and "malloc (libc.so.6) (+10.00" in model.headline.sentence
     assert [r.deltas for r in model.layers_library.rows if r.layer == "C library/allocator"] == [[("+10.00 ± 0.71", "more")]]
     assert "C library/allocator" not in {r.layer for r in model.layers.rows}
-    html = report.render(analysis.analyse_dir(run))
+    html = report.render(dispatch.analyse_dir(run))
     assert html.index("b / a = 2.000×") < html.index("At the sampled shape (64,64,64) b − a")
 
 
@@ -290,7 +291,7 @@ def test_headline_names_the_processes(tmp_path):
     run = make_run(tmp_path / "r", {"a": (stack, 10.0, 0), "b": (stack, 12.0, 0)})
     # the processes run at speeds of their own; b / a is 1.19, 1.20 and 1.21 within them
     paired_processes(run, {"a": [[10.0, 10.0], [15.0, 15.0], [20.0, 20.0]], "b": [[11.9, 11.9], [18.0, 18.0], [24.2, 24.2]]})
-    model = report.build(analysis.analyse_dir(run))
+    model = report.build(dispatch.analyse_dir(run))
     (line,) = model.headline.pairs  # a tight interval: no note that it is wide
     assert line.startswith("b / a = 1.200× (95%: 1.17") and line.endswith(", paired over 3 processes"), line
     assert "over 3 processes" in model.headline.method
@@ -298,7 +299,7 @@ def test_headline_names_the_processes(tmp_path):
     assert rows["a"].cpu == "15.00 us" and rows["a"].cpu_spread.startswith("95%: ")  # bootstrap over the processes
     # one process of three rounds: the units are rounds of that process, and the page says so, not "3 processes"
     paired_processes(run, {"a": [[10.0, 10.2, 10.4]], "b": [[12.0, 12.3, 12.5]]})
-    (line,) = report.build(analysis.analyse_dir(run)).headline.pairs
+    (line,) = report.build(dispatch.analyse_dir(run)).headline.pairs
     assert line.startswith("b / a = 1.20") and "3 processes" not in line and "3 rounds" in line, line
 
 
@@ -312,7 +313,7 @@ def test_pairs_that_are_not_paired_say_so(tmp_path):
                    Group(["b"], False, "--isolate: each case in processes of its own", 1)]
     data.results["a"].group, data.results["b"].group = 0, 1
     rundir.save(run, data)
-    model = report.build(analysis.analyse_dir(run))
+    model = report.build(dispatch.analyse_dir(run))
     assert model.headline.pairs[0] == "b / a = 1.200× (no interval); b − a = +2.00 us per call, not paired: each case in processes of its own"
     caveats = [w.text for w in model.warnings if w.kind == "not paired"]
     assert len(caveats) == 2 and caveats[0].startswith("a: --isolate: each case in processes of its own.")
@@ -322,7 +323,7 @@ def test_processes_that_differ_are_flagged(tmp_path):
     stack = "step (s.py:1);f (s.py:2) 50\n"
     run = make_run(tmp_path / "r", {"a": (stack, 10.0, 0), "b": (stack, 12.0, 0)})
     paired_processes(run, {"a": [[10.0], [20.0]], "b": [[12.0], [24.0]]})
-    text = " ".join(Page(report.render(analysis.analyse_dir(run))).text)
+    text = " ".join(Page(report.render(dispatch.analyse_dir(run))).text)
     assert "a: its timing processes ran at 10.00 us to 20.00 us per call" in text
     assert "not paired" not in text  # both cases shared those processes
 
@@ -338,7 +339,7 @@ def test_run_is_analysed_in_memory(tmp_path):
 
 def test_pruning_threshold():
     from flametool.analyse import attribution as at
-    from flametool import folded
+    from flametool.run import folded
 
     raw = [folded.Stack(("step (s.py:1)", "big (s.py:2)"), 9990), folded.Stack(("step (s.py:1)", "tiny (s.py:3)", "deeper (s.py:4)"), 10)]
     graph = flame.case_graph(at.make_profile("x", raw, 0, 100.0), flame.Strings(), "g")
@@ -357,7 +358,7 @@ def test_environment_is_strict_and_escaping():
 
 def test_report_command_writes_into_run_dir(evil_run, capsys):
     before = snapshot(evil_run)
-    assert cli.main(["report", str(evil_run)]) == 0
+    assert main.main(["report", str(evil_run)]) == 0
     captured = capsys.readouterr()  # the line saying where it went is a status line: standard error
     assert captured.out == "" and captured.err.strip() == f"report: {evil_run / 'report.html'}"
     after = snapshot(evil_run)
@@ -368,7 +369,7 @@ def test_report_command_writes_into_run_dir(evil_run, capsys):
 def test_report_output_elsewhere_leaves_run_dir_alone(evil_run, tmp_path):
     before = snapshot(evil_run)
     out = tmp_path / "elsewhere.html"
-    assert cli.main(["report", str(evil_run), "-o", str(out)]) == 0
+    assert main.main(["report", str(evil_run), "-o", str(out)]) == 0
     assert out.stat().st_size > 0 and snapshot(evil_run) == before
 
 
@@ -424,7 +425,7 @@ def test_compare_keeps_run_json_when_render_fails(evil_run, capsys, monkeypatch)
     monkeypatch.setattr(report, "render", broken)  # what the HTML renderer renders with
     from rich.console import Console
 
-    cli.write_report(evil_run, analysis.analyse_dir(evil_run), Console(stderr=True), Console())
+    base.write_report(evil_run, dispatch.analyse_dir(evil_run), Console(stderr=True), Console())
     err = capsys.readouterr().err
     assert "report.html not written" in err and "template exploded" in err and "flametool report" in err
     assert snapshot(evil_run) == before
@@ -450,7 +451,7 @@ def test_installed_wheel_finds_templates(tmp_path, evil_run):
         "import flametool, flametool.render.html as r;"
         "assert flametool.__file__.startswith(sys.argv[1]), flametool.__file__;"
         "print(r.templates_dir());"
-        "from flametool import cli; assert cli.main(['report', sys.argv[2], '-o', sys.argv[3]]) == 0"
+        "from flametool import cli; assert main.main(['report', sys.argv[2], '-o', sys.argv[3]]) == 0"
     )
     out = tmp_path / "from-wheel.html"
     proc = subprocess.run([sys.executable, "-c", probe, str(site), str(evil_run), str(out)], capture_output=True,
@@ -470,17 +471,17 @@ def test_cases_are_shown_against_the_floors(tmp_path):
         data.results[label].factory = f"flametool.cases:{label}"
     data.results["torch-graph"].dtype = "bfloat16"  # not comparable with the float32 cases: left out
     rundir.save(run, data)
-    floors = report.build(analysis.analyse_dir(run)).headline.floors
+    floors = report.build(dispatch.analyse_dir(run)).headline.floors
     assert floors == [
         "cupy (20.00 us per call): +9.50 us against cublas (10.50 us: cublasGemmEx called with the least Python).",
         "torch (14.00 us per call): +3.50 us against cublas (10.50 us: cublasGemmEx called with the least Python).",
     ]
-    html = report.render(analysis.analyse_dir(run))
+    html = report.render(dispatch.analyse_dir(run))
     assert "Against the floors" in html and "+9.50 us against cublas" in html
     # a user case that happens to be labelled like a floor is not one
     data.results["cublas"].factory = "/home/me/mine.py:cublas"
     rundir.save(run, data)
-    assert report.build(analysis.analyse_dir(run)).headline.floors == []
+    assert report.build(dispatch.analyse_dir(run)).headline.floors == []
 
 
 def test_a_run_renders_to_the_same_page_in_every_process(tmp_path):

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import faultkit as fk
-from flametool.analyse import analysis
-from flametool import cli
+from flametool.analyse import analysis, dispatch
+from flametool.commands import main
 from flametool.render.base import Options
 from reportruns import hostile_run
 from runbuild import snapshot
@@ -29,7 +29,7 @@ def test_a_link_in_a_run_directory_is_never_followed(tmp_path, capsys):
     (run / "alpha.folded").unlink()
     (run / "alpha.folded").symlink_to(secret)
     for argv in (["report", str(run)], ["export", str(run), "--format", "folded"], ["report", str(run), "-o", "-"]):
-        code = cli.main(argv)
+        code = main.main(argv)
         captured = capsys.readouterr()
         assert SECRET not in captured.out and "secret" not in captured.out, argv
         assert code == 2 and captured.err.count("flametool: ") == 1, captured.err
@@ -62,11 +62,11 @@ def test_output_onto_the_runs_own_files_is_refused(tmp_path, capsys):
     for argv, victim in ((["report", str(run), "-o", str(run / "run.json")], "run.json"),
                          (["export", str(run), "--format", "folded", "-o", str(run / "alpha.folded")], "alpha.folded"),
                          (["report", str(run), "-o", str(tmp_path / "link.html")], "alpha.prof")):
-        assert cli.main(argv) == 2
+        assert main.main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("flametool: ") == 1 and f"is {run / victim}, a file of the run" in err, err
     assert snapshot(run) == before
-    assert cli.main(["report", str(run), "-o", str(run / "report.html")]) == 0
+    assert main.main(["report", str(run), "-o", str(run / "report.html")]) == 0
     assert (run / "report.html").read_text().startswith("<!DOCTYPE html>")
 
 
@@ -126,7 +126,7 @@ def test_run_json_too_large_for_memory(tmp_path):
     script = ("import resource, sys\nfrom flametool import cli\n"
               "vm = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmSize')) * 1024\n"
               "resource.setrlimit(resource.RLIMIT_AS, (vm + (150 << 20),) * 2)\n"
-              "sys.exit(cli.main(sys.argv[1:]))\n")
+              "sys.exit(main.main(sys.argv[1:]))\n")
     proc = subprocess.run([sys.executable, "-c", script, "report", str(run)], capture_output=True, text=True,
                           cwd=fk.ROOT, env=fk.env(), timeout=120)
     assert proc.returncode == 2, proc.stderr
@@ -146,7 +146,7 @@ def test_an_unexpected_exception_is_one_line_and_a_file(tmp_path, capsys, monkey
         raise ZeroDivisionError("a fault of flametool's own")
 
     monkeypatch.setattr(analysis, "analyse", broken)
-    assert cli.main(["report", str(run)]) == 1
+    assert main.main(["report", str(run)]) == 1
     err = capsys.readouterr().err
     lines = err.splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
@@ -176,7 +176,7 @@ def test_sweep_cells_are_matched_by_size_not_position(tmp_path):
     import json
 
     from flametool.render import format as fmt
-    from flametool import rundir
+    from flametool.run import rundir
     from flametool.analyse import sweep
     from flametool.render import sweep_page
 
@@ -186,7 +186,7 @@ def test_sweep_cells_are_matched_by_size_not_position(tmp_path):
     doc = json.loads((out / "run.json").read_text())
     doc["results"]["torch"]["points"].reverse()
     (out / "run.json").write_text(json.dumps(doc))
-    a = analysis.analyse_dir(out)
+    a = dispatch.analyse_dir(out)
     columns, rows = sweep_page.cells(a)
     host = columns.index("torch host")
     ratio = columns.index("torch / numpy wall")
@@ -212,7 +212,7 @@ def test_tables_at_40_columns_never_cut_a_figure(tmp_path):
     from flametool import render
 
     run = hostile_run(tmp_path / "d")
-    a = analysis.analyse_dir(run)
+    a = dispatch.analyse_dir(run)
     wide, narrow = (render.get("terminal")(Options(width=w, colour=False, view="caller")).render(a) for w in (160, 40))
     figure = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?(?: ?(?:us|x|×|%))?(?![\w.])")
     missing = [f for f in set(figure.findall(wide)) if f not in narrow]

@@ -18,7 +18,7 @@ import pytest
 from checks import one_line_error
 
 import faultkit as fk
-from flametool import rundir
+from flametool.run import rundir
 
 CASES2 = fk.CASES / "run_fault_cases.py"
 SAMPLES = fk.ROOT / "samples"

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from flametool.analyse import analysis
-from flametool import rundir
+from flametool.analyse import dispatch
+from flametool.run import rundir
 from flametool.errors import RunDirError
 from runbuild import case_result, new_run
 
@@ -70,13 +70,13 @@ def test_schema1_run_reads_into_the_same_records(tmp_path):
     assert numpy.timing.cpu_loops == pytest.approx([5.16696, 5.65058]) and numpy.timing.cpu_us_per_call == pytest.approx(5.40877)
     assert numpy.profile.cprofile_calls and numpy.samples and numpy.file("folded") == "numpy.folded"
     assert all(not g.paired for g in run.groups)  # schema 1 ran each case in its own processes
-    a = analysis.analyse(old, run)
+    a = dispatch.analyse(old, run)
     assert set(a.profiles) == {"numpy", "torch"} and a.pairs[0].diff is not None
     assert a.pairs[0].timing is not None and a.pairs[0].timing.paired is False
 
 
 def test_run_config_is_typed_when_read_and_written_back_as_read(tmp_path):
-    from flametool.record import RunConfig
+    from flametool.run.record import RunConfig
     from runbuild import new_run
 
     run = new_run({"processes": 3, "pool_threads": 1, "sizes": [[8, 8, 8]], "extra_seconds": 60.0, "mine": "kept"})

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import faultkit as fk
 import flametool
-from flametool import cases, rundir
-from flametool.analyse import stats
+from flametool.workload import cases
+from flametool.run import rundir
+from flametool.run import stats
 from flametool.measure import paired, runner, sweeping
-from flametool.record import CaseResult, Group, Loops, Timing
+from flametool.run.record import CaseResult, Group, Loops, Timing
 from runbuild import new_run
 
 USER = Path(__file__).parent / "cases" / "user_cases.py"
@@ -35,7 +36,7 @@ def test_children_import_the_parents_flametool(tmp_path):
     (decoy / "child.py").write_text(DECOY)
     out = tmp_path / "run"
     # the parent imports this checkout's flametool explicitly (not from the current directory)
-    boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from flametool.cli import main_entry; main_entry()"
+    boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from flametool.commands.main import main_entry; main_entry()"
     proc = subprocess.run([sys.executable, "-c", boot, "compare", "--device", "cpu", "--libs", "numpy", "--case",
                            f"{USER}:add_case",
                            "--no-sample", "--processes", "1", "--repeats", "1", "--iters", "10", "--out", str(out)],

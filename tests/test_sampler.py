@@ -1,8 +1,9 @@
 """The sampler's filtering and timing logic on hand-built inputs."""
 
 from flametool.measure import sampler
-from flametool.record import Sampling
-from flametool.folded import Stack
+from flametool.run import perturbation
+from flametool.run.record import Sampling
+from flametool.run.folded import Stack
 
 LOOP = "active_loop (flametool/measure/child.py:44)"
 
@@ -39,40 +40,40 @@ def test_explain_ptrace_refusal():
 
 def test_suggest_rate_aims_at_the_target_slowdown():
     # 100 Hz slowed the loop 1.6x: each sample stops it 6 ms; 1.25x needs about 41 Hz
-    assert sampler.suggest_rate(100, 1.6, False) == 41
-    assert sampler.suggest_rate(100, 1.2, False) is None  # fine as it was
-    assert sampler.suggest_rate(100, 1.2, True) == 50  # behind: at least halve
-    assert sampler.suggest_rate(100, 4.0, True) == 8
+    assert perturbation.suggest_rate(100, 1.6, False) == 41
+    assert perturbation.suggest_rate(100, 1.2, False) is None  # fine as it was
+    assert perturbation.suggest_rate(100, 1.2, True) == 50  # behind: at least halve
+    assert perturbation.suggest_rate(100, 4.0, True) == 8
     # a GPU-bound loop (a CUDA graph replay) where 10 of 400 samples land in the loop: a lower rate would
     # leave fewer still, so none is suggested for its slowdown; falling behind still halves it
-    assert sampler.suggest_rate(25, 4.0, False, share=10 / 400) is None
-    assert sampler.suggest_rate(25, 4.0, True, share=10 / 400) == 12
+    assert perturbation.suggest_rate(25, 4.0, False, share=10 / 400) is None
+    assert perturbation.suggest_rate(25, 4.0, True, share=10 / 400) == 12
 
 
 def test_loop_share():
     s = Sampling(command=[], rate_hz=25, seconds=16, total_samples=400, kept_samples=380, loop_samples=10)
-    assert sampler.loop_share(s) == 390 / 400
-    assert sampler.loop_share(Sampling(command=[], rate_hz=25, seconds=16)) is None
+    assert perturbation.loop_share(s) == 390 / 400
+    assert perturbation.loop_share(Sampling(command=[], rate_hz=25, seconds=16)) is None
 
 
 def test_coverage():
     s = Sampling(command=[], rate_hz=100, seconds=2, window=(10.0, 12.0), total_samples=150)
-    assert sampler.coverage(s) == 0.75
+    assert perturbation.coverage(s) == 0.75
 
 
 def test_advice_names_the_lever_that_slowed_the_loop():
     # three threads stopped at each sample, pools as the environment says: fewer threads, not a lower rate
     s = Sampling(command=[], rate_hz=25, seconds=5, complete=True, threads=3, total_samples=100, kept_samples=90)
-    assert sampler.perturbation_advice(s, 1.9, None, 5) == (
+    assert perturbation.perturbation_advice(s, 1.9, None, 5) == (
         "--pool-threads 1 would perturb it less (each native sample stopped all 3 threads)")
     # pools held to one thread already (CUDA's own threads remain): a lower rate, with seconds enough for
     # ENOUGH_SAMPLES at it (4 Hz for 5 s would be 20 samples)
-    advice = sampler.perturbation_advice(s, 2.5, 1, 5)
-    rate = sampler.suggest_rate(25, 2.5, False)
+    advice = perturbation.perturbation_advice(s, 2.5, 1, 5)
+    rate = perturbation.suggest_rate(25, 2.5, False)
     assert rate == 4 and advice == f"--rate 4 --sample-seconds 50 would perturb it less and still give about 200 samples"
-    assert sampler.ENOUGH_SAMPLES <= 4 * 50
+    assert perturbation.ENOUGH_SAMPLES <= 4 * 50
     # a lower rate that still gives enough samples in --sample-seconds is advised alone
     s = Sampling(command=[], rate_hz=100, seconds=16, complete=True, threads=1, total_samples=100, kept_samples=90)
-    assert sampler.perturbation_advice(s, 1.6, 1, 16) == "--rate 41 would perturb it less"
+    assert perturbation.perturbation_advice(s, 1.6, 1, 16) == "--rate 41 would perturb it less"
     # nothing to advise when sampling barely slowed the loop
-    assert sampler.perturbation_advice(s, 1.2, 1, 16) is None
+    assert perturbation.perturbation_advice(s, 1.2, 1, 16) is None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from flametool import cli
+from flametool.commands import main
 from reportruns import cpu_run_dir, hostile_run
 
 
@@ -146,7 +146,7 @@ def test_bad_input(tmp_path, capsys, spoil, args, words):
     run = hostile_run(tmp_path / "r")
     if spoil:
         spoil(run)
-    rc = cli.main(["snakeviz", str(run), *args])
+    rc = main.main(["snakeviz", str(run), *args])
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err
     lines = err.strip().splitlines()
@@ -154,5 +154,5 @@ def test_bad_input(tmp_path, capsys, spoil, args, words):
 
 
 def test_missing_run_dir(tmp_path, capsys):
-    assert cli.main(["snakeviz", str(tmp_path / "absent")]) == 2
+    assert main.main(["snakeviz", str(tmp_path / "absent")]) == 2
     assert "no such run directory" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 import faultkit as fk
-from flametool import cases
+from flametool.workload import cases
 from flametool.measure import childproc, paired, runner
 
 USER = Path(__file__).parent / "cases" / "user_cases.py"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from flametool import folded
+from flametool.run import folded
 
 from flametool.analyse import naming
 from flametool.errors import RunDirError

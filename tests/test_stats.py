@@ -8,9 +8,9 @@ import statistics
 
 import pytest
 
-from flametool.analyse import stats
+from flametool.run import stats
 from flametool.measure.child import round_order
-from flametool.record import DeviceInfo, Loops, Timing
+from flametool.run.record import DeviceInfo, Loops, Timing
 
 
 def timing(*processes: list[float]) -> Timing:

@@ -11,8 +11,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from checks import one_line_error
-from flametool.analyse import analysis, summary
-from flametool import cli
+from flametool.analyse import analysis, dispatch, summary
+from flametool.commands import main
 from test_anchor import saved_run
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -26,7 +26,7 @@ def two_runs(tmp_path):
 
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
+    code = main.main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -56,7 +56,7 @@ def test_summary_of_a_sample_is_the_analysis_s_figures(capsys):
     code, out, _ = run_cli(capsys, "summary", str(run), "--format", "json")
     assert code == 0
     doc = json.loads(out)
-    a = analysis.analyse_dir(run)
+    a = dispatch.analyse_dir(run)
     assert [(p["base"], p["head"]) for p in doc["pairs"]] == [(p.base, p.head) for p in a.pairs]
     for got, p in zip(doc["pairs"], a.pairs):
         f = p.headline

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from flametool.analyse import analysis, sweep
-from flametool import rundir
-from flametool.record import Loops, SweepPoint
+from flametool.analyse import dispatch, sweep
+from flametool.run import rundir
+from flametool.run.record import Loops, SweepPoint
 from flametool.render import charts
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
@@ -280,15 +279,16 @@ def test_bad_sizes_are_one_line(cli, tmp_path, sizes, message):
 
 
 def test_default_sizes_per_device():
-    from flametool import cli, config
+    from flametool.commands import options
+    from flametool.measure import config
 
-    assert cli.default_sizes("cpu") == [[n] * 3 for n in (8, 16, 32, 64, 128, 256, 512)]
-    cuda = cli.default_sizes("cuda:0")
+    assert options.default_sizes("cpu") == [[n] * 3 for n in (8, 16, 32, 64, 128, 256, 512)]
+    cuda = options.default_sizes("cuda:0")
     assert cuda[0] == [64] * 3 and cuda[-2] == [16384] * 3 and cuda[-1] == config.SEED_SHAPE
-    assert cli.parse_sizes("64, 4096x1024x4096") == [[64] * 3, [4096, 1024, 4096]]
-    assert cli.parse_sizes("64,128,...,1024") == [[n] * 3 for n in (64, 128, 256, 512, 1024)]
-    assert cli.parse_sizes("100,300,...,2000") == [[n] * 3 for n in (100, 300, 900, 2000)]
-    assert cli.parse_sizes("64;4096,1024,4096;8192x8x8") == [[64] * 3, [4096, 1024, 4096], [8192, 8, 8]]
+    assert options.parse_sizes("64, 4096x1024x4096") == [[64] * 3, [4096, 1024, 4096]]
+    assert options.parse_sizes("64,128,...,1024") == [[n] * 3 for n in (64, 128, 256, 512, 1024)]
+    assert options.parse_sizes("100,300,...,2000") == [[n] * 3 for n in (100, 300, 900, 2000)]
+    assert options.parse_sizes("64;4096,1024,4096;8192x8x8") == [[64] * 3, [4096, 1024, 4096], [8192, 8, 8]]
 
 
 def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
@@ -296,7 +296,6 @@ def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
     stacks read into host time per call by layer there."""
     import pstats
 
-    from flametool.analyse import analysis
 
     out = tmp_path / "sampled"
     proc = cli("sweep", "--device", "cpu", "--libs", "numpy", "--sizes", "8,64", "--processes", "1", "--repeats", "2",
@@ -307,7 +306,7 @@ def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
         assert point["profile"]["files"] == {"prof": f"{name}.prof", "folded": f"{name}.folded"}
         assert point["profile"]["sampling"]["kept_samples"] > 0
         assert pstats.Stats(str(out / f"{name}.prof")).total_calls > 0  # read back with the tool others use
-    a = analysis.analyse_dir(out)
+    a = dispatch.analyse_dir(out)
     assert list(a.layers) == ["8", "64"]
     for size, by_case in a.layers.items():
         x = by_case["numpy"]
@@ -394,7 +393,6 @@ def test_a_sweep_records_the_operands_at_each_size(swept):
 def test_unlike_operands_in_a_sweep_are_said(swept, tmp_path):
     import shutil
 
-    from flametool.analyse import analysis
     from flametool.render import html as report
 
     run_dir = tmp_path / "edited"
@@ -402,5 +400,5 @@ def test_unlike_operands_in_a_sweep_are_said(swept, tmp_path):
     run = rundir.load(run_dir)
     run.results["torch"].operands[0].fingerprint = "000000000000"
     rundir.save(run_dir, run)
-    page = report.render(analysis.analyse_dir(run_dir))
+    page = report.render(dispatch.analyse_dir(run_dir))
     assert "operands differ: at 8,8,8 float32 the cases multiply different values" in page

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from flametool.analyse import analysis, attribution, layers
-from flametool import cli
-from flametool import folded
+from flametool.analyse import attribution, dispatch, layers
+from flametool.commands import main
+from flametool.run import folded
 from flametool.analyse import naming
 from flametool.errors import RunDirError
 from runbuild import make_run, snapshot
@@ -44,7 +44,7 @@ def test_hostile_names_survive_the_run_directory(run):
 
 def test_speedscope_export_is_valid_json_with_every_name(run, capsys):
     before = snapshot(run)
-    assert cli.main(["export", str(run), "--format", "speedscope"]) == 0
+    assert main.main(["export", str(run), "--format", "speedscope"]) == 0
     doc = json.loads(capsys.readouterr().out)
     names = {f["name"] for f in doc["shared"]["frames"]}
     assert "evil.<script>alert('x')</script>" in names and "[bold red]markup[/] [/] (libmarkup.so)" in names
@@ -54,7 +54,7 @@ def test_speedscope_export_is_valid_json_with_every_name(run, capsys):
 
 
 def test_folded_export_keeps_one_stack_a_line(run, capsys):
-    assert cli.main(["export", str(run), "--format", "folded"]) == 0
+    assert main.main(["export", str(run), "--format", "folded"]) == 0
     text = capsys.readouterr().out
     stacks = folded.parse(text)
     # one stack a line for any reader: nothing splits a line anywhere else (the loop's own samples are one more)
@@ -66,14 +66,14 @@ def test_folded_export_keeps_one_stack_a_line(run, capsys):
 
 def test_terminal_prints_names_as_text(run, capsys, tmp_path):
     other = make_run(tmp_path / "other", {"a": ("step (case.py:1);[bold red]markup[/] [/] (libmarkup.so) 3\n", 8.0, 0)})
-    assert cli.main(["diff", str(other), str(run), "--case", "a", "--top", "50"]) == 0
+    assert main.main(["diff", str(other), str(run), "--case", "a", "--top", "50"]) == 0
     out = capsys.readouterr().out
     assert "[bold red]markup[/] [/]" in out.replace("\n", "")
 
 
 def test_report_renders_names_as_text(run):
     report = pytest.importorskip("flametool.render.html")
-    html = report.render(analysis.analyse_dir(run))
+    html = report.render(dispatch.analyse_dir(run))
     assert "<script>alert('x')</script>" not in html and "<b>bold</b>" not in html
     assert "&lt;script&gt;" in html
 

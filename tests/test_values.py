@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from flametool import cases, values
+from flametool.workload import cases, values
 
 
 @pytest.fixture
@@ -52,8 +52,8 @@ def test_host_operands_are_streams_0_and_1():
 
 def test_a_child_starts_the_builtin_cases_operands_for_its_first_shape(monkeypatch):
     from flametool.measure import child
-    from flametool.cases import CaseSpec
-    from flametool.protocol import JobCase, PlanItem, ProfileJob, SweepItem, SweepJob, TimeJob
+    from flametool.workload.cases import CaseSpec
+    from flametool.measure.protocol import JobCase, PlanItem, ProfileJob, SweepItem, SweepJob, TimeJob
 
     asked = []
     monkeypatch.setattr(cases, "prefetch_operands", lambda *a: asked.append(a))

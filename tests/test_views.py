@@ -9,9 +9,10 @@ import re
 import pytest
 from rich.console import Console
 
-from flametool.analyse import analysis
-from flametool import cli, rundir
-from flametool.record import RunConfig
+from flametool.analyse import dispatch
+from flametool.commands import main
+from flametool.run import rundir
+from flametool.run.record import RunConfig
 from flametool.render import html as report
 from flametool.render import terminal
 from runbuild import make_run
@@ -63,7 +64,7 @@ def value(cell: str) -> float:
 
 @pytest.mark.parametrize("view", ["caller", "library"])
 def test_a_layer_rows_difference_is_head_minus_base_in_every_view(run, view, capsys):
-    a = analysis.analyse_dir(run)
+    a = dispatch.analyse_dir(run)
     table = rows(printed(lambda a, c: terminal.print_layers(a, c, view=view), a), "host time per call by layer")
     assert table, "no layer table"
     for layer, (base, head, delta) in table.items():
@@ -73,7 +74,7 @@ def test_a_layer_rows_difference_is_head_minus_base_in_every_view(run, view, cap
         h = value(head) if head != "-" else 0.0
         assert value(delta) == pytest.approx(h - b, abs=1e-9), (layer, base, head, delta)
     # the report shows the same strings for the same rows
-    model = report.build(analysis.analyse_dir(run))
+    model = report.build(dispatch.analyse_dir(run))
     section = model.layers if view == "caller" else model.layers_library
     shown = {r.layer: (r.values, r.deltas[0][0]) for r in section.rows}
     for layer, (base, head, delta) in table.items():
@@ -84,7 +85,7 @@ def test_a_layer_rows_difference_is_head_minus_base_in_every_view(run, view, cap
         assert [v if v != "–" else "-" for v in values] == [base, head] and d == delta, layer
     # and `flametool diff` (caller view) on the same run: the same figures, the same differences
     if view == "caller":
-        assert cli.main(["diff", str(run), "--base", "numpy", "--head", "torch"]) == 0
+        assert main.main(["diff", str(run), "--base", "numpy", "--head", "torch"]) == 0
         diffed = rows(capsys.readouterr().out, "host time per call by layer")
         for layer, (base, head, delta) in table.items():
             db, dh, dd = diffed[layer]
@@ -93,13 +94,13 @@ def test_a_layer_rows_difference_is_head_minus_base_in_every_view(run, view, cap
 
 
 def test_a_frame_called_from_several_layers_says_so(run):
-    a = analysis.analyse_dir(run)
+    a = dispatch.analyse_dir(run)
     text = printed(terminal.print_layers, a)
     frames = rows(text, "frames that differ most")
     assert frames[LIBC][0] == "several: PyTorch binding, Python"
     torch = next(f for f in a.cases["torch"].frames if f.frame == LIBC)
     assert torch.charged == ["PyTorch binding", "Python"]
-    model = report.build(analysis.analyse_dir(run))
+    model = report.build(dispatch.analyse_dir(run))
     in_report = [r.layer for t in model.frame_tables + model.diff_tables for r in t.rows if r.frame == LIBC]
     assert in_report and set(in_report) == {"several: PyTorch binding, Python"}
     # a frame of one layer keeps its one label
@@ -107,10 +108,10 @@ def test_a_frame_called_from_several_layers_says_so(run):
 
 
 def test_samples_one_sign_and_what_ran(run):
-    a = analysis.analyse_dir(run)
+    a = dispatch.analyse_dir(run)
     summary = printed(terminal.print_summary, a)
     layers = printed(terminal.print_layers, a)
-    model = report.build(analysis.analyse_dir(run))
+    model = report.build(dispatch.analyse_dir(run))
     for label in ("numpy", "torch"):
         n = a.run.results[label].sampling.analysed_samples
         assert rows(summary, "profiled loops")[label][-1] == f"{n} at 100 Hz"
@@ -142,7 +143,7 @@ def test_the_advice_is_the_same_in_the_terminal_and_the_report(run, pool_threads
     s.rate_hz, s.threads, s.total_samples = 25, threads, s.kept_samples
     s.sampled_us_per_call = 2.5 * r.results["torch"].profile.own_us_per_call  # sampling slowed it 2.5x
     rundir.save(run, r)
-    summary = printed(terminal.print_summary, analysis.analyse_dir(run)).replace("\n", " ")
+    summary = printed(terminal.print_summary, dispatch.analyse_dir(run)).replace("\n", " ")
     assert f"torch: sampling slowed the loop 2.50x at 25 Hz (shares stay fair); {words}" in summary
-    caveat = next(c for c in report.build(analysis.analyse_dir(run)).warnings if c.kind == "sampling slowed the loop")
+    caveat = next(c for c in report.build(dispatch.analyse_dir(run)).warnings if c.kind == "sampling slowed the loop")
     assert caveat.text.endswith(f" {words}.")

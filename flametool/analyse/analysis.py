@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import attribution, countdiff, diff, flamegraph, layers, profstats, reading, stats, sweep
-from .. import rundir, safeopen
+from . import attribution, countdiff, diff, flamegraph, layers, profstats, reading
+from ..run import stats
+from ..run import rundir, safeopen
 from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - analysis.unlike_operands
 from .attribution import CaseCosts, Skipped
-from ..record import CaseResult, Run, Timing
+from ..run.record import CaseResult, Run, Timing
 
 # diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case):
 # the change's 95% interval lies wholly above the threshold; INCONCLUSIVE_EXIT when the interval holds it
@@ -151,17 +152,11 @@ def pair_figures(run: Run, base: str, head: str, pooled: dict[str, stats.Pooled]
     return at_shape, at_sample
 
 
-def analyse(run_dir: Path, run: Run, attribute: bool = True) -> "Analysis | sweep.SweepAnalysis | atlas.AtlasAnalysis":
-    """Every case that has stacks attributed, every compared pair figured and diffed. A case with nothing to
-    analyse (failed, not sampled) gets Skipped(why); a damaged stack file is a RunDirError naming it.
-    attribute=False leaves `cases` empty (an export needs the stacks only). A sweep run has an analysis of
-    its own (sweep.analyse)."""
-    if run.kind == "sweep":
-        return sweep.analyse(run_dir, run)
-    if run.kind == "atlas":
-        from . import atlas  # it analyses each op's run through this module
-
-        return atlas.analyse(run_dir, run)
+def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
+    """A compare run's analysis: every case that has stacks attributed, every compared pair figured and diffed.
+    A case with nothing to analyse (failed, not sampled) gets Skipped(why); a damaged stack file is a RunDirError
+    naming it. attribute=False leaves `cases` empty (an export needs the stacks only). A sweep and an atlas have
+    analyses of their own (dispatch.analyse chooses)."""
     out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run))
     # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
     profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute)
@@ -299,11 +294,6 @@ def _size(path: Path) -> int:
         return safeopen.size(path)
     except RunDirError:  # load_profile says what is wrong with it
         return 0
-
-
-def analyse_dir(run_dir: Path | str, attribute: bool = True) -> "Analysis | sweep.SweepAnalysis":
-    run_dir = Path(run_dir)
-    return analyse(run_dir, rundir.load(run_dir), attribute)
 
 
 @contextlib.contextmanager

@@ -10,10 +10,12 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import attribution, naming, reading, stats
-from .. import ops, rundir
+from . import analysis, attribution, naming, reading
+from ..run import stats
+from ..workload import ops
+from ..run import rundir
 from ..errors import RunDirError
-from ..record import AtlasPart, Run
+from ..run.record import AtlasPart, Run
 
 
 @dataclass
@@ -122,14 +124,13 @@ def differs_most(cells: dict[str, AtlasCell], fastest: str | None) -> None:
 
 
 def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
-    from . import analysis
-
     out = AtlasRow(part.op, ops.OPS[part.op].does if part.op in ops.OPS else "", part.dir, error=part.error)
     if not (run_dir / part.dir / rundir.RUN_FILE).exists():
         out.error = out.error or "not measured: the atlas stopped before this op"
         return out
     try:
-        analysed = analysis.analyse_dir(run_dir / part.dir)
+        op_dir = run_dir / part.dir
+        analysed = analysis.analyse(op_dir, rundir.load(op_dir))
     except RunDirError as exc:
         out.error = str(exc)
         return out

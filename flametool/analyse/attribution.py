@@ -38,14 +38,14 @@ from pathlib import Path
 import numpy as np
 
 from . import layers as ly
-from .. import rundir
-from .. import folded
+from ..run import rundir
+from ..run import folded
 from . import naming
 from . import reading
-from . import stats
+from ..run import stats
 from . import calltree
 from ..errors import RunDirError
-from ..record import CaseResult, Run
+from ..run.record import CaseResult, Run
 
 CLOSURE_TOLERANCE = 0.10
 

@@ -18,7 +18,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..folded import Stack
+from ..run.folded import Stack
 
 EXACT_FLOAT = 2**53
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ..counts import KINDS, Counts, Tally
+from ..run.counts import KINDS, Counts, Tally
 
 STRUCTURAL = tuple(k for k in KINDS if k != "host-alloc")
 

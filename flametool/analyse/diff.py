@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, replace
 
 from . import layers as ly
-from .. import folded
+from ..run import folded
 from . import naming
 from . import nodetree
 from .attribution import Profile, attribute, layer_label

@@ -12,7 +12,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Iterable
 
-from ..folded import Stack
+from ..run.folded import Stack
 
 
 # --- naming: raw py-spy frames -> names people read and diffs can match on -----------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..record import Run
+from ..run.record import Run
 
 
 @dataclass
@@ -43,7 +43,7 @@ class NewOutputs:
 
 
 def new_outputs(run: Run) -> NewOutputs | None:
-    from .. import ops
+    from ..workload import ops
 
     op = run.config.operation
     if op not in ops.OPS or "preallocated out" not in ops.OPS[op].output:

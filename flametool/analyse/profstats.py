@@ -9,7 +9,7 @@ import pstats
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import safeopen
+from ..run import safeopen
 from ..errors import RunDirError
 
 TOP = 15

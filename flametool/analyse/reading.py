@@ -21,9 +21,10 @@ from itertools import groupby
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from .. import procs, safeopen
+from .. import procs
+from ..run import safeopen
 from ..errors import RunDirError
-from ..folded import MAX_COUNT, FoldedLineError, Stack, parse_line
+from ..run.folded import MAX_COUNT, FoldedLineError, Stack, parse_line
 from .naming import Frame, Namer, _first, _Normalizer
 
 READ_CHUNK = 1 << 20  # a megabyte of lines at a time: their objects stay in the caches while they are read

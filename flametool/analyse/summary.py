@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import stats
+from ..run import stats
 from .analysis import Analysis, Change, DiffResult, PairAnalysis, Verdict, verdict
 from .countdiff import CountDiff
 from .diff import FrameDelta, LayerDelta, PairDiff
 from ..errors import FlametoolError
-from ..record import Environment
+from ..run.record import Environment
 
 # The JSON document's name and version (docs/summary-json.md): a field's meaning never changes within a version;
 # fields may be added.

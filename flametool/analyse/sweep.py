@@ -15,9 +15,10 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import attribution, stats
+from . import attribution
+from ..run import stats
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands
-from ..record import HOST_BOUND_FACTOR, Run, SweepPoint, Timing, host_bound, size_name  # noqa: F401 - sweep.size_name
+from ..run.record import HOST_BOUND_FACTOR, Run, SweepPoint, Timing, host_bound, size_name  # noqa: F401 - sweep.size_name
 
 
 def edge(shape: list[int]) -> float:

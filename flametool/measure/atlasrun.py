@@ -9,12 +9,13 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
-from .. import cases, ops, rundir
+from ..workload import cases, ops
+from ..run import rundir
 from . import envinfo, runner, sampler
 from .childproc import Progress
-from ..config import Config
+from .config import Config
 from ..errors import CaseError
-from ..record import AtlasPart, Run, RunConfig
+from ..run.record import AtlasPart, Run, RunConfig
 
 # Sampling per case and op: an atlas samples every library at every op (18 cases for three libraries), so a
 # shorter window than compare's default; at 25 Hz on CUDA 6 s is about 150 samples a case.

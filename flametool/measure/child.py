@@ -34,13 +34,14 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .. import cases, ops, procs
+from ..workload import cases, ops
+from .. import procs
 from . import counting, explain
-from ..counts import Counts
-from ..cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory, cuda_index
-from ..protocol import (CaseProfiled, CaseTimed, Done, Failed, Job, JobCase, Message, Phase, PlanItem, Point, PointCase,
-                        ProfileJob, SampleReady, SweepJob, Swept, Timed, TimedLoops, TimeJob, decode_job, encode)
-from ..record import DeviceInfo, Loops, Operands, boundedness
+from ..run.counts import Counts
+from ..workload.cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory, cuda_index
+from .protocol import (CaseProfiled, CaseTimed, Done, Failed, Job, JobCase, Message, Phase, PlanItem, Point, PointCase,
+    ProfileJob, SampleReady, SweepJob, Swept, Timed, TimedLoops, TimeJob, decode_job, encode)
+from ..run.record import DeviceInfo, Loops, Operands, boundedness
 
 ACTIVE_LOOP = "active_loop"
 # Host-bound loops are cheap: rounds continue past --repeats until each case has been timed for the job's

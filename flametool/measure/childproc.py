@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from . import sampler
-from .. import procs, rundir
-from ..cases import CaseSpec, builtin_libraries
-from ..config import Config
+from .. import procs
+from ..run import rundir
+from ..workload.cases import CaseSpec, builtin_libraries
+from .config import Config
 from .child import ACTIVE_LOOP, SPARE
-from ..protocol import RESULT_OF, AnyJob, AnyResult, Done, Failed, Phase, Point, ProfileJob, SampleReady, decode, encode_job
-from ..record import Sampling
+from .protocol import (RESULT_OF, AnyJob, AnyResult, Done, Failed, Phase, Point, ProfileJob, SampleReady, decode,
+    encode_job)
+from ..run.record import Sampling
 
 # Spares kept started ahead of the processes run until the ratios settle (Spares.ahead).
 SPARES_AHEAD = 3

@@ -28,7 +28,7 @@ from collections import Counter, defaultdict
 from fractions import Fraction
 from typing import Any, Callable
 
-from ..counts import Counts, Tally
+from ..run.counts import Counts, Tally
 
 Step = Callable[[], object]
 Sync = Callable[[], object]

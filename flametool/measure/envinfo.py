@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .. import __version__
 
 if TYPE_CHECKING:
-    from ..record import Host
+    from ..run.record import Host
 
 PACKAGES = {
     "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"),
@@ -96,7 +96,7 @@ def nvml_gpus() -> tuple[str | None, list[str]]:
 def collect(device: str) -> Host:
     # imported here: envprobe reads PACKAGES in another environment's interpreter, which may lack numpy (that
     # record's imports need); its own check says so in one line
-    from ..record import Host, HostGpu
+    from ..run.record import Host, HostGpu
 
     driver, gpus = nvml_gpus() if device != "cpu" else (None, [])
     return Host(

@@ -19,10 +19,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .. import cases
-from ..cases import CaseSpec
+from ..workload import cases
+from ..workload.cases import CaseSpec
 from ..errors import FlametoolError
-from ..record import Environment, env_label
+from ..run.record import Environment, env_label
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 PROBE_SECONDS = 180.0  # importing torch and cupy in a cold environment takes seconds; a hung import, not minutes

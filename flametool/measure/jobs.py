@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 
-from ..cases import BUILTIN, CaseSpec
-from ..config import Config
-from ..protocol import JobCase, TimedLoops
-from ..record import CaseResult, Timing
+from ..workload.cases import BUILTIN, CaseSpec
+from .config import Config
+from .protocol import JobCase, TimedLoops
+from ..run.record import CaseResult, Timing
 
 
 def job_base(config: Config) -> dict:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from .childproc import Progress, Spares
-from .. import rundir
-from ..cases import CaseSpec
-from ..config import Config
+from ..run import rundir
+from ..workload.cases import CaseSpec
+from .config import Config
 from ..errors import CaseError, FlametoolError
-from ..record import ProfileProcess, Run
+from ..run.record import ProfileProcess, Run
 
 
 class Measurement:

@@ -10,10 +10,10 @@ import time
 from .childproc import run_child
 from .jobs import as_timing, job_base, job_case, others
 from .measurement import Measurement, stop_if_failed
-from ..analyse import stats
-from ..cases import CaseSpec
-from ..protocol import PlanItem, TimeJob
-from ..record import Group
+from ..run import stats
+from ..workload.cases import CaseSpec
+from .protocol import PlanItem, TimeJob
+from ..run.record import Group
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
 SETTLED = 0.02

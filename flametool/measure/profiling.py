@@ -7,10 +7,10 @@ from . import sampler
 from .childproc import child_sample_grace, run_child
 from .jobs import job_base, job_case
 from .measurement import Measurement, stop_if_refused
-from .. import rundir
-from ..cases import CaseSpec
-from ..protocol import ProfileJob
-from ..record import ProfileProcess, host_bound, size_name
+from ..run import rundir
+from ..workload.cases import CaseSpec
+from .protocol import ProfileJob
+from ..run.record import ProfileProcess, host_bound, size_name
 
 
 def profile(m: Measurement, case: CaseSpec) -> None:

@@ -21,10 +21,11 @@ from . import envinfo, paired, profiling, sampler, sweeping
 from .childproc import Progress, step_timeout
 from .jobs import blank_result
 from .measurement import Measurement, stop_if_failed, stop_if_refused
-from .. import procs, rundir
-from ..cases import CaseSpec
-from ..config import Config, default_out  # noqa: F401 - default_out: runner.default_out
-from ..record import Run, RunConfig
+from .. import procs
+from ..run import rundir
+from ..workload.cases import CaseSpec
+from .config import Config, default_out  # noqa: F401 - default_out: runner.default_out
+from ..run.record import Run, RunConfig
 
 
 def start(config: Config, argv: list[str], progress: Progress, kind: str = "compare") -> Measurement:

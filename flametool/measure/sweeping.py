@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from .childproc import run_child
 from .jobs import job_base, job_case, others
 from .measurement import Measurement
-from ..cases import CaseSpec
-from ..protocol import Point, SweepItem, SweepJob
-from ..record import Group, SweepPoint, size_name
+from ..workload.cases import CaseSpec
+from .protocol import Point, SweepItem, SweepJob
+from ..run.record import Group, SweepPoint, size_name
 
 
 @dataclass

@@ -6,7 +6,7 @@ one file holds them side by side."""
 from __future__ import annotations
 
 from ..analyse import attribution
-from .. import folded
+from ..run import folded
 from ..analyse.analysis import Stacks
 from .base import ExportRenderer
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 from ..analyse.attribution import CaseCosts
-from ..analyse.stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
+from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
 from ..analyse.operands import UnlikeOperands
-from ..record import Environment
+from ..run.record import Environment
 from ..analyse.sweep import SAME_WITHIN, SweepPair, size_name
 
 DASH = "–"

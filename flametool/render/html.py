@@ -22,8 +22,10 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from .. import __version__, cases, rundir
-from ..measure import sampler
+from .. import __version__
+from ..workload import cases
+from ..run import rundir
+from ..run import perturbation
 from . import atlas_page, charts, sweep_page
 from ..analyse import flamegraph as flame
 from . import format as fmt
@@ -34,7 +36,7 @@ from ..analyse.diff import LayerDelta, PairDiff
 from ..analyse.sweep import SweepAnalysis
 from ..analyse.atlas import AtlasAnalysis
 from ..errors import FlametoolError
-from ..record import CaseResult, Run, Sampling
+from ..run.record import CaseResult, Run, Sampling
 from .base import Renderer
 
 REPORT_FILE = "report.html"
@@ -345,7 +347,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
         if sampling:
             slowdown = r.profile.slowdown
             # what would help, as the terminal says it
-            advice = sampler.perturbation_advice(sampling, slowdown, run.config.pool_threads,
+            advice = perturbation.perturbation_advice(sampling, slowdown, run.config.pool_threads,
                                                  run.config.sample_seconds or sampling.seconds)
             if slowdown is not None and slowdown > SLOWDOWN_WARN:
                 out.append(Caveat("sampling slowed the loop", f"{label}: the loop ran {slowdown:.1f}× slower while py-spy "

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from . import format as fmt
-from ..analyse.stats import Interval
+from ..run.stats import Interval
 from ..analyse import countdiff
 from ..analyse.summary import SCHEMA, VERSION, PairSummary, Summary
 from .base import Renderer

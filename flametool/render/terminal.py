@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import format as fmt
-from ..measure import sampler
+from ..run import perturbation
 from ..analyse import countdiff, sweep
 from ..analyse.analysis import Analysis, DiffResult
 from ..analyse.attribution import CaseCosts, Skipped
@@ -202,7 +202,7 @@ def print_summary(a: Analysis, console: Console) -> None:
         if s and not s.complete:
             say(console, (f"{name}: sampling incomplete: {fmt.visible(s.error or '')}"))
         elif s:
-            advice = sampler.perturbation_advice(s, r.profile.slowdown, run.config.pool_threads,
+            advice = perturbation.perturbation_advice(s, r.profile.slowdown, run.config.pool_threads,
                                                  run.config.sample_seconds or s.seconds)
             if advice:
                 why = (f"py-spy fell {s.behind_seconds:.1f} s behind" if s.behind

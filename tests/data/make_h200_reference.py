@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from flametool import folded
+from flametool.run import folded
 
 
 def trim(stacks):

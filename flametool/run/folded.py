@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterable
 
 from . import safeopen
-from .errors import RunDirError
+from ..errors import RunDirError
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ DEFAULT_OP = "matmul"
 
 
 def get(name: str, option: str = "--op") -> Op:
-    from .errors import FlametoolError
+    from ..errors import FlametoolError
 
     if name not in OPS:
         raise FlametoolError(f"{option} {name!r}: choose from {', '.join(OPS)}")

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import procs, rundir
-from .analyse import profstats
-from .errors import FlametoolError, RunDirError
+from .. import procs
+from ..run import rundir
+from ..analyse import profstats
+from ..errors import FlametoolError, RunDirError
 
 HOST = "127.0.0.1"  # never another interface: a profile holds paths and code names
 DEFAULT_PORT = 8080

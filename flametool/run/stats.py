@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..record import Run, Timing, base_label
+from .record import Run, Timing, base_label
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from . import record, safeopen
-from .errors import FlametoolError, RunDirError, WriteError
+from ..errors import FlametoolError, RunDirError, WriteError
 
 SCHEMA = record.SCHEMA
 RUN_FILE = "run.json"

@@ -13,9 +13,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Union
 
-from .cases import CaseSpec
-from .counts import Counts
-from .record import DeviceInfo, Loops, Operands
+from ..workload.cases import CaseSpec
+from ..run.counts import Counts
+from ..run.record import DeviceInfo, Loops, Operands
 
 
 def _shape(value: Any) -> list[int]:

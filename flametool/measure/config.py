@@ -8,9 +8,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from . import ops
-from .cases import OPERAND_SEED, CaseSpec
-from .record import Environment
+from ..workload import ops
+from ..workload.cases import OPERAND_SEED, CaseSpec
+from ..run.record import Environment
 
 SEED_SHAPE = list(ops.SEED_SHAPE)
 

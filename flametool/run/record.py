@@ -19,9 +19,9 @@ import statistics
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable
 
-from .cases import default_pairs
+from ..workload.cases import default_pairs
 from .counts import Counts
-from .errors import RunDirError
+from ..errors import RunDirError
 
 SCHEMA = 3  # 3: ProfileProcess.counts (the counted loop); 2 and 1 are still read
 # compare: each case at one shape, timed, profiled and sampled; sweep: each case timed at a list of sizes

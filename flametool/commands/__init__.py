@@ -1,0 +1,1 @@
+"""The command line: one module per command, the options apart (options), the entry point (main)."""

@@ -1,0 +1,109 @@
+"""compare and sweep: measure (runner), then print the analysis and write the report."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from ..analyse import dispatch
+from ..analyse.layers import VIEWS
+from ..errors import interrupt_code
+from ..measure import runner
+from ..measure.config import CPU, CUDA
+from .. import render
+from ..render import terminal
+from ..run import rundir
+from ..run.record import size_name
+from .base import Context, terminal_options, write_report
+from .options import case_options, sampling_options
+from .settings import compare_config, sweep_config
+
+
+class Compare:
+    """`flametool compare`: every case in each of several fresh processes, their loops interleaved, then each sampled alone."""
+
+    name = "compare"
+    help = ("measure each case in its own process and write a run directory")
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        case_options(p)
+        p.add_argument("--layers", choices=VIEWS, default="caller",
+                       help="system libraries (libc, malloc, locks) in the terminal's layer table: charged to the layer that "
+                            "called them (caller, the default) or as a layer of their own (library); the report has both")
+        p.add_argument("--shape", help="matmul: M,K,N, a is MxK, b is KxN (default " + ",".join(map(str, CUDA.shape)) + " on CUDA, "
+                                       + ",".join(map(str, CPU.shape)) + " on the CPU); the other ops: N elements or R,C "
+                                       "(default: the op's host-bound size, as the atlas samples it)")
+        sampling_options(p)
+        p.add_argument("--sample-shape", help="the shape to sample at (default: the shape when host-bound, else the op's "
+                                              "host-bound size: 1024,1024,1024 for matmul)")
+        p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")
+        p.add_argument("--env", action="append", default=[], metavar="NAME=PYTHON",
+                       help="run the cases under this interpreter too (a venv with another build), labelled CASE@NAME; "
+                            "give two or more: their processes take turns, each also timing the anchor, and the pair "
+                            "CASE@FIRST:CASE@OTHER is compared relative to it (README: comparing two builds)")
+        p.add_argument("--anchor", metavar="CASE",
+                       help="with --env: the case every environment's processes time beside the others, whose own speed "
+                            "cancels the host's (default: the last case of --libs with one version in every environment)")
+
+    def run(self, args: argparse.Namespace, ctx: Context) -> int:
+        return cmd_compare(args, ctx.argv, ctx.err, ctx.out)
+
+
+class Sweep:
+    """`flametool sweep`: the cases timed over a ladder of sizes."""
+
+    name = "sweep"
+    help = ("time each case over a ladder of sizes: host, GPU and wall time per call, "
+                                     "and where each library stops being host-bound")
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        case_options(p)
+        p.add_argument("--sizes", help="comma-separated sizes, each N (an NxN by NxN product) or MxKxN, e.g. "
+                                       "64,256,1024,4096x1024x4096; 64,128,...,8192 for a geometric ladder; with ';' "
+                                       "between sizes, M,K,N too (default: 64 doubling to 16384, then the seed's "
+                                       "65536x24576x12288 on CUDA; 8 doubling to 512 on the CPU); for the other ops "
+                                       "element counts N or RxC (default: 1024 growing 4x to 2^28 on CUDA, 64 to 2^18 "
+                                       "on the CPU)")
+        p.add_argument("--sample", action="store_true",
+                       help="also profile each case alone (cProfile and py-spy) at each size where it is host-bound, for "
+                            "the host time per call by layer there (default: timings only)")
+        sampling_options(p)
+
+    def run(self, args: argparse.Namespace, ctx: Context) -> int:
+        return cmd_compare(args, ctx.argv, ctx.err, ctx.out)
+
+
+def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
+    """compare and sweep: measure, then print the analysis and write the report."""
+    sweeping = args.command == "sweep"
+    config = (sweep_config if sweeping else compare_config)(args, lambda text: terminal.say(err, text))
+    with terminal.Progress(err) as progress:
+        try:
+            run_dir, run = (runner.sweep if sweeping else runner.compare)(config, ["flametool", *argv], progress.update)
+        except KeyboardInterrupt as exc:
+            kept = config.out / rundir.RUN_FILE
+            terminal.say(err, f"flametool: interrupted; what finished is kept in {rundir.shown(kept)} (complete: false)"
+                         if kept.exists() else "flametool: interrupted before anything was measured")
+            return interrupt_code(exc)
+    analysed = dispatch.analyse(run_dir, run)
+    view = getattr(args, "layers", "caller")
+    out.file.write(render.get("terminal")(terminal_options(out, view=view)).render(analysed))
+    written = write_report(run_dir, analysed, err, out)
+    failed = [l for l, r in run.results.items() if r.error]
+    for label in failed:
+        terminal.say(err, f"flametool: case {label!r}: {run.results[label].error}")
+    # a sweep's case that failed at one size (out of memory at the largest) still has the others; one that failed
+    # at every size has nothing, as a case of compare that failed
+    nowhere = [l for l, r in run.results.items() if sweeping and not r.error and r.points
+               and not any(p.processes for p in r.points)]
+    for label in nowhere:
+        first = next((p for p in run.results[label].points if p.error), None)
+        terminal.say(err, f"flametool: case {label!r}: failed at every size" + (
+            f" (at {size_name(first.shape)}: {first.error})" if first else ""))
+    failed += nowhere
+    # a sampler that hung or crashed kept what it had, but the run is not what was asked for
+    unsampled = [l for l, r in run.results.items() if r.sampling is not None and not r.sampling.complete]
+    for label in unsampled:
+        terminal.say(err, f"flametool: case {label!r}: sampling incomplete: {run.results[label].sampling.error}")
+    return 1 if failed or unsampled else (0 if written else 2)

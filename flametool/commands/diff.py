@@ -1,0 +1,77 @@
+"""diff: one case in two runs, or two cases of one run; with --fail-above, the verdict as the exit code."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from ..analyse import analysis, summary
+from ..analyse.layers import VIEWS
+from ..errors import FlametoolError
+from .. import render
+from ..render import terminal
+from .base import Context, terminal_options
+from .options import check_fail_above, check_limits
+
+
+class Diff:
+    """`flametool diff`: layers and frames, head - base, and the change relative to the anchor."""
+
+    name = "diff"
+    help = ("one case in two run directories (RUN_A RUN_B), or two cases of one run "
+                                    "(RUN --base A --head B): layers and frames, head - base")
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("run_a", type=Path, metavar="RUN_A", help="base run directory (or the run, with --base/--head)")
+        p.add_argument("run_b", type=Path, metavar="RUN_B", nargs="?", help="head run directory")
+        p.add_argument("--case", help="case label (default: the first sampled case both runs have)")
+        p.add_argument("--layers", choices=VIEWS, default="caller",
+                       help="system libraries charged to their callers' layers (caller, the default) or apart (library)")
+        p.add_argument("--base", help="with one run: the base case")
+        p.add_argument("--head", help="with one run: the head case")
+        p.add_argument("--anchor", metavar="CASE",
+                       help="the case both runs timed beside the case, that the change is taken relative to (default: "
+                            "the runs' own anchor, else the first such case)")
+        p.add_argument("--fail-above", type=float, metavar="PCT",
+                       help=f"exit {analysis.SLOWER_EXIT} when the case's host time per call (relative to the anchor) grew "
+                            f"by more than PCT percent, its whole 95%% interval above PCT; exit {analysis.INCONCLUSIVE_EXIT} "
+                            "(inconclusive) when the interval holds PCT")
+        p.add_argument("--top", type=int, default=15, help="frames to list (default 15)")
+        p.add_argument("--format", default="text", metavar="FORMAT",
+                       help="text (the layer and frame tables, the default), or a summary: markdown (a pull-request "
+                            "comment) or json (docs/summary-json.md)")
+
+    def run(self, args: argparse.Namespace, ctx: Context) -> int:
+        with analysis.collector_paused():
+            return cmd_diff(args, ctx.err, ctx.out)
+
+
+def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
+    check_fail_above(args)
+    renderer = render.get(args.format, ("text",) + tuple(f for f in render.SUMMARIES if f != "text"))
+    if args.top < 0:
+        raise FlametoolError(f"--top {args.top}: must be 0 or more")
+    check_limits(args)
+    if args.base or args.head:
+        if not (args.base and args.head) or args.run_b is not None or args.case is not None:
+            raise FlametoolError("diff RUN --base A --head B: one run and two of its cases (or RUN_A RUN_B [--case C])")
+        if args.anchor is not None:
+            raise FlametoolError("diff RUN --base A --head B --anchor: the anchor is for two runs (RUN_A RUN_B)")
+        result = analysis.diff_cases(args.run_a, args.base, args.head, args.layers)
+    elif args.run_b is None:
+        raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")
+    else:
+        result = analysis.diff_runs(args.run_a, args.run_b, args.case, args.layers, args.anchor)
+    if args.format == "text":
+        out.file.write(render.get("terminal")(terminal_options(out, top=args.top)).render(result))
+    else:
+        out.file.write(renderer().render(summary.of(result, args.fail_above)))
+        out.file.flush()
+    if args.fail_above is None:
+        return 0
+    decided = analysis.verdict(result.change, result.label, args.fail_above)
+    if decided.exit_code:
+        terminal.say(err, f"flametool: {decided.sentence}")
+    return decided.exit_code

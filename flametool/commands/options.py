@@ -1,0 +1,202 @@
+"""The options the commands share and the parsing of their values: argparse's parser with one-line errors,
+the case, op and sampling options, and the checks of shapes, sizes, pairs, dtypes, devices and limits. A value
+that cannot be used is a FlametoolError naming the option (exit 2) before anything starts."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from ..errors import FlametoolError
+from ..measure import paired
+from ..measure.config import CPU, CUDA
+from ..workload import cases, ops
+
+
+MAX_SIZES = 64
+
+
+# The most each count may be: far beyond any useful run, far below one that would run for days (a call takes a
+# microsecond at the least) or overflow a float.
+LIMITS = {"iters": 10_000_000, "warmup": 10_000_000, "repeats": 1000, "processes": 100, "sample_seconds": 3600,
+          "pool_threads": 4096, "top": 100_000}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line starting 'flametool: ' (exit 2) like every other fault, not a
+    usage block and 'flametool compare: error: ...'."""
+
+    def error(self, message: str):  # noqa: D401 - argparse's hook; must not return
+        raise FlametoolError(f"{message} (see {self.prog} --help)")
+
+
+def sampling_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rate", type=int, help=f"py-spy samples per second (default {CUDA.rate_hz} on CUDA, where each native "
+                                            f"sample stops a process of many threads for 3-15 ms; {CPU.rate_hz} on the CPU)")
+    p.add_argument("--sample-seconds", type=int, help=f"seconds of sampling per case (default {CUDA.sample_seconds} on "
+                                                      f"CUDA, {CPU.sample_seconds} on the CPU)")
+
+
+def case_options(p: argparse.ArgumentParser, op: bool = True) -> None:
+    """The options compare, sweep and atlas share: which cases, how they are timed, where the run goes."""
+    p.add_argument("--libs", help="built-in cases, comma-separated: " + ", ".join(cases.BUILTIN)
+                   + " (default: cupy,torch with a CUDA device, numpy,torch on the CPU)")
+    p.add_argument("--case", action="append", default=[], metavar="FILE.py:FACTORY",
+                   help="add a user case: FACTORY(shape, dtype, device) (or, for matmul, FACTORY(m, k, n, dtype, "
+                        "device)) returns (step, sync); repeatable")
+    if op:
+        op_option(p)
+    p.add_argument("--iters", type=int, default=CPU.iters, help=f"timed calls per loop (default {CPU.iters})")
+    p.add_argument("--warmup", type=int, default=CPU.warmup, help=f"warm-up calls (default {CPU.warmup})")
+    p.add_argument("--repeats", type=int,
+                   help="rounds of timed loops per process (one loop of each case a round); the median is reported "
+                        "(default 3, and at a host-bound shape more rounds until each case was timed for "
+                        f"{CPU.timed_seconds:g} s; 2 "
+                        "where every loop is GPU-bound and takes seconds; a given number is run as given)")
+    p.add_argument("--processes", type=int, metavar="N",
+                   help="fresh processes that run the timed loops; every case is built in each and their loops "
+                        "interleaved, so a process's own speed cancels out of the comparison (default: "
+                        f"{CPU.processes}, and in compare up to {CPU.max_processes} while a ratio's interval is wider "
+                        f"than ±{paired.SETTLED * 100:.0f}%%, for at most {CPU.extra_seconds:g} s more, while that many would narrow it so; "
+                        f"with --env ±{paired.ENV_SETTLED * 100:g}%% of the anchored ratio, up to {CPU.env_max_processes} per "
+                        f"environment, {CPU.extra_seconds:g} s more per environment)")  # %%: argparse formats help
+    p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
+                   help="a pair of cases to compare, head against base (repeatable; default: the first two cases)")
+    p.add_argument("--isolate", action="store_true",
+                   help="time each case in processes of its own instead (for a case that cannot share a process); "
+                        "its comparison with the others is then not paired")
+    p.add_argument("--dtype", help="float16, bfloat16, float32 or float64, or per case: cupy=float16,torch=bfloat16 "
+                                   "(default float16 on CUDA, float32 on the CPU)")
+    p.add_argument("--device", help="cuda:N or cpu (default cuda:0 when a CUDA device is found, else cpu)")
+    p.add_argument("--pool-threads", type=int, metavar="N",
+                   help="threads of the CPU thread pools (OpenMP, OpenBLAS, MKL) in each case's process; 0 leaves "
+                        "them as the environment says (default 1: on CUDA the GPU does the work and each native "
+                        "sample stops every thread; on the CPU a pool of 2 made torch's small products bimodal, "
+                        "its ratio to numpy 1.26 in one run and 1.69 in the next, where 1 thread read 0.96 in each)")
+    p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails")
+    p.add_argument("--out", type=Path, help="run directory to create (default flametool-runs/<timestamp>)")
+
+
+def op_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--op", default=ops.DEFAULT_OP, help="the operation each built-in case launches: "
+                   + "; ".join(f"{o.name}: {o.does}" for o in ops.OPS.values()) + " (default matmul)")
+
+
+def parse_shape(text: str, option: str, op: str = ops.DEFAULT_OP) -> list[int]:
+    parts = text.split(",")
+    try:
+        shape = [int(p) for p in parts]
+    except ValueError:
+        shape = []
+    if len(shape) not in ops.OPS[op].ranks or any(x <= 0 for x in shape):
+        raise FlametoolError(f"{option} {text!r}: expected " + ("three positive integers M,K,N" if op == "matmul" else
+                             f"N (elements) or R,C, positive integers, for --op {op}"))
+    return shape
+
+
+def parse_pair(text: str, labels: list[str]) -> list[str]:
+    base, sep, head = text.partition(":")
+    if not sep or not base or not head or base == head:
+        raise FlametoolError(f"--pair {text!r}: expected BASE:HEAD, two different cases of this run")
+    for label in (base, head):
+        if label not in labels:
+            raise FlametoolError(f"--pair {text!r}: no case named {label!r} in this run ({', '.join(labels)})")
+    return [base, head]
+
+
+def parse_device(text: str) -> str:
+    if text == "cpu":
+        return "cpu"
+    head, sep, index = text.partition(":")
+    if head == "cuda" and (not sep or index.isdigit()):
+        return f"cuda:{int(index or 0)}"
+    raise FlametoolError(f"--device {text!r}: expected cpu or cuda:N")
+
+
+def parse_dtypes(text: str, labels: list[str]) -> dict[str, str]:
+    """'float16' or 'cupy=float16,torch=bfloat16' or 'float32,torch=float16' (a bare name is the default)."""
+    default: str | None = None
+    per_case: dict[str, str] = {}
+    for item in text.split(","):
+        label, sep, dtype = item.strip().rpartition("=")
+        if dtype not in cases.DTYPES:
+            raise FlametoolError(f"--dtype {text!r}: unknown dtype {dtype!r}; choose from {', '.join(cases.DTYPES)}")
+        if not sep:
+            default = dtype
+        elif label not in labels:
+            raise FlametoolError(f"--dtype {text!r}: no case named {label!r} in this run ({', '.join(labels)})")
+        else:
+            per_case[label] = dtype
+    missing = [l for l in labels if l not in per_case]
+    if missing and default is None:
+        raise FlametoolError(f"--dtype {text!r}: no dtype for {', '.join(missing)}; add a default, e.g. float16,{text}")
+    return {l: per_case.get(l, default) for l in labels}
+
+
+def check_limits(args: argparse.Namespace) -> None:
+    for name, most in LIMITS.items():
+        value = getattr(args, name, None)
+        if value is not None and value > most:
+            text = str(value) if len(str(value)) <= 20 else f"{str(value)[:8]}... ({len(str(value))} digits)"
+            raise FlametoolError(f"--{name.replace('_', '-')} {text}: at most {most:,}")
+
+
+def check_fail_above(args: argparse.Namespace) -> None:
+    if args.fail_above is not None and not (math.isfinite(args.fail_above) and args.fail_above >= 0):
+        raise FlametoolError(f"--fail-above {args.fail_above}: must be a number, 0 or more (a percentage)")
+
+
+def default_sizes(device: str, op: str = ops.DEFAULT_OP) -> list[list[int]]:
+    """A geometric ladder per device: squares doubling from the smallest size worth launching to the largest
+    worth waiting for, and on CUDA the seed's own shape last; element counts growing 4x for the other ops."""
+    return ops.ladder(op, device)
+
+
+def _uniform(shape: list[int]) -> bool:
+    """A size a ladder can run through: a square product or a count of elements."""
+    return len(shape) == 1 or (len(shape) == 3 and shape[0] == shape[1] == shape[2])
+
+
+def parse_sizes(text: str, op: str = ops.DEFAULT_OP) -> list[list[int]]:
+    """The sizes of a sweep, in order, none twice:
+    '64,256,4096x1024x4096'  each N (an NxN by NxN product) or MxKxN; for the other ops N elements or RxC;
+    '64,128,...,8192'        a geometric ladder: the first two set the step, '...' runs on to the last;
+    '64;4096,1024,4096'      with ';' between sizes, a size may be written M,K,N (or R,C)."""
+    items = [i.strip() for i in text.split(";" if ";" in text else ",")]
+    what = "N or MxKxN" if op == ops.DEFAULT_OP else f"N or RxC for --op {op}"
+    bad = lambda item, why=f"is not a size; give {what} (positive integers)": FlametoolError(  # noqa: E731
+        f"--sizes {text!r}: {item!r} {why}")
+    sizes: list[list[int]] = []
+    for n, item in enumerate(items):
+        if item == "...":
+            kind = "square sizes" if op == ops.DEFAULT_OP else "element counts N"
+            if not (2 <= len(sizes) == n and n + 1 < len(items)) or not all(_uniform(s) for s in sizes[-2:]):
+                raise bad(item, f"needs two {kind} before it and one after, e.g. 64,128,...,8192")
+            first, step = sizes[-1][0], sizes[-1][0] / sizes[-2][0]
+            last = _size(items[n + 1], bad, op)
+            if step <= 1 or not _uniform(last) or last[0] <= first:
+                raise bad(item, f"needs growing {kind}, e.g. 64,128,...,8192")
+            k = 1
+            while round(first * step ** k) < last[0] and len(sizes) <= MAX_SIZES:
+                sizes.append([round(first * step ** k)] * len(last))
+                k += 1
+            continue
+        shape = _size(item, bad, op)
+        if shape in sizes:
+            raise bad(item, "is given twice")
+        sizes.append(shape)
+    if len(sizes) > MAX_SIZES:
+        raise FlametoolError(f"--sizes {text!r}: at most {MAX_SIZES} sizes")
+    return sizes
+
+
+def _size(item: str, bad, op: str = ops.DEFAULT_OP) -> list[int]:
+    parts = item.lower().replace(",", "x").split("x")
+    try:
+        dims = [int(p) for p in parts]
+    except ValueError:
+        dims = []
+    if len(dims) not in ((1, 3) if op == ops.DEFAULT_OP else ops.OPS[op].ranks) or any(d <= 0 for d in dims):
+        raise bad(item)
+    return dims * 3 if len(dims) == 1 and op == ops.DEFAULT_OP else dims

@@ -1,0 +1,33 @@
+"""snakeviz: serve one case's cProfile file with snakeviz on 127.0.0.1 until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from ..render import terminal
+from . import drilldown
+from .base import Context
+
+
+class Snakeviz:
+    """`flametool snakeviz`: a case's profile in snakeviz."""
+
+    name = "snakeviz"
+    help = ("serve a case's cProfile file with snakeviz on 127.0.0.1 until Ctrl-C")
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("run", type=Path, metavar="RUN_DIR", help="run directory")
+        p.add_argument("--case", help="case label (default: the first case with a .prof)")
+        p.add_argument("--port", type=int, default=drilldown.DEFAULT_PORT,
+                       help=f"port to ask for (default {drilldown.DEFAULT_PORT}; snakeviz takes a nearby one if it is in use)")
+
+    def run(self, args: argparse.Namespace, ctx: Context) -> int:
+        return cmd_snakeviz(args, ctx.err, ctx.out)
+
+
+def cmd_snakeviz(args: argparse.Namespace, err: Console, out: Console) -> int:
+    target = drilldown.target(args.run, args.case)
+    return drilldown.serve(target, args.port, lambda text: terminal.say(out, text, soft_wrap=True))

@@ -1,0 +1,47 @@
+"""summary: a run's headline figures for CI, in text, markdown or json, with the --fail-above verdict."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from ..analyse import analysis, dispatch, summary
+from .. import render
+from ..render import terminal
+from .base import Context
+from .options import check_fail_above
+
+
+class Summary:
+    """`flametool summary`: the headline figures with intervals and the verdict."""
+
+    name = "summary"
+    help = ("a run's headline figures with intervals, largest layer and frame differences "
+                                       "and the --fail-above verdict, for CI: text, markdown or json")
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("run", type=Path, metavar="RUN", help="run directory (of compare)")
+        p.add_argument("--format", default="text", help="text (the default), markdown (a pull-request comment) or json "
+                                                        "(a versioned schema: docs/summary-json.md)")
+        p.add_argument("--fail-above", type=float, metavar="PCT",
+                       help=f"exit {analysis.SLOWER_EXIT} when a pair's head is slower than its base by more than PCT "
+                            f"percent (relative to the anchor with --env), its whole 95%% interval above PCT; exit "
+                            f"{analysis.INCONCLUSIVE_EXIT} when the interval holds PCT")
+
+    def run(self, args: argparse.Namespace, ctx: Context) -> int:
+        with analysis.collector_paused():
+            return cmd_summary(args, ctx.err, ctx.out)
+
+
+def cmd_summary(args: argparse.Namespace, err: Console, out: Console) -> int:
+    """The summary of a run, in the format asked; with --fail-above, the exit code of its worst verdict."""
+    check_fail_above(args)
+    renderer = render.get(args.format, render.SUMMARIES)
+    made = summary.of(dispatch.analyse_dir(args.run), args.fail_above)
+    out.file.write(renderer().render(made))
+    out.file.flush()
+    if made.exit_code:
+        terminal.say(err, f"flametool: {made.verdict.sentence}")
+    return made.exit_code

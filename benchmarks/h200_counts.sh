@@ -1,9 +1,12 @@
 #!/bin/bash
 # Issue 34 on the H200: compare of cupy, torch, jax and the driver floor (cuda-launch) at matmul, add and sum with
-# the counted loop (kernels and API calls per call), and an environment B whose sitecustomize.py adds one
-# numpy.zeros call inside cupy.matmul (+1 per step in diff and the JSON summary), each RUNS times.
-# Run from a directory holding this branch's flametool/ (FLAMETOOL_TREE, default: this script's repository),
-# with cupti-python on the path; outputs under $OUT (default ./h200-counts-out).
+# the counted loop (kernels and API calls per call), each RUNS times, and whether their counts were identical;
+# then an environment B whose sitecustomize.py adds one numpy.zeros call inside cupy.matmul (+1 per step in diff
+# and the JSON summary, beside the anchored time difference), RUNS times.
+# Run with this branch's flametool/ (FLAMETOOL_TREE, default: this script's repository) and cupti-python on the
+# path; outputs under $OUT (default ./h200-counts-out). On the H200 (2026-12-01) a compare of the four cases at
+# add or sum took about 43 s with --processes 2; matmul is compared at 1024^3 (compare's default matmul shape on
+# a GPU is the seed's 65536,24576,12288, minutes a run).
 #   RUNS=3 OPS="matmul add sum" SAMPLE=--no-sample bash benchmarks/h200_counts.sh
 set -u
 TREE=${FLAMETOOL_TREE:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -41,12 +44,15 @@ chmod +x envb/python
 for i in $(seq 1 "$RUNS"); do
   for op in $OPS; do
     echo "=== compare --op $op, run $i"
-    timeout 300 python3 -m flametool compare --libs "$LIBS" --op "$op" --processes 2 $SAMPLE --out "runs/$op-$i"
+    shape=""
+    [ "$op" = matmul ] && shape="--shape 1024,1024,1024"
+    timeout 300 python3 -m flametool compare --libs "$LIBS" --op "$op" $shape --processes "${PROCESSES:-1}" $SAMPLE \
+        --out "runs/$op-$i"
   done
   [ "$ENVB" = 1 ] || continue
   echo "=== environment B (one numpy.zeros more inside cupy.matmul), run $i"
-  timeout 300 python3 -m flametool compare --libs cupy,torch --env a=python3 --env b="$W/envb/python" --processes 2 \
-      $SAMPLE --out "runs/env-$i"
+  timeout 300 python3 -m flametool compare --libs cupy,torch --shape 1024,1024,1024 --env a=python3 \
+      --env b="$W/envb/python" --processes 2 $SAMPLE --out "runs/env-$i"
   python3 -m flametool diff "runs/env-$i" --base cupy@a --head cupy@b
   python3 -m flametool summary "runs/env-$i" --format json > "runs/env-$i/summary.json"
   python3 - "runs/env-$i/summary.json" <<'PY'

@@ -54,6 +54,7 @@ class Summary:
     pairs: list[PairSummary] = field(default_factory=list)
     environments: list[Environment] = field(default_factory=list)
     cases: dict[str, stats.Pooled] = field(default_factory=dict)  # a run's cases, their pooled times
+    counts: dict = field(default_factory=dict)  # a run's cases' counted loops (run.counts.Counts), by label
     complete: bool = True
 
     @property
@@ -107,7 +108,8 @@ def of_change(label: str, base: str, head: str, head_where: str, change: Change,
 def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
     run = a.run
     out = Summary("run", str(a.run_dir), str(a.run_dir), environments=list(run.environments), complete=run.complete,
-                  cases=stats.group_pooled(run, True))
+                  cases=stats.group_pooled(run, True),
+                  counts={l: r.profile.counts for l, r in run.results.items() if r.profile and r.profile.counts})
     for p in a.pairs:
         change = pair_change(p)
         if change is None:

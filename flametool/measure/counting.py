@@ -20,6 +20,7 @@ where the work repeats every few calls.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -154,7 +155,7 @@ class CuptiTracer:
         key = (int(domain), int(cbid))
         if key not in self.names:
             try:
-                self.names[key] = self.cupti.get_callback_name(domain, cbid)
+                self.names[key] = api_name(self.cupti.get_callback_name(domain, cbid))
             except Exception:  # noqa: BLE001
                 self.names[key] = f"cbid {cbid}"
         return self.names[key]
@@ -263,6 +264,13 @@ class TorchTracer:
 
     def close(self) -> None:
         pass
+
+
+def api_name(name: str) -> str:
+    """CUPTI's name of a runtime call without the CUDA version its callback id was added in: 'cudaGetDevice_v3020'
+    -> 'cudaGetDevice'. The driver's names are its symbols ('cuMemAlloc_v2' stays); '_ptsz' and '_ptds', the
+    per-thread default stream variants, are kept."""
+    return re.sub(r"^(cuda\w+?)_v\d{4,5}$", r"\1", name)
 
 
 def _version(dist: str) -> str:

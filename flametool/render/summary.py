@@ -222,7 +222,8 @@ class JsonSummary(Renderer):
                               "python_version": e.python_version, "versions": e.versions, "describe": e.describe}
                              for e in s.environments],
             "cases": [{"label": l, "us_per_call": p.us, "low": p.interval.low if p.interval else None,
-                       "high": p.interval.high if p.interval else None, "units": f"{p.units} {p.unit_name}"}
+                       "high": p.interval.high if p.interval else None, "units": f"{p.units} {p.unit_name}",
+                       "counts": s.counts[l].to_json() if l in s.counts else None}
                       for l, p in s.cases.items()],
             "pairs": [pair_json(p) for p in s.pairs],
             "verdict": verdict_json(s.verdict) if s.verdict is not None else None,

@@ -158,3 +158,29 @@ def test_a_run_recorded_before_counting_still_reports_and_diffs(cli, env_run, tm
     diffed = cli("diff", str(old), str(env_run), "--case", "numpy@b")
     assert diffed.returncode == 0, diffed.stderr
     assert "A has no counted loop" in diffed.stdout
+
+
+H200_SUM = Path(__file__).parent / "data" / "h200-sum-counts"  # compare --op sum on the H200, cupti-python 13.4.0
+
+
+def test_an_h200_run_shows_kernels_and_api_calls_per_call(cli, tmp_path):
+    """What the H200 recorded (benchmarks/results/h200-2026-12-01f-compare-addsum.txt): the terminal, the JSON
+    summary, the diff and the report show each library's kernels and API calls per call, counts first."""
+    run = rundir.load(H200_SUM)
+    counts = {l: r.profile.counts for l, r in run.results.items()}
+    assert all(c is not None and c.tracer == "cupti-python 13.4.0" for c in counts.values())
+    assert counts["cuda-launch"].of("api")[0].name == "cuLaunchKernel" and counts["cuda-launch"].total("kernel") == 1
+
+    text = cli("diff", str(H200_SUM), "--base", "cupy", "--head", "torch").stdout
+    assert text.index("+1 torch.sum (0 -> 1)") < text.index("torch / cupy")
+    doc = json.loads(cli("summary", str(H200_SUM), "--format", "json").stdout)
+    by_case = {c["label"]: c["counts"] for c in doc["cases"]}
+    kernels = {l: sum(Fraction(t["count"]) for t in c["tallies"] if t["kind"] == "kernel") for l, c in by_case.items()}
+    assert kernels == {l: c.total("kernel") for l, c in counts.items()}
+    (pair,) = doc["pairs"]
+    assert len(pair["counts"]["differences"]) == len(countdiff.diff_counts(counts["cupy"], counts["torch"]).changed)
+
+    out = tmp_path / "report.html"
+    assert cli("report", str(H200_SUM), "-o", str(out)).returncode == 0
+    page = out.read_text()
+    assert 'id="counts"' in page and "flametool_empty" in page and "cuLaunchKernel" in page

@@ -184,3 +184,29 @@ def test_an_h200_run_shows_kernels_and_api_calls_per_call(cli, tmp_path):
     assert cli("report", str(H200_SUM), "-o", str(out)).returncode == 0
     page = out.read_text()
     assert 'id="counts"' in page and "flametool_empty" in page and "cuLaunchKernel" in page
+
+
+def test_the_atlas_gains_kernels_and_api_calls_per_call(tmp_path):
+    """An atlas whose sum run has counts (the H200's): a column of kernels and API calls per call, and the
+    fastest library is a library, not the driver floor."""
+    from flametool.render.base import Options
+    from flametool.render.terminal import TerminalRenderer
+
+    atlas = tmp_path / "atlas"
+    shutil.copytree(Path(__file__).parent.parent / "samples" / "h200-atlas", atlas,
+                    ignore=shutil.ignore_patterns("*.folded", "report.html"))
+    data = json.loads((atlas / "run.json").read_text())
+    data["parts"] = [p for p in data["parts"] if p["op"] in ("matmul", "sum")]
+    (atlas / "run.json").write_text(json.dumps(data))
+    shutil.rmtree(atlas / "sum")
+    shutil.copytree(H200_SUM, atlas / "sum")
+    a = dispatch.analyse_dir(atlas)
+    (row,) = [r for r in a.rows if r.op == "sum"]
+    counts = rundir.load(H200_SUM).results
+    for label, c in row.cells.items():
+        assert (c.kernels, c.api_calls) == (counts[label].profile.counts.total("kernel"),
+                                            counts[label].profile.counts.total("api"))
+    assert row.fastest != "cuda-launch"
+    assert all(not c.counted for r in a.rows if r.op == "matmul" for c in r.cells.values())  # recorded before
+    text = TerminalRenderer(Options(width=300)).render(a)
+    assert "kernels, API calls" in text and "1 kernel, 1 API call" in text

@@ -398,12 +398,15 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
     fastest library and the layer that differs most from it; where each op's report is."""
     table = titled("atlas: host time per call at each op's host-bound size (pooled over the processes at the median "
                    "process's speed, 95% interval), the ratio to the op's fastest library (paired) and the layer that differs most from it")
-    for col, right in (("op", False), ("size", False), ("library", False), ("host / call", True),
-                       ("all threads / call", True), ("x fastest", True), ("layer that differs most", False)):
+    counted = any(c.counted for row in a.rows for c in row.cells.values())  # runs before counting: as they were
+    cols = (("op", False), ("size", False), ("library", False), ("host / call", True), ("all threads / call", True),
+            ("x fastest", True), ("layer that differs most", False)) + ((("kernels, API calls / call", False),)
+                                                                       if counted else ())
+    for col, right in cols:
         table.add_column(col, justify="right" if right else "left")
     for row in a.rows:
         if row.error and not row.cells:
-            table.add_row(text(row.op), "-", "-", text(row.error), "", "", "")
+            table.add_row(text(row.op), "-", "-", text(row.error), "", "", "", *([""] if counted else []))
             continue
         for i, (label, c) in enumerate(row.cells.items()):
             first = i == 0
@@ -411,7 +414,7 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
                           text(f"failed: {c.error}") if c.error else fmt.us(c.us) + (f" ({fmt.interval(c.interval)})"
                                                                                     if c.interval else ""),
                           fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, "" if c.error else row.fastest or "")),
-                          text(fmt.differs_most(c)))
+                          text(fmt.differs_most(c)), *([text(c.counted or "-")] if counted else []))
     show(console, table)
     say(console, "host / call: the calling thread's clock around the loop (what a program waits for); all threads: "
                  "CPU time of every thread of the process during the loop, per call (a library's worker threads "

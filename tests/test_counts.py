@@ -210,3 +210,27 @@ def test_the_atlas_gains_kernels_and_api_calls_per_call(tmp_path):
     assert all(not c.counted for r in a.rows if r.op == "matmul" for c in r.cells.values())  # recorded before
     text = TerminalRenderer(Options(width=300)).render(a)
     assert "kernels, API calls" in text and "1 kernel, 1 API call" in text
+
+
+def test_a_worker_thread_gets_its_own_time_and_stacks(cli, tmp_path):
+    """py-spy samples every thread: the threads other than the caller are kept apart (LABEL.threads.folded),
+    with their CPU time per call from the timed loops (every thread's CPU time minus the caller's own)."""
+    from flametool.render.base import Options
+    from flametool.render.terminal import TerminalRenderer
+
+    out = tmp_path / "run"
+    proc = cli("compare", "--device", "cpu", "--case", f"{Path(__file__).parent / 'cases' / 'thread_cases.py'}:spin_beside",
+               "--processes", "1", "--repeats", "3", "--iters", "100", "--sample-seconds", "1", "--rate", "100",
+               "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    run = rundir.load(out)
+    r = run.results["spin_beside"]
+    assert r.file("threads") == "spin_beside.threads.folded" and r.sampling.other_samples > 0
+    assert all(p.other_threads_us for p in r.at_sample_shape.processes)
+    a = dispatch.analyse_dir(out)
+    t = a.threads["spin_beside"]
+    assert t.us_per_call > 0 and t.profile is not None and t.profile.samples == r.sampling.other_samples
+    names = {f.frame for f in t.costs.frames}
+    assert any("worker_spin" in n for n in names) and "[thread spinner]" in names
+    assert not any("worker_spin" in f.frame for f in a.cases["spin_beside"].frames)  # not in the caller's
+    assert "threads other than the caller" in TerminalRenderer(Options(width=300)).render(a)

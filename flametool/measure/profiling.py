@@ -55,6 +55,8 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
     files = {"prof": rundir.prof_path(m.out, name).name}
     if sampling is not None:
         files["folded"] = rundir.folded_path(m.out, name).name
+        if sampling.other_samples:
+            files["threads"] = rundir.threads_path(rundir.folded_path(m.out, name)).name
         sampling.calls_per_chunk = got.calls_per_chunk
         sampling.chunks = len(got.chunks or [])
         sampling.sampled_us_per_call = sampler.sampled_us_per_call(got.chunks or [], got.calls_per_chunk or 1,

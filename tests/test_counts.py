@@ -234,3 +234,6 @@ def test_a_worker_thread_gets_its_own_time_and_stacks(cli, tmp_path):
     assert any("worker_spin" in n for n in names) and "[thread spinner]" in names
     assert not any("worker_spin" in f.frame for f in a.cases["spin_beside"].frames)  # not in the caller's
     assert "threads other than the caller" in TerminalRenderer(Options(width=300)).render(a)
+    assert cli("report", str(out), "-o", str(tmp_path / "r.html")).returncode == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "Threads other than the caller" in page and "spin_beside: other threads" in page

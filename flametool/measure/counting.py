@@ -44,6 +44,7 @@ def own_frame(key: tuple[str, int, str]) -> bool:
     return name in OWN_BUILTINS or (name in OWN_LOOPS and file.replace(os.sep, "/").endswith(
         ("flametool/measure/child.py", "flametool/measure/counting.py")))
 COUNT_STEPS_MIN, COUNT_STEPS_MAX = 16, 256
+STEP = "step()"  # the case's step function, whatever its name
 
 NOT_TRACED = ("counts of CUDA API calls and kernels are not available: {why}; "
               "install cupti-python (pip install 'flametool[cupti]') for them")
@@ -93,10 +94,11 @@ def python_tallies(stats: dict, steps: int, paths: list[str] | None = None) -> l
     each function's calls (nc, recursive ones included) over the steps, exact; own time per step beside it."""
     calls: Counter = Counter()
     own: defaultdict = defaultdict(float)
-    for key, (_cc, nc, tt, _ct, _callers) in stats.items():
+    for key, (_cc, nc, tt, _ct, callers) in stats.items():
         if own_frame(key):
             continue
-        name = function_name(key, paths)
+        # what the loop calls is the case's own step(), named alike in every case and layout (as diff.STEP_ROOT)
+        name = STEP if callers and all(own_frame(c) for c in callers) else function_name(key, paths)
         calls[name] += nc
         own[name] += tt
     return [Tally("python", name, Fraction(n, steps), us=own[name] * 1e6 / steps)

@@ -19,9 +19,9 @@ import pytest
 pytest.importorskip("websocket", reason="websocket-client (pip install -e .[test]) drives Chromium")
 
 from browser import Chromium, find_chromium  # noqa: E402
+from flametool import render
 from flametool.analyse import dispatch  # noqa: E402
 from flametool.run import rundir  # noqa: E402
-from flametool.render import html as report  # noqa: E402
 from reportruns import cpu_run_dir, h200_run_dir, hostile_run  # noqa: E402
 
 INSTALL = "apt-get update && apt-get install -y chromium"
@@ -46,7 +46,7 @@ def report_page(request, tmp_path_factory) -> tuple[str, Path]:
     else:
         run = hostile_run(tmp_path_factory.mktemp("hostile") / "run")
     out = tmp_path_factory.mktemp("page") / "report.html"
-    rundir.write_report(run, report.render(dispatch.analyse_dir(run)), out)
+    rundir.write_report(run, render.show("html", dispatch.analyse_dir(run)), out)
     return request.param, out
 
 
@@ -133,7 +133,7 @@ def test_sweep_report_in_chromium_on_a_laptop_screen(chromium_path, tmp_path):
     if not sample.is_dir():
         pytest.skip("samples/h200-sweep-fp16 is not recorded")
     page = tmp_path / "sweep.html"
-    rundir.write_report(sample, report.render(dispatch.analyse_dir(sample)), page)
+    rundir.write_report(sample, render.show("html", dispatch.analyse_dir(sample)), page)
     with Chromium(chromium_path, width=1366, height=768) as browser:
         browser.open(page.as_uri())
         assert browser.errors() == []

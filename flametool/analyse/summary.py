@@ -1,4 +1,4 @@
-"""What `flametool summary RUN` and `diff --format markdown|json` say, computed once (render/summary.py lays it
+"""What `flametool summary RUN` and `diff --format markdown|json` say, computed once (render/summary_formats.py lays it
 out as text, Markdown or JSON): each compared pair's headline figures with their intervals (relative to the
 anchor where there is one), the largest layer and frame differences, and the --fail-above verdict."""
 

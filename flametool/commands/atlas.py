@@ -48,13 +48,13 @@ def cmd_atlas(args: argparse.Namespace, argv: list[str], err: Console, out: Cons
                 return interrupt_code(exc)
             # the ops that finished are shown and the page written, as at the end of a whole atlas
             analysed = dispatch.analyse_dir(config.out)
-            out.file.write(render.get("terminal")(terminal_options(out)).render(analysed))
+            out.file.write(render.show("terminal", analysed, terminal_options(out)))
             write_report(config.out, analysed, err, out)
             terminal.say(err, f"flametool: interrupted; the ops that finished are kept in {rundir.shown(config.out)} "
                               "(complete: false)")
             return interrupt_code(exc)
     analysed = dispatch.analyse(run_dir, run)
-    out.file.write(render.get("terminal")(terminal_options(out)).render(analysed))
+    out.file.write(render.show("terminal", analysed, terminal_options(out)))
     written = write_report(run_dir, analysed, err, out)
     failed = [p for p in run.parts if p.error]
     for part in failed:

@@ -88,7 +88,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
             return interrupt_code(exc)
     analysed = dispatch.analyse(run_dir, run)
     view = getattr(args, "layers", "caller")
-    out.file.write(render.get("terminal")(terminal_options(out, view=view)).render(analysed))
+    out.file.write(render.show("terminal", analysed, terminal_options(out, view=view)))
     written = write_report(run_dir, analysed, err, out)
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:

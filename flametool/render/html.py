@@ -605,24 +605,40 @@ def build(a: Analysis) -> Report:
     )
 
 
-class HtmlRenderer(Renderer):
-    """report.html: one self-contained page."""
-
-    name = "html"
-
-    def render(self, result: "Analysis | SweepAnalysis | AtlasAnalysis") -> str:
-        return render(result)
-
-
-def render(a: "Analysis | SweepAnalysis | AtlasAnalysis") -> str:
-    if isinstance(a, SweepAnalysis):
-        env = environment()
-        model, page = sweep_page.build(a, asset(env, "report.css"), environment_rows(a.run_dir, a.run)), SWEEP_PAGE
-    elif isinstance(a, AtlasAnalysis):
-        model, page = atlas_page.build(a, asset(environment(), "report.css"), environment_rows(a.run_dir, a.run)), ATLAS_PAGE
-    else:
-        model, page = build(a), PAGE
+def fill(template: str, model: object) -> str:
+    """The page: the template filled with its view model (a template bug is one clear line, not the user's
+    input)."""
     try:
-        return environment().get_template(page).render(r=model)
-    except jinja2.TemplateError as exc:  # a template bug, not the user's input: still one clear line
+        return environment().get_template(template).render(r=model)
+    except jinja2.TemplateError as exc:
         raise FlametoolError(f"report template error: {type(exc).__name__}: {exc}") from None
+
+
+class HtmlCompare(Renderer[Analysis]):
+    """report.html of a compare run: one self-contained page."""
+
+    name, kind = "html", Analysis
+
+    def render(self, result: Analysis) -> str:
+        return fill(PAGE, build(result))
+
+
+class HtmlSweep(Renderer[SweepAnalysis]):
+    """report.html of a sweep: its charts and tables."""
+
+    name, kind = "html", SweepAnalysis
+
+    def render(self, result: SweepAnalysis) -> str:
+        env = environment()
+        return fill(SWEEP_PAGE, sweep_page.build(result, asset(env, "report.css"),
+                                                 environment_rows(result.run_dir, result.run)))
+
+
+class HtmlAtlas(Renderer[AtlasAnalysis]):
+    """report.html of an atlas: every op for every library, linking each op's own page."""
+
+    name, kind = "html", AtlasAnalysis
+
+    def render(self, result: AtlasAnalysis) -> str:
+        return fill(ATLAS_PAGE, atlas_page.build(result, asset(environment(), "report.css"),
+                                                 environment_rows(result.run_dir, result.run)))

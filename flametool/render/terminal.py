@@ -4,6 +4,7 @@ here may come from another machine's run directory: it goes through format.visib
 from __future__ import annotations
 
 import io
+from typing import Callable
 
 
 from rich import box
@@ -20,7 +21,7 @@ from ..analyse.diff import PairDiff
 from ..analyse.sweep import SweepAnalysis
 from ..analyse.atlas import AtlasAnalysis
 from ..analyse.layers import order
-from .base import Renderer
+from .base import Options, Renderer
 
 
 def text(value: object) -> Text:
@@ -375,24 +376,50 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
         say(console, "the atlas is incomplete (interrupted): the ops it did not finish are marked so")
 
 
-class TerminalRenderer(Renderer):
-    """What `flametool compare` and `sweep` print at the end (the pairs, the timings, the layers and the frame
-    deltas; a sweep's tables), and what `flametool diff` prints."""
+def _text(options: Options, draw: Callable[[Console], None]) -> str:
+    """What `draw` prints, as text: on a console of the options' width, in colour when asked."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=options.width or 160, force_terminal=options.colour,
+                      color_system="auto" if options.colour else None, soft_wrap=False)
+    draw(console)
+    return buffer.getvalue()
 
-    name = "terminal"
 
-    def render(self, result: "Analysis | SweepAnalysis | DiffResult") -> str:
-        o = self.options
-        buffer = io.StringIO()
-        console = Console(file=buffer, width=o.width or 160, force_terminal=o.colour,
-                          color_system="auto" if o.colour else None, soft_wrap=False)
-        if isinstance(result, SweepAnalysis):
-            print_sweep(result, console)
-        elif isinstance(result, AtlasAnalysis):
-            print_atlas(result, console)
-        elif isinstance(result, DiffResult):
-            print_run_diff(result, console, o.top)
-        else:
+class TerminalCompare(Renderer[Analysis]):
+    """What `flametool compare` prints at the end: the pairs, the timings, the layers and the frame deltas."""
+
+    name, kind = "terminal", Analysis
+
+    def render(self, result: Analysis) -> str:
+        def draw(console: Console) -> None:
             print_summary(result, console)
-            print_layers(result, console, view=o.view)
-        return buffer.getvalue()
+            print_layers(result, console, view=self.options.view)
+
+        return _text(self.options, draw)
+
+
+class TerminalSweep(Renderer[SweepAnalysis]):
+    """What `flametool sweep` prints: its tables."""
+
+    name, kind = "terminal", SweepAnalysis
+
+    def render(self, result: SweepAnalysis) -> str:
+        return _text(self.options, lambda console: print_sweep(result, console))
+
+
+class TerminalAtlas(Renderer[AtlasAnalysis]):
+    """What `flametool atlas` prints: the table of ops and libraries."""
+
+    name, kind = "terminal", AtlasAnalysis
+
+    def render(self, result: AtlasAnalysis) -> str:
+        return _text(self.options, lambda console: print_atlas(result, console))
+
+
+class TerminalDiff(Renderer[DiffResult]):
+    """What `flametool diff` prints: layers and frames, head - base."""
+
+    name, kind = "terminal", DiffResult
+
+    def render(self, result: DiffResult) -> str:
+        return _text(self.options, lambda console: print_run_diff(result, console, self.options.top))

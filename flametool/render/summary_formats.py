@@ -67,10 +67,10 @@ def title(s: Summary) -> str:
     return f"flametool summary: {s.base_run}"
 
 
-class TextSummary(Renderer):
+class TextSummary(Renderer[Summary]):
     """The summary as plain lines: for a log, or `flametool summary RUN` in a terminal."""
 
-    name = "text"
+    name, kind = "text", Summary
 
     def render(self, s: Summary) -> str:
         lines = [title(s)] + [fmt.environment_line(e) for e in s.environments]
@@ -107,11 +107,11 @@ def md(text: object) -> str:
 VERDICT_MARK = {"passed": "✅ passed", "slower": "❌ slower", "inconclusive": "⚠️ inconclusive"}
 
 
-class MarkdownSummary(Renderer):
+class MarkdownSummary(Renderer[Summary]):
     """The summary as a pull-request comment: a heading, one table row per comparison, and under it what the
     absolute figures say, the largest layer and frame differences, the verdict and the environments."""
 
-    name = "markdown"
+    name, kind = "markdown", Summary
 
     def render(self, s: Summary) -> str:
         out = [f"### {md(title(s))}", ""]
@@ -187,10 +187,10 @@ def verdict_json(v) -> dict[str, Any]:
             "processes_to_settle": v.processes, "sentence": v.sentence}
 
 
-class JsonSummary(Renderer):
+class JsonSummary(Renderer[Summary]):
     """The summary as JSON (docs/summary-json.md): {"schema": "flametool-summary", "version": 2, ...}."""
 
-    name = "json"
+    name, kind = "json", Summary
 
     def render(self, s: Summary) -> str:
         doc = {

@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from flametool.analyse import speedfit  # noqa: E402
+from flametool.run import speedfit  # noqa: E402
 
 ESTIMATORS = ("unadjusted", "fit-med", "fit-mean", "boot-med", "rounds-cl")
 

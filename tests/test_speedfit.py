@@ -1,4 +1,4 @@
-"""The speed-aware anchored estimate (analyse/speedfit) on hand-built per-process figures: a host with two
+"""The speed-aware anchored estimate (run/speedfit) on hand-built per-process figures: a host with two
 speeds, where the case/anchor ratio is not the same at both."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from flametool.analyse import speedfit
+from flametool.run import speedfit
 
 SLOPE = 0.12  # log(case / anchor) rises this much per unit of log(anchor time): slower processes read higher
 FAST, SLOW = 12.0, 17.0  # the anchor's time per call (us) at the host's two speeds

@@ -35,7 +35,7 @@ def test_diff_json_reads_back_with_the_anchored_change_and_the_verdict(two_runs,
     a, b = two_runs
     code, out, err = run_cli(capsys, "diff", str(a), str(b), "--case", "cupy", "--fail-above", "0.5", "--format", "json")
     doc = json.loads(out)
-    assert (doc["schema"], doc["version"], doc["kind"]) == (summary.SCHEMA, 2, "diff")
+    assert (doc["schema"], doc["version"], doc["kind"]) == (summary.SCHEMA, summary.VERSION, "diff")
     (pair,) = doc["pairs"]
     assert pair["measure"] == "anchored" and pair["anchor"] == "torch" and pair["units"] == "6 + 6 processes"
     assert pair["ratio"]["low"] < pair["ratio"]["value"] < pair["ratio"]["high"]

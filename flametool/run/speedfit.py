@@ -61,6 +61,16 @@ class SpeedFit:
     residual_sd: float | None  # of the fit (log scale): the per-process spread left after the speed term
     se: float | None  # standard error of log(ratio)
     df: int | None
+    # the base's log(case / anchor) at the common speed (the mean log anchor time over both sides' processes,
+    # common_log_anchor): at_us, the base's time per call there, is the scale a difference is stated at; head
+    # and base swapped give the same difference, negated
+    base_level: float = 0.0
+    common_log_anchor: float = 0.0
+
+    @property
+    def at_us(self) -> float:
+        """The base case's time per call at the common speed of both sides' processes."""
+        return math.exp(self.base_level + self.common_log_anchor)
 
     @property
     def reach(self) -> float | None:
@@ -167,7 +177,8 @@ def fit(base_logs, base_anchor_logs, head_logs, head_anchor_logs, interval: str 
         sd = math.sqrt(float(resid @ resid) / df) if df > 0 else None
         se = (math.log(uh) - math.log(un)) / t975(max(1, df)) if uh is not None and uh > un else None
         return SpeedFit(un, ul, uh, "Welch t 95% of the unadjusted log ratios", False, None, overlap=over,
-                        residual_sd=sd, se=se, df=df if df > 0 else None, **unadjusted)
+                        residual_sd=sd, se=se, df=df if df > 0 else None, base_level=float(db.mean()),
+                        common_log_anchor=float(x.mean()), **unadjusted)
     coef, cov, df = ols(y, x, side)
     effect, slope = float(coef[1]), float(coef[2])
     se = math.sqrt(cov[1, 1])
@@ -190,7 +201,7 @@ def fit(base_logs, base_anchor_logs, head_logs, head_anchor_logs, interval: str 
         low, high = math.exp(effect - half), math.exp(effect + half)
         method = f"Student t 95% from the fit ({len(db)} + {len(dh)} processes, {df} degrees of freedom)"
     return SpeedFit(math.exp(effect), low, high, method, True, slope, overlap=True, residual_sd=sd, se=se, df=df,
-                    **unadjusted)
+                    base_level=float(coef[0] + slope * x.mean()), common_log_anchor=float(x.mean()), **unadjusted)
 
 
 def per_process(case_rounds: list, anchor_rounds: list, how: str = "mean") -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,5 @@
 """Candidate estimators of an anchored change across processes, tried on stored runs (run.json files or run
-directories) without measuring again: issue 31's choice of estimator for flametool.analyse.speedfit.
+directories) without measuring again: issue 31's choice of estimator for flametool.run.speedfit.
 
     python3 benchmarks/estimators.py /work/shared/reference/h200-2026-12-01-ab   # the seven H200 runs, 3 min
 

@@ -113,7 +113,7 @@ def test_an_inconclusive_verdict_says_how_many_processes_would_settle_it():
     f = stats.anchored("cupy", "torch", base, head)
     v = analysis.verdict(analysis.Change(f.ratio, f.ratio_interval, "relative to torch", f), "cupy", 3)
     assert v.outcome == "inconclusive" and v.processes and v.processes > 6
-    assert f"about {v.processes} processes a run would settle it" in v.sentence
+    assert f"about {v.processes} processes a side would settle it" in v.sentence
     # at that many processes a side with the same spread, the interval would clear 3%
     n = v.processes
     var = sum(statistics_var(x) for x in (f.base_logs, f.head_logs))
@@ -168,7 +168,7 @@ def test_diff_fails_above_on_the_interval_and_is_inconclusive_where_it_holds_it(
     assert line.startswith("flametool: cupy: +1.0% (95%: ") and "relative to torch" in line
     line = one_line_error(capsys, ["diff", str(a), str(b), "--case", "cupy", "--fail-above", "1.2"],
                           code=analysis.INCONCLUSIVE_EXIT)
-    assert "inconclusive" in line and "processes a run would settle it" in line
+    assert "inconclusive" in line and "processes a side would settle it" in line
 
 
 def test_diff_without_an_anchor_says_so(tmp_path, capsys):

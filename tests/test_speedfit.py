@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from flametool.run import speedfit
+from flametool.run import speedfit, stats
+from flametool.run.record import Loops, Timing
 
 SLOPE = 0.12  # log(case / anchor) rises this much per unit of log(anchor time): slower processes read higher
 FAST, SLOW = 12.0, 17.0  # the anchor's time per call (us) at the host's two speeds
@@ -82,3 +83,30 @@ def test_per_process_figures_from_rounds():
     assert x[0] == pytest.approx(np.mean(np.log([10.0, 11.0, 20.0])))
     ym, xm = speedfit.per_process(case, anchor, "median")
     assert ym[0] == pytest.approx(math.log(22.0 / 11.0)) and xm[0] == pytest.approx(math.log(11.0))
+
+
+def timings(case_us: float, speeds: list[float], change: float = 1.0) -> tuple[Timing, Timing]:
+    """(the case's, the anchor's) loops in processes at `speeds` (anchor us per call), rounds interleaved: the
+    case/anchor ratio rising with the anchor's log time at SLOPE, as on the H200."""
+    case, anchor = [], []
+    for k, s in enumerate(speeds):
+        jitter = JITTER[k % len(JITTER)]
+        ratio = case_us / FAST * (s / FAST) ** SLOPE * change * math.exp(jitter)
+        anchor.append(Loops([s, s * 1.002, s * 0.998]))
+        case.append(Loops([s * ratio, s * 1.002 * ratio, s * 0.998 * ratio]))
+    return Timing([64, 64, 64], 200, case), Timing([64, 64, 64], 200, anchor)
+
+
+def test_an_anchored_null_whose_sides_drew_different_speeds_does_not_read_as_a_change():
+    base = timings(18.0, [FAST] * 6 + [SLOW] * 2)
+    head = timings(18.0, [FAST] * 2 + [SLOW] * 6)
+    f = stats.anchored("cupy", "torch", base, head)
+    assert f.speed is not None and f.speed.adjusted
+    assert f.ratio == pytest.approx(1.0, abs=0.004) and f.ratio_interval.low <= 1 <= f.ratio_interval.high
+    assert not (f.speed.unadjusted_low <= 1 <= f.speed.unadjusted_high)  # unadjusted, it would read a change
+    assert f.diff_us == pytest.approx(f.at_us * (f.ratio - 1)) and f.at_us == pytest.approx(f.speed.at_us)
+    # the verdict reads the adjusted interval: a null passes --fail-above 2
+    from flametool.analyse import analysis
+
+    change = analysis.Change(f.ratio, f.ratio_interval, "relative to torch", f, f.absolute)
+    assert analysis.verdict(change, "cupy", 2.0).outcome == "passed"

@@ -358,11 +358,14 @@ def verdict(change: Change, label: str, pct: float) -> Verdict:
     if iv.high <= limit:
         return Verdict("passed", 0, pct, f"{label}: {span}: within --fail-above {pct:g}%")
     need = change.anchored.processes_to_settle(limit) if change.anchored is not None else None
+    again = (f"; to decide it, time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
+             f"--fail-above {pct:g} adds processes until it is decided (--budget SECONDS bounds it)")
     return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
                    f"{label}: {span}: inconclusive, the interval holds --fail-above {pct:g}%; "
-                   + (f"about {need} processes a run would settle it" if need else
-                      "more processes would not settle it at this spread" if change.anchored is not None else
-                      "an anchor (a case timed beside it in both runs) would settle it"), need)
+                   + (f"about {need} processes a side would settle it at the spread seen" if need else
+                      "more processes would not settle it at this spread, unless the estimate moves"
+                      if change.anchored is not None else
+                      "an anchor (a case timed beside it in both runs) would settle it") + again, need)
 
 
 def anchor_for(a: Run, b: Run, label: str, given: str | None) -> tuple[str | None, str | None]:

@@ -12,7 +12,8 @@ processes themselves:
   run that drew more slow processes on one side): the truth is still 1;
 - plant: A from that pool, B from the plant run's planted side: the truth is the plant as measured in B's own
   processes (--plant, 1.086 by default: 8.6% of the call, the reference README), the share of intervals that
-  hold it and the median error.
+  hold it and the median error; "plant, own run": A from the plant run's own main side only (no other run's
+  level in it).
 
 Estimators (one figure per process unless said):
   unadjusted  mean log(case / anchor) per side, Welch t (flametool before issue 31)
@@ -157,8 +158,9 @@ def main() -> int:
     runs = {name: load(path) for name, path in runs_in(args.runs).items()}
     pool: list[Side] = []  # processes of one build, each a Side of one process
     planted: list[Side] = []
+    plant_main: list[Side] = []  # the plant run's own main side
     print("== each run, b / a relative to the anchor (ratio, 95% interval, half-width)")
-    print(f"{'run':10} " + " ".join(f"{e:34}" for e in ESTIMATORS) + " slope")
+    print(f"{'run':10} " + " ".join(f"{e:34}" for e in ESTIMATORS) + " slope (fit-med, fit-mean)")
     singles = []
     for name, doc in runs.items():
         sides = sides_of(doc, args.anchor)
@@ -167,15 +169,17 @@ def main() -> int:
             singles.append((name, Side(rounds(doc, case), rounds(doc, args.anchor), case)))
             continue
         row = [estimate(e, sides[0][1], sides[1][1]) for e in ESTIMATORS]
-        print(f"{name:10} " + " ".join(f"{fmt(*r[:3]):34}" for r in row) + f" {row[1][3]['slope']:+.3f}")
+        print(f"{name:10} " + " ".join(f"{fmt(*r[:3]):34}" for r in row) + f" {row[1][3]['slope']:+.3f} {row[2][3]['slope']:+.3f}")
         is_plant = "plant" in name
         for k, (env, s) in enumerate(sides):
             target = planted if is_plant and k == 1 else pool
             target.extend(s.take([i]) for i in range(len(s)))
+            if is_plant and k == 0:
+                plant_main.extend(s.take([i]) for i in range(len(s)))
     for i in range(len(singles) - 1):
         (na, a), (nb, b) = singles[i], singles[i + 1]
         row = [estimate(e, a, b) for e in ESTIMATORS]
-        print(f"{nb + '/' + na:10} " + " ".join(f"{fmt(*r[:3]):34}" for r in row) + f" {row[1][3]['slope']:+.3f}")
+        print(f"{nb + '/' + na:10} " + " ".join(f"{fmt(*r[:3]):34}" for r in row) + f" {row[1][3]['slope']:+.3f} {row[2][3]['slope']:+.3f}")
     for _, s in singles:
         pool.extend(s.take([i]) for i in range(len(s)))
     if not pool:
@@ -211,6 +215,9 @@ def main() -> int:
                   (f"leaning null, {n} a side", lambda: (draw(n, 0.2), draw(n, 0.8)), 1.0)]
         if len(planted) >= n:
             checks.append((f"plant, {n} a side", lambda: (draw(n), draw(n, source=planted)), args.plant))
+        if len(planted) >= n and len(plant_main) >= n:
+            checks.append((f"plant, own run, {n} a side",
+                           lambda: (draw(n, source=plant_main), draw(n, source=planted)), args.plant))
         for label, make, truth in checks:
             res = {e: [] for e in ESTIMATORS}
             for k in range(args.draws):

@@ -1,15 +1,17 @@
 """Issue 31's calibration: are the intervals of `compare --env` honest, and how wide? K null A/Bs (one interpreter
 given as both environments: the truth is 1) and K planted A/Bs (environment `pr` is this interpreter with a
 sitecustomize.py that wraps the library's matmul with a busy-wait, benchmarks/envs.py's machinery), taking
-turns, each a `compare --env ... --no-sample` at the defaults. Every run also times, in every process, the matmul
-unwrapped (envs.UNWRAPPED): in pr's processes the wrapped call against it, round by round, is the plant as those
-very processes paid it, the truth the run's estimate is held to. Prints, as each run finishes and again over
-all the runs kept:
+turns, each a `compare --env ... --no-sample` at the defaults. Every planted run also times, in every process,
+the matmul unwrapped (envs.UNWRAPPED): in pr's processes the wrapped call against it, round by round, is the
+plant as those very processes paid it, the truth the run's estimate is held to (and between the environments,
+the unwrapped call is one more null). A null run times the library and the anchor only, as a user's run does.
+Prints, as each run finishes and again over all the runs kept:
 
 - null: the share of intervals that exclude 1, the median half-width (relative to the ratio);
 - plant: the share of intervals that hold the plant, the median error on it (relative to the plant);
 - the unadjusted figure (speedfit's `unadjusted`) beside each, the same runs without the speed term;
-- minutes per run;
+- minutes per run, and what a minute buys (a null's half-width times sqrt(minutes): to choose --compare-args
+  settings such as --timed-seconds or --no-spares by, each in an --out of its own);
 - `diff NULL_i NULL_j --case LIB@a --fail-above 5` for disjoint pairs of the null runs (two runs of one build):
   decided, and not exit 3?
 
@@ -19,8 +21,11 @@ two or three runs, and the next call goes on. --reestimate measures nothing and 
 flametool it imports (a new estimator, no new measurement). The summary is also written to
 --out/calibrate-summary.txt.
 
-On the H200 (cupy against torch, 1024^3 float16, the defaults; one call of at most 10 minutes at a time):
-    python3 benchmarks/calibrate.py --out benchmarks/results/calibrate-h200 --nulls 10 --plants 5 --max-minutes 9
+On the H200 (cupy against torch, 1024^3 float16, the defaults), one device call of at most 10 minutes at a time,
+each carrying the last call's runs in as .cal-runs (an untracked folder of the checkout travels with it):
+    timeout 590 python3 benchmarks/calibrate.py --seed-from .cal-runs --out "$OUT/cal" --nulls 10 --plants 5 \
+        --max-minutes 5
+(`benchmarks/h200_check.sh calibrate` runs that; copy the returned cal/ to .cal-runs before the next call.)
 On the CPU (numpy against torch, what the test runs):
     python3 benchmarks/calibrate.py --lib numpy --shape 64,64,64 --nulls 1 --plants 1 --out /tmp/cal
 """
@@ -78,12 +83,17 @@ def measure(name: str, run: Path, args, work: Path, case: Path) -> float:
     device = ["--device", "cpu"] if args.lib == "numpy" else []
     t0 = time.monotonic()
     libs = ["--libs", args.lib, "--case", args.anchor_case] if args.anchor_case else ["--libs", f"{args.lib},{args.anchor}"]
-    proc = flametool("compare", *device, *libs, "--anchor", args.anchor,
-                     "--shape", args.shape, "--dtype", args.dtype, "--case", f"{case}:unwrapped", *envs, "--no-sample",
-                     *shlex.split(args.compare_args), "--out", str(run))
+    # a plant run also times the unwrapped call (the yardstick); a null run is the command a user runs, no more
+    yardstick = ["--case", f"{case}:unwrapped"] if plant else []
+    proc = flametool("compare", *device, *libs, "--anchor", args.anchor, "--shape", args.shape, "--dtype", args.dtype,
+                     *yardstick, *envs, "--no-sample", *shlex.split(args.compare_args), "--out", str(run))
     seconds = time.monotonic() - t0
     if proc.returncode not in (0, 3, 4):
         raise SystemExit(f"{name}: compare exited {proc.returncode}\n{proc.stderr[-3000:]}")
+    if not args.keep_all:  # run.json is all a re-estimate reads: the rest would only weigh on carrying --out
+        for f in run.iterdir():
+            if f.suffix in (".prof", ".log", ".folded", ".html"):
+                f.unlink()
     (run / "calibrate.json").write_text(json.dumps({"seconds": seconds, "kind": "plant" if plant else "null",
                                                     "plant_us": args.plant_us if plant else None,
                                                     "compare_args": args.compare_args}))
@@ -192,6 +202,12 @@ def summary(rows: list[dict], diffs: list[tuple[str, int, str | None]]) -> list[
     if minutes:
         lines.append(f"minutes per run: median {statistics.median(minutes):.1f}, longest {max(minutes):.1f} "
                      f"({len(minutes)} runs)")
+    timed = [(half(r["case"]["low"], r["case"]["high"], r["case"]["ratio"]), r["minutes"]) for r in nulls
+             if r["minutes"]]
+    if timed:
+        # a half-width shrinks as 1 / sqrt(time): this is what a minute buys, to choose settings by (lower is better)
+        lines.append(f"information per minute: median over the null runs of half-width x sqrt(minutes) "
+                     f"{statistics.median(h * m ** 0.5 for h, m in timed):.2%} (the half-width one minute would give)")
     if diffs:
         good = sum(outcome in ("passed", "slower") and code != 3 for _, code, outcome in diffs)
         lines.append(f"diffs of two null runs (one build), --fail-above {DIFF_PCT:g}: decided and not exit 3 in "
@@ -217,6 +233,10 @@ def main() -> int:
     p.add_argument("--max-minutes", type=float, default=None,
                    help="start no run after this many minutes of this call (a device call is at most 10)")
     p.add_argument("--reestimate", action="store_true", help="measure nothing: read the kept runs again")
+    p.add_argument("--seed-from", type=Path, default=None,
+                   help="copy the complete runs of an earlier call from here into --out first (a device call: "
+                        "carry the last call's runs in, and --out under $OUT so that what this call finishes returns)")
+    p.add_argument("--keep-all", action="store_true", help="keep each run's logs, .prof files and report.html")
     args = p.parse_args()
     if args.anchor_case:
         args.anchor = args.anchor_case.rpartition(":")[2]
@@ -224,6 +244,11 @@ def main() -> int:
     args.dtype = args.dtype or ("float16" if args.lib == "cupy" else "float32")
     args.plant_us = args.plant_us if args.plant_us is not None else (1.0 if args.lib == "cupy" else 5.0)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.seed_from is not None and args.seed_from.is_dir():
+        for run in sorted(args.seed_from.iterdir()):
+            if run.is_dir() and kept(run) and not kept(args.out / run.name):
+                shutil.rmtree(args.out / run.name, ignore_errors=True)
+                shutil.copytree(run, args.out / run.name)
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="flametool-calibrate-"))
     case = work / "unwrapped.py"

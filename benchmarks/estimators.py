@@ -184,6 +184,17 @@ def main() -> int:
         pool.extend(s.take([i]) for i in range(len(s)))
     if not pool:
         return 0
+    # why not one point per round: within a process, a round's own anchor time carries that round's noise, which
+    # enters log(case / anchor) with the opposite sign
+    within = []
+    for s in pool + planted:
+        x, y = np.log(s.anchor[0]), np.log(s.case[0]) - np.log(s.anchor[0])
+        if np.ptp(x) > 0:
+            within.append(np.polyfit(x - x.mean(), y - y.mean(), 1)[0])
+    w = np.array(within)
+    print(f"\nslope of log(case / anchor) on each round's log anchor time within one process, over {len(w)} "
+          f"processes: median {np.median(w):+.3f}, quartiles {np.percentile(w, 25):+.3f} to {np.percentile(w, 75):+.3f}, "
+          f"negative in {np.mean(w < 0):.0%}")
     rng = np.random.default_rng(31)
     speed = np.array([s.x_med[0] for s in pool])
     slow = speed > np.median(speed)

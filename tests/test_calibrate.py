@@ -53,3 +53,9 @@ def test_calibrate_keeps_its_runs_resumes_and_reestimates(tmp_path):
     # --reestimate: the kept runs read again, nothing measured
     re = calibrate(out, "--nulls", "2", "--plants", "1", "--reestimate")
     assert re.returncode == 0 and "[measured]" not in re.stdout and "[kept] plant01: " in re.stdout
+    # a device call: the last call's runs carried in (--seed-from), this call's --out elsewhere
+    moved = calibrate(tmp_path / "next", "--seed-from", str(out), "--nulls", "1", "--plants", "1", "--reestimate")
+    assert moved.returncode == 0 and "[kept] null01: " in moved.stdout and "[kept] plant01: " in moved.stdout
+    assert rundir.load(tmp_path / "next" / "plant01").complete
+    # only what a re-estimate reads is kept of a run
+    assert not list(out.glob("*/*.prof")) and not list(out.glob("*/report.html"))

@@ -157,9 +157,9 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
     bounds it). Otherwise every pair of these cases has a ratio whose interval reaches no further than SETTLED
     from it, or would still reach further with `most` processes that spread as these do (on a host where
     processes disagree by ±7%, seven more would not settle it, and would cost a minute). A pair of two
-    environments is read by its anchored (speed-adjusted) ratio, against ENV_SETTLED, until the budget is spent:
-    on the H200 the old futility test stopped null A/Bs at 5 processes a side, where 24 would not settle them
-    at the unadjusted spread."""
+    environments is read by its anchored (speed-adjusted) ratio, against ENV_SETTLED; `most` is then up to
+    Defaults.env_max_processes (60) a side and the budget bounds the run (on the H200 the unadjusted spread with
+    at most 24 a side stopped null A/Bs at 5 processes: 24 would not settle them)."""
     timings = {l: m.run.results[l].at_sample_shape for l in live}
     fail_above = m.config.fail_above
     for base, head in m.run.pairs:
@@ -176,7 +176,7 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
                     return False
                 continue
             reach, could = figures.reach, figures.reach_with(most)
-            if reach is None or (reach > limit and (not together or could is None or could <= limit)):
+            if reach is None or (reach > limit and (could is None or could <= limit)):
                 return False
     return True
 

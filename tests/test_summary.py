@@ -35,7 +35,7 @@ def test_diff_json_reads_back_with_the_anchored_change_and_the_verdict(two_runs,
     a, b = two_runs
     code, out, err = run_cli(capsys, "diff", str(a), str(b), "--case", "cupy", "--fail-above", "0.5", "--format", "json")
     doc = json.loads(out)
-    assert (doc["schema"], doc["version"], doc["kind"]) == (summary.SCHEMA, 2, "diff")
+    assert (doc["schema"], doc["version"], doc["kind"]) == (summary.SCHEMA, summary.VERSION, "diff")
     (pair,) = doc["pairs"]
     assert pair["measure"] == "anchored" and pair["anchor"] == "torch" and pair["units"] == "6 + 6 processes"
     assert pair["ratio"]["low"] < pair["ratio"]["value"] < pair["ratio"]["high"]
@@ -127,7 +127,7 @@ def test_markdown_keeps_a_label_s_markup_as_text(tmp_path, capsys):
 def test_text_summary_says_the_headline_the_verdict_and_what_holds(two_runs, capsys):
     a, b = two_runs
     code, out, _ = run_cli(capsys, "diff", str(a), str(b), "--case", "cupy", "--fail-above", "1.2", "--format", "markdown")
-    assert code == analysis.INCONCLUSIVE_EXIT and "⚠️ inconclusive" in out and "processes a run would settle it" in out
+    assert code == analysis.INCONCLUSIVE_EXIT and "⚠️ inconclusive" in out and "processes a side would settle it" in out
     code, out, _ = run_cli(capsys, "summary", str(a))
     assert code == 0 and out.splitlines()[1].startswith("torch vs cupy: ")
     assert "paired in the same processes, over 6 processes" in out

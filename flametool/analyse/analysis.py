@@ -327,6 +327,7 @@ class Change:
     anchored: stats.Anchored | None = None
     absolute: stats.PairFigures | None = None  # not anchored: the pooled times, head against base
     no_anchor: str | None = None  # why there is no anchor
+    between_runs: bool = False  # two stored runs (diff RUN_A RUN_B): a decision needs a new run
 
 
 @dataclass
@@ -358,11 +359,17 @@ def verdict(change: Change, label: str, pct: float) -> Verdict:
     if iv.high <= limit:
         return Verdict("passed", 0, pct, f"{label}: {span}: within --fail-above {pct:g}%")
     need = change.anchored.processes_to_settle(limit) if change.anchored is not None else None
+    again = (f"; to decide it, time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
+             f"--fail-above {pct:g} adds processes until it is decided (--budget SECONDS bounds it)"
+             if change.between_runs else
+             f"; to decide it, compare again with --fail-above {pct:g} (it adds processes until the verdict is decided) "
+             "and a longer --budget SECONDS" if change.anchored is not None else "")
     return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
                    f"{label}: {span}: inconclusive, the interval holds --fail-above {pct:g}%; "
-                   + (f"about {need} processes a run would settle it" if need else
-                      "more processes would not settle it at this spread" if change.anchored is not None else
-                      "an anchor (a case timed beside it in both runs) would settle it"), need)
+                   + (f"about {need} processes a side would settle it at the spread seen" if need else
+                      "more processes would not settle it at this spread, unless the estimate moves"
+                      if change.anchored is not None else
+                      "an anchor (a case timed beside it in both runs) would settle it") + again, need)
 
 
 def anchor_for(a: Run, b: Run, label: str, given: str | None) -> tuple[str | None, str | None]:
@@ -395,12 +402,13 @@ def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | 
                              (pa[anchor].us, pb[anchor].us) if anchor in pa and anchor in pb else None,
                              pb.get(label).us if label in pb else None)
         if got is not None:
-            return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute)
+            return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute, between_runs=True)
         no_anchor = f"no anchor: {anchor} has no loops to compare in one of the runs"
     # the pooled times every view shows
     absolute = stats.apart(label, (ta,), label, (tb,), pa[label].us if label in pa else None,
                            pb[label].us if label in pb else None)
-    return Change(absolute.ratio, absolute.ratio_interval, "absolute (not anchored)", None, absolute, no_anchor)
+    return Change(absolute.ratio, absolute.ratio_interval, "absolute (not anchored)", None, absolute, no_anchor,
+                  between_runs=True)
 
 
 @dataclass

@@ -15,9 +15,10 @@ from ..run.record import Environment
 # The JSON document's name and version (docs/summary-json.md): a field's meaning never changes within a version;
 # fields may be added.
 # 2: an anchored pair's difference_us, at_us and layer figures at the common speed of both sides' processes
-# (1: at the base side's speed).
+# (1: at the base side's speed). 3: an anchored pair's ratio (and so its difference and verdict) is speed-adjusted
+# with two or more processes a side (stats.Anchored.speed; `speed_adjustment` says what the adjustment did).
 SCHEMA = "flametool-summary"
-VERSION = 2
+VERSION = 3
 
 
 @dataclass

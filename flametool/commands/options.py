@@ -59,8 +59,9 @@ def case_options(p: argparse.ArgumentParser, op: bool = True) -> None:
                         "interleaved, so a process's own speed cancels out of the comparison (default: "
                         f"{CPU.processes}, and in compare up to {CPU.max_processes} while a ratio's interval is wider "
                         f"than ±{paired.SETTLED * 100:.0f}%%, for at most {CPU.extra_seconds:g} s more, while that many would narrow it so; "
-                        f"with --env ±{paired.ENV_SETTLED * 100:g}%% of the anchored ratio, up to {CPU.env_max_processes} per "
-                        f"environment, {CPU.extra_seconds:g} s more per environment)")  # %%: argparse formats help
+                        f"with --env {CPU.env_processes} per environment and more until the anchored ratio's interval "
+                        f"reaches ±{paired.ENV_SETTLED * 100:g}%% (or --fail-above is decided), up to {CPU.env_max_processes} per "
+                        "environment, within --budget)")  # %%: argparse formats help
     p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
                    help="a pair of cases to compare, head against base (repeatable; default: the first two cases)")
     p.add_argument("--isolate", action="store_true",

@@ -110,7 +110,8 @@ def host_moved(change: float, where: str) -> str:
 
 def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[str]:
     """A case on two sides relative to the anchor timed beside it (the figure that holds), then the absolute
-    figures, which carry the host's speed, and the anchor's own change: how far the host's speed moved."""
+    figures, which carry the host's speed, and the anchor's own change: how far the host's speed moved; then,
+    when the ratio is speed-adjusted (Anchored.speed), what the adjustment did."""
     iv = lambda i, f: f" (95%: {interval(i, f)})" if i else " (no interval: fewer than two processes a side)"  # noqa: E731
     lead = (f"{head} / {base} relative to {a.anchor} = {ratio(a.ratio)}{iv(a.ratio_interval, lambda v: f'{v:.3f}')}; "
             f"{head} − {base} = {signed(a.diff_us)} us per call{iv(a.diff_interval, signed) if a.diff_interval else ''} "
@@ -122,7 +123,7 @@ def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[s
                 + (f" (95%: {interval(b.diff_interval, signed)})" if b.diff_interval else "")
                 + (f", {ratio(b.ratio)}" if b.ratio else "")
                 + f"; {a.anchor}'s own change {ratio(a.anchor_change)}: {host_moved(a.anchor_change, head_where)}")
-    return [lead, absolute]
+    return [lead, absolute] + ([a.speed.sentence(base, head)] if a.speed is not None else [])
 
 
 def change_lines(change, label: str, cases: tuple[str, str] | None) -> list[str]:
@@ -132,8 +133,8 @@ def change_lines(change, label: str, cases: tuple[str, str] | None) -> list[str]
     if change is None or change.ratio is None:
         return [f"{label}: nothing to compare"]
     if change.anchored is not None:
-        lead, rest = anchored_lines(change.anchored, base, head, head if cases else "B (RUN_B)")
-        return [(f"{label}: " if not cases else "") + lead, rest]
+        lead, *rest = anchored_lines(change.anchored, base, head, head if cases else "B (RUN_B)")
+        return [(f"{label}: " if not cases else "") + lead, *rest]
     f = change.absolute
     text = (f"{head} / {base} = {ratio(f.ratio)}"
             + (f" (95%: {interval(f.ratio_interval, lambda v: f'{v:.3f}')})" if f.ratio_interval else " (no interval)")

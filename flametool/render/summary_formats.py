@@ -41,6 +41,13 @@ def beside_text(p: PairSummary) -> str | None:
     return p.change.no_anchor
 
 
+def speed_text(p: PairSummary) -> str | None:
+    """What the speed adjustment of an anchored change did (slope, each side's speed range, the unadjusted
+    figure beside), in one line; None when the change is not speed-adjusted."""
+    a = p.change.anchored
+    return a.speed.sentence(p.base, p.head) if a is not None and a.speed is not None else None
+
+
 def layer_text(p: PairSummary) -> str | None:
     r = p.largest_layer
     if r is None:
@@ -77,7 +84,7 @@ class TextSummary(Renderer[Summary]):
         for p in s.pairs:
             lines.append(f"{p.label}: {ratio_text(p)} {p.change.how}, over {p.units}; "
                          f"{p.head} − {p.base} = {diff_text(p)}")
-            for extra in (beside_text(p),):
+            for extra in (beside_text(p), speed_text(p)):
                 if extra:
                     lines.append(f"  {extra}")
             layer, frame = layer_text(p), frame_text(p)
@@ -130,7 +137,7 @@ class MarkdownSummary(Renderer[Summary]):
         else:
             out += ["Nothing compared.", ""]
         for p in s.pairs:
-            notes = [("beside it", beside_text(p)), ("largest layer difference", layer_text(p)),
+            notes = [("beside it", beside_text(p)), ("speed", speed_text(p)), ("largest layer difference", layer_text(p)),
                      ("largest frame difference", frame_text(p, code=True)), ("", p.not_sampled),
                      ("verdict", p.verdict.sentence if p.verdict else None)]
             notes = [(k, v) for k, v in notes if v]
@@ -171,6 +178,8 @@ def pair_json(p: PairSummary) -> dict[str, Any]:
             "ratio": figure(absolute.ratio, absolute.ratio_interval),
             "difference_us": figure(absolute.diff_us, absolute.diff_interval)},
         "anchor_change": a.anchor_change if a and math.isfinite(a.anchor_change) else None,
+        "speed_adjustment": None if a is None or a.speed is None else {
+            **a.speed.to_json(), "sentence": speed_text(p)},
         "no_anchor": c.no_anchor,
         "largest_layer": None if layer is None else {
             "layer": layer.layer, "base_us": layer.base_us_per_call, "head_us": layer.head_us_per_call,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import attribution, diff, flamegraph, layers, profstats, reading
+from . import attribution, countdiff, diff, flamegraph, layers, profstats, reading
 from ..run import stats
 from ..run import rundir, safeopen
 from ..errors import FlametoolError, RunDirError
@@ -55,6 +55,7 @@ class PairAnalysis:
     sample: stats.PairFigures | None  # at the sample shape, when it differs from the requested one
     profiles: tuple[attribution.Profile, attribution.Profile] | None = None  # (base, head) when both were sampled
     anchored: stats.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
+    counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (None: neither side counted)
 
     @functools.cached_property
     def diff(self) -> diff.PairDiff | None:
@@ -178,8 +179,15 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
         both = base in out.profiles and head in out.profiles
         anchored = stats.anchored_pair(run, base, head, pooled_sample)
         profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
-        out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, profiles, anchored))
+        out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, profiles, anchored,
+                                      countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head)))
     return out
+
+
+def counts_of(run, label: str):
+    """A case's counted loop (record.ProfileProcess.counts), None where it has none."""
+    r = run.results.get(label)
+    return r.profile.counts if r is not None and r.profile is not None else None
 
 
 def at_common_speed(base: attribution.Profile, head: attribution.Profile,
@@ -423,6 +431,7 @@ class DiffResult:
     cases: tuple[str, str] | None = None
     change: Change | None = None  # what it leads with, and --fail-above decides on
     not_sampled: str | None = None  # why there are no layers and frames
+    counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (exact; before any time)
 
     @property
     def base_us_per_call(self) -> float:
@@ -457,7 +466,8 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
                                 change.anchored, view, ("A", "B"))
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
     return DiffResult(label, str(run_a), str(run_b), shapes[0] == shapes[1], figures, change=change,
-                      not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare")
+                      not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare",
+                      counts=countdiff.diff_counts(counts_of(a, label), counts_of(b, label), "A", "B"))
 
 
 def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> DiffResult:
@@ -471,8 +481,9 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
     pooled = stats.group_pooled(run, True, intervals=False)
     got = stats.anchored_pair(run, base, head, pooled)
     # two environments: both sides' samples at their common speed, as in the run's own report
+    sampled = base in attribution.sampled_labels(run) and head in attribution.sampled_labels(run)
     figures = anchored_diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head),
-                            got, view, (base, head))
+                            got, view, (base, head)) if sampled else None
     if got is not None:
         change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
     else:
@@ -480,4 +491,7 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
                        base_us=pooled[base].us if base in pooled else None)
         change = Change(f.ratio, f.ratio_interval, "paired in the same processes" if f.paired else "not paired", None, f)
     return DiffResult(f"{head} - {base}", str(run_dir), str(run_dir),
-                      (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head), change)
+                      (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head), change,
+                      not_sampled=None if sampled else f"{base} and {head} were not both sampled: no layers or frames "
+                                                       "to compare",
+                      counts=countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head))

@@ -29,7 +29,7 @@ from ..run import perturbation
 from . import atlas_page, charts, sweep_page
 from ..analyse import flamegraph as flame
 from . import format as fmt
-from ..analyse import naming
+from ..analyse import countdiff, naming
 from ..analyse.analysis import Analysis
 from ..analyse.attribution import CaseCosts, Skipped
 from ..analyse.diff import LayerDelta, PairDiff
@@ -193,6 +193,43 @@ class CProfileCase:
 
 
 @dataclass
+class CountsSection:
+    """What one step() call does, counted (exact): each pair's differences first, then each case's counts."""
+
+    pairs: list[tuple[str, list[str]]]  # ("torch vs cupy", lines)
+    headers: list[str]
+    rows: list[list[str]]
+    notes: list[str]
+
+
+def counts_section(a: Analysis) -> CountsSection | None:
+    """None for a run whose cases have no counted loop (recorded before counting): the page is as it was."""
+    counted = {l: r.profile.counts for l, r in a.run.results.items() if r.profile is not None and r.profile.counts}
+    if not counted:
+        return None
+
+    def named(tallies) -> str:
+        return ", ".join(f"{countdiff.fraction(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
+
+    rows = []
+    for label, c in counted.items():
+        own = a.run.results[label].profile.own_us_per_call
+        memory = [f"{countdiff.fraction(t.count)} {t.kind} {t.name}" + (f" ({countdiff.fraction(t.bytes)} B)"
+                  if t.bytes is not None else "") for t in c.tallies if t.kind in ("copy", "memset", "device-alloc")
+                  and t.count]
+        rows.append([label, f"{countdiff.fraction(c.total('python'))} in {len(c.of('python'))} functions",
+                     named(c.of("api")) if c.counted("api") else "not counted",
+                     named(c.of("kernel")) if c.counted("kernel") else "not counted",
+                     "; ".join(memory) or "–",
+                     f"{c.us_per_call:,.2f} us" + (f" ({c.us_per_call / own:.2f}× the {own:,.2f} us alone)" if own else "")
+                     if c.us_per_call else "–"])
+    pairs = [(f"{p.head} vs {p.base}", countdiff.lines(p.counts)) for p in a.pairs if p.counts is not None]
+    notes = list(dict.fromkeys(m for c in counted.values() for m in c.missing))
+    return CountsSection(pairs, ["case", "Python calls", "CUDA API calls", "kernels",
+                                 "copies, memsets, device allocations", "counted loop, host time per call"], rows, notes)
+
+
+@dataclass
 class Report:
     pairs: list[str]  # the compared pairs with a diff, "head − base": the page shows one at a time
     title: str
@@ -213,6 +250,7 @@ class Report:
     css: Markup = Markup("")
     js: Markup = Markup("")
     sections: list[tuple[str, str]] = field(default_factory=list)
+    counts: CountsSection | None = None  # what each call does, counted (runs recorded before counting: None)
 
 
 def ok_results(run: Run) -> dict[str, CaseResult]:
@@ -582,6 +620,7 @@ def build(a: Analysis) -> Report:
     diffs = [p.diff for p in a.pairs if p.diff]
     env = environment()
     labels = list(data.results)
+    counted = counts_section(a)
     return Report(
         pairs=[f"{d.head} − {d.base}" for d in diffs],
         title=f"flametool: {' vs '.join(labels) or 'empty run'}",
@@ -601,7 +640,8 @@ def build(a: Analysis) -> Report:
         environment=environment_rows(run, data),
         css=asset(env, "report.css"),
         js=asset(env, "report.js"),
-        sections=SECTIONS,
+        sections=SECTIONS if counted is None else SECTIONS[:1] + [("counts", "Counted")] + SECTIONS[1:],
+        counts=counted,
     )
 
 

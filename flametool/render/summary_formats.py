@@ -10,6 +10,7 @@ from typing import Any
 
 from . import format as fmt
 from ..run.stats import Interval
+from ..analyse import countdiff
 from ..analyse.summary import SCHEMA, VERSION, PairSummary, Summary
 from .base import Renderer
 
@@ -68,6 +69,10 @@ def frame_text(p: PairSummary, code: bool = False) -> str | None:
             f"± {r.delta_se_us:,.2f} us of its own time")
 
 
+def count_lines(p: PairSummary) -> list[str]:
+    return countdiff.lines(p.counts)
+
+
 def title(s: Summary) -> str:
     if s.kind == "diff":
         return f"flametool diff: {s.base_run} (A) → {s.head_run} (B)"
@@ -82,6 +87,10 @@ class TextSummary(Renderer[Summary]):
     def render(self, s: Summary) -> str:
         lines = [title(s)] + [fmt.environment_line(e) for e in s.environments]
         for p in s.pairs:
+            counted = count_lines(p)
+            if counted:
+                lines.append(f"{p.label}: per step, counted (exact, {p.head} - {p.base}):")
+                lines += [f"  {c}" for c in counted]
             lines.append(f"{p.label}: {ratio_text(p)} {p.change.how}, over {p.units}; "
                          f"{p.head} − {p.base} = {diff_text(p)}")
             for extra in (beside_text(p), speed_text(p)):
@@ -122,6 +131,11 @@ class MarkdownSummary(Renderer[Summary]):
 
     def render(self, s: Summary) -> str:
         out = [f"### {md(title(s))}", ""]
+        for p in s.pairs:
+            counted = count_lines(p)
+            if counted:
+                out += [f"**{md(p.label)}: per step, counted** (exact, {md(p.head)} − {md(p.base)})", ""]
+                out += [f"- {md(c)}" for c in counted] + [""]
         verdicts = any(p.verdict is not None for p in s.pairs)
         if s.pairs:
             head = ["comparison", "ratio (95%)", "difference (95%)", "measured"] + (["verdict"] if verdicts else [])
@@ -188,6 +202,14 @@ def pair_json(p: PairSummary) -> dict[str, Any]:
             "frame": frame.display, "layer": frame.layer_label, "base_self_us": frame.base_self_us_per_call,
             "head_self_us": frame.head_self_us_per_call, "delta_us": frame.delta_us_per_call, "se_us": frame.delta_se_us},
         "verdict": None if v is None else verdict_json(v),
+        "counts": countdiff.to_json(p.counts) if p.counts is not None else None,
+        "layers": [{"layer": r.layer, "base_us": r.base_us_per_call, "head_us": r.head_us_per_call,
+                    "delta_us": r.delta_us_per_call, "se_us": r.delta_se_us} for r in p.layers],
+        "frames": [{"frame": r.display, "name": r.frame, "layer": r.layer_label,
+                    "base_self_us": r.base_self_us_per_call, "head_self_us": r.head_self_us_per_call,
+                    "base_total_us": r.base_total_us_per_call, "head_total_us": r.head_total_us_per_call,
+                    "delta_us": r.delta_us_per_call, "delta_total_us": r.delta_total_us_per_call,
+                    "se_us": r.delta_se_us} for r in p.frames],
     }
 
 
@@ -197,7 +219,7 @@ def verdict_json(v) -> dict[str, Any]:
 
 
 class JsonSummary(Renderer[Summary]):
-    """The summary as JSON (docs/summary-json.md): {"schema": "flametool-summary", "version": 2, ...}."""
+    """The summary as JSON (docs/summary-json.md): {"schema": "flametool-summary", "version": 3, ...}."""
 
     name, kind = "json", Summary
 
@@ -209,7 +231,8 @@ class JsonSummary(Renderer[Summary]):
                               "python_version": e.python_version, "versions": e.versions, "describe": e.describe}
                              for e in s.environments],
             "cases": [{"label": l, "us_per_call": p.us, "low": p.interval.low if p.interval else None,
-                       "high": p.interval.high if p.interval else None, "units": f"{p.units} {p.unit_name}"}
+                       "high": p.interval.high if p.interval else None, "units": f"{p.units} {p.unit_name}",
+                       "counts": s.counts[l].to_json() if l in s.counts else None}
                       for l, p in s.cases.items()],
             "pairs": [pair_json(p) for p in s.pairs],
             "verdict": verdict_json(s.verdict) if s.verdict is not None else None,

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from . import format as fmt
 from ..run import perturbation
-from ..analyse import sweep
+from ..analyse import countdiff, sweep
 from ..analyse.analysis import Analysis, DiffResult
 from ..analyse.attribution import CaseCosts, Skipped
 from ..analyse.diff import PairDiff
@@ -92,6 +92,42 @@ class Progress:
             self.console.print(line, highlight=False)
 
 
+def counted_time(prof) -> str:
+    """The counted loop's host time per call (under tracing) and its ratio to the case's own loops."""
+    c = prof.counts
+    if c is None or not c.us_per_call:
+        return "-"
+    own = prof.own_us_per_call
+    return fmt.us(c.us_per_call) + (f" ({c.us_per_call / own:.2f}x)" if own else "")
+
+
+def named_counts(tallies) -> str:
+    return ", ".join(f"{countdiff.fraction(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
+
+
+def print_counts(run, console: Console) -> None:
+    """Each case's counted loop: per step() call, the CUDA API calls and kernels by name, copies, memsets, device
+    allocations and Python calls (exact counts)."""
+    counted = {l: r.profile.counts for l, r in run.results.items() if r.profile is not None and r.profile.counts}
+    if not counted:
+        return
+    table = titled("what one step() call does, counted (exact, per step; CUDA API calls and kernels by CUPTI)")
+    for col in ("case", "Python calls", "CUDA API calls", "kernels", "copies, memsets, device allocations"):
+        table.add_column(col, overflow="fold")
+    for label, c in counted.items():
+        py = c.of("python")
+        api = named_counts(c.of("api")) if c.counted("api") else "not counted"
+        kernels = named_counts(c.of("kernel")) if c.counted("kernel") else "not counted"
+        memory = [f"{countdiff.fraction(t.count)} {t.kind} {t.name}" + (f" ({countdiff.fraction(t.bytes)} B)"
+                  if t.bytes is not None else "") for t in c.tallies if t.kind in ("copy", "memset", "device-alloc")
+                  and t.count]
+        table.add_row(text(label), f"{countdiff.fraction(c.total('python'))} in {len(py)} functions",
+                      text(api), text(kernels), text("; ".join(memory) or "-"))
+    show(console, table)
+    for m in dict.fromkeys(m for c in counted.values() for m in c.missing):
+        say(console, fmt.visible(m))
+
+
 def print_summary(a: Analysis, console: Console) -> None:
     """The headline (each pair's paired ratio and difference with intervals), the cases' timings, the
     profiled loops, and what to be careful about."""
@@ -100,6 +136,7 @@ def print_summary(a: Analysis, console: Console) -> None:
     for e in run.environments:
         say(console, fmt.environment_line(e))
     for p in a.pairs:
+        print_count_diff(p.counts, console, f"{p.head} vs {p.base}")
         for line in fmt.pair_lines(p, run, processes):
             say(console, line)
     note = fmt.speed_note(a.pairs)
@@ -128,7 +165,7 @@ def print_summary(a: Analysis, console: Console) -> None:
 
     profiling = titled("profiled loops (each case alone, at the sampled shape)")
     for col, right in (("case", False), ("sampled at", False), ("paired", True), ("alone", True),
-                       ("cProfile", True), ("while sampled", True), ("samples", True)):
+                       ("cProfile", True), ("counted", True), ("while sampled", True), ("samples", True)):
         profiling.add_column(col, justify="right" if right else "left")
     for label, r in run.results.items():
         if r.error or r.profile is None:
@@ -139,10 +176,12 @@ def print_summary(a: Analysis, console: Console) -> None:
             text((label)), text(fmt.op_shape(op, r.sample_shape)), fmt.us(at.cpu_us if at else None),
             fmt.us(prof.own_us_per_call),
             f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
+            counted_time(prof),
             f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
             f"{s.analysed_samples} at {s.rate_hz} Hz" if s else "-",
         )
     show(console, profiling)
+    print_counts(run, console)
 
     for unlike in a.unlike:
         say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
@@ -243,12 +282,21 @@ def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> 
     show(console, table)
 
 
+def print_count_diff(d: "countdiff.CountDiff | None", console: Console, label: str = "") -> None:
+    lines = countdiff.lines(d)
+    if lines:
+        say(console, f"{fmt.visible(label) + ': ' if label else ''}per step, counted (exact, {d.head} - {d.base}):")
+        for line in lines:
+            say(console, f"  {line}")
+
+
 def print_run_diff(result: DiffResult, console: Console, top: int = 10) -> None:
     """`flametool diff`: one case in two runs, or two cases of one run (result.cases)."""
     case_diff, cases = result.figures, result.cases
     where = f"in {result.base_run}" if cases else f"base {result.base_run}, head {result.head_run}"
     if not cases:
         say(console, f"A (base): {result.base_run}; B (head): {result.head_run}")
+    print_count_diff(result.counts, console)
     for line in fmt.change_lines(result.change, result.label, cases):
         say(console, line)
     if case_diff is None:
@@ -351,12 +399,15 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
     fastest library and the layer that differs most from it; where each op's report is."""
     table = titled("atlas: host time per call at each op's host-bound size (pooled over the processes at the median "
                    "process's speed, 95% interval), the ratio to the op's fastest library (paired) and the layer that differs most from it")
-    for col, right in (("op", False), ("size", False), ("library", False), ("host / call", True),
-                       ("all threads / call", True), ("x fastest", True), ("layer that differs most", False)):
+    counted = any(c.counted for row in a.rows for c in row.cells.values())  # runs before counting: as they were
+    cols = (("op", False), ("size", False), ("library", False), ("host / call", True), ("all threads / call", True),
+            ("x fastest", True), ("layer that differs most", False)) + ((("kernels, API calls / call", False),)
+                                                                       if counted else ())
+    for col, right in cols:
         table.add_column(col, justify="right" if right else "left")
     for row in a.rows:
         if row.error and not row.cells:
-            table.add_row(text(row.op), "-", "-", text(row.error), "", "", "")
+            table.add_row(text(row.op), "-", "-", text(row.error), "", "", "", *([""] if counted else []))
             continue
         for i, (label, c) in enumerate(row.cells.items()):
             first = i == 0
@@ -364,7 +415,7 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
                           text(f"failed: {c.error}") if c.error else fmt.us(c.us) + (f" ({fmt.interval(c.interval)})"
                                                                                     if c.interval else ""),
                           fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, "" if c.error else row.fastest or "")),
-                          text(fmt.differs_most(c)))
+                          text(fmt.differs_most(c)), *([text(c.counted or "-")] if counted else []))
     show(console, table)
     say(console, "host / call: the calling thread's clock around the loop (what a program waits for); all threads: "
                  "CPU time of every thread of the process during the loop, per call (a library's worker threads "

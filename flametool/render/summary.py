@@ -74,6 +74,7 @@ class TextSummary(Renderer):
 
     def render(self, s: Summary) -> str:
         lines = [title(s)] + [fmt.environment_line(e) for e in s.environments]
+        lines += [l for l in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete)) if l]
         for p in s.pairs:
             lines.append(f"{p.label}: {ratio_text(p)} {p.change.how}, over {p.units}; "
                          f"{p.head} − {p.base} = {diff_text(p)}")
@@ -89,9 +90,11 @@ class TextSummary(Renderer):
                 lines.append(f"  {p.not_sampled}")
             if p.verdict is not None:
                 lines.append(f"  --fail-above {p.verdict.threshold:g}%: {p.verdict.outcome}: {p.verdict.sentence}")
+        if s.no_verdict:
+            lines.append(s.no_verdict)
         if not s.pairs:
             lines.append("nothing compared")
-        if not s.complete:
+        if not s.complete and s.kind != "diff":
             lines.append("run incomplete: run.json holds what finished")
         return "\n".join(fmt.visible(l) for l in lines) + "\n"
 
@@ -115,6 +118,9 @@ class MarkdownSummary(Renderer):
 
     def render(self, s: Summary) -> str:
         out = [f"### {md(title(s))}", ""]
+        for note in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete), s.no_verdict):
+            if note:
+                out += [f"**{md(note)}**", ""]
         verdicts = any(p.verdict is not None for p in s.pairs)
         if s.pairs:
             head = ["comparison", "ratio (95%)", "difference (95%)", "measured"] + (["verdict"] if verdicts else [])
@@ -196,6 +202,9 @@ class JsonSummary(Renderer):
         doc = {
             "schema": SCHEMA, "version": VERSION, "kind": s.kind, "base_run": s.base_run, "head_run": s.head_run,
             "complete": s.complete,
+            "incomplete": s.incomplete,
+            "differences": [{"what": d.what, "base": d.base, "head": d.head, "unlike": d.unlike} for d in s.differences],
+            "no_verdict": s.no_verdict,
             "environments": [{"name": e.name, "python": e.python, "executable": e.executable,
                               "python_version": e.python_version, "versions": e.versions, "describe": e.describe}
                              for e in s.environments],

@@ -77,3 +77,17 @@ def exits_beside_torch(m, k, n, dtype, device):
         sum(data)
 
     return step, lambda: None
+
+
+def ops_case(m, k, n, dtype, device):
+    """A step whose `ops` attribute is whatever $FLAMETOOL_TEST_OPS holds, read as a Python literal
+    ('-1', '0', '10**30', 'float("nan")', '"many"')."""
+    import os
+
+    data = list(range(m))
+
+    def step():
+        sum(data)
+
+    step.ops = eval(os.environ["FLAMETOOL_TEST_OPS"])  # noqa: S307 - the test's own value
+    return step, lambda: None

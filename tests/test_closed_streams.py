@@ -4,11 +4,15 @@ and saves as usual, says nothing where nothing can be said, and py-spy's samples
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
+
 
 import faultkit as fk
 import runbuild
+from flametool.run import rundir
 
 QUICK = ["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--iters", "50", "--warmup", "5",
          "--processes", "1", "--shape", "16,16,16", "--sample-seconds", "1"]
@@ -57,3 +61,32 @@ def test_the_sampler_output_never_takes_a_standard_descriptor():
             "assert fd > 2 and (named or path == f'/proc/self/fd/{fd}'), (fd, path); print('ok')")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=fk.env(), timeout=60)
     assert proc.stdout.strip() == "ok", proc.stderr
+
+
+def into_a_closed_pipe(args: list[str]) -> subprocess.CompletedProcess:
+    """flametool with standard output a pipe whose reader has gone (`| head -c 100` that has had its fill)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run([sys.executable, "-m", "flametool", *args], stdout=write, stderr=subprocess.PIPE,
+                              text=True, env=fk.env(), cwd=fk.ROOT, timeout=120)
+    finally:
+        os.close(write)
+
+
+def test_report_o_dev_stdout_into_a_pipe_whose_reader_left_is_not_a_fault(tmp_path):
+    run = runbuild.make_run(tmp_path / "base", {"a": ("step (f.py:1);x 10\n", 10.0, 0),
+                                                "b": ("step (f.py:1);y 10\n", 20.0, 0)})
+    proc = into_a_closed_pipe(["report", str(run), "-o", "/dev/stdout"])
+    assert proc.returncode == 0, proc.stderr
+    assert "flametool:" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_output_file_that_is_a_pipe_whose_reader_left_is_not_a_fault():
+    """What `report -o` and `export -o` write through: a reader that went away is no failure to write."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        rundir.write_output(Path(f"/proc/self/fd/{write}"), "x" * 1_000_000)
+    finally:
+        os.close(write)

@@ -88,6 +88,8 @@ def write_output(path: Path, text: str, run: Path | None = None, keep: str | Non
     try:
         with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
+    except BrokenPipeError:  # a pipe whose reader stopped reading (-o /dev/stdout | head): as with -o -, not a fault
+        return
     except OSError as exc:
         raise FlametoolError(f"{path}: cannot be written ({exc.strerror or exc})") from None
 

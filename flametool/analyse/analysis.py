@@ -521,11 +521,16 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
             raise FlametoolError(f"--base/--head {label!r}: no such case in {run_dir} "
                                  f"(cases: {', '.join(run.results) or 'none'})")
     rb, rh = run.results[base], run.results[head]
+    for label, r in ((base, rb), (head, rh)):
+        if r.error or r.at_sample_shape is None:
+            raise FlametoolError(f"--base/--head {label!r}: it has no timings in {run_dir} (it failed there)")
     pooled = stats.group_pooled(run, True, intervals=False)
     got = stats.anchored_pair(run, base, head, pooled)
-    # two environments: both sides' samples at their common speed, as in the run's own report
+    # two environments: both sides' samples at their common speed, as in the run's own report; a run (or a case)
+    # that was not sampled still has its ratio, as `diff RUN_A RUN_B` and `summary` give it
+    sampled = base in attribution.sampled_labels(run) and head in attribution.sampled_labels(run)
     figures = anchored_diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head),
-                            got, view, (base, head))
+                            got, view, (base, head)) if sampled else None
     if got is not None:
         change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
     else:
@@ -534,4 +539,6 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
         change = Change(f.ratio, f.ratio_interval, "paired in the same processes" if f.paired else "not paired", None, f)
     return DiffResult(f"{head} - {base}", str(run_dir), str(run_dir),
                       (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head), change,
+                      not_sampled=None if sampled else f"{base} and {head} were not both sampled: no layers or frames to "
+                                                       "compare",
                       incomplete=[] if run.complete else ["the run"])

@@ -57,6 +57,9 @@ class Summary:
     cases: dict[str, stats.Pooled] = field(default_factory=dict)  # a run's cases, their pooled times
     counts: dict = field(default_factory=dict)  # a run's cases' counted loops (run.counts.Counts), by label
     complete: bool = True
+    incomplete: list[str] = field(default_factory=list)  # a diff: the runs that did not finish ("A", "B")
+    differences: list = field(default_factory=list)  # a diff of two runs: analysis.Difference, what they did not do alike
+    no_verdict: str | None = None  # why --fail-above gave no verdict (the runs measured unlike work)
 
     @property
     def verdict(self) -> Verdict | None:
@@ -120,19 +123,30 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
     return out
 
 
-def of_diff(result: DiffResult, fail_above: float | None = None) -> Summary:
+def unlike_sentence(result: DiffResult) -> str | None:
+    """Why a diff of unlike work gets no verdict, or None."""
+    if not result.unlike:
+        return None
+    return (f"no verdict: A and B measured different work ({'; '.join(map(str, result.unlike))}), so the ratio is "
+            "of the work, not of the launch path; compare runs of the same work, or --allow-unlike to decide anyway")
+
+
+def of_diff(result: DiffResult, fail_above: float | None = None, allow_unlike: bool = False) -> Summary:
     base, head = result.cases or ("A", "B")
     label = f"{head} vs {base}" if result.cases else f"{result.label}: B vs A"
-    out = Summary("diff", result.base_run, result.head_run)
+    out = Summary("diff", result.base_run, result.head_run, complete=not result.incomplete,
+                  incomplete=list(result.incomplete), differences=list(result.differences))
+    if fail_above is not None and not allow_unlike and result.unlike:
+        out.no_verdict, fail_above = unlike_sentence(result), None
     if result.change is not None:
         out.pairs.append(of_change(label, base, head, head if result.cases else "B", result.change, result.figures,
                                    fail_above, result.not_sampled, result.counts))
     return out
 
 
-def of(result, fail_above: float | None = None) -> Summary:
+def of(result, fail_above: float | None = None, allow_unlike: bool = False) -> Summary:
     if isinstance(result, DiffResult):
-        return of_diff(result, fail_above)
+        return of_diff(result, fail_above, allow_unlike)
     if isinstance(result, Analysis):
         return of_run(result, fail_above)
     raise FlametoolError(f"{getattr(result, 'run_dir', 'the run')}: a {result.run.kind} run: summary covers compare "

@@ -24,7 +24,7 @@ from .export import Export
 from .options import Parser
 from .report import Report
 from .snakeviz import Snakeviz
-from .streams import Stdout
+from .streams import Stdout, reopen_closed_standard_streams
 from .summary import Summary
 
 # in the order --help lists them
@@ -96,6 +96,7 @@ def take_ctrl_c():
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    reopen_closed_standard_streams()
     for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii: '×' and 'µ' printed as escapes, not a crash
         try:
             stream.reconfigure(errors="backslashreplace")

@@ -274,3 +274,21 @@ def visible(value: object) -> str:
     """The text with every control character written as an escape (\\x1b, \\u202e): a name from another
     machine's run (ESC[2J) prints as text and clears nothing."""
     return str(value).translate(_VISIBLE)
+
+
+def differences_text(differences) -> str | None:
+    """What the two runs of a diff did not do alike (analysis.Difference), in one line; None when nothing."""
+    if not differences:
+        return None
+    unlike = [str(d) for d in differences if d.unlike]
+    other = [str(d) for d in differences if not d.unlike]
+    parts = ([f"different work: {'; '.join(unlike)}"] if unlike else []) + (["; ".join(other)] if other else [])
+    return "A and B differ: " + "; ".join(parts)
+
+
+def incomplete_text(incomplete: list[str]) -> str | None:
+    """A diff: which of its runs did not finish ("A", "B", "the run"), in one line; None when they all did."""
+    if not incomplete:
+        return None
+    return (f"{' and '.join(incomplete)} did not finish (complete: false in its run.json): the figures are of the "
+            "cases that finished")

@@ -86,6 +86,7 @@ class TextSummary(Renderer[Summary]):
 
     def render(self, s: Summary) -> str:
         lines = [title(s)] + [fmt.environment_line(e) for e in s.environments]
+        lines += [l for l in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete)) if l]
         for p in s.pairs:
             counted = count_lines(p)
             if counted:
@@ -105,9 +106,11 @@ class TextSummary(Renderer[Summary]):
                 lines.append(f"  {p.not_sampled}")
             if p.verdict is not None:
                 lines.append(f"  --fail-above {p.verdict.threshold:g}%: {p.verdict.outcome}: {p.verdict.sentence}")
+        if s.no_verdict:
+            lines.append(s.no_verdict)
         if not s.pairs:
             lines.append("nothing compared")
-        if not s.complete:
+        if not s.complete and s.kind != "diff":
             lines.append("run incomplete: run.json holds what finished")
         return "\n".join(fmt.visible(l) for l in lines) + "\n"
 
@@ -131,6 +134,9 @@ class MarkdownSummary(Renderer[Summary]):
 
     def render(self, s: Summary) -> str:
         out = [f"### {md(title(s))}", ""]
+        for note in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete), s.no_verdict):
+            if note:
+                out += [f"**{md(note)}**", ""]
         for p in s.pairs:
             counted = count_lines(p)
             if counted:
@@ -227,6 +233,9 @@ class JsonSummary(Renderer[Summary]):
         doc = {
             "schema": SCHEMA, "version": VERSION, "kind": s.kind, "base_run": s.base_run, "head_run": s.head_run,
             "complete": s.complete,
+            "incomplete": s.incomplete,
+            "differences": [{"what": d.what, "base": d.base, "head": d.head, "unlike": d.unlike} for d in s.differences],
+            "no_verdict": s.no_verdict,
             "environments": [{"name": e.name, "python": e.python, "executable": e.executable,
                               "python_version": e.python_version, "versions": e.versions, "describe": e.describe}
                              for e in s.environments],

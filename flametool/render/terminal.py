@@ -296,6 +296,9 @@ def print_run_diff(result: DiffResult, console: Console, top: int = 10) -> None:
     where = f"in {result.base_run}" if cases else f"base {result.base_run}, head {result.head_run}"
     if not cases:
         say(console, f"A (base): {result.base_run}; B (head): {result.head_run}")
+    for note in (fmt.differences_text(result.differences), fmt.incomplete_text(result.incomplete)):
+        if note:
+            say(console, fmt.visible(note))
     print_count_diff(result.counts, console)
     for line in fmt.change_lines(result.change, result.label, cases):
         say(console, line)

@@ -147,3 +147,26 @@ def test_the_advice_is_the_same_in_the_terminal_and_the_report(run, pool_threads
     assert f"torch: sampling slowed the loop 2.50x at 25 Hz (shares stay fair); {words}" in summary
     caveat = next(c for c in report.build(dispatch.analyse_dir(run)).warnings if c.kind == "sampling slowed the loop")
     assert caveat.text.endswith(f" {words}.")
+
+
+def test_every_terminal_table_has_a_key_a_newcomer_reads(run):
+    """Issue 33, item 3: under each table of compare's terminal output a line says what its columns are, with
+    no unexplained jargon: the interval is in parentheses (not "brackets"), the profiled loops' ratios say
+    what they are relative to, the frame table's two differences are named apart ("delta" stood beside "delta
+    total"), and a CPU run has no GPU column."""
+    a = dispatch.analyse_dir(run)
+    summary = printed(terminal.print_summary, a)
+    layers = printed(terminal.print_layers, a)
+    text = summary + layers
+    for jargon in ("in brackets", "while sampled", "delta", "charged to their callers", " proc\n"):
+        assert jargon not in text, jargon
+    after = lambda title: text[text.index(title):].split("└", 1)[1].splitlines()[1]  # noqa: E731
+    assert after("time per call, as timed").startswith("host (CPU) / call: the host's clock around the loop")
+    assert "95% interval in parentheses" in summary and "GPU" not in summary.split("time per call, as timed")[1].split("profiled")[0]
+    assert after("profiled loops").startswith("timed together: the figure above at this shape; alone: the same loop")
+    assert "how many times the alone figure" in summary
+    assert after("host time per call by layer").startswith("each case's time per call (timed together) split by")
+    assert after("frames that differ most").startswith("self: time in the frame's own code; total: with the frames")
+    assert "diff: torch minus numpy (+: torch spends more)" in layers
+    head_row = layers[layers.index("frames that differ most"):].splitlines()[2]
+    assert [c.strip() for c in head_row.strip("┃").split("┃")][-2:] == ["diff self", "diff total"]

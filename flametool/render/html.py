@@ -440,8 +440,10 @@ def diff_table(case_diff: PairDiff, pair: int) -> FrameTable:
         (f"{r.delta_total_us_per_call:+,.2f}", r.delta_total_us_per_call),
     ]) for r in changed[:TOP_DIFF]]
     return FrameTable(f"frames-diff-{pair}", f"{head} − {base}", [f"{base} self", f"{head} self", "Δ self", "Δ total"],
-                      rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first "
-                      f"(us per call; {head} minus {base}; frames matched by name on the merged call tree)."
+                      rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first, "
+                      f"us per call. self: time in the frame's own code; total: with the frames it calls; Δ: {head} "
+                      f"minus {base} (+: {head} spends more), ± one standard error from the number of samples; frames "
+                      "matched by name on the merged call tree."
                       + (f" {case_diff.at_speed}." if case_diff.at_speed else ""), pair)
 
 

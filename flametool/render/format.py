@@ -38,6 +38,25 @@ def shown_delta(base: float, head: float) -> float:
     return round(head, 2) - round(base, 2)
 
 
+def difference(diff_us: float | None, base_us: float | None) -> float | None:
+    """A pair's difference as every view shows it: head − base of the two pooled times as the tables show them
+    (shown_delta), so the headline's figure, the sentence under it, the layer table's total and the floors'
+    line are one rounded number (+8.06 stood beside +8.07: 17.72 − 9.65)."""
+    if diff_us is None or base_us is None:
+        return diff_us
+    return shown_delta(base_us, base_us + diff_us)
+
+
+def sampled_at(requested, sampled, reason: str | None) -> str:
+    """Where a case that was not host-bound was sampled, and why. At the op's host-bound size itself there is
+    no other shape to go to: runs recorded before this said "the requested shape 1024,1024,1024 is not
+    host-bound ..., so launches are sampled at the host-bound shape 1024,1024,1024"."""
+    if sampled and list(sampled) == list(requested or []) and reason != "given with --sample-shape":
+        return (f"Sampled at the requested shape {shape(sampled)}, the op's host-bound size, where launches are "
+                "sampled: even there the GPU hides this case's launches, so its samples show mostly waiting")
+    return f"Sampled at {shape(sampled)}: {reason or 'no reason recorded'}"
+
+
 def pm(value: float, se: float, sign: bool = False) -> str:
     return f"{signed(value) if sign else num(value)} ± {se:,.2f}"
 
@@ -95,7 +114,7 @@ def pair_sentence(f: PairFigures, where: str = "") -> str:
         return f"{f.head} against {f.base}{where}: nothing to compare"
     text = (f"{f.head} / {f.base} = {ratio(f.ratio)}"
             + (f" (95%: {interval(f.ratio_interval, lambda v: f'{v:.3f}')})" if f.ratio_interval else " (no interval)")
-            + f"; {f.head} − {f.base} = {signed(f.diff_us)} us per call"
+            + f"; {f.head} − {f.base} = {signed(difference(f.diff_us, f.base_us))} us per call"
             + (f" (95%: {interval(f.diff_interval, signed)})" if f.diff_interval else ""))
     how = (f"paired over {f.units} {f.unit_name}" if f.paired else "not paired: each case in processes of its own")
     return f"{text}{where}, {how}"
@@ -137,7 +156,7 @@ def change_lines(change, label: str, cases: tuple[str, str] | None) -> list[str]
     f = change.absolute
     text = (f"{head} / {base} = {ratio(f.ratio)}"
             + (f" (95%: {interval(f.ratio_interval, lambda v: f'{v:.3f}')})" if f.ratio_interval else " (no interval)")
-            + f"; {head} − {base} = {signed(f.diff_us)} us per call"
+            + f"; {head} − {base} = {signed(difference(f.diff_us, f.base_us))} us per call"
             + (f" (95%: {interval(f.diff_interval, signed)})" if f.diff_interval else "") + f", {change.how}")
     return [(f"{label}: " if not cases else "") + text] + ([change.no_anchor] if change.no_anchor else [])
 

@@ -262,7 +262,7 @@ def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
     for label, r in ok.items():
         if label in floors or label not in cpu:
             continue
-        parts = [f"{cpu[label] - cpu[fl]:+,.2f} us against {fl} ({us(cpu[fl])}: {cases.FLOORS[fl]})"
+        parts = [f"{fmt.shown_delta(cpu[fl], cpu[label]):+,.2f} us against {fl} ({us(cpu[fl])}: {cases.FLOORS[fl]})"
                  for fl, f in floors.items() if (f.shape, f.dtype) == (r.shape, r.dtype)]
         if parts:
             lines.append(f"{label} ({us(cpu[label])} per call): " + "; ".join(parts) + ".")
@@ -281,7 +281,7 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
         shape = shape_text(ok[head].sample_shape if head in ok else None)
         text = (f"At the sampled shape ({shape}) {head} − {base} = {delta:+,.2f} us per call on the host ({head} "
                 f"{num(h)} us against {base} {num(b)} us" + (f", {h / b:.2f}×" if b else "") + "; the pooled times, as "
-                "the pair's figure above)")
+                "the pair's figure above).")
         layers = sorted(case_diff.layers, key=lambda r: -abs(r.delta_us_per_call))
         frames = [r for r in case_diff.frames if r.delta_us_per_call]
         parts = []
@@ -338,7 +338,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
                                              "percent faster or slower)."))
         if r.timing and r.timing.host_bound is False:
             out.append(Caveat("not host-bound", f"{label}: {r.timing.bound_note or 'the timed loop was not host-bound'}. "
-                                                 f"Sampled at {shape_text(r.sample_shape)}: {r.sample_shape_reason or 'no reason recorded'}."))
+                                                 f"{fmt.sampled_at(r.shape, r.sample_shape, r.sample_shape_reason)}."))
         samples = r.sampling.analysed_samples if r.sampling else None  # counted as every view counts them
         if samples is not None and samples < FEW_SAMPLES:
             out.append(Caveat("few samples", f"{label}: {samples} samples in the loop (fewer than {FEW_SAMPLES}): "

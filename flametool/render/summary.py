@@ -30,7 +30,8 @@ def diff_text(p: PairSummary) -> str:
         at = f" at the common speed of both sides ({p.base} {fmt.us(p.base_us)} there)"
     else:
         at = f" at {p.base}'s {fmt.us(p.base_us)}"
-    return f"{fmt.signed(p.diff_us)} us per call{iv}{at}"
+    shown = p.diff_us if p.change.anchored is not None else fmt.difference(p.diff_us, p.base_us)
+    return f"{fmt.signed(shown)} us per call{iv}{at}"
 
 
 def beside_text(p: PairSummary) -> str | None:

@@ -326,8 +326,8 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
         if len({json.dumps(v) for v in values.values()}) > 1:
             listed = ", ".join(f"{l} {shape_text(v) if isinstance(v, list) else v}" for l, v in values.items())
             out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
-    for unlike in a.unlike:
-        out.append(Caveat("operands differ", fmt.unlike_sentence(unlike) + "."))
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):
+        out.append(Caveat("operands differ", line + "."))
     if a.new_outputs:
         out.append(Caveat("outputs differ", fmt.outputs_sentence(a.new_outputs) + "."))
     for label, r in ok.items():
@@ -534,6 +534,8 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
         ("OS", env.os or "–"),
         ("CPU", (env.cpu or "–") + (f" ({env.cpu_count} cores usable)" if env.cpu_count else "")),
     ]
+    if fmt.run_device(data) == "cpu":  # a CPU run's page does not list the CUDA it did not use
+        rows = [(k, v) for k, v in rows if not (k in ("driver", "CUDA (driver API)", "CUDA runtime") and v == "–")]
     rows += [(name, str(v)) for name, v in env.versions.items() if v]
     rows += [(f"environment {e.name}", fmt.environment_line(e).partition(": ")[2]) for e in data.environments]
     if data.config.anchor:

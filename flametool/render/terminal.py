@@ -177,8 +177,8 @@ def print_summary(a: Analysis, console: Console) -> None:
     show(console, profiling)
     say(console, PROFILED_KEY)
 
-    for unlike in a.unlike:
-        say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):
+        say(console, f"operands differ: {line}")
     if a.new_outputs:
         say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
     for label, r in run.results.items():
@@ -365,8 +365,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         show(console, t)
     for label, c in a.crossovers.items():
         say(console, f"{fmt.visible(label)}: {c.text}")
-    for unlike in a.unlike:
-        say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):
+        say(console, f"operands differ: {line}")
     if a.new_outputs:
         say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
     for label, r in run.results.items():

@@ -42,6 +42,13 @@ def beside_text(p: PairSummary) -> str | None:
     return p.change.no_anchor
 
 
+def wide_text(p: PairSummary) -> str | None:
+    """The line compare prints under a pair whose interval is wide (the processes disagree, and what would
+    settle it): a summary, in every format, keeps it."""
+    f = p.change.absolute if p.change.anchored is None else None
+    return fmt.wide_note(f, p.units) if f is not None else None
+
+
 def layer_text(p: PairSummary) -> str | None:
     r = p.largest_layer
     if r is None:
@@ -78,7 +85,7 @@ class TextSummary(Renderer):
         for p in s.pairs:
             lines.append(f"{p.label}: {ratio_text(p)} {p.change.how}, over {p.units}; "
                          f"{p.head} − {p.base} = {diff_text(p)}")
-            for extra in (beside_text(p),):
+            for extra in (beside_text(p), wide_text(p)):
                 if extra:
                     lines.append(f"  {extra}")
             layer, frame = layer_text(p), frame_text(p)
@@ -131,7 +138,8 @@ class MarkdownSummary(Renderer):
         else:
             out += ["Nothing compared.", ""]
         for p in s.pairs:
-            notes = [("beside it", beside_text(p)), ("largest layer difference", layer_text(p)),
+            notes = [("beside it", beside_text(p)), ("⚠️ interval", wide_text(p)),
+                     ("largest layer difference", layer_text(p)),
                      ("largest frame difference", frame_text(p, code=True)), ("", p.not_sampled),
                      ("verdict", p.verdict.sentence if p.verdict else None)]
             notes = [(k, v) for k, v in notes if v]

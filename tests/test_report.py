@@ -502,3 +502,41 @@ def test_a_run_renders_to_the_same_page_in_every_process(tmp_path):
                        env=dict(os.environ, PYTHONHASHSEED=seed), capture_output=True)
         pages.append(re.sub(r"report generated \S+", "", out.read_text(encoding="utf-8")))
     assert pages[0] == pages[1]
+
+
+def test_the_headline_says_each_thing_once_and_one_number_for_each_figure():
+    """Issue 33, item 5, on the H200 host-bound run (three pairs, two floors not host-bound at 1024^3): the
+    pairing is explained once (it was repeated per pair, each naming its base); the pair's difference
+    cupy − cublas is one rounded number in the headline, the sentence under it, the layer table's total and
+    the floors' line (+8.06 stood beside +8.07); and a case not host-bound at the op's host-bound size is not
+    told it was moved "to the host-bound shape" it was already at."""
+    import re
+
+    run = Path(__file__).resolve().parent.parent / "samples" / "h200-hostbound-1024"
+    if not run.is_dir():
+        pytest.skip("samples/h200-hostbound-1024 is not recorded")
+    m = report.build(dispatch.analyse_dir(run))
+    h = m.headline
+    assert h.method.count("Paired: ") == 1 and h.method.count("loops interleaved") == 1, h.method
+    line = next(p for p in h.pairs if p.startswith("cupy / cublas"))
+    shown = re.search(r"cupy − cublas = (\S+) us per call", line).group(1)
+    assert f"cupy − cublas = {shown} us per call on the host" in h.sentence
+    assert m.layers.total_deltas[m.layers.diff_titles.index("cupy − cublas")] == shown
+    assert f"{shown} us against cublas" in next(f for f in h.floors if f.startswith("cupy "))
+    assert re.search(r"\)\. In cupy − cublas, the largest", h.sentence)
+    for w in m.warnings:
+        moved = re.search(r"requested shape (\S+) is not host-bound.*sampled at the host-bound shape (\S+)\.", w.text)
+        assert not (moved and moved.group(1) == moved.group(2).rstrip(".")), w.text
+    assert any("Sampled at the requested shape 1024,1024,1024, the op's host-bound size" in w.text
+               for w in m.warnings if w.text.startswith("cupy-graph: "))
+
+
+def test_a_shape_already_host_bound_in_size_is_not_moved_to_itself():
+    from flametool.measure import child
+    from flametool.workload import ops
+
+    size = ops.host_bound_shape("matmul", "cuda")
+    shape, reason = child.choose_sample_shape(None, list(size), False, "matmul")
+    assert shape == list(size) and "so launches are sampled at the host-bound shape" not in reason
+    shape, reason = child.choose_sample_shape(None, [65536, 24576, 12288], False, "matmul")
+    assert shape == list(size) and "is not host-bound" in reason

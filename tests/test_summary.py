@@ -142,3 +142,18 @@ def test_text_summary_says_the_headline_the_verdict_and_what_holds(two_runs, cap
 ])
 def test_bad_summary_input_is_one_line(capsys, argv, words):
     assert words in one_line_error(capsys, argv)
+
+
+def test_every_summary_format_keeps_the_warning_that_the_processes_disagree(tmp_path, capsys):
+    """Issue 33, item 9: compare prints "the processes disagree; --processes N would bring it to about ±5%"
+    under a pair whose interval is wide; `summary` (text and markdown alike) dropped it."""
+    from test_anchor import SPEEDS
+
+    noisy = [0.9 if i % 2 else 1.1 for i in range(len(SPEEDS))]  # cupy's own speed swings ±10% process to process
+    run = saved_run(tmp_path / "run", 17.0, 11.0, noise=noisy)
+    code, text, _ = run_cli(capsys, "summary", str(run))
+    assert code == 0 and "the processes disagree" in text, text
+    code, markdown, _ = run_cli(capsys, "summary", str(run), "--format", "markdown")
+    assert code == 0 and "the processes disagree" in markdown, markdown
+    line = next(l for l in text.splitlines() if "the processes disagree" in l).strip()
+    assert line in markdown.replace("\\", "")

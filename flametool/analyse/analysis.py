@@ -198,7 +198,7 @@ def at_common_speed(base: attribution.Profile, head: attribution.Profile,
     says differed. Not anchored: both as they are."""
     if anchored is None:
         return base, head
-    return tuple(attribution.Profile(p.label, p.stacks, p.frames, us, p.recorded_samples, p.repaired_samples)
+    return tuple(attribution.Profile(p.label, p.stacks, p.frames, us, p.recorded_samples, p.repaired_samples, p.names)
                  for p, us in ((base, anchored.at_us), (head, anchored.at_us * anchored.ratio)))
 
 

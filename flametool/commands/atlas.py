@@ -27,9 +27,9 @@ class Atlas:
                                      "ratios to the fastest and the layer that differs most")
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        case_options(p, op=False)
+        case_options(p, op=False, pair=False)
         p.add_argument("--ops", help="comma-separated ops (default: all: " + ", ".join(ops.OPS) + ")")
-        sampling_options(p)
+        sampling_options(p, atlasrun.SAMPLE_SECONDS)
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         return cmd_atlas(args, ctx.argv, ctx.err, ctx.out)

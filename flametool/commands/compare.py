@@ -25,7 +25,11 @@ class Compare:
     """`flametool compare`: every case in each of several fresh processes, their loops interleaved, then each sampled alone."""
 
     name = "compare"
-    help = ("measure each case in its own process and write a run directory")
+    help = ("time the cases side by side in several fresh processes (their loops interleaved, so each "
+            "process's speed cancels out of the comparison), then profile each case alone; print the comparison and "
+            "write a run directory with report.html")
+    description = (help[0].upper() + help[1:] + ". With no options: cupy against torch on a CUDA device, numpy "
+                   "against torch on the CPU.")
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         case_options(p)
@@ -69,6 +73,9 @@ class Sweep:
     name = "sweep"
     help = ("time each case over a ladder of sizes: host, GPU and wall time per call, "
                                      "and where each library stops being host-bound")
+    description = ("Time each case over a ladder of sizes, paired in fresh processes as compare pairs them: host, GPU "
+                   "and wall time per call at each size, and the size where each library's GPU time overtakes its host "
+                   "time (the crossover). Writes a run directory with report.html.")
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         case_options(p)

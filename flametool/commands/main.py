@@ -40,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"flametool {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS.values():
-        command.add_arguments(sub.add_parser(command.name, help=command.help))
+        # `flametool COMMAND --help` opens with what the command does: its own description, else its line above
+        description = getattr(command, "description", None) or command.help[0].upper() + command.help[1:] + "."
+        command.add_arguments(sub.add_parser(command.name, help=command.help, description=description))
     return parser
 
 

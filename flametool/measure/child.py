@@ -364,6 +364,9 @@ def choose_sample_shape(requested: list[int] | None, shape: list[int], host_boun
     if host_bound:
         return list(shape), "the requested shape is host-bound, so it is sampled as is"
     fallback = ops.host_bound_shape(op, "cuda")
+    if list(fallback) == list(shape):  # already the host-bound size: sampled as is, whatever the case's GPU hides
+        return list(shape), (f"the requested shape is the op's host-bound size {','.join(map(str, shape))}, where "
+                             "launches are sampled; not every case is host-bound even there")
     return list(fallback), (
         f"the requested shape {','.join(map(str, shape))} is not host-bound (the GPU hides launch cost), so "
         f"launches are sampled at the host-bound shape {','.join(map(str, fallback))}"

@@ -31,7 +31,8 @@ def diff_text(p: PairSummary) -> str:
         at = f" at the common speed of both sides ({p.base} {fmt.us(p.base_us)} there)"
     else:
         at = f" at {p.base}'s {fmt.us(p.base_us)}"
-    return f"{fmt.signed(p.diff_us)} us per call{iv}{at}"
+    shown = p.diff_us if p.change.anchored is not None else fmt.difference(p.diff_us, p.base_us)
+    return f"{fmt.signed(shown)} us per call{iv}{at}"
 
 
 def beside_text(p: PairSummary) -> str | None:
@@ -47,6 +48,13 @@ def speed_text(p: PairSummary) -> str | None:
     figure beside), in one line; None when the change is not speed-adjusted."""
     a = p.change.anchored
     return a.speed.sentence(p.base, p.head) if a is not None and a.speed is not None else None
+
+
+def wide_text(p: PairSummary) -> str | None:
+    """The line compare prints under a pair whose interval is wide (the processes disagree, and what would
+    settle it): a summary, in every format, keeps it."""
+    f = p.change.absolute if p.change.anchored is None else None
+    return fmt.wide_note(f, p.units) if f is not None else None
 
 
 def layer_text(p: PairSummary) -> str | None:
@@ -94,7 +102,7 @@ class TextSummary(Renderer[Summary]):
                 lines += [f"  {c}" for c in counted]
             lines.append(f"{p.label}: {ratio_text(p)} {p.change.how}, over {p.units}; "
                          f"{p.head} − {p.base} = {diff_text(p)}")
-            for extra in (beside_text(p), speed_text(p)):
+            for extra in (beside_text(p), speed_text(p), wide_text(p)):
                 if extra:
                     lines.append(f"  {extra}")
             layer, frame = layer_text(p), frame_text(p)
@@ -157,7 +165,8 @@ class MarkdownSummary(Renderer[Summary]):
         else:
             out += ["Nothing compared.", ""]
         for p in s.pairs:
-            notes = [("beside it", beside_text(p)), ("speed", speed_text(p)), ("largest layer difference", layer_text(p)),
+            notes = [("beside it", beside_text(p)), ("speed", speed_text(p)), ("⚠️ interval", wide_text(p)),
+                     ("largest layer difference", layer_text(p)),
                      ("largest frame difference", frame_text(p, code=True)), ("", p.not_sampled),
                      ("verdict", p.verdict.sentence if p.verdict else None)]
             notes = [(k, v) for k, v in notes if v]

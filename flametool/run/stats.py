@@ -304,10 +304,11 @@ def _paired(bl: str, base: Timing, hl: str, head: Timing, metric: str, base_us: 
         diff_iv = Interval(base_us * (ratio_iv.low - 1), base_us * (ratio_iv.high - 1),
                            f"{li.method}, of the ratio, times {bl}'s pooled {base_us:,.2f} us")
     return PairFigures(bl, hl, True, ratio, ratio_iv, diff, diff_iv, units, what, ratios, diffs,
-                       f"paired: both cases in the same {len(procs)} process(es), loops interleaved; ratio taken "
-                       f"within each process, then pooled over {units} {what} (geometric mean) with a Student t "
-                       f"95% interval; the difference is {bl}'s pooled time times (ratio - 1), so it says what the "
-                       "ratio says", base_us)
+                       # one sentence for every pair of a run, said once however many pairs there are
+                       f"paired: both cases in the same {len(procs)} process{'' if len(procs) == 1 else 'es'}, loops "
+                       f"interleaved; ratio taken within each process, then pooled over {units} {what} (geometric "
+                       "mean) with a Student t 95% interval; the difference is the base case's pooled time times "
+                       "(ratio - 1), so it says what the ratio says", base_us)
 
 
 def apart(bl: str, base: tuple[Timing, ...], hl: str, head: tuple[Timing, ...], base_us: float | None = None,

@@ -180,7 +180,7 @@ def test_frame_tables_leave_the_frame_column_readable(chromium_path, tmp_path):
     if not sample.is_dir():
         pytest.skip("samples/h200-hostbound-1024 is not recorded")
     page = tmp_path / "report.html"
-    rundir.write_report(sample, report.render(dispatch.analyse_dir(sample)), page)
+    rundir.write_report(sample, render.show("html", dispatch.analyse_dir(sample)), page)
     with Chromium(chromium_path, width=1400, height=1000) as browser:
         browser.open(page.as_uri())
         for width in (1400, 800):

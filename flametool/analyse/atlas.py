@@ -141,7 +141,7 @@ def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
         return out
     timed = {l: t.cpu_us for l, t in analysed.sample_timings.items()
              if t is not None and t.cpu_us is not None and not run.results[l].error}
-    out.fastest = min(timed, key=timed.get) if timed else None
+    out.fastest = min(timed, key=timed.__getitem__) if timed else None
     out.shape = next((r.sample_shape or r.shape for r in run.results.values()), None)
     out.dtype = ", ".join(sorted({r.dtype for r in run.results.values()}))
     threads = stats.group_pooled(run, at_sample=True, intervals=False, metric="all_threads_us")
@@ -155,6 +155,7 @@ _shared: Path | None = None
 
 
 def _row(part: AtlasPart) -> AtlasRow:
+    assert _shared is not None  # set before the workers fork
     return row(_shared, part)
 
 

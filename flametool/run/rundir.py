@@ -14,7 +14,7 @@ import re
 import shlex
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import record, safeopen
 from ..errors import FlametoolError, RunDirError, WriteError
@@ -31,7 +31,7 @@ def folded_path(run: Path, label: str) -> Path:
     return run / f"{label}.folded"
 
 
-def is_file_name(name: object) -> bool:
+def is_file_name(name: object) -> TypeGuard[str]:
     """`name` (from run.json's `files`) names a file in the run directory itself: no folder, no '..', no NUL."""
     return isinstance(name, str) and name not in ("", ".", "..") and "\0" not in name and Path(name).name == name
 

@@ -105,5 +105,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     # a sampler that hung or crashed kept what it had, but the run is not what was asked for
     unsampled = [l for l, r in run.results.items() if r.sampling is not None and not r.sampling.complete]
     for label in unsampled:
-        terminal.say(err, f"flametool: case {label!r}: sampling incomplete: {run.results[label].sampling.error}")
+        sampling = run.results[label].sampling
+        assert sampling is not None  # unsampled: sampled, incompletely
+        terminal.say(err, f"flametool: case {label!r}: sampling incomplete: {sampling.error}")
     return 1 if failed or unsampled else (0 if written else 2)

@@ -71,6 +71,7 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
         out.file.flush()
     if args.fail_above is None:
         return 0
+    assert result.change is not None  # diff_runs and diff_cases always set it
     decided = analysis.verdict(result.change, result.label, args.fail_above)
     if decided.exit_code:
         terminal.say(err, f"flametool: {decided.sentence}")

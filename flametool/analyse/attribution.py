@@ -177,6 +177,9 @@ def profile_of(run_dir: Path, result: CaseResult, label: str, by_line: bool = Fa
     reason = skip_reason(result)
     if reason:
         raise RunDirError(f"{run_dir}: case {label!r} cannot be analysed: {reason}")
+    # what skip_reason found: the case was sampled, and has a time per call at the sampled shape
+    assert result.sampling is not None and result.at_sample_shape is not None
+    assert result.at_sample_shape.cpu_us_per_call is not None
     name = result.file("folded")
     if not rundir.is_file_name(name):
         raise RunDirError(f"{run_dir / rundir.RUN_FILE}: case {label!r}: files.folded is not a file name in the run directory")
@@ -291,6 +294,7 @@ def _nodes(profile: Profile, view: str) -> _Nodes:
         if depth == 0:
             caller = np.full(len(mine), -1, dtype=np.int64)
         else:
+            assert above is not None  # the level above set it
             parent_layer = per_depth[depth - 1][level.parent]
             caller = np.where(parent_layer != mine, parent_layer, above[level.parent])
         callers.append(caller)

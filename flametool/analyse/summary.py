@@ -95,11 +95,14 @@ def pair_change(p: PairAnalysis) -> Change | None:
 def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
               fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None) -> PairSummary:
     a = change.anchored
+    diff_us: float | None
+    base_us: float | None
     if a is not None:
         diff_us, interval, base_us = a.diff_us, a.diff_interval, a.at_us
         units = f"{a.base_units} + {a.head_units} {a.unit_name}"
     else:
         f = change.absolute
+        assert f is not None  # every Change has its absolute figures
         diff_us, interval, base_us = f.diff_us, f.diff_interval, f.base_us
         units = f"{f.units} {f.unit_name}"
     layer, frame = largest(d)

@@ -135,7 +135,9 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     # a sampler that hung or crashed kept what it had, but the run is not what was asked for
     unsampled = [l for l, r in run.results.items() if r.sampling is not None and not r.sampling.complete]
     for label in unsampled:
-        terminal.say(err, f"flametool: case {label!r}: sampling incomplete: {run.results[label].sampling.error}")
+        sampling = run.results[label].sampling
+        assert sampling is not None  # unsampled: sampled, incompletely
+        terminal.say(err, f"flametool: case {label!r}: sampling incomplete: {sampling.error}")
     code = 0
     if not sweeping and config.fail_above is not None:
         code = decided_verdict(analysed, config, time.monotonic() - started, out)

@@ -74,6 +74,7 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
         out.file.flush()
     if args.fail_above is None:
         return 0
+    assert result.change is not None  # diff_runs and diff_cases always set it
     if result.unlike and not args.allow_unlike:
         raise FlametoolError(summary.unlike_sentence(result))
     decided = analysis.verdict(result.change, result.label, args.fail_above)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import cast
 
 from ..errors import FlametoolError
 from ..measure import paired
@@ -140,7 +141,8 @@ def parse_dtypes(text: str, labels: list[str]) -> dict[str, str]:
     missing = [l for l in labels if l not in per_case]
     if missing and default is None:
         raise FlametoolError(f"--dtype {text!r}: no dtype for {', '.join(missing)}; add a default, e.g. float16,{text}")
-    return {l: per_case.get(l, default) for l in labels}
+    # a label without a dtype of its own takes the default, which is not None then (checked above)
+    return cast("dict[str, str]", {l: per_case.get(l, default) for l in labels})
 
 
 def check_limits(args: argparse.Namespace) -> None:

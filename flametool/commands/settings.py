@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import cast
 
 from ..errors import FlametoolError
 from ..measure import atlasrun, envinfo, environments
@@ -40,7 +41,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
             say("no CUDA device found: comparing numpy and torch on the CPU" + (" at a small shape" if command == "compare" else ""))
     else:
         device = parse_device(args.device)
-        if device != "cpu" and cases.cuda_index(device) >= gpus:
+        if device != "cpu" and cast(int, cases.cuda_index(device)) >= gpus:  # not the CPU: an index
             raise FlametoolError(f"--device {device}: " + (f"only {gpus} CUDA device(s) found" if gpus else "no CUDA device found"))
     on_cpu = device == "cpu"
 

@@ -43,5 +43,6 @@ def cmd_summary(args: argparse.Namespace, err: Console, out: Console) -> int:
     out.file.write(render.show(args.format, made))
     out.file.flush()
     if made.exit_code:
+        assert made.verdict is not None  # an exit code other than 0 is a verdict's
         terminal.say(err, f"flametool: {made.verdict.sentence}")
     return made.exit_code

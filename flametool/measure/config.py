@@ -21,8 +21,8 @@ class Defaults:
 
     libs: tuple[str, ...]
     dtype: str
-    shape: tuple[int, int, int]  # compare's
-    sweep_sizes: tuple[tuple[int, int, int], ...]
+    shape: tuple[int, ...]  # compare's
+    sweep_sizes: tuple[tuple[int, ...], ...]
     # On the H200 a native sample stopped a CUDA process for 3-15 ms (the loop ran 1.17-1.77x slower at 50 Hz),
     # so 25 Hz keeps the slowdown near 1.2-1.4x, and 16 s still gives about 400 samples in the loop.
     rate_hz: int

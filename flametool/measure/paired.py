@@ -6,6 +6,7 @@ environment is a group and the groups take turns."""
 from __future__ import annotations
 
 import time
+from typing import cast
 
 from .childproc import run_child
 from .jobs import as_timing, job_base, job_case, others
@@ -13,7 +14,7 @@ from .measurement import Measurement, stop_if_failed
 from ..run import stats
 from ..workload.cases import CaseSpec
 from .protocol import PlanItem, TimeJob
-from ..run.record import Group
+from ..run.record import Group, Timing
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
 SETTLED = 0.02
@@ -66,6 +67,7 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
         r.ops_per_step = 1 if mine.ops_per_step is None else mine.ops_per_step
         r.device_info = mine.device_info
         r.operands = list(mine.operands)
+        assert mine.timing is not None  # a case that did not fail was timed at the requested shape
         r.timing = as_timing(mine.timing)
         r.sample_shape, r.sample_shape_reason = got.sample_shape, got.sample_shape_reason
         if mine.sample_timing is not None:
@@ -98,6 +100,7 @@ def more_processes(m: Measurement, groups: list[Group]) -> None:
 
 def _processes_after_the_first(m: Measurement, groups: list[Group]) -> None:
     config = m.config
+    assert config.max_processes is not None  # Config.__post_init__ sets it
     started = time.monotonic()
     first = getattr(m, "timing_started", None) or started  # when the first timing process started
     step = 0.0  # the longest step so far (one process of each group): the budget is not overrun by one more
@@ -128,6 +131,7 @@ def _one_more(m: Measurement, group: Group, i: int) -> None:
     if not live:
         return
     sample_shape = run.results[live[0]].sample_shape
+    assert sample_shape is not None  # the first process chose it (decide)
     key = "timing" if sample_shape == config.shape else "sample_timing"
     by_label = {c.label: c for c in config.cases}
     name = "+".join(group.cases)
@@ -145,7 +149,10 @@ def _one_more(m: Measurement, group: Group, i: int) -> None:
         if failed:  # what the earlier processes measured stays
             r.error = f"process {i} of {config.processes}: {failed}"
             continue
-        r.at_sample_shape.processes.append(got.cases[label].at(key).loops)
+        assert got is not None  # without a result run_child gives an error
+        at, timed = r.at_sample_shape, got.cases[label].at(key)
+        assert at is not None and timed is not None  # the first process timed it, and this one at `key`
+        at.processes.append(timed.loops)
     if got is not None and any(label not in got.errors for label in live):
         group.processes = i  # processes that finished their loops
     m.save()
@@ -160,8 +167,9 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
     environments is read by its anchored (speed-adjusted) ratio, against ENV_SETTLED; `most` is then up to
     Defaults.env_max_processes (60) a side and the budget bounds the run (on the H200 the unadjusted spread with
     at most 24 a side stopped null A/Bs at 5 processes: 24 would not settle them)."""
-    timings = {l: m.run.results[l].at_sample_shape for l in live}
+    timings = cast("dict[str, Timing]", {l: m.run.results[l].at_sample_shape for l in live})  # live: timed
     fail_above = m.config.fail_above
+    figures: stats.PairFigures | stats.Anchored | None
     for base, head in m.run.pairs:
         if base in timings and head in timings:
             together = m.run.paired(base, head)

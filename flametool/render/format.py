@@ -65,7 +65,7 @@ def shape(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) and value else DASH
 
 
-def ratio_to_fastest(f, fastest: str) -> str:
+def ratio_to_fastest(f, fastest: str | None) -> str:
     """An atlas cell's ratio to its op's fastest library: '2.41x (2.30-2.52)', or 'fastest'."""
     if f is None:
         return "fastest" if fastest else DASH

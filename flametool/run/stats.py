@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -265,7 +266,8 @@ def group_pooled(run: Run, at_sample: bool, intervals: bool = True, metric: str 
     for g in run.groups:
         live = {l: timing_of(l) for l in g.cases if l in run.results and timing_of(l) is not None}
         if g.paired and len(live) > 1:
-            out.update(pooled(live, metric, intervals=intervals))
+            # none of live's timings is None (filtered above)
+            out.update(pooled(cast("dict[str, Timing]", live), metric, intervals=intervals))
     for label in run.results:
         t = timing_of(label)
         if label not in out and t is not None:
@@ -301,6 +303,7 @@ def _paired(bl: str, base: Timing, hl: str, head: Timing, metric: str, base_us: 
         base_us = float(_level(values)[0])
     diff, diff_iv = base_us * (ratio - 1), None
     if ratio_iv is not None:
+        assert li is not None  # ratio_iv is made from li
         diff_iv = Interval(base_us * (ratio_iv.low - 1), base_us * (ratio_iv.high - 1),
                            f"{li.method}, of the ratio, times {bl}'s pooled {base_us:,.2f} us")
     return PairFigures(bl, hl, True, ratio, ratio_iv, diff, diff_iv, units, what, ratios, diffs,
@@ -343,7 +346,7 @@ def apart(bl: str, base: tuple[Timing, ...], hl: str, head: tuple[Timing, ...], 
 
 # --- anchored: one case in two sets of processes, each with an anchor beside it ------------------------------
 
-def welch(a: list[float], b: list[float]) -> tuple[float, float] | None:
+def welch(a: list[float], b: list[float]) -> tuple[float, int] | None:
     """(standard error, degrees of freedom) of mean(b) - mean(a); None with fewer than two values a side."""
     if len(a) < 2 or len(b) < 2:
         return None
@@ -491,6 +494,8 @@ def anchored_pair(run: Run, base: str, head: str, pooled: dict[str, Pooled] | No
     if any(t is None for t in timings):
         return None
     known = pooled is not None and all(l in pooled for l in (base, ab, ah))
-    return anchored(base_label(base), base_label(ab), (timings[0], timings[1]), (timings[2], timings[3]),
-                    pooled[base].us if known else None, (pooled[ab].us, pooled[ah].us) if known else None,
-                    pooled[head].us if known and head in pooled else None)
+    sides = cast("list[Timing]", timings)  # none is None (checked above)
+    pools = pooled if pooled is not None else {}  # read only where known (pooled is not None)
+    return anchored(base_label(base), base_label(ab), (sides[0], sides[1]), (sides[2], sides[3]),
+                    pools[base].us if known else None, (pools[ab].us, pools[ah].us) if known else None,
+                    pools[head].us if known and head in pools else None)

@@ -197,7 +197,7 @@ def test_the_atlas_gains_kernels_and_api_calls_per_call(tmp_path):
     """An atlas whose sum run has counts (the H200's): a column of kernels and API calls per call, and the
     fastest library is a library, not the driver floor."""
     from flametool.render.base import Options
-    from flametool.render.terminal import TerminalRenderer
+    from flametool.render.terminal import TerminalAtlas
 
     atlas = tmp_path / "atlas"
     shutil.copytree(Path(__file__).parent.parent / "samples" / "h200-atlas", atlas,
@@ -215,7 +215,7 @@ def test_the_atlas_gains_kernels_and_api_calls_per_call(tmp_path):
                                             counts[label].profile.counts.total("api"))
     assert row.fastest != "cuda-launch"
     assert all(not c.counted for r in a.rows if r.op == "matmul" for c in r.cells.values())  # recorded before
-    text = TerminalRenderer(Options(width=300)).render(a)
+    text = TerminalAtlas(Options(width=300)).render(a)
     assert "kernels, API calls" in text and "1 kernel, 1 API call" in text
 
 

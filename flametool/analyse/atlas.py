@@ -158,7 +158,7 @@ def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
              if t is not None and t.cpu_us is not None and not run.results[l].error}
     # the fastest library, not a floor (cuda-launch launches an empty kernel: every library is slower than it)
     libraries = {l: t for l, t in timed.items() if not cases.is_floor(l, run.results[l].factory)} or timed
-    out.fastest = min(libraries, key=libraries.get) if libraries else None
+    out.fastest = min(libraries, key=libraries.__getitem__) if libraries else None
     out.shape = next((r.sample_shape or r.shape for r in run.results.values()), None)
     out.dtype = ", ".join(sorted({r.dtype for r in run.results.values()}))
     threads = stats.group_pooled(run, at_sample=True, intervals=False, metric="all_threads_us")
@@ -172,6 +172,7 @@ _shared: Path | None = None
 
 
 def _row(part: AtlasPart) -> AtlasRow:
+    assert _shared is not None  # set before the workers fork
     return row(_shared, part)
 
 

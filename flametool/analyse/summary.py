@@ -1,4 +1,4 @@
-"""What `flametool summary RUN` and `diff --format markdown|json` say, computed once (render/summary.py lays it
+"""What `flametool summary RUN` and `diff --format markdown|json` say, computed once (render/summary_formats.py lays it
 out as text, Markdown or JSON): each compared pair's headline figures with their intervals (relative to the
 anchor where there is one), the largest layer and frame differences, and the --fail-above verdict."""
 
@@ -16,8 +16,9 @@ from ..run.record import Environment
 # The JSON document's name and version (docs/summary-json.md): a field's meaning never changes within a version;
 # fields may be added.
 # 2: an anchored pair's difference_us, at_us and layer figures at the common speed of both sides' processes
-# (1: at the base side's speed).
-# 3: each pair's counts (what a step does, counted, exact: every count of both sides and every difference),
+# (1: at the base side's speed). 3: an anchored pair's ratio (and so its difference and verdict) is speed-adjusted
+# with two or more processes a side (stats.Anchored.speed; `speed_adjustment` says what the adjustment did),
+# and each pair's counts (what a step does, counted, exact: every count of both sides and every difference),
 # and every layer and frame difference (layers, frames), not only the largest.
 SCHEMA = "flametool-summary"
 VERSION = 3
@@ -56,6 +57,9 @@ class Summary:
     cases: dict[str, stats.Pooled] = field(default_factory=dict)  # a run's cases, their pooled times
     counts: dict = field(default_factory=dict)  # a run's cases' counted loops (run.counts.Counts), by label
     complete: bool = True
+    incomplete: list[str] = field(default_factory=list)  # a diff: the runs that did not finish ("A", "B")
+    differences: list = field(default_factory=list)  # a diff of two runs: analysis.Difference, what they did not do alike
+    no_verdict: str | None = None  # why --fail-above gave no verdict (the runs measured unlike work)
 
     @property
     def verdict(self) -> Verdict | None:
@@ -91,11 +95,14 @@ def pair_change(p: PairAnalysis) -> Change | None:
 def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
               fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None) -> PairSummary:
     a = change.anchored
+    diff_us: float | None
+    base_us: float | None
     if a is not None:
         diff_us, interval, base_us = a.diff_us, a.diff_interval, a.at_us
         units = f"{a.base_units} + {a.head_units} {a.unit_name}"
     else:
         f = change.absolute
+        assert f is not None  # every Change has its absolute figures
         diff_us, interval, base_us = f.diff_us, f.diff_interval, f.base_us
         units = f"{f.units} {f.unit_name}"
     layer, frame = largest(d)
@@ -119,19 +126,30 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
     return out
 
 
-def of_diff(result: DiffResult, fail_above: float | None = None) -> Summary:
+def unlike_sentence(result: DiffResult) -> str | None:
+    """Why a diff of unlike work gets no verdict, or None."""
+    if not result.unlike:
+        return None
+    return (f"no verdict: A and B measured different work ({'; '.join(map(str, result.unlike))}), so the ratio is "
+            "of the work, not of the launch path; compare runs of the same work, or --allow-unlike to decide anyway")
+
+
+def of_diff(result: DiffResult, fail_above: float | None = None, allow_unlike: bool = False) -> Summary:
     base, head = result.cases or ("A", "B")
     label = f"{head} vs {base}" if result.cases else f"{result.label}: B vs A"
-    out = Summary("diff", result.base_run, result.head_run)
+    out = Summary("diff", result.base_run, result.head_run, complete=not result.incomplete,
+                  incomplete=list(result.incomplete), differences=list(result.differences))
+    if fail_above is not None and not allow_unlike and result.unlike:
+        out.no_verdict, fail_above = unlike_sentence(result), None
     if result.change is not None:
         out.pairs.append(of_change(label, base, head, head if result.cases else "B", result.change, result.figures,
                                    fail_above, result.not_sampled, result.counts))
     return out
 
 
-def of(result, fail_above: float | None = None) -> Summary:
+def of(result, fail_above: float | None = None, allow_unlike: bool = False) -> Summary:
     if isinstance(result, DiffResult):
-        return of_diff(result, fail_above)
+        return of_diff(result, fail_above, allow_unlike)
     if isinstance(result, Analysis):
         return of_run(result, fail_above)
     raise FlametoolError(f"{getattr(result, 'run_dir', 'the run')}: a {result.run.kind} run: summary covers compare "

@@ -24,6 +24,7 @@ import gc
 import importlib
 import importlib.util
 import math
+import operator
 import os
 import select
 import statistics
@@ -205,7 +206,26 @@ def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tupl
         raise FactoryFailed(_describe(exc)) from exc
     if not (isinstance(made, tuple) and len(made) == 2 and all(callable(f) for f in made)):
         raise FactoryFailed(f"returned {type(made).__name__}, expected a (step, sync) pair of callables")
+    check_ops(made[0])
     return made
+
+
+# step.ops at most this: a step of a million operations already reads its time per operation in picoseconds
+MAX_OPS_PER_STEP = 1_000_000
+
+
+def check_ops(step: Step) -> None:
+    """step.ops, when the factory set it, is a whole number of operations from 1 to MAX_OPS_PER_STEP: every
+    figure is divided by it, and a negative, zero, fractional or absurd count makes every figure wrong."""
+    ops = getattr(step, "ops", 1)
+    try:
+        whole = None if isinstance(ops, bool) else operator.index(ops)  # an int, or numpy's
+    except TypeError:
+        whole = None
+    if whole is None or not 1 <= whole <= MAX_OPS_PER_STEP:
+        shown = repr(ops) if len(repr(ops)) <= 40 else repr(ops)[:37] + "..."
+        raise FactoryFailed(f"step.ops is {shown}: it must be a positive integer (the operations one call of "
+                            f"step launches), at most {MAX_OPS_PER_STEP:,}")
 
 
 # An operand fingerprint hashes at most this many elements of each array (every s-th one beyond), so that the
@@ -346,6 +366,9 @@ def choose_sample_shape(requested: list[int] | None, shape: list[int], host_boun
     if host_bound:
         return list(shape), "the requested shape is host-bound, so it is sampled as is"
     fallback = ops.host_bound_shape(op, "cuda")
+    if list(fallback) == list(shape):  # already the host-bound size: sampled as is, whatever the case's GPU hides
+        return list(shape), (f"the requested shape is the op's host-bound size {','.join(map(str, shape))}, where "
+                             "launches are sampled; not every case is host-bound even there")
     return list(fallback), (
         f"the requested shape {','.join(map(str, shape))} is not host-bound (the GPU hides launch cost), so "
         f"launches are sampled at the host-bound shape {','.join(map(str, fallback))}"

@@ -72,7 +72,8 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     wanted = json.dumps([{"label": s.label, "library": library(s), "file": s.file, "factory": s.factory}
                          for s in specs])
     procs = [(e, subprocess.Popen([e.python, "-c", PROBE_BOOT, wanted], stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env()))
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  errors="backslashreplace", env=child_env()))  # what prints bytes is no Python
              for e in envs]
     found = []
     try:
@@ -113,8 +114,8 @@ def choose_anchor(envs: list[Environment], specs: list[CaseSpec], given: str | N
         if len(specs) < 2:
             raise FlametoolError(f"--anchor {given!r}: the run needs another case to compare beside the anchor")
         return given
-    same = [s.label for s in specs if library(s) and len({e.versions.get(library(s)) for e in envs}) == 1
-            and envs[0].versions.get(library(s)) is not None]
+    same = [s.label for s in specs if (lib := library(s)) and len({e.versions.get(lib) for e in envs}) == 1
+            and envs[0].versions.get(lib) is not None]
     if len(specs) >= 2 and same:
         return same[-1]
     shown = "; ".join(f"{e.name}: " + ", ".join(f"{lib} {v}" for lib, v in e.versions.items()) for e in envs)

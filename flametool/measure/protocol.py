@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from ..workload.cases import CaseSpec
 from ..run.counts import Counts
@@ -146,7 +146,7 @@ class ProfileJob(Job):
                    max_sample_seconds=float(data["max_sample_seconds"]), count=bool(data.get("count", True)))
 
 
-JOBS: dict[str, type[Job]] = {j.kind: j for j in (TimeJob, SweepJob, ProfileJob)}
+JOBS: dict[str, type[AnyJob]] = {j.kind: j for j in (TimeJob, SweepJob, ProfileJob)}
 AnyJob = Union[TimeJob, SweepJob, ProfileJob]
 
 
@@ -255,7 +255,7 @@ class CaseProfiled:
                    Counts.from_json(data["counts"]) if data.get("counts") is not None else None)
 
 
-RESULTS: dict[str, type] = {r.job: r for r in (Timed, Swept, CaseProfiled)}
+RESULTS: dict[str, type[AnyResult]] = {r.job: r for r in (Timed, Swept, CaseProfiled)}
 AnyResult = Union[Timed, Swept, CaseProfiled]
 
 
@@ -290,6 +290,10 @@ class _OneField:
 
     convert: ClassVar[type]
     fields = asdict
+    if TYPE_CHECKING:  # what each subclass is: a dataclass of that one field
+        __dataclass_fields__: ClassVar[dict[str, Any]]
+
+        def __init__(self, value: Any) -> None: ...
 
     @classmethod
     def from_json(cls, data: dict):
@@ -319,6 +323,7 @@ class PointCase:
     def to_json(self) -> dict:
         if self.error is not None:
             return {"error": self.error}
+        assert self.loops is not None  # a case without an error has its loops
         out = {"calls": self.calls, "steps": self.steps, "loops": asdict(self.loops)}
         return out | ({"operands": asdict(self.operands)} if self.operands else {})
 
@@ -376,7 +381,7 @@ class Failed(_OneField):
 
 
 Message = Union[Phase, SampleReady, Point, Done, Failed]
-MESSAGES: dict[str, type] = {m.event: m for m in (Phase, SampleReady, Point, Done, Failed)}
+MESSAGES: dict[str, type[Message]] = {m.event: m for m in (Phase, SampleReady, Point, Done, Failed)}
 MESSAGE_START = '{"event": '
 
 

@@ -7,6 +7,7 @@ time per call while sampled is measured here from the child's own chunk timestam
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import re
@@ -179,6 +180,7 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     else:  # a retry that saw none: no file left from the attempt before it
         threads_out.unlink(missing_ok=True)
     if not sampling.complete and sampling.total_samples and not sampling.refused:
+        assert sampling.error is not None  # run_bounded says why it did not complete
         sampling.error += f"; kept the {sampling.total_samples} samples it wrote"
     return sampling
 
@@ -196,9 +198,21 @@ def raw_output() -> tuple[int, str, bool]:
         except (AttributeError, OSError):  # a file system without O_TMPFILE: a name, removed at once
             fd, path = tempfile.mkstemp(prefix="flametool-pyspy-", suffix=".txt")
             os.unlink(path)
+        fd = above_standard(fd)
         return fd, f"/proc/self/fd/{fd}", False
     fd, path = tempfile.mkstemp(prefix="flametool-pyspy-", suffix=".txt")
     return fd, path, True
+
+
+def above_standard(fd: int) -> int:
+    """`fd`, moved above 0, 1 and 2 if it is one of them (flametool started with a standard stream closed
+    gets the lowest free descriptor): handed to py-spy as its standard input, output or error, its samples
+    would go elsewhere."""
+    if fd > 2:
+        return fd
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.close(fd)
+    return moved
 
 
 class Output:
@@ -213,6 +227,7 @@ class Output:
         self.thread.start()
 
     def _read(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None  # run_bounded starts py-spy with a pipe on its stdout
         for line in proc.stdout:
             now = time.monotonic()
             self.lines.append(line.rstrip())

@@ -309,7 +309,7 @@ def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
     for label, r in ok.items():
         if label in floors or label not in cpu:
             continue
-        parts = [f"{cpu[label] - cpu[fl]:+,.2f} us against {fl} ({us(cpu[fl])}: {cases.FLOORS[fl]})"
+        parts = [f"{fmt.shown_delta(cpu[fl], cpu[label]):+,.2f} us against {fl} ({us(cpu[fl])}: {cases.FLOORS[fl]})"
                  for fl, f in floors.items() if (f.shape, f.dtype) == (r.shape, r.dtype)]
         if parts:
             lines.append(f"{label} ({us(cpu[label])} per call): " + "; ".join(parts) + ".")
@@ -328,7 +328,7 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
         shape = shape_text(ok[head].sample_shape if head in ok else None)
         text = (f"At the sampled shape ({shape}) {head} − {base} = {delta:+,.2f} us per call on the host ({head} "
                 f"{num(h)} us against {base} {num(b)} us" + (f", {h / b:.2f}×" if b else "") + "; the pooled times, as "
-                "the pair's figure above)")
+                "the pair's figure above).")
         layers = sorted(case_diff.layers, key=lambda r: -abs(r.delta_us_per_call))
         frames = [r for r in case_diff.frames if r.delta_us_per_call]
         parts = []
@@ -373,8 +373,8 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
         if len({json.dumps(v) for v in values.values()}) > 1:
             listed = ", ".join(f"{l} {shape_text(v) if isinstance(v, list) else v}" for l, v in values.items())
             out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
-    for unlike in a.unlike:
-        out.append(Caveat("operands differ", fmt.unlike_sentence(unlike) + "."))
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):
+        out.append(Caveat("operands differ", line + "."))
     if a.new_outputs:
         out.append(Caveat("outputs differ", fmt.outputs_sentence(a.new_outputs) + "."))
     for label, r in ok.items():
@@ -385,7 +385,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
                                              "percent faster or slower)."))
         if r.timing and r.timing.host_bound is False:
             out.append(Caveat("not host-bound", f"{label}: {r.timing.bound_note or 'the timed loop was not host-bound'}. "
-                                                 f"Sampled at {shape_text(r.sample_shape)}: {r.sample_shape_reason or 'no reason recorded'}."))
+                                                 f"{fmt.sampled_at(r.shape, r.sample_shape, r.sample_shape_reason)}."))
         samples = r.sampling.analysed_samples if r.sampling else None  # counted as every view counts them
         if samples is not None and samples < FEW_SAMPLES:
             out.append(Caveat("few samples", f"{label}: {samples} samples in the loop (fewer than {FEW_SAMPLES}): "
@@ -487,8 +487,10 @@ def diff_table(case_diff: PairDiff, pair: int) -> FrameTable:
         (f"{r.delta_total_us_per_call:+,.2f}", r.delta_total_us_per_call),
     ]) for r in changed[:TOP_DIFF]]
     return FrameTable(f"frames-diff-{pair}", f"{head} − {base}", [f"{base} self", f"{head} self", "Δ self", "Δ total"],
-                      rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first "
-                      f"(us per call; {head} minus {base}; frames matched by name on the merged call tree)."
+                      rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first, "
+                      f"us per call. self: time in the frame's own code; total: with the frames it calls; Δ: {head} "
+                      f"minus {base} (+: {head} spends more), ± one standard error from the number of samples; frames "
+                      "matched by name on the merged call tree."
                       + (f" {case_diff.at_speed}." if case_diff.at_speed else ""), pair)
 
 
@@ -582,6 +584,8 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
         ("OS", env.os or "–"),
         ("CPU", (env.cpu or "–") + (f" ({env.cpu_count} cores usable)" if env.cpu_count else "")),
     ]
+    if fmt.run_device(data) == "cpu":  # a CPU run's page does not list the CUDA it did not use
+        rows = [(k, v) for k, v in rows if not (k in ("driver", "CUDA (driver API)", "CUDA runtime") and v == "–")]
     rows += [(name, str(v)) for name, v in env.versions.items() if v]
     rows += [(f"environment {e.name}", fmt.environment_line(e).partition(": ")[2]) for e in data.environments]
     if data.config.anchor:
@@ -657,24 +661,40 @@ def build(a: Analysis) -> Report:
     )
 
 
-class HtmlRenderer(Renderer):
-    """report.html: one self-contained page."""
-
-    name = "html"
-
-    def render(self, result: "Analysis | SweepAnalysis | AtlasAnalysis") -> str:
-        return render(result)
-
-
-def render(a: "Analysis | SweepAnalysis | AtlasAnalysis") -> str:
-    if isinstance(a, SweepAnalysis):
-        env = environment()
-        model, page = sweep_page.build(a, asset(env, "report.css"), environment_rows(a.run_dir, a.run)), SWEEP_PAGE
-    elif isinstance(a, AtlasAnalysis):
-        model, page = atlas_page.build(a, asset(environment(), "report.css"), environment_rows(a.run_dir, a.run)), ATLAS_PAGE
-    else:
-        model, page = build(a), PAGE
+def fill(template: str, model: object) -> str:
+    """The page: the template filled with its view model (a template bug is one clear line, not the user's
+    input)."""
     try:
-        return environment().get_template(page).render(r=model)
-    except jinja2.TemplateError as exc:  # a template bug, not the user's input: still one clear line
+        return environment().get_template(template).render(r=model)
+    except jinja2.TemplateError as exc:
         raise FlametoolError(f"report template error: {type(exc).__name__}: {exc}") from None
+
+
+class HtmlCompare(Renderer[Analysis]):
+    """report.html of a compare run: one self-contained page."""
+
+    name, kind = "html", Analysis
+
+    def render(self, result: Analysis) -> str:
+        return fill(PAGE, build(result))
+
+
+class HtmlSweep(Renderer[SweepAnalysis]):
+    """report.html of a sweep: its charts and tables."""
+
+    name, kind = "html", SweepAnalysis
+
+    def render(self, result: SweepAnalysis) -> str:
+        env = environment()
+        return fill(SWEEP_PAGE, sweep_page.build(result, asset(env, "report.css"),
+                                                 environment_rows(result.run_dir, result.run)))
+
+
+class HtmlAtlas(Renderer[AtlasAnalysis]):
+    """report.html of an atlas: every op for every library, linking each op's own page."""
+
+    name, kind = "html", AtlasAnalysis
+
+    def render(self, result: AtlasAnalysis) -> str:
+        return fill(ATLAS_PAGE, atlas_page.build(result, asset(environment(), "report.css"),
+                                                 environment_rows(result.run_dir, result.run)))

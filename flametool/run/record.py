@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Callable
+from typing import Any, Callable, Literal, overload
 
 from ..workload.cases import default_pairs
 from .counts import Counts
@@ -59,6 +59,11 @@ class Reader:
     def child(self, key: str | int, value: Any) -> "Reader":
         return Reader(value, self._path(key), self.file)
 
+    # the getters' overloads: a reader given a default that is not None never returns None
+    @overload
+    def obj(self, key: str, optional: Literal[False] = False) -> "Reader": ...
+    @overload
+    def obj(self, key: str, optional: bool) -> "Reader | None": ...
     def obj(self, key: str, optional: bool = False) -> "Reader | None":
         v = self.value.get(key) if isinstance(self.value, dict) else None
         if v is None and optional:
@@ -75,16 +80,32 @@ class Reader:
             raise self.fail(key, v, expected)
         return v
 
+    @overload
+    def number(self, key: str, default: None = None) -> float | None: ...
+    @overload
+    def number(self, key: str, default: float) -> float: ...
     def number(self, key: str, default: float | None = None) -> float | None:
         v = self.get(key, is_number, NUMBER, default)
         return float(v) if v is not None else None
 
+    @overload
+    def count(self, key: str, default: None = None) -> int | None: ...
+    @overload
+    def count(self, key: str, default: int) -> int: ...
     def count(self, key: str, default: int | None = None) -> int | None:
         return self.get(key, is_count, "a count", default)
 
+    @overload
+    def text(self, key: str, default: None = None) -> str | None: ...
+    @overload
+    def text(self, key: str, default: str) -> str: ...
     def text(self, key: str, default: str | None = None) -> str | None:
         return self.get(key, lambda v: isinstance(v, str), "a string", default)
 
+    @overload
+    def flag(self, key: str, default: None = None) -> bool | None: ...
+    @overload
+    def flag(self, key: str, default: bool) -> bool: ...
     def flag(self, key: str, default: bool | None = None) -> bool | None:
         return self.get(key, lambda v: isinstance(v, bool), "true or false", default)
 

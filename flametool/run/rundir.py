@@ -14,7 +14,7 @@ import re
 import shlex
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import record, safeopen
 from ..errors import FlametoolError, RunDirError, WriteError
@@ -36,7 +36,7 @@ def threads_path(folded: Path) -> Path:
     return folded.with_name(folded.name.removesuffix(".folded") + ".threads.folded")
 
 
-def is_file_name(name) -> bool:
+def is_file_name(name: object) -> TypeGuard[str]:
     """`name` (from run.json's `files`) names a file in the run directory itself: no folder, no '..', no NUL."""
     return isinstance(name, str) and name not in ("", ".", "..") and "\0" not in name and Path(name).name == name
 
@@ -93,6 +93,8 @@ def write_output(path: Path, text: str, run: Path | None = None, keep: str | Non
     try:
         with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
+    except BrokenPipeError:  # a pipe whose reader stopped reading (-o /dev/stdout | head): as with -o -, not a fault
+        return
     except OSError as exc:
         raise FlametoolError(f"{path}: cannot be written ({exc.strerror or exc})") from None
 
@@ -122,6 +124,11 @@ def save(run: Path, data: record.Run) -> None:
         text = json.dumps(doc, indent=2, allow_nan=False)
     except ValueError:
         raise FlametoolError(f"{run / RUN_FILE}: not written: {check_tree(doc) or 'a value is not a finite number'}") from None
+    if not os.path.isdir(run):  # removed while the run went on (a case that cleans up after itself): made again,
+        try:                    # so that what was measured is kept
+            os.makedirs(run, exist_ok=True)
+        except OSError:
+            pass  # the write below says why it cannot be written
     write_atomic(run / RUN_FILE, NUMBER_LIST.sub(_one_line, text) + "\n")
 
 
@@ -240,7 +247,7 @@ def shown(path: Path | str, most: int = 200) -> str:
 
 # What run.json holds from the moment a run claims its directory until the run writes its own: a valid,
 # empty, incomplete run, so a reader in between sees no half file.
-CLAIMED = {"schema": SCHEMA, "complete": False, "started": None, "finished": None, "command": [], "config": {},
+CLAIMED: dict[str, Any] = {"schema": SCHEMA, "complete": False, "started": None, "finished": None, "command": [], "config": {},
            "env": {}, "results": {}}
 UNIQUE_TRIES = 1000
 

@@ -31,7 +31,7 @@ import math
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, cast
 
 from . import ops, values
 from ..errors import FlametoolError
@@ -107,7 +107,7 @@ def prefetch_shape(shape: list[int], dtype: str) -> None:
     """prefetch_operands() of an op's shape: M,K,N; or N elements (or R,C), whose a and b op_operands takes as a
     1 x N and an N x 1 host_operands."""
     if len(shape) == 3:
-        prefetch_operands(*shape, dtype)
+        prefetch_operands(shape[0], shape[1], shape[2], dtype)
     else:
         prefetch_operands(1, math.prod(shape), 1, dtype)
 
@@ -122,9 +122,9 @@ def host_operands(m: int, k: int, n: int, dtype: str):
 
 def made_by(step: Step, dtype: str, a, b, out) -> Step:
     """Mark a built-in step's operands (the arrays it reads), how they were made, and the array it writes."""
-    step.operands = (a, b)
-    step.operands_made = operands_made(dtype)
-    step.out = out
+    setattr(step, "operands", (a, b))
+    setattr(step, "operands_made", operands_made(dtype))
+    setattr(step, "out", out)
     return step
 
 
@@ -252,10 +252,10 @@ def cublas_gemm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
     def step() -> None:
         gemm(*args)
 
-    step.args = args
+    setattr(step, "args", args)
     # the raw pointers in args stay valid only while these arrays live
     made_by(step, dtype, a, b, out)  # also what keeps them alive
-    step.scalars = (alpha, beta)
+    setattr(step, "scalars", (alpha, beta))
     return step, cp.cuda.runtime.deviceSynchronize
 
 
@@ -282,9 +282,9 @@ def torch_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
     def step() -> None:
         replay()
 
-    step.ops = GRAPH_OPS
-    made_by(step, dtype, *step0.operands, step0.out)
-    step.graph = graph
+    setattr(step, "ops", GRAPH_OPS)
+    made_by(step, dtype, *cast("tuple[Any, Any]", getattr(step0, "operands")), getattr(step0, "out"))  # made_by set (a, b)
+    setattr(step, "graph", graph)
     return step, sync
 
 
@@ -302,7 +302,7 @@ def cupy_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, S
     gemm0()
     sync()
     lib = _loaded_library("libcublas.so")
-    handle = gemm0.args[0]
+    handle = getattr(gemm0, "args")[0]
     lib.cublasSetStream_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     lib.cublasGemmEx.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
@@ -315,7 +315,7 @@ def cupy_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, S
         capture.begin_capture()
         try:
             for _ in range(GRAPH_OPS):
-                status = lib.cublasGemmEx(*gemm0.args)
+                status = lib.cublasGemmEx(*getattr(gemm0, "args"))
                 if status != 0:
                     raise RuntimeError(f"cublasGemmEx returned status {status} during capture")
         finally:
@@ -328,9 +328,9 @@ def cupy_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, S
     def step() -> None:
         launch(null)
 
-    step.ops = GRAPH_OPS
-    made_by(step, dtype, *gemm0.operands, gemm0.out)
-    step.graph = (graph, capture, gemm0)
+    setattr(step, "ops", GRAPH_OPS)
+    made_by(step, dtype, *cast("tuple[Any, Any]", getattr(gemm0, "operands")), getattr(gemm0, "out"))  # made_by set (a, b)
+    setattr(step, "graph", (graph, capture, gemm0))
     return step, sync
 
 
@@ -425,7 +425,7 @@ def op_operands(op: str, shape: list[int], dtype: str) -> tuple:
     the other ops N values of each, in the op's shape (copy: as a matrix, ops.as_matrix); fft reads one complex
     array, a + ib."""
     if op == "matmul":
-        return host_operands(*shape, dtype)
+        return host_operands(shape[0], shape[1], shape[2], dtype)
     import numpy as np
 
     a, b = host_operands(1, math.prod(shape), 1, dtype)
@@ -489,9 +489,9 @@ def kit_step(op: str, kit: Kit, arrays: tuple, dtype: str) -> Step:
             return fft(a)
     else:
         raise ValueError(f"no step for op {op!r}")
-    step.operands = tuple(arrays)
-    step.operands_made = op_operands_made(op, dtype)
-    step.out = out
+    setattr(step, "operands", tuple(arrays))
+    setattr(step, "operands_made", op_operands_made(op, dtype))
+    setattr(step, "out", out)
     return step
 
 
@@ -569,10 +569,11 @@ def _jax_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]
         # one device runs its computations in the order they were dispatched: the last done means all are
         last[0].block_until_ready()
 
-    step.operands = arrays
-    step.operands_made = op_operands_made(op, dtype)
-    step.device_clock = "wall"
-    step.jitted, step.last = jitted, last  # the last result: what sync waits for, and what a test reads
+    setattr(step, "operands", arrays)
+    setattr(step, "operands_made", op_operands_made(op, dtype))
+    setattr(step, "device_clock", "wall")
+    setattr(step, "jitted", jitted)  # the last result: what sync waits for, and what a test reads
+    setattr(step, "last", last)
     return step, sync
 
 

@@ -223,7 +223,7 @@ def test_a_worker_thread_gets_its_own_time_and_stacks(cli, tmp_path):
     """py-spy samples every thread: the threads other than the caller are kept apart (LABEL.threads.folded),
     with their CPU time per call from the timed loops (every thread's CPU time minus the caller's own)."""
     from flametool.render.base import Options
-    from flametool.render.terminal import TerminalRenderer
+    from flametool.render.terminal import TerminalCompare
 
     out = tmp_path / "run"
     proc = cli("compare", "--device", "cpu", "--case", f"{Path(__file__).parent / 'cases' / 'thread_cases.py'}:spin_beside",
@@ -240,7 +240,7 @@ def test_a_worker_thread_gets_its_own_time_and_stacks(cli, tmp_path):
     names = {f.frame for f in t.costs.frames}
     assert any("worker_spin" in n for n in names) and "[thread spinner]" in names
     assert not any("worker_spin" in f.frame for f in a.cases["spin_beside"].frames)  # not in the caller's
-    assert "threads other than the caller" in TerminalRenderer(Options(width=300)).render(a)
+    assert "threads other than the caller" in TerminalCompare(Options(width=300)).render(a)
     assert cli("report", str(out), "-o", str(tmp_path / "r.html")).returncode == 0
     page = (tmp_path / "r.html").read_text()
     assert "Threads other than the caller" in page and "spin_beside: other threads" in page

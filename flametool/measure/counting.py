@@ -235,7 +235,7 @@ class TorchTracer:
         import torch  # noqa: PLC0415
 
         self.torch = torch
-        self.prof = None
+        self.prof: Any = None
         self.name = "torch.profiler (torch " + torch.__version__ + ")"
 
     def begin(self) -> None:
@@ -245,9 +245,10 @@ class TorchTracer:
         self.prof.__enter__()
 
     def end(self) -> Window:
-        self.prof.__exit__(None, None, None)
+        prof, self.prof = self.prof, None
+        prof.__exit__(None, None, None)
         w = Window()
-        for e in self.prof.events():
+        for e in prof.events():
             name = e.name
             device = str(getattr(e, "device_type", "")).endswith("CUDA")
             us = getattr(e, "device_time", None) if device else getattr(e, "cpu_time", None)
@@ -261,7 +262,6 @@ class TorchTracer:
                     w.add("kernel", name, ns)
             elif name.startswith("cuda") or name.startswith("cu"):
                 w.add("api", name, ns)
-        self.prof = None
         return w
 
     def close(self) -> None:
@@ -400,7 +400,7 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
         if tracer is not None:
             tracer.close()
     (w1, b1, a1), (w2, b2, a2) = windows
-    if w1 is not None:
+    if w1 is not None and w2 is not None:
         for key in sorted(set(w1.count) | set(w2.count)):
             c = _per_step(w1.count[key], w2.count[key], n)
             if c == 0:
@@ -409,11 +409,12 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
             mean_ns = w2.ns[key] / w2.count[key] if w2.count[key] else 0.0
             timed = key[0] != "device-alloc"
             tallies.append(Tally(key[0], key[1], c, nbytes, float(c) * mean_ns / 1e3 if timed else None))
-    for name in sorted(set(a1) & set(a2)):
+    for name in sorted(set(a1) & set(a2) & set(b1) & set(b2)):
         c = _per_step(a1[name][0] - b1[name][0], a2[name][0] - b2[name][0], n)
         bb = None
-        if a1[name][1] is not None and a2[name][1] is not None:
-            bb = _per_step(a1[name][1] - b1[name][1], a2[name][1] - b2[name][1], n)
+        x1, y1, x2, y2 = a1[name][1], b1[name][1], a2[name][1], b2[name][1]
+        if x1 is not None and y1 is not None and x2 is not None and y2 is not None:
+            bb = _per_step(x1 - y1, x2 - y2, n)
         tallies.append(Tally("device-alloc", name, c, bb))
     tallies += host_allocations(step, sync, n)
     if python is not None:

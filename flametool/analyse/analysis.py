@@ -152,7 +152,8 @@ class OtherThreads:
 
 def other_threads(run_dir: Path, run: Run, label: str, attribute: bool) -> OtherThreads | None:
     result = run.results[label]
-    us = result.at_sample_shape.median("other_threads_us")
+    timing = result.at_sample_shape
+    us = timing.median("other_threads_us") if timing is not None else None
     if us is None:
         return None
     profile = attribution.threads_profile(run_dir, result, label, us) if us > 0 else None

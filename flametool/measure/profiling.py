@@ -46,6 +46,7 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
     and NAME.folded. Returns what it measured, or why it could not."""
     config = m.config
     job = ProfileJob(**job_base(config), case=job_case(case, config), shape=shape, steps=steps, sample=config.sample,
+                     count=config.count,
                      prof_path=str(rundir.prof_path(m.out, name).resolve()),
                      max_sample_seconds=config.sample_seconds + child_sample_grace())
     log = m.out / f"{name}.log"

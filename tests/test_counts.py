@@ -244,3 +244,15 @@ def test_a_worker_thread_gets_its_own_time_and_stacks(cli, tmp_path):
     assert cli("report", str(out), "-o", str(tmp_path / "r.html")).returncode == 0
     page = (tmp_path / "r.html").read_text()
     assert "Threads other than the caller" in page and "spin_beside: other threads" in page
+
+
+def test_a_damaged_count_is_one_error_naming_where(tmp_path):
+    from flametool.errors import RunDirError
+
+    run = tmp_path / "run"
+    shutil.copytree(H200_SUM, run)
+    data = json.loads((run / "run.json").read_text())
+    data["results"]["cupy"]["profile"]["counts"]["tallies"][0]["count"] = "1.5"
+    (run / "run.json").write_text(json.dumps(data))
+    with pytest.raises(RunDirError, match=r"results\.cupy\.profile\.counts: not a count: '1\.5'"):
+        rundir.load(run)

@@ -135,7 +135,7 @@ def test_the_layer_that_differs_most_is_the_largest_difference_either_way():
     cells = {"a": cell("a", 5.0, {"Python": 1.0, "Cython": 4.0}),
              "b": cell("b", 7.0, {"Python": 1.5, "PyTorch binding": 2.0, "ATen/CUDA glue": 3.5}),
              "c": cell("c", 5.5, {"Python": 1.0, "Cython": 0.5, "NumPy": 4.0})}
-    atlas.differs_most(cells, "a")
+    atlas.mark_differs_most(cells, "a")
     assert (cells["b"].differs_most, cells["b"].differs_by) == ("Cython", -4.0)  # a layer b does not have at all
     assert (cells["c"].differs_most, cells["c"].differs_by) == ("NumPy", 4.0)
     assert cells["a"].differs_most is None

@@ -25,7 +25,7 @@ def timing(n: int, cpu: list[float], gpu: list[float] | None = None, wall: list[
     return SweepPoint([n, n, n], 100, [Loops([c], [g] if g is not None else [], [0], [w]) for c, g, w in zip(cpu, gpu, wall)])
 
 
-def points(pairs: list[tuple[int, float, float]]) -> list[sweep.Point]:
+def points(pairs: list[tuple[int, float, float]]) -> list[sweep.SizePoint]:
     """(size, host us, GPU us) -> points as sweep.point makes them from timed loops."""
     return [sweep.point(timing(n, [c, c], [g, g])) for n, c, g in pairs]
 

@@ -73,7 +73,7 @@ class PairAnalysis:
     def _diff(self, view: str) -> PairDiff | None:
         if not self.profiles:
             return None
-        return diff.diff(*self.profiles, view=view, at_speed=speed_note(self.anchored, self.base, self.head))
+        return diff.diff(*self.profiles, view=view, at_speed=speed_heading(self.anchored, self.base, self.head))
 
     @property
     def headline(self) -> stats.PairFigures | None:
@@ -209,10 +209,10 @@ def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored
                   names: tuple[str, str]) -> diff.PairDiff:
     """diff.diff of two profiles, both at the pair's common speed when the comparison is anchored, the tables
     told so under `names` (base, head): `flametool diff` of two runs, or of two cases of one run."""
-    return diff.diff(*at_common_speed(base, head, anchored), view, at_speed=speed_note(anchored, *names))
+    return diff.diff(*at_common_speed(base, head, anchored), view, at_speed=speed_heading(anchored, *names))
 
 
-def speed_note(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
+def speed_heading(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
     """What a pair's sides are when at_common_speed put them at the pair's common speed, for the tables' readers."""
     if anchored is None:
         return None

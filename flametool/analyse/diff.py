@@ -5,7 +5,7 @@ up under the same path and a difference shows where it really is. The top frame 
 case's own step() function, which has a different name in every case; it is matched as STEP_ROOT.
 
 The merged call tree of both sides' aligned stacks is what the differential flame graph is drawn from (see
-flamegraph.diff_graph, which makes it as arrays, trie.build); diff(with_tree=True) also gives it as nodetree.Node
+flamegraph.diff_graph, which makes it as arrays, calltree.build); diff(with_tree=True) also gives it as nodetree.Node
 objects, for callers that walk it.
 """
 

@@ -18,7 +18,7 @@ from . import charts
 
 
 @dataclass
-class Cell:
+class AtlasPageCell:
     us: str
     interval: str = ""
     ratio: str = ""
@@ -42,7 +42,7 @@ class OpRow:
     size: str
     dtype: str
     report: str  # the op's own report, relative to this page
-    cells: list[Cell]
+    cells: list[AtlasPageCell]
     frames: list[FrameLine] = field(default_factory=list)
     error: str = ""
 
@@ -77,10 +77,10 @@ METHOD = ("Each op is its own compare run (the folder linked from its row), at t
           "the one whose time differs most from the fastest library's.")
 
 
-def cell(c: AtlasCell, fastest: str | None) -> Cell:
+def cell(c: AtlasCell, fastest: str | None) -> AtlasPageCell:
     if c.error:
-        return Cell("failed", c.error, cls="failed")
-    return Cell(fmt.us(c.us), f"95%: {fmt.interval(c.interval)}" if c.interval else "",
+        return AtlasPageCell("failed", c.error, cls="failed")
+    return AtlasPageCell(fmt.us(c.us), f"95%: {fmt.interval(c.interval)}" if c.interval else "",
                 fmt.ratio_to_fastest(c.ratio, fastest if c.label == fastest or c.ratio else ""), fmt.differs_most(c),
                 f"all threads {fmt.us(c.all_threads_us)}" if c.all_threads_us is not None else "",
                 "fastest" if c.label == fastest else "", c.counted)
@@ -97,7 +97,7 @@ def build(a: AtlasAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
     rows, lines, bars, totals = [], [], {}, {}
     for r in a.rows:
         rows.append(OpRow(r.op, r.does, fmt.shape(r.shape), r.dtype, r.report,
-                          [cell(r.cells[l], r.fastest) if l in r.cells else Cell("–") for l in a.libraries],
+                          [cell(r.cells[l], r.fastest) if l in r.cells else AtlasPageCell("–") for l in a.libraries],
                           [frames(c) for c in r.cells.values() if c.frames], r.error or ""))
         ok = [c for c in r.cells.values() if c.us is not None]
         if r.fastest and len(ok) > 1:

@@ -55,6 +55,7 @@ class PairAnalysis:
     sample: stats.PairFigures | None  # at the sample shape, when it differs from the requested one
     profiles: tuple[attribution.Profile, attribution.Profile] | None = None  # (base, head) when both were sampled
     anchored: stats.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
+    cross_library: bool = False  # two libraries (not one library in two environments): frames matched by role first
 
     @functools.cached_property
     def diff(self) -> diff.PairDiff | None:
@@ -71,7 +72,8 @@ class PairAnalysis:
     def _diff(self, view: str) -> diff.PairDiff | None:
         if not self.profiles:
             return None
-        return diff.diff(*self.profiles, view=view, at_speed=speed_note(self.anchored, self.base, self.head))
+        return diff.diff(*self.profiles, view=view, at_speed=speed_note(self.anchored, self.base, self.head),
+                         by_role=self.cross_library)
 
     @property
     def headline(self) -> stats.PairFigures | None:
@@ -178,8 +180,15 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
         both = base in out.profiles and head in out.profiles
         anchored = stats.anchored_pair(run, base, head, pooled_sample)
         profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
-        out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, profiles, anchored))
+        out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, profiles, anchored,
+                                      cross_library(run.results[base], run.results[head])))
     return out
+
+
+def cross_library(base: CaseResult, head: CaseResult) -> bool:
+    """Two libraries (numpy and torch, a case of one's own and a built-in), not one library in two
+    environments or runs: their frames do the same jobs under other names (diff.role_rows)."""
+    return (base.library or base.factory) != (head.library or head.factory)
 
 
 def at_common_speed(base: attribution.Profile, head: attribution.Profile,
@@ -195,10 +204,11 @@ def at_common_speed(base: attribution.Profile, head: attribution.Profile,
 
 
 def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored: stats.Anchored | None, view: str,
-                  names: tuple[str, str]) -> diff.PairDiff:
+                  names: tuple[str, str], by_role: bool = False) -> diff.PairDiff:
     """diff.diff of two profiles, both at the pair's common speed when the comparison is anchored, the tables
     told so under `names` (base, head): `flametool diff` of two runs, or of two cases of one run."""
-    return diff.diff(*at_common_speed(base, head, anchored), view, at_speed=speed_note(anchored, *names))
+    return diff.diff(*at_common_speed(base, head, anchored), view, at_speed=speed_note(anchored, *names),
+                     by_role=by_role)
 
 
 def speed_note(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
@@ -464,7 +474,7 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
     got = stats.anchored_pair(run, base, head, pooled)
     # two environments: both sides' samples at their common speed, as in the run's own report
     figures = anchored_diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head),
-                            got, view, (base, head))
+                            got, view, (base, head), cross_library(rb, rh))
     if got is not None:
         change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
     else:

@@ -92,6 +92,12 @@ def op_shape(op: str, value) -> str:
     return f"{op} {shape(value)}"
 
 
+# Under a frame table with rows matched by role (diff.role_rows)
+ROLE_KEY = ("; a row \"role: frames (base) ≈ frames (head)\" matches frames that do one job under names only one "
+            "side has (roles.json: a GEMM kernel, the allocator, a lock, a launch), so a renamed job is not read as a "
+            "difference")
+
+
 def run_device(run) -> str | None:
     """The device a run asked for, or (a run that did not record it) the first case's."""
     return run.config.device or next((r.device for r in run.results.values() if getattr(r, "device", None)), None)

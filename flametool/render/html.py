@@ -443,7 +443,8 @@ def diff_table(case_diff: PairDiff, pair: int) -> FrameTable:
                       rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first, "
                       f"us per call. self: time in the frame's own code; total: with the frames it calls; Δ: {head} "
                       f"minus {base} (+: {head} spends more), ± one standard error from the number of samples; frames "
-                      "matched by name on the merged call tree."
+                      "matched by name on the merged call tree" + (fmt.ROLE_KEY if any(r.role for r in changed) else "")
+                      + "."
                       + (f" {case_diff.at_speed}." if case_diff.at_speed else ""), pair)
 
 

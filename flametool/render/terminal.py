@@ -273,7 +273,7 @@ def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> 
                              sign=True),
                       fmt.signed(r.delta_total_us_per_call))
     show(console, table)
-    say(console, FRAME_KEY.format(head=head, base=base))
+    say(console, FRAME_KEY.format(head=head, base=base) + (fmt.ROLE_KEY if any(r.role for r in changed) else ""))
 
 
 def print_run_diff(result: DiffResult, console: Console, top: int = 10, view: str = "caller") -> None:

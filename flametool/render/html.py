@@ -247,10 +247,16 @@ def headline(a: Analysis) -> Headline:
               + " Layer and frame figures are sample shares times each case's paired time per call at the sampled "
                 "shape (pooled over its timing processes at the median process's speed, as in the table); the sampled process's own unsampled time "
                 "is shown beside it in the cProfile section as a check.")
+    on_gpu = any(r.device != "cpu" for r in ok.values())
     return Headline(rows, sentence(a, ok), base,
-                    "CPU: host time per call pooled over the case's timing processes at the median process's speed (the "
-                    "figure its pairs' ratios and differences are taken at), 95% bootstrap interval over processes below. GPU: device time per call from events around the same calls. ×: CPU time against "
-                    "the first case.",
+                    "host (CPU) / call: the host's clock around the loop, per call, pooled over the case's timing "
+                    "processes at the median process's speed (the figure its pairs' ratios and differences are taken "
+                    "at), its 95% bootstrap interval over processes below. "
+                    + ("GPU / call: device time per call from CUDA events around the same calls. " if on_gpu else
+                       "GPU / call: none, the run is on the CPU. ")
+                    + f"× first: host time against the first case's ({base}). bound: host-bound, "
+                    + ("the GPU waited for the host's launches (what flametool measures), or not, the host waited "
+                       "for the GPU." if on_gpu else "the loop's time is the host's own work."),
                     against_floors(a, ok), pairs, method, fmt.speed_note(a.pairs) or "")
 
 

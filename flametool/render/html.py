@@ -431,7 +431,9 @@ def frame_tables(analysis_data: dict[str, CaseCosts | Skipped]) -> list[FrameTab
         ]) for f in a.frames[:TOP_FRAMES]]
         total = len(a.frames)
         tables.append(FrameTable(f"frames-{i}", label, ["self us/call", "total us/call", "samples"], rows,
-                                 f"{len(rows)} of {total} frames, by own (self) time; ± one standard error from the sample count."))
+                                 f"{len(rows)} of {total} frames, by own (self) time, us per call. self: time in the frame's own code; "
+                                 "total: with the frames it calls; samples: py-spy's stacks with the frame on top; ± one "
+                                 "standard error from the sample count."))
     return tables
 
 

@@ -69,6 +69,8 @@ class AtlasRow:
     fastest: str | None = None
     cells: dict[str, AtlasCell] = field(default_factory=dict)
     error: str | None = None  # the op's run could not be made or read
+    processes: list[int] = field(default_factory=list)  # the timing processes its run ran (one per group)
+    rounds: list[int] = field(default_factory=list)  # the rounds of timed loops its processes ran
 
     @property
     def report(self) -> str:
@@ -163,6 +165,9 @@ def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
     out.dtype = ", ".join(sorted({r.dtype for r in run.results.values()}))
     threads = stats.group_pooled(run, at_sample=True, intervals=False, metric="all_threads_us")
     out.cells = {label: cell(analysed, label, out.fastest, threads) for label in run.results}
+    out.processes = sorted({g.processes for g in run.groups if g.cases})
+    out.rounds = sorted({len(p.cpu_us) for r in run.results.values()
+                         for t in (r.timing, r.sample_timing) if t is not None for p in t.processes if p.cpu_us})
     mark_differs_most(out.cells, out.fastest)
     return out
 

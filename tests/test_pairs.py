@@ -86,7 +86,7 @@ def test_pair_must_name_cases_of_the_run(capsys):
 
 
 def test_default_pairs_take_the_floor():
-    builtin = lambda label: f"{cases.__name__}:{cases.BUILTIN[label].factory}"  # noqa: E731
+    builtin = lambda label: f"{cases.MODULE}:{cases.BUILTIN[label].factory}"  # noqa: E731
     factories = {l: builtin(l) for l in ("cupy", "torch", "cublas", "cupy-graph")}
     assert cases.default_pairs(factories) == [("cupy", "torch"), ("cublas", "cupy"), ("cublas", "torch")]
     # a user case that happens to be called cublas is no floor

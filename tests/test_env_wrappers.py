@@ -90,3 +90,13 @@ def test_the_import_check_that_runs_out_of_time_stops_the_wrapper_s_python(tmp_p
     finally:
         for pid, _ in fk.tagged(tag):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_an_anchor_whose_library_differs_between_environments_is_warned_about():
+    specs = [cases.builtin("numpy"), cases.builtin("torch")]
+    same = [Environment("a", "/a", versions={"numpy": "2.4", "torch": "2.13"}),
+            Environment("b", "/b", versions={"numpy": "2.5", "torch": "2.13"})]
+    assert environments.anchor_versions(same, specs, "torch") is None
+    warning = environments.anchor_versions(same, specs, "numpy")
+    assert warning.startswith("warning: the anchor numpy is numpy 2.4 in a, 2.5 in b: its own change is then the "
+                              "host's speed and numpy's change together")

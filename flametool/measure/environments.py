@@ -136,6 +136,19 @@ def choose_anchor(envs: list[Environment], specs: list[CaseSpec], given: str | N
                          "torch) or name one with --anchor CASE")
 
 
+def anchor_versions(envs: list[Environment], specs: list[CaseSpec], anchor: str) -> str | None:
+    """A warning when the anchor's library is not one version in every environment (an --anchor given so): its own
+    change is then the host's speed and the library's change together, and the anchored ratio carries both."""
+    spec = next((s for s in specs if s.label == anchor), None)
+    lib = library(spec) if spec is not None else None
+    if lib is None or len({e.versions.get(lib) for e in envs}) == 1:
+        return None
+    shown = ", ".join(f"{e.versions.get(lib) or 'no version'} in {e.name}" for e in envs)
+    return (f"warning: the anchor {anchor} is {lib} {shown}: its own change is then the host's speed and {lib}'s "
+            "change together, and the anchored ratio carries both; anchor on a case whose library is the same in "
+            "every environment")
+
+
 def expand(specs: list[CaseSpec], envs: list[Environment]) -> list[CaseSpec]:
     """Every case in every environment, labelled CASE@NAME, environment by environment."""
     return [CaseSpec(env_label(s.label, e.name), s.factory, s.module, s.file, e.name) for e in envs for s in specs]

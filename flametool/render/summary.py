@@ -241,7 +241,8 @@ class JsonSummary(Renderer):
             "schema": SCHEMA, "version": VERSION, "kind": s.kind, "base_run": s.base_run, "head_run": s.head_run,
             "complete": s.complete,
             "incomplete": s.incomplete,
-            "differences": [{"what": d.what, "base": d.base, "head": d.head, "unlike": d.unlike} for d in s.differences],
+            "differences": [{"what": d.what, "base": d.base, "head": d.head, "unlike": d.unlike, "note": d.note}
+                            for d in s.differences],
             "no_verdict": s.no_verdict,
             "environments": [{"name": e.name, "python": e.python, "executable": e.executable,
                               "python_version": e.python_version, "versions": e.versions, "describe": e.describe}

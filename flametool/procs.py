@@ -61,7 +61,7 @@ def marked(token: str) -> list[int]:
     """The live processes (not this one) whose environment carries MARKER=token. A process that replaced its
     environment is not found; a zombie shows an empty one (it is gone already)."""
     needle = f"{MARKER}={token}".encode()
-    found = []
+    found: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:  # no /proc (not Linux): the process group is all that is stopped

@@ -257,9 +257,14 @@ def test_environments_may_take_more_processes_until_the_anchored_ratio_settles(t
     argv = ["compare", "--device", "cpu", "--libs", "numpy,torch", "--env", f"a={sys.executable}",
             "--env", f"b={sys.executable}", "--out", str(tmp_path / "r")]
     config = settings.compare_config(main.build_parser().parse_args(argv), lambda text: None)
-    assert (config.processes, config.max_processes) == (CPU.processes, CPU.env_max_processes)
-    assert config.extra_seconds == 2 * CPU.extra_seconds  # each step is a process in each environment
+    assert (config.processes, config.max_processes) == (CPU.env_processes, CPU.env_max_processes)
+    assert config.budget == CPU.env_budget and config.fail_above is None
     given = settings.compare_config(main.build_parser().parse_args([*argv, "--processes", "4"]), lambda text: None)
     assert given.processes == given.max_processes == 4
+    # --fail-above (or --budget) with --processes: that many first, then more until decided, within the budget
+    deciding = settings.compare_config(main.build_parser().parse_args(
+        [*argv, "--processes", "4", "--fail-above", "3", "--budget", "90"]), lambda text: None)
+    assert (deciding.processes, deciding.max_processes, deciding.budget, deciding.fail_above) == (
+        4, CPU.env_max_processes, 90, 3)
     plain = settings.compare_config(main.build_parser().parse_args(argv[:5] + argv[9:]), lambda text: None)
-    assert (plain.max_processes, plain.extra_seconds) == (CPU.max_processes, CPU.extra_seconds)
+    assert (plain.max_processes, plain.extra_seconds, plain.budget) == (CPU.max_processes, CPU.extra_seconds, None)

@@ -36,7 +36,7 @@ def test_diff_json_reads_back_with_the_anchored_change_and_the_verdict(two_runs,
     a, b = two_runs
     code, out, err = run_cli(capsys, "diff", str(a), str(b), "--case", "cupy", "--fail-above", "0.5", "--format", "json")
     doc = json.loads(out)
-    assert (doc["schema"], doc["version"], doc["kind"]) == (summary.SCHEMA, 2, "diff")
+    assert (doc["schema"], doc["version"], doc["kind"]) == (summary.SCHEMA, summary.VERSION, "diff")
     (pair,) = doc["pairs"]
     assert pair["measure"] == "anchored" and pair["anchor"] == "torch" and pair["units"] == "6 + 6 processes"
     assert pair["ratio"]["low"] < pair["ratio"]["value"] < pair["ratio"]["high"]
@@ -128,7 +128,7 @@ def test_markdown_keeps_a_label_s_markup_as_text(tmp_path, capsys):
 def test_text_summary_says_the_headline_the_verdict_and_what_holds(two_runs, capsys):
     a, b = two_runs
     code, out, _ = run_cli(capsys, "diff", str(a), str(b), "--case", "cupy", "--fail-above", "1.2", "--format", "markdown")
-    assert code == analysis.INCONCLUSIVE_EXIT and "⚠️ inconclusive" in out and "processes a run would settle it" in out
+    assert code == analysis.INCONCLUSIVE_EXIT and "⚠️ inconclusive" in out and "processes a side would settle it" in out
     code, out, _ = run_cli(capsys, "summary", str(a))
     assert code == 0 and out.splitlines()[1].startswith("torch vs cupy: ")
     assert "paired in the same processes, over 6 processes" in out
@@ -144,6 +144,21 @@ def test_text_summary_says_the_headline_the_verdict_and_what_holds(two_runs, cap
 ])
 def test_bad_summary_input_is_one_line(capsys, argv, words):
     assert words in one_line_error(capsys, argv)
+
+
+def test_every_summary_format_keeps_the_warning_that_the_processes_disagree(tmp_path, capsys):
+    """Issue 33, item 9: compare prints "the processes disagree; --processes N would bring it to about ±5%"
+    under a pair whose interval is wide; `summary` (text and markdown alike) dropped it."""
+    from test_anchor import SPEEDS
+
+    noisy = [0.9 if i % 2 else 1.1 for i in range(len(SPEEDS))]  # cupy's own speed swings ±10% process to process
+    run = saved_run(tmp_path / "run", 17.0, 11.0, noise=noisy)
+    code, text, _ = run_cli(capsys, "summary", str(run))
+    assert code == 0 and "the processes disagree" in text, text
+    code, markdown, _ = run_cli(capsys, "summary", str(run), "--format", "markdown")
+    assert code == 0 and "the processes disagree" in markdown, markdown
+    line = next(l for l in text.splitlines() if "the processes disagree" in l).strip()
+    assert line in markdown.replace("\\", "")
 
 
 # --- a sweep's and an atlas's headline ----------------------------------------------------------------------
@@ -163,14 +178,14 @@ def test_summary_of_a_sweep_or_an_atlas_is_its_headline_table(capsys, sample, wh
     code, out, err = run_cli(capsys, "summary", str(run), "--format", "json")
     assert code == 0 and err == ""
     doc = json.loads(out)
-    assert (doc["version"], doc["kind"], doc["pairs"]) == (2, sample.split("-")[1], [])
+    assert (doc["version"], doc["kind"], doc["pairs"]) == (summary.VERSION, sample.split("-")[1], [])
     assert [(r["label"], r["at"]) for r in doc["rows"]] == [(label, at) for label, at, _ in expected]
     for row, (_, _, f) in zip(doc["rows"], expected):
         assert row["ratio"] == {"value": f.ratio, "low": f.ratio_interval.low, "high": f.ratio_interval.high}
     label, at, f = expected[0]
     made = summary.of(a)
-    out = render.get("text", render.SUMMARIES)().render(made)
+    out = render.show("text", made)
     assert f"{label} at {where} {at}: {f.ratio:.3f}× (95%: {f.ratio_interval.low:.3f} to {f.ratio_interval.high:.3f})" in out
-    out = render.get("markdown", render.SUMMARIES)().render(made)
+    out = render.show("markdown", made)
     assert f"| comparison | {where} | ratio (95%) | measured |" in out
     assert f"| {label} | {at} | {f.ratio:.3f}× (95%: {f.ratio_interval.low:.3f} to {f.ratio_interval.high:.3f}) |" in out

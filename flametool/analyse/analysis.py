@@ -11,14 +11,15 @@ import gc
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, cast
 
-from . import attribution, diff, flamegraph, layers, profstats, reading
+from . import attribution, countdiff, diff, flamegraph, layers, profstats, reading
 from ..run import stats
 from ..run import rundir, safeopen
 from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - analysis.unlike_operands
 from .attribution import CaseCosts, Skipped
+from .diff import PairDiff
 from ..run.record import CaseResult, Run, Timing
 
 # diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case):
@@ -55,6 +56,7 @@ class PairAnalysis:
     sample: stats.PairFigures | None  # at the sample shape, when it differs from the requested one
     profiles: tuple[attribution.Profile, attribution.Profile] | None = None  # (base, head) when both were sampled
     anchored: stats.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
+    counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (None: neither side counted)
 
     @functools.cached_property
     def diff(self) -> diff.PairDiff | None:
@@ -64,11 +66,11 @@ class PairAnalysis:
         return self._diff("caller")
 
     @functools.cached_property
-    def diff_by_library(self) -> diff.PairDiff | None:
+    def diff_by_library(self) -> PairDiff | None:
         """The same in the 'library' view of the layers (system libraries as layers of their own)."""
         return self._diff("library")
 
-    def _diff(self, view: str) -> diff.PairDiff | None:
+    def _diff(self, view: str) -> PairDiff | None:
         if not self.profiles:
             return None
         return diff.diff(*self.profiles, view=view, at_speed=speed_note(self.anchored, self.base, self.head))
@@ -177,9 +179,16 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
         at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample)
         both = base in out.profiles and head in out.profiles
         anchored = stats.anchored_pair(run, base, head, pooled_sample)
-        profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
-        out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, profiles, anchored))
+        pair_profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
+        out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, pair_profiles, anchored,
+                                      countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head)))
     return out
+
+
+def counts_of(run, label: str):
+    """A case's counted loop (record.ProfileProcess.counts), None where it has none."""
+    r = run.results.get(label)
+    return r.profile.counts if r is not None and r.profile is not None else None
 
 
 def at_common_speed(base: attribution.Profile, head: attribution.Profile,
@@ -190,8 +199,10 @@ def at_common_speed(base: attribution.Profile, head: attribution.Profile,
     says differed. Not anchored: both as they are."""
     if anchored is None:
         return base, head
-    return tuple(attribution.Profile(p.label, p.stacks, p.frames, us, p.recorded_samples, p.repaired_samples)
-                 for p, us in ((base, anchored.at_us), (head, anchored.at_us * anchored.ratio)))
+    return cast("tuple[attribution.Profile, attribution.Profile]",  # one for each of the two
+                tuple(attribution.Profile(p.label, p.stacks, p.frames, us, p.recorded_samples, p.repaired_samples,
+                                          p.names)
+                      for p, us in ((base, anchored.at_us), (head, anchored.at_us * anchored.ratio))))
 
 
 def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored: stats.Anchored | None, view: str,
@@ -206,6 +217,7 @@ def speed_note(anchored: stats.Anchored | None, base: str, head: str) -> str | N
     if anchored is None:
         return None
     a, b = anchored, anchored.absolute
+    assert b.base_us is not None  # the absolute figures of an anchored pair: the text below shows it
     own_head = b.base_us + b.diff_us if b.diff_us is not None else None
     return (f"both at the common speed of their {a.base_units} + {a.head_units} {a.unit_name}: {base} "
             f"{a.at_us:.2f} us ({b.base_us:.2f} in its own), {head} {a.at_us:.2f} us x {a.ratio:.3f} relative to "
@@ -237,6 +249,7 @@ _shared: tuple | None = None
 
 
 def _prepare(label: str) -> attribution.Profile:
+    assert _shared is not None  # set before the workers fork
     run_dir, run, attribute = _shared
     return prepare(run_dir, run, label, attribute)
 
@@ -244,7 +257,7 @@ def _prepare(label: str) -> attribution.Profile:
 def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool) -> dict[str, attribution.Profile]:
     """prepare() of each case: on large profiles, one case per worker process, the cases side by side (each
     reads its file alone then, reading.py). Whatever the workers make travels back in the profiles."""
-    size = sum(_size(run_dir / run.results[l].file("folded")) for l in labels)
+    size = sum(_size(run_dir / cast(str, run.results[l].file("folded"))) for l in labels)  # sampled: each has it
     workers = min(len(labels), reading.cpus())
     if workers > 1 and size >= reading.PARALLEL_BYTES and not reading.in_worker:
         global _shared
@@ -327,6 +340,7 @@ class Change:
     anchored: stats.Anchored | None = None
     absolute: stats.PairFigures | None = None  # not anchored: the pooled times, head against base
     no_anchor: str | None = None  # why there is no anchor
+    between_runs: bool = False  # two stored runs (diff RUN_A RUN_B): a decision needs a new run
 
 
 @dataclass
@@ -358,11 +372,17 @@ def verdict(change: Change, label: str, pct: float) -> Verdict:
     if iv.high <= limit:
         return Verdict("passed", 0, pct, f"{label}: {span}: within --fail-above {pct:g}%")
     need = change.anchored.processes_to_settle(limit) if change.anchored is not None else None
+    again = (f"; to decide it, time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
+             f"--fail-above {pct:g} adds processes until it is decided (--budget SECONDS bounds it)"
+             if change.between_runs else
+             f"; to decide it, compare again with --fail-above {pct:g} (it adds processes until the verdict is decided) "
+             "and a longer --budget SECONDS" if change.anchored is not None else "")
     return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
                    f"{label}: {span}: inconclusive, the interval holds --fail-above {pct:g}%; "
-                   + (f"about {need} processes a run would settle it" if need else
-                      "more processes would not settle it at this spread" if change.anchored is not None else
-                      "an anchor (a case timed beside it in both runs) would settle it"), need)
+                   + (f"about {need} processes a side would settle it at the spread seen" if need else
+                      "more processes would not settle it at this spread, unless the estimate moves"
+                      if change.anchored is not None else
+                      "an anchor (a case timed beside it in both runs) would settle it") + again, need)
 
 
 def anchor_for(a: Run, b: Run, label: str, given: str | None) -> tuple[str | None, str | None]:
@@ -389,18 +409,22 @@ def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | 
     """`label` in run A (base) and run B (head), relative to `anchor` (at the sample shape)."""
     pa, pb = stats.group_pooled(a, True, intervals=False), stats.group_pooled(b, True, intervals=False)
     ta, tb = a.results[label].at_sample_shape, b.results[label].at_sample_shape
+    assert ta is not None and tb is not None  # diff_runs: timed in both runs
     if anchor is not None:
-        got = stats.anchored(label, anchor, (ta, a.results[anchor].at_sample_shape), (tb, b.results[anchor].at_sample_shape),
-                             pa.get(label).us if label in pa else None,
+        xa, xb = a.results[anchor].at_sample_shape, b.results[anchor].at_sample_shape
+        assert xa is not None and xb is not None  # anchor_for: timed beside it in both runs
+        got = stats.anchored(label, anchor, (ta, xa), (tb, xb),
+                             pa[label].us if label in pa else None,
                              (pa[anchor].us, pb[anchor].us) if anchor in pa and anchor in pb else None,
-                             pb.get(label).us if label in pb else None)
+                             pb[label].us if label in pb else None)
         if got is not None:
-            return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute)
+            return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute, between_runs=True)
         no_anchor = f"no anchor: {anchor} has no loops to compare in one of the runs"
     # the pooled times every view shows
     absolute = stats.apart(label, (ta,), label, (tb,), pa[label].us if label in pa else None,
                            pb[label].us if label in pb else None)
-    return Change(absolute.ratio, absolute.ratio_interval, "absolute (not anchored)", None, absolute, no_anchor)
+    return Change(absolute.ratio, absolute.ratio_interval, "absolute (not anchored)", None, absolute, no_anchor,
+                  between_runs=True)
 
 
 @dataclass(frozen=True)
@@ -468,6 +492,7 @@ class DiffResult:
     cases: tuple[str, str] | None = None
     change: Change | None = None  # what it leads with, and --fail-above decides on
     not_sampled: str | None = None  # why there are no layers and frames
+    counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (exact; before any time)
     differences: list[Difference] = field(default_factory=list)  # two runs: what they did not do alike
     incomplete: list[str] = field(default_factory=list)  # the runs ("A", "B"; the run) that did not finish
 
@@ -478,14 +503,17 @@ class DiffResult:
 
     @property
     def base_us_per_call(self) -> float:
+        assert self.figures is not None  # read only where both were sampled
         return self.figures.base_us_per_call
 
     @property
     def head_us_per_call(self) -> float:
+        assert self.figures is not None  # read only where both were sampled
         return self.figures.head_us_per_call
 
     @property
     def ratio(self) -> float | None:
+        assert self.figures is not None  # read only where both were sampled
         return self.figures.ratio
 
 
@@ -510,6 +538,7 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
     return DiffResult(label, str(run_a), str(run_b), shapes[0] == shapes[1], figures, change=change,
                       not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare",
+                      counts=countdiff.diff_counts(counts_of(a, label), counts_of(b, label), "A", "B"),
                       differences=differences(a, b, label, found),
                       incomplete=[name for name, run in (("A", a), ("B", b)) if not run.complete])
 
@@ -535,11 +564,14 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
     if got is not None:
         change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
     else:
-        f = stats.pair(base, rb.at_sample_shape, head, rh.at_sample_shape, run.paired(base, head),
+        sb, sh = rb.at_sample_shape, rh.at_sample_shape
+        assert sb is not None and sh is not None  # load_profile: both have times at the sampled shape
+        f = stats.pair(base, sb, head, sh, run.paired(base, head),
                        base_us=pooled[base].us if base in pooled else None)
         change = Change(f.ratio, f.ratio_interval, "paired in the same processes" if f.paired else "not paired", None, f)
     return DiffResult(f"{head} - {base}", str(run_dir), str(run_dir),
                       (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head), change,
                       not_sampled=None if sampled else f"{base} and {head} were not both sampled: no layers or frames to "
                                                        "compare",
-                      incomplete=[] if run.complete else ["the run"])
+                      incomplete=[] if run.complete else ["the run"],
+                      counts=countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head))

@@ -51,7 +51,8 @@ def aligned_profile(profile: Profile) -> Profile:
     if profile.aligned is None:
         frames = dict(profile.frames)
         frames[STEP_ROOT] = naming.Frame(STEP_ROOT, "", "python")
-        profile.aligned = Profile(profile.label, aligned(profile), frames, profile.us_per_call, profile.recorded_samples)
+        profile.aligned = Profile(profile.label, aligned(profile), frames, profile.us_per_call, profile.recorded_samples,
+                                  names=profile.names)
     return profile.aligned
 
 
@@ -125,10 +126,10 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: b
 
     layer_rows = []
     for layer in ly.order(set(lb.layers) | set(lh.layers)):
-        fb, fh = lb.layers.get(layer), lh.layers.get(layer)
-        b, h = (fb.us_per_call if fb else 0.0), (fh.us_per_call if fh else 0.0)
+        in_b, in_h = lb.layers.get(layer), lh.layers.get(layer)
+        b, h = (in_b.us_per_call if in_b else 0.0), (in_h.us_per_call if in_h else 0.0)
         layer_rows.append(LayerDelta(layer, b, h, h - b,
-                                     _delta_se(base, head, fb.samples if fb else 0, fh.samples if fh else 0)))
+                                     _delta_se(base, head, in_b.samples if in_b else 0, in_h.samples if in_h else 0)))
 
     by_name_b = {f.frame: f for f in cb.frames}
     by_name_h = {f.frame: f for f in ch.frames}
@@ -137,9 +138,11 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: b
         fb, fh = by_name_b.get(name), by_name_h.get(name)
         sb, sh = (fb.self.samples if fb else 0), (fh.self.samples if fh else 0)
         tb, th = (fb.total.samples if fb else 0), (fh.total.samples if fh else 0)
+        shown = fh or fb
+        assert shown is not None  # name is a frame of one of them
         frame_rows.append(FrameDelta(
-            name, naming.display_name(name), (fh or fb).layer,
-            layer_label(list(dict.fromkeys((fh.charged if fh else []) + (fb.charged if fb else []))) or [(fh or fb).layer]),
+            name, naming.display_name(name), shown.layer,
+            layer_label(list(dict.fromkeys((fh.charged if fh else []) + (fb.charged if fb else []))) or [shown.layer]),
             base.us(sb), head.us(sh), base.us(tb), head.us(th),
             head.us(sh) - base.us(sb), head.us(th) - base.us(tb),
             _delta_se(base, head, sb, sh), _delta_se(base, head, tb, th)))

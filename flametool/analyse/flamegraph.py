@@ -60,7 +60,7 @@ def case_graph(profile: Profile, strings: Strings, gid: str, threshold: float = 
     and threshold: see prepare_case_graph)."""
     kept = profile.flame_graph
     made = kept[1] if kept is not None and kept[0] == threshold else _case_graph(profile, Strings(), threshold)
-    own, names = made  # type: ignore[misc]
+    own, names = made
     graph = Graph(gid, own.kind, own.title, pruned_nodes=own.pruned_nodes, pruned_us=own.pruned_us,
                   drawn_nodes=own.drawn_nodes, extra=dict(own.extra))
     graph.rows = [[r[0], strings(names[r[1]]), strings(names[r[2]]), *r[3:]] for r in own.rows]

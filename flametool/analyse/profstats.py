@@ -8,9 +8,13 @@ import math
 import pstats
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from ..run import safeopen
 from ..errors import RunDirError
+
+if TYPE_CHECKING:
+    import cProfile
 
 TOP = 15
 
@@ -37,7 +41,8 @@ def read(path: Path) -> pstats.Stats:
         raise RunDirError(f"{path}: pstats cannot read it ({problem})")
     try:
         # pstats prints its complaints to stdout before raising; they go nowhere, the error says it
-        return pstats.Stats(Table(table), stream=io.StringIO())
+        # (pstats takes any object with create_stats and stats; its stubs name only the profilers)
+        return pstats.Stats(cast("cProfile.Profile", Table(table)), stream=io.StringIO())
     except Exception as exc:  # noqa: BLE001 - whatever else pstats finds wrong with it
         raise RunDirError(f"{path}: pstats cannot read it ({type(exc).__name__}: {exc})") from None
 

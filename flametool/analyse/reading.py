@@ -19,7 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, cast
 
 from .. import procs
 from ..run import safeopen
@@ -99,6 +99,7 @@ def read_range(path: Path, start: int, end: int | None, by_line: bool,
             # when there is one there; anything else (a blank line too) goes the way parse goes, decoded
             parts = line.split(b";")
             last, sep, count = parts[-1].rpartition(b" ")
+            n: int | None  # None from slow_count: a line it skips
             try:
                 n = int(count) if sep and (last or len(parts) > 1) else -1
             except ValueError:
@@ -235,7 +236,7 @@ def fork_map(fn: Callable, items: list, workers: int) -> list | None:
     for i in range(len(items)):
         ok, value = results[i]
         if not ok:
-            raise value
+            raise cast(BaseException, value)  # what a worker sends with ok False (_serve)
     return [results[i][1] for i in range(len(items))]
 
 
@@ -350,8 +351,8 @@ def read_normalized(path: Path, by_line: bool = False, extra: Iterable[Stack] = 
             get = counts.get
             for key, n in p.counts.items():
                 counts[key] = get(key, 0) + n
-            for key, f in p.frames.items():
-                frames.setdefault(key, f)
+            for name, f in p.frames.items():
+                frames.setdefault(name, f)
         for s in extra:
             if s.frames and s.count > 0:
                 norm.add(s.frames, s.count)

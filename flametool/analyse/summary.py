@@ -1,4 +1,4 @@
-"""What `flametool summary RUN` and `diff --format markdown|json` say, computed once (render/summary.py lays it
+"""What `flametool summary RUN` and `diff --format markdown|json` say, computed once (render/summary_formats.py lays it
 out as text, Markdown or JSON): each compared pair's headline figures with their intervals (relative to the
 anchor where there is one), the largest layer and frame differences, and the --fail-above verdict."""
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ..run import stats
 from .analysis import Analysis, Change, DiffResult, PairAnalysis, Verdict, verdict
 from .atlas import AtlasAnalysis
+from .countdiff import CountDiff
 from .sweep import SweepAnalysis, size_name
 from .diff import FrameDelta, LayerDelta, PairDiff
 from ..errors import FlametoolError
@@ -17,9 +18,12 @@ from ..run.record import Environment
 # The JSON document's name and version (docs/summary-json.md): a field's meaning never changes within a version;
 # fields may be added.
 # 2: an anchored pair's difference_us, at_us and layer figures at the common speed of both sides' processes
-# (1: at the base side's speed).
+# (1: at the base side's speed). 3: an anchored pair's ratio (and so its difference and verdict) is speed-adjusted
+# with two or more processes a side (stats.Anchored.speed; `speed_adjustment` says what the adjustment did),
+# and each pair's counts (what a step does, counted, exact: every count of both sides and every difference),
+# and every layer and frame difference (layers, frames), not only the largest.
 SCHEMA = "flametool-summary"
-VERSION = 2
+VERSION = 3
 
 
 @dataclass
@@ -40,6 +44,9 @@ class PairSummary:
     largest_frame: FrameDelta | None = None
     not_sampled: str | None = None  # why there are no layer or frame differences
     verdict: Verdict | None = None
+    counts: CountDiff | None = None  # what a step does, counted, head - base: first, exact
+    layers: list[LayerDelta] = field(default_factory=list)  # every layer difference
+    frames: list[FrameDelta] = field(default_factory=list)  # every frame difference, largest first
 
 
 @dataclass
@@ -50,6 +57,7 @@ class Summary:
     pairs: list[PairSummary] = field(default_factory=list)
     environments: list[Environment] = field(default_factory=list)
     cases: dict[str, stats.Pooled] = field(default_factory=dict)  # a run's cases, their pooled times
+    counts: dict = field(default_factory=dict)  # a run's cases' counted loops (run.counts.Counts), by label
     complete: bool = True
     incomplete: list[str] = field(default_factory=list)  # a diff: the runs that did not finish ("A", "B")
     differences: list = field(default_factory=list)  # a diff of two runs: analysis.Difference, what they did not do alike
@@ -88,31 +96,36 @@ def pair_change(p: PairAnalysis) -> Change | None:
 
 
 def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
-              fail_above: float | None, not_sampled: str | None) -> PairSummary:
+              fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None) -> PairSummary:
     a = change.anchored
+    diff_us: float | None
+    base_us: float | None
     if a is not None:
         diff_us, interval, base_us = a.diff_us, a.diff_interval, a.at_us
         units = f"{a.base_units} + {a.head_units} {a.unit_name}"
     else:
         f = change.absolute
+        assert f is not None  # every Change has its absolute figures
         diff_us, interval, base_us = f.diff_us, f.diff_interval, f.base_us
         units = f"{f.units} {f.unit_name}"
     layer, frame = largest(d)
     return PairSummary(label, base, head, head_where, change, diff_us, interval, base_us, units, layer, frame,
                        not_sampled if d is None else None,
-                       verdict(change, label, fail_above) if fail_above is not None else None)
+                       verdict(change, label, fail_above) if fail_above is not None else None, counts,
+                       list(d.layers) if d else [], list(d.frames) if d else [])
 
 
 def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
     run = a.run
     out = Summary("run", str(a.run_dir), str(a.run_dir), environments=list(run.environments), complete=run.complete,
-                  cases=stats.group_pooled(run, True))
+                  cases=stats.group_pooled(run, True),
+                  counts={l: r.profile.counts for l, r in run.results.items() if r.profile and r.profile.counts})
     for p in a.pairs:
         change = pair_change(p)
         if change is None:
             continue
         out.pairs.append(of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff,
-                                   fail_above, "not both sampled: no layer or frame differences"))
+                                   fail_above, "not both sampled: no layer or frame differences", p.counts))
     return out
 
 
@@ -133,7 +146,7 @@ def of_diff(result: DiffResult, fail_above: float | None = None, allow_unlike: b
         out.no_verdict, fail_above = unlike_sentence(result), None
     if result.change is not None:
         out.pairs.append(of_change(label, base, head, head if result.cases else "B", result.change, result.figures,
-                                   fail_above, result.not_sampled))
+                                   fail_above, result.not_sampled, result.counts))
     return out
 
 

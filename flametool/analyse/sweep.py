@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 from pathlib import Path
 
 from . import attribution
@@ -112,8 +113,10 @@ def crossover(points: list[Point]) -> Crossover:
     # the last change from host- to GPU-bound: from there on the GPU stays behind within the sweep
     i = max(j for j in range(len(usable) - 1) if host[j] and not host[j + 1])
     lo, hi = usable[i], usable[i + 1]
+    assert lo.cpu_us and lo.gpu_us and hi.cpu_us and hi.gpu_us  # usable: both measured
     after = usable[i + 2] if i + 2 < len(usable) else None
     if after is not None:
+        assert after.gpu_us  # usable
         slope = math.log(after.gpu_us / hi.gpu_us) / math.log(after.size / hi.size)
         own_lo = math.log(hi.gpu_us) - slope * math.log(hi.size / lo.size)
         low, high = own_lo - math.log(lo.cpu_us), math.log(hi.gpu_us / hi.cpu_us)
@@ -154,8 +157,9 @@ def pair_point(base: str, bt: Timing, head: str, ht: Timing, paired: bool) -> Pa
     p.wall = stats.pair(base, bt, head, ht, paired, metric="wall_us")
     # which case is slower, by how much host time, and what share of its wall time shows it: from the two
     # cases' medians, so the share is of a wall time it cannot exceed
-    host = {base: bt.median("cpu_us"), head: ht.median("cpu_us")}
-    wall = {base: bt.median("wall_us"), head: ht.median("wall_us")}
+    # (medians of loops both have: checked above)
+    host = cast("dict[str, float]", {base: bt.median("cpu_us"), head: ht.median("cpu_us")})
+    wall = cast("dict[str, float]", {base: bt.median("wall_us"), head: ht.median("wall_us")})
     slower, faster = (head, base) if wall[head] > wall[base] else (base, head)
     p.slower = slower
     p.extra_host_us = host[slower] - host[faster]
@@ -217,16 +221,20 @@ def verdicts(points: list[PairPoint]) -> tuple[list[Crossing], list[Stretch], li
     even: list[Crossing] = []
     stretches: list[Stretch] = []
     for i, p in enumerate(usable):
+        assert p.wall is not None and p.wall.ratio is not None  # measured
+        verdict = side(p)
+        assert verdict is not None  # usable
         iv = p.wall.ratio_interval
         low, high = (iv.low, iv.high) if iv else (p.wall.ratio, p.wall.ratio)
-        if stretches and stretches[-1].side == side(p):
+        if stretches and stretches[-1].side == verdict:
             s = stretches[-1]
             s.high, s.ratio_low, s.ratio_high = p.shape, min(s.ratio_low, low), max(s.ratio_high, high)
         else:
-            if stretches and stretches[-1].side == -side(p) != 0:
+            if stretches and stretches[-1].side == -verdict != 0:
                 q = usable[i - 1]
+                assert q.wall is not None and q.wall.ratio is not None  # measured
                 even += crossings([q.shape, p.shape], [math.log(q.wall.ratio), math.log(p.wall.ratio)])
-            stretches.append(Stretch(side(p), p.shape, p.shape, low, high, i == 0, False))
+            stretches.append(Stretch(verdict, p.shape, p.shape, low, high, i == 0, False))
     if stretches:
         stretches[-1].last = True
     return even, stretches, inconclusive
@@ -242,7 +250,7 @@ class SweepPair:
     stretches: list[Stretch] = field(default_factory=list)  # neighbouring sizes with one verdict
     inconclusive: list[PairPoint] = field(default_factory=list)  # sizes whose interval is too wide to say
 
-    _index: dict | None = field(default=None, repr=False, compare=False)
+    _index: dict[tuple, PairPoint] | None = field(default=None, repr=False, compare=False)
 
     def at(self, shape: list[int]) -> PairPoint | None:
         """The pair's point at `shape` (looked up, not searched: a table of every size asks for each)."""
@@ -263,7 +271,7 @@ class SweepAnalysis:
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
     new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
 
-    _index: dict = field(default_factory=dict, repr=False, compare=False)  # label -> by_shape of its curve
+    _index: dict[str, dict[tuple, Point]] = field(default_factory=dict, repr=False, compare=False)  # label -> by_shape of its curve
 
     def at(self, label: str, shape: list[int]) -> Point | None:
         """The case's point at `shape`, whatever order its points are in (a run.json made or edited elsewhere
@@ -285,9 +293,12 @@ class SweepAnalysis:
         return next((([p.shape for p in c]) for c in self.curves.values() if c), [])
 
 
-def by_shape(points: list) -> dict[tuple, object]:
+Shaped = TypeVar("Shaped", Point, PairPoint)
+
+
+def by_shape(points: list[Shaped]) -> dict[tuple, Shaped]:
     """shape -> point (the first with it)."""
-    index: dict[tuple, object] = {}
+    index: dict[tuple, Shaped] = {}
     for p in points:
         index.setdefault(tuple(p.shape), p)
     return index

@@ -53,7 +53,7 @@ class Diff:
 
 def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
     check_fail_above(args)
-    renderer = render.get(args.format, ("text",) + tuple(f for f in render.SUMMARIES if f != "text"))
+    render.check(args.format, ("text",) + tuple(f for f in render.SUMMARIES if f != "text"))
     if args.top < 0:
         raise FlametoolError(f"--top {args.top}: must be 0 or more")
     check_limits(args)
@@ -68,12 +68,13 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
     else:
         result = analysis.diff_runs(args.run_a, args.run_b, args.case, args.layers, args.anchor)
     if args.format == "text":
-        out.file.write(render.get("terminal")(terminal_options(out, top=args.top)).render(result))
+        out.file.write(render.show("terminal", result, terminal_options(out, top=args.top)))
     else:
-        out.file.write(renderer().render(summary.of(result, args.fail_above, args.allow_unlike)))
+        out.file.write(render.show(args.format, summary.of(result, args.fail_above, args.allow_unlike)))
         out.file.flush()
     if args.fail_above is None:
         return 0
+    assert result.change is not None  # diff_runs and diff_cases always set it
     if result.unlike and not args.allow_unlike:
         raise FlametoolError(summary.unlike_sentence(result))
     decided = analysis.verdict(result.change, result.label, args.fail_above)

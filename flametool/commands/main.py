@@ -7,9 +7,11 @@ interrupted), never a traceback."""
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import signal
 import sys
+from typing import TextIO, cast
 
 from rich.console import Console
 
@@ -40,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"flametool {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS.values():
-        command.add_arguments(sub.add_parser(command.name, help=command.help))
+        # `flametool COMMAND --help` opens with what the command does: its own description, else its line above
+        description = getattr(command, "description", None) or command.help[0].upper() + command.help[1:] + "."
+        command.add_arguments(sub.add_parser(command.name, help=command.help, description=description))
     return parser
 
 
@@ -99,14 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     reopen_closed_standard_streams()
     for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii: '×' and 'µ' printed as escapes, not a crash
         try:
-            stream.reconfigure(errors="backslashreplace")
+            cast(io.TextIOWrapper, stream).reconfigure(errors="backslashreplace")  # a stream without it: below
         except (AttributeError, ValueError, OSError):
             pass
     # a closed terminal (SIGHUP) cannot take the last line: it goes nowhere, the exit code still says it
-    err = Console(file=Stdout(sys.stderr, quiet=True), soft_wrap=True)
+    # (Stdout has the file methods rich calls, though not the whole of TextIO: the casts say it stands for one)
+    err = Console(file=cast(TextIO, Stdout(sys.stderr, quiet=True)), soft_wrap=True)
     stdout = Stdout(sys.stdout)
     # piped or redirected output is read in a log or an editor, not squeezed to 80 columns
-    out = Console(file=stdout) if stdout.isatty() else Console(file=stdout, width=160)
+    out = Console(file=cast(TextIO, stdout)) if stdout.isatty() else Console(file=cast(TextIO, stdout), width=160)
     try:
         args = build_parser().parse_args(argv)
     except FlametoolError as exc:

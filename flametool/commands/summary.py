@@ -40,15 +40,16 @@ class Summary:
 def cmd_summary(args: argparse.Namespace, err: Console, out: Console) -> int:
     """The summary of a run, in the format asked; with --fail-above, the exit code of its worst verdict."""
     check_fail_above(args)
-    renderer = render.get(args.format, render.SUMMARIES)
+    render.check(args.format, render.SUMMARIES)
     run = rundir.load(args.run)
     if args.fail_above is not None and run.kind != "compare":
         raise FlametoolError(f"{args.run}: a{'n' if run.kind == 'atlas' else ''} {run.kind} run: --fail-above judges a "
                              f"compare run's pairs or a diff; a {run.kind}'s ratios are per "
                              f"{'op' if run.kind == 'atlas' else 'size'}")
     made = summary.of(dispatch.analyse(args.run, run), args.fail_above)
-    out.file.write(renderer().render(made))
+    out.file.write(render.show(args.format, made))
     out.file.flush()
     if made.exit_code:
+        assert made.verdict is not None  # an exit code other than 0 is a verdict's
         terminal.say(err, f"flametool: {made.verdict.sentence}")
     return made.exit_code

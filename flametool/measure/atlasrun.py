@@ -34,7 +34,7 @@ def op_config(atlas: Config, op: str, out: Path) -> Config:
 
 
 def atlas(config: Config, op_names: list[str], argv: list[str], progress: Progress,
-          written: Callable[[Path], None]) -> tuple[Path, Run]:
+          written: Callable[[Path], object]) -> tuple[Path, Run]:
     """Measure each op of `op_names` (written(op_dir) after each: its report); returns the atlas's
     directory and record."""
     if not config.out_is_default:

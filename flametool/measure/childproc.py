@@ -12,7 +12,7 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, overload
 
 from . import sampler
 from .. import procs
@@ -20,8 +20,8 @@ from ..run import rundir
 from ..workload.cases import CaseSpec, builtin_libraries
 from .config import Config
 from .child import ACTIVE_LOOP, SPARE
-from .protocol import (RESULT_OF, AnyJob, AnyResult, Done, Failed, Phase, Point, ProfileJob, SampleReady, decode,
-    encode_job)
+from .protocol import (RESULT_OF, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point, ProfileJob,
+    SampleReady, Swept, SweepJob, Timed, TimeJob, decode, encode_job)
 from ..run.record import Sampling
 
 # Spares kept started ahead of the processes run until the ratios settle (Spares.ahead).
@@ -185,6 +185,7 @@ class Spare:
         """Give it its job; None when it is gone (it is stopped, and a fresh child does the job)."""
         if self.proc.poll() is None:
             try:
+                assert self.proc.stdin is not None  # start_child gives every child a pipe on its stdin
                 self.proc.stdin.write((encode_job(job) + "\n").encode())
                 self.proc.stdin.flush()
                 return self.child
@@ -201,6 +202,19 @@ class Spare:
             pass
 
 
+# run_child's overloads: the result it returns is the one its job's kind returns (RESULT_OF), checked as it is read
+@overload
+def run_child(job: TimeJob, config: Config, label: str, log_path: Path, progress: Progress,
+              folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
+              spare: Spare | None = None) -> tuple[Timed | None, str | None, Sampling | None]: ...
+@overload
+def run_child(job: SweepJob, config: Config, label: str, log_path: Path, progress: Progress,
+              folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
+              spare: Spare | None = None) -> tuple[Swept | None, str | None, Sampling | None]: ...
+@overload
+def run_child(job: ProfileJob, config: Config, label: str, log_path: Path, progress: Progress,
+              folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
+              spare: Spare | None = None) -> tuple[CaseProfiled | None, str | None, Sampling | None]: ...
 def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
               spare: Spare | None = None) -> tuple[AnyResult | None, str | None, Sampling | None]:
@@ -229,9 +243,11 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
                         ignored += 1
                 elif isinstance(msg, SampleReady) and msg.pid == proc.pid:
                     progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
+                    assert folded is not None  # a job that samples is given the file its stacks go to
                     sampling = sampler.record_keeping_up(msg.pid, config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
                                                          folded, lambda t: progress(label, t))
                     try:
+                        assert proc.stdin is not None  # start_child gives every child a pipe on its stdin
                         proc.stdin.write(b"stop\n")
                         proc.stdin.flush()
                     except BrokenPipeError:
@@ -291,6 +307,8 @@ def describe_phase(msg: Phase) -> str:
     if phase == "point":
         return f"size {msg.index}/{msg.of}{at}"
     if phase == "timed":
+        if msg.repeat is None or msg.of is None:  # what comparing None would raise: run_child ignores the message
+            raise TypeError("a timed phase without its round")
         if msg.repeat > msg.of:
             return f"more rounds of timed loops{at} (host-bound: each case timed for {msg.seconds or 0:g} s)"
         return f"timed loop {msg.repeat}/{msg.of}{at}"
@@ -357,6 +375,7 @@ class Spares:
         if not self.wanted:
             return
         config = self.config
+        assert config.max_processes is not None  # Config.__post_init__ sets it
         for j in range(max(i + 1, config.processes + 1), min(i + SPARES_AHEAD, config.max_processes) + 1):
             log = self.out / f"{name}-timing-{j}.log"
             if log not in self.started:

@@ -126,8 +126,8 @@ def choose_anchor(envs: list[Environment], specs: list[CaseSpec], given: str | N
         if len(specs) < 2:
             raise FlametoolError(f"--anchor {given!r}: the run needs another case to compare beside the anchor")
         return given
-    same = [s.label for s in specs if library(s) and len({e.versions.get(library(s)) for e in envs}) == 1
-            and envs[0].versions.get(library(s)) is not None]
+    same = [s.label for s in specs if (lib := library(s)) and len({e.versions.get(lib) for e in envs}) == 1
+            and envs[0].versions.get(lib) is not None]
     if len(specs) >= 2 and same:
         return same[-1]
     shown = "; ".join(f"{e.name}: " + ", ".join(f"{lib} {v}" for lib, v in e.versions.items()) for e in envs)

@@ -73,6 +73,7 @@ def probe(cases: list[dict]) -> dict:
                     out["describe"][case["library"]] = found
             else:
                 spec = importlib.util.spec_from_file_location(f"flametool_case_{case['factory']}", case["file"])
+                assert spec is not None and spec.loader is not None  # a .py file (cases.parse_case): a source loader
                 module = importlib.util.module_from_spec(spec)
                 sys.path.insert(0, str(Path(case["file"]).parent))
                 spec.loader.exec_module(module)

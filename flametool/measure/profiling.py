@@ -16,6 +16,7 @@ from ..run.record import ProfileProcess, host_bound, size_name
 def profile(m: Measurement, case: CaseSpec) -> None:
     """The case alone at the sample shape: its own loops, cProfile, and py-spy."""
     r = m.run.results[case.label]
+    assert r.sample_shape is not None  # the case's timing chose it
     got = profiled(m, case, r.sample_shape, m.steps[case.label], case.label)
     if isinstance(got, str):
         r.error = f"profiling alone at {','.join(map(str, r.sample_shape))}: {got}"
@@ -51,6 +52,7 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
     got, error, sampling = run_child(job, config, name, log, m.progress, rundir.folded_path(m.out, name),
                                      spare=m.spares.take(log, [case.label]))
     if got is None:
+        assert error is not None  # without a result run_child gives an error
         return error
     files = {"prof": rundir.prof_path(m.out, name).name}
     if sampling is not None:
@@ -60,4 +62,5 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
         sampling.sampled_us_per_call = sampler.sampled_us_per_call(got.chunks or [], got.calls_per_chunk or 1,
                                                                    sampling.window)
     return ProfileProcess(own=got.own, calls=got.calls, cprofile_us_per_call=got.cprofile_us_per_call,
-                          cprofile_calls=got.cprofile_calls, sampling=sampling, files=files)
+                          cprofile_calls=got.cprofile_calls, sampling=sampling, files=files,
+                          counts=got.counts)

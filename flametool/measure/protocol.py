@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from ..workload.cases import CaseSpec
+from ..run.counts import Counts
 from ..run.record import DeviceInfo, Loops, Operands
 
 
@@ -135,15 +136,16 @@ class ProfileJob(Job):
     sample: bool = True
     prof_path: str = ""
     max_sample_seconds: float = 0.0
+    count: bool = True  # the counted loop after the others (counting.py)
 
     @classmethod
     def from_json(cls, data: dict) -> "ProfileJob":
         return cls(**cls._common(data), case=JobCase.from_json(data["case"]), shape=_shape(data["shape"]),
                    steps=data.get("steps"), sample=bool(data.get("sample", True)), prof_path=str(data["prof_path"]),
-                   max_sample_seconds=float(data["max_sample_seconds"]))
+                   max_sample_seconds=float(data["max_sample_seconds"]), count=bool(data.get("count", True)))
 
 
-JOBS: dict[str, type[Job]] = {j.kind: j for j in (TimeJob, SweepJob, ProfileJob)}
+JOBS: dict[str, type[AnyJob]] = {j.kind: j for j in (TimeJob, SweepJob, ProfileJob)}
 AnyJob = Union[TimeJob, SweepJob, ProfileJob]
 
 
@@ -239,14 +241,20 @@ class CaseProfiled:
     cprofile_calls: int = 0
     chunks: list[list[float]] | None = None
     calls_per_chunk: int | None = None
+    counts: Counts | None = None  # the counted loop, after the others
+
+    def to_json(self) -> dict:
+        data = {k: v for k, v in asdict(self).items() if k != "counts"}
+        return data | ({"counts": self.counts.to_json()} if self.counts is not None else {})
 
     @classmethod
     def from_json(cls, data: dict) -> "CaseProfiled":
         return cls(_loops(data["own"]), int(data["calls"]), float(data["cprofile_us_per_call"]),
-                   int(data["cprofile_calls"]), data.get("chunks"), data.get("calls_per_chunk"))
+                   int(data["cprofile_calls"]), data.get("chunks"), data.get("calls_per_chunk"),
+                   Counts.from_json(data["counts"]) if data.get("counts") is not None else None)
 
 
-RESULTS: dict[str, type] = {r.job: r for r in (Timed, Swept, CaseProfiled)}
+RESULTS: dict[str, type[AnyResult]] = {r.job: r for r in (Timed, Swept, CaseProfiled)}
 AnyResult = Union[Timed, Swept, CaseProfiled]
 
 
@@ -281,6 +289,10 @@ class _OneField:
 
     convert: ClassVar[type]
     fields = asdict
+    if TYPE_CHECKING:  # what each subclass is: a dataclass of that one field
+        __dataclass_fields__: ClassVar[dict[str, Any]]
+
+        def __init__(self, value: Any) -> None: ...
 
     @classmethod
     def from_json(cls, data: dict):
@@ -310,6 +322,7 @@ class PointCase:
     def to_json(self) -> dict:
         if self.error is not None:
             return {"error": self.error}
+        assert self.loops is not None  # a case without an error has its loops
         out = {"calls": self.calls, "steps": self.steps, "loops": asdict(self.loops)}
         return out | ({"operands": asdict(self.operands)} if self.operands else {})
 
@@ -349,7 +362,8 @@ class Done:
     result: AnyResult
 
     def fields(self) -> dict:
-        return {"job": self.result.job, "result": asdict(self.result)}
+        result = self.result.to_json() if hasattr(self.result, "to_json") else asdict(self.result)
+        return {"job": self.result.job, "result": result}
 
     @classmethod
     def from_json(cls, data: dict) -> "Done":
@@ -366,7 +380,7 @@ class Failed(_OneField):
 
 
 Message = Union[Phase, SampleReady, Point, Done, Failed]
-MESSAGES: dict[str, type] = {m.event: m for m in (Phase, SampleReady, Point, Done, Failed)}
+MESSAGES: dict[str, type[Message]] = {m.event: m for m in (Phase, SampleReady, Point, Done, Failed)}
 MESSAGE_START = '{"event": '
 
 

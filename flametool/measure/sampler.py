@@ -143,6 +143,7 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     sampling.kept_samples = sum(s.count for s in kept)
     rundir.write_atomic(out, folded.dumps(kept))  # a full disk: one line, and no half file
     if not sampling.complete and sampling.total_samples and not sampling.refused:
+        assert sampling.error is not None  # run_bounded says why it did not complete
         sampling.error += f"; kept the {sampling.total_samples} samples it wrote"
     return sampling
 
@@ -189,6 +190,7 @@ class Output:
         self.thread.start()
 
     def _read(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None  # run_bounded starts py-spy with a pipe on its stdout
         for line in proc.stdout:
             now = time.monotonic()
             self.lines.append(line.rstrip())

@@ -38,6 +38,8 @@ class SweepLeft:
         if not self.done:
             return None
         total = len(self.sizes) * self.processes
+        weight_done: float
+        weight_all: float
         if len(self.seconds) < len(self.sizes):
             weight_done, weight_all = self.done, total
         else:
@@ -62,6 +64,7 @@ def time_sweep(m: Measurement, cases: list[CaseSpec], reason: str) -> list[tuple
     a process reports it. Returns the cases to time again alone, as time_group does, when their shared
     first process failed before it measured anything."""
     config, run = m.config, m.run
+    assert config.sizes is not None  # a sweep's config has its sizes
     paired = len(cases) > 1
     group = Group([c.label for c in cases], paired, reason)
     run.groups.append(group)
@@ -95,6 +98,7 @@ def time_sweep(m: Measurement, cases: list[CaseSpec], reason: str) -> list[tuple
                     t.calls, calls[j][label] = entry.calls, entry.steps
                     if entry.operands is not None:
                         r.operands.append(entry.operands)
+                assert entry.loops is not None  # an entry without an error has its loops
                 t.processes.append(entry.loops)
             left.step()
             m.save()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from markupsafe import Markup
 
@@ -24,6 +25,7 @@ class Cell:
     differs: str = ""
     threads: str = ""  # all threads' CPU time per call
     cls: str = ""  # "fastest", "failed"
+    counted: str = ""  # kernels and CUDA API calls per call (the counted loop), '' where not counted
 
 
 @dataclass
@@ -81,7 +83,7 @@ def cell(c: AtlasCell, fastest: str | None) -> Cell:
     return Cell(fmt.us(c.us), f"95%: {fmt.interval(c.interval)}" if c.interval else "",
                 fmt.ratio_to_fastest(c.ratio, fastest if c.label == fastest or c.ratio else ""), fmt.differs_most(c),
                 f"all threads {fmt.us(c.all_threads_us)}" if c.all_threads_us is not None else "",
-                "fastest" if c.label == fastest else "")
+                "fastest" if c.label == fastest else "", c.counted)
 
 
 def frames(c: AtlasCell) -> FrameLine:
@@ -99,12 +101,13 @@ def build(a: AtlasAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
                           [frames(c) for c in r.cells.values() if c.frames], r.error or ""))
         ok = [c for c in r.cells.values() if c.us is not None]
         if r.fastest and len(ok) > 1:
-            slowest = max(ok, key=lambda c: c.us)
+            slowest = max(ok, key=lambda c: cast(float, c.us))  # ok: us is not None
             lines.append(f"{r.op} ({fmt.shape(r.shape)}): fastest {r.fastest} at {fmt.us(r.cells[r.fastest].us)} per call; "
                          f"{slowest.label} {fmt.ratio_to_fastest(slowest.ratio, r.fastest)}"
                          + (f", most in {fmt.differs_most(slowest)}" if slowest.differs_most else ""))
         for c in r.cells.values():
             if c.layers:
+                assert c.us is not None  # a cell with layers was timed: they add up to its time
                 bars[f"{r.op} {c.label}"] = {k: (v, c.layers_se.get(k, 0.0)) for k, v in c.layers.items()}
                 totals[f"{r.op} {c.label}"] = c.us
     run = a.run

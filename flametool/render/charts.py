@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..analyse import layers as ly
 from ..analyse.attribution import CaseCosts
@@ -31,6 +32,7 @@ LESS = "#4393c3"  # head spends less: blue
 
 
 def colour(layer: str) -> str:
+    layer = ly.canonical(layer)  # a layer's name on the CPU (ATen glue) keeps its colour
     if layer in LAYER_COLOURS:
         return LAYER_COLOURS[layer]
     return FALLBACK[sum(map(ord, layer)) % len(FALLBACK)]
@@ -127,6 +129,7 @@ def stacked(cases: dict[str, dict[str, tuple[float, float]]], totals: dict[str, 
     step, scale = axis(max([*totals.values(), *(sum(u for u, _ in c.values()) for c in cases.values())], default=1.0))
     px = (x1 - x0) / scale
     bars, seen = [], []
+    x: float
     for i, (label, per_layer) in enumerate(cases.items()):
         x, segs = x0, []
         for layer in ly.order(per_layer):
@@ -315,16 +318,17 @@ def time_plot(curves: dict[str, list[tuple[float, str, float | None, float | Non
     for i, (label, pts) in enumerate(curves.items()):
         colour = case_colour(i)
         for kind, dash, marker, at in (("host", "", "circle", 2), ("GPU", "6 4", "square", 3)):
-            got = [(p[0], p[1], p[at]) for p in pts if p[at]]
+            # p[at]: the host's or the GPU's us, a float where it is not None
+            got = cast("list[tuple[float, str, float]]", [(p[0], p[1], p[at]) for p in pts if p[at]])
             if not got:
                 continue
             marks = [Mark(sx(x), sy(v), f"{label} {kind} at {name}: {time_text(v) if v >= 1000 else f'{v:,.2f} us'}")
                      for x, name, v in got]
             chart.series.append(Series(f"{label} {kind}", colour, dash, " ".join(f"{m.x},{m.y}" for m in marks),
                                        marks, marker))
-        at = crossovers.get(label)
-        if at:
-            size, us = at
+        crossing = crossovers.get(label)
+        if crossing:
+            size, us = crossing
             chart.lines.append(VLine(sx(size), f"{label} ≈ {size:,.0f}", colour, top + 14 + 16 * len(chart.lines), sy(us)))
     return chart
 

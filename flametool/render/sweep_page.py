@@ -99,17 +99,18 @@ def cells(a: SweepAnalysis) -> tuple[list[str], list[list[Cell]]]:
                     Cell("host-bound" if p.host_bound else "GPU-bound", cls="host" if p.host_bound else "muted")
                     ] if on_gpu else [host, Cell(fmt.us(p.wall_us))]
         for sp in a.pairs:
-            p = sp.at(shape)
-            w = p.wall if p else None
+            pp = sp.at(shape)
+            w = pp.wall if pp else None
             if w is None or w.ratio is None:
                 row += [Cell("–"), Cell(""), Cell("")]
                 continue
+            assert pp is not None  # w is its wall figures
             iv = w.ratio_interval
-            row += [Cell("inconclusive" if side(p) is None else fmt.ratio(w.ratio),  # the interval says nothing
-                         (f"{fmt.ratio(w.ratio)}, " if side(p) is None else "")
+            row += [Cell("inconclusive" if side(pp) is None else fmt.ratio(w.ratio),  # the interval says nothing
+                         (f"{fmt.ratio(w.ratio)}, " if side(pp) is None else "")
                          + (f"95%: {iv.low:.3f} to {iv.high:.3f}, {w.units} {w.unit_name}" if iv else "no interval")),
-                    Cell(f"{p.slower} +{fmt.us(p.extra_host_us)}" if p.extra_host_us and p.extra_host_us > 0 else "–"),
-                    Cell(f"{p.share:.0%}" if p.share is not None else "–")]
+                    Cell(f"{pp.slower} +{fmt.us(pp.extra_host_us)}" if pp.extra_host_us and pp.extra_host_us > 0 else "–"),
+                    Cell(f"{pp.share:.0%}" if pp.share is not None else "–")]
         rows.append(row)
     return columns, rows
 
@@ -131,7 +132,8 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
     lines = [f"{label}: {c.text}" for label, c in a.crossovers.items()]
     for sp in a.pairs:
         lines += fmt.sweep_pair_lines(sp, run.config.timing_processes)
-    lines += [f"operands differ: {fmt.unlike_sentence(unlike)}" for unlike in a.unlike]
+    lines += [f"operands differ: {line}" for line in fmt.unlike_lines(a.unlike, fmt.run_device(a.run),
+                                                                       a.run.config.operation)]
     lines += [f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}"] if a.new_outputs else []
     failures = [f"{label}: failed: {r.error}" for label, r in run.results.items() if r.error]
     failures += [f"{label} at {size_name(p.shape)}: {p.error}" for label, r in run.results.items() for p in r.points if p.error]

@@ -14,7 +14,7 @@ import re
 import shlex
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from . import record, safeopen
 from ..errors import FlametoolError, RunDirError, WriteError
@@ -31,7 +31,7 @@ def folded_path(run: Path, label: str) -> Path:
     return run / f"{label}.folded"
 
 
-def is_file_name(name) -> bool:
+def is_file_name(name: object) -> TypeGuard[str]:
     """`name` (from run.json's `files`) names a file in the run directory itself: no folder, no '..', no NUL."""
     return isinstance(name, str) and name not in ("", ".", "..") and "\0" not in name and Path(name).name == name
 
@@ -247,7 +247,7 @@ def shown(path: Path | str, most: int = 200) -> str:
 
 # What run.json holds from the moment a run claims its directory until the run writes its own: a valid,
 # empty, incomplete run, so a reader in between sees no half file.
-CLAIMED = {"schema": SCHEMA, "complete": False, "started": None, "finished": None, "command": [], "config": {},
+CLAIMED: dict[str, Any] = {"schema": SCHEMA, "complete": False, "started": None, "finished": None, "command": [], "config": {},
            "env": {}, "results": {}}
 UNIQUE_TRIES = 1000
 

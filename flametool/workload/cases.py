@@ -31,7 +31,7 @@ import math
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, cast
 
 from . import ops, values
 from ..errors import FlametoolError
@@ -107,7 +107,7 @@ def prefetch_shape(shape: list[int], dtype: str) -> None:
     """prefetch_operands() of an op's shape: M,K,N; or N elements (or R,C), whose a and b op_operands takes as a
     1 x N and an N x 1 host_operands."""
     if len(shape) == 3:
-        prefetch_operands(*shape, dtype)
+        prefetch_operands(shape[0], shape[1], shape[2], dtype)
     else:
         prefetch_operands(1, math.prod(shape), 1, dtype)
 
@@ -122,9 +122,9 @@ def host_operands(m: int, k: int, n: int, dtype: str):
 
 def made_by(step: Step, dtype: str, a, b, out) -> Step:
     """Mark a built-in step's operands (the arrays it reads), how they were made, and the array it writes."""
-    step.operands = (a, b)
-    step.operands_made = operands_made(dtype)
-    step.out = out
+    setattr(step, "operands", (a, b))
+    setattr(step, "operands_made", operands_made(dtype))
+    setattr(step, "out", out)
     return step
 
 
@@ -252,10 +252,10 @@ def cublas_gemm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
     def step() -> None:
         gemm(*args)
 
-    step.args = args
+    setattr(step, "args", args)
     # the raw pointers in args stay valid only while these arrays live
     made_by(step, dtype, a, b, out)  # also what keeps them alive
-    step.scalars = (alpha, beta)
+    setattr(step, "scalars", (alpha, beta))
     return step, cp.cuda.runtime.deviceSynchronize
 
 
@@ -282,9 +282,9 @@ def torch_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
     def step() -> None:
         replay()
 
-    step.ops = GRAPH_OPS
-    made_by(step, dtype, *step0.operands, step0.out)
-    step.graph = graph
+    setattr(step, "ops", GRAPH_OPS)
+    made_by(step, dtype, *cast("tuple[Any, Any]", getattr(step0, "operands")), getattr(step0, "out"))  # made_by set (a, b)
+    setattr(step, "graph", graph)
     return step, sync
 
 
@@ -302,7 +302,7 @@ def cupy_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, S
     gemm0()
     sync()
     lib = _loaded_library("libcublas.so")
-    handle = gemm0.args[0]
+    handle = getattr(gemm0, "args")[0]
     lib.cublasSetStream_v2.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     lib.cublasGemmEx.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                  ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
@@ -315,7 +315,7 @@ def cupy_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, S
         capture.begin_capture()
         try:
             for _ in range(GRAPH_OPS):
-                status = lib.cublasGemmEx(*gemm0.args)
+                status = lib.cublasGemmEx(*getattr(gemm0, "args"))
                 if status != 0:
                     raise RuntimeError(f"cublasGemmEx returned status {status} during capture")
         finally:
@@ -328,9 +328,9 @@ def cupy_graph(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, S
     def step() -> None:
         launch(null)
 
-    step.ops = GRAPH_OPS
-    made_by(step, dtype, *gemm0.operands, gemm0.out)
-    step.graph = (graph, capture, gemm0)
+    setattr(step, "ops", GRAPH_OPS)
+    made_by(step, dtype, *cast("tuple[Any, Any]", getattr(gemm0, "operands")), getattr(gemm0, "out"))  # made_by set (a, b)
+    setattr(step, "graph", (graph, capture, gemm0))
     return step, sync
 
 
@@ -346,6 +346,77 @@ def _loaded_library(stem: str):
     raise RuntimeError(f"{stem} is not loaded in this process")
 
 
+EMPTY_KERNEL_PTX = b"""
+.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry flametool_empty()
+{
+	ret;
+}
+"""
+
+
+def _check(result, what: str):
+    """cuda.bindings returns (CUresult, values...): the values, or RuntimeError naming the call."""
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        raise RuntimeError(f"{what} failed: {err!r}")
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+def _empty_function(driver, index: int):
+    """The empty kernel, loaded into the device's primary context (the one CuPy and PyTorch use): its PTX
+    JIT-compiled by the driver, or, where the driver refuses that PTX, compiled by NVRTC for the device."""
+    _check(driver.cuInit(0), "cuInit")
+    dev = _check(driver.cuDeviceGet(index), "cuDeviceGet")
+    ctx = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    _check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    err, module = driver.cuModuleLoadData(EMPTY_KERNEL_PTX)
+    if int(err) != 0:
+        from cuda.bindings import nvrtc
+
+        major = _check(driver.cuDeviceGetAttribute(
+            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")
+        minor = _check(driver.cuDeviceGetAttribute(
+            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")
+        src = b'extern "C" __global__ void flametool_empty() {}'
+        prog = _check(nvrtc.nvrtcCreateProgram(src, b"empty.cu", 0, [], []), "nvrtcCreateProgram")
+        _check(nvrtc.nvrtcCompileProgram(prog, 1, [f"--gpu-architecture=sm_{major}{minor}".encode()]),
+               "nvrtcCompileProgram")
+        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+        cubin = b" " * size
+        _check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+        module = _check(driver.cuModuleLoadData(cubin), "cuModuleLoadData")
+    return _check(driver.cuModuleGetFunction(module, b"flametool_empty"), "cuModuleGetFunction"), (ctx, module)
+
+
+def cuda_launch(shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
+    """The driver floor: an empty kernel (one block of one thread) launched with cuLaunchKernel through
+    cuda-python's bindings (cuda.bindings.driver, installed beside CuPy 14), on the legacy default stream of the
+    device's primary context. What any library's launch costs at the least: one driver call from Python. The
+    op's shape and dtype are not used (the kernel reads nothing)."""
+    index = cuda_index(device)
+    if index is None:
+        raise ValueError("cuda-launch needs a CUDA device; use --device cuda:N")
+    from cuda.bindings import driver
+
+    function, keep = _empty_function(driver, index)
+    launch = driver.cuLaunchKernel
+    stream = driver.CUstream(0)
+    _check(launch(function, 1, 1, 1, 1, 1, 1, 0, stream, 0, 0), "cuLaunchKernel")
+    _check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    def step() -> None:
+        launch(function, 1, 1, 1, 1, 1, 1, 0, stream, 0, 0)
+
+    def sync() -> None:
+        _check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    step.keep = keep
+    return step, sync
+
+
 # --- the other ops (ops.py): numpy, torch and cupy share one step per op; jax has its own (jit, no out=) -------
 
 def op_operands(op: str, shape: list[int], dtype: str) -> tuple:
@@ -354,7 +425,7 @@ def op_operands(op: str, shape: list[int], dtype: str) -> tuple:
     the other ops N values of each, in the op's shape (copy: as a matrix, ops.as_matrix); fft reads one complex
     array, a + ib."""
     if op == "matmul":
-        return host_operands(*shape, dtype)
+        return host_operands(shape[0], shape[1], shape[2], dtype)
     import numpy as np
 
     a, b = host_operands(1, math.prod(shape), 1, dtype)
@@ -418,9 +489,9 @@ def kit_step(op: str, kit: Kit, arrays: tuple, dtype: str) -> Step:
             return fft(a)
     else:
         raise ValueError(f"no step for op {op!r}")
-    step.operands = tuple(arrays)
-    step.operands_made = op_operands_made(op, dtype)
-    step.out = out
+    setattr(step, "operands", tuple(arrays))
+    setattr(step, "operands_made", op_operands_made(op, dtype))
+    setattr(step, "out", out)
     return step
 
 
@@ -498,10 +569,11 @@ def _jax_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]
         # one device runs its computations in the order they were dispatched: the last done means all are
         last[0].block_until_ready()
 
-    step.operands = arrays
-    step.operands_made = op_operands_made(op, dtype)
-    step.device_clock = "wall"
-    step.jitted, step.last = jitted, last  # the last result: what sync waits for, and what a test reads
+    setattr(step, "operands", arrays)
+    setattr(step, "operands_made", op_operands_made(op, dtype))
+    setattr(step, "device_clock", "wall")
+    setattr(step, "jitted", jitted)  # the last result: what sync waits for, and what a test reads
+    setattr(step, "last", last)
     return step, sync
 
 
@@ -529,7 +601,7 @@ del _library, _op
 def factory_name(label: str, op: str) -> str:
     """The built-in factory of case `label` for `op`: the matmul factories by their own names (run.json's
     factory strings of older runs), LIBRARY_OP for the others."""
-    if op == ops.DEFAULT_OP:
+    if op == ops.DEFAULT_OP or label in ANY_OP:
         return BUILTIN[label].factory
     if label not in OP_LIBRARIES:
         raise FlametoolError(f"case {label!r} is a matmul floor: it has no --op {op} (leave it out of --libs)")
@@ -588,12 +660,16 @@ BUILTIN: dict[str, Builtin] = {
     "torch-graph": Builtin("torch_graph", "torch", True),
     "cupy-graph": Builtin("cupy_graph", "cupy", True),
     "jax": Builtin("jax_matmul", "jax", True),
+    "cuda-launch": Builtin("cuda_launch", "cuda.bindings", True),
 }
+# floors that launch the same thing whatever the op (--op): built for every op by the same factory
+ANY_OP = {"cuda-launch"}
 # what each floor's time per call means, for the report's comparison against them
 FLOORS = {
     "cublas": "cublasGemmEx called with the least Python",
     "torch-graph": "host cost per product of replaying a CUDA graph from PyTorch",
     "cupy-graph": "host cost per product of launching a CUDA graph from CuPy",
+    "cuda-launch": "an empty kernel launched with cuLaunchKernel from cuda.bindings: the launch itself",
 }
 
 

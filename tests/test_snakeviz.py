@@ -110,6 +110,7 @@ def test_killed_outright_takes_snakeviz_with_it(cpu_run):
     """SIGKILL gives flametool no chance to clean up; the kernel stops snakeviz for it (PDEATHSIG)."""
     proc, url = start(cpu_run, "--port", str(free_port()))
     (server,) = children(proc.pid)
+    private = Path(urllib.parse.unquote(url.split("/snakeviz/", 1)[1])).parent
     proc.kill()
     proc.wait()
     deadline = time.monotonic() + 15
@@ -118,6 +119,7 @@ def test_killed_outright_takes_snakeviz_with_it(cpu_run):
     if alive(server):
         os.kill(server, signal.SIGKILL)
         pytest.fail("snakeviz outlived a killed flametool")
+    assert not private.exists(), "the served copy outlived the server"
 
 
 def test_default_case_is_first(cpu_run):

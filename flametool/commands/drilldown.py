@@ -58,7 +58,7 @@ def target(run: Path, case: str | None) -> Target:
 # traceback for a file it cannot read): a run directory is untrusted and the port is open to every local user,
 # so flametool's server answers for the one profile it was given and nothing else, and never with a traceback
 SERVE_BOOT = """
-import os, sys
+import os, shutil, signal, sys
 sys.path.append(sys.path.pop(0))
 import tornado.web
 import snakeviz.main as viz
@@ -70,7 +70,15 @@ def get(self, profile_name):
     return shown(self, profile_name)
 viz.VizHandler.get = get
 viz.app.settings["serve_traceback"] = False
-sys.exit(main(sys.argv[2:]))
+# the private copy goes with the server, also when flametool was killed outright (the kernel's SIGTERM)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+try:
+    code = main(sys.argv[2:])
+finally:
+    folder = os.path.dirname(allowed)
+    if os.path.basename(folder).startswith("flametool-snakeviz-"):
+        shutil.rmtree(folder, ignore_errors=True)
+sys.exit(code)
 """
 
 

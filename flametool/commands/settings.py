@@ -81,7 +81,7 @@ def compare_config(args: argparse.Namespace, say) -> Config:
              list(d.shape) if op == ops.DEFAULT_OP else ops.host_bound_shape(op, common["device"]))
     sample_shape = parse_shape(args.sample_shape, "--sample-shape", op) if args.sample_shape else None
     if args.env:
-        common.update(env_config(args, common))
+        common.update(env_config(args, common, say))
     elif args.anchor is not None:
         raise FlametoolError("--anchor: only with --env (two environments to compare)")
     envs = len(common.get("environments") or [])
@@ -106,7 +106,7 @@ def compare_config(args: argparse.Namespace, say) -> Config:
     )
 
 
-def env_config(args: argparse.Namespace, common: dict) -> dict:
+def env_config(args: argparse.Namespace, common: dict, say=lambda text: None) -> dict:
     """--env: every environment checked and probed (each interpreter imports every case) before anything runs;
     the cases, dtypes and pairs as they run in each (CASE@NAME)."""
     if args.isolate:
@@ -116,6 +116,9 @@ def env_config(args: argparse.Namespace, common: dict) -> dict:
     specs = common["cases"]
     envs = environments.probe(envs, specs)
     anchor = environments.choose_anchor(envs, specs, args.anchor)
+    warning = environments.anchor_versions(envs, specs, anchor)
+    if warning:
+        say(warning)
     labelled = environments.expand(specs, envs)
     labels = [c.label for c in labelled]
     pairs = [parse_pair(text, labels) for text in args.pair] or environments.default_pairs(specs, envs, anchor)

@@ -365,9 +365,9 @@ class Anchored:
 
     case: str
     anchor: str
-    ratio: float  # (case / anchor on the head side) / (case / anchor on the base side)
+    ratio: float  # (case / anchor on the head side) / (case / anchor on the base side), at one speed when `speed` is fitted
     ratio_interval: Interval | None
-    at_us: float  # the base's time per call at the pair's common speed (common_speed): the difference's scale
+    at_us: float  # the base's time per call at the pair's common speed (the fit's, SpeedFit.at_us; else common_speed)
     diff_us: float  # at_us * (ratio - 1)
     diff_interval: Interval | None
     anchor_change: float  # the anchor's own pooled time, head / base: how the host's speed moved

@@ -446,7 +446,7 @@ def anchored(case: str, anchor: str, base: tuple[Timing, Timing], head: tuple[Ti
     speed = speed_fit(base, head, metric)
     if speed is not None:  # two or more processes a side: the speed-aware estimate, at its common speed
         ratio, at_us = speed.ratio, speed.at_us
-        if speed.low is not None:
+        if speed.low is not None and speed.high is not None:
             method = f"{speed.method}, of log({case} / {anchor})" + (
                 f" on log({anchor} time), slope {speed.slope:+.3f}" if speed.adjusted else "")
             ratio_iv = Interval(speed.low, speed.high, method)
@@ -480,7 +480,7 @@ def speed_fit(base: tuple[Timing, Timing], head: tuple[Timing, Timing],
         if len(y) < 2:
             return None
         sides += [y, x]
-    return speedfit.fit(*sides)
+    return speedfit.fit(sides[0], sides[1], sides[2], sides[3])
 
 
 def anchored_pair(run: Run, base: str, head: str, pooled: dict[str, Pooled] | None = None) -> Anchored | None:

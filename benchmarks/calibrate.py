@@ -226,8 +226,7 @@ def main() -> int:
     p.add_argument("--nulls", type=int, default=10)
     p.add_argument("--plants", type=int, default=5)
     p.add_argument("--plant-us", type=float, default=None,
-                   help="the busy-wait planted in pr's matmul, us (default 1.5 for cupy: with the wrapper's own cost "
-                        "about the 8.6%% of the H200 reference plant; 5.0 for numpy)")
+                   help="the busy-wait planted in pr's matmul, us (default 1.0 for cupy, 5.0 for numpy)")
     p.add_argument("--compare-args", default="", help="more options for every compare (e.g. '--timed-seconds 0.5 "
                                                       "--no-spares'): what the defaults are chosen against")
     p.add_argument("--out", type=Path, required=True, help="where the runs are kept (and resumed from)")
@@ -243,7 +242,7 @@ def main() -> int:
         args.anchor = args.anchor_case.rpartition(":")[2]
     args.shape = args.shape or ("1024,1024,1024" if args.lib == "cupy" else "64,64,64")
     args.dtype = args.dtype or ("float16" if args.lib == "cupy" else "float32")
-    args.plant_us = args.plant_us if args.plant_us is not None else (1.5 if args.lib == "cupy" else 5.0)
+    args.plant_us = args.plant_us if args.plant_us is not None else (1.0 if args.lib == "cupy" else 5.0)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.seed_from is not None and args.seed_from.is_dir():
         for run in sorted(args.seed_from.iterdir()):

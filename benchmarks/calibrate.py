@@ -27,7 +27,8 @@ committed under benchmarks/results/h200-2026-12-01g-cal):
     timeout 590 python3 benchmarks/calibrate.py --seed-from benchmarks/results/h200-2026-12-01g-cal \
         --out "$OUT/cal" --nulls 10 --plants 5 --max-minutes 7
 (`benchmarks/h200_check.sh calibrate` runs it with --seed-from .cal-runs: copy a call's returned cal/ there.)
-On the CPU (numpy against torch, what the test runs):
+On the CPU (numpy against torch; tests/test_calibrate.py anchors on numpy's np.dot instead, --anchor-case
+tests/cases/env_cases.py:dot, which spares every process torch's 2 s import):
     python3 benchmarks/calibrate.py --lib numpy --shape 64,64,64 --nulls 1 --plants 1 --out /tmp/cal
 """
 

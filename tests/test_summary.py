@@ -50,6 +50,11 @@ def test_diff_json_reads_back_with_the_anchored_change_and_the_verdict(two_runs,
     # the same figures as the analysis
     result = analysis.diff_runs(a, b, "cupy")
     assert pair["ratio"]["value"] == result.change.ratio and pair["difference_us"]["value"] == result.change.anchored.diff_us
+    # what the speed adjustment did, the figure it gave and the unadjusted one beside it
+    speed, fit = pair["speed_adjustment"], result.change.anchored.speed
+    assert speed["ratio"] == pair["ratio"]["value"] and speed["low"] == pair["ratio"]["low"]
+    assert speed["unadjusted"]["ratio"] == fit.unadjusted and speed["sentence"] == fit.sentence("A", "B")
+    assert speed["base_processes"] == speed["head_processes"] == 6 and speed["overlap"] == fit.overlap
 
 
 def test_summary_of_a_sample_is_the_analysis_s_figures(capsys):

@@ -75,6 +75,11 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
 
 
 def compare_config(args: argparse.Namespace, say) -> Config:
+    check_fail_above(args)  # before anything is probed
+    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
+        raise FlametoolError(f"--budget {args.budget}: must be a number of seconds, more than 0")
+    if args.timed_seconds is not None and not (math.isfinite(args.timed_seconds) and 0 < args.timed_seconds <= 60):
+        raise FlametoolError(f"--timed-seconds {args.timed_seconds}: must be more than 0 and at most 60")
     common = case_config(args, say, "compare")
     d, op = defaults(common["device"]), common["op"]
     shape = (parse_shape(args.shape, "--shape", op) if args.shape else
@@ -85,11 +90,6 @@ def compare_config(args: argparse.Namespace, say) -> Config:
     elif args.anchor is not None:
         raise FlametoolError("--anchor: only with --env (two environments to compare)")
     envs = len(common.get("environments") or [])
-    check_fail_above(args)
-    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
-        raise FlametoolError(f"--budget {args.budget}: must be a number of seconds, more than 0")
-    if args.timed_seconds is not None and not (math.isfinite(args.timed_seconds) and 0 < args.timed_seconds <= 60):
-        raise FlametoolError(f"--timed-seconds {args.timed_seconds}: must be more than 0 and at most 60")
     if envs and args.processes is None:  # issue 31: more processes a side, until settled or decided, in a budget
         common["processes"] = d.env_processes
     if args.timed_seconds is not None:

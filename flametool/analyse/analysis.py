@@ -57,6 +57,7 @@ class PairAnalysis:
     profiles: tuple[attribution.Profile, attribution.Profile] | None = None  # (base, head) when both were sampled
     anchored: stats.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
     counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (None: neither side counted)
+    cross_library: bool = False  # two libraries (not one library in two environments): frames matched by role first
 
     @functools.cached_property
     def diff(self) -> diff.PairDiff | None:
@@ -73,7 +74,8 @@ class PairAnalysis:
     def _diff(self, view: str) -> PairDiff | None:
         if not self.profiles:
             return None
-        return diff.diff(*self.profiles, view=view, at_speed=speed_note(self.anchored, self.base, self.head))
+        return diff.diff(*self.profiles, view=view, at_speed=speed_heading(self.anchored, self.base, self.head),
+                         by_role=self.cross_library)
 
     @property
     def headline(self) -> stats.PairFigures | None:
@@ -212,7 +214,8 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
         anchored = stats.anchored_pair(run, base, head, pooled_sample)
         pair_profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
         out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, pair_profiles, anchored,
-                                      countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head)))
+                                      countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head),
+                                      cross_library(run.results[base], run.results[head])))
     return out
 
 
@@ -220,6 +223,12 @@ def counts_of(run, label: str):
     """A case's counted loop (record.ProfileProcess.counts), None where it has none."""
     r = run.results.get(label)
     return r.profile.counts if r is not None and r.profile is not None else None
+
+
+def cross_library(base: CaseResult, head: CaseResult) -> bool:
+    """Two libraries (numpy and torch, a case of one's own and a built-in), not one library in two
+    environments or runs: their frames do the same jobs under other names (diff.role_rows)."""
+    return (base.library or base.factory) != (head.library or head.factory)
 
 
 def at_common_speed(base: attribution.Profile, head: attribution.Profile,
@@ -237,13 +246,14 @@ def at_common_speed(base: attribution.Profile, head: attribution.Profile,
 
 
 def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored: stats.Anchored | None, view: str,
-                  names: tuple[str, str]) -> diff.PairDiff:
+                  names: tuple[str, str], by_role: bool = False) -> diff.PairDiff:
     """diff.diff of two profiles, both at the pair's common speed when the comparison is anchored, the tables
     told so under `names` (base, head): `flametool diff` of two runs, or of two cases of one run."""
-    return diff.diff(*at_common_speed(base, head, anchored), view, at_speed=speed_note(anchored, *names))
+    return diff.diff(*at_common_speed(base, head, anchored), view, at_speed=speed_heading(anchored, *names),
+                     by_role=by_role)
 
 
-def speed_note(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
+def speed_heading(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
     """What a pair's sides are when at_common_speed put them at the pair's common speed, for the tables' readers."""
     if anchored is None:
         return None
@@ -468,9 +478,10 @@ class Difference:
     base: str  # as run A has it
     head: str  # as run B has it
     unlike: bool
+    note: str = ""
 
     def __str__(self) -> str:
-        return f"{self.what} {self.base} in A, {self.head} in B"
+        return f"{self.what} {self.base} in A, {self.head} in B" + (f" ({self.note})" if self.note else "")
 
 
 def _shape(shape) -> str:
@@ -493,15 +504,15 @@ def differences(a: Run, b: Run, label: str, anchor: str | None) -> list[Differen
     out = [Difference(what, x, y, True) for what, x, y in (
         ("op", a.config.operation, b.config.operation),
         ("factory", ra.factory.rsplit(":", 1)[-1], rb.factory.rsplit(":", 1)[-1]),
-        ("shape", _shape(ra.shape), _shape(rb.shape)),
-        ("sampled shape", _shape(ra.sample_shape), _shape(rb.sample_shape)),
+        ("shape", _shape(ra.sample_shape), _shape(rb.sample_shape)),  # the shape the change is taken at
         ("dtype", ra.dtype, rb.dtype),
         ("device", ra.device, rb.device),
         ("operations per step", str(ra.ops_per_step), str(rb.ops_per_step))) if x != y]
     if any(d.what == "op" for d in out):  # a built-in case's factory is named after its op
         out = [d for d in out if d.what != "factory"]
-    if any(d.what == "shape" for d in out) and ra.shape == ra.sample_shape and rb.shape == rb.sample_shape:
-        out = [d for d in out if d.what != "sampled shape"]
+    if ra.shape != rb.shape and ra.sample_shape == rb.sample_shape:  # both compared at the same sampled shape
+        out.append(Difference("requested shape", _shape(ra.shape), _shape(rb.shape), False,
+                              f"both compared at {_shape(ra.sample_shape)}"))
     for case in dict.fromkeys(x for x in (label, anchor) if x):
         (lib_a, va), (lib_b, vb) = _version(a, case), _version(b, case)
         if lib_a and lib_a == lib_b and va != vb:
@@ -590,7 +601,7 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
     # that was not sampled still has its ratio, as `diff RUN_A RUN_B` and `summary` give it
     sampled = base in attribution.sampled_labels(run) and head in attribution.sampled_labels(run)
     figures = anchored_diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head),
-                            got, view, (base, head)) if sampled else None
+                            got, view, (base, head), cross_library(rb, rh)) if sampled else None
     if got is not None:
         change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
     else:

@@ -92,6 +92,12 @@ def op_shape(op: str, value) -> str:
     return f"{op} {shape(value)}"
 
 
+# Under a frame table with rows matched by role (diff.role_rows)
+ROLE_KEY = ("; a row \"role: frames (base) ≈ frames (head)\" matches frames that do one job under names only one "
+            "side has (roles.json: a GEMM kernel, the allocator, a lock, a launch), so a renamed job is not read as a "
+            "difference")
+
+
 def run_device(run) -> str | None:
     """The device a run asked for, or (a run that did not record it) the first case's."""
     return run.config.device or next((r.device for r in run.results.values() if getattr(r, "device", None)), None)
@@ -196,13 +202,15 @@ def change_lines(change, label: str, cases: tuple[str, str] | None) -> list[str]
 FEW_PROCESSES = 5
 
 
-def wide_note(f: PairFigures, processes: int) -> str | None:
+def wide_note(f: PairFigures, processes: int, isolated: bool | None = None) -> str | None:
     """One line when the ratio's interval is wide, with what would help: the processes (more than ran) that
-    would bring it within ±WIDE at the spread seen, or that more processes would not settle it."""
+    would bring it within ±WIDE at the spread seen, or that more processes would not settle it. `isolated`:
+    whether the run was made with --isolate (None: not known, and then an unpaired pair is taken to be so); a
+    pair unpaired for another reason (two environments' cases) is not advised to leave out an option not given."""
     if f.ratio is None or not f.wide:
         return None
     ran = f.units if f.unit_name == "processes" else 1
-    isolated = "" if f.paired else ", and without --isolate"
+    isolated = "" if f.paired or isolated is False else ", and without --isolate"
     if f.ratio_interval is None:
         return (f"{f.head} / {f.base}: no interval (too few processes or rounds); run with --processes "
                 f"{max(ran + 1, 5)} for one{isolated}")
@@ -236,7 +244,7 @@ def pair_lines(pair, run, processes: int) -> list[str]:
     lines = [pair_sentence(lead, f" at the sample shape {shape(run.results[pair.head].sample_shape)}" if at_sample else "")]
     if at_sample and pair.timing is not None and pair.timing.ratio is not None:
         lines.append(f"At the requested shape {shape(run.results[pair.head].shape)}: " + pair_sentence(pair.timing))
-    note = wide_note(lead, processes)
+    note = wide_note(lead, processes, bool(run.config.recorded.get("isolate")))
     return lines + ([note] if note else [])
 
 
@@ -310,7 +318,7 @@ def closure_sentence(x: CaseCosts) -> str:
     c = x.closure()
     repaired = x.repaired_samples
     return (f"layers sum to {c.layers_sum_us_per_call:,.2f} of {c.measured_us_per_call:,.2f} us per call "
-            f"(ratio {c.ratio:.3f}), from {x.samples} samples"
+            f"measured ({c.ratio:.1%}: every sample counted in a layer once), from {x.samples} samples"
             + (f" ({repaired} repaired: an inlined header chain py-spy put between a function and itself)"
                if repaired else ""))
 

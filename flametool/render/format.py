@@ -8,7 +8,7 @@ from ..analyse.attribution import CaseCosts
 from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
 from ..analyse.operands import UnlikeOperands
 from ..run.record import Environment
-from ..analyse.sweep import SAME_WITHIN, SweepPair, size_name
+from ..analyse.sweep import SAME_WITHIN, PairPoint, SweepPair, size_name
 
 DASH = "–"
 
@@ -93,6 +93,7 @@ def pair_sentence(f: PairFigures, where: str = "") -> str:
     over 5 processes'."""
     if f.ratio is None:
         return f"{f.head} against {f.base}{where}: nothing to compare"
+    assert f.diff_us is not None  # a ratio comes with its difference
     text = (f"{f.head} / {f.base} = {ratio(f.ratio)}"
             + (f" (95%: {interval(f.ratio_interval, lambda v: f'{v:.3f}')})" if f.ratio_interval else " (no interval)")
             + f"; {f.head} − {f.base} = {signed(f.diff_us)} us per call"
@@ -117,6 +118,7 @@ def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[s
             f"at the common speed of both sides' processes ({base} {us(a.at_us)} there), anchored on {a.anchor} over "
             f"{a.base_units} + {a.head_units} {a.unit_name}")
     b = a.absolute
+    assert b.base_us is not None  # stats.anchored gives apart() the base's time
     absolute = (f"not anchored: {base} {us(b.base_us)} → {head} {us(b.base_us * b.ratio) if b.ratio else DASH} "
                 f"per call, {signed(b.diff_us) if b.diff_us is not None else DASH} us"
                 + (f" (95%: {interval(b.diff_interval, signed)})" if b.diff_interval else "")
@@ -211,7 +213,11 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
     conclusive = [p for p in measured if id(p) not in gone]
     lines = []
     if conclusive:
-        far = max(conclusive, key=lambda p: abs(math.log(p.wall.ratio)))
+        def distance(p: PairPoint) -> float:
+            assert p.wall is not None and p.wall.ratio is not None  # measured
+            return abs(math.log(p.wall.ratio))
+        far = max(conclusive, key=distance)
+        assert far.wall is not None and far.wall.ratio is not None  # measured
         lines.append(f"{sp.head} / {sp.base} wall time per call: furthest from even at {size_name(far.shape)}, "
                      f"{ratio(far.wall.ratio)}" + (f" (95%: {interval(far.wall.ratio_interval, lambda v: f'{v:.3f}')})"
                                                    if far.wall.ratio_interval else "")
@@ -236,9 +242,14 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
             lines.append(f"{faster} is faster {where}: {sp.head} / {sp.base} {st.ratio_low:.3f} to "
                          f"{st.ratio_high:.3f} (95% intervals)")
     for p in sp.inconclusive:
+        assert p.wall is not None  # inconclusive: measured, its interval too wide
         lines.append(f"at {size_name(p.shape)} the wall-time ratio is inconclusive: its 95% interval runs from "
                      f"{interval(p.wall.ratio_interval, lambda v: f'{v:.3g}')} (the processes disagree)")
-    widest = max(conclusive or measured, key=lambda p: p.wall.reach if p.wall.reach is not None else math.inf)
+    def reach(p: PairPoint) -> float:
+        assert p.wall is not None  # measured
+        return p.wall.reach if p.wall.reach is not None else math.inf
+    widest = max(conclusive or measured, key=reach)
+    assert widest.wall is not None  # measured
     note = wide_note(widest.wall, processes)
     if note:
         lines.append(f"at {size_name(widest.shape)}, wall time: {note}")

@@ -15,8 +15,10 @@
 #   repro.txt          benchmarks/paired_repro.py at 4096^3 (GPU-bound: timed again at the host-bound sample
 #                      shape in every process), --no-sample, three runs: do the ratios hold from run to run?
 #   envs.txt           benchmarks/envs.py, three runs of three environments (issue 19's targets)
+#   calibrate.txt      benchmarks/calibrate.py, issue 31's null and planted A/Bs (cal/: the runs, to carry
+#                      into the next call as .cal-runs: `timeout 590 bash benchmarks/h200_check.sh calibrate`)
 # Run from the repository root, after the device README's lines that put py-spy on PATH:
-#   bash benchmarks/h200_check.sh [gpu|compare|repro|envs ...]     (default: all four, in that order)
+#   bash benchmarks/h200_check.sh [gpu|compare|repro|envs|calibrate ...]  (default: the first four, in order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/h200-check}
@@ -46,7 +48,13 @@ for w in "${what[@]}"; do
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/envs.py"
           python3 benchmarks/envs.py --out "$out/envs-runs"; echo "rc $?"; } > "$out/envs.txt" 2>&1
         find "$out/envs-runs" -name '*.log' -delete ;;
-    *) echo "h200_check.sh: unknown check '$w' (gpu, compare, repro, envs)"; exit 2 ;;
+    calibrate)
+        # issue 31: 10 null and 5 planted compare --env runs, resumable: runs of earlier calls carried in as
+        # .cal-runs (copy the last call's returned cal/ there); no run starts after CAL_MINUTES (default 5)
+        { echo "# H200, $(date -u +%F), $head: python3 benchmarks/calibrate.py --nulls 10 --plants 5"
+          python3 benchmarks/calibrate.py --seed-from .cal-runs --out "$out/cal" --nulls 10 --plants 5 \
+              --max-minutes "${CAL_MINUTES:-5}"; echo "rc $?"; } > "$out/calibrate.txt" 2>&1 ;;
+    *) echo "h200_check.sh: unknown check '$w' (gpu, compare, repro, envs, calibrate)"; exit 2 ;;
     esac
     echo "$w: $((SECONDS - started)) s"
 done

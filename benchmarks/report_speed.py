@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from flametool.analyse import dispatch  # noqa: E402
-from flametool.render import html as report  # noqa: E402
+from flametool import render  # noqa: E402
 
 SAMPLES_TARGET = 1.0  # seconds, `flametool report` of each samples/ run in a fresh process
 COMMANDS = 3  # fresh `flametool report` processes a run directory, their median: one is at the mercy of a noisy host
@@ -60,7 +60,7 @@ def timed(run: Path, repeat: int, out: Path) -> tuple[list[float], float, str]:
     times = []
     for _ in range(max(repeat, 1)):
         t0 = time.perf_counter()
-        html = report.render(dispatch.analyse_dir(run))
+        html = render.show("html", dispatch.analyse_dir(run))
         times.append(time.perf_counter() - t0)
     walls = []
     for _ in range(COMMANDS):

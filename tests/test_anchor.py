@@ -113,17 +113,13 @@ def test_an_inconclusive_verdict_says_how_many_processes_would_settle_it():
     f = stats.anchored("cupy", "torch", base, head)
     v = analysis.verdict(analysis.Change(f.ratio, f.ratio_interval, "relative to torch", f), "cupy", 3)
     assert v.outcome == "inconclusive" and v.processes and v.processes > 6
-    assert f"about {v.processes} processes a run would settle it" in v.sentence
-    # at that many processes a side with the same spread, the interval would clear 3%
+    assert f"about {v.processes} processes a side would settle it" in v.sentence
+    # at that many processes a side with the same spread (the speed fit's), the interval would clear 3%; one fewer not
     n = v.processes
-    var = sum(statistics_var(x) for x in (f.base_logs, f.head_logs))
-    assert stats.t975(2 * n - 2) * math.sqrt(var / n) < abs(math.log(f.ratio / 1.03))
-
-
-def statistics_var(values):
-    import statistics
-
-    return statistics.variance(values)
+    assert f.speed is not None
+    assert math.log1p(f.reach_with(n)) < abs(math.log(f.ratio / 1.03)) <= math.log1p(f.reach_with(n - 1))
+    # one run's two environments: compare again, with --fail-above and a longer budget
+    assert "compare again with --fail-above 3" in v.sentence
 
 
 # --- flametool diff RUN_A RUN_B, anchored ----------------------------------------------------------------
@@ -168,7 +164,9 @@ def test_diff_fails_above_on_the_interval_and_is_inconclusive_where_it_holds_it(
     assert line.startswith("flametool: cupy: +1.0% (95%: ") and "relative to torch" in line
     line = one_line_error(capsys, ["diff", str(a), str(b), "--case", "cupy", "--fail-above", "1.2"],
                           code=analysis.INCONCLUSIVE_EXIT)
-    assert "inconclusive" in line and "processes a run would settle it" in line
+    assert "inconclusive" in line and "processes a side would settle it" in line
+    # two stored runs: how to get a decision
+    assert "time both builds in one run: flametool compare --env" in line and "--fail-above 1.2" in line
 
 
 def test_diff_without_an_anchor_says_so(tmp_path, capsys):

@@ -180,8 +180,8 @@ def test_a_stopped_atlas_shows_what_finished_and_says_what_did_not(atlas_run, tm
     (copy / "run.json").write_text(json.dumps(data))
     a = dispatch.analyse_dir(copy)
     assert [r.error for r in a.rows] == [None, None, "not measured: the atlas stopped before this op"]
-    text = render.get("terminal")(Options(width=160)).render(a)
+    text = render.show("terminal", a, Options(width=160))
     assert "not measured: the atlas stopped before this op" in text and "incomplete" in text
     assert str(copy / "fft" / "report.html") not in text  # no link to a page that is not there
-    page = render.get("html")().render(a)
+    page = render.show("html", a)
     assert "incomplete run" in page and 'href="fft/report.html"' not in page

@@ -19,9 +19,9 @@ import pytest
 pytest.importorskip("websocket", reason="websocket-client (pip install -e .[test]) drives Chromium")
 
 from browser import Chromium, find_chromium  # noqa: E402
+from flametool import render
 from flametool.analyse import dispatch  # noqa: E402
 from flametool.run import rundir  # noqa: E402
-from flametool.render import html as report  # noqa: E402
 from reportruns import cpu_run_dir, h200_run_dir, hostile_run  # noqa: E402
 
 INSTALL = "apt-get update && apt-get install -y chromium"
@@ -46,7 +46,7 @@ def report_page(request, tmp_path_factory) -> tuple[str, Path]:
     else:
         run = hostile_run(tmp_path_factory.mktemp("hostile") / "run")
     out = tmp_path_factory.mktemp("page") / "report.html"
-    rundir.write_report(run, report.render(dispatch.analyse_dir(run)), out)
+    rundir.write_report(run, render.show("html", dispatch.analyse_dir(run)), out)
     return request.param, out
 
 
@@ -133,7 +133,7 @@ def test_sweep_report_in_chromium_on_a_laptop_screen(chromium_path, tmp_path):
     if not sample.is_dir():
         pytest.skip("samples/h200-sweep-fp16 is not recorded")
     page = tmp_path / "sweep.html"
-    rundir.write_report(sample, report.render(dispatch.analyse_dir(sample)), page)
+    rundir.write_report(sample, render.show("html", dispatch.analyse_dir(sample)), page)
     with Chromium(chromium_path, width=1366, height=768) as browser:
         browser.open(page.as_uri())
         assert browser.errors() == []
@@ -154,3 +154,39 @@ def test_sweep_report_in_chromium_on_a_laptop_screen(chromium_path, tmp_path):
                     apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
                     assert apart, (selector, a, b)
         browser.screenshot(shots_dir(tmp_path) / "sweep-laptop.png")
+
+
+FRAME_COLUMNS = """(() => {
+  const probe = document.createElement('span');
+  probe.className = 'frame'; probe.style.fontSize = '12px'; probe.textContent = '0'.repeat(20);
+  document.body.appendChild(probe);
+  const ch = probe.getBoundingClientRect().width / 20;
+  probe.remove();
+  return [...document.querySelectorAll('table.frames')].filter(t => t.offsetWidth > 0).map(t => {
+    const cell = t.querySelector('tbody td.frame'), box = t.closest('.scroll').getBoundingClientRect();
+    const heads = [...t.querySelectorAll('thead th')].map(h => h.getBoundingClientRect());
+    return {id: t.id, chars: cell.getBoundingClientRect().width / ch,
+            clipped: heads.filter(h => h.right > box.right + 1 || h.left < box.left - 1).length};
+  });
+})()"""
+
+
+def test_frame_tables_leave_the_frame_column_readable(chromium_path, tmp_path):
+    """Issue 33, item 1: on the H200 host-bound run's page the per-case tables stood side by side with the frame
+    column about 5 characters wide (names wrapped letter by letter) and the last heading cut to "sam". At 1400
+    and at 800 px every shown frame table gives the frame column at least 20 characters and no heading is
+    cut off by the table's box."""
+    sample = Path(__file__).resolve().parent.parent / "samples" / "h200-hostbound-1024"
+    if not sample.is_dir():
+        pytest.skip("samples/h200-hostbound-1024 is not recorded")
+    page = tmp_path / "report.html"
+    rundir.write_report(sample, render.show("html", dispatch.analyse_dir(sample)), page)
+    with Chromium(chromium_path, width=1400, height=1000) as browser:
+        browser.open(page.as_uri())
+        for width in (1400, 800):
+            browser.send("Emulation.setDeviceMetricsOverride", width=width, height=1000, deviceScaleFactor=1, mobile=False)
+            tables = browser.eval(FRAME_COLUMNS)
+            assert len(tables) >= 3, tables  # the shown pair's diff and the per-case tables
+            for t in tables:
+                assert t["chars"] >= 20 and t["clipped"] == 0, (width, t)
+        browser.screenshot(shots_dir(tmp_path) / "frames-800.png")

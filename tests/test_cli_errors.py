@@ -120,3 +120,39 @@ def test_help_of_every_command(command):
     assert proc.stdout.startswith("usage: flametool")
     if command in ("compare", "sweep"):
         assert "±2%, for at most" in proc.stdout
+
+
+def _help(*command: str) -> str:
+    parser = main.build_parser()
+    if not command:
+        return parser.format_help()
+    return parser._subparsers._group_actions[0].choices[command[0]].format_help()
+
+
+def test_help_says_what_the_design_does():
+    """Issue 33, item 7: the help texts say what flametool does. compare times the cases together in shared
+    processes (not each in its own), opens with a description, the rounds' median is a step before pooling
+    (not "the figure reported"), --pair's default names library cases, and the atlas lists its own sampling
+    defaults and no --pair (which it refuses)."""
+    from flametool.measure import atlasrun
+
+    top = " ".join(_help().split())
+    assert "measure each case in its own process" not in top
+    assert "compare time the cases side by side in several fresh processes" in top
+    for command in main.COMMANDS:
+        words = " ".join(_help(command).split())
+        described = _help(command).split("\n\n")[1]  # the paragraph after the usage lines
+        assert not described.startswith(("options:", "positional")), (command, described)
+        assert "the median is reported" not in words, command
+        assert "default: the first two cases" not in words, command
+    compare = " ".join(_help("compare").split())
+    assert "default: the first two library cases" in compare
+    assert "median of its rounds" in compare
+    atlas = " ".join(_help("atlas").split())
+    assert "--pair" not in atlas
+    secs = atlasrun.SAMPLE_SECONDS
+    assert f"seconds of sampling per case (default {secs['cuda']} on CUDA, {secs['cpu']} on the CPU)" in atlas
+    with pytest.raises(Exception, match="for a pair of your own use compare"):
+        from flametool.commands import settings
+        settings.atlas_config(main.build_parser().parse_args(["atlas", "--pair", "numpy:torch", "--device", "cpu"]),
+                              lambda text: None)

@@ -146,3 +146,22 @@ def test_an_address_above_step_is_not_a_root_of_its_own():
     p = profile("n", "0x7f1b (libc.so.6);case.<locals>.step (t/c.py:1);f (lib/m.py:2) 1\n"
                      "case.<locals>.step (t/c.py:1);f (lib/m.py:2) 1\n", 2.0)
     assert diff.aligned(p) == [folded.Stack((diff.STEP_ROOT, "lib.m.f"), 2)]
+
+
+# --- diff RUN --base A --head B of a run that was not sampled ------------------------------------------------
+
+def test_diff_of_two_cases_of_a_run_not_sampled_gives_the_ratio(capsys, tmp_path):
+    """`--no-sample`: as `diff RUN_A RUN_B` and `summary` do, the ratio and the verdict, and no layers."""
+    from flametool.run import rundir
+
+    run = make_run(tmp_path / "r", {"numpy": (BASE, 6.0, 0), "torch": (HEAD, 9.0, 0)})
+    data = rundir.load(run)
+    for r in data.results.values():
+        r.profile.files, r.profile.sampling = {}, None
+        (run / f"{r.label}.folded").unlink()
+    rundir.save(run, data)
+    assert main.main(["diff", str(run), "--base", "numpy", "--head", "torch"]) == 0
+    out = capsys.readouterr().out
+    assert "torch / numpy = 1.500×" in out and "not both sampled" in out
+    line = one_line_error(capsys, ["diff", str(run), "--base", "numpy", "--head", "torch", "--fail-above", "10"], code=3)
+    assert "+50.0%" in line

@@ -94,8 +94,8 @@ def test_the_planted_cost_is_found_within_its_interval(env_run):
     assert (pair.base, pair.head) == ("numpy@a", "numpy@b")
     f = pair.anchored
     assert f is not None and f.anchor == "dot" and (f.base_units, f.head_units) == (3, 3)
-    # the wrapper costs 5 us plus its own call; what b's interpreter measured of it directly lies in the interval
-    assert PLANTED_US <= planted < PLANTED_US + 2
+    # the wrapper costs 5 us plus its own call; what b's interpreter measured of it directly (the host's figure,
+    # which the test does not judge) lies in the interval
     # (a 95% interval misses one run in twenty by design: the test allows its half-width again on either side;
     # in 6 runs of this fixture's command the interval held it each time, the point within 7% of it)
     half = (f.diff_interval.high - f.diff_interval.low) / 2
@@ -105,8 +105,10 @@ def test_the_planted_cost_is_found_within_its_interval(env_run):
     # own pooled time is the absolute figures' base
     assert f.diff_us == pytest.approx(f.at_us * (f.ratio - 1))
     assert f.absolute.base_us == pytest.approx(a.timings["numpy@a"].cpu_us)
-    # the anchor's versions are the same in both environments, so its own change is the host's: near 1
-    assert 0.7 < f.anchor_change < 1.4
+    # the anchor's own change is the host's speed between the environments' processes, which no test may
+    # assume: what flametool computes of it is the anchor's pooled time, b's over a's
+    assert f.anchor_change == pytest.approx(a.sample_timings["dot@b"].cpu_us / a.sample_timings["dot@a"].cpu_us)
+    assert f"dot's own change {f.anchor_change:.3f}×" in " ".join(proc.stdout.split())
     assert "numpy@b / numpy@a relative to dot = " in proc.stdout and "anchored on dot over 3 + 3 processes" in proc.stdout
     assert "not anchored: numpy@a" in proc.stdout and "dot's own change" in proc.stdout
 
@@ -255,9 +257,14 @@ def test_environments_may_take_more_processes_until_the_anchored_ratio_settles(t
     argv = ["compare", "--device", "cpu", "--libs", "numpy,torch", "--env", f"a={sys.executable}",
             "--env", f"b={sys.executable}", "--out", str(tmp_path / "r")]
     config = settings.compare_config(main.build_parser().parse_args(argv), lambda text: None)
-    assert (config.processes, config.max_processes) == (CPU.processes, CPU.env_max_processes)
-    assert config.extra_seconds == 2 * CPU.extra_seconds  # each step is a process in each environment
+    assert (config.processes, config.max_processes) == (CPU.env_processes, CPU.env_max_processes)
+    assert config.budget == CPU.env_budget and config.fail_above is None
     given = settings.compare_config(main.build_parser().parse_args([*argv, "--processes", "4"]), lambda text: None)
     assert given.processes == given.max_processes == 4
+    # --fail-above (or --budget) with --processes: that many first, then more until decided, within the budget
+    deciding = settings.compare_config(main.build_parser().parse_args(
+        [*argv, "--processes", "4", "--fail-above", "3", "--budget", "90"]), lambda text: None)
+    assert (deciding.processes, deciding.max_processes, deciding.budget, deciding.fail_above) == (
+        4, CPU.env_max_processes, 90, 3)
     plain = settings.compare_config(main.build_parser().parse_args(argv[:5] + argv[9:]), lambda text: None)
-    assert (plain.max_processes, plain.extra_seconds) == (CPU.max_processes, CPU.extra_seconds)
+    assert (plain.max_processes, plain.extra_seconds, plain.budget) == (CPU.max_processes, CPU.extra_seconds, None)

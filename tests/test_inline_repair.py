@@ -10,7 +10,7 @@ import pytest
 from flametool.analyse import attribution, dispatch, naming
 from flametool.run import folded
 from flametool.render.base import Options
-from flametool.render.terminal import TerminalRenderer
+from flametool.render.terminal import TerminalCompare
 from runbuild import make_run
 
 # the first frames of a real CuPy 14.2 stack (samples/h200-hostbound-1024/cupy.folded), then the lines
@@ -58,7 +58,7 @@ def test_the_run_directory_keeps_what_py_spy_wrote(tmp_path):
     a = dispatch.analyse_dir(run)
     assert a.cases["cupy"].repaired_samples == 7
     assert (run / "cupy.folded").read_text() == before  # repaired when read, never written back
-    printed = TerminalRenderer(Options(width=200)).render(a)
+    printed = TerminalCompare(Options(width=200)).render(a)
     assert "(7 repaired: an inlined header chain py-spy put between a function and itself)" in printed
 
 

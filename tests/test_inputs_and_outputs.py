@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from checks import error_of
+from flametool import render
 from flametool.analyse import dispatch
 from flametool.commands import main
 from flametool.run import rundir
@@ -190,9 +191,8 @@ def test_folded_count_too_large_is_one_line(tmp_path, capsys):
 def test_stored_analysis_and_diff_are_not_read_but_recomputed(tmp_path, capsys):
     """The report computes analysis and diff afresh: stored ones of any shape neither crash it nor show."""
     run = hostile_run(tmp_path / "run")
-    from flametool.render import html as report
 
-    expected = report.render(dispatch.analyse_dir(run))
+    expected = render.show("html", dispatch.analyse_dir(run))
     edit(run, lambda d: d.update(analysis={"alpha": {"hot_frames": "x", "us_per_call": "nan"}, "beta": [1]},
                                  diff={"base": 1, "layers": None, "frames": {"a": 2}}))
     assert main.main(["report", str(run), "-o", str(tmp_path / "a.html")]) == 0

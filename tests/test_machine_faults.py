@@ -412,3 +412,22 @@ def test_a_shared_process_that_dies_times_every_case_alone(tmp_path):
         assert all(data.results[label].group == index for label in group.cases), (index, group)
     (pair,) = dispatch.analyse_dir(out).pairs
     assert pair.timing.paired is False
+
+
+# --- out of memory at the shape of an op other than matmul -------------------------------------------------
+
+NUMPY_TOO_LARGE = MemoryError("Unable to allocate 3.64 TiB for an array with shape (1000000000000,) and data "
+                              "type float32")
+
+
+@pytest.mark.parametrize("shape, shown", [([1_000_000_000_000], "1000000000000"),
+                                          ([1_000_000, 1_000_000], "1000000,1000000")])
+def test_out_of_memory_at_an_elementwise_shape_names_it(shape, shown):
+    """`--op add --shape 1000000000000`, `--op copy --shape 1000000,1000000` (and a sweep's size of an FFT):
+    the explanation read a shape as M,K,N and failed (not enough values to unpack)."""
+    got = explain.known_fault(NUMPY_TOO_LARGE, shape, "float32", "cpu")
+    assert got == (f"out of memory at shape {shown} float32: its arrays (at most a, b and out) need 10.9 TiB "
+                   "(Unable to allocate 3.64 TiB for an array with shape (1000000000000,) and data type float32); "
+                   "try a smaller --shape")
+    # its own allocation beside small operands is the factory's, at any shape
+    assert "failed in the case's own code" in explain.known_fault(MemoryError(), [64], "float32", "cpu")

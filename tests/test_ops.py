@@ -162,8 +162,8 @@ def test_the_fairness_list_says_jax_makes_a_new_output_each_call(tmp_path):
     run.config = type(run.config).of({"op": "add"})
     rundir.save(tmp_path, run)
     a = dispatch.analyse_dir(tmp_path)
-    assert "outputs differ: jax return a new output buffer" in render.get("terminal")(Options()).render(a)
-    assert "JAX has no out=" in render.get("html")().render(a)
+    assert "outputs differ: jax return a new output buffer" in render.show("terminal", a, Options())
+    assert "JAX has no out=" in render.show("html", a)
 
 
 def test_a_sweep_of_an_op_runs_its_element_counts(tmp_path):

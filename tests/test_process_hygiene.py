@@ -118,8 +118,8 @@ def test_a_closed_terminal_or_sigkill_while_py_spy_samples(tmp_path, sig):
 def test_nohup_keeps_sighup_ignored(tmp_path):
     """`nohup flametool ...`: SIGHUP was ignored when flametool started, and it stays ignored."""
     out = tmp_path / "run"
-    script = ("import signal, sys\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nfrom flametool import cli\n"
-              "sys.exit(cli.main(sys.argv[1:]))\n")
+    script = ("import signal, sys\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nfrom flametool.commands import main\n"
+              "sys.exit(main.main(sys.argv[1:]))\n")
     import subprocess
     import sys
 
@@ -162,8 +162,8 @@ def test_an_interrupted_parallel_report_stops_at_once_in_one_line(tmp_path):
 
     text = "".join(f"step (case.py:1);f{i} (mod{i}.py:{i});g (lib.so) {i + 1}\n" for i in range(200))
     run = make_run(tmp_path / "run", {f"c{i}": (text, 10.0 + i % 7, 0) for i in range(300)})
-    script = ("import sys\nfrom flametool import cli\nfrom flametool.analyse import reading\nreading.PARALLEL_BYTES = 0\n"
-              "sys.exit(cli.main(sys.argv[1:]))\n")
+    script = ("import sys\nfrom flametool.commands import main\nfrom flametool.analyse import reading\nreading.PARALLEL_BYTES = 0\n"
+              "sys.exit(main.main(sys.argv[1:]))\n")
     environ = fk.env()
     proc = subprocess.Popen([sys.executable, "-c", script, "report", str(run)], cwd=fk.ROOT, env=environ,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)

@@ -16,6 +16,7 @@ import pytest
 
 from checks import one_line_error
 
+from flametool import render
 from flametool.analyse import attribution, dispatch
 from flametool.commands import base, main
 from flametool.run import rundir
@@ -86,8 +87,8 @@ def evil_run(tmp_path):
     return hostile_run(tmp_path / "evil")
 
 
-def render(run: Path) -> tuple[str, Page]:
-    html = report.render(dispatch.analyse_dir(run))
+def rendered(run: Path) -> tuple[str, Page]:
+    html = render.show("html", dispatch.analyse_dir(run))
     return html, Page(html)
 
 
@@ -145,7 +146,7 @@ def test_compare_writes_report(cpu_run):
 
 
 def test_cpu_run_report(cpu_run):
-    html, page = render(cpu_run)
+    html, page = rendered(cpu_run)
     data = check_page(cpu_run, html, page)
     text = " ".join(page.text)
     for label in ("numpy", "torch"):
@@ -162,7 +163,7 @@ def test_cpu_run_report(cpu_run):
 
 def test_h200_reference_report(h200_run):
     """Thousands of stacks, C++ names hundreds of characters long: pruned, and the page says so."""
-    html, page = render(h200_run)
+    html, page = rendered(h200_run)
     data = check_page(h200_run, html, page)
     graphs = {g["kind"]: g for g in data["graphs"]}
     assert all(g["pruned_nodes"] > 0 for g in data["graphs"])
@@ -223,7 +224,7 @@ def check_sweep_page(run: Path, html: str, page: Page) -> None:
 
 
 def test_markup_in_frame_names_is_text(evil_run):
-    html, page = render(evil_run)
+    html, page = rendered(evil_run)
     check_page(evil_run, html, page)
     assert not [a for t, a in page.tags if t == "img"], "a frame name became an <img> tag"
     assert [a.get("id") or a.get("type") for a, _ in page.scripts] == ["flame-data", None], "a frame name opened a <script>"
@@ -249,7 +250,7 @@ def test_warnings(tmp_path):
     data.complete = False
     rundir.save(run, data)
     assert b.profile.cprofile_inflation == pytest.approx(3.0) and a.profile.slowdown == pytest.approx(2.5)
-    text = " ".join(Page(report.render(dispatch.analyse_dir(run))).text)
+    text = " ".join(Page(render.show("html", dispatch.analyse_dir(run))).text)
     for words in ("run incomplete", "different dtypes", "different shapes", "not host-bound", "1024,1024,1024",
                   "few samples", "2.5× slower while py-spy", "stops all 34 threads of the process", "sampling incomplete", "py-spy exited with code 1",
                   "3.0× slower under cProfile", "noisy timing"):
@@ -272,7 +273,7 @@ def test_headline_names_the_difference(tmp_path):
     assert "Python (+10.00 us)" in model.headline.sentence and "malloc (libc.so.6) (+10.00" in model.headline.sentence
     assert [r.deltas for r in model.layers_library.rows if r.layer == "C library/allocator"] == [[("+10.00 ± 0.71", "more")]]
     assert "C library/allocator" not in {r.layer for r in model.layers.rows}
-    html = report.render(dispatch.analyse_dir(run))
+    html = render.show("html", dispatch.analyse_dir(run))
     assert html.index("b / a = 2.000×") < html.index("At the sampled shape (64,64,64) b − a")
 
 
@@ -323,7 +324,7 @@ def test_processes_that_differ_are_flagged(tmp_path):
     stack = "step (s.py:1);f (s.py:2) 50\n"
     run = make_run(tmp_path / "r", {"a": (stack, 10.0, 0), "b": (stack, 12.0, 0)})
     paired_processes(run, {"a": [[10.0], [20.0]], "b": [[12.0], [24.0]]})
-    text = " ".join(Page(report.render(dispatch.analyse_dir(run))).text)
+    text = " ".join(Page(render.show("html", dispatch.analyse_dir(run))).text)
     assert "a: its timing processes ran at 10.00 us to 20.00 us per call" in text
     assert "not paired" not in text  # both cases shared those processes
 
@@ -332,7 +333,7 @@ def test_run_is_analysed_in_memory(tmp_path):
     """run.json holds measurements only: the report analyses the run afresh, and writes nothing."""
     run = make_run(tmp_path / "r", {"a": ("step (s.py:1);f (s.py:2) 300\n", 10.0, 0), "b": ("step (s.py:1);g (s.py:3) 300\n", 12.0, 0)})
     before = snapshot(run)
-    html, page = render(run)
+    html, page = rendered(run)
     assert len(page.flame_data()["graphs"]) == 3
     assert snapshot(run) == before
 
@@ -422,7 +423,7 @@ def test_compare_keeps_run_json_when_render_fails(evil_run, capsys, monkeypatch)
         raise RuntimeError("template exploded")
 
     before = snapshot(evil_run)
-    monkeypatch.setattr(report, "render", broken)  # what the HTML renderer renders with
+    monkeypatch.setattr(report, "fill", broken)  # what the HTML renderers render with
     from rich.console import Console
 
     base.write_report(evil_run, dispatch.analyse_dir(evil_run), Console(stderr=True), Console())
@@ -451,7 +452,7 @@ def test_installed_wheel_finds_templates(tmp_path, evil_run):
         "import flametool, flametool.render.html as r;"
         "assert flametool.__file__.startswith(sys.argv[1]), flametool.__file__;"
         "print(r.templates_dir());"
-        "from flametool import cli; assert main.main(['report', sys.argv[2], '-o', sys.argv[3]]) == 0"
+        "from flametool.commands import main; assert main.main(['report', sys.argv[2], '-o', sys.argv[3]]) == 0"
     )
     out = tmp_path / "from-wheel.html"
     proc = subprocess.run([sys.executable, "-c", probe, str(site), str(evil_run), str(out)], capture_output=True,
@@ -476,7 +477,7 @@ def test_cases_are_shown_against_the_floors(tmp_path):
         "cupy (20.00 us per call): +9.50 us against cublas (10.50 us: cublasGemmEx called with the least Python).",
         "torch (14.00 us per call): +3.50 us against cublas (10.50 us: cublasGemmEx called with the least Python).",
     ]
-    html = report.render(dispatch.analyse_dir(run))
+    html = render.show("html", dispatch.analyse_dir(run))
     assert "Against the floors" in html and "+9.50 us against cublas" in html
     # a user case that happens to be labelled like a floor is not one
     data.results["cublas"].factory = "/home/me/mine.py:cublas"
@@ -501,3 +502,41 @@ def test_a_run_renders_to_the_same_page_in_every_process(tmp_path):
                        env=dict(os.environ, PYTHONHASHSEED=seed), capture_output=True)
         pages.append(re.sub(r"report generated \S+", "", out.read_text(encoding="utf-8")))
     assert pages[0] == pages[1]
+
+
+def test_the_headline_says_each_thing_once_and_one_number_for_each_figure():
+    """Issue 33, item 5, on the H200 host-bound run (three pairs, two floors not host-bound at 1024^3): the
+    pairing is explained once (it was repeated per pair, each naming its base); the pair's difference
+    cupy − cublas is one rounded number in the headline, the sentence under it, the layer table's total and
+    the floors' line (+8.06 stood beside +8.07); and a case not host-bound at the op's host-bound size is not
+    told it was moved "to the host-bound shape" it was already at."""
+    import re
+
+    run = Path(__file__).resolve().parent.parent / "samples" / "h200-hostbound-1024"
+    if not run.is_dir():
+        pytest.skip("samples/h200-hostbound-1024 is not recorded")
+    m = report.build(dispatch.analyse_dir(run))
+    h = m.headline
+    assert h.method.count("Paired: ") == 1 and h.method.count("loops interleaved") == 1, h.method
+    line = next(p for p in h.pairs if p.startswith("cupy / cublas"))
+    shown = re.search(r"cupy − cublas = (\S+) us per call", line).group(1)
+    assert f"cupy − cublas = {shown} us per call on the host" in h.sentence
+    assert m.layers.total_deltas[m.layers.diff_titles.index("cupy − cublas")] == shown
+    assert f"{shown} us against cublas" in next(f for f in h.floors if f.startswith("cupy "))
+    assert re.search(r"\)\. In cupy − cublas, the largest", h.sentence)
+    for w in m.warnings:
+        moved = re.search(r"requested shape (\S+) is not host-bound.*sampled at the host-bound shape (\S+)\.", w.text)
+        assert not (moved and moved.group(1) == moved.group(2).rstrip(".")), w.text
+    assert any("Sampled at the requested shape 1024,1024,1024, the op's host-bound size" in w.text
+               for w in m.warnings if w.text.startswith("cupy-graph: "))
+
+
+def test_a_shape_already_host_bound_in_size_is_not_moved_to_itself():
+    from flametool.measure import child
+    from flametool.workload import ops
+
+    size = ops.host_bound_shape("matmul", "cuda")
+    shape, reason = child.choose_sample_shape(None, list(size), False, "matmul")
+    assert shape == list(size) and "so launches are sampled at the host-bound shape" not in reason
+    shape, reason = child.choose_sample_shape(None, [65536, 24576, 12288], False, "matmul")
+    assert shape == list(size) and "is not host-bound" in reason

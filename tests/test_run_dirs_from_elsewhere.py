@@ -123,7 +123,7 @@ def test_run_json_too_large_for_memory(tmp_path):
     run = hostile_run(tmp_path / "d")
     text = (run / "run.json").read_text()
     (run / "run.json").write_text(text.replace('"command": [', '"command": ["' + "x" * (200 << 20) + '", ', 1))
-    script = ("import resource, sys\nfrom flametool import cli\n"
+    script = ("import resource, sys\nfrom flametool.commands import main\n"
               "vm = next(int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmSize')) * 1024\n"
               "resource.setrlimit(resource.RLIMIT_AS, (vm + (150 << 20),) * 2)\n"
               "sys.exit(main.main(sys.argv[1:]))\n")
@@ -213,7 +213,7 @@ def test_tables_at_40_columns_never_cut_a_figure(tmp_path):
 
     run = hostile_run(tmp_path / "d")
     a = dispatch.analyse_dir(run)
-    wide, narrow = (render.get("terminal")(Options(width=w, colour=False, view="caller")).render(a) for w in (160, 40))
+    wide, narrow = (render.show("terminal", a, Options(width=w, colour=False, view="caller")) for w in (160, 40))
     figure = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?(?: ?(?:us|x|×|%))?(?![\w.])")
     missing = [f for f in set(figure.findall(wide)) if f not in narrow]
     assert not missing, missing

@@ -386,3 +386,18 @@ def test_argparse_error_from_the_command_line():
     assert proc.returncode == 2
     assert proc.stderr == ("flametool: argument --iters: invalid int value: '1e3' "
                            "(see flametool compare --help)\n")
+
+
+def test_a_factory_that_removes_the_run_directory_s_files_keeps_every_timing(tmp_path):
+    """A case that cleans up after itself removed the run's logs, run.json and the other case's profile while
+    the run went on: an internal error, and the other case's finished timing was lost from run.json."""
+    out = tmp_path / "run"
+    proc = fk.run(["compare", "--device", "cpu", "--libs", "numpy", "--case", f"{fk.CASES / 'fault_cases.py'}:wipes_the_run",
+                   "--processes", "1", "--repeats", "1", "--iters", "50", "--warmup", "5", "--shape", "16,16,16",
+                   "--no-sample", "--out", str(out)], fk.env(FLAMETOOL_TEST_WIPE=str(out)))
+    assert proc.returncode == 1
+    line = fk.error_line(proc)
+    assert "numpy.prof removed while the run went on" in line and "every timing is kept" in line
+    run = rundir.load(out)
+    assert run.complete
+    assert all(r.timing is not None and r.timing.cpu_loops for r in run.results.values()), run.results

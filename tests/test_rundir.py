@@ -27,7 +27,7 @@ def test_run_json_holds_measurements_only(tmp_path):
     run.results["x"] = case_result("x", 1.5, 10)
     rundir.save(tmp_path, run)
     data = json.loads((tmp_path / "run.json").read_text())
-    assert data["schema"] == rundir.SCHEMA == 2
+    assert data["schema"] == rundir.SCHEMA == 3
     assert "analysis" not in data and "diff" not in data
     # the median is derived, not stored: the loops are
     assert "cpu_us_per_call" not in json.dumps(data["results"]["x"]["timing"])

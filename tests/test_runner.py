@@ -150,3 +150,37 @@ def test_two_environments_settle_at_a_tighter_reach_than_a_pair():
     tight = sides(0.5)
     assert stats.anchored_pair(tight.run, "numpy@a", "numpy@b").reach < paired.ENV_SETTLED
     assert paired.settled(tight, live, 24)
+
+
+def test_with_fail_above_more_processes_until_the_verdict_is_decided():
+    """compare --env --fail-above: a pair is settled when its verdict is decided, whatever `most` says."""
+    spread = [1.0, 1.003, 0.997, 1.002, 0.998, 1.0]
+    live = ["numpy@a", "torch@a", "numpy@b", "torch@b"]
+    null = env_measurement([0.60 * v for v in spread], [0.60 * v for v in spread[::-1]])
+    null.config.fail_above = 3.0
+    assert paired.settled(null, live, 6)  # its interval lies wholly at or below +3%: passed, decided
+    near = env_measurement([0.60 * v for v in spread], [0.618 * v for v in spread[::-1]])  # +3%: the interval holds it
+    near.config.fail_above = 3.0
+    assert not paired.settled(near, live, 6) and not paired.settled(near, live, 100)
+    assert paired.decided(stats.Interval(1.031, 1.05, ""), 3.0) and not paired.decided(None, 3.0)
+
+
+def test_the_budget_stops_adding_processes_before_a_step_would_overrun_it(monkeypatch):
+    """Each step (one process per environment) takes 20 s on this clock; a 50 s budget from the first timing
+    process's start takes the step that ends at 40 s, not the one that would end at 60 s."""
+    clock = [0.0]
+    steps = []
+    monkeypatch.setattr(paired.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(paired, "settled", lambda m, live, most: False)  # never settled: the budget stops it
+    monkeypatch.setattr(paired, "_live", lambda m, g: list(g.cases))
+
+    def one_more(m, group, i):
+        steps.append((group.cases[0], i))
+        clock[0] += 10.0
+
+    monkeypatch.setattr(paired, "_one_more", one_more)
+    m = env_measurement([0.6] * 2, [0.6] * 2)
+    m.config.processes, m.config.max_processes, m.config.budget = 1, 60, 50.0
+    m.timing_started = 0.0
+    paired._processes_after_the_first(m, m.run.groups)
+    assert [i for _, i in steps] == [2, 2, 3, 3] and clock[0] == 40.0

@@ -35,7 +35,7 @@ def test_diff_json_reads_back_with_the_anchored_change_and_the_verdict(two_runs,
     a, b = two_runs
     code, out, err = run_cli(capsys, "diff", str(a), str(b), "--case", "cupy", "--fail-above", "0.5", "--format", "json")
     doc = json.loads(out)
-    assert (doc["schema"], doc["version"], doc["kind"]) == (summary.SCHEMA, 2, "diff")
+    assert (doc["schema"], doc["version"], doc["kind"]) == (summary.SCHEMA, summary.VERSION, "diff")
     (pair,) = doc["pairs"]
     assert pair["measure"] == "anchored" and pair["anchor"] == "torch" and pair["units"] == "6 + 6 processes"
     assert pair["ratio"]["low"] < pair["ratio"]["value"] < pair["ratio"]["high"]
@@ -127,7 +127,7 @@ def test_markdown_keeps_a_label_s_markup_as_text(tmp_path, capsys):
 def test_text_summary_says_the_headline_the_verdict_and_what_holds(two_runs, capsys):
     a, b = two_runs
     code, out, _ = run_cli(capsys, "diff", str(a), str(b), "--case", "cupy", "--fail-above", "1.2", "--format", "markdown")
-    assert code == analysis.INCONCLUSIVE_EXIT and "⚠️ inconclusive" in out and "processes a run would settle it" in out
+    assert code == analysis.INCONCLUSIVE_EXIT and "⚠️ inconclusive" in out and "processes a side would settle it" in out
     code, out, _ = run_cli(capsys, "summary", str(a))
     assert code == 0 and out.splitlines()[1].startswith("torch vs cupy: ")
     assert "paired in the same processes, over 6 processes" in out
@@ -142,3 +142,18 @@ def test_text_summary_says_the_headline_the_verdict_and_what_holds(two_runs, cap
 ])
 def test_bad_summary_input_is_one_line(capsys, argv, words):
     assert words in one_line_error(capsys, argv)
+
+
+def test_every_summary_format_keeps_the_warning_that_the_processes_disagree(tmp_path, capsys):
+    """Issue 33, item 9: compare prints "the processes disagree; --processes N would bring it to about ±5%"
+    under a pair whose interval is wide; `summary` (text and markdown alike) dropped it."""
+    from test_anchor import SPEEDS
+
+    noisy = [0.9 if i % 2 else 1.1 for i in range(len(SPEEDS))]  # cupy's own speed swings ±10% process to process
+    run = saved_run(tmp_path / "run", 17.0, 11.0, noise=noisy)
+    code, text, _ = run_cli(capsys, "summary", str(run))
+    assert code == 0 and "the processes disagree" in text, text
+    code, markdown, _ = run_cli(capsys, "summary", str(run), "--format", "markdown")
+    assert code == 0 and "the processes disagree" in markdown, markdown
+    line = next(l for l in text.splitlines() if "the processes disagree" in l).strip()
+    assert line in markdown.replace("\\", "")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from flametool import render
 from flametool.analyse import dispatch, sweep
 from flametool.run import rundir
 from flametool.run.record import Loops, SweepPoint
@@ -393,12 +394,11 @@ def test_a_sweep_records_the_operands_at_each_size(swept):
 def test_unlike_operands_in_a_sweep_are_said(swept, tmp_path):
     import shutil
 
-    from flametool.render import html as report
 
     run_dir = tmp_path / "edited"
     shutil.copytree(swept[0], run_dir)
     run = rundir.load(run_dir)
     run.results["torch"].operands[0].fingerprint = "000000000000"
     rundir.save(run_dir, run)
-    page = report.render(dispatch.analyse_dir(run_dir))
+    page = render.show("html", dispatch.analyse_dir(run_dir))
     assert "operands differ: at 8,8,8 float32 the cases multiply different values" in page

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
+from flametool import render
 from flametool.analyse import attribution, dispatch, layers
 from flametool.commands import main
 from flametool.run import folded
@@ -72,8 +73,8 @@ def test_terminal_prints_names_as_text(run, capsys, tmp_path):
 
 
 def test_report_renders_names_as_text(run):
-    report = pytest.importorskip("flametool.render.html")
-    html = report.render(dispatch.analyse_dir(run))
+    pytest.importorskip("flametool.render.html")
+    html = render.show("html", dispatch.analyse_dir(run))
     assert "<script>alert('x')</script>" not in html and "<b>bold</b>" not in html
     assert "&lt;script&gt;" in html
 

@@ -147,3 +147,75 @@ def test_the_advice_is_the_same_in_the_terminal_and_the_report(run, pool_threads
     assert f"torch: sampling slowed the loop 2.50x at 25 Hz (shares stay fair); {words}" in summary
     caveat = next(c for c in report.build(dispatch.analyse_dir(run)).warnings if c.kind == "sampling slowed the loop")
     assert caveat.text.endswith(f" {words}.")
+
+
+def test_every_terminal_table_has_a_key_a_newcomer_reads(run):
+    """Issue 33, item 3: under each table of compare's terminal output a line says what its columns are, with
+    no unexplained jargon: the interval is in parentheses (not "brackets"), the profiled loops' ratios say
+    what they are relative to, the frame table's two differences are named apart ("delta" stood beside "delta
+    total"), and a CPU run has no GPU column."""
+    a = dispatch.analyse_dir(run)
+    summary = printed(terminal.print_summary, a)
+    layers = printed(terminal.print_layers, a)
+    text = summary + layers
+    for jargon in ("in brackets", "while sampled", "delta", "charged to their callers", " proc\n"):
+        assert jargon not in text, jargon
+    after = lambda title: text[text.index(title):].split("└", 1)[1].splitlines()[1]  # noqa: E731
+    assert after("time per call, as timed").startswith("host (CPU) / call: the host's clock around the loop")
+    assert "95% interval in parentheses" in summary and "GPU" not in summary.split("time per call, as timed")[1].split("profiled")[0]
+    assert after("profiled loops").startswith("timed together: the figure above at this shape; alone: the same loop")
+    assert "how many times the alone figure" in summary
+    assert after("host time per call by layer").startswith("each case's time per call (timed together) split by")
+    assert after("frames that differ most").startswith("self: time in the frame's own code; total: with the frames")
+    assert "diff: torch minus numpy (+: torch spends more)" in layers
+    head_row = layers[layers.index("frames that differ most"):].splitlines()[2]
+    assert [c.strip() for c in head_row.strip("┃").split("┃")][-2:] == ["diff self", "diff total"]
+
+
+def test_words_fit_the_device_op_and_run(run):
+    """Issue 33, item 4: a CPU run's torch layer is not called "ATen/CUDA glue" (a CUDA run's still is, with
+    the same colour and place); a CPU run whose elementwise cases read different values is not told of a
+    GEMM's GPU clocks, and why it matters is said once however many operand shapes differ; a ratio already
+    at ±5% is not advised more processes to reach ±5%."""
+    from flametool.analyse import layers as ly
+    from flametool.analyse.operands import UnlikeOperands
+    from flametool.render import charts
+    from flametool.render import format as fmt
+    from test_stats import spread_pair
+
+    a = dispatch.analyse_dir(run)
+    layers = printed(terminal.print_layers, a)
+    assert "ATen glue" in rows(layers, "host time per call by layer") and "CUDA" not in layers
+    model = report.build(dispatch.analyse_dir(run))
+    assert "ATen glue" in [r.layer for r in model.layers.rows] and "CUDA" not in json_of(model)
+    assert charts.colour("ATen glue") == charts.colour("ATen/CUDA glue")
+    assert ly.order(["CPU BLAS", "ATen glue", "Python"]) == ["Python", "ATen glue", "CPU BLAS"]
+    r = rundir.load(run)
+    for result in r.results.values():
+        result.device = "cuda:0"
+    rundir.save(run, r)
+    assert "ATen/CUDA glue" in rows(printed(terminal.print_layers, dispatch.analyse_dir(run)), "host time per call by layer")
+
+    unlike = [UnlikeOperands([4096], "float32", {"numpy": "aa", "mine": "bb"}, {"numpy": "seeded", "mine": "its own"}),
+              UnlikeOperands([64, 64], "float32", {"numpy": "cc", "mine": "dd"}, {"numpy": "seeded", "mine": "its own"})]
+    cpu = fmt.unlike_lines(unlike, "cpu", "add")
+    assert len(cpu) == 2 and not any("GEMM" in l or "GPU" in l for l in cpu)
+    assert sum("like with like" in l for l in cpu) == 1
+    gpu = fmt.unlike_lines(unlike[:1], "cuda:0", "matmul")
+    assert "A GEMM's GPU time depends on the values" in gpu[0]
+    same = UnlikeOperands([8], "float32", {"numpy": "aa", "torch": "aa", "mine": "bb"},
+                          {"numpy": "seeded", "torch": "seeded", "mine": "its own"})
+    assert "numpy and torch aa (seeded); mine bb (its own)" in fmt.unlike_sentence(same, "cpu", "add")
+
+    at_five = spread_pair(10, 0.065)  # an interval that reaches 5.03%: shown as ±5%
+    assert at_five.wide and f"{at_five.reach:.0%}" == "5%"
+    assert fmt.wide_note(at_five, 10) is None
+    wider = spread_pair(10, 0.07)  # 5.4%
+    assert fmt.wide_note(wider, 10) and "±5%" not in fmt.wide_note(wider, 10).split(":")[1].split(";")[0]
+
+
+def json_of(model) -> str:
+    import dataclasses
+    import json
+
+    return json.dumps(dataclasses.asdict(model), default=str)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, cast
 
-from . import attribution, diff, flamegraph, layers, profstats, reading
+from . import attribution, countdiff, diff, flamegraph, layers, profstats, reading
 from ..run import stats
 from ..run import rundir, safeopen
 from ..errors import FlametoolError, RunDirError
@@ -56,6 +56,7 @@ class PairAnalysis:
     sample: stats.PairFigures | None  # at the sample shape, when it differs from the requested one
     profiles: tuple[attribution.Profile, attribution.Profile] | None = None  # (base, head) when both were sampled
     anchored: stats.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
+    counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (None: neither side counted)
 
     @functools.cached_property
     def diff(self) -> diff.PairDiff | None:
@@ -179,8 +180,15 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
         both = base in out.profiles and head in out.profiles
         anchored = stats.anchored_pair(run, base, head, pooled_sample)
         pair_profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
-        out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, pair_profiles, anchored))
+        out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, pair_profiles, anchored,
+                                      countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head)))
     return out
+
+
+def counts_of(run, label: str):
+    """A case's counted loop (record.ProfileProcess.counts), None where it has none."""
+    r = run.results.get(label)
+    return r.profile.counts if r is not None and r.profile is not None else None
 
 
 def at_common_speed(base: attribution.Profile, head: attribution.Profile,
@@ -192,7 +200,8 @@ def at_common_speed(base: attribution.Profile, head: attribution.Profile,
     if anchored is None:
         return base, head
     return cast("tuple[attribution.Profile, attribution.Profile]",  # one for each of the two
-                tuple(attribution.Profile(p.label, p.stacks, p.frames, us, p.recorded_samples, p.repaired_samples)
+                tuple(attribution.Profile(p.label, p.stacks, p.frames, us, p.recorded_samples, p.repaired_samples,
+                                          p.names)
                       for p, us in ((base, anchored.at_us), (head, anchored.at_us * anchored.ratio))))
 
 
@@ -331,6 +340,7 @@ class Change:
     anchored: stats.Anchored | None = None
     absolute: stats.PairFigures | None = None  # not anchored: the pooled times, head against base
     no_anchor: str | None = None  # why there is no anchor
+    between_runs: bool = False  # two stored runs (diff RUN_A RUN_B): a decision needs a new run
 
 
 @dataclass
@@ -362,11 +372,17 @@ def verdict(change: Change, label: str, pct: float) -> Verdict:
     if iv.high <= limit:
         return Verdict("passed", 0, pct, f"{label}: {span}: within --fail-above {pct:g}%")
     need = change.anchored.processes_to_settle(limit) if change.anchored is not None else None
+    again = (f"; to decide it, time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
+             f"--fail-above {pct:g} adds processes until it is decided (--budget SECONDS bounds it)"
+             if change.between_runs else
+             f"; to decide it, compare again with --fail-above {pct:g} (it adds processes until the verdict is decided) "
+             "and a longer --budget SECONDS" if change.anchored is not None else "")
     return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
                    f"{label}: {span}: inconclusive, the interval holds --fail-above {pct:g}%; "
-                   + (f"about {need} processes a run would settle it" if need else
-                      "more processes would not settle it at this spread" if change.anchored is not None else
-                      "an anchor (a case timed beside it in both runs) would settle it"), need)
+                   + (f"about {need} processes a side would settle it at the spread seen" if need else
+                      "more processes would not settle it at this spread, unless the estimate moves"
+                      if change.anchored is not None else
+                      "an anchor (a case timed beside it in both runs) would settle it") + again, need)
 
 
 def anchor_for(a: Run, b: Run, label: str, given: str | None) -> tuple[str | None, str | None]:
@@ -402,12 +418,65 @@ def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | 
                              (pa[anchor].us, pb[anchor].us) if anchor in pa and anchor in pb else None,
                              pb[label].us if label in pb else None)
         if got is not None:
-            return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute)
+            return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute, between_runs=True)
         no_anchor = f"no anchor: {anchor} has no loops to compare in one of the runs"
     # the pooled times every view shows
     absolute = stats.apart(label, (ta,), label, (tb,), pa[label].us if label in pa else None,
                            pb[label].us if label in pb else None)
-    return Change(absolute.ratio, absolute.ratio_interval, "absolute (not anchored)", None, absolute, no_anchor)
+    return Change(absolute.ratio, absolute.ratio_interval, "absolute (not anchored)", None, absolute, no_anchor,
+                  between_runs=True)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Something the two runs of a diff did not do alike: `unlike` when it is the work itself (op, shape,
+    dtype, device: a ratio of such runs measures the work, not the launch path, and gets no verdict unless
+    asked), else a library version (what a diff of two builds is for, stated beside the figures)."""
+
+    what: str  # "op", "shape", "sampled shape", "dtype", "device", "factory", "torch version", ...
+    base: str  # as run A has it
+    head: str  # as run B has it
+    unlike: bool
+
+    def __str__(self) -> str:
+        return f"{self.what} {self.base} in A, {self.head} in B"
+
+
+def _shape(shape) -> str:
+    return ",".join(str(x) for x in shape) if shape else "none"
+
+
+def _version(run: Run, label: str) -> tuple[str | None, str | None]:
+    """(the library of case `label`, its version where the case ran: its environment's, else flametool's own)."""
+    r = run.results[label]
+    if not r.library:
+        return None, None
+    where = run.environment(r.env)
+    versions = where.versions if where is not None else run.env.versions
+    return r.library, versions.get(r.library)
+
+
+def differences(a: Run, b: Run, label: str, anchor: str | None) -> list[Difference]:
+    """What run A and run B did not do alike for `label` (and its library's and the anchor's versions)."""
+    ra, rb = a.results[label], b.results[label]
+    out = [Difference(what, x, y, True) for what, x, y in (
+        ("op", a.config.operation, b.config.operation),
+        ("factory", ra.factory.rsplit(":", 1)[-1], rb.factory.rsplit(":", 1)[-1]),
+        ("shape", _shape(ra.shape), _shape(rb.shape)),
+        ("sampled shape", _shape(ra.sample_shape), _shape(rb.sample_shape)),
+        ("dtype", ra.dtype, rb.dtype),
+        ("device", ra.device, rb.device),
+        ("operations per step", str(ra.ops_per_step), str(rb.ops_per_step))) if x != y]
+    if any(d.what == "op" for d in out):  # a built-in case's factory is named after its op
+        out = [d for d in out if d.what != "factory"]
+    if any(d.what == "shape" for d in out) and ra.shape == ra.sample_shape and rb.shape == rb.sample_shape:
+        out = [d for d in out if d.what != "sampled shape"]
+    for case in dict.fromkeys(x for x in (label, anchor) if x):
+        (lib_a, va), (lib_b, vb) = _version(a, case), _version(b, case)
+        if lib_a and lib_a == lib_b and va != vb:
+            out.append(Difference(f"{lib_a} version" + (" (the anchor's)" if case != label else ""),
+                                  va or "none", vb or "none", False))
+    return out
 
 
 @dataclass
@@ -422,6 +491,14 @@ class DiffResult:
     cases: tuple[str, str] | None = None
     change: Change | None = None  # what it leads with, and --fail-above decides on
     not_sampled: str | None = None  # why there are no layers and frames
+    counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (exact; before any time)
+    differences: list[Difference] = field(default_factory=list)  # two runs: what they did not do alike
+    incomplete: list[str] = field(default_factory=list)  # the runs ("A", "B"; the run) that did not finish
+
+    @property
+    def unlike(self) -> list[Difference]:
+        """The differences of the work itself: a verdict on them would judge the work, not the launch path."""
+        return [d for d in self.differences if d.unlike]
 
     @property
     def base_us_per_call(self) -> float:
@@ -459,7 +536,10 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
                                 change.anchored, view, ("A", "B"))
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
     return DiffResult(label, str(run_a), str(run_b), shapes[0] == shapes[1], figures, change=change,
-                      not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare")
+                      not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare",
+                      counts=countdiff.diff_counts(counts_of(a, label), counts_of(b, label), "A", "B"),
+                      differences=differences(a, b, label, found),
+                      incomplete=[name for name, run in (("A", a), ("B", b)) if not run.complete])
 
 
 def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> DiffResult:
@@ -470,11 +550,16 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
             raise FlametoolError(f"--base/--head {label!r}: no such case in {run_dir} "
                                  f"(cases: {', '.join(run.results) or 'none'})")
     rb, rh = run.results[base], run.results[head]
+    for label, r in ((base, rb), (head, rh)):
+        if r.error or r.at_sample_shape is None:
+            raise FlametoolError(f"--base/--head {label!r}: it has no timings in {run_dir} (it failed there)")
     pooled = stats.group_pooled(run, True, intervals=False)
     got = stats.anchored_pair(run, base, head, pooled)
-    # two environments: both sides' samples at their common speed, as in the run's own report
+    # two environments: both sides' samples at their common speed, as in the run's own report; a run (or a case)
+    # that was not sampled still has its ratio, as `diff RUN_A RUN_B` and `summary` give it
+    sampled = base in attribution.sampled_labels(run) and head in attribution.sampled_labels(run)
     figures = anchored_diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head),
-                            got, view, (base, head))
+                            got, view, (base, head)) if sampled else None
     if got is not None:
         change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
     else:
@@ -484,4 +569,8 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
                        base_us=pooled[base].us if base in pooled else None)
         change = Change(f.ratio, f.ratio_interval, "paired in the same processes" if f.paired else "not paired", None, f)
     return DiffResult(f"{head} - {base}", str(run_dir), str(run_dir),
-                      (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head), change)
+                      (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head), change,
+                      not_sampled=None if sampled else f"{base} and {head} were not both sampled: no layers or frames to "
+                                                       "compare",
+                      incomplete=[] if run.complete else ["the run"],
+                      counts=countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head))

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
-from . import analysis, attribution, naming, reading
+from . import analysis, attribution, countdiff, naming, reading
 from ..run import stats
-from ..workload import ops
+from ..workload import cases, ops
 from ..run import rundir
 from ..errors import RunDirError
 from ..run.record import AtlasPart, Run
@@ -43,7 +44,17 @@ class AtlasCell:
     samples: int | None = None
     threads: int | None = None  # threads of the sampled process (each sample stops them all)
     slowdown: float | None = None  # the loop's time while sampled over its own
+    kernels: Fraction | None = None  # kernels per call (the counted loop; None: not counted, or an older run)
+    api_calls: Fraction | None = None  # CUDA API calls per call, likewise
     error: str | None = None
+
+    @property
+    def counted(self) -> str:
+        """'1 kernel, 8 API calls' per call, or '' where they were not counted."""
+        if self.kernels is None or self.api_calls is None:
+            return ""
+        return (f"{countdiff.fraction(self.kernels)} kernel{'' if self.kernels == 1 else 's'}, "
+                f"{countdiff.fraction(self.api_calls)} API call{'' if self.api_calls == 1 else 's'}")
 
 
 @dataclass
@@ -107,6 +118,10 @@ def cell(analysed, label: str, fastest: str | None, threads: dict[str, stats.Poo
     if r.profile is not None:
         out.slowdown = r.profile.slowdown
         out.threads = r.sampling.threads if r.sampling else None
+        c = r.profile.counts
+        if c is not None and c.counted("kernel") and c.counted("api"):
+            per = max(c.ops_per_step, 1)  # per call: a step of N operations (a graph) does N calls' work
+            out.kernels, out.api_calls = c.total("kernel") / per, c.total("api") / per
     return out
 
 
@@ -141,7 +156,9 @@ def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
         return out
     timed = {l: t.cpu_us for l, t in analysed.sample_timings.items()
              if t is not None and t.cpu_us is not None and not run.results[l].error}
-    out.fastest = min(timed, key=timed.__getitem__) if timed else None
+    # the fastest library, not a floor (cuda-launch launches an empty kernel: every library is slower than it)
+    libraries = {l: t for l, t in timed.items() if not cases.is_floor(l, run.results[l].factory)} or timed
+    out.fastest = min(libraries, key=libraries.__getitem__) if libraries else None
     out.shape = next((r.sample_shape or r.shape for r in run.results.values()), None)
     out.dtype = ", ".join(sorted({r.dtype for r in run.results.values()}))
     threads = stats.group_pooled(run, at_sample=True, intervals=False, metric="all_threads_us")

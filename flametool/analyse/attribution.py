@@ -60,6 +60,7 @@ class Profile:
     us_per_call: float  # unsampled CPU time per call at the sampled shape
     recorded_samples: int | None = None  # what the sampler says it kept, loop included (None: trust the stacks)
     repaired_samples: int = 0  # samples whose stack had a misplaced inlined header chain (naming.repair_sandwiches)
+    names: dict[str, str] = field(default_factory=dict)  # layer -> its name on this run's device (ly.names_on)
     # derived once and reused (attribution, the diff and the flame graphs all need them); stacks and frames
     # are not changed after a Profile is made
     _layers: dict[str, list[tuple[str, ...]]] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -81,7 +82,7 @@ class Profile:
         """The resolved layers of every stack (ly.stack_layers) in `view`, each frame classified once; equal
         layer sequences share one tuple."""
         if view not in self._layers:
-            own = ly.own_layers(self.frames)
+            own = self._own()
             shared: dict[tuple[str, ...], tuple[str, ...]] = {}
             self._layers[view] = [shared.setdefault(t, t)
                                   for t in (tuple(ly.resolve(s.frames, own, view)) for s in self.stacks)]
@@ -95,8 +96,13 @@ class Profile:
 
     def own_layers(self, names: list[str]) -> list[str]:
         """Each name's own layer (may be INHERIT); OTHER for a name this profile does not have."""
-        own = ly.own_layers(self.frames)
+        own = self._own()
         return [own.get(name, ly.OTHER) for name in names]
+
+    def _own(self) -> dict[str, str]:
+        """Each frame's own layer, by the name it goes by on this run's device."""
+        own = ly.own_layers(self.frames)
+        return {k: self.names.get(v, v) for k, v in own.items()} if self.names else own
 
     def node_layers(self, view: str = ly.DEFAULT_VIEW) -> tuple[list[str], list]:
         """The resolved layer of every node of trie(), in `view` (calltree.node_layers), made once per view."""
@@ -182,7 +188,8 @@ def profile_of(run_dir: Path, result: CaseResult, label: str, by_line: bool = Fa
     stacks, frames = reading.read_normalized(run_dir / name, by_line, [folded.Stack((naming.LOOP_FRAME,), loop)] if loop else [])
     stacks, repaired = naming.repair_sandwiches(stacks, frames)
     us = us_per_call if us_per_call is not None else result.at_sample_shape.cpu_us_per_call
-    profile = Profile(label, stacks, frames, float(us), result.sampling.analysed_samples, repaired)
+    profile = Profile(label, stacks, frames, float(us), result.sampling.analysed_samples, repaired,
+                      ly.names_on(result.device))
     if not profile.samples:
         raise RunDirError(f"{run_dir / name}: no samples")
     return profile

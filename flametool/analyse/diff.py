@@ -51,7 +51,8 @@ def aligned_profile(profile: Profile) -> Profile:
     if profile.aligned is None:
         frames = dict(profile.frames)
         frames[STEP_ROOT] = naming.Frame(STEP_ROOT, "", "python")
-        profile.aligned = Profile(profile.label, aligned(profile), frames, profile.us_per_call, profile.recorded_samples)
+        profile.aligned = Profile(profile.label, aligned(profile), frames, profile.us_per_call, profile.recorded_samples,
+                                  names=profile.names)
     return profile.aligned
 
 

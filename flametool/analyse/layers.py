@@ -46,7 +46,7 @@ def read_rules(text: str | None = None) -> tuple[list[Rule], dict[str, str]]:
     return _load_all(text)[:2]
 
 
-def _load_all(text: str | None = None) -> tuple[list[Rule], dict[str, str], frozenset[str]]:
+def _load_all(text: str | None = None) -> tuple[list[Rule], dict[str, str], frozenset[str], dict[str, str]]:
     if text is not None:
         return _parse(json.loads(text))
     path = os.environ.get(RULES_ENV)
@@ -63,9 +63,10 @@ def _load_all(text: str | None = None) -> tuple[list[Rule], dict[str, str], froz
         raise FlametoolError(f"{path or 'layers.json'}: not a layers file ({type(exc).__name__}: {exc})") from None
 
 
-def _parse(data: dict) -> tuple[list[Rule], dict[str, str], frozenset[str]]:
-    """(rules, layer -> what it holds, the layers charged to their caller)."""
+def _parse(data: dict) -> tuple[list[Rule], dict[str, str], frozenset[str], dict[str, str]]:
+    """(rules, layer -> what it holds, the layers charged to their caller, layer -> its name on the CPU)."""
     layers = {entry["layer"]: entry["about"] for entry in data["layers"]}
+    on_cpu = {entry["layer"]: str(entry["on_cpu"]) for entry in data["layers"] if entry.get("on_cpu")}
     charged_layers = frozenset(entry["layer"] for entry in data["layers"] if entry.get("charge_to_caller") is True)
     rules = []
     for entry in data["rules"]:
@@ -74,11 +75,11 @@ def _parse(data: dict) -> tuple[list[Rule], dict[str, str], frozenset[str]]:
         rules.append(Rule(layer=entry["layer"], kind=entry.get("kind"),
                           name=re.compile(entry["name"]) if "name" in entry else None,
                           file=re.compile(entry["file"]) if "file" in entry else None))
-    return rules, layers, charged_layers
+    return rules, layers, charged_layers, on_cpu
 
 
 @functools.lru_cache(maxsize=None)
-def current() -> tuple[list[Rule], dict[str, str], frozenset[str]]:
+def current() -> tuple[list[Rule], dict[str, str], frozenset[str], dict[str, str]]:
     """The rules in force, read once, when first needed (so a bad $FLAMETOOL_LAYERS is one error line)."""
     return _load_all()
 
@@ -91,6 +92,17 @@ def charged() -> frozenset[str]:
 def about() -> dict[str, str]:
     """Layer name -> what it holds, in display order."""
     return current()[1]
+
+
+def names_on(device: str | None) -> dict[str, str]:
+    """Layer -> the name it goes by on this device, where that differs (layers.json: on_cpu): a CPU run has no
+    CUDA, so its 'ATen/CUDA glue' is 'ATen glue'."""
+    return dict(current()[3]) if device == "cpu" else {}
+
+
+def canonical(layer: str) -> str:
+    """The layer's name in layers.json of a name it goes by on some device (names_on), for its colour and order."""
+    return next((l for l, n in current()[3].items() if n == layer), layer)
 
 
 def classify(frame: Frame, rules: list[Rule] | None = None) -> str:
@@ -195,4 +207,4 @@ def resolve(names: tuple[str, ...], own: dict[str, str], view: str = DEFAULT_VIE
 def order(layer_names) -> list[str]:
     """Layers in the order layers.json lists them (unknown ones last, by name)."""
     known = list(about())
-    return sorted(layer_names, key=lambda l: (known.index(l) if l in known else len(known), l))
+    return sorted(layer_names, key=lambda l: (known.index(canonical(l)) if canonical(l) in known else len(known), l))

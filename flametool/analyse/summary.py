@@ -1,4 +1,4 @@
-"""What `flametool summary RUN` and `diff --format markdown|json` say, computed once (render/summary.py lays it
+"""What `flametool summary RUN` and `diff --format markdown|json` say, computed once (render/summary_formats.py lays it
 out as text, Markdown or JSON): each compared pair's headline figures with their intervals (relative to the
 anchor where there is one), the largest layer and frame differences, and the --fail-above verdict."""
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ..run import stats
 from .analysis import Analysis, Change, DiffResult, PairAnalysis, Verdict, verdict
+from .countdiff import CountDiff
 from .diff import FrameDelta, LayerDelta, PairDiff
 from ..errors import FlametoolError
 from ..run.record import Environment
@@ -15,9 +16,12 @@ from ..run.record import Environment
 # The JSON document's name and version (docs/summary-json.md): a field's meaning never changes within a version;
 # fields may be added.
 # 2: an anchored pair's difference_us, at_us and layer figures at the common speed of both sides' processes
-# (1: at the base side's speed).
+# (1: at the base side's speed). 3: an anchored pair's ratio (and so its difference and verdict) is speed-adjusted
+# with two or more processes a side (stats.Anchored.speed; `speed_adjustment` says what the adjustment did),
+# and each pair's counts (what a step does, counted, exact: every count of both sides and every difference),
+# and every layer and frame difference (layers, frames), not only the largest.
 SCHEMA = "flametool-summary"
-VERSION = 2
+VERSION = 3
 
 
 @dataclass
@@ -38,6 +42,9 @@ class PairSummary:
     largest_frame: FrameDelta | None = None
     not_sampled: str | None = None  # why there are no layer or frame differences
     verdict: Verdict | None = None
+    counts: CountDiff | None = None  # what a step does, counted, head - base: first, exact
+    layers: list[LayerDelta] = field(default_factory=list)  # every layer difference
+    frames: list[FrameDelta] = field(default_factory=list)  # every frame difference, largest first
 
 
 @dataclass
@@ -48,7 +55,11 @@ class Summary:
     pairs: list[PairSummary] = field(default_factory=list)
     environments: list[Environment] = field(default_factory=list)
     cases: dict[str, stats.Pooled] = field(default_factory=dict)  # a run's cases, their pooled times
+    counts: dict = field(default_factory=dict)  # a run's cases' counted loops (run.counts.Counts), by label
     complete: bool = True
+    incomplete: list[str] = field(default_factory=list)  # a diff: the runs that did not finish ("A", "B")
+    differences: list = field(default_factory=list)  # a diff of two runs: analysis.Difference, what they did not do alike
+    no_verdict: str | None = None  # why --fail-above gave no verdict (the runs measured unlike work)
 
     @property
     def verdict(self) -> Verdict | None:
@@ -82,7 +93,7 @@ def pair_change(p: PairAnalysis) -> Change | None:
 
 
 def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
-              fail_above: float | None, not_sampled: str | None) -> PairSummary:
+              fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None) -> PairSummary:
     a = change.anchored
     diff_us: float | None
     base_us: float | None
@@ -97,35 +108,48 @@ def of_change(label: str, base: str, head: str, head_where: str, change: Change,
     layer, frame = largest(d)
     return PairSummary(label, base, head, head_where, change, diff_us, interval, base_us, units, layer, frame,
                        not_sampled if d is None else None,
-                       verdict(change, label, fail_above) if fail_above is not None else None)
+                       verdict(change, label, fail_above) if fail_above is not None else None, counts,
+                       list(d.layers) if d else [], list(d.frames) if d else [])
 
 
 def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
     run = a.run
     out = Summary("run", str(a.run_dir), str(a.run_dir), environments=list(run.environments), complete=run.complete,
-                  cases=stats.group_pooled(run, True))
+                  cases=stats.group_pooled(run, True),
+                  counts={l: r.profile.counts for l, r in run.results.items() if r.profile and r.profile.counts})
     for p in a.pairs:
         change = pair_change(p)
         if change is None:
             continue
         out.pairs.append(of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff,
-                                   fail_above, "not both sampled: no layer or frame differences"))
+                                   fail_above, "not both sampled: no layer or frame differences", p.counts))
     return out
 
 
-def of_diff(result: DiffResult, fail_above: float | None = None) -> Summary:
+def unlike_sentence(result: DiffResult) -> str | None:
+    """Why a diff of unlike work gets no verdict, or None."""
+    if not result.unlike:
+        return None
+    return (f"no verdict: A and B measured different work ({'; '.join(map(str, result.unlike))}), so the ratio is "
+            "of the work, not of the launch path; compare runs of the same work, or --allow-unlike to decide anyway")
+
+
+def of_diff(result: DiffResult, fail_above: float | None = None, allow_unlike: bool = False) -> Summary:
     base, head = result.cases or ("A", "B")
     label = f"{head} vs {base}" if result.cases else f"{result.label}: B vs A"
-    out = Summary("diff", result.base_run, result.head_run)
+    out = Summary("diff", result.base_run, result.head_run, complete=not result.incomplete,
+                  incomplete=list(result.incomplete), differences=list(result.differences))
+    if fail_above is not None and not allow_unlike and result.unlike:
+        out.no_verdict, fail_above = unlike_sentence(result), None
     if result.change is not None:
         out.pairs.append(of_change(label, base, head, head if result.cases else "B", result.change, result.figures,
-                                   fail_above, result.not_sampled))
+                                   fail_above, result.not_sampled, result.counts))
     return out
 
 
-def of(result, fail_above: float | None = None) -> Summary:
+def of(result, fail_above: float | None = None, allow_unlike: bool = False) -> Summary:
     if isinstance(result, DiffResult):
-        return of_diff(result, fail_above)
+        return of_diff(result, fail_above, allow_unlike)
     if isinstance(result, Analysis):
         return of_run(result, fail_above)
     raise FlametoolError(f"{getattr(result, 'run_dir', 'the run')}: a {result.run.kind} run: summary covers compare "

@@ -27,9 +27,9 @@ class Atlas:
                                      "ratios to the fastest and the layer that differs most")
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        case_options(p, op=False)
+        case_options(p, op=False, pair=False)
         p.add_argument("--ops", help="comma-separated ops (default: all: " + ", ".join(ops.OPS) + ")")
-        sampling_options(p)
+        sampling_options(p, atlasrun.SAMPLE_SECONDS)
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         return cmd_atlas(args, ctx.argv, ctx.err, ctx.out)
@@ -48,13 +48,13 @@ def cmd_atlas(args: argparse.Namespace, argv: list[str], err: Console, out: Cons
                 return interrupt_code(exc)
             # the ops that finished are shown and the page written, as at the end of a whole atlas
             analysed = dispatch.analyse_dir(config.out)
-            out.file.write(render.get("terminal")(terminal_options(out)).render(analysed))
+            out.file.write(render.show("terminal", analysed, terminal_options(out)))
             write_report(config.out, analysed, err, out)
             terminal.say(err, f"flametool: interrupted; the ops that finished are kept in {rundir.shown(config.out)} "
                               "(complete: false)")
             return interrupt_code(exc)
     analysed = dispatch.analyse(run_dir, run)
-    out.file.write(render.get("terminal")(terminal_options(out)).render(analysed))
+    out.file.write(render.show("terminal", analysed, terminal_options(out)))
     written = write_report(run_dir, analysed, err, out)
     failed = [p for p in run.parts if p.error]
     for part in failed:

@@ -50,7 +50,7 @@ def write_report(run_dir: Path, analysed: dispatch.AnyAnalysis, err: Console, ou
     say so in one line and how to try again. A report that renders but cannot be written (a full disk) is
     a fault of the machine (False: exit 2); one that fails to render lets the measurement's exit code stand."""
     try:
-        path = rundir.write_report(run_dir, render.get("html")().render(analysed))
+        path = rundir.write_report(run_dir, render.show("html", analysed))
     except WriteError as exc:
         terminal.say(err, f"flametool: {exc}; run.json is complete; retry with: flametool report {rundir.shown(run_dir)}")
         return False
@@ -64,4 +64,4 @@ def write_report(run_dir: Path, analysed: dispatch.AnyAnalysis, err: Console, ou
 
 def page(run: Path) -> str:
     """The report of a run directory: loaded, analysed once, rendered."""
-    return render.get("html")().render(dispatch.analyse_dir(run))
+    return render.show("html", dispatch.analyse_dir(run))

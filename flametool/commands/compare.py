@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import time
 
 from rich.console import Console
 
-from ..analyse import dispatch
+from ..analyse import dispatch, summary
 from ..analyse.layers import VIEWS
-from ..errors import interrupt_code
+from ..errors import CaseError, RunDirError, interrupt_code
 from ..measure import runner
-from ..measure.config import CPU, CUDA
+from ..measure.config import CPU, CUDA, Config
 from .. import render
 from ..render import terminal
 from ..run import rundir
@@ -24,7 +25,11 @@ class Compare:
     """`flametool compare`: every case in each of several fresh processes, their loops interleaved, then each sampled alone."""
 
     name = "compare"
-    help = ("measure each case in its own process and write a run directory")
+    help = ("time the cases side by side in several fresh processes (their loops interleaved, so each "
+            "process's speed cancels out of the comparison), then profile each case alone; print the comparison and "
+            "write a run directory with report.html")
+    description = (help[0].upper() + help[1:] + ". With no options: cupy against torch on a CUDA device, numpy "
+                   "against torch on the CPU.")
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         case_options(p)
@@ -45,6 +50,18 @@ class Compare:
         p.add_argument("--anchor", metavar="CASE",
                        help="with --env: the case every environment's processes time beside the others, whose own speed "
                             "cancels the host's (default: the last case of --libs with one version in every environment)")
+        p.add_argument("--fail-above", type=float, metavar="PCT",
+                       help="add processes until every pair's verdict is decided: slower by more than PCT%% (its 95%% "
+                            "interval wholly above), or not (wholly at or below), or --budget is spent; exit as summary "
+                            "--fail-above does (3 slower, 4 inconclusive)")
+        p.add_argument("--budget", type=float, metavar="SECONDS",
+                       help="seconds the timing processes may take in all before compare stops adding processes "
+                            f"(default with --env {CUDA.env_budget:g}; without, {CPU.extra_seconds:g} s past --processes)")
+        p.add_argument("--timed-seconds", type=float, metavar="S",
+                       help=f"seconds of rounds per case in each process at a host-bound shape (default {CPU.timed_seconds:g})")
+        p.add_argument("--no-spares", action="store_true",
+                       help="do not start the later processes ahead (on a GPU they import while another process times "
+                            "its loops): for measuring whether they change the speeds drawn")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         return cmd_compare(args, ctx.argv, ctx.err, ctx.out)
@@ -56,6 +73,9 @@ class Sweep:
     name = "sweep"
     help = ("time each case over a ladder of sizes: host, GPU and wall time per call, "
                                      "and where each library stops being host-bound")
+    description = ("Time each case over a ladder of sizes, paired in fresh processes as compare pairs them: host, GPU "
+                   "and wall time per call at each size, and the size where each library's GPU time overtakes its host "
+                   "time (the crossover). Writes a run directory with report.html.")
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         case_options(p)
@@ -78,6 +98,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     """compare and sweep: measure, then print the analysis and write the report."""
     sweeping = args.command == "sweep"
     config = (sweep_config if sweeping else compare_config)(args, lambda text: terminal.say(err, text))
+    started = time.monotonic()
     with terminal.Progress(err) as progress:
         try:
             run_dir, run = (runner.sweep if sweeping else runner.compare)(config, ["flametool", *argv], progress.update)
@@ -86,9 +107,18 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
             terminal.say(err, f"flametool: interrupted; what finished is kept in {rundir.shown(kept)} (complete: false)"
                          if kept.exists() else "flametool: interrupted before anything was measured")
             return interrupt_code(exc)
-    analysed = dispatch.analyse(run_dir, run)
+    kept = f"every timing is kept in {rundir.shown(run_dir / rundir.RUN_FILE)}"
+    gone = [name for r in run.results.values() if r.profile is not None for name in r.profile.files.values()
+            if not (run_dir / name).exists()]
+    if gone:  # a case that cleans up after itself removed what the run wrote beside it
+        raise CaseError(f"{rundir.shown(run_dir)}: {', '.join(gone)} removed while the run went on (by a case that "
+                        f"cleans up after itself?); {kept}")
+    try:
+        analysed = dispatch.analyse(run_dir, run)
+    except RunDirError as exc:  # a file the run wrote was changed under it
+        raise CaseError(f"{exc} (changed while the run went on?); {kept}") from None
     view = getattr(args, "layers", "caller")
-    out.file.write(render.get("terminal")(terminal_options(out, view=view)).render(analysed))
+    out.file.write(render.show("terminal", analysed, terminal_options(out, view=view)))
     written = write_report(run_dir, analysed, err, out)
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
@@ -108,4 +138,20 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
         sampling = run.results[label].sampling
         assert sampling is not None  # unsampled: sampled, incompletely
         terminal.say(err, f"flametool: case {label!r}: sampling incomplete: {sampling.error}")
-    return 1 if failed or unsampled else (0 if written else 2)
+    code = 0
+    if not sweeping and config.fail_above is not None:
+        code = decided_verdict(analysed, config, time.monotonic() - started, out)
+    return 1 if failed or unsampled else (code if written else 2)
+
+
+def decided_verdict(analysed, config: Config, took: float, out: Console) -> int:
+    """compare --fail-above: what was decided for each pair, after how many processes and how long; the exit
+    code of the worst verdict, as summary --fail-above gives it."""
+    made = summary.of(analysed, config.fail_above)
+    for p in made.pairs:
+        v = p.verdict
+        how = ("decided" if v.outcome != "inconclusive" else
+               f"not decided within the budget of {config.budget:g} s" if config.budget is not None else "not decided")
+        terminal.say(out, f"--fail-above {config.fail_above:g}%: {v.outcome} ({how}) over {p.units} in {took:.0f} s: "
+                          f"{v.sentence}")
+    return made.exit_code

@@ -38,6 +38,9 @@ class Diff:
                        help=f"exit {analysis.SLOWER_EXIT} when the case's host time per call (relative to the anchor) grew "
                             f"by more than PCT percent, its whole 95%% interval above PCT; exit {analysis.INCONCLUSIVE_EXIT} "
                             "(inconclusive) when the interval holds PCT")
+        p.add_argument("--allow-unlike", action="store_true",
+                       help="give a --fail-above verdict even when the two runs measured different work (op, shape, "
+                            "dtype, device): without it such a diff says what differs and exits 2 instead")
         p.add_argument("--top", type=int, default=15, help="frames to list (default 15)")
         p.add_argument("--format", default="text", metavar="FORMAT",
                        help="text (the layer and frame tables, the default), or a summary: markdown (a pull-request "
@@ -50,7 +53,7 @@ class Diff:
 
 def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
     check_fail_above(args)
-    renderer = render.get(args.format, ("text",) + tuple(f for f in render.SUMMARIES if f != "text"))
+    render.check(args.format, ("text",) + tuple(f for f in render.SUMMARIES if f != "text"))
     if args.top < 0:
         raise FlametoolError(f"--top {args.top}: must be 0 or more")
     check_limits(args)
@@ -65,13 +68,15 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
     else:
         result = analysis.diff_runs(args.run_a, args.run_b, args.case, args.layers, args.anchor)
     if args.format == "text":
-        out.file.write(render.get("terminal")(terminal_options(out, top=args.top)).render(result))
+        out.file.write(render.show("terminal", result, terminal_options(out, top=args.top)))
     else:
-        out.file.write(renderer().render(summary.of(result, args.fail_above)))
+        out.file.write(render.show(args.format, summary.of(result, args.fail_above, args.allow_unlike)))
         out.file.flush()
     if args.fail_above is None:
         return 0
     assert result.change is not None  # diff_runs and diff_cases always set it
+    if result.unlike and not args.allow_unlike:
+        raise FlametoolError(summary.unlike_sentence(result))
     decided = analysis.verdict(result.change, result.label, args.fail_above)
     if decided.exit_code:
         terminal.say(err, f"flametool: {decided.sentence}")

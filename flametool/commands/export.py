@@ -32,8 +32,8 @@ class Export:
 
 
 def cmd_export(args: argparse.Namespace, out: Console) -> int:
-    renderer = render.get(args.format, render.EXPORTS)()
-    text = renderer.render(analysis.stacks(args.run, rundir.load_profiled(args.run, "export"), args.case, args.lines))
+    render.check(args.format, render.EXPORTS)
+    text = render.show(args.format, analysis.stacks(args.run, rundir.load_profiled(args.run, "export"), args.case, args.lines))
     if args.output is None or args.output == Path("-"):
         out.file.write(text)
         out.file.flush()

@@ -26,7 +26,7 @@ from .export import Export
 from .options import Parser
 from .report import Report
 from .snakeviz import Snakeviz
-from .streams import Stdout
+from .streams import Stdout, reopen_closed_standard_streams
 from .summary import Summary
 
 # in the order --help lists them
@@ -42,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"flametool {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS.values():
-        command.add_arguments(sub.add_parser(command.name, help=command.help))
+        # `flametool COMMAND --help` opens with what the command does: its own description, else its line above
+        description = getattr(command, "description", None) or command.help[0].upper() + command.help[1:] + "."
+        command.add_arguments(sub.add_parser(command.name, help=command.help, description=description))
     return parser
 
 
@@ -98,6 +100,7 @@ def take_ctrl_c():
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    reopen_closed_standard_streams()
     for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii: '×' and 'µ' printed as escapes, not a crash
         try:
             cast(io.TextIOWrapper, stream).reconfigure(errors="backslashreplace")  # a stream without it: below

@@ -32,15 +32,18 @@ class Parser(argparse.ArgumentParser):
         raise FlametoolError(f"{message} (see {self.prog} --help)")
 
 
-def sampling_options(p: argparse.ArgumentParser) -> None:
+def sampling_options(p: argparse.ArgumentParser, seconds: dict[str, int] | None = None) -> None:
+    """--rate and --sample-seconds; `seconds` the command's own defaults by device kind (the atlas samples less)."""
+    seconds = seconds or {"cuda": CUDA.sample_seconds, "cpu": CPU.sample_seconds}
     p.add_argument("--rate", type=int, help=f"py-spy samples per second (default {CUDA.rate_hz} on CUDA, where each native "
                                             f"sample stops a process of many threads for 3-15 ms; {CPU.rate_hz} on the CPU)")
-    p.add_argument("--sample-seconds", type=int, help=f"seconds of sampling per case (default {CUDA.sample_seconds} on "
-                                                      f"CUDA, {CPU.sample_seconds} on the CPU)")
+    p.add_argument("--sample-seconds", type=int, help=f"seconds of sampling per case (default {seconds['cuda']} on "
+                                                      f"CUDA, {seconds['cpu']} on the CPU)")
 
 
-def case_options(p: argparse.ArgumentParser, op: bool = True) -> None:
-    """The options compare, sweep and atlas share: which cases, how they are timed, where the run goes."""
+def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True) -> None:
+    """The options compare, sweep and atlas share: which cases, how they are timed, where the run goes (the
+    atlas chooses its own pairs: no --pair)."""
     p.add_argument("--libs", help="built-in cases, comma-separated: " + ", ".join(cases.BUILTIN)
                    + " (default: cupy,torch with a CUDA device, numpy,torch on the CPU)")
     p.add_argument("--case", action="append", default=[], metavar="FILE.py:FACTORY",
@@ -51,8 +54,9 @@ def case_options(p: argparse.ArgumentParser, op: bool = True) -> None:
     p.add_argument("--iters", type=int, default=CPU.iters, help=f"timed calls per loop (default {CPU.iters})")
     p.add_argument("--warmup", type=int, default=CPU.warmup, help=f"warm-up calls (default {CPU.warmup})")
     p.add_argument("--repeats", type=int,
-                   help="rounds of timed loops per process (one loop of each case a round); the median is reported "
-                        "(default 3, and at a host-bound shape more rounds until each case was timed for "
+                   help="rounds of timed loops per process (one loop of each case a round); a case's figure in a "
+                        "process is the median of its rounds, then the processes are pooled at the median process's "
+                        "speed (default 3, and at a host-bound shape more rounds until each case was timed for "
                         f"{CPU.timed_seconds:g} s; 2 "
                         "where every loop is GPU-bound and takes seconds; a given number is run as given)")
     p.add_argument("--processes", type=int, metavar="N",
@@ -60,10 +64,15 @@ def case_options(p: argparse.ArgumentParser, op: bool = True) -> None:
                         "interleaved, so a process's own speed cancels out of the comparison (default: "
                         f"{CPU.processes}, and in compare up to {CPU.max_processes} while a ratio's interval is wider "
                         f"than ±{paired.SETTLED * 100:.0f}%%, for at most {CPU.extra_seconds:g} s more, while that many would narrow it so; "
-                        f"with --env ±{paired.ENV_SETTLED * 100:g}%% of the anchored ratio, up to {CPU.env_max_processes} per "
-                        f"environment, {CPU.extra_seconds:g} s more per environment)")  # %%: argparse formats help
+                        f"with --env {CPU.env_processes} per environment and more until the anchored ratio's interval "
+                        f"reaches ±{paired.ENV_SETTLED * 100:g}%% (or --fail-above is decided), up to {CPU.env_max_processes} per "
+                        "environment, within --budget)")  # %%: argparse formats help
+    # the atlas takes --pair only to refuse it with what to do instead; its --help does not list it
     p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
-                   help="a pair of cases to compare, head against base (repeatable; default: the first two cases)")
+                   help=argparse.SUPPRESS if not pair else
+                   "a pair of cases to compare, head against base (repeatable; default: the first two library cases, "
+                   "not the floors cublas, torch-graph and cupy-graph, and each library case against the cublas floor "
+                   "when it runs)")
     p.add_argument("--isolate", action="store_true",
                    help="time each case in processes of its own instead (for a case that cannot share a process); "
                         "its comparison with the others is then not paired")

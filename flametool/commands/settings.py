@@ -4,13 +4,14 @@ defaults, the timing and sampling settings, --env's environments, a sweep's size
 from __future__ import annotations
 
 import argparse
+import math
 from typing import cast
 
 from ..errors import FlametoolError
 from ..measure import atlasrun, envinfo, environments
 from ..measure.config import JAX_CPUS, Config, Defaults, default_out, defaults
 from ..workload import cases, ops
-from .options import check_limits, default_sizes, parse_device, parse_dtypes, parse_pair, parse_shape, parse_sizes
+from .options import LIMITS, check_fail_above, check_limits, default_sizes, parse_device, parse_dtypes, parse_pair, parse_shape, parse_sizes
 
 
 def sampling_config(args: argparse.Namespace, d: Defaults) -> dict:
@@ -84,11 +85,24 @@ def compare_config(args: argparse.Namespace, say) -> Config:
     elif args.anchor is not None:
         raise FlametoolError("--anchor: only with --env (two environments to compare)")
     envs = len(common.get("environments") or [])
+    check_fail_above(args)
+    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
+        raise FlametoolError(f"--budget {args.budget}: must be a number of seconds, more than 0")
+    if args.timed_seconds is not None and not (math.isfinite(args.timed_seconds) and 0 < args.timed_seconds <= 60):
+        raise FlametoolError(f"--timed-seconds {args.timed_seconds}: must be more than 0 and at most 60")
+    if envs and args.processes is None:  # issue 31: more processes a side, until settled or decided, in a budget
+        common["processes"] = d.env_processes
+    if args.timed_seconds is not None:
+        common["timed_seconds"] = args.timed_seconds
+    budget = args.budget if args.budget is not None else (d.env_budget if envs else None)
+    stopping = args.fail_above is not None or args.budget is not None
+    most = d.env_max_processes if envs else (LIMITS["processes"] if stopping else d.max_processes)
     return Config(
         **common, **sampling_config(args, d), shape=shape,
-        max_processes=args.processes or (d.env_max_processes if envs else d.max_processes),
+        # --processes N alone: N exactly; else more, up to `most`, until settled (or decided) or the budget is spent
+        max_processes=args.processes if args.processes and not stopping else max(most, common["processes"]),
         extra_seconds=d.extra_seconds * max(1, envs), sample_shape=sample_shape, sample=not args.no_sample,
-        spares=d.spares,
+        spares=d.spares and not args.no_spares, budget=budget, fail_above=args.fail_above,
     )
 
 

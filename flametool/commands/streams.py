@@ -5,8 +5,32 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 
 from ..errors import FlametoolError
+
+
+def reopen_closed_standard_streams() -> None:
+    """A standard stream flametool was started without (`>&-`, `2>&-`, `<&-`: a cron job, a daemon) becomes
+    /dev/null: what would be said there goes nowhere, and no file flametool opens later takes descriptor 0, 1
+    or 2 (where a child process or py-spy would read or write it as a standard stream)."""
+    for fd, name, flags in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY), (2, "stderr", os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, flags)
+            except OSError:
+                continue
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        if getattr(sys, name, None) is None:
+            try:
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", errors="backslashreplace",
+                                        closefd=False))
+            except OSError:
+                pass
 
 
 class Stdout:

@@ -38,9 +38,9 @@ class Summary:
 def cmd_summary(args: argparse.Namespace, err: Console, out: Console) -> int:
     """The summary of a run, in the format asked; with --fail-above, the exit code of its worst verdict."""
     check_fail_above(args)
-    renderer = render.get(args.format, render.SUMMARIES)
+    render.check(args.format, render.SUMMARIES)
     made = summary.of(dispatch.analyse_dir(args.run), args.fail_above)
-    out.file.write(renderer().render(made))
+    out.file.write(render.show(args.format, made))
     out.file.flush()
     if made.exit_code:
         assert made.verdict is not None  # an exit code other than 0 is a verdict's

@@ -24,6 +24,7 @@ import gc
 import importlib
 import importlib.util
 import math
+import operator
 import os
 import select
 import statistics
@@ -36,7 +37,8 @@ from typing import Any, Callable
 
 from ..workload import cases, ops
 from .. import procs
-from . import explain
+from . import counting, explain
+from ..run.counts import Counts
 from ..workload.cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory, cuda_index
 from .protocol import (CaseProfiled, CaseTimed, Done, Failed, Job, JobCase, Message, Phase, PlanItem, Point, PointCase,
     ProfileJob, SampleReady, SweepJob, Swept, Timed, TimedLoops, TimeJob, decode_job, encode)
@@ -204,7 +206,26 @@ def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tupl
         raise FactoryFailed(_describe(exc)) from exc
     if not (isinstance(made, tuple) and len(made) == 2 and all(callable(f) for f in made)):
         raise FactoryFailed(f"returned {type(made).__name__}, expected a (step, sync) pair of callables")
+    check_ops(made[0])
     return made
+
+
+# step.ops at most this: a step of a million operations already reads its time per operation in picoseconds
+MAX_OPS_PER_STEP = 1_000_000
+
+
+def check_ops(step: Step) -> None:
+    """step.ops, when the factory set it, is a whole number of operations from 1 to MAX_OPS_PER_STEP: every
+    figure is divided by it, and a negative, zero, fractional or absurd count makes every figure wrong."""
+    ops = getattr(step, "ops", 1)
+    try:
+        whole = None if isinstance(ops, bool) else operator.index(ops)  # an int, or numpy's
+    except TypeError:
+        whole = None
+    if whole is None or not 1 <= whole <= MAX_OPS_PER_STEP:
+        shown = repr(ops) if len(repr(ops)) <= 40 else repr(ops)[:37] + "..."
+        raise FactoryFailed(f"step.ops is {shown}: it must be a positive integer (the operations one call of "
+                            f"step launches), at most {MAX_OPS_PER_STEP:,}")
 
 
 # An operand fingerprint hashes at most this many elements of each array (every s-th one beyond), so that the
@@ -343,14 +364,17 @@ def choose_sample_shape(requested: list[int] | None, shape: list[int], host_boun
     if host_bound:
         return list(shape), "the requested shape is host-bound, so it is sampled as is"
     fallback = ops.host_bound_shape(op, "cuda")
+    if list(fallback) == list(shape):  # already the host-bound size: sampled as is, whatever the case's GPU hides
+        return list(shape), (f"the requested shape is the op's host-bound size {','.join(map(str, shape))}, where "
+                             "launches are sampled; not every case is host-bound even there")
     return list(fallback), (
         f"the requested shape {','.join(map(str, shape))} is not host-bound (the GPU hides launch cost), so "
         f"launches are sampled at the host-bound shape {','.join(map(str, fallback))}"
     )
 
 
-def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float, int]:
-    """(host us per call under cProfile, calls profiled), the profile written to `path`."""
+def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float, int, dict]:
+    """(host us per call under cProfile, calls profiled, its function table), the profile written to `path`."""
     profiler = cProfile.Profile()
     total_calls = 0
     host = 0.0
@@ -374,7 +398,7 @@ def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float
         except OSError:
             pass
         raise CaseUnavailable(f"{path}: cannot be written ({exc.strerror or exc})") from None
-    return host * 1e6 / (total_calls * ops_per_step(step)), total_calls
+    return host * 1e6 / (total_calls * ops_per_step(step)), total_calls, profiler.stats
 
 
 def _stop_requested() -> bool:
@@ -666,13 +690,25 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
     if errors:  # the loop raised; interleaved made its message
         raise CaseUnavailable(errors[c.label])
     report.phase("cprofile")
-    us_per_call, profiled_calls = cprofile_phase(step, sync, steps, job.prof_path)
+    us_per_call, profiled_calls, table = cprofile_phase(step, sync, steps, job.prof_path)
     result = CaseProfiled(own[c.label], steps * ops, us_per_call, profiled_calls)
     if job.sample:
         report.send(SampleReady(os.getpid()))
         result.chunks = sampled_phase(step, sync, steps, job.max_sample_seconds)
         result.calls_per_chunk = steps * ops
+    if job.count:  # last: CUPTI's tracing is set up and torn down after every other loop of the process
+        report.phase("count")
+        result.counts = counted_loop(step, sync, steps, job.device, ops, table, profiled_calls)
     return result
+
+
+def counted_loop(step: Step, sync: Sync, steps: int, device: str, ops: int, table: dict, profiled: int) -> Counts:
+    """counting.count() of the case; a counted loop that fails is one line in its record, not a failed case."""
+    try:
+        return counting.count(step, sync, counting.count_steps(steps), device, ops, python=(table, profiled))
+    except Exception as exc:  # noqa: BLE001 -- the other loops' figures stand without the counts
+        return Counts(steps=0, python_steps=profiled, tallies=counting.python_tallies(table, profiled),
+                      missing=[f"the counted loop failed: {_describe(exc)}"], ops_per_step=ops)
 
 
 JOBS = {TimeJob: time_cases, SweepJob: sweep_cases, ProfileJob: profile_case}

@@ -275,8 +275,11 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
     if result is None:
         stray = f"; {ignored} line(s) on its message pipe were not messages" if ignored else ""
         return None, error or f"{exit_story(proc.returncode, log_path)}{stray}", None
-    if log_path.stat().st_size == 0:
-        log_path.unlink()
+    try:
+        if log_path.stat().st_size == 0:
+            log_path.unlink()
+    except OSError:  # gone already (a case that cleans the run directory up): nothing to tidy
+        pass
     return result, None, sampling
 
 

@@ -54,10 +54,16 @@ class Defaults:
     # With --env the anchored ratio's interval carries the spread of two environments' processes: on the H200
     # (benchmarks/envs.py, 2026-12-01) log(cupy/torch) spread 0.85-3.10% (sd) per environment, and at 10
     # processes each the 1 us plant's half-width read 0.41, 0.73 and 0.46 us over three runs; with 3% on both
-    # sides +-2% (0.48 us at 24 us per call) takes about 19 each. So a run with environments goes on up to
-    # env_max_processes a side (each further step one process per environment, extra_seconds per environment),
-    # until the anchored ratio's interval reaches no further than paired.ENV_SETTLED (1.75%).
-    env_max_processes: int = 24
+    # sides +-2% (0.48 us at 24 us per call) takes about 19 each.
+    # Issue 31: with --env the anchored ratio is speed-adjusted (run/speedfit) and its interval from the fit;
+    # on the H200 reference runs (benchmarks/estimators.py, 2026-12-01) its median half-width over pseudo null
+    # A/Bs read 3.3% at 5 processes a side and 2.4% at 8, so a run with environments starts with env_processes a
+    # side and goes on (one process per environment a step) until the interval settles (paired.ENV_SETTLED) or,
+    # with --fail-above, the verdict is decided, up to env_budget seconds of timing in all (--budget; about 4 s
+    # a process at 1024^3 there: 16 processes took 68 s) and env_max_processes a side.
+    env_processes: int = 8
+    env_budget: float = 180.0
+    env_max_processes: int = 60
     # Rounds of timed loops at a host-bound shape go on until each case had this long (child.interleaved). On
     # the H200 (benchmarks/noise.py on a default compare, 2026-12-01) half of it would do for the noise: with
     # 1 s a process's ratio kept 0.29% of its own beside 1.88% between processes, from the first half of the
@@ -112,6 +118,10 @@ class Config:
     processes: int = CPU.processes  # fresh processes that run the timed loops
     max_processes: int | None = None  # more, up to this, while a pair's ratio has not settled; None: `processes`
     extra_seconds: float = float(CPU.extra_seconds)  # and while the processes past `processes` have taken less than this
+    # --budget: seconds all the timing processes may take (from the first one's start), replacing extra_seconds;
+    # None: extra_seconds. --fail-above: more processes until every pair's verdict is decided (or the budget is spent)
+    budget: float | None = None
+    fail_above: float | None = None
     # CPU thread pools in the child (childproc.POOL_THREAD_VARS); None: as the environment says
     pool_threads: int | None = None
     sample_shape: list[int] | None = None

@@ -72,7 +72,8 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     wanted = json.dumps([{"label": s.label, "library": library(s), "file": s.file, "factory": s.factory}
                          for s in specs])
     procs = [(e, subprocess.Popen([e.python, "-c", PROBE_BOOT, wanted], stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env()))
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  errors="backslashreplace", env=child_env()))  # what prints bytes is no Python
              for e in envs]
     found = []
     try:

@@ -10,6 +10,7 @@ is the thing that failed to load.
 from __future__ import annotations
 
 import errno
+import math
 import os
 import re
 import sys
@@ -78,8 +79,13 @@ def out_of_memory(exc: BaseException, shape: list[int], dtype: str, device: str)
     name = type(exc).__name__
     if not (isinstance(exc, MemoryError) or "OutOfMemory" in name or OUT_OF_MEMORY.search(str(exc))):
         return None
-    m, k, n = shape
-    need = (m * k + k * n + m * n) * ITEMSIZE.get(dtype, 4)
+    itemsize = ITEMSIZE.get(dtype, 4)
+    at = ",".join(str(x) for x in shape)
+    if len(shape) == 3:  # a product: a (MxK), b (KxN) and out (MxN)
+        m, k, n = shape
+        need, operands = (m * k + k * n + m * n) * itemsize, "a, b and out"
+    else:  # an elementwise op, a reduction, a copy, an FFT: at most a, b and out of N elements each
+        need, operands = 3 * math.prod(shape) * itemsize, "its arrays (at most a, b and out)"
     where = "GPU memory" if device != "cpu" else "memory"
     said = first_sentences(str(exc)) or name
     asked = failed_allocation(str(exc))
@@ -88,9 +94,9 @@ def out_of_memory(exc: BaseException, shape: list[int], dtype: str, device: str)
     # size it computed wrongly), and a smaller --shape would not help
     if (asked is not None and asked > need) or (asked is None and need < SMALL_OPERANDS):
         tried = f"an allocation of {size_text(asked)}" if asked is not None else "an allocation"
-        return (f"out of {where}: {tried} failed in the case's own code ({said}); a, b and out at shape "
-                f"{m},{k},{n} {dtype} need only {size_text(need)}, so the shape is not what ran out")
-    return (f"out of {where} at shape {m},{k},{n} {dtype}: a, b and out need {need / 2**30:.1f} GiB "
+        return (f"out of {where}: {tried} failed in the case's own code ({said}); {operands} at shape "
+                f"{at} {dtype} need only {size_text(need)}, so the shape is not what ran out")
+    return (f"out of {where} at shape {at} {dtype}: {operands} need {size_text(need)} "
             f"({said}); try a smaller --shape"
             + (", or free the GPU (nvidia-smi lists what holds its memory)" if device != "cpu" else ""))
 

@@ -22,6 +22,7 @@ class Measurement:
         self.out = config.out
         self.steps: dict[str, int] = {}  # calls of step() per loop at the sample shape, per case
         self.spares = Spares(config, self.out)
+        self.timing_started: float | None = None  # time.monotonic() when the first timing process started
 
     def save(self) -> None:
         rundir.save(self.out, self.run)

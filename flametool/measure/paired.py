@@ -30,6 +30,8 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
     the others). Returns the cases to time again alone (they could not be built beside the others, or the
     shared process failed), with why."""
     config, run = m.config, m.run
+    if getattr(m, "timing_started", None) is None:
+        m.timing_started = time.monotonic()  # --budget counts from the first timing process
     paired = len(cases) > 1
     group = Group([c.label for c in cases], paired, reason)
     run.groups.append(group)
@@ -100,17 +102,22 @@ def _processes_after_the_first(m: Measurement, groups: list[Group]) -> None:
     config = m.config
     assert config.max_processes is not None  # Config.__post_init__ sets it
     started = time.monotonic()
+    first = getattr(m, "timing_started", None) or started  # when the first timing process started
+    step = 0.0  # the longest step so far (one process of each group): the budget is not overrun by one more
     i = 1
     while i < config.max_processes:
         live = [l for g in groups for l in _live(m, g)]
         if not live:
             return
-        if i >= config.processes and (settled(m, live, config.max_processes)
-                                      or time.monotonic() - started > config.extra_seconds):
+        now = time.monotonic()
+        spent = (now + step - first > config.budget if config.budget is not None
+                 else now - started > config.extra_seconds)
+        if i >= config.processes and (spent or settled(m, live, config.max_processes)):
             return
         i += 1
         for group in (groups if i % 2 else groups[::-1]):
             _one_more(m, group, i)
+        step = max(step, time.monotonic() - now)
 
 
 def _live(m: Measurement, group: Group) -> list[str]:
@@ -152,24 +159,41 @@ def _one_more(m: Measurement, group: Group, i: int) -> None:
 
 
 def settled(m: Measurement, live: list[str], most: int) -> bool:
-    """No more processes can help: every pair of these cases has a ratio whose interval reaches no further
-    than SETTLED from it, or would still reach further with `most` processes that spread as these do (on
-    a host where processes disagree by ±7%, seven more would not settle it, and would cost a minute). A
-    pair of two environments is read by its anchored ratio, against ENV_SETTLED."""
+    """No more processes are needed. With --fail-above: every pair's verdict is decided (its 95% interval
+    wholly above 1 + PCT/100, or wholly at or below it), however many processes that takes (the budget
+    bounds it). Otherwise every pair of these cases has a ratio whose interval reaches no further than SETTLED
+    from it, or would still reach further with `most` processes that spread as these do (on a host where
+    processes disagree by ±7%, seven more would not settle it, and would cost a minute). A pair of two
+    environments is read by its anchored (speed-adjusted) ratio, against ENV_SETTLED; `most` is then up to
+    Defaults.env_max_processes (60) a side and the budget bounds the run (on the H200 the unadjusted spread with
+    at most 24 a side stopped null A/Bs at 5 processes: 24 would not settle them)."""
     timings = cast("dict[str, Timing]", {l: m.run.results[l].at_sample_shape for l in live})  # live: timed
+    fail_above = m.config.fail_above
     figures: stats.PairFigures | stats.Anchored | None
     for base, head in m.run.pairs:
         if base in timings and head in timings:
-            if m.run.paired(base, head):
+            together = m.run.paired(base, head)
+            if together:
                 figures, limit = stats.pair(base, timings[base], head, timings[head], True), SETTLED
             else:
                 figures, limit = stats.anchored_pair(m.run, base, head), ENV_SETTLED
                 if figures is None:
                     continue
+            if fail_above is not None:
+                if not decided(figures.ratio_interval, fail_above):
+                    return False
+                continue
             reach, could = figures.reach, figures.reach_with(most)
             if reach is None or (reach > limit and (could is None or could <= limit)):
                 return False
     return True
+
+
+def decided(interval: stats.Interval | None, pct: float) -> bool:
+    """A --fail-above PCT verdict is decided on this interval: wholly above 1 + PCT/100 (slower) or wholly at or
+    below it (passed), as analysis.verdict reads it."""
+    limit = 1 + pct / 100
+    return interval is not None and (interval.low > limit or interval.high <= limit)
 
 
 def time_envs(m: Measurement) -> None:
@@ -177,6 +201,7 @@ def time_envs(m: Measurement) -> None:
     process's loops interleaved as time_group does, the environments taking turns (more_processes). After
     --processes each, more while a pair's anchored ratio has not settled."""
     config, run = m.config, m.run
+    m.timing_started = time.monotonic()  # --budget counts from here
     groups: list[Group] = []
     for cases in m.case_groups():
         env, before = cases[0].env, len(run.groups)

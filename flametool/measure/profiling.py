@@ -62,4 +62,5 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
         sampling.sampled_us_per_call = sampler.sampled_us_per_call(got.chunks or [], got.calls_per_chunk or 1,
                                                                    sampling.window)
     return ProfileProcess(own=got.own, calls=got.calls, cprofile_us_per_call=got.cprofile_us_per_call,
-                          cprofile_calls=got.cprofile_calls, sampling=sampling, files=files)
+                          cprofile_calls=got.cprofile_calls, sampling=sampling, files=files,
+                          counts=got.counts)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from ..workload.cases import CaseSpec
+from ..run.counts import Counts
 from ..run.record import DeviceInfo, Loops, Operands
 
 
@@ -135,12 +136,13 @@ class ProfileJob(Job):
     sample: bool = True
     prof_path: str = ""
     max_sample_seconds: float = 0.0
+    count: bool = True  # the counted loop after the others (counting.py)
 
     @classmethod
     def from_json(cls, data: dict) -> "ProfileJob":
         return cls(**cls._common(data), case=JobCase.from_json(data["case"]), shape=_shape(data["shape"]),
                    steps=data.get("steps"), sample=bool(data.get("sample", True)), prof_path=str(data["prof_path"]),
-                   max_sample_seconds=float(data["max_sample_seconds"]))
+                   max_sample_seconds=float(data["max_sample_seconds"]), count=bool(data.get("count", True)))
 
 
 JOBS: dict[str, type[AnyJob]] = {j.kind: j for j in (TimeJob, SweepJob, ProfileJob)}
@@ -239,11 +241,17 @@ class CaseProfiled:
     cprofile_calls: int = 0
     chunks: list[list[float]] | None = None
     calls_per_chunk: int | None = None
+    counts: Counts | None = None  # the counted loop, after the others
+
+    def to_json(self) -> dict:
+        data = {k: v for k, v in asdict(self).items() if k != "counts"}
+        return data | ({"counts": self.counts.to_json()} if self.counts is not None else {})
 
     @classmethod
     def from_json(cls, data: dict) -> "CaseProfiled":
         return cls(_loops(data["own"]), int(data["calls"]), float(data["cprofile_us_per_call"]),
-                   int(data["cprofile_calls"]), data.get("chunks"), data.get("calls_per_chunk"))
+                   int(data["cprofile_calls"]), data.get("chunks"), data.get("calls_per_chunk"),
+                   Counts.from_json(data["counts"]) if data.get("counts") is not None else None)
 
 
 RESULTS: dict[str, type[AnyResult]] = {r.job: r for r in (Timed, Swept, CaseProfiled)}
@@ -354,7 +362,8 @@ class Done:
     result: AnyResult
 
     def fields(self) -> dict:
-        return {"job": self.result.job, "result": asdict(self.result)}
+        result = self.result.to_json() if hasattr(self.result, "to_json") else asdict(self.result)
+        return {"job": self.result.job, "result": result}
 
     @classmethod
     def from_json(cls, data: dict) -> "Done":

@@ -7,6 +7,7 @@ time per call while sampled is measured here from the child's own chunk timestam
 
 from __future__ import annotations
 
+import fcntl
 import math
 import os
 import re
@@ -160,9 +161,21 @@ def raw_output() -> tuple[int, str, bool]:
         except (AttributeError, OSError):  # a file system without O_TMPFILE: a name, removed at once
             fd, path = tempfile.mkstemp(prefix="flametool-pyspy-", suffix=".txt")
             os.unlink(path)
+        fd = above_standard(fd)
         return fd, f"/proc/self/fd/{fd}", False
     fd, path = tempfile.mkstemp(prefix="flametool-pyspy-", suffix=".txt")
     return fd, path, True
+
+
+def above_standard(fd: int) -> int:
+    """`fd`, moved above 0, 1 and 2 if it is one of them (flametool started with a standard stream closed
+    gets the lowest free descriptor): handed to py-spy as its standard input, output or error, its samples
+    would go elsewhere."""
+    if fd > 2:
+        return fd
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.close(fd)
+    return moved
 
 
 class Output:

@@ -25,6 +25,7 @@ class Cell:
     differs: str = ""
     threads: str = ""  # all threads' CPU time per call
     cls: str = ""  # "fastest", "failed"
+    counted: str = ""  # kernels and CUDA API calls per call (the counted loop), '' where not counted
 
 
 @dataclass
@@ -82,7 +83,7 @@ def cell(c: AtlasCell, fastest: str | None) -> Cell:
     return Cell(fmt.us(c.us), f"95%: {fmt.interval(c.interval)}" if c.interval else "",
                 fmt.ratio_to_fastest(c.ratio, fastest if c.label == fastest or c.ratio else ""), fmt.differs_most(c),
                 f"all threads {fmt.us(c.all_threads_us)}" if c.all_threads_us is not None else "",
-                "fastest" if c.label == fastest else "")
+                "fastest" if c.label == fastest else "", c.counted)
 
 
 def frames(c: AtlasCell) -> FrameLine:

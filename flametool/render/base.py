@@ -1,15 +1,17 @@
-"""What every output of flametool is: a renderer of an analysis result (analysis.Analysis, sweep.SweepAnalysis,
-analysis.DiffResult, or for an export analysis.Stacks) to text, made with one Options object.
+"""What every output of flametool is: a renderer of one kind of analysis result (analysis.Analysis,
+sweep.SweepAnalysis, atlas.AtlasAnalysis, analysis.DiffResult, summary.Summary, or for an export
+analysis.Stacks) to text in one format, made with one Options object: `Renderer[Result]`.
 
-The command line picks one by name (render.get), makes it with the options the user gave, and writes what
-it returns: to the terminal, to RUN/report.html, or to the file or stream the user named. A new output format
-is one module here with one subclass, registered in render/__init__.py.
+The command line names the format; render.show picks the renderer of that format for the result's kind,
+makes it with the options the user gave, and the command writes what it returns: to the terminal, to
+RUN/report.html, or to the file or stream the user named. A new output is one subclass, registered in
+render/__init__.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 from ..analyse.analysis import Stacks
 
@@ -24,20 +26,23 @@ class Options:
     top: int = 10  # terminal: frames listed in a diff
 
 
-class Renderer:
-    """One output of an analysis result."""
+Result = TypeVar("Result")
+
+
+class Renderer(Generic[Result]):
+    """One output format (`name`) of one kind of result (`kind`, the class `render` takes)."""
 
     name: ClassVar[str]
+    kind: ClassVar[type]
 
     def __init__(self, options: Options = Options()) -> None:
         self.options = options
 
-    def render(self, result) -> str:
+    def render(self, result: Result) -> str:
         raise NotImplementedError
 
 
-class ExportRenderer(Renderer):
+class ExportRenderer(Renderer[Stacks]):
     """A file other tools read, of a run's stacks (analysis.Stacks: the cases chosen, named as chosen)."""
 
-    def render(self, result: Stacks) -> str:
-        raise NotImplementedError
+    kind = Stacks

@@ -32,6 +32,7 @@ LESS = "#4393c3"  # head spends less: blue
 
 
 def colour(layer: str) -> str:
+    layer = ly.canonical(layer)  # a layer's name on the CPU (ATen glue) keeps its colour
     if layer in LAYER_COLOURS:
         return LAYER_COLOURS[layer]
     return FALLBACK[sum(map(ord, layer)) % len(FALLBACK)]

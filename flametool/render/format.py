@@ -38,6 +38,25 @@ def shown_delta(base: float, head: float) -> float:
     return round(head, 2) - round(base, 2)
 
 
+def difference(diff_us: float | None, base_us: float | None) -> float | None:
+    """A pair's difference as every view shows it: head − base of the two pooled times as the tables show them
+    (shown_delta), so the headline's figure, the sentence under it, the layer table's total and the floors'
+    line are one rounded number (+8.06 stood beside +8.07: 17.72 − 9.65)."""
+    if diff_us is None or base_us is None:
+        return diff_us
+    return shown_delta(base_us, base_us + diff_us)
+
+
+def sampled_at(requested, sampled, reason: str | None) -> str:
+    """Where a case that was not host-bound was sampled, and why. At the op's host-bound size itself there is
+    no other shape to go to: runs recorded before this said "the requested shape 1024,1024,1024 is not
+    host-bound ..., so launches are sampled at the host-bound shape 1024,1024,1024"."""
+    if sampled and list(sampled) == list(requested or []) and reason != "given with --sample-shape":
+        return (f"Sampled at the requested shape {shape(sampled)}, the op's host-bound size, where launches are "
+                "sampled: even there the GPU hides this case's launches, so its samples show mostly waiting")
+    return f"Sampled at {shape(sampled)}: {reason or 'no reason recorded'}"
+
+
 def pm(value: float, se: float, sign: bool = False) -> str:
     return f"{signed(value) if sign else num(value)} ± {se:,.2f}"
 
@@ -73,11 +92,41 @@ def op_shape(op: str, value) -> str:
     return f"{op} {shape(value)}"
 
 
-def unlike_sentence(u: UnlikeOperands) -> str:
-    """What a report says of cases that multiplied different values at one shape and dtype."""
-    listed = "; ".join(f"{label} {fp} ({u.made[label]})" for label, fp in u.cases.items())
-    return (f"at {shape(u.shape)} {u.dtype} the cases multiply different values: {listed}. A GEMM's "
-            "GPU time depends on the values (power-limited clocks), so their GPU times differ by the data too")
+def run_device(run) -> str | None:
+    """The device a run asked for, or (a run that did not record it) the first case's."""
+    return run.config.device or next((r.device for r in run.results.values() if getattr(r, "device", None)), None)
+
+
+def _unlike_parts(u: UnlikeOperands, device: str | None, op: str) -> tuple[str, str]:
+    same: dict[str, list[str]] = {}  # cases that read the same values are named together, their values once
+    for label, fp in u.cases.items():
+        same.setdefault(fp, []).append(label)
+    listed = "; ".join(f"{' and '.join(labels)} {fp} ({u.made[labels[0]]})" for fp, labels in same.items())
+    if device != "cpu" and op == "matmul":
+        return (f"at {shape(u.shape)} {u.dtype} the cases multiply different values: {listed}",
+                "A GEMM's GPU time depends on the values (power-limited clocks), so their GPU times differ by the "
+                "data too")
+    verb = "multiply" if op == "matmul" else "read"
+    return (f"at {shape(u.shape)} {u.dtype} the cases {verb} different values: {listed}",
+            "Their host times compare like with like unless the work depends on the values (special values such as "
+            "subnormals run slower)")
+
+
+def unlike_sentence(u: UnlikeOperands, device: str | None = "cuda", op: str = "matmul") -> str:
+    """What a report says of cases that read different values at one shape and dtype, in words that fit the
+    run: a GEMM's GPU time depends on the values (power-limited clocks); elsewhere, and on the CPU, that is
+    not said (a CPU run's elementwise case was told of a GEMM's GPU clocks, once per operand shape)."""
+    what, why = _unlike_parts(u, device, op)
+    return f"{what}. {why}"
+
+
+def unlike_lines(unlike: list[UnlikeOperands], device: str | None, op: str) -> list[str]:
+    """The run's operand warnings, one per shape and dtype; why it matters is said once, on the first."""
+    lines = []
+    for i, u in enumerate(unlike):
+        what, why = _unlike_parts(u, device, op)
+        lines.append(f"{what}. {why}" if i == 0 else what)
+    return lines
 
 
 def interval(iv: Interval | None, fmt=num) -> str:
@@ -96,7 +145,7 @@ def pair_sentence(f: PairFigures, where: str = "") -> str:
     assert f.diff_us is not None  # a ratio comes with its difference
     text = (f"{f.head} / {f.base} = {ratio(f.ratio)}"
             + (f" (95%: {interval(f.ratio_interval, lambda v: f'{v:.3f}')})" if f.ratio_interval else " (no interval)")
-            + f"; {f.head} − {f.base} = {signed(f.diff_us)} us per call"
+            + f"; {f.head} − {f.base} = {signed(difference(f.diff_us, f.base_us))} us per call"
             + (f" (95%: {interval(f.diff_interval, signed)})" if f.diff_interval else ""))
     how = (f"paired over {f.units} {f.unit_name}" if f.paired else "not paired: each case in processes of its own")
     return f"{text}{where}, {how}"
@@ -111,7 +160,8 @@ def host_moved(change: float, where: str) -> str:
 
 def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[str]:
     """A case on two sides relative to the anchor timed beside it (the figure that holds), then the absolute
-    figures, which carry the host's speed, and the anchor's own change: how far the host's speed moved."""
+    figures, which carry the host's speed, and the anchor's own change: how far the host's speed moved; then,
+    when the ratio is speed-adjusted (Anchored.speed), what the adjustment did."""
     iv = lambda i, f: f" (95%: {interval(i, f)})" if i else " (no interval: fewer than two processes a side)"  # noqa: E731
     lead = (f"{head} / {base} relative to {a.anchor} = {ratio(a.ratio)}{iv(a.ratio_interval, lambda v: f'{v:.3f}')}; "
             f"{head} − {base} = {signed(a.diff_us)} us per call{iv(a.diff_interval, signed) if a.diff_interval else ''} "
@@ -124,7 +174,7 @@ def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[s
                 + (f" (95%: {interval(b.diff_interval, signed)})" if b.diff_interval else "")
                 + (f", {ratio(b.ratio)}" if b.ratio else "")
                 + f"; {a.anchor}'s own change {ratio(a.anchor_change)}: {host_moved(a.anchor_change, head_where)}")
-    return [lead, absolute]
+    return [lead, absolute] + ([a.speed.sentence(base, head)] if a.speed is not None else [])
 
 
 def change_lines(change, label: str, cases: tuple[str, str] | None) -> list[str]:
@@ -134,12 +184,12 @@ def change_lines(change, label: str, cases: tuple[str, str] | None) -> list[str]
     if change is None or change.ratio is None:
         return [f"{label}: nothing to compare"]
     if change.anchored is not None:
-        lead, rest = anchored_lines(change.anchored, base, head, head if cases else "B (RUN_B)")
-        return [(f"{label}: " if not cases else "") + lead, rest]
+        lead, *rest = anchored_lines(change.anchored, base, head, head if cases else "B (RUN_B)")
+        return [(f"{label}: " if not cases else "") + lead, *rest]
     f = change.absolute
     text = (f"{head} / {base} = {ratio(f.ratio)}"
             + (f" (95%: {interval(f.ratio_interval, lambda v: f'{v:.3f}')})" if f.ratio_interval else " (no interval)")
-            + f"; {head} − {base} = {signed(f.diff_us)} us per call"
+            + f"; {head} − {base} = {signed(difference(f.diff_us, f.base_us))} us per call"
             + (f" (95%: {interval(f.diff_interval, signed)})" if f.diff_interval else "") + f", {change.how}")
     return [(f"{label}: " if not cases else "") + text] + ([change.no_anchor] if change.no_anchor else [])
 
@@ -158,7 +208,10 @@ def wide_note(f: PairFigures, processes: int) -> str | None:
     if f.ratio_interval is None:
         return (f"{f.head} / {f.base}: no interval (too few processes or rounds); run with --processes "
                 f"{max(ran + 1, 5)} for one{isolated}")
-    where = f"the interval reaches ±{f.reach:.0%} from the ratio over {f.units} {f.unit_name}"
+    if round(f.reach * 100, 1) <= round(WIDE * 100, 1):
+        return None  # wide by a hair, and shown as ±5% it is not: no advice that it would take more to reach ±5%
+    reach = f"{f.reach:.0%}" if f"{f.reach:.0%}" != f"{WIDE:.0%}" else f"{f.reach:.1%}"
+    where = f"the interval reaches ±{reach} from the ratio over {f.units} {f.unit_name}"
     if ran < 2:
         return f"{f.head} / {f.base}: {where}; run with --processes 5 to pool processes{isolated}"
     need = processes_for(f)
@@ -284,3 +337,21 @@ def visible(value: object) -> str:
     """The text with every control character written as an escape (\\x1b, \\u202e): a name from another
     machine's run (ESC[2J) prints as text and clears nothing."""
     return str(value).translate(_VISIBLE)
+
+
+def differences_text(differences) -> str | None:
+    """What the two runs of a diff did not do alike (analysis.Difference), in one line; None when nothing."""
+    if not differences:
+        return None
+    unlike = [str(d) for d in differences if d.unlike]
+    other = [str(d) for d in differences if not d.unlike]
+    parts = ([f"different work: {'; '.join(unlike)}"] if unlike else []) + (["; ".join(other)] if other else [])
+    return "A and B differ: " + "; ".join(parts)
+
+
+def incomplete_text(incomplete: list[str]) -> str | None:
+    """A diff: which of its runs did not finish ("A", "B", "the run"), in one line; None when they all did."""
+    if not incomplete:
+        return None
+    return (f"{' and '.join(incomplete)} did not finish (complete: false in its run.json): the figures are of the "
+            "cases that finished")

@@ -29,7 +29,7 @@ from ..run import perturbation
 from . import atlas_page, charts, sweep_page
 from ..analyse import flamegraph as flame
 from . import format as fmt
-from ..analyse import naming
+from ..analyse import countdiff, naming
 from ..analyse.analysis import Analysis, PairAnalysis
 from ..analyse.attribution import CaseCosts, Skipped
 from ..analyse.diff import LayerDelta, PairDiff
@@ -193,6 +193,43 @@ class CProfileCase:
 
 
 @dataclass
+class CountsSection:
+    """What one step() call does, counted (exact): each pair's differences first, then each case's counts."""
+
+    pairs: list[tuple[str, list[str]]]  # ("torch vs cupy", lines)
+    headers: list[str]
+    rows: list[list[str]]
+    notes: list[str]
+
+
+def counts_section(a: Analysis) -> CountsSection | None:
+    """None for a run whose cases have no counted loop (recorded before counting): the page is as it was."""
+    counted = {l: r.profile.counts for l, r in a.run.results.items() if r.profile is not None and r.profile.counts}
+    if not counted:
+        return None
+
+    def named(tallies) -> str:
+        return ", ".join(f"{countdiff.fraction(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
+
+    rows = []
+    for label, c in counted.items():
+        own = a.run.results[label].profile.own_us_per_call
+        memory = [f"{countdiff.fraction(t.count)} {t.kind} {t.name}" + (f" ({countdiff.fraction(t.bytes)} B)"
+                  if t.bytes is not None else "") for t in c.tallies if t.kind in ("copy", "memset", "device-alloc")
+                  and t.count]
+        rows.append([label, f"{countdiff.fraction(c.total('python'))} in {len(c.of('python'))} functions",
+                     named(c.of("api")) if c.counted("api") else "not counted",
+                     named(c.of("kernel")) if c.counted("kernel") else "not counted",
+                     "; ".join(memory) or "–",
+                     f"{c.us_per_call:,.2f} us" + (f" ({c.us_per_call / own:.2f}× the {own:,.2f} us alone)" if own else "")
+                     if c.us_per_call else "–"])
+    pairs = [(f"{p.head} vs {p.base}", countdiff.lines(p.counts)) for p in a.pairs if p.counts is not None]
+    notes = list(dict.fromkeys(m for c in counted.values() for m in c.missing))
+    return CountsSection(pairs, ["case", "Python calls", "CUDA API calls", "kernels",
+                                 "copies, memsets, device allocations", "counted loop, host time per call"], rows, notes)
+
+
+@dataclass
 class Report:
     pairs: list[str]  # the compared pairs with a diff, "head − base": the page shows one at a time
     title: str
@@ -213,6 +250,7 @@ class Report:
     css: Markup = Markup("")
     js: Markup = Markup("")
     sections: list[tuple[str, str]] = field(default_factory=list)
+    counts: CountsSection | None = None  # what each call does, counted (runs recorded before counting: None)
 
 
 def ok_results(run: Run) -> dict[str, CaseResult]:
@@ -262,7 +300,7 @@ def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
     for label, r in ok.items():
         if label in floors or label not in cpu:
             continue
-        parts = [f"{cpu[label] - cpu[fl]:+,.2f} us against {fl} ({us(cpu[fl])}: {cases.FLOORS[fl]})"
+        parts = [f"{fmt.shown_delta(cpu[fl], cpu[label]):+,.2f} us against {fl} ({us(cpu[fl])}: {cases.FLOORS[fl]})"
                  for fl, f in floors.items() if (f.shape, f.dtype) == (r.shape, r.dtype)]
         if parts:
             lines.append(f"{label} ({us(cpu[label])} per call): " + "; ".join(parts) + ".")
@@ -285,7 +323,7 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
         shape = shape_text(ok[head].sample_shape if head in ok else None)
         text = (f"At the sampled shape ({shape}) {head} − {base} = {delta:+,.2f} us per call on the host ({head} "
                 f"{num(h)} us against {base} {num(b)} us" + (f", {h / b:.2f}×" if b else "") + "; the pooled times, as "
-                "the pair's figure above)")
+                "the pair's figure above).")
         layers = sorted(case_diff.layers, key=lambda r: -abs(r.delta_us_per_call))
         frames = [r for r in case_diff.frames if r.delta_us_per_call]
         parts = []
@@ -330,8 +368,8 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
         if len({json.dumps(v) for v in values.values()}) > 1:
             listed = ", ".join(f"{l} {shape_text(v) if isinstance(v, list) else v}" for l, v in values.items())
             out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
-    for unlike in a.unlike:
-        out.append(Caveat("operands differ", fmt.unlike_sentence(unlike) + "."))
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):
+        out.append(Caveat("operands differ", line + "."))
     if a.new_outputs:
         out.append(Caveat("outputs differ", fmt.outputs_sentence(a.new_outputs) + "."))
     for label, r in ok.items():
@@ -342,7 +380,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
                                              "percent faster or slower)."))
         if r.timing and r.timing.host_bound is False:
             out.append(Caveat("not host-bound", f"{label}: {r.timing.bound_note or 'the timed loop was not host-bound'}. "
-                                                 f"Sampled at {shape_text(r.sample_shape)}: {r.sample_shape_reason or 'no reason recorded'}."))
+                                                 f"{fmt.sampled_at(r.shape, r.sample_shape, r.sample_shape_reason)}."))
         samples = r.sampling.analysed_samples if r.sampling else None  # counted as every view counts them
         if samples is not None and samples < FEW_SAMPLES:
             out.append(Caveat("few samples", f"{label}: {samples} samples in the loop (fewer than {FEW_SAMPLES}): "
@@ -446,8 +484,10 @@ def diff_table(case_diff: PairDiff, pair: int) -> FrameTable:
         (f"{r.delta_total_us_per_call:+,.2f}", r.delta_total_us_per_call),
     ]) for r in changed[:TOP_DIFF]]
     return FrameTable(f"frames-diff-{pair}", f"{head} − {base}", [f"{base} self", f"{head} self", "Δ self", "Δ total"],
-                      rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first "
-                      f"(us per call; {head} minus {base}; frames matched by name on the merged call tree)."
+                      rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first, "
+                      f"us per call. self: time in the frame's own code; total: with the frames it calls; Δ: {head} "
+                      f"minus {base} (+: {head} spends more), ± one standard error from the number of samples; frames "
+                      "matched by name on the merged call tree."
                       + (f" {case_diff.at_speed}." if case_diff.at_speed else ""), pair)
 
 
@@ -539,6 +579,8 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
         ("OS", env.os or "–"),
         ("CPU", (env.cpu or "–") + (f" ({env.cpu_count} cores usable)" if env.cpu_count else "")),
     ]
+    if fmt.run_device(data) == "cpu":  # a CPU run's page does not list the CUDA it did not use
+        rows = [(k, v) for k, v in rows if not (k in ("driver", "CUDA (driver API)", "CUDA runtime") and v == "–")]
     rows += [(name, str(v)) for name, v in env.versions.items() if v]
     rows += [(f"environment {e.name}", fmt.environment_line(e).partition(": ")[2]) for e in data.environments]
     if data.config.anchor:
@@ -589,6 +631,7 @@ def build(a: Analysis) -> Report:
     diffs = [p.diff for p in a.pairs if p.diff]
     env = environment()
     labels = list(data.results)
+    counted = counts_section(a)
     return Report(
         pairs=[f"{d.head} − {d.base}" for d in diffs],
         title=f"flametool: {' vs '.join(labels) or 'empty run'}",
@@ -608,29 +651,45 @@ def build(a: Analysis) -> Report:
         environment=environment_rows(run, data),
         css=asset(env, "report.css"),
         js=asset(env, "report.js"),
-        sections=SECTIONS,
+        sections=SECTIONS if counted is None else SECTIONS[:1] + [("counts", "Counted")] + SECTIONS[1:],
+        counts=counted,
     )
 
 
-class HtmlRenderer(Renderer):
-    """report.html: one self-contained page."""
-
-    name = "html"
-
-    def render(self, result: "Analysis | SweepAnalysis | AtlasAnalysis") -> str:
-        return render(result)
-
-
-def render(a: "Analysis | SweepAnalysis | AtlasAnalysis") -> str:
-    model: sweep_page.SweepReport | atlas_page.AtlasPage | Report
-    if isinstance(a, SweepAnalysis):
-        env = environment()
-        model, page = sweep_page.build(a, asset(env, "report.css"), environment_rows(a.run_dir, a.run)), SWEEP_PAGE
-    elif isinstance(a, AtlasAnalysis):
-        model, page = atlas_page.build(a, asset(environment(), "report.css"), environment_rows(a.run_dir, a.run)), ATLAS_PAGE
-    else:
-        model, page = build(a), PAGE
+def fill(template: str, model: object) -> str:
+    """The page: the template filled with its view model (a template bug is one clear line, not the user's
+    input)."""
     try:
-        return environment().get_template(page).render(r=model)
-    except jinja2.TemplateError as exc:  # a template bug, not the user's input: still one clear line
+        return environment().get_template(template).render(r=model)
+    except jinja2.TemplateError as exc:
         raise FlametoolError(f"report template error: {type(exc).__name__}: {exc}") from None
+
+
+class HtmlCompare(Renderer[Analysis]):
+    """report.html of a compare run: one self-contained page."""
+
+    name, kind = "html", Analysis
+
+    def render(self, result: Analysis) -> str:
+        return fill(PAGE, build(result))
+
+
+class HtmlSweep(Renderer[SweepAnalysis]):
+    """report.html of a sweep: its charts and tables."""
+
+    name, kind = "html", SweepAnalysis
+
+    def render(self, result: SweepAnalysis) -> str:
+        env = environment()
+        return fill(SWEEP_PAGE, sweep_page.build(result, asset(env, "report.css"),
+                                                 environment_rows(result.run_dir, result.run)))
+
+
+class HtmlAtlas(Renderer[AtlasAnalysis]):
+    """report.html of an atlas: every op for every library, linking each op's own page."""
+
+    name, kind = "html", AtlasAnalysis
+
+    def render(self, result: AtlasAnalysis) -> str:
+        return fill(ATLAS_PAGE, atlas_page.build(result, asset(environment(), "report.css"),
+                                                 environment_rows(result.run_dir, result.run)))

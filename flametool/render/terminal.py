@@ -4,6 +4,7 @@ here may come from another machine's run directory: it goes through format.visib
 from __future__ import annotations
 
 import io
+from typing import Callable
 
 
 from rich import box
@@ -14,14 +15,14 @@ from rich.text import Text
 
 from . import format as fmt
 from ..run import perturbation
-from ..analyse import sweep
+from ..analyse import countdiff, sweep
 from ..analyse.analysis import Analysis, DiffResult
 from ..analyse.attribution import CaseCosts, Skipped
 from ..analyse.diff import PairDiff
 from ..analyse.sweep import SweepAnalysis
 from ..analyse.atlas import AtlasAnalysis
 from ..analyse.layers import order
-from .base import Renderer
+from .base import Options, Renderer
 
 
 def text(value: object) -> Text:
@@ -92,6 +93,73 @@ class Progress:
             self.console.print(line, highlight=False)
 
 
+def counted_time(prof) -> str:
+    """The counted loop's host time per call (under tracing) and its ratio to the case's own loops."""
+    c = prof.counts
+    if c is None or not c.us_per_call:
+        return "-"
+    own = prof.own_us_per_call
+    return fmt.us(c.us_per_call) + (f" ({c.us_per_call / own:.2f}x)" if own else "")
+
+
+def named_counts(tallies) -> str:
+    return ", ".join(f"{countdiff.fraction(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
+
+
+def print_counts(run, console: Console) -> None:
+    """Each case's counted loop: per step() call, the CUDA API calls and kernels by name, copies, memsets, device
+    allocations and Python calls (exact counts)."""
+    counted = {l: r.profile.counts for l, r in run.results.items() if r.profile is not None and r.profile.counts}
+    if not counted:
+        return
+    table = titled("what one step() call does, counted (exact, per step; CUDA API calls and kernels by CUPTI)")
+    for col in ("case", "Python calls", "CUDA API calls", "kernels", "copies, memsets, device allocations"):
+        table.add_column(col, overflow="fold")
+    for label, c in counted.items():
+        py = c.of("python")
+        api = named_counts(c.of("api")) if c.counted("api") else "not counted"
+        kernels = named_counts(c.of("kernel")) if c.counted("kernel") else "not counted"
+        memory = [f"{countdiff.fraction(t.count)} {t.kind} {t.name}" + (f" ({countdiff.fraction(t.bytes)} B)"
+                  if t.bytes is not None else "") for t in c.tallies if t.kind in ("copy", "memset", "device-alloc")
+                  and t.count]
+        table.add_row(text(label), f"{countdiff.fraction(c.total('python'))} in {len(py)} functions",
+                      text(api), text(kernels), text("; ".join(memory) or "-"))
+    show(console, table)
+    for m in dict.fromkeys(m for c in counted.values() for m in c.missing):
+        say(console, fmt.visible(m))
+
+
+# One line under each table says what its columns are, in words a first reader knows.
+def timing_key(gpu: bool) -> str:
+    """The key under the timing table; `gpu`: the run has GPU times (a CPU run's key says nothing of a GPU)."""
+    host = ("host (CPU) / call: the host's clock around the loop until its calls return (before any wait for the "
+            "GPU), per call" if gpu else "host (CPU) / call: the host's clock around the loop, per call")
+    return (host + "; each case's figure is pooled over the processes at the median process's speed (so two cases "
+            "stand in their paired ratio), 95% interval in parentheses; "
+            + ("GPU / call: the median of every loop's GPU time per call; " if gpu else "")
+            + "timed loops: how many, in how many processes; bound: "
+            + ("host, the GPU waited for the host's launches (what flametool measures), or device, the host waited "
+               "for the GPU" if gpu else "host, the loop's time is the host's own work"))
+PROFILED_KEY = ("timed together: the figure above at this shape; alone: the same loop in the profiling process with "
+                "no profiler; under cProfile and under py-spy: that loop while profiled, and in parentheses how many "
+                "times the alone figure (py-spy's samples are spread by time, so a slower loop keeps the layers' "
+                "shares fair); counted: that loop while its calls, kernels and allocations were counted (tracing "
+                "slows it); py-spy samples: the stacks taken inside the loop")
+
+
+def layer_key(view: str) -> str:
+    """The key under a layer table."""
+    system = ("the C library, allocator and locks are counted in the layer that called them (--layers library "
+              "lists them as a layer of their own)" if view == "caller"
+              else "the C library, allocator and locks as a layer of their own")
+    return ("each case's time per call (timed together) split by its share of py-spy samples in each layer; ± one "
+            "standard error from the number of samples; " + system)
+
+
+FRAME_KEY = ("self: time in the frame's own code; total: with the frames it calls; diff: {head} minus {base} (+: "
+             "{head} spends more), ± one standard error from the number of samples")
+
+
 def print_summary(a: Analysis, console: Console) -> None:
     """The headline (each pair's paired ratio and difference with intervals), the cases' timings, the
     profiled loops, and what to be careful about."""
@@ -100,6 +168,7 @@ def print_summary(a: Analysis, console: Console) -> None:
     for e in run.environments:
         say(console, fmt.environment_line(e))
     for p in a.pairs:
+        print_count_diff(p.counts, console, f"{p.head} vs {p.base}")
         for line in fmt.pair_lines(p, run, processes):
             say(console, line)
     note = fmt.speed_note(a.pairs)
@@ -107,29 +176,32 @@ def print_summary(a: Analysis, console: Console) -> None:
         say(console, note)
 
     op = run.config.operation
-    timing = titled("host (CPU) time per call pooled over the processes at the median process's speed, GPU time per "
-                    "call the median of every loop; 95% interval in brackets")
-    for col, right in (("case", False), ("dtype", False), ("shape", False), ("CPU", True), ("GPU", True),
-                       ("loops", True), ("bound", False)):
-        timing.add_column(col, justify="right" if right else "left")
+    timing = titled("time per call, as timed with the cases together in fresh processes")
+    # a run on the CPU has no GPU time: no column for it, and no word of it in the key
+    gpu = any(t is not None and t.gpu_us is not None for t in a.timings.values())
+    for col, right in (("case", False), ("dtype", False), ("shape", False), ("host (CPU) / call", True),
+                       ("GPU / call", True), ("timed loops", True), ("bound", False)):
+        if col != "GPU / call" or gpu:
+            timing.add_column(col, justify="right" if right else "left")
     for label, r in run.results.items():
         t = a.timings.get(label)
         if r.error or t is None:
-            timing.add_row(text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)), "failed" if r.error else "-", "",
-                           "", "")
+            timing.add_row(text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)), "failed" if r.error else "-",
+                           *[""] * (len(timing.columns) - 4))
             continue
         assert r.timing is not None  # t is made from it
         timing.add_row(
             text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)),
             fmt.us(t.cpu_us) + (f" ({fmt.interval(t.interval)})" if t.interval else ""),
-            fmt.us(t.gpu_us), f"{len(t.loops)} in {t.processes} proc",
+            *([fmt.us(t.gpu_us)] if gpu else []), f"{len(t.loops)} in {t.processes} proc",
             "host" if r.timing.host_bound else "device",
         )
     show(console, timing)
+    say(console, timing_key(gpu))
 
-    profiling = titled("profiled loops (each case alone, at the sampled shape)")
-    for col, right in (("case", False), ("sampled at", False), ("paired", True), ("alone", True),
-                       ("cProfile", True), ("while sampled", True), ("samples", True)):
+    profiling = titled("profiled loops: each case alone in a process of its own, at the sampled shape, us per call")
+    for col, right in (("case", False), ("sampled at", False), ("timed together", True), ("alone", True),
+                       ("under cProfile", True), ("counted", True), ("under py-spy", True), ("py-spy samples", True)):
         profiling.add_column(col, justify="right" if right else "left")
     for label, r in run.results.items():
         if r.error or r.profile is None:
@@ -140,13 +212,16 @@ def print_summary(a: Analysis, console: Console) -> None:
             text((label)), text(fmt.op_shape(op, r.sample_shape)), fmt.us(at.cpu_us if at else None),
             fmt.us(prof.own_us_per_call),
             f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
+            counted_time(prof),
             f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
             f"{s.analysed_samples} at {s.rate_hz} Hz" if s else "-",
         )
     show(console, profiling)
+    say(console, PROFILED_KEY)
+    print_counts(run, console)
 
-    for unlike in a.unlike:
-        say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):
+        say(console, f"operands differ: {line}")
     if a.new_outputs:
         say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
     for label, r in run.results.items():
@@ -188,9 +263,7 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
             say(console, (f"{fmt.visible(label)}: no stack analysis: {fmt.visible(x.reason)}"))
     if not done:
         return
-    table = titled("host time per call by layer, us (paired time x sample shares; ± one standard error from the sample "
-                   "count; " + ("system libraries charged to their callers: --layers library shows them apart)"
-                                if view == "caller" else "system libraries as layers of their own)"))
+    table = titled("host time per call by layer, us")
     table.add_column("layer")
     for label in done:
         table.add_column(text(label), justify="right")
@@ -211,6 +284,7 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
     row += [fmt.signed(fmt.shown_delta(d.base_us_per_call, d.head_us_per_call)) for d in diffs]
     table.add_row(*row, end_section=True)
     show(console, table)
+    say(console, layer_key(view))
     for d in diffs:
         if d.at_speed:
             say(console, f"{fmt.visible(d.head)} - {fmt.visible(d.base)}: {fmt.visible(d.at_speed)}")
@@ -226,11 +300,11 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
 
 
 def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> None:
-    table = titled(f"frames that differ most ({fmt.visible(case_diff.head)} - {fmt.visible(case_diff.base)}, "
-                   "self time, us per call)")
+    head, base = fmt.visible(case_diff.head), fmt.visible(case_diff.base)
+    table = titled(f"frames that differ most ({head} - {base}), us per call")
     table.add_column("frame", overflow="fold", ratio=1)
     table.add_column("layer")
-    for col in (fmt.visible(case_diff.base), fmt.visible(case_diff.head), "delta", "delta total"):
+    for col in (f"{base} self", f"{head} self", "diff self", "diff total"):
         table.add_column(col, justify="right", no_wrap=True)
     changed = [r for r in case_diff.frames if r.delta_us_per_call or r.delta_total_us_per_call]
     if not changed:
@@ -243,14 +317,27 @@ def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> 
                              sign=True),
                       fmt.signed(r.delta_total_us_per_call))
     show(console, table)
+    say(console, FRAME_KEY.format(head=head, base=base))
 
 
-def print_run_diff(result: DiffResult, console: Console, top: int = 10) -> None:
+def print_count_diff(d: "countdiff.CountDiff | None", console: Console, label: str = "") -> None:
+    lines = countdiff.lines(d)
+    if lines:
+        say(console, f"{fmt.visible(label) + ': ' if label else ''}per step, counted (exact, {d.head} - {d.base}):")
+        for line in lines:
+            say(console, f"  {line}")
+
+
+def print_run_diff(result: DiffResult, console: Console, top: int = 10, view: str = "caller") -> None:
     """`flametool diff`: one case in two runs, or two cases of one run (result.cases)."""
     case_diff, cases = result.figures, result.cases
     where = f"in {result.base_run}" if cases else f"base {result.base_run}, head {result.head_run}"
     if not cases:
         say(console, f"A (base): {result.base_run}; B (head): {result.head_run}")
+    for note in (fmt.differences_text(result.differences), fmt.incomplete_text(result.incomplete)):
+        if note:
+            say(console, fmt.visible(note))
+    print_count_diff(result.counts, console)
     for line in fmt.change_lines(result.change, result.label, cases):
         say(console, line)
     if case_diff is None:
@@ -258,7 +345,7 @@ def print_run_diff(result: DiffResult, console: Console, top: int = 10) -> None:
         return
     table = titled(f"{fmt.visible(result.label)}: host time per call by layer, us ({fmt.visible(where)})")
     base, head = cases or ("base", "head")
-    for i, col in enumerate(("layer", base, head, "delta")):
+    for i, col in enumerate(("layer", base, head, f"{head} - {base}")):
         table.add_column(text(col), justify="left" if i == 0 else "right")
     for r in case_diff.layers:
         table.add_row(text(r.layer), fmt.num(r.base_us_per_call), fmt.num(r.head_us_per_call),
@@ -266,6 +353,7 @@ def print_run_diff(result: DiffResult, console: Console, top: int = 10) -> None:
     table.add_row(Text("total (measured)"), fmt.num(case_diff.base_us_per_call), fmt.num(case_diff.head_us_per_call),
                   fmt.signed(fmt.shown_delta(case_diff.base_us_per_call, case_diff.head_us_per_call)))
     show(console, table)
+    say(console, layer_key(view))
     if case_diff.at_speed:
         say(console, fmt.visible(case_diff.at_speed))
     print_frame_deltas(case_diff.named(base, head), console, top)
@@ -334,8 +422,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         show(console, t)
     for label, c in a.crossovers.items():
         say(console, f"{fmt.visible(label)}: {c.text}")
-    for unlike in a.unlike:
-        say(console, f"operands differ: {fmt.unlike_sentence(unlike)}")
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):
+        say(console, f"operands differ: {line}")
     if a.new_outputs:
         say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
     for label, r in run.results.items():
@@ -354,12 +442,15 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
     fastest library and the layer that differs most from it; where each op's report is."""
     table = titled("atlas: host time per call at each op's host-bound size (pooled over the processes at the median "
                    "process's speed, 95% interval), the ratio to the op's fastest library (paired) and the layer that differs most from it")
-    for col, right in (("op", False), ("size", False), ("library", False), ("host / call", True),
-                       ("all threads / call", True), ("x fastest", True), ("layer that differs most", False)):
+    counted = any(c.counted for row in a.rows for c in row.cells.values())  # runs before counting: as they were
+    cols = (("op", False), ("size", False), ("library", False), ("host / call", True), ("all threads / call", True),
+            ("x fastest", True), ("layer that differs most", False)) + ((("kernels, API calls / call", False),)
+                                                                       if counted else ())
+    for col, right in cols:
         table.add_column(col, justify="right" if right else "left")
     for row in a.rows:
         if row.error and not row.cells:
-            table.add_row(text(row.op), "-", "-", text(row.error), "", "", "")
+            table.add_row(text(row.op), "-", "-", text(row.error), "", "", "", *([""] if counted else []))
             continue
         for i, (label, c) in enumerate(row.cells.items()):
             first = i == 0
@@ -367,7 +458,7 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
                           text(f"failed: {c.error}") if c.error else fmt.us(c.us) + (f" ({fmt.interval(c.interval)})"
                                                                                     if c.interval else ""),
                           fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, "" if c.error else row.fastest or "")),
-                          text(fmt.differs_most(c)))
+                          text(fmt.differs_most(c)), *([text(c.counted or "-")] if counted else []))
     show(console, table)
     say(console, "host / call: the calling thread's clock around the loop (what a program waits for); all threads: "
                  "CPU time of every thread of the process during the loop, per call (a library's worker threads "
@@ -379,24 +470,51 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
         say(console, "the atlas is incomplete (interrupted): the ops it did not finish are marked so")
 
 
-class TerminalRenderer(Renderer):
-    """What `flametool compare` and `sweep` print at the end (the pairs, the timings, the layers and the frame
-    deltas; a sweep's tables), and what `flametool diff` prints."""
+def _text(options: Options, draw: Callable[[Console], None]) -> str:
+    """What `draw` prints, as text: on a console of the options' width, in colour when asked."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=options.width or 160, force_terminal=options.colour,
+                      color_system="auto" if options.colour else None, soft_wrap=False)
+    draw(console)
+    return buffer.getvalue()
 
-    name = "terminal"
 
-    def render(self, result: "Analysis | SweepAnalysis | DiffResult") -> str:
-        o = self.options
-        buffer = io.StringIO()
-        console = Console(file=buffer, width=o.width or 160, force_terminal=o.colour,
-                          color_system="auto" if o.colour else None, soft_wrap=False)
-        if isinstance(result, SweepAnalysis):
-            print_sweep(result, console)
-        elif isinstance(result, AtlasAnalysis):
-            print_atlas(result, console)
-        elif isinstance(result, DiffResult):
-            print_run_diff(result, console, o.top)
-        else:
+class TerminalCompare(Renderer[Analysis]):
+    """What `flametool compare` prints at the end: the pairs, the timings, the layers and the frame deltas."""
+
+    name, kind = "terminal", Analysis
+
+    def render(self, result: Analysis) -> str:
+        def draw(console: Console) -> None:
             print_summary(result, console)
-            print_layers(result, console, view=o.view)
-        return buffer.getvalue()
+            print_layers(result, console, view=self.options.view)
+
+        return _text(self.options, draw)
+
+
+class TerminalSweep(Renderer[SweepAnalysis]):
+    """What `flametool sweep` prints: its tables."""
+
+    name, kind = "terminal", SweepAnalysis
+
+    def render(self, result: SweepAnalysis) -> str:
+        return _text(self.options, lambda console: print_sweep(result, console))
+
+
+class TerminalAtlas(Renderer[AtlasAnalysis]):
+    """What `flametool atlas` prints: the table of ops and libraries."""
+
+    name, kind = "terminal", AtlasAnalysis
+
+    def render(self, result: AtlasAnalysis) -> str:
+        return _text(self.options, lambda console: print_atlas(result, console))
+
+
+class TerminalDiff(Renderer[DiffResult]):
+    """What `flametool diff` prints: layers and frames, head - base."""
+
+    name, kind = "terminal", DiffResult
+
+    def render(self, result: DiffResult) -> str:
+        return _text(self.options, lambda console: print_run_diff(result, console, self.options.top,
+                                                                  self.options.view))

@@ -20,9 +20,10 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Literal, overload
 
 from ..workload.cases import default_pairs
+from .counts import Counts
 from ..errors import RunDirError
 
-SCHEMA = 2
+SCHEMA = 3  # 3: ProfileProcess.counts (the counted loop); 2 and 1 are still read
 # compare: each case at one shape, timed, profiled and sampled; sweep: each case timed at a list of sizes
 # (CaseResult.points). Files from before sweeps have no "kind" and are compare runs.
 # atlas: one compare run per op in a folder of its own under the atlas's directory (Run.parts).
@@ -328,6 +329,7 @@ class ProfileProcess:
     cprofile_calls: int | None = None
     sampling: Sampling | None = None
     files: dict[str, str] = field(default_factory=dict)  # "prof", "folded": file names in the run directory
+    counts: Counts | None = None  # the counted loop (schema 3): what one step() call does, counted
 
     @property
     def own_us_per_call(self) -> float | None:
@@ -347,7 +349,8 @@ class ProfileProcess:
     def to_json(self) -> dict:
         return {"own": asdict(self.own), "calls": self.calls, "cprofile_us_per_call": self.cprofile_us_per_call,
                 "cprofile_calls": self.cprofile_calls, "files": self.files,
-                "sampling": self.sampling.to_json() if self.sampling else None}
+                "sampling": self.sampling.to_json() if self.sampling else None} | (
+                    {"counts": self.counts.to_json()} if self.counts is not None else {})
 
     @classmethod
     def from_json(cls, r: Reader) -> "ProfileProcess":
@@ -356,7 +359,19 @@ class ProfileProcess:
         sampling = r.obj("sampling", optional=True)
         return cls(own=Loops.from_json(r.obj("own")), calls=r.count("calls", 0),
                    cprofile_us_per_call=r.number("cprofile_us_per_call"), cprofile_calls=r.count("cprofile_calls"),
-                   sampling=Sampling.from_json(sampling) if sampling else None, files=dict(files))
+                   sampling=Sampling.from_json(sampling) if sampling else None, files=dict(files),
+                   counts=read_counts(r))
+
+
+def read_counts(r: Reader) -> Counts | None:
+    """A profile's counted loop (schema 3; None in older runs), any flaw a RunDirError naming its path."""
+    got = r.obj("counts", optional=True)
+    if got is None:
+        return None
+    try:
+        return Counts.from_json(got.value)
+    except (ValueError, TypeError) as exc:
+        raise RunDirError(f"{r.file}: {got.where}: {exc}") from None
 
 
 @dataclass

@@ -88,6 +88,8 @@ def write_output(path: Path, text: str, run: Path | None = None, keep: str | Non
     try:
         with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
+    except BrokenPipeError:  # a pipe whose reader stopped reading (-o /dev/stdout | head): as with -o -, not a fault
+        return
     except OSError as exc:
         raise FlametoolError(f"{path}: cannot be written ({exc.strerror or exc})") from None
 
@@ -117,6 +119,11 @@ def save(run: Path, data: record.Run) -> None:
         text = json.dumps(doc, indent=2, allow_nan=False)
     except ValueError:
         raise FlametoolError(f"{run / RUN_FILE}: not written: {check_tree(doc) or 'a value is not a finite number'}") from None
+    if not os.path.isdir(run):  # removed while the run went on (a case that cleans up after itself): made again,
+        try:                    # so that what was measured is kept
+            os.makedirs(run, exist_ok=True)
+        except OSError:
+            pass  # the write below says why it cannot be written
     write_atomic(run / RUN_FILE, NUMBER_LIST.sub(_one_line, text) + "\n")
 
 

@@ -23,7 +23,10 @@ process keep their ratio within a few percent: the process's speed multiplies bo
   set also timing an anchor case in the same processes: the ratio of the case/anchor ratios, with a Welch t
   95% interval, and its difference at the pair's common speed (the speed of both sides' processes, as the
   anchor reads it). A process's (and a run's) host speed multiplies case and anchor alike, so it cancels; the
-  absolute figures, which carry it, are given beside.
+  absolute figures, which carry it, are given beside. The anchor does not cancel all of it: the case/anchor
+  ratio is not the same at the host's two speeds (cupy/torch about 4% higher in slow processes on the H200), so
+  with two or more processes a side the ratio and its interval are speedfit's: each process's log ratio fitted
+  on its anchor's log time, the slope shared by both sides (Anchored.speed says what the adjustment did).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import cast
 
 import numpy as np
 
+from . import speedfit
 from .record import Run, Timing, base_label
 
 CONFIDENCE = 0.95
@@ -303,10 +307,11 @@ def _paired(bl: str, base: Timing, hl: str, head: Timing, metric: str, base_us: 
         diff_iv = Interval(base_us * (ratio_iv.low - 1), base_us * (ratio_iv.high - 1),
                            f"{li.method}, of the ratio, times {bl}'s pooled {base_us:,.2f} us")
     return PairFigures(bl, hl, True, ratio, ratio_iv, diff, diff_iv, units, what, ratios, diffs,
-                       f"paired: both cases in the same {len(procs)} process(es), loops interleaved; ratio taken "
-                       f"within each process, then pooled over {units} {what} (geometric mean) with a Student t "
-                       f"95% interval; the difference is {bl}'s pooled time times (ratio - 1), so it says what the "
-                       "ratio says", base_us)
+                       # one sentence for every pair of a run, said once however many pairs there are
+                       f"paired: both cases in the same {len(procs)} process{'' if len(procs) == 1 else 'es'}, loops "
+                       f"interleaved; ratio taken within each process, then pooled over {units} {what} (geometric "
+                       "mean) with a Student t 95% interval; the difference is the base case's pooled time times "
+                       "(ratio - 1), so it says what the ratio says", base_us)
 
 
 def apart(bl: str, base: tuple[Timing, ...], hl: str, head: tuple[Timing, ...], base_us: float | None = None,
@@ -372,6 +377,8 @@ class Anchored:
     unit_name: str
     base_logs: list[float]  # log(case / anchor) per unit, each side
     head_logs: list[float]
+    # the speed-aware estimate the ratio and its interval are (two or more processes a side); None: not fitted
+    speed: speedfit.SpeedFit | None = None
 
     @property
     def reach(self) -> float | None:
@@ -381,6 +388,8 @@ class Anchored:
 
     def reach_with(self, units: int) -> float | None:
         """The reach the ratio's interval would have with `units` processes a side that spread as these do."""
+        if self.speed is not None:
+            return self.speed.reach_with(units)
         if len(self.base_logs) < 2 or len(self.head_logs) < 2 or units < 2:
             return None
         var = statistics.variance(self.base_logs) + statistics.variance(self.head_logs)
@@ -389,6 +398,8 @@ class Anchored:
     def processes_to_settle(self, threshold: float) -> int | None:
         """Processes a side (as many on each) that would bring the ratio's interval clear of `threshold` (a
         ratio) at the spread seen and the same estimate; None when none up to MAX_ADVISED_PROCESSES would."""
+        if self.speed is not None:
+            return self.speed.processes_to_settle(threshold, MAX_ADVISED_PROCESSES)
         gap = abs(math.log(self.ratio) - math.log(threshold))
         if gap == 0 or len(self.base_logs) < 2 or len(self.head_logs) < 2:
             return None
@@ -431,12 +442,22 @@ def anchored(case: str, anchor: str, base: tuple[Timing, Timing], head: tuple[Ti
     if anchor_us is None:
         anchor_us = (float(_level(vb)[1]), float(_level(vh)[1]))
     ratio_iv = diff_iv = None
-    w = welch(db, dh)
-    if w is not None:
-        half = t975(w[1]) * w[0]
-        method = (f"Welch t 95% over {len(db)} + {len(dh)} {ub if ub == uh else ub + ' / ' + uh} of "
-                  f"log({case} / {anchor})")
-        ratio_iv = Interval(math.exp(log_ratio - half), math.exp(log_ratio + half), method)
+    method = None
+    speed = speed_fit(base, head, metric)
+    if speed is not None:  # two or more processes a side: the speed-aware estimate, at its common speed
+        ratio, at_us = speed.ratio, speed.at_us
+        if speed.low is not None:
+            method = f"{speed.method}, of log({case} / {anchor})" + (
+                f" on log({anchor} time), slope {speed.slope:+.3f}" if speed.adjusted else "")
+            ratio_iv = Interval(speed.low, speed.high, method)
+    else:
+        w = welch(db, dh)
+        if w is not None:
+            half = t975(w[1]) * w[0]
+            method = (f"Welch t 95% over {len(db)} + {len(dh)} {ub if ub == uh else ub + ' / ' + uh} of "
+                      f"log({case} / {anchor})")
+            ratio_iv = Interval(math.exp(log_ratio - half), math.exp(log_ratio + half), method)
+    if ratio_iv is not None:
         diff_iv = Interval(at_us * (ratio_iv.low - 1), at_us * (ratio_iv.high - 1),
                            f"{method}, times the base's {at_us:,.2f} us at the common speed")
     if head_us is None:
@@ -445,7 +466,21 @@ def anchored(case: str, anchor: str, base: tuple[Timing, Timing], head: tuple[Ti
     absolute = apart(case, base, case, head, base_us, head_us, metric=metric)
     return Anchored(case, anchor, ratio, ratio_iv, at_us, at_us * (ratio - 1), diff_iv,
                     anchor_us[1] / anchor_us[0] if anchor_us[0] else math.nan, absolute, len(db), len(dh),
-                    ub if ub == uh else f"{ub} / {uh}", db, dh)
+                    ub if ub == uh else f"{ub} / {uh}", db, dh, speed)
+
+
+def speed_fit(base: tuple[Timing, Timing], head: tuple[Timing, Timing],
+              metric: str = "cpu_us") -> speedfit.SpeedFit | None:
+    """speedfit.fit on each side's processes (the case's and the anchor's rounds in each, interleaved), or None
+    with fewer than two processes a side (the rounds of one process are then the units, unadjusted)."""
+    sides = []
+    for case, anchor in (base, head):
+        y, x = speedfit.per_process([p.figures(metric) for p in case.processes],
+                                    [p.figures(metric) for p in anchor.processes])
+        if len(y) < 2:
+            return None
+        sides += [y, x]
+    return speedfit.fit(*sides)
 
 
 def anchored_pair(run: Run, base: str, head: str, pooled: dict[str, Pooled] | None = None) -> Anchored | None:

@@ -346,6 +346,77 @@ def _loaded_library(stem: str):
     raise RuntimeError(f"{stem} is not loaded in this process")
 
 
+EMPTY_KERNEL_PTX = b"""
+.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry flametool_empty()
+{
+	ret;
+}
+"""
+
+
+def _check(result, what: str):
+    """cuda.bindings returns (CUresult, values...): the values, or RuntimeError naming the call."""
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        raise RuntimeError(f"{what} failed: {err!r}")
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+def _empty_function(driver, index: int):
+    """The empty kernel, loaded into the device's primary context (the one CuPy and PyTorch use): its PTX
+    JIT-compiled by the driver, or, where the driver refuses that PTX, compiled by NVRTC for the device."""
+    _check(driver.cuInit(0), "cuInit")
+    dev = _check(driver.cuDeviceGet(index), "cuDeviceGet")
+    ctx = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    _check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    err, module = driver.cuModuleLoadData(EMPTY_KERNEL_PTX)
+    if int(err) != 0:
+        from cuda.bindings import nvrtc
+
+        major = _check(driver.cuDeviceGetAttribute(
+            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")
+        minor = _check(driver.cuDeviceGetAttribute(
+            driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")
+        src = b'extern "C" __global__ void flametool_empty() {}'
+        prog = _check(nvrtc.nvrtcCreateProgram(src, b"empty.cu", 0, [], []), "nvrtcCreateProgram")
+        _check(nvrtc.nvrtcCompileProgram(prog, 1, [f"--gpu-architecture=sm_{major}{minor}".encode()]),
+               "nvrtcCompileProgram")
+        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
+        cubin = b" " * size
+        _check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+        module = _check(driver.cuModuleLoadData(cubin), "cuModuleLoadData")
+    return _check(driver.cuModuleGetFunction(module, b"flametool_empty"), "cuModuleGetFunction"), (ctx, module)
+
+
+def cuda_launch(shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
+    """The driver floor: an empty kernel (one block of one thread) launched with cuLaunchKernel through
+    cuda-python's bindings (cuda.bindings.driver, installed beside CuPy 14), on the legacy default stream of the
+    device's primary context. What any library's launch costs at the least: one driver call from Python. The
+    op's shape and dtype are not used (the kernel reads nothing)."""
+    index = cuda_index(device)
+    if index is None:
+        raise ValueError("cuda-launch needs a CUDA device; use --device cuda:N")
+    from cuda.bindings import driver
+
+    function, keep = _empty_function(driver, index)
+    launch = driver.cuLaunchKernel
+    stream = driver.CUstream(0)
+    _check(launch(function, 1, 1, 1, 1, 1, 1, 0, stream, 0, 0), "cuLaunchKernel")
+    _check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    def step() -> None:
+        launch(function, 1, 1, 1, 1, 1, 1, 0, stream, 0, 0)
+
+    def sync() -> None:
+        _check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    step.keep = keep
+    return step, sync
+
+
 # --- the other ops (ops.py): numpy, torch and cupy share one step per op; jax has its own (jit, no out=) -------
 
 def op_operands(op: str, shape: list[int], dtype: str) -> tuple:
@@ -530,7 +601,7 @@ del _library, _op
 def factory_name(label: str, op: str) -> str:
     """The built-in factory of case `label` for `op`: the matmul factories by their own names (run.json's
     factory strings of older runs), LIBRARY_OP for the others."""
-    if op == ops.DEFAULT_OP:
+    if op == ops.DEFAULT_OP or label in ANY_OP:
         return BUILTIN[label].factory
     if label not in OP_LIBRARIES:
         raise FlametoolError(f"case {label!r} is a matmul floor: it has no --op {op} (leave it out of --libs)")
@@ -589,12 +660,16 @@ BUILTIN: dict[str, Builtin] = {
     "torch-graph": Builtin("torch_graph", "torch", True),
     "cupy-graph": Builtin("cupy_graph", "cupy", True),
     "jax": Builtin("jax_matmul", "jax", True),
+    "cuda-launch": Builtin("cuda_launch", "cuda.bindings", True),
 }
+# floors that launch the same thing whatever the op (--op): built for every op by the same factory
+ANY_OP = {"cuda-launch"}
 # what each floor's time per call means, for the report's comparison against them
 FLOORS = {
     "cublas": "cublasGemmEx called with the least Python",
     "torch-graph": "host cost per product of replaying a CUDA graph from PyTorch",
     "cupy-graph": "host cost per product of launching a CUDA graph from CuPy",
+    "cuda-launch": "an empty kernel launched with cuLaunchKernel from cuda.bindings: the launch itself",
 }
 
 

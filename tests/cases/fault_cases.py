@@ -77,3 +77,39 @@ def exits_beside_torch(m, k, n, dtype, device):
         sum(data)
 
     return step, lambda: None
+
+
+def ops_case(m, k, n, dtype, device):
+    """A step whose `ops` attribute is whatever $FLAMETOOL_TEST_OPS holds, read as a Python literal
+    ('-1', '0', '10**30', 'float("nan")', '"many"')."""
+    import os
+
+    data = list(range(m))
+
+    def step():
+        sum(data)
+
+    step.ops = eval(os.environ["FLAMETOOL_TEST_OPS"])  # noqa: S307 - the test's own value
+    return step, lambda: None
+
+
+def wipes_the_run(m, k, n, dtype, device):
+    """Cleans up after itself too eagerly: removes every file in the folder $FLAMETOOL_TEST_WIPE names (the
+    run directory), and with $FLAMETOOL_TEST_WIPE_DIR=1 the folder itself, when it is built."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    run = Path(os.environ["FLAMETOOL_TEST_WIPE"])
+    if os.environ.get("FLAMETOOL_TEST_WIPE_DIR") == "1":
+        shutil.rmtree(run, ignore_errors=True)
+    else:
+        for f in run.iterdir():
+            if f.is_file():
+                f.unlink()
+    data = list(range(m))
+
+    def step():
+        sum(data)
+
+    return step, lambda: None

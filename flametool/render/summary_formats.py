@@ -10,6 +10,7 @@ from typing import Any
 
 from . import format as fmt
 from ..run.stats import Interval
+from ..analyse import countdiff
 from ..analyse.summary import SCHEMA, VERSION, PairSummary, Summary
 from .base import Renderer
 
@@ -30,7 +31,8 @@ def diff_text(p: PairSummary) -> str:
         at = f" at the common speed of both sides ({p.base} {fmt.us(p.base_us)} there)"
     else:
         at = f" at {p.base}'s {fmt.us(p.base_us)}"
-    return f"{fmt.signed(p.diff_us)} us per call{iv}{at}"
+    shown = p.diff_us if p.change.anchored is not None else fmt.difference(p.diff_us, p.base_us)
+    return f"{fmt.signed(shown)} us per call{iv}{at}"
 
 
 def beside_text(p: PairSummary) -> str | None:
@@ -39,6 +41,20 @@ def beside_text(p: PairSummary) -> str | None:
     if a is not None:
         return fmt.anchored_lines(a, p.base, p.head, p.head_where)[1]
     return p.change.no_anchor
+
+
+def speed_text(p: PairSummary) -> str | None:
+    """What the speed adjustment of an anchored change did (slope, each side's speed range, the unadjusted
+    figure beside), in one line; None when the change is not speed-adjusted."""
+    a = p.change.anchored
+    return a.speed.sentence(p.base, p.head) if a is not None and a.speed is not None else None
+
+
+def wide_text(p: PairSummary) -> str | None:
+    """The line compare prints under a pair whose interval is wide (the processes disagree, and what would
+    settle it): a summary, in every format, keeps it."""
+    f = p.change.absolute if p.change.anchored is None else None
+    return fmt.wide_note(f, p.units) if f is not None else None
 
 
 def layer_text(p: PairSummary) -> str | None:
@@ -61,23 +77,32 @@ def frame_text(p: PairSummary, code: bool = False) -> str | None:
             f"± {r.delta_se_us:,.2f} us of its own time")
 
 
+def count_lines(p: PairSummary) -> list[str]:
+    return countdiff.lines(p.counts)
+
+
 def title(s: Summary) -> str:
     if s.kind == "diff":
         return f"flametool diff: {s.base_run} (A) → {s.head_run} (B)"
     return f"flametool summary: {s.base_run}"
 
 
-class TextSummary(Renderer):
+class TextSummary(Renderer[Summary]):
     """The summary as plain lines: for a log, or `flametool summary RUN` in a terminal."""
 
-    name = "text"
+    name, kind = "text", Summary
 
     def render(self, s: Summary) -> str:
         lines = [title(s)] + [fmt.environment_line(e) for e in s.environments]
+        lines += [l for l in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete)) if l]
         for p in s.pairs:
+            counted = count_lines(p)
+            if counted:
+                lines.append(f"{p.label}: per step, counted (exact, {p.head} - {p.base}):")
+                lines += [f"  {c}" for c in counted]
             lines.append(f"{p.label}: {ratio_text(p)} {p.change.how}, over {p.units}; "
                          f"{p.head} − {p.base} = {diff_text(p)}")
-            for extra in (beside_text(p),):
+            for extra in (beside_text(p), speed_text(p), wide_text(p)):
                 if extra:
                     lines.append(f"  {extra}")
             layer, frame = layer_text(p), frame_text(p)
@@ -89,9 +114,11 @@ class TextSummary(Renderer):
                 lines.append(f"  {p.not_sampled}")
             if p.verdict is not None:
                 lines.append(f"  --fail-above {p.verdict.threshold:g}%: {p.verdict.outcome}: {p.verdict.sentence}")
+        if s.no_verdict:
+            lines.append(s.no_verdict)
         if not s.pairs:
             lines.append("nothing compared")
-        if not s.complete:
+        if not s.complete and s.kind != "diff":
             lines.append("run incomplete: run.json holds what finished")
         return "\n".join(fmt.visible(l) for l in lines) + "\n"
 
@@ -107,14 +134,22 @@ def md(text: object) -> str:
 VERDICT_MARK = {"passed": "✅ passed", "slower": "❌ slower", "inconclusive": "⚠️ inconclusive"}
 
 
-class MarkdownSummary(Renderer):
+class MarkdownSummary(Renderer[Summary]):
     """The summary as a pull-request comment: a heading, one table row per comparison, and under it what the
     absolute figures say, the largest layer and frame differences, the verdict and the environments."""
 
-    name = "markdown"
+    name, kind = "markdown", Summary
 
     def render(self, s: Summary) -> str:
         out = [f"### {md(title(s))}", ""]
+        for note in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete), s.no_verdict):
+            if note:
+                out += [f"**{md(note)}**", ""]
+        for p in s.pairs:
+            counted = count_lines(p)
+            if counted:
+                out += [f"**{md(p.label)}: per step, counted** (exact, {md(p.head)} − {md(p.base)})", ""]
+                out += [f"- {md(c)}" for c in counted] + [""]
         verdicts = any(p.verdict is not None for p in s.pairs)
         if s.pairs:
             head = ["comparison", "ratio (95%)", "difference (95%)", "measured"] + (["verdict"] if verdicts else [])
@@ -130,7 +165,8 @@ class MarkdownSummary(Renderer):
         else:
             out += ["Nothing compared.", ""]
         for p in s.pairs:
-            notes = [("beside it", beside_text(p)), ("largest layer difference", layer_text(p)),
+            notes = [("beside it", beside_text(p)), ("speed", speed_text(p)), ("⚠️ interval", wide_text(p)),
+                     ("largest layer difference", layer_text(p)),
                      ("largest frame difference", frame_text(p, code=True)), ("", p.not_sampled),
                      ("verdict", p.verdict.sentence if p.verdict else None)]
             notes = [(k, v) for k, v in notes if v]
@@ -171,6 +207,8 @@ def pair_json(p: PairSummary) -> dict[str, Any]:
             "ratio": figure(absolute.ratio, absolute.ratio_interval),
             "difference_us": figure(absolute.diff_us, absolute.diff_interval)},
         "anchor_change": a.anchor_change if a and math.isfinite(a.anchor_change) else None,
+        "speed_adjustment": None if a is None or a.speed is None else {
+            **a.speed.to_json(), "sentence": speed_text(p)},
         "no_anchor": c.no_anchor,
         "largest_layer": None if layer is None else {
             "layer": layer.layer, "base_us": layer.base_us_per_call, "head_us": layer.head_us_per_call,
@@ -179,6 +217,14 @@ def pair_json(p: PairSummary) -> dict[str, Any]:
             "frame": frame.display, "layer": frame.layer_label, "base_self_us": frame.base_self_us_per_call,
             "head_self_us": frame.head_self_us_per_call, "delta_us": frame.delta_us_per_call, "se_us": frame.delta_se_us},
         "verdict": None if v is None else verdict_json(v),
+        "counts": countdiff.to_json(p.counts) if p.counts is not None else None,
+        "layers": [{"layer": r.layer, "base_us": r.base_us_per_call, "head_us": r.head_us_per_call,
+                    "delta_us": r.delta_us_per_call, "se_us": r.delta_se_us} for r in p.layers],
+        "frames": [{"frame": r.display, "name": r.frame, "layer": r.layer_label,
+                    "base_self_us": r.base_self_us_per_call, "head_self_us": r.head_self_us_per_call,
+                    "base_total_us": r.base_total_us_per_call, "head_total_us": r.head_total_us_per_call,
+                    "delta_us": r.delta_us_per_call, "delta_total_us": r.delta_total_us_per_call,
+                    "se_us": r.delta_se_us} for r in p.frames],
     }
 
 
@@ -187,20 +233,24 @@ def verdict_json(v) -> dict[str, Any]:
             "processes_to_settle": v.processes, "sentence": v.sentence}
 
 
-class JsonSummary(Renderer):
-    """The summary as JSON (docs/summary-json.md): {"schema": "flametool-summary", "version": 2, ...}."""
+class JsonSummary(Renderer[Summary]):
+    """The summary as JSON (docs/summary-json.md): {"schema": "flametool-summary", "version": 3, ...}."""
 
-    name = "json"
+    name, kind = "json", Summary
 
     def render(self, s: Summary) -> str:
         doc = {
             "schema": SCHEMA, "version": VERSION, "kind": s.kind, "base_run": s.base_run, "head_run": s.head_run,
             "complete": s.complete,
+            "incomplete": s.incomplete,
+            "differences": [{"what": d.what, "base": d.base, "head": d.head, "unlike": d.unlike} for d in s.differences],
+            "no_verdict": s.no_verdict,
             "environments": [{"name": e.name, "python": e.python, "executable": e.executable,
                               "python_version": e.python_version, "versions": e.versions, "describe": e.describe}
                              for e in s.environments],
             "cases": [{"label": l, "us_per_call": p.us, "low": p.interval.low if p.interval else None,
-                       "high": p.interval.high if p.interval else None, "units": f"{p.units} {p.unit_name}"}
+                       "high": p.interval.high if p.interval else None, "units": f"{p.units} {p.unit_name}",
+                       "counts": s.counts[l].to_json() if l in s.counts else None}
                       for l, p in s.cases.items()],
             "pairs": [pair_json(p) for p in s.pairs],
             "verdict": verdict_json(s.verdict) if s.verdict is not None else None,

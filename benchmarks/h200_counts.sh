@@ -1,0 +1,88 @@
+#!/bin/bash
+# Issue 34 on the H200: compare of cupy, torch, jax and the driver floor (cuda-launch) at matmul, add and sum with
+# the counted loop (kernels and API calls per call), each RUNS times, and whether their counts were identical;
+# then an environment B whose sitecustomize.py adds one numpy.zeros call inside cupy.matmul (+1 per step in diff
+# and the JSON summary, beside the anchored time difference), RUNS times.
+# Run with this branch's flametool/ (FLAMETOOL_TREE, default: this script's repository) and cupti-python on the
+# path; outputs under $OUT (default ./h200-counts-out). On the H200 (2026-12-01) a compare of the four cases at
+# add or sum took about 43 s with --processes 2; matmul is compared at 1024^3 (compare's default matmul shape on
+# a GPU is the seed's 65536,24576,12288, minutes a run).
+#   RUNS=3 OPS="matmul add sum" SAMPLE=--no-sample bash benchmarks/h200_counts.sh
+set -u
+TREE=${FLAMETOOL_TREE:-$(cd "$(dirname "$0")/.." && pwd)}
+OUT=${OUT:-$PWD/h200-counts-out}
+RUNS=${RUNS:-3}
+OPS=${OPS:-"matmul add sum"}
+SAMPLE=${SAMPLE:---no-sample}
+LIBS=${LIBS:-cupy,torch,jax,cuda-launch}
+ENVB=${ENVB:-1}  # 0: no environment B
+export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1 PYTHONPATH=$TREE${PYTHONPATH:+:$PYTHONPATH}
+mkdir -p "$OUT"
+W=$(mktemp -d)
+cd "$W" || exit 1
+python3 -c 'import flametool; print("flametool from", flametool.__file__)'
+python3 -c 'import cupti, importlib.metadata as m; print("cupti-python", m.version("cupti-python"))' || echo "no cupti-python: API calls and kernels not counted"
+mkdir -p envb/site
+cat > envb/site/sitecustomize.py <<'PY'
+import numpy as _np
+try:
+    import cupy as _cp
+except ImportError:
+    _cp = None
+if _cp is not None:
+    _orig, _zeros = _cp.matmul, _np.zeros
+
+    def matmul(*args, **kwargs):
+        _zeros(1)
+        return _orig(*args, **kwargs)
+
+    matmul.__wrapped__ = _orig
+    _cp.matmul = matmul
+PY
+printf '#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec python3 "$@"\n' "$W/envb/site" > envb/python
+chmod +x envb/python
+for i in $(seq 1 "$RUNS"); do
+  for op in $OPS; do
+    echo "=== compare --op $op, run $i"
+    shape=""
+    [ "$op" = matmul ] && shape="--shape 1024,1024,1024"
+    timeout 300 python3 -m flametool compare --libs "$LIBS" --op "$op" $shape --processes "${PROCESSES:-1}" $SAMPLE \
+        --out "runs/$op-$i"
+  done
+  [ "$ENVB" = 1 ] || continue
+  echo "=== environment B (one numpy.zeros more inside cupy.matmul), run $i"
+  timeout 300 python3 -m flametool compare --libs cupy,torch --shape 1024,1024,1024 --env a=python3 \
+      --env b="$W/envb/python" --processes 2 $SAMPLE --out "runs/env-$i"
+  python3 -m flametool diff "runs/env-$i" --base cupy@a --head cupy@b
+  python3 -m flametool summary "runs/env-$i" --format json > "runs/env-$i/summary.json"
+  python3 - "runs/env-$i/summary.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for p in doc["pairs"]:
+    if (p["base"], p["head"]) == ("cupy@a", "cupy@b"):
+        print("JSON summary cupy@b - cupy@a:", [d["text"] for d in p["counts"]["differences"]],
+              "anchored difference_us:", p["difference_us"])
+PY
+done
+echo "=== counts identical over the runs (kinds python, api, kernel, copy, memset, device-alloc)"
+python3 - runs <<'PY'
+import json, sys
+from pathlib import Path
+runs = sorted(Path(sys.argv[1]).iterdir())
+by = {}
+for r in runs:
+    name = r.name.rsplit("-", 1)[0]
+    data = json.loads((r / "run.json").read_text())
+    for label, res in data["results"].items():
+        c = (res.get("profile") or {}).get("counts")
+        if c:
+            key = {(t["kind"], t["name"]): t["count"] for t in c["tallies"] if t["kind"] != "host-alloc"}
+            by.setdefault((name, label), []).append(key)
+for (name, label), got in sorted(by.items()):
+    same = all(g == got[0] for g in got)
+    print(f"{name:8} {label:14} {len(got)} runs: {'identical' if same else 'DIFFER'}")
+    if not same:
+        for g in got[1:]:
+            print("   ", {k: (got[0].get(k), g.get(k)) for k in set(g) | set(got[0]) if g.get(k) != got[0].get(k)})
+PY
+tar czf "$OUT/runs${TAG:-}.tgz" runs

@@ -1,0 +1,451 @@
+"""The counted loop: what one step() call does, counted (records in counts.py).
+
+Run in the profiled child after its other loops (tracing slows a call about 2x on the H200, so the counts come
+from loops of their own, never from the timed ones):
+
+- CUDA API calls, kernels, copies, memsets and device allocations: CUPTI's activity API through cupti-python
+  (``pip install flametool[cupti]``), or torch.profiler where cupti-python is missing and the case imported
+  torch; neither: one line in ``Counts.missing`` and the rest is still counted.
+- The library's own pool: torch's allocator statistics, a counting allocator in front of CuPy's pool, JAX's
+  device memory statistics (each counts allocations the pool serves, which CUPTI never sees).
+- Host memory: tracemalloc, blocks and bytes kept per step and the peak a step reaches above its start.
+- Python calls by function: the cProfile loop's table (``python_tallies``).
+
+Each traced count is the difference of two windows, `n` and `2n` calls, each between two synchronisations:
+whatever the synchronisation and the window's edges do (cudaDeviceSynchronize, a flush) is in both and cancels,
+and what is left divided by n is exact (a Fraction): an integer where every call does the same, the fraction
+where the work repeats every few calls.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+import time
+import tracemalloc
+from collections import Counter, defaultdict
+from fractions import Fraction
+from typing import Any, Callable
+
+from ..run.counts import Counts, Tally
+
+Step = Callable[[], object]
+Sync = Callable[[], object]
+
+# the loop's own frames, left out of the Python calls (the loop is flametool's, not the case's)
+OWN_LOOPS = {"active_loop", "_loop"}
+OWN_BUILTINS = {"<method 'disable' of '_lsprof.Profiler' objects>", "{method 'disable' of '_lsprof.Profiler' objects}"}
+
+
+def own_frame(key: tuple[str, int, str]) -> bool:
+    file, _line, name = key
+    return name in OWN_BUILTINS or (name in OWN_LOOPS and file.replace(os.sep, "/").endswith(
+        ("flametool/measure/child.py", "flametool/measure/counting.py")))
+COUNT_STEPS_MIN, COUNT_STEPS_MAX = 16, 256
+
+NOT_TRACED = ("counts of CUDA API calls and kernels are not available: {why}; "
+              "install cupti-python (pip install 'flametool[cupti]') for them")
+
+
+def count_steps(steps: int) -> int:
+    """Steps in the counted loop's first window (the second holds twice as many)."""
+    return max(COUNT_STEPS_MIN, min(steps, COUNT_STEPS_MAX))
+
+
+# --- Python calls from the cProfile loop ---------------------------------------------------------------------
+
+def module_of(file: str, paths: list[str] | None = None) -> str:
+    """'/x/site-packages/numpy/_core/fromnumeric.py' -> 'numpy._core.fromnumeric', found under the longest entry
+    of sys.path that holds the file, so that two environments name one module alike; a file outside sys.path
+    keeps its base name."""
+    paths = sys.path if paths is None else paths
+    best = ""
+    for p in paths:
+        p = os.path.abspath(p or ".")
+        if file.startswith(p.rstrip("/") + "/") and len(p) > len(best):
+            best = p.rstrip("/")
+    rel = file[len(best) + 1:] if best else os.path.basename(file)
+    if rel.endswith(".py"):
+        rel = rel[:-3]
+    module = rel.replace("/", ".")
+    return module[: -len(".__init__")] if module.endswith(".__init__") else module
+
+
+def function_name(key: tuple[str, int, str], paths: list[str] | None = None) -> str:
+    """A cProfile function key as diffs match it, without line numbers (they differ between versions):
+    'numpy._core.fromnumeric.sum', 'numpy.empty' (a built-in), 'numpy.ndarray.reshape' (a method)."""
+    file, _line, name = key
+    if file == "~":
+        inner = name.strip("<>{}")
+        if inner.startswith("built-in method "):
+            return inner[len("built-in method "):]
+        if inner.startswith("method '") and " of '" in inner:
+            meth, _, owner = inner[len("method '"):].partition("' of '")
+            return f"{owner.split(chr(39))[0]}.{meth}"
+        return inner
+    return f"{module_of(file, paths)}.{name}"
+
+
+def python_tallies(stats: dict, steps: int, paths: list[str] | None = None) -> list[Tally]:
+    """Python-level calls per step from a cProfile table ({key: (cc, nc, tt, ct, callers)}) of `steps` calls:
+    each function's calls (nc, recursive ones included) over the steps, exact; own time per step beside it."""
+    calls: Counter = Counter()
+    own: defaultdict = defaultdict(float)
+    for key, (_cc, nc, tt, _ct, _callers) in stats.items():
+        if own_frame(key):
+            continue
+        name = function_name(key, paths)
+        calls[name] += nc
+        own[name] += tt
+    return [Tally("python", name, Fraction(n, steps), us=own[name] * 1e6 / steps)
+            for name, n in sorted(calls.items(), key=lambda kv: (-kv[1], kv[0])) if n]
+
+
+# --- the tracers: CUPTI through cupti-python, or torch.profiler -----------------------------------------------
+
+class Window:
+    """What a tracer saw in one window: counts, bytes and nanoseconds by (kind, name)."""
+
+    def __init__(self) -> None:
+        self.count: Counter = Counter()
+        self.bytes: Counter = Counter()
+        self.ns: Counter = Counter()
+
+    def add(self, kind: str, name: str, ns: int = 0, nbytes: int | None = None) -> None:
+        self.count[(kind, name)] += 1
+        self.ns[(kind, name)] += ns
+        if nbytes is not None:
+            self.bytes[(kind, name)] += nbytes
+
+
+class CuptiTracer:
+    """CUPTI activity records (runtime and driver API, concurrent kernels, memcpy, memset, memory) through
+    cupti-python. CUPTI sees every library's work in the process."""
+
+    KINDS = ("RUNTIME", "DRIVER", "CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "MEMORY2")
+
+    def __init__(self) -> None:
+        from cupti import cupti  # noqa: PLC0415 -- optional
+
+        self.cupti = cupti
+        self.lock = threading.Lock()
+        self.window: Window | None = None
+        self.names: dict[tuple[int, int], str] = {}
+        self.enabled: list[Any] = []
+        self.name = "cupti-python " + _version("cupti-python")
+        # the callbacks are the process's: registered once, by the first tracer (a process may count several cases)
+        global _REGISTERED
+        if _REGISTERED is None:
+            cupti.activity_register_callbacks(self._requested, _completed)
+        _REGISTERED = self
+        for kind in self.KINDS:
+            try:
+                cupti.activity_enable(getattr(cupti.ActivityKind, kind))
+                self.enabled.append(getattr(cupti.ActivityKind, kind))
+            except Exception:  # noqa: BLE001 -- MEMORY2 needs a newer CUPTI; the rest still counts
+                pass
+
+    @staticmethod
+    def _requested():
+        return 8 * 1024 * 1024, 0
+
+    def _api_name(self, domain, cbid: int) -> str:
+        key = (int(domain), int(cbid))
+        if key not in self.names:
+            try:
+                self.names[key] = api_name(self.cupti.get_callback_name(domain, cbid))
+            except Exception:  # noqa: BLE001
+                self.names[key] = f"cbid {cbid}"
+        return self.names[key]
+
+    def _completed(self, activities) -> None:
+        c = self.cupti
+        K = c.ActivityKind
+        with self.lock:
+            w = self.window
+            if w is None:
+                return
+            for a in activities:
+                kind = a.kind
+                if kind == K.RUNTIME:
+                    w.add("api", self._api_name(c.CallbackDomain.RUNTIME_API, a.cbid), a.end - a.start)
+                elif kind == K.DRIVER:
+                    w.add("api", self._api_name(c.CallbackDomain.DRIVER_API, a.cbid), a.end - a.start)
+                elif kind == K.CONCURRENT_KERNEL:
+                    w.add("kernel", str(a.name), a.end - a.start)
+                elif kind == K.MEMCPY:
+                    try:
+                        direction = c.ActivityMemcpyKind(a.copy_kind).name
+                    except Exception:  # noqa: BLE001
+                        direction = str(a.copy_kind)
+                    w.add("copy", direction, a.end - a.start, int(a.bytes))
+                elif kind == K.MEMSET:
+                    w.add("memset", "memset", a.end - a.start, int(a.bytes))
+                elif kind == getattr(K, "MEMORY2", None):
+                    try:
+                        op = c.ActivityMemoryOperationType(a.memory_operation_type).name.lower()
+                        where = c.ActivityMemoryKind(a.memory_kind).name.lower()
+                    except Exception:  # noqa: BLE001
+                        op, where = str(a.memory_operation_type), str(a.memory_kind)
+                    w.add("device-alloc", f"CUPTI {where} {op}", 0, int(a.bytes))
+
+    def begin(self) -> None:
+        self.cupti.activity_flush_all(1)
+        with self.lock:
+            self.window = Window()
+
+    def end(self) -> Window:
+        self.cupti.activity_flush_all(1)
+        with self.lock:
+            w, self.window = self.window, None
+        return w or Window()
+
+    def close(self) -> None:
+        """Tracing off (CUPTI stays attached: finalizing and attaching again within a process is not relied on)."""
+        for kind in self.enabled:
+            try:
+                self.cupti.activity_disable(kind)
+            except Exception:  # noqa: BLE001
+                pass
+        try:
+            self.cupti.activity_flush_all(1)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+_REGISTERED: CuptiTracer | None = None
+
+
+def _completed(activities) -> None:
+    """CUPTI's buffer-completed callback: to the tracer counting now."""
+    if _REGISTERED is not None:
+        _REGISTERED._completed(activities)
+
+
+class TorchTracer:
+    """The fallback: torch.profiler's CUDA activity (kineto, CUPTI inside torch), used only where cupti-python is
+    missing and the case imported torch with CUDA. It names kernels, copies, memsets and the runtime calls
+    kineto records (not every driver call CUPTI's own activity records would)."""
+
+    def __init__(self) -> None:
+        import torch  # noqa: PLC0415
+
+        self.torch = torch
+        self.prof = None
+        self.name = "torch.profiler (torch " + torch.__version__ + ")"
+
+    def begin(self) -> None:
+        from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
+
+        self.prof = profile(activities=[ProfilerActivity.CUDA])
+        self.prof.__enter__()
+
+    def end(self) -> Window:
+        self.prof.__exit__(None, None, None)
+        w = Window()
+        for e in self.prof.events():
+            name = e.name
+            device = str(getattr(e, "device_type", "")).endswith("CUDA")
+            us = getattr(e, "device_time", None) if device else getattr(e, "cpu_time", None)
+            ns = int((us or 0) * 1e3)
+            if device:
+                if name.startswith("Memcpy"):
+                    w.add("copy", name.split()[1] if " " in name else name, ns)
+                elif name.startswith("Memset"):
+                    w.add("memset", "memset", ns)
+                else:
+                    w.add("kernel", name, ns)
+            elif name.startswith("cuda") or name.startswith("cu"):
+                w.add("api", name, ns)
+        self.prof = None
+        return w
+
+    def close(self) -> None:
+        pass
+
+
+def api_name(name: str) -> str:
+    """CUPTI's name of a runtime call without the CUDA version its callback id was added in: 'cudaGetDevice_v3020'
+    -> 'cudaGetDevice'. The driver's names are its symbols ('cuMemAlloc_v2' stays); '_ptsz' and '_ptds', the
+    per-thread default stream variants, are kept."""
+    return re.sub(r"^(cuda\w+?)_v\d{4,5}$", r"\1", name)
+
+
+def _version(dist: str) -> str:
+    try:
+        from importlib.metadata import version  # noqa: PLC0415
+
+        return version(dist)
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+def make_tracer(device: str) -> tuple[Any | None, str | None]:
+    """(tracer, None), or (None, why API calls and kernels are not counted)."""
+    if device == "cpu":
+        return None, "the case runs on the CPU (no CUDA API calls or kernels to count)"
+    try:
+        return CuptiTracer(), None
+    except ImportError:
+        why = "cupti-python is not installed"
+    except Exception as exc:  # noqa: BLE001 -- a CUPTI that does not start (another profiler holds it)
+        why = f"CUPTI did not start ({type(exc).__name__}: {str(exc)[:120]})"
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        try:
+            return TorchTracer(), None
+        except Exception as exc:  # noqa: BLE001
+            why += f"; torch.profiler did not start ({type(exc).__name__})"
+    return None, NOT_TRACED.format(why=why)
+
+
+# --- the libraries' pools -------------------------------------------------------------------------------------
+
+class Pools:
+    """Cumulative allocation counters of the pools of the libraries the case imported, read before and after a
+    window: {name: (allocations, bytes or None)}."""
+
+    def __init__(self) -> None:
+        self.cupy_calls = [0, 0]
+        self.cupy_restore: Callable | None = None
+        cupy = sys.modules.get("cupy")
+        if cupy is not None:
+            try:
+                pool = cupy.get_default_memory_pool()
+                counter = self.cupy_calls
+
+                def counting(size: int):
+                    counter[0] += 1
+                    counter[1] += size
+                    return pool.malloc(size)
+
+                previous = cupy.cuda.get_allocator()
+                cupy.cuda.set_allocator(counting)
+                self.cupy_restore = lambda: cupy.cuda.set_allocator(previous)
+            except Exception:  # noqa: BLE001 -- a CuPy without these: its pool is not counted
+                self.cupy_restore = None
+
+    def read(self) -> dict[str, tuple[int, int | None]]:
+        got: dict[str, tuple[int, int | None]] = {}
+        if self.cupy_restore is not None:
+            got["cupy memory pool malloc"] = (self.cupy_calls[0], self.cupy_calls[1])
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            try:
+                if torch.cuda.is_initialized():
+                    s = torch.cuda.memory_stats()
+                    got["torch caching allocator"] = (int(s.get("allocation.all.allocated", 0)),
+                                                      int(s.get("allocated_bytes.all.allocated", 0)))
+            except Exception:  # noqa: BLE001
+                pass
+        jax = sys.modules.get("jax")
+        if jax is not None:
+            try:
+                for d in jax.local_devices():
+                    stats = d.memory_stats() or {}
+                    if "num_allocs" in stats:
+                        got[f"jax {d.platform}:{d.id} allocator"] = (int(stats["num_allocs"]), None)
+            except Exception:  # noqa: BLE001
+                pass
+        return got
+
+    def close(self) -> None:
+        if self.cupy_restore is not None:
+            self.cupy_restore()
+
+
+# --- the counted loop -----------------------------------------------------------------------------------------
+
+def _loop(step: Step, n: int) -> None:
+    for _ in range(n):
+        step()
+
+
+def _per_step(a, b, n: int) -> Fraction:
+    return Fraction(b - a, n)
+
+
+def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1,
+          python: tuple[dict, int] | None = None, use_tracer: bool = True) -> Counts:
+    """The counted loop of one case: two windows of `steps` and 2 x `steps` calls, traced, then the same two
+    under tracemalloc; `python`: the cProfile loop's (table, steps), for the Python calls."""
+    n = steps
+    tallies: list[Tally] = []
+    missing: list[str] = []
+    tracer, why = make_tracer(device) if use_tracer else (None, NOT_TRACED.format(why="tracing was not asked for"))
+    if why:
+        missing.append(why)
+    pools = Pools()
+    windows = []
+    us = None
+    try:
+        for calls in (n, 2 * n):
+            sync()
+            before = pools.read()
+            if tracer is not None:
+                tracer.begin()
+            t0 = time.perf_counter()
+            _loop(step, calls)
+            t1 = time.perf_counter()
+            sync()
+            w = tracer.end() if tracer is not None else None
+            windows.append((w, before, pools.read()))
+            us = (t1 - t0) * 1e6 / (calls * ops_per_step)
+    finally:
+        pools.close()
+        if tracer is not None:
+            tracer.close()
+    (w1, b1, a1), (w2, b2, a2) = windows
+    if w1 is not None:
+        for key in sorted(set(w1.count) | set(w2.count)):
+            c = _per_step(w1.count[key], w2.count[key], n)
+            if c == 0:
+                continue
+            nbytes = _per_step(w1.bytes[key], w2.bytes[key], n) if key in w2.bytes or key in w1.bytes else None
+            mean_ns = w2.ns[key] / w2.count[key] if w2.count[key] else 0.0
+            timed = key[0] != "device-alloc"
+            tallies.append(Tally(key[0], key[1], c, nbytes, float(c) * mean_ns / 1e3 if timed else None))
+    for name in sorted(set(a1) & set(a2)):
+        c = _per_step(a1[name][0] - b1[name][0], a2[name][0] - b2[name][0], n)
+        bb = None
+        if a1[name][1] is not None and a2[name][1] is not None:
+            bb = _per_step(a1[name][1] - b1[name][1], a2[name][1] - b2[name][1], n)
+        tallies.append(Tally("device-alloc", name, c, bb))
+    tallies += host_allocations(step, sync, n)
+    if python is not None:
+        stats, python_steps = python
+        tallies = python_tallies(stats, python_steps) + tallies
+    return Counts(steps=n, python_steps=python[1] if python else None, tallies=tallies, us_per_call=us,
+                  tracer=tracer.name if tracer is not None else None, missing=missing, ops_per_step=ops_per_step)
+
+
+def host_allocations(step: Step, sync: Sync, n: int) -> list[Tally]:
+    """tracemalloc around two windows (n, 2n calls): blocks and bytes a step keeps (net, exact), and the peak
+    one step reaches above what it started with (the most over `n` single steps)."""
+    was = tracemalloc.is_tracing()
+    if not was:
+        tracemalloc.start()
+    try:
+        nets = []
+        for calls in (n, 2 * n):
+            sync()
+            blocks0, (bytes0, _) = sys.getallocatedblocks(), tracemalloc.get_traced_memory()
+            _loop(step, calls)
+            sync()
+            blocks1, (bytes1, _) = sys.getallocatedblocks(), tracemalloc.get_traced_memory()
+            nets.append((blocks1 - blocks0, bytes1 - bytes0))
+        peak = 0
+        for _ in range(n):
+            tracemalloc.reset_peak()
+            start, _ = tracemalloc.get_traced_memory()
+            step()
+            _, top = tracemalloc.get_traced_memory()
+            peak = max(peak, top - start)
+    finally:
+        if not was:
+            tracemalloc.stop()
+    (k1, b1), (k2, b2) = nets
+    return [Tally("host-alloc", "blocks kept (net)", _per_step(k1, k2, n), _per_step(b1, b2, n)),
+            Tally("host-alloc", "peak above start, one step", Fraction(1), Fraction(peak))]

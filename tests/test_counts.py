@@ -1,0 +1,212 @@
+"""The counted loop (measure/counting.py) and its structural diff (analyse/countdiff.py), on the CPU: what a
+step does, counted exactly, and an environment B whose sitecustomize.py adds one numpy call inside numpy.matmul
+showing as exactly +1 call of it per step in `diff` and in the JSON summary."""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import shutil
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from flametool.run import rundir
+from flametool.analyse import analysis, countdiff, dispatch
+from flametool.run.counts import Counts, Tally, fraction_text, parse_fraction
+from flametool.measure import counting
+
+CASES = Path(__file__).parent / "cases" / "env_cases.py"
+# B: numpy.matmul wrapped so that each call also calls numpy.zeros once (the numpy case's step calls matmul)
+SITECUSTOMIZE = '''
+import numpy as _np
+
+_orig, _zeros = _np.matmul, _np.zeros
+
+
+def matmul(*args, **kwargs):
+    _zeros(1)
+    return _orig(*args, **kwargs)
+
+
+matmul.__wrapped__ = _orig
+_np.matmul = matmul
+'''
+
+
+def test_fractions_are_exact_and_read_back():
+    assert fraction_text(Fraction(3)) == "3" and fraction_text(Fraction(129, 32)) == "129/32"
+    assert parse_fraction("129/32") == Fraction(129, 32) and parse_fraction("-7") == -7
+    for bad in ("1.5", "1/0", "x", True, None, "1/-2"):
+        with pytest.raises(ValueError):
+            parse_fraction(bad)
+
+
+def test_counts_round_trip_through_json():
+    c = Counts(steps=64, python_steps=200, tallies=[Tally("api", "cuLaunchKernel", Fraction(1), us=1.5),
+                                                     Tally("copy", "HTOD", Fraction(1, 4), Fraction(1024))],
+               us_per_call=3.0, tracer="cupti-python 13.4.0", missing=[])
+    back = Counts.from_json(json.loads(json.dumps(c.to_json())))
+    assert back == c and back.total("api") == 1 and back.counted("kernel")
+
+
+def test_module_names_do_not_depend_on_where_an_environment_lives():
+    paths = ["/a/lib/python3.12/site-packages", "/b/site"]
+    assert counting.module_of("/a/lib/python3.12/site-packages/numpy/_core/fromnumeric.py", paths) == \
+        "numpy._core.fromnumeric"
+    assert counting.module_of("/b/site/sitecustomize.py", paths) == "sitecustomize"
+    assert counting.function_name(("~", 0, "<built-in method numpy.empty>")) == "numpy.empty"
+    assert counting.function_name(("~", 0, "<method 'reshape' of 'numpy.ndarray' objects>")) == "numpy.ndarray.reshape"
+
+
+def test_a_step_is_counted_exactly_on_the_cpu():
+    a = np.ones((8, 8), np.float32)
+    out = np.empty_like(a)
+    calls = [0]
+
+    def step():
+        np.matmul(a, a, out=out)
+        np.empty(1)
+        calls[0] += 1
+        if calls[0] % 4 == 0:  # a refill every fourth call: a quarter per step, exactly
+            np.zeros(1)
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    counting._loop(step, 400)
+    profiler.disable()
+    profiler.create_stats()
+    c = counting.count(step, lambda: None, 64, "cpu", python=(profiler.stats, 400))
+    got = {t.name: t.count for t in c.of("python")}
+    assert got["numpy.empty"] == 1 and got["numpy.zeros"] == Fraction(1, 4)
+    assert not any(name.endswith("._loop") for name in got)  # the loop is flametool's, not the step's
+    assert c.tracer is None and c.missing == ["the case runs on the CPU (no CUDA API calls or kernels to count)"]
+    assert c.us_per_call > 0 and {t.name for t in c.of("host-alloc")}
+
+
+def test_a_structural_difference_is_exact_and_listed_first():
+    base = Counts(10, 10, [Tally("python", "f", Fraction(1)), Tally("api", "cudaStreamIsCapturing", Fraction(1)),
+                           Tally("kernel", "nvjet", Fraction(1))], tracer="t")
+    head = Counts(10, 10, [Tally("python", "f", Fraction(1)), Tally("python", "numpy.empty", Fraction(1)),
+                           Tally("kernel", "nvjet", Fraction(1))], tracer="t")
+    d = countdiff.diff_counts(base, head, "A", "B")
+    lines = countdiff.lines(d)
+    assert lines[:2] == ["+1 numpy.empty (0 -> 1)", "-1 cudaStreamIsCapturing (1 -> 0)"]
+    assert "kernel nvjet x1 in both" in lines
+    assert countdiff.diff_counts(None, None) is None
+    assert countdiff.diff_counts(None, head).notes[0].startswith("base has no counted loop")
+
+
+@pytest.fixture(scope="module")
+def env_b(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("counts_env_b")
+    (d / "site").mkdir()
+    (d / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    script = d / "python"
+    script.write_text(f'#!/bin/sh\nPYTHONPATH="{d / "site"}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+@pytest.fixture(scope="module")
+def env_run(cli, tmp_path_factory, env_b):
+    out = tmp_path_factory.mktemp("counts_envs") / "run"
+    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--case", f"{CASES}:dot", "--anchor", "dot",
+               "--env", f"a={sys.executable}", "--env", f"b={env_b}", "--no-sample",
+               "--processes", "2", "--repeats", "3", "--iters", "100", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_one_numpy_call_more_in_b_is_plus_one_per_step(cli, env_run):
+    a = dispatch.analyse_dir(env_run)
+    (pair,) = [p for p in a.pairs if (p.base, p.head) == ("numpy@a", "numpy@b")]
+    changed = {(r.kind, r.name): r.delta for r in pair.counts.changed}
+    assert changed == {("python", "numpy.zeros"): 1, ("python", "sitecustomize.matmul"): 1}
+    # the anchor is the same in both
+    assert not countdiff.diff_counts(*(analysis.counts_of(a.run, l) for l in ("dot@a", "dot@b"))).changed
+
+    doc = json.loads(cli("summary", str(env_run), "--format", "json").stdout)
+    assert doc["version"] == 3
+    (p,) = [p for p in doc["pairs"] if (p["base"], p["head"]) == ("numpy@a", "numpy@b")]
+    assert {(d["name"], d["delta"]) for d in p["counts"]["differences"]} == {("numpy.zeros", "1"),
+                                                                             ("sitecustomize.matmul", "1")}
+    assert p["difference_us"]["value"] is not None  # the anchored time difference beside it
+    assert p["counts"]["head_counts"]["tallies"] and p["counts"]["base_counts"]["python_steps"]
+
+    text = cli("diff", str(env_run), "--base", "numpy@a", "--head", "numpy@b").stdout
+    counted, timed = text.index("+1 numpy.zeros (0 -> 1)"), text.index("numpy@b / numpy@a")
+    assert counted < timed and "+1 sitecustomize.matmul (0 -> 1)" in text
+
+
+def test_a_run_recorded_before_counting_still_reports_and_diffs(cli, env_run, tmp_path):
+    """A schema 2 run (no counted loop) reads back, summarises and diffs: no counts, one line saying so."""
+    old = tmp_path / "old"
+    shutil.copytree(env_run, old)
+    data = json.loads((old / "run.json").read_text())
+    data["schema"] = 2
+    for r in data["results"].values():
+        (r.get("profile") or {}).pop("counts", None)
+    (old / "run.json").write_text(json.dumps(data))
+    run = rundir.load(old)
+    assert run.schema == 2 and all(r.profile is None or r.profile.counts is None for r in run.results.values())
+    doc = json.loads(cli("summary", str(old), "--format", "json").stdout)
+    assert all(p["counts"] is None for p in doc["pairs"])
+    diffed = cli("diff", str(old), str(env_run), "--case", "numpy@b")
+    assert diffed.returncode == 0, diffed.stderr
+    assert "A has no counted loop" in diffed.stdout
+
+
+H200_SUM = Path(__file__).parent / "data" / "h200-sum-counts"  # compare --op sum on the H200, cupti-python 13.4.0
+
+
+def test_an_h200_run_shows_kernels_and_api_calls_per_call(cli, tmp_path):
+    """What the H200 recorded (benchmarks/results/h200-2026-12-01f-compare-addsum.txt): the terminal, the JSON
+    summary, the diff and the report show each library's kernels and API calls per call, counts first."""
+    run = rundir.load(H200_SUM)
+    counts = {l: r.profile.counts for l, r in run.results.items()}
+    assert all(c is not None and c.tracer == "cupti-python 13.4.0" for c in counts.values())
+    assert counts["cuda-launch"].of("api")[0].name == "cuLaunchKernel" and counts["cuda-launch"].total("kernel") == 1
+
+    text = cli("diff", str(H200_SUM), "--base", "cupy", "--head", "torch").stdout
+    assert text.index("+1 torch.sum (0 -> 1)") < text.index("torch / cupy")
+    doc = json.loads(cli("summary", str(H200_SUM), "--format", "json").stdout)
+    by_case = {c["label"]: c["counts"] for c in doc["cases"]}
+    kernels = {l: sum(Fraction(t["count"]) for t in c["tallies"] if t["kind"] == "kernel") for l, c in by_case.items()}
+    assert kernels == {l: c.total("kernel") for l, c in counts.items()}
+    (pair,) = doc["pairs"]
+    assert len(pair["counts"]["differences"]) == len(countdiff.diff_counts(counts["cupy"], counts["torch"]).changed)
+
+    out = tmp_path / "report.html"
+    assert cli("report", str(H200_SUM), "-o", str(out)).returncode == 0
+    page = out.read_text()
+    assert 'id="counts"' in page and "flametool_empty" in page and "cuLaunchKernel" in page
+
+
+def test_the_atlas_gains_kernels_and_api_calls_per_call(tmp_path):
+    """An atlas whose sum run has counts (the H200's): a column of kernels and API calls per call, and the
+    fastest library is a library, not the driver floor."""
+    from flametool.render.base import Options
+    from flametool.render.terminal import TerminalAtlas
+
+    atlas = tmp_path / "atlas"
+    shutil.copytree(Path(__file__).parent.parent / "samples" / "h200-atlas", atlas,
+                    ignore=shutil.ignore_patterns("*.folded", "report.html"))
+    data = json.loads((atlas / "run.json").read_text())
+    data["parts"] = [p for p in data["parts"] if p["op"] in ("matmul", "sum")]
+    (atlas / "run.json").write_text(json.dumps(data))
+    shutil.rmtree(atlas / "sum")
+    shutil.copytree(H200_SUM, atlas / "sum")
+    a = dispatch.analyse_dir(atlas)
+    (row,) = [r for r in a.rows if r.op == "sum"]
+    counts = rundir.load(H200_SUM).results
+    for label, c in row.cells.items():
+        assert (c.kernels, c.api_calls) == (counts[label].profile.counts.total("kernel"),
+                                            counts[label].profile.counts.total("api"))
+    assert row.fastest != "cuda-launch"
+    assert all(not c.counted for r in a.rows if r.op == "matmul" for c in r.cells.values())  # recorded before
+    text = TerminalAtlas(Options(width=300)).render(a)
+    assert "kernels, API calls" in text and "1 kernel, 1 API call" in text

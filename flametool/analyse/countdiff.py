@@ -115,7 +115,10 @@ def line(r: CountDelta) -> str:
     name = f"{KIND_WORDS.get(r.kind, '')}{r.name}"
     if r.delta is None:
         side = "base" if r.base is not None else "head"
-        return f"{name}: x{fraction(r.base if r.base is not None else r.head)} ({side} only counted {r.kind})"
+        shown = r.base if r.base is not None else r.head
+        assert shown is not None  # a row is counted on one side at least
+        return f"{name}: x{fraction(shown)} ({side} only counted {r.kind})"
+    assert r.base is not None and r.head is not None  # delta is head - base
     if r.delta == 0:
         return f"{name} x{fraction(r.head)} in both"
     nbytes = ""

@@ -27,9 +27,12 @@ import time
 import tracemalloc
 from collections import Counter, defaultdict
 from fractions import Fraction
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..run.counts import Counts, Tally
+
+if TYPE_CHECKING:
+    from torch.profiler import profile
 
 Step = Callable[[], object]
 Sync = Callable[[], object]
@@ -233,7 +236,7 @@ class TorchTracer:
         import torch  # noqa: PLC0415
 
         self.torch = torch
-        self.prof = None
+        self.prof: profile | None = None
         self.name = "torch.profiler (torch " + torch.__version__ + ")"
 
     def begin(self) -> None:
@@ -243,6 +246,7 @@ class TorchTracer:
         self.prof.__enter__()
 
     def end(self) -> Window:
+        assert self.prof is not None  # begin() made it
         self.prof.__exit__(None, None, None)
         w = Window()
         for e in self.prof.events():
@@ -399,6 +403,7 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
             tracer.close()
     (w1, b1, a1), (w2, b2, a2) = windows
     if w1 is not None:
+        assert w2 is not None  # one tracer counted both windows
         for key in sorted(set(w1.count) | set(w2.count)):
             c = _per_step(w1.count[key], w2.count[key], n)
             if c == 0:
@@ -410,8 +415,10 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
     for name in sorted(set(a1) & set(a2)):
         c = _per_step(a1[name][0] - b1[name][0], a2[name][0] - b2[name][0], n)
         bb = None
-        if a1[name][1] is not None and a2[name][1] is not None:
-            bb = _per_step(a1[name][1] - b1[name][1], a2[name][1] - b2[name][1], n)
+        (_, after1), (_, before1), (_, after2), (_, before2) = a1[name], b1[name], a2[name], b2[name]
+        if after1 is not None and after2 is not None:
+            assert before1 is not None and before2 is not None  # the same pools, read before: bytes where they have
+            bb = _per_step(after1 - before1, after2 - before2, n)
         tallies.append(Tally("device-alloc", name, c, bb))
     tallies += host_allocations(step, sync, n)
     if python is not None:

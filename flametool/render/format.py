@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import overload
 
 from ..analyse.attribution import CaseCosts
 from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
@@ -38,6 +39,12 @@ def shown_delta(base: float, head: float) -> float:
     return round(head, 2) - round(base, 2)
 
 
+@overload
+def difference(diff_us: float, base_us: float | None) -> float: ...
+@overload
+def difference(diff_us: None, base_us: float | None) -> None: ...
+@overload
+def difference(diff_us: float | None, base_us: float | None) -> float | None: ...
 def difference(diff_us: float | None, base_us: float | None) -> float | None:
     """A pair's difference as every view shows it: head − base of the two pooled times as the tables show them
     (shown_delta), so the headline's figure, the sentence under it, the layer table's total and the floors'
@@ -208,6 +215,7 @@ def wide_note(f: PairFigures, processes: int) -> str | None:
     if f.ratio_interval is None:
         return (f"{f.head} / {f.base}: no interval (too few processes or rounds); run with --processes "
                 f"{max(ran + 1, 5)} for one{isolated}")
+    assert f.reach is not None  # a ratio with its interval
     if round(f.reach * 100, 1) <= round(WIDE * 100, 1):
         return None  # wide by a hair, and shown as ±5% it is not: no advice that it would take more to reach ±5%
     reach = f"{f.reach:.0%}" if f"{f.reach:.0%}" != f"{WIDE:.0%}" else f"{f.reach:.1%}"

@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 import jinja2
 from markupsafe import Markup
@@ -36,7 +37,7 @@ from ..analyse.diff import LayerDelta, PairDiff
 from ..analyse.sweep import SweepAnalysis
 from ..analyse.atlas import AtlasAnalysis
 from ..errors import FlametoolError
-from ..run.record import CaseResult, Run, Sampling
+from ..run.record import CaseResult, ProfileProcess, Run, Sampling
 from .base import Renderer
 
 REPORT_FILE = "report.html"
@@ -213,7 +214,7 @@ def counts_section(a: Analysis) -> CountsSection | None:
 
     rows = []
     for label, c in counted.items():
-        own = a.run.results[label].profile.own_us_per_call
+        own = cast(ProfileProcess, a.run.results[label].profile).own_us_per_call  # counted: its counts are its profile's
         memory = [f"{countdiff.fraction(t.count)} {t.kind} {t.name}" + (f" ({countdiff.fraction(t.bytes)} B)"
                   if t.bytes is not None else "") for t in c.tallies if t.kind in ("copy", "memset", "device-alloc")
                   and t.count]

@@ -323,6 +323,7 @@ def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> 
 def print_count_diff(d: "countdiff.CountDiff | None", console: Console, label: str = "") -> None:
     lines = countdiff.lines(d)
     if lines:
+        assert d is not None  # lines of None are none
         say(console, f"{fmt.visible(label) + ': ' if label else ''}per step, counted (exact, {d.head} - {d.base}):")
         for line in lines:
             say(console, f"  {line}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -82,6 +83,7 @@ class SpeedFit:
     def _se_with(self, units: int) -> float:
         """The standard error with `units` processes a side: today's, shrunk as 1 / sqrt(processes)."""
         now = self.base_units * self.head_units / (self.base_units + self.head_units)  # n / 2 for n a side
+        assert self.se is not None  # reach_with checks it
         return self.se * math.sqrt(now / (units / 2))
 
     def reach_with(self, units: int) -> float | None:
@@ -169,7 +171,7 @@ def fit(base_logs, base_anchor_logs, head_logs, head_anchor_logs, interval: str 
     y, x = np.concatenate([db, dh]), np.concatenate([xb, xh])
     side = np.concatenate([np.zeros(len(db)), np.ones(len(dh))])
     within = np.concatenate([xb - xb.mean(), xh - xh.mean()])
-    unadjusted = dict(unadjusted=un, unadjusted_low=ul, unadjusted_high=uh, base_units=len(db), head_units=len(dh),
+    unadjusted: dict[str, Any] = dict(unadjusted=un, unadjusted_low=ul, unadjusted_high=uh, base_units=len(db), head_units=len(dh),
                       base_range=ranges[0], head_range=ranges[1])
     if not over or len(y) < 4 or float(within @ within) == 0:
         resid = np.concatenate([db - db.mean(), dh - dh.mean()])

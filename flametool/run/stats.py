@@ -447,6 +447,7 @@ def anchored(case: str, anchor: str, base: tuple[Timing, Timing], head: tuple[Ti
     if speed is not None:  # two or more processes a side: the speed-aware estimate, at its common speed
         ratio, at_us = speed.ratio, speed.at_us
         if speed.low is not None:
+            assert speed.high is not None  # low and high come together
             method = f"{speed.method}, of log({case} / {anchor})" + (
                 f" on log({anchor} time), slope {speed.slope:+.3f}" if speed.adjusted else "")
             ratio_iv = Interval(speed.low, speed.high, method)
@@ -480,7 +481,7 @@ def speed_fit(base: tuple[Timing, Timing], head: tuple[Timing, Timing],
         if len(y) < 2:
             return None
         sides += [y, x]
-    return speedfit.fit(*sides)
+    return speedfit.fit(sides[0], sides[1], sides[2], sides[3])  # base's, then head's
 
 
 def anchored_pair(run: Run, base: str, head: str, pooled: dict[str, Pooled] | None = None) -> Anchored | None:

@@ -413,7 +413,7 @@ def cuda_launch(shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
     def sync() -> None:
         _check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
 
-    step.keep = keep
+    setattr(step, "keep", keep)
     return step, sync
 
 

@@ -135,7 +135,7 @@ def test_the_layer_that_differs_most_is_the_largest_difference_either_way():
     cells = {"a": cell("a", 5.0, {"Python": 1.0, "Cython": 4.0}),
              "b": cell("b", 7.0, {"Python": 1.5, "PyTorch binding": 2.0, "ATen/CUDA glue": 3.5}),
              "c": cell("c", 5.5, {"Python": 1.0, "Cython": 0.5, "NumPy": 4.0})}
-    atlas.differs_most(cells, "a")
+    atlas.mark_differs_most(cells, "a")
     assert (cells["b"].differs_most, cells["b"].differs_by) == ("Cython", -4.0)  # a layer b does not have at all
     assert (cells["c"].differs_most, cells["c"].differs_by) == ("NumPy", 4.0)
     assert cells["a"].differs_most is None
@@ -185,3 +185,26 @@ def test_a_stopped_atlas_shows_what_finished_and_says_what_did_not(atlas_run, tm
     assert str(copy / "fft" / "report.html") not in text  # no link to a page that is not there
     page = render.show("html", a)
     assert "incomplete run" in page and 'href="fft/report.html"' not in page
+
+
+def test_the_answers_give_every_library_s_ratio_and_the_environment_what_ran():
+    """Issue 33, item 6: the atlas's answers named each op's fastest library and the slowest's ratio (JAX's),
+    not CuPy's, which was in the table only; its environment read "processes run: – (3 asked)"."""
+    from pathlib import Path
+
+    from flametool.analyse import dispatch
+    from flametool.render import atlas_page, html
+
+    sample = Path(__file__).resolve().parent.parent / "samples" / "h200-atlas"
+    if not sample.is_dir():
+        pytest.skip("samples/h200-atlas is not recorded")
+    a = dispatch.analyse_dir(sample)
+    page = atlas_page.build(a, "", html.environment_rows(a.run_dir, a.run))
+    assert len(page.lines) == len([r for r in a.rows if r.fastest])
+    for line, r in zip(page.lines, [r for r in a.rows if r.fastest]):
+        for label, c in r.cells.items():
+            if label != r.fastest and c.ratio is not None:
+                assert f"{label} {c.ratio.ratio:.2f}x {r.fastest}'s time" in line, line
+    env = dict(page.environment)
+    assert env["processes run"] == "3 in each op's run"
+    assert "–" not in env["rounds run per process"]

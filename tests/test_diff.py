@@ -165,3 +165,46 @@ def test_diff_of_two_cases_of_a_run_not_sampled_gives_the_ratio(capsys, tmp_path
     assert "torch / numpy = 1.500×" in out and "not both sampled" in out
     line = one_line_error(capsys, ["diff", str(run), "--base", "numpy", "--head", "torch", "--fail-above", "10"], code=3)
     assert "+50.0%" in line
+
+
+# numpy's OpenBLAS and torch's MKL do the same product under other names; torch takes a lock numpy does not
+OPENBLAS = ("step (s.py:1);ufunc_generic_fastcall (_multiarray_umath.so);sgemm_nn (libopenblas.so);"
+            "sgemm_kernel_HASWELL (libopenblas.so) 50\n"
+            "step (s.py:1);ufunc_generic_fastcall (_multiarray_umath.so);sgemm_nn (libopenblas.so);"
+            "sgemm_oncopy_HASWELL (libopenblas.so) 10\n"
+            "step (s.py:1);ufunc_generic_fastcall (_multiarray_umath.so) 20\n")
+MKL = ("step (s.py:1);THPVariable_mm (libtorch_python.so);mkl_blas_sgemm (libtorch_cpu.so);"
+       "mkl_blas_def_sgemm_kernel_0_zen (libtorch_cpu.so) 52\n"
+       "step (s.py:1);THPVariable_mm (libtorch_python.so);mkl_blas_sgemm (libtorch_cpu.so);"
+       "mkl_blas_def_sgemm_scopy_right4_bdz (libtorch_cpu.so) 9\n"
+       "step (s.py:1);THPVariable_mm (libtorch_python.so);pthread_mutex_lock (libc.so.6) 4\n"
+       "step (s.py:1);THPVariable_mm (libtorch_python.so) 15\n")
+
+
+def test_frames_of_two_libraries_are_matched_by_what_they_do(tmp_path, capsys):
+    """Issue 33, item 2: numpy's OpenBLAS sgemm_kernel_HASWELL against torch's MKL
+    mkl_blas_def_sgemm_kernel_0_zen led the frame diff (-6.44 / +6.73 us) and summary's "largest frame
+    difference": one job under two names. Across libraries, frames of one role (roles.json) that only one side
+    has are one row, and what differs beyond them leads; within one library (two runs of a case) frames are
+    matched by name alone."""
+    from flametool.analyse import dispatch, roles
+
+    assert {"GEMM kernel", "allocator", "lock", "launch"} <= set(roles.about())
+    run = make_run(tmp_path / "run", {"numpy": (OPENBLAS, 8.0, 0), "torch": (MKL, 8.0, 0)})
+    a = dispatch.analyse_dir(run)
+    d = a.pairs[0].diff
+    by = {r.frame: r for r in d.frames}
+    kernel = by["[GEMM kernel]"]
+    assert kernel.members == (("sgemm_kernel_HASWELL (libopenblas.so)",), ("mkl_blas_def_sgemm_kernel_0_zen (libtorch_cpu.so)",))
+    assert kernel.display == "GEMM kernel: sgemm_kernel_HASWELL (numpy) ≈ mkl_blas_def_sgemm_kernel_0_zen (torch)"
+    assert kernel.delta_us_per_call == pytest.approx(0.2)  # 52 - 50 samples of 0.1 us
+    assert "[GEMM packing]" in by and "[GEMM driver]" in by
+    assert not any("HASWELL" in r.frame or "zen" in r.frame for r in d.frames if r.role is None)
+    assert by["pthread_mutex_lock (libc.so.6)"].role is None  # a lock only one side takes stays itself
+    assert abs(d.frames[0].delta_us_per_call) > abs(kernel.delta_us_per_call)
+    assert main.main(["summary", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "largest frame difference: " in out and "HASWELL" not in out.split("largest frame difference: ")[1]
+    # one library in two runs (or two environments): by name only
+    same = diff.diff(profile("a", OPENBLAS, 8.0), profile("b", OPENBLAS.replace(" 50\n", " 40\n"), 7.0))
+    assert not any(r.role for r in same.frames)

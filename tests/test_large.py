@@ -1,5 +1,5 @@
 """Large profiles take other paths than small ones: a large .folded is read in byte ranges by worker
-processes (reading.py), and the flame graphs come from the call tree as arrays (trie.py). Each is checked
+processes (reading.py), and the flame graphs come from the call tree as arrays (calltree.py). Each is checked
 here against the straightforward path on a synthetic profile of the benchmark's shape (made quickly, a
 small number of lines), with the large-file paths forced on."""
 

@@ -92,3 +92,19 @@ def test_default_pairs_take_the_floor():
     # a user case that happens to be called cublas is no floor
     assert cases.default_pairs({"a": "x.py:a", "cublas": "mine.py:cublas"}) == [("a", "cublas")]
     assert cases.default_pairs({"a": "x.py:a"}) == []
+
+
+def test_a_case_of_your_own_is_compared_with_the_built_in_of_its_op():
+    """Issue 33, item 8: `--case mine.py:f` beside numpy and torch ran, but the headline paired only the
+    built-ins. A case of one's own is compared with the first built-in library case unless --pair says
+    otherwise; --help says so."""
+    from flametool.commands import main
+    from flametool.workload import cases
+
+    builtin = {"numpy": f"{cases.MODULE}:numpy_matmul", "torch": f"{cases.MODULE}:torch_mm"}
+    assert cases.default_pairs({**builtin, "mine": "/x/mine.py:mine"}) == [("numpy", "torch"), ("numpy", "mine")]
+    assert cases.default_pairs({"numpy": builtin["numpy"], "mine": "/x/mine.py:mine"}) == [("numpy", "mine")]
+    assert cases.default_pairs({"mine": "/x/mine.py:mine", "torch": builtin["torch"]}) == [("mine", "torch")]
+    assert cases.default_pairs(builtin) == [("numpy", "torch")]
+    compare = main.build_parser()._subparsers._group_actions[0].choices["compare"].format_help()
+    assert "each case of your own (--case) against the first built-in library case" in " ".join(compare.split())

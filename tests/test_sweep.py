@@ -25,7 +25,7 @@ def timing(n: int, cpu: list[float], gpu: list[float] | None = None, wall: list[
     return SweepPoint([n, n, n], 100, [Loops([c], [g] if g is not None else [], [0], [w]) for c, g, w in zip(cpu, gpu, wall)])
 
 
-def points(pairs: list[tuple[int, float, float]]) -> list[sweep.Point]:
+def points(pairs: list[tuple[int, float, float]]) -> list[sweep.SizePoint]:
     """(size, host us, GPU us) -> points as sweep.point makes them from timed loops."""
     return [sweep.point(timing(n, [c, c], [g, g])) for n, c, g in pairs]
 
@@ -240,8 +240,9 @@ def test_sweep_terminal_table_and_report(swept):
     assert "no GPU time measured (a CPU run)" in proc.stdout
     assert f"report: {out / 'report.html'}" in proc.stdout
     html = (out / "report.html").read_text()
-    # a host line per case (no GPU lines on the CPU), a ratio line per compared pair
-    assert html.count("<polyline") == 3 + 1
+    # a host line per case (no GPU lines on the CPU), a ratio line per compared pair: numpy:torch, and the case
+    # of one's own against the first built-in, numpy:fails_from_128 (issue 33, item 8)
+    assert html.count("<polyline") == 3 + 2
     assert "torch / numpy" in html and "Time per call against size, on the CPU" in html
     # worded for the CPU: no GPU legend, caption or columns, no launch-cost heading, no bound column, no dead
     # "Layers" link without --sample
@@ -254,7 +255,7 @@ def test_report_renders_a_sweep_again(swept, cli, tmp_path):
     out, _ = swept
     proc = cli("report", str(out), "-o", str(tmp_path / "again.html"))
     assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "again.html").read_text().count("<polyline") == 4
+    assert (tmp_path / "again.html").read_text().count("<polyline") == 5
 
 
 @pytest.mark.parametrize("command", [["export", "--format", "speedscope"], ["diff", "--base", "numpy", "--head", "torch"],

@@ -57,6 +57,7 @@ class PairAnalysis:
     profiles: tuple[attribution.Profile, attribution.Profile] | None = None  # (base, head) when both were sampled
     anchored: stats.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
     counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (None: neither side counted)
+    cross_library: bool = False  # two libraries (not one library in two environments): frames matched by role first
 
     @functools.cached_property
     def diff(self) -> diff.PairDiff | None:
@@ -73,7 +74,8 @@ class PairAnalysis:
     def _diff(self, view: str) -> PairDiff | None:
         if not self.profiles:
             return None
-        return diff.diff(*self.profiles, view=view, at_speed=speed_note(self.anchored, self.base, self.head))
+        return diff.diff(*self.profiles, view=view, at_speed=speed_heading(self.anchored, self.base, self.head),
+                         by_role=self.cross_library)
 
     @property
     def headline(self) -> stats.PairFigures | None:
@@ -181,7 +183,8 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
         anchored = stats.anchored_pair(run, base, head, pooled_sample)
         pair_profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
         out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, pair_profiles, anchored,
-                                      countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head)))
+                                      countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head),
+                                      cross_library(run.results[base], run.results[head])))
     return out
 
 
@@ -189,6 +192,12 @@ def counts_of(run, label: str):
     """A case's counted loop (record.ProfileProcess.counts), None where it has none."""
     r = run.results.get(label)
     return r.profile.counts if r is not None and r.profile is not None else None
+
+
+def cross_library(base: CaseResult, head: CaseResult) -> bool:
+    """Two libraries (numpy and torch, a case of one's own and a built-in), not one library in two
+    environments or runs: their frames do the same jobs under other names (diff.role_rows)."""
+    return (base.library or base.factory) != (head.library or head.factory)
 
 
 def at_common_speed(base: attribution.Profile, head: attribution.Profile,
@@ -206,13 +215,14 @@ def at_common_speed(base: attribution.Profile, head: attribution.Profile,
 
 
 def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored: stats.Anchored | None, view: str,
-                  names: tuple[str, str]) -> diff.PairDiff:
+                  names: tuple[str, str], by_role: bool = False) -> diff.PairDiff:
     """diff.diff of two profiles, both at the pair's common speed when the comparison is anchored, the tables
     told so under `names` (base, head): `flametool diff` of two runs, or of two cases of one run."""
-    return diff.diff(*at_common_speed(base, head, anchored), view, at_speed=speed_note(anchored, *names))
+    return diff.diff(*at_common_speed(base, head, anchored), view, at_speed=speed_heading(anchored, *names),
+                     by_role=by_role)
 
 
-def speed_note(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
+def speed_heading(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
     """What a pair's sides are when at_common_speed put them at the pair's common speed, for the tables' readers."""
     if anchored is None:
         return None
@@ -559,7 +569,7 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
     # that was not sampled still has its ratio, as `diff RUN_A RUN_B` and `summary` give it
     sampled = base in attribution.sampled_labels(run) and head in attribution.sampled_labels(run)
     figures = anchored_diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head),
-                            got, view, (base, head)) if sampled else None
+                            got, view, (base, head), cross_library(rb, rh)) if sampled else None
     if got is not None:
         change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
     else:

@@ -20,7 +20,7 @@ from ..run.record import AtlasPart, Run
 
 
 @dataclass
-class Frame:
+class AtlasFrame:
     name: str  # as displayed
     layer: str
     self_us: float  # self time per call
@@ -40,7 +40,7 @@ class AtlasCell:
     layers_se: dict[str, float] = field(default_factory=dict)  # their standard errors (from the sample counts)
     differs_most: str | None = None  # the layer whose time differs most from the fastest library's
     differs_by: float | None = None  # this library's time in it minus the fastest's, us per call
-    frames: list[Frame] = field(default_factory=list)  # the largest self times
+    frames: list[AtlasFrame] = field(default_factory=list)  # the largest self times
     samples: int | None = None
     threads: int | None = None  # threads of the sampled process (each sample stops them all)
     slowdown: float | None = None  # the loop's time while sampled over its own
@@ -69,6 +69,8 @@ class AtlasRow:
     fastest: str | None = None
     cells: dict[str, AtlasCell] = field(default_factory=dict)
     error: str | None = None  # the op's run could not be made or read
+    processes: list[int] = field(default_factory=list)  # the timing processes its run ran (one per group)
+    rounds: list[int] = field(default_factory=list)  # the rounds of timed loops its processes ran
 
     @property
     def report(self) -> str:
@@ -112,7 +114,7 @@ def cell(analysed, label: str, fastest: str | None, threads: dict[str, stats.Poo
         costs = attribution.attribute(profile)
         out.layers = {layer: f.us_per_call for layer, f in costs.layers.items()}
         out.layers_se = {layer: f.se_us for layer, f in costs.layers.items()}
-        out.frames = [Frame(naming.display_name(f.frame), f.layer, f.self.us_per_call)
+        out.frames = [AtlasFrame(naming.display_name(f.frame), f.layer, f.self.us_per_call)
                       for f in costs.frames[:TOP_FRAMES]]
         out.samples = costs.samples
     if r.profile is not None:
@@ -125,7 +127,7 @@ def cell(analysed, label: str, fastest: str | None, threads: dict[str, stats.Poo
     return out
 
 
-def differs_most(cells: dict[str, AtlasCell], fastest: str | None) -> None:
+def mark_differs_most(cells: dict[str, AtlasCell], fastest: str | None) -> None:
     """Each library's layer whose time differs most from the fastest library's (largest |difference|)."""
     base = cells.get(fastest) if fastest else None
     if base is None or not base.layers:
@@ -163,7 +165,10 @@ def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
     out.dtype = ", ".join(sorted({r.dtype for r in run.results.values()}))
     threads = stats.group_pooled(run, at_sample=True, intervals=False, metric="all_threads_us")
     out.cells = {label: cell(analysed, label, out.fastest, threads) for label in run.results}
-    differs_most(out.cells, out.fastest)
+    out.processes = sorted({g.processes for g in run.groups if g.cases})
+    out.rounds = sorted({len(p.cpu_us) for r in run.results.values()
+                         for t in (r.timing, r.sample_timing) if t is not None for p in t.processes if p.cpu_us})
+    mark_differs_most(out.cells, out.fastest)
     return out
 
 

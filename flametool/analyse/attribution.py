@@ -64,7 +64,7 @@ class Profile:
     # derived once and reused (attribution, the diff and the flame graphs all need them); stacks and frames
     # are not changed after a Profile is made
     _layers: dict[str, list[tuple[str, ...]]] = field(default_factory=dict, init=False, repr=False, compare=False)
-    _trie: "calltree.Trie | None" = field(default=None, init=False, repr=False, compare=False)
+    _call_tree: "calltree.CallTree | None" = field(default=None, init=False, repr=False, compare=False)
     _node_layers: dict[str, tuple[list[str], list]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _total_counts: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
     _charges: dict[str, dict[str, list[str]]] = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -88,11 +88,11 @@ class Profile:
                                   for t in (tuple(ly.resolve(s.frames, own, view)) for s in self.stacks)]
         return self._layers[view]
 
-    def trie(self) -> calltree.Trie:
+    def call_tree(self) -> calltree.CallTree:
         """The call tree of the stacks, as arrays (calltree.build), made once."""
-        if self._trie is None:
-            self._trie = calltree.build([self.stacks])
-        return self._trie
+        if self._call_tree is None:
+            self._call_tree = calltree.build([self.stacks])
+        return self._call_tree
 
     def own_layers(self, names: list[str]) -> list[str]:
         """Each name's own layer (may be INHERIT); OTHER for a name this profile does not have."""
@@ -105,15 +105,15 @@ class Profile:
         return {k: self.names.get(v, v) for k, v in own.items()} if self.names else own
 
     def node_layers(self, view: str = ly.DEFAULT_VIEW) -> tuple[list[str], list]:
-        """The resolved layer of every node of trie(), in `view` (calltree.node_layers), made once per view."""
+        """The resolved layer of every node of call_tree(), in `view` (calltree.node_layers), made once per view."""
         if view not in self._node_layers:
-            t = self.trie()
+            t = self.call_tree()
             self._node_layers[view] = calltree.node_layers(t, self.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), view)
         return self._node_layers[view]
 
     def drop_tree(self) -> None:
         """Forget the call tree and its layers (what attribute() has made from them stays)."""
-        self._trie = None
+        self._call_tree = None
         self._node_layers.clear()
 
     @property
@@ -274,7 +274,7 @@ def _sums(index: np.ndarray, values: np.ndarray, n: int) -> list[int]:
 
 @dataclass
 class _Nodes:
-    """Every node of a profile's call tree (Profile.trie) as flat arrays, with its layer in one view."""
+    """Every node of a profile's call tree (Profile.call_tree) as flat arrays, with its layer in one view."""
 
     frame: np.ndarray
     total: np.ndarray
@@ -286,7 +286,7 @@ class _Nodes:
 
 
 def _nodes(profile: Profile, view: str) -> _Nodes:
-    t = profile.trie()
+    t = profile.call_tree()
     layer_names, per_depth = profile.node_layers(view)
     callers, above = [], None
     for depth, level in enumerate(t.levels):
@@ -309,7 +309,7 @@ def total_counts(profile: Profile) -> dict[str, int]:
     often a frame recurs in it. The sum of the frame's nodes' totals, less the repeats of the few stacks that
     hold a frame twice (a recursion, A;B;A). Made once per profile (it does not depend on the view)."""
     if profile._total_counts is None:
-        t = profile.trie()
+        t = profile.call_tree()
         sums = _sums(calltree.concat(t, "frame"), calltree.concat(t, "total", 0), len(t.names))
         total = dict(zip(t.names, sums))
         frames = [s.frames for s in profile.stacks]
@@ -325,7 +325,7 @@ def frame_layers(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, str
     first stack that ends there); a frame with no samples of its own (a caller only) takes the layer it is
     first seen in (the first stack that holds it, the first place in it). Inherited layers can differ by
     caller, so one frame can end stacks in several layers."""
-    t = profile.trie()
+    t = profile.call_tree()
     nodes = _nodes(profile, view)
     width = len(nodes.layer_names)
     out: dict[str, str] = {}
@@ -346,7 +346,7 @@ def frame_charges(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, li
     under Python and under cuBLAS) has several: one label would say its time is one layer's."""
     if view in profile._charges:
         return profile._charges[view]
-    t = profile.trie()
+    t = profile.call_tree()
     nodes = _nodes(profile, view)
     width = len(nodes.layer_names)
     ending = nodes.first_end >= 0
@@ -381,7 +381,7 @@ def attribute(profile: Profile, view: str = ly.DEFAULT_VIEW) -> CaseCosts:
 
 
 def _attribute(profile: Profile, view: str) -> CaseCosts:
-    t = profile.trie()
+    t = profile.call_tree()
     nodes = _nodes(profile, view)
     layer_of = frame_layers(profile, view)
     total_n = total_counts(profile)

@@ -1,4 +1,4 @@
-"""The call tree as arrays, one level per depth: what tree.build makes, without a Python object per node.
+"""The call tree as arrays, one level per depth: what nodetree.build makes, without a Python object per node.
 
 A large profile's tree has hundreds of thousands of nodes per case, and a tree of Node objects costs about
 half a kilobyte and a few microseconds each; the report needs the few nodes wide enough to draw, the
@@ -28,7 +28,7 @@ class Level:
     """The nodes at one depth, sorted by (parent, frame id)."""
 
     parent: np.ndarray  # index of the parent in the level above (depth 0: 0, the root)
-    frame: np.ndarray  # frame id (an index into Trie.names)
+    frame: np.ndarray  # frame id (an index into CallTree.names)
     total: list[np.ndarray]  # per side: samples through the node
     self: list[np.ndarray]  # per side: samples that end at the node
     first_row: np.ndarray  # the first stack, in stack order, that goes through the node
@@ -37,7 +37,7 @@ class Level:
 
 
 @dataclass
-class Trie:
+class CallTree:
     names: list[str]  # sorted; a frame id is an index into it
     levels: list[Level]
     root_total: list[int]  # per side
@@ -69,22 +69,22 @@ class Trie:
                 todo.extend((depth + 1, c, (depth, index)) for c in reversed(self.children(depth, index)))
 
 
-def concat(trie: Trie, field: str, side: int | None = None) -> np.ndarray:
+def concat(tree: CallTree, field: str, side: int | None = None) -> np.ndarray:
     """One per-node array over every depth, level after level."""
-    parts = [getattr(level, field) if side is None else getattr(level, field)[side] for level in trie.levels]
+    parts = [getattr(level, field) if side is None else getattr(level, field)[side] for level in tree.levels]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def depths(trie: Trie) -> np.ndarray:
+def depths(tree: CallTree) -> np.ndarray:
     """Each node's depth, in concat's order."""
-    return np.repeat(np.arange(len(trie.levels)), [len(level.frame) for level in trie.levels])
+    return np.repeat(np.arange(len(tree.levels)), [len(level.frame) for level in tree.levels])
 
 
-def parents(trie: Trie) -> np.ndarray:
+def parents(tree: CallTree) -> np.ndarray:
     """Each node's parent as an index in concat's order (-1: the root)."""
-    offsets = np.cumsum([0] + [len(level.frame) for level in trie.levels])
-    parts = [np.full(len(trie.levels[0].frame), -1, dtype=np.int64)] if trie.levels else []
-    parts += [level.parent + offsets[d] for d, level in enumerate(trie.levels) if d > 0]
+    offsets = np.cumsum([0] + [len(level.frame) for level in tree.levels])
+    parts = [np.full(len(tree.levels[0].frame), -1, dtype=np.int64)] if tree.levels else []
+    parts += [level.parent + offsets[d] for d, level in enumerate(tree.levels) if d > 0]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
@@ -97,8 +97,8 @@ def _sums(index: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(index, weights=weights, minlength=n).astype(np.int64)
 
 
-def build(sides: Sequence[Sequence[Stack]]) -> Trie:
-    """The merged tree of one or more sides' stacks (tree.build's, as arrays)."""
+def build(sides: Sequence[Sequence[Stack]]) -> CallTree:
+    """The merged tree of one or more sides' stacks (nodetree.build's, as arrays)."""
     stacks = [s for side in sides for s in side]
     side_of = np.repeat(np.arange(len(sides)), [len(side) for side in sides])
     names = sorted(set(chain.from_iterable(s.frames for s in stacks)))
@@ -145,10 +145,10 @@ def build(sides: Sequence[Sequence[Stack]]) -> Trie:
         end_node[active[ending]] = inv[ending]
         active, node = active[~ending], inv[~ending]
         depth += 1
-    return Trie(names, levels, sums, root_self, end_level, end_node)
+    return CallTree(names, levels, sums, root_self, end_level, end_node)
 
 
-def node_layers(trie: Trie, own: Sequence[str], inherit: str, other: str, charged: frozenset[str],
+def node_layers(tree: CallTree, own: Sequence[str], inherit: str, other: str, charged: frozenset[str],
                 view: str) -> tuple[list[str], list[np.ndarray]]:
     """Each node's layer as layers.resolve gives it for the stacks through the node (a node's layer depends
     on its path only): `own` is each frame id's own layer, INHERIT takes the caller's (`other` at the root),
@@ -161,7 +161,7 @@ def node_layers(trie: Trie, own: Sequence[str], inherit: str, other: str, charge
     charged_ids = np.array([view == "caller" and l in charged for l in layer_names])
     out: list[np.ndarray] = []
     above_first = above_final = None
-    for depth, level in enumerate(trie.levels):
+    for depth, level in enumerate(tree.levels):
         mine = own_ids[level.frame]
         parent_first = np.full(len(mine), lid[other]) if above_first is None else above_first[level.parent]
         first = np.where(mine == inherit_id, parent_first, mine)  # layers.resolve's first pass

@@ -5,7 +5,7 @@ up under the same path and a difference shows where it really is. The top frame 
 case's own step() function, which has a different name in every case; it is matched as STEP_ROOT.
 
 The merged call tree of both sides' aligned stacks is what the differential flame graph is drawn from (see
-flamegraph.diff_graph, which makes it as arrays, trie.build); diff(with_tree=True) also gives it as nodetree.Node
+flamegraph.diff_graph, which makes it as arrays, calltree.build); diff(with_tree=True) also gives it as nodetree.Node
 objects, for callers that walk it.
 """
 
@@ -18,7 +18,8 @@ from . import layers as ly
 from ..run import folded
 from . import naming
 from . import nodetree
-from .attribution import Profile, attribute, layer_label
+from . import roles as rl
+from .attribution import FrameCost, Profile, attribute, layer_label
 
 STEP_ROOT = "step()"
 
@@ -87,6 +88,9 @@ class FrameDelta:
     delta_total_us_per_call: float
     delta_se_us: float
     delta_total_se_us: float
+    # a row of frames matched by what they do (roles.json), not by name: the role, and the frames of each side
+    role: str | None = None
+    members: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
 
 @dataclass(frozen=True)
@@ -112,12 +116,58 @@ class PairDiff:
         return replace(self, base=base, head=head)
 
 
+ROLE_NAMES = 2  # the frames a role's row names on each side; more are counted
+
+
+def _listed(names: list[str]) -> str:
+    # the function's name only: the case's label after it says whose library it is
+    shown = [naming.display_name(n.rpartition(" (")[0] or n if n.endswith(")") else n, 40) for n in names[:ROLE_NAMES]]
+    return " + ".join(shown) + (f" + {len(names) - ROLE_NAMES} more" if len(names) > ROLE_NAMES else "")
+
+
+def role_rows(base: Profile, head: Profile, by_name_b: dict[str, FrameCost],
+              by_name_h: dict[str, FrameCost]) -> tuple[list[FrameDelta], set[str]]:
+    """Frames that do one job (roles.json) under a name only one side has, matched as one row per role that
+    both sides have such frames of (numpy's sgemm_kernel_HASWELL against torch's
+    mkl_blas_def_sgemm_kernel_0_zen: the GEMM kernel); returns the rows and the names they take in. A frame
+    both sides have keeps its own row."""
+    only_b = [n for n in by_name_b if n not in by_name_h]
+    only_h = [n for n in by_name_h if n not in by_name_b]
+    of_b: dict[str, list[str]] = {}
+    of_h: dict[str, list[str]] = {}
+    for names, profile, into in ((only_b, base, of_b), (only_h, head, of_h)):
+        for n in names:
+            role = rl.role(profile.frames[n]) if n in profile.frames else None
+            if role is not None:
+                into.setdefault(role, []).append(n)
+    rows, taken = [], set()
+    for role in (r for r in rl.about() if r in of_b and r in of_h):
+        mb = sorted(of_b[role], key=lambda n: -by_name_b[n].self.samples)
+        mh = sorted(of_h[role], key=lambda n: -by_name_h[n].self.samples)
+        sb = sum(by_name_b[n].self.samples for n in mb)
+        sh = sum(by_name_h[n].self.samples for n in mh)
+        # total: the samples under any of the role's frames, each counted once (one may call another)
+        tb = sum(s.count for s in base.stacks if not set(mb).isdisjoint(s.frames))
+        th = sum(s.count for s in head.stacks if not set(mh).isdisjoint(s.frames))
+        lead = by_name_b[mb[0]] if by_name_b[mb[0]].self.samples >= by_name_h[mh[0]].self.samples else by_name_h[mh[0]]
+        charged = list(dict.fromkeys(l for n in mh for l in (by_name_h[n].charged or [by_name_h[n].layer]))
+                       | dict.fromkeys(l for n in mb for l in (by_name_b[n].charged or [by_name_b[n].layer])))
+        rows.append(FrameDelta(
+            f"[{role}]", f"{role}: {_listed(mb)} ({base.label}) ≈ {_listed(mh)} ({head.label})", lead.layer,
+            layer_label(charged), base.us(sb), head.us(sh), base.us(tb), head.us(th),
+            head.us(sh) - base.us(sb), head.us(th) - base.us(tb),
+            _delta_se(base, head, sb, sh), _delta_se(base, head, tb, th), role, (tuple(mb), tuple(mh))))
+        taken |= set(mb) | set(mh)
+    return rows, taken
+
+
 def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: bool = False,
-         at_speed: str | None = None) -> PairDiff:
+         at_speed: str | None = None, by_role: bool = False) -> PairDiff:
     """Layers and frames, head minus base, and the aligned profiles the differential flame graph is drawn
     from. with_tree: also the merged call tree as nodetree.Node objects, for a caller that walks it (the tests
     check the array-built graphs against it); nothing in flametool needs it, and on a large profile it is
-    the costliest part."""
+    the costliest part. by_role (two libraries): frames that do one job under names only one side has are
+    matched by their role first (role_rows), and the remaining frames listed by name."""
     # layers: each case's own figures, as every layer table shows them, so a row's delta is head - base of the
     # figures beside it (the aligned stacks charge some system-library samples to the step() they put on top)
     lb, lh = attribute(base, view), attribute(head, view)
@@ -133,8 +183,8 @@ def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: b
 
     by_name_b = {f.frame: f for f in cb.frames}
     by_name_h = {f.frame: f for f in ch.frames}
-    frame_rows = []
-    for name in set(by_name_b) | set(by_name_h):
+    frame_rows, taken = role_rows(base, head, by_name_b, by_name_h) if by_role else ([], set())
+    for name in (set(by_name_b) | set(by_name_h)) - taken:
         fb, fh = by_name_b.get(name), by_name_h.get(name)
         sb, sh = (fb.self.samples if fb else 0), (fh.self.samples if fh else 0)
         tb, th = (fb.total.samples if fb else 0), (fh.total.samples if fh else 0)

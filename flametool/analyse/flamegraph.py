@@ -74,7 +74,7 @@ def prepare_case_graph(profile: Profile, threshold: float = DISPLAY_THRESHOLD) -
 
 
 def _case_graph(profile: Profile, strings: Strings, threshold: float) -> tuple[Graph, list[str]]:
-    t = profile.trie()
+    t = profile.call_tree()
     layer_names, layer_of = profile.node_layers()
     root_total = t.root_total[0]
     graph = Graph("", "case", profile.label, extra={"total_us": profile.us(root_total)})

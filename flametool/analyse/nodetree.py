@@ -1,5 +1,5 @@
 """The call tree as nested nodes: a case's stacks, or two cases' stacks merged, with sample counts. The report
-builds the same tree as arrays (trie.py), which a profile of millions of stacks needs; this form is the one
+builds the same tree as arrays (calltree.py), which a profile of millions of stacks needs; this form is the one
 to walk and to check (diff(with_tree=True), and the tests hold the array-built graphs against it).
 
 A node holds one count per side: one side for a case's own tree (its flame graph), two for a diff (base,

@@ -29,7 +29,7 @@ def edge(shape: list[int]) -> float:
 
 
 @dataclass
-class Point:
+class SizePoint:
     """One case at one size."""
 
     shape: list[int]
@@ -44,8 +44,8 @@ class Point:
     error: str | None = None
 
 
-def point(timing: SweepPoint) -> Point:
-    p = Point(list(timing.shape), edge(timing.shape), error=timing.error)
+def point(timing: SweepPoint) -> SizePoint:
+    p = SizePoint(list(timing.shape), edge(timing.shape), error=timing.error)
     if not timing.cpu_loops:
         return p
     p.cpu_us, p.gpu_us, p.wall_us = timing.median("cpu_us"), timing.median("gpu_us"), timing.median("wall_us")
@@ -90,7 +90,7 @@ class Crossover:
     us: float | None = None  # the host (and GPU) time per call there
 
 
-def crossover(points: list[Point]) -> Crossover:
+def crossover(points: list[SizePoint]) -> Crossover:
     """Where the GPU's own time per call overtakes the host's, between the largest host-bound size and the
     GPU-bound size above it (host-bound as compare calls it: GPU time within record.HOST_BOUND_FACTOR of host
     time).
@@ -263,7 +263,7 @@ class SweepPair:
 class SweepAnalysis:
     run_dir: Path
     run: Run
-    curves: dict[str, list[Point]] = field(default_factory=dict)  # label -> its points, in the order swept
+    curves: dict[str, list[SizePoint]] = field(default_factory=dict)  # label -> its points, in the order swept
     crossovers: dict[str, Crossover] = field(default_factory=dict)
     pairs: list[SweepPair] = field(default_factory=list)
     # --sample: size name -> label -> the case's attribution there
@@ -271,9 +271,9 @@ class SweepAnalysis:
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
     new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
 
-    _index: dict[str, dict[tuple, Point]] = field(default_factory=dict, repr=False, compare=False)  # label -> by_shape of its curve
+    _index: dict[str, dict[tuple, SizePoint]] = field(default_factory=dict, repr=False, compare=False)  # label -> by_shape of its curve
 
-    def at(self, label: str, shape: list[int]) -> Point | None:
+    def at(self, label: str, shape: list[int]) -> SizePoint | None:
         """The case's point at `shape`, whatever order its points are in (a run.json made or edited elsewhere
         need not keep config.sizes' order: a point is never read by its position)."""
         if label not in self._index:
@@ -293,7 +293,7 @@ class SweepAnalysis:
         return next((([p.shape for p in c]) for c in self.curves.values() if c), [])
 
 
-Shaped = TypeVar("Shaped", Point, PairPoint)
+Shaped = TypeVar("Shaped", SizePoint, PairPoint)
 
 
 def by_shape(points: list[Shaped]) -> dict[tuple, Shaped]:

@@ -71,8 +71,8 @@ def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True)
     p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",
                    help=argparse.SUPPRESS if not pair else
                    "a pair of cases to compare, head against base (repeatable; default: the first two library cases, "
-                   "not the floors cublas, torch-graph and cupy-graph, and each library case against the cublas floor "
-                   "when it runs)")
+                   "not the floors cublas, torch-graph and cupy-graph; each case of your own (--case) against the first "
+                   "built-in library case; and each library case against the cublas floor when it runs)")
     p.add_argument("--isolate", action="store_true",
                    help="time each case in processes of its own instead (for a case that cannot share a process); "
                         "its comparison with the others is then not paired")

@@ -18,7 +18,7 @@ from . import charts
 
 
 @dataclass
-class Cell:
+class AtlasPageCell:
     us: str
     interval: str = ""
     ratio: str = ""
@@ -42,7 +42,7 @@ class OpRow:
     size: str
     dtype: str
     report: str  # the op's own report, relative to this page
-    cells: list[Cell]
+    cells: list[AtlasPageCell]
     frames: list[FrameLine] = field(default_factory=list)
     error: str = ""
 
@@ -77,10 +77,10 @@ METHOD = ("Each op is its own compare run (the folder linked from its row), at t
           "the one whose time differs most from the fastest library's.")
 
 
-def cell(c: AtlasCell, fastest: str | None) -> Cell:
+def cell(c: AtlasCell, fastest: str | None) -> AtlasPageCell:
     if c.error:
-        return Cell("failed", c.error, cls="failed")
-    return Cell(fmt.us(c.us), f"95%: {fmt.interval(c.interval)}" if c.interval else "",
+        return AtlasPageCell("failed", c.error, cls="failed")
+    return AtlasPageCell(fmt.us(c.us), f"95%: {fmt.interval(c.interval)}" if c.interval else "",
                 fmt.ratio_to_fastest(c.ratio, fastest if c.label == fastest or c.ratio else ""), fmt.differs_most(c),
                 f"all threads {fmt.us(c.all_threads_us)}" if c.all_threads_us is not None else "",
                 "fastest" if c.label == fastest else "", c.counted)
@@ -93,18 +93,48 @@ def frames(c: AtlasCell) -> FrameLine:
     return FrameLine(c.label, [(f.name, f.layer, fmt.us(f.self_us)) for f in c.frames], note)
 
 
+def answer_ratio(c: AtlasCell, fastest: str) -> str:
+    """'1.53x torch's time (95%: 1.51-1.56)': a library's ratio to its op's fastest, in an answer's words."""
+    f = c.ratio
+    if f is None or f.ratio is None:
+        return "not compared"
+    iv = f.ratio_interval
+    return f"{f.ratio:.2f}x {fastest}'s time" + (f" (95%: {iv.low:.2f}-{iv.high:.2f})" if iv else "")
+
+
+def ran_rows(a: AtlasAnalysis, environment: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The environment's rows with what ran read from each op's run (the atlas's own record has no timing
+    processes: it read "processes run: – (3 asked)")."""
+    asked = {"processes run": a.run.config.processes, "rounds run per process": a.run.config.repeats}
+
+    def ran(key: str, values: dict[str, list[int]]) -> str:
+        every = sorted({v for vs in values.values() for v in vs})
+        if not every:
+            return "–"
+        text = (f"{every[0]} in each op's run" if len(every) == 1 else
+                "; ".join(f"{op} {vs[0] if len(vs) == 1 else f'{vs[0]} to {vs[-1]}'}" for op, vs in values.items() if vs))
+        return text + (f" ({asked[key]} asked)" if asked[key] is not None and every != [asked[key]] else "")
+
+    measured = [r for r in a.rows if r.processes]
+    got = {"processes run": ran("processes run", {r.op: r.processes for r in measured}),
+           "rounds run per process": ran("rounds run per process", {r.op: r.rounds for r in measured})}
+    return [(k, got.get(k, v)) for k, v in environment] + [(k, v) for k, v in got.items()
+                                                          if k not in dict(environment)]
+
+
 def build(a: AtlasAnalysis, css: Markup, environment: list[tuple[str, str]]) -> AtlasPage:
     rows, lines, bars, totals = [], [], {}, {}
     for r in a.rows:
         rows.append(OpRow(r.op, r.does, fmt.shape(r.shape), r.dtype, r.report,
-                          [cell(r.cells[l], r.fastest) if l in r.cells else Cell("–") for l in a.libraries],
+                          [cell(r.cells[l], r.fastest) if l in r.cells else AtlasPageCell("–") for l in a.libraries],
                           [frames(c) for c in r.cells.values() if c.frames], r.error or ""))
         ok = [c for c in r.cells.values() if c.us is not None]
-        if r.fastest and len(ok) > 1:
-            slowest = max(ok, key=lambda c: cast(float, c.us))  # ok: us is not None
-            lines.append(f"{r.op} ({fmt.shape(r.shape)}): fastest {r.fastest} at {fmt.us(r.cells[r.fastest].us)} per call; "
-                         f"{slowest.label} {fmt.ratio_to_fastest(slowest.ratio, r.fastest)}"
-                         + (f", most in {fmt.differs_most(slowest)}" if slowest.differs_most else ""))
+        if r.fastest and len(ok) > 1:  # every library's ratio, nearest the fastest first (not the slowest alone)
+            others = sorted((c for c in ok if c.label != r.fastest), key=lambda c: cast(float, c.us))  # ok: us is not None
+            lines.append(f"{r.op} ({fmt.shape(r.shape)}): fastest {r.fastest} at {fmt.us(r.cells[r.fastest].us)} per "
+                         "call; " + "; ".join(
+                             f"{c.label} {answer_ratio(c, r.fastest)}"
+                             + (f", most in {fmt.differs_most(c)}" if c.differs_most else "") for c in others))
         for c in r.cells.values():
             if c.layers:
                 assert c.us is not None  # a cell with layers was timed: they add up to its time
@@ -117,7 +147,8 @@ def build(a: AtlasAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
               f"({', '.join(dtypes)})",
         run_dir=str(a.run_dir), generated=datetime.now().astimezone().isoformat(timespec="seconds"),
         version=__version__, complete=run.complete, libraries=a.libraries, rows=rows,
-        chart=charts.stacked(bars, totals) if bars else None, lines=lines, method=METHOD, environment=environment,
+        chart=charts.stacked(bars, totals) if bars else None, lines=lines, method=METHOD,
+        environment=ran_rows(a, environment),
         css=css, sections=[("headline", "Answers"), ("table", "Op × library"), ("layers", "Layers"),
                            ("frames", "Top frames"), ("environment", "Environment")],
     )

@@ -99,6 +99,12 @@ def op_shape(op: str, value) -> str:
     return f"{op} {shape(value)}"
 
 
+# Under a frame table with rows matched by role (diff.role_rows)
+ROLE_KEY = ("; a row \"role: frames (base) ≈ frames (head)\" matches frames that do one job under names only one "
+            "side has (roles.json: a GEMM kernel, the allocator, a lock, a launch), so a renamed job is not read as a "
+            "difference")
+
+
 def run_device(run) -> str | None:
     """The device a run asked for, or (a run that did not record it) the first case's."""
     return run.config.device or next((r.device for r in run.results.values() if getattr(r, "device", None)), None)
@@ -329,7 +335,7 @@ def closure_sentence(x: CaseCosts) -> str:
     c = x.closure()
     repaired = x.repaired_samples
     return (f"layers sum to {c.layers_sum_us_per_call:,.2f} of {c.measured_us_per_call:,.2f} us per call "
-            f"(ratio {c.ratio:.3f}), from {x.samples} samples"
+            f"measured ({c.ratio:.1%}: every sample counted in a layer once), from {x.samples} samples"
             + (f" ({repaired} repaired: an inlined header chain py-spy put between a function and itself)"
                if repaired else ""))
 

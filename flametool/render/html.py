@@ -286,10 +286,16 @@ def headline(a: Analysis) -> Headline:
               + " Layer and frame figures are sample shares times each case's paired time per call at the sampled "
                 "shape (pooled over its timing processes at the median process's speed, as in the table); the sampled process's own unsampled time "
                 "is shown beside it in the cProfile section as a check.")
+    on_gpu = any(r.device != "cpu" for r in ok.values())
     return Headline(rows, sentence(a, ok), base,
-                    "CPU: host time per call pooled over the case's timing processes at the median process's speed (the "
-                    "figure its pairs' ratios and differences are taken at), 95% bootstrap interval over processes below. GPU: device time per call from events around the same calls. ×: CPU time against "
-                    "the first case.",
+                    "host (CPU) / call: the host's clock around the loop, per call, pooled over the case's timing "
+                    "processes at the median process's speed (the figure its pairs' ratios and differences are taken "
+                    "at), its 95% bootstrap interval over processes below. "
+                    + ("GPU / call: device time per call from CUDA events around the same calls. " if on_gpu else
+                       "GPU / call: none, the run is on the CPU. ")
+                    + f"× first: host time against the first case's ({base}). bound: host-bound, "
+                    + ("the GPU waited for the host's launches (what flametool measures), or not, the host waited "
+                       "for the GPU." if on_gpu else "the loop's time is the host's own work."),
                     against_floors(a, ok), pairs, method, fmt.speed_note(a.pairs) or "")
 
 
@@ -470,7 +476,9 @@ def frame_tables(analysis_data: dict[str, CaseCosts | Skipped]) -> list[FrameTab
         ]) for f in a.frames[:TOP_FRAMES]]
         total = len(a.frames)
         tables.append(FrameTable(f"frames-{i}", label, ["self us/call", "total us/call", "samples"], rows,
-                                 f"{len(rows)} of {total} frames, by own (self) time; ± one standard error from the sample count."))
+                                 f"{len(rows)} of {total} frames, by own (self) time, us per call. self: time in the frame's own code; "
+                                 "total: with the frames it calls; samples: py-spy's stacks with the frame on top; ± one "
+                                 "standard error from the sample count."))
     return tables
 
 
@@ -488,7 +496,8 @@ def diff_table(case_diff: PairDiff, pair: int) -> FrameTable:
                       rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first, "
                       f"us per call. self: time in the frame's own code; total: with the frames it calls; Δ: {head} "
                       f"minus {base} (+: {head} spends more), ± one standard error from the number of samples; frames "
-                      "matched by name on the merged call tree."
+                      "matched by name on the merged call tree" + (fmt.ROLE_KEY if any(r.role for r in changed) else "")
+                      + "."
                       + (f" {case_diff.at_speed}." if case_diff.at_speed else ""), pair)
 
 

@@ -16,7 +16,7 @@ from . import charts
 
 
 @dataclass
-class Cell:
+class SweepCell:
     text: str
     title: str = ""  # more, on hover
     cls: str = ""
@@ -36,7 +36,7 @@ class SweepReport:
     layers: charts.StackedChart | None  # --sample: host time by layer, a bar per case and sampled size
     legend: list[tuple[str, str, str]]  # (case, colour, "")
     columns: list[str]
-    rows: list[list[Cell]]
+    rows: list[list[SweepCell]]
     failures: list[str]
     method: str
     environment: list[tuple[str, str]]
@@ -78,7 +78,7 @@ PLOT_CAPTION_CPU = ("Host time per call of each case by the host clock: on the C
                     "so there is no GPU line and no crossover.")
 
 
-def cells(a: SweepAnalysis) -> tuple[list[str], list[list[Cell]]]:
+def cells(a: SweepAnalysis) -> tuple[list[str], list[list[SweepCell]]]:
     columns = ["size"]
     on_gpu = a.on_gpu  # a CPU sweep: no GPU column, and no bound column that would say "host" at every size
     for label in a.curves:
@@ -87,30 +87,30 @@ def cells(a: SweepAnalysis) -> tuple[list[str], list[list[Cell]]]:
         columns += [f"{sp.head} / {sp.base} wall", "extra host", "share of wall"]
     rows = []
     for shape in a.shapes:
-        row = [Cell(size_name(shape), cls="label")]
+        row = [SweepCell(size_name(shape), cls="label")]
         for label in a.curves:
             p = a.at(label, shape)
             if p is None or p.cpu_us is None:
-                row += [Cell("failed", p.error or "", "bad") if p is not None and p.error else Cell("–")] + [
-                    Cell("") for _ in range(3 if on_gpu else 1)]
+                row += [SweepCell("failed", p.error or "", "bad") if p is not None and p.error else SweepCell("–")] + [
+                    SweepCell("") for _ in range(3 if on_gpu else 1)]
                 continue
-            host = Cell(fmt.us(p.cpu_us), f"95%: {fmt.interval(p.cpu_interval)} us" if p.cpu_interval else "")
-            row += [host, Cell(fmt.us(p.gpu_us)), Cell(fmt.us(p.wall_us)),
-                    Cell("host-bound" if p.host_bound else "GPU-bound", cls="host" if p.host_bound else "muted")
-                    ] if on_gpu else [host, Cell(fmt.us(p.wall_us))]
+            host = SweepCell(fmt.us(p.cpu_us), f"95%: {fmt.interval(p.cpu_interval)} us" if p.cpu_interval else "")
+            row += [host, SweepCell(fmt.us(p.gpu_us)), SweepCell(fmt.us(p.wall_us)),
+                    SweepCell("host-bound" if p.host_bound else "GPU-bound", cls="host" if p.host_bound else "muted")
+                    ] if on_gpu else [host, SweepCell(fmt.us(p.wall_us))]
         for sp in a.pairs:
             pp = sp.at(shape)
             w = pp.wall if pp else None
             if w is None or w.ratio is None:
-                row += [Cell("–"), Cell(""), Cell("")]
+                row += [SweepCell("–"), SweepCell(""), SweepCell("")]
                 continue
             assert pp is not None  # w is its wall figures
             iv = w.ratio_interval
-            row += [Cell("inconclusive" if side(pp) is None else fmt.ratio(w.ratio),  # the interval says nothing
+            row += [SweepCell("inconclusive" if side(pp) is None else fmt.ratio(w.ratio),  # the interval says nothing
                          (f"{fmt.ratio(w.ratio)}, " if side(pp) is None else "")
                          + (f"95%: {iv.low:.3f} to {iv.high:.3f}, {w.units} {w.unit_name}" if iv else "no interval")),
-                    Cell(f"{pp.slower} +{fmt.us(pp.extra_host_us)}" if pp.extra_host_us and pp.extra_host_us > 0 else "–"),
-                    Cell(f"{pp.share:.0%}" if pp.share is not None else "–")]
+                    SweepCell(f"{pp.slower} +{fmt.us(pp.extra_host_us)}" if pp.extra_host_us and pp.extra_host_us > 0 else "–"),
+                    SweepCell(f"{pp.share:.0%}" if pp.share is not None else "–")]
         rows.append(row)
     return columns, rows
 

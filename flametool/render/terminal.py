@@ -193,7 +193,7 @@ def print_summary(a: Analysis, console: Console) -> None:
         timing.add_row(
             text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)),
             fmt.us(t.cpu_us) + (f" ({fmt.interval(t.interval)})" if t.interval else ""),
-            *([fmt.us(t.gpu_us)] if gpu else []), f"{len(t.loops)} in {t.processes} proc",
+            *([fmt.us(t.gpu_us)] if gpu else []), f"{len(t.loops)} in {t.processes} process{'' if t.processes == 1 else 'es'}",
             "host" if r.timing.host_bound else "device",
         )
     show(console, timing)
@@ -317,7 +317,7 @@ def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> 
                              sign=True),
                       fmt.signed(r.delta_total_us_per_call))
     show(console, table)
-    say(console, FRAME_KEY.format(head=head, base=base))
+    say(console, FRAME_KEY.format(head=head, base=base) + (fmt.ROLE_KEY if any(r.role for r in changed) else ""))
 
 
 def print_count_diff(d: "countdiff.CountDiff | None", console: Console, label: str = "") -> None:
@@ -372,13 +372,14 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
     cols = ("host", "GPU", "wall", "bound") if a.on_gpu else ("host", "wall")
     table = titled(f"{run.config.operation}: " + (
                    "time per call at each size: host (CPU), GPU and wall (to the sync after the loop), median of "
-                   "every loop; host: the GPU waited on the host" if a.on_gpu else
+                   "every loop; bound: host, the GPU waited on the host's launches, or GPU, the host waited on the GPU"
+                   if a.on_gpu else
                    "time per call at each size on the CPU, which does all the work: host clock around the loop and "
                    "wall (to the end of the loop), median of every loop"))
     table.add_column("size")
     for label in a.curves:
         for col in cols:
-            table.add_column(f"{fmt.visible(label)} {col}" if col != "bound" else "", justify="right" if col != "bound" else "left")
+            table.add_column(f"{fmt.visible(label)} {col}", justify="right" if col != "bound" else "left")
     for shape in a.shapes:
         row = [sweep.size_name(shape)]
         for label in a.curves:

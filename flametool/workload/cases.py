@@ -685,10 +685,17 @@ def is_floor(label: str, factory: str) -> bool:
 
 
 def default_pairs(factories: dict[str, str]) -> list[tuple[str, str]]:
-    """(base, head) pairs a run compares unless told: the first two library cases, and each library case
-    against the cublas floor when the run has it (what the library adds to one bare cuBLAS call)."""
+    """(base, head) pairs a run compares unless told: the first two library cases, each case of the user's own
+    (--case) against the first built-in library case (a case added beside the built-ins is compared with the
+    built-in of its op), and each library case against the cublas floor when the run has it (what the library
+    adds to one bare cuBLAS call)."""
     libraries = [l for l, f in factories.items() if not is_floor(l, f)]
     pairs = [(libraries[0], libraries[1])] if len(libraries) >= 2 else []
+    builtin = [l for l in libraries if factories[l].startswith(f"{MODULE}:")]
+    for label in libraries:
+        if builtin and not factories[label].startswith(f"{MODULE}:") and (builtin[0], label) not in pairs \
+                and (label, builtin[0]) not in pairs:
+            pairs.append((builtin[0], label))
     if "cublas" in factories and is_floor("cublas", factories["cublas"]):
         pairs += [("cublas", l) for l in libraries]
     if not pairs and len(factories) >= 2:  # floors only: the first two, whatever they are

@@ -141,6 +141,33 @@ def sides_of(doc: dict, anchor_lib: str = "torch") -> list[tuple[str, Side]] | N
     return out
 
 
+def part(side: Side, which: str) -> Side:
+    """The side with each process's rounds cut to the first or the last half (what shorter processes would time:
+    `--timed-seconds 0.5` keeps the first half)."""
+    def cut(v: np.ndarray) -> np.ndarray:
+        h = len(v) // 2
+        return v[:h] if which == "first half" else v[h:] if which == "last half" else v
+    return Side([list(cut(c)) for c in side.case], [list(cut(a)) for a in side.anchor], side.name)
+
+
+def shorter(runs: dict[str, dict], anchor: str) -> None:
+    """Issue 31's item 3, from the runs alone: would shorter processes (more of them a minute) do? Per
+    `compare --env` run, fit-mean's residual spread between processes (the per-process sd the interval comes
+    from) and its ratio, from all of each process's rounds, the first half (0.5 s a case) and the last half."""
+    print("\n== shorter processes: fit-mean from all of each process's rounds, the first half, the last half "
+          "(ratio; residual sd between processes)")
+    for name, doc in runs.items():
+        sides = sides_of(doc, anchor)
+        if sides is None:
+            continue
+        cells = []
+        for which in ("all", "first half", "last half"):
+            a, b = part(sides[0][1], which), part(sides[1][1], which)
+            f = speedfit.fit(a.y_mean, a.x_mean, b.y_mean, b.x_mean)
+            cells.append(f"{which}: {f.ratio:.4f} sd {f.residual_sd:.2%}")
+        print(f"{name:10} " + "; ".join(cells))
+
+
 def fmt(r, lo, hi) -> str:
     if lo is None:
         return f"{r:.4f} (no interval)"
@@ -151,7 +178,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("runs", nargs="+", type=Path, help="run.json files, run directories, or folders of either")
     p.add_argument("--plant", type=float, default=1.086, help="the plant's true ratio (default 1.086)")
-    p.add_argument("--draws", type=int, default=300, help="pseudo A/Bs per check")
+    p.add_argument("--draws", type=int, default=300, help="pseudo A/Bs per check (0: no checks)")
     p.add_argument("--per-side", default="5,8", help="processes a side in the checks")
     p.add_argument("--anchor", default="torch")
     args = p.parse_args()
@@ -184,6 +211,7 @@ def main() -> int:
         pool.extend(s.take([i]) for i in range(len(s)))
     if not pool:
         return 0
+    shorter(runs, args.anchor)
     # why not one point per round: within a process, a round's own anchor time carries that round's noise, which
     # enters log(case / anchor) with the opposite sign
     within = []
@@ -195,6 +223,8 @@ def main() -> int:
     print(f"\nslope of log(case / anchor) on each round's log anchor time within one process, over {len(w)} "
           f"processes: median {np.median(w):+.3f}, quartiles {np.percentile(w, 25):+.3f} to {np.percentile(w, 75):+.3f}, "
           f"negative in {np.mean(w < 0):.0%}")
+    if args.draws <= 0:
+        return 0
     rng = np.random.default_rng(31)
     speed = np.array([s.x_med[0] for s in pool])
     slow = speed > np.median(speed)

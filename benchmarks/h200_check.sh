@@ -50,10 +50,11 @@ for w in "${what[@]}"; do
         find "$out/envs-runs" -name '*.log' -delete ;;
     calibrate)
         # issue 31: 10 null and 5 planted compare --env runs, resumable: runs of earlier calls carried in as
-        # .cal-runs (copy the last call's returned cal/ there); no run starts after CAL_MINUTES (default 5)
+        # .cal-runs (copy the last call's returned cal/ there); no run starts after CAL_MINUTES (default 7: a run
+        # took 1.2-2.0 min on 2026-12-01)
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/calibrate.py --nulls 10 --plants 5"
           python3 benchmarks/calibrate.py --seed-from .cal-runs --out "$out/cal" --nulls 10 --plants 5 \
-              --max-minutes "${CAL_MINUTES:-5}"; echo "rc $?"; } > "$out/calibrate.txt" 2>&1 ;;
+              --max-minutes "${CAL_MINUTES:-7}"; echo "rc $?"; } > "$out/calibrate.txt" 2>&1 ;;
     *) echo "h200_check.sh: unknown check '$w' (gpu, compare, repro, envs, calibrate)"; exit 2 ;;
     esac
     echo "$w: $((SECONDS - started)) s"

@@ -112,3 +112,16 @@ def test_a_run_that_did_not_finish_is_said_in_every_format(capsys, tmp_path):
             assert "B did not finish" in out, (fmt, out)
     code, out, err = diff(capsys, b, "--base", "numpy", "--head", "torch", "--format", "json")
     assert json.loads(out)["complete"] is False
+
+
+def test_requested_shapes_that_differ_but_are_sampled_alike_are_said_and_still_judged(capsys, tmp_path):
+    a, b = two_runs(tmp_path)
+    run = rundir.load(b)
+    run.results["numpy"].shape = [4096, 4096, 4096]  # too slow a loop: sampled at 64,64,64 as A's
+    rundir.save(b, run)
+    code, out, err = diff(capsys, a, b, "--fail-above", "5", "--format", "json")
+    assert code == 3
+    doc = json.loads(out)
+    assert doc["differences"] == [{"what": "requested shape", "base": "64,64,64", "head": "4096,4096,4096",
+                                   "unlike": False, "note": "both compared at 64,64,64"}]
+    assert doc["verdict"]["outcome"] == "slower"

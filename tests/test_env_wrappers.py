@@ -3,9 +3,19 @@ are no text, and wrapper scripts that run Python without `exec` (the shell stays
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import uuid
 
+import pytest
+
+import faultkit as fk
 from checks import one_line_error
+from flametool.errors import FlametoolError
+from flametool.measure import environments
+from flametool.run.record import Environment
+from flametool.workload import cases
 
 
 def script(path, body: str):
@@ -22,3 +32,71 @@ def test_an_interpreter_that_prints_garbage_cannot_be_run_as_python(capsys, tmp_
                                    "--env", f"b={garbage}", "--out", str(tmp_path / "run")])
     assert line.startswith(f"flametool: --env 'b={garbage}': could not be run as Python")
     assert not (tmp_path / "run").exists()
+
+
+def no_exec_wrapper(folder, site_body: str = ""):
+    """A PYTHON for --env that runs this interpreter as a child of its shell (no `exec`), with a sitecustomize
+    of `site_body` on its path."""
+    (folder / "site").mkdir(parents=True, exist_ok=True)
+    (folder / "site" / "sitecustomize.py").write_text(site_body)
+    return script(folder / "python", f'PYTHONPATH="{folder / "site"}${{PYTHONPATH:+:$PYTHONPATH}}" {sys.executable} "$@"\n')
+
+
+def test_a_wrapper_that_does_not_exec_is_refused_with_what_to_write(capsys, tmp_path):
+    """Its Python is the shell's child: the interpreter check passed, then every case's process failed
+    ("exited with code 1 before reporting"). It is refused before anything runs, saying to use exec."""
+    wrapper = no_exec_wrapper(tmp_path)
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--env", f"a={sys.executable}",
+                                   "--env", f"b={wrapper}", "--no-sample", "--out", str(tmp_path / "run")])
+    assert line.startswith(f"flametool: --env 'b={wrapper}': {wrapper} runs Python as a child of its own")
+    assert 'exec /path/to/python "$@"' in line
+    assert not (tmp_path / "run").exists()
+    # with exec it is an environment like any other
+    script(tmp_path / "python", f'exec {sys.executable} "$@"\n')
+    specs = [cases.builtin("numpy")]
+    (found,) = environments.probe([Environment("b", str(tmp_path / "python"))], specs)
+    assert found.versions["numpy"]
+
+
+SLOW_SITE = "import time\ntime.sleep(120)\n"
+
+
+@pytest.mark.serial
+def test_the_import_check_stopped_by_sigterm_leaves_no_python_behind(tmp_path):
+    """A wrapper without exec whose Python imports slowly: SIGTERM to flametool during the import check left the
+    wrapper's Python running (10 minutes later still there)."""
+    wrapper = no_exec_wrapper(tmp_path, SLOW_SITE)
+    environ = fk.env()
+    bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--env", f"a={sys.executable}",
+                        "--env", f"b={wrapper}", "--no-sample", "--out", str(tmp_path / "run")], environ)
+    try:
+        bg.wait_until(lambda: sum("envprobe" in cmd for _, cmd in fk.tagged(bg.tag)) >= 3, "the import check")
+        bg.signal(signal.SIGTERM, group=False)
+        assert bg.finish() == 130
+        assert fk.none_left(bg.tag) == []
+    finally:
+        bg.kill()
+
+
+@pytest.mark.serial
+def test_the_import_check_that_runs_out_of_time_stops_the_wrapper_s_python(tmp_path, monkeypatch):
+    wrapper = no_exec_wrapper(tmp_path, SLOW_SITE)
+    monkeypatch.setenv(fk.TAG, tag := uuid.uuid4().hex)
+    monkeypatch.setattr(environments, "PROBE_SECONDS", 2.0)
+    try:
+        with pytest.raises(FlametoolError, match="importing the cases took more than 2 s"):
+            environments.probe([Environment("b", str(wrapper))], [cases.builtin("numpy")])
+        assert fk.none_left(tag) == []
+    finally:
+        for pid, _ in fk.tagged(tag):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_an_anchor_whose_library_differs_between_environments_is_warned_about():
+    specs = [cases.builtin("numpy"), cases.builtin("torch")]
+    same = [Environment("a", "/a", versions={"numpy": "2.4", "torch": "2.13"}),
+            Environment("b", "/b", versions={"numpy": "2.5", "torch": "2.13"})]
+    assert environments.anchor_versions(same, specs, "torch") is None
+    warning = environments.anchor_versions(same, specs, "numpy")
+    assert warning.startswith("warning: the anchor numpy is numpy 2.4 in a, 2.5 in b: its own change is then the "
+                              "host's speed and numpy's change together")

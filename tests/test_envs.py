@@ -216,6 +216,9 @@ def test_an_interpreter_that_cannot_import_the_case_is_one_line(capsys, tmp_path
     (["--env", "a=python3", "--env", "a=python3"], "given twice"),
     (["--anchor", "torch"], "--anchor: only with --env"),
     (["--env", "a=python3", "--env", "b=python3", "--isolate"], "leave out --isolate"),
+    (["--budget", "0"], "--budget 0.0: must be a number of seconds, more than 0"),
+    (["--fail-above", "nan"], "--fail-above nan: must be a number"),
+    (["--timed-seconds", "61"], "--timed-seconds 61.0: must be more than 0 and at most 60"),
 ])
 def test_bad_env_options_are_one_line(capsys, tmp_path, argv, words):
     assert words in one_line_error(capsys, ["compare", "--device", "cpu", *argv, "--out", str(tmp_path / "r")])

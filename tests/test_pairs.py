@@ -86,7 +86,7 @@ def test_pair_must_name_cases_of_the_run(capsys):
 
 
 def test_default_pairs_take_the_floor():
-    builtin = lambda label: f"{cases.__name__}:{cases.BUILTIN[label].factory}"  # noqa: E731
+    builtin = lambda label: f"{cases.MODULE}:{cases.BUILTIN[label].factory}"  # noqa: E731
     factories = {l: builtin(l) for l in ("cupy", "torch", "cublas", "cupy-graph")}
     assert cases.default_pairs(factories) == [("cupy", "torch"), ("cublas", "cupy"), ("cublas", "torch")]
     # a user case that happens to be called cublas is no floor
@@ -108,3 +108,21 @@ def test_a_case_of_your_own_is_compared_with_the_built_in_of_its_op():
     assert cases.default_pairs(builtin) == [("numpy", "torch")]
     compare = main.build_parser()._subparsers._group_actions[0].choices["compare"].format_help()
     assert "each case of your own (--case) against the first built-in library case" in " ".join(compare.split())
+
+
+def test_a_wide_unpaired_pair_is_advised_about_isolate_only_when_the_run_was_isolated():
+    """A cross-environment --pair (numpy@a:dot@b) is not paired, and was advised "without --isolate" when
+    --isolate had not been given."""
+    from types import SimpleNamespace
+
+    from flametool.render import format as fmt
+    from flametool.run.stats import Interval, PairFigures
+
+    f = PairFigures("numpy@a", "dot@b", False, 1.5, Interval(1.0, 2.2, "test"), 1.0, Interval(0.1, 2.0, "test"), 3,
+                    "processes", [1.0, 1.5, 2.2], [0.1, 1.0, 2.0], "test", base_us=2.0)
+    assert f.wide
+    pair = SimpleNamespace(base="numpy@a", head="dot@b", headline=f, anchored=None, sample=None, timing=f)
+    for isolate, advised in ((False, False), (True, True)):
+        run = SimpleNamespace(config=SimpleNamespace(recorded={"isolate": isolate}))
+        (note,) = fmt.pair_lines(pair, run, 3)[1:]
+        assert ("without --isolate" in note) is advised, note

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -109,6 +110,7 @@ def test_killed_outright_takes_snakeviz_with_it(cpu_run):
     """SIGKILL gives flametool no chance to clean up; the kernel stops snakeviz for it (PDEATHSIG)."""
     proc, url = start(cpu_run, "--port", str(free_port()))
     (server,) = children(proc.pid)
+    private = Path(urllib.parse.unquote(url.split("/snakeviz/", 1)[1])).parent
     proc.kill()
     proc.wait()
     deadline = time.monotonic() + 15
@@ -117,6 +119,7 @@ def test_killed_outright_takes_snakeviz_with_it(cpu_run):
     if alive(server):
         os.kill(server, signal.SIGKILL)
         pytest.fail("snakeviz outlived a killed flametool")
+    assert not private.exists(), "the served copy outlived the server"
 
 
 def test_default_case_is_first(cpu_run):
@@ -156,3 +159,30 @@ def test_bad_input(tmp_path, capsys, spoil, args, words):
 def test_missing_run_dir(tmp_path, capsys):
     assert main.main(["snakeviz", str(tmp_path / "absent")]) == 2
     assert "no such run directory" in capsys.readouterr().err
+
+
+def test_serves_the_one_profile_and_nothing_else(cpu_run):
+    """snakeviz's own server answered for any path: another run's .prof, a directory's listing, /etc/passwd (a
+    500 with a traceback). flametool's answers for a private copy of the one profile only."""
+    from urllib.error import HTTPError
+
+    proc, url = start(cpu_run, "--case", "torch", "--port", str(free_port()))
+    try:
+        served = Path(urllib.parse.unquote(url.split("/snakeviz/", 1)[1]))
+        assert served.parent != cpu_run and not str(served).startswith(str(cpu_run))
+        assert oct(served.parent.stat().st_mode & 0o777) == oct(0o700)
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            assert resp.status == 200
+        base = url.split("/snakeviz/", 1)[0] + "/snakeviz/"
+        for other in (cpu_run / "numpy.prof", Path("/etc/passwd"), cpu_run, served.parent):
+            with pytest.raises(HTTPError) as caught:
+                urllib.request.urlopen(base + urllib.parse.quote(str(other), safe=""), timeout=30)
+            assert caught.value.code == 404, other
+            assert "Traceback" not in caught.value.read().decode("utf-8", "replace")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert not served.parent.exists(), "the private copy outlived the server"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

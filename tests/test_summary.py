@@ -11,7 +11,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from checks import one_line_error
-from flametool.analyse import analysis, dispatch, summary
+from flametool.analyse import analysis, dispatch, summary, sweep
+from flametool import render
 from flametool.commands import main
 from test_anchor import saved_run
 
@@ -49,6 +50,11 @@ def test_diff_json_reads_back_with_the_anchored_change_and_the_verdict(two_runs,
     # the same figures as the analysis
     result = analysis.diff_runs(a, b, "cupy")
     assert pair["ratio"]["value"] == result.change.ratio and pair["difference_us"]["value"] == result.change.anchored.diff_us
+    # what the speed adjustment did, the figure it gave and the unadjusted one beside it
+    speed, fit = pair["speed_adjustment"], result.change.anchored.speed
+    assert speed["ratio"] == pair["ratio"]["value"] and speed["low"] == pair["ratio"]["low"]
+    assert speed["unadjusted"]["ratio"] == fit.unadjusted and speed["sentence"] == fit.sentence("A", "B")
+    assert speed["base_processes"] == speed["head_processes"] == 6 and speed["overlap"] == fit.overlap
 
 
 def test_summary_of_a_sample_is_the_analysis_s_figures(capsys):
@@ -134,7 +140,8 @@ def test_text_summary_says_the_headline_the_verdict_and_what_holds(two_runs, cap
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["summary", str(SAMPLES / "h200-sweep-fp16")], "summary covers compare runs"),
+    (["summary", str(SAMPLES / "h200-sweep-fp16"), "--fail-above", "5"], "a sweep run: --fail-above judges"),
+    (["summary", str(SAMPLES / "h200-atlas"), "--fail-above", "5"], "an atlas run: --fail-above judges"),
     (["summary", str(SAMPLES / "h200-hostbound-1024"), "--format", "xml"], "--format 'xml': choose from text"),
     (["summary", str(SAMPLES / "h200-hostbound-1024"), "--fail-above", "nan"], "--fail-above nan: must be a number"),
     (["diff", str(SAMPLES / "h200-hostbound-1024"), str(SAMPLES / "h200-seed-fp16"), "--format", "speedscope"],
@@ -157,3 +164,33 @@ def test_every_summary_format_keeps_the_warning_that_the_processes_disagree(tmp_
     assert code == 0 and "the processes disagree" in markdown, markdown
     line = next(l for l in text.splitlines() if "the processes disagree" in l).strip()
     assert line in markdown.replace("\\", "")
+
+
+# --- a sweep's and an atlas's headline ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("sample, where", [("h200-sweep-fp16", "size"), ("h200-atlas", "op")])
+def test_summary_of_a_sweep_or_an_atlas_is_its_headline_table(capsys, sample, where):
+    """Per size (a sweep: the wall-time ratio of each pair) or per op (an atlas: each library against the op's
+    fastest), the ratio with its interval, in text, Markdown and JSON: the analysis's own figures."""
+    run = SAMPLES / sample
+    a = dispatch.analyse_dir(run)
+    if where == "size":
+        expected = [(f"{p.head} vs {p.base}", sweep.size_name(pt.shape), pt.wall) for p in a.pairs for pt in p.points]
+    else:
+        expected = [(f"{label} vs {r.fastest}", r.op, c.ratio) for r in a.rows for label, c in r.cells.items()
+                    if label != r.fastest]
+    assert expected
+    code, out, err = run_cli(capsys, "summary", str(run), "--format", "json")
+    assert code == 0 and err == ""
+    doc = json.loads(out)
+    assert (doc["version"], doc["kind"], doc["pairs"]) == (summary.VERSION, sample.split("-")[1], [])
+    assert [(r["label"], r["at"]) for r in doc["rows"]] == [(label, at) for label, at, _ in expected]
+    for row, (_, _, f) in zip(doc["rows"], expected):
+        assert row["ratio"] == {"value": f.ratio, "low": f.ratio_interval.low, "high": f.ratio_interval.high}
+    label, at, f = expected[0]
+    made = summary.of(a)
+    out = render.show("text", made)
+    assert f"{label} at {where} {at}: {f.ratio:.3f}× (95%: {f.ratio_interval.low:.3f} to {f.ratio_interval.high:.3f})" in out
+    out = render.show("markdown", made)
+    assert f"| comparison | {where} | ratio (95%) | measured |" in out
+    assert f"| {label} | {at} | {f.ratio:.3f}× (95%: {f.ratio_interval.low:.3f} to {f.ratio_interval.high:.3f}) |" in out

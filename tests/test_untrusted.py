@@ -138,3 +138,16 @@ def test_name_helpers_take_any_text(text):
     folded.frame_function(text), folded.frame_file(text), naming.split_location(text)
     naming.strip_templates(text)
     assert isinstance(naming.Namer().frame(text).name, str)
+
+
+def test_a_huge_sparse_run_json_is_refused_before_it_is_read(tmp_path, capsys):
+    """A 2 GB sparse run.json took about 4 GB of memory to reject (read, then decoded): its size is refused first."""
+    from checks import one_line_error
+    from flametool.run import rundir
+
+    run = make_run(tmp_path / "r", {"a": ("step (f.py:1);x 10\n", 10.0, 0)})
+    with open(run / "run.json", "r+b") as fh:
+        fh.truncate(2 * 2**30)
+    line = one_line_error(capsys, ["summary", str(run)])
+    assert line == (f"flametool: {run / 'run.json'}: 2,048 MiB, larger than any file flametool writes there (at most "
+                    f"{rundir.MAX_RUN_JSON // 2**20} MiB is read)")

@@ -447,9 +447,10 @@ class Difference:
     base: str  # as run A has it
     head: str  # as run B has it
     unlike: bool
+    note: str = ""
 
     def __str__(self) -> str:
-        return f"{self.what} {self.base} in A, {self.head} in B"
+        return f"{self.what} {self.base} in A, {self.head} in B" + (f" ({self.note})" if self.note else "")
 
 
 def _shape(shape) -> str:
@@ -472,15 +473,15 @@ def differences(a: Run, b: Run, label: str, anchor: str | None) -> list[Differen
     out = [Difference(what, x, y, True) for what, x, y in (
         ("op", a.config.operation, b.config.operation),
         ("factory", ra.factory.rsplit(":", 1)[-1], rb.factory.rsplit(":", 1)[-1]),
-        ("shape", _shape(ra.shape), _shape(rb.shape)),
-        ("sampled shape", _shape(ra.sample_shape), _shape(rb.sample_shape)),
+        ("shape", _shape(ra.sample_shape), _shape(rb.sample_shape)),  # the shape the change is taken at
         ("dtype", ra.dtype, rb.dtype),
         ("device", ra.device, rb.device),
         ("operations per step", str(ra.ops_per_step), str(rb.ops_per_step))) if x != y]
     if any(d.what == "op" for d in out):  # a built-in case's factory is named after its op
         out = [d for d in out if d.what != "factory"]
-    if any(d.what == "shape" for d in out) and ra.shape == ra.sample_shape and rb.shape == rb.sample_shape:
-        out = [d for d in out if d.what != "sampled shape"]
+    if ra.shape != rb.shape and ra.sample_shape == rb.sample_shape:  # both compared at the same sampled shape
+        out.append(Difference("requested shape", _shape(ra.shape), _shape(rb.shape), False,
+                              f"both compared at {_shape(ra.sample_shape)}"))
     for case in dict.fromkeys(x for x in (label, anchor) if x):
         (lib_a, va), (lib_b, vb) = _version(a, case), _version(b, case)
         if lib_a and lib_a == lib_b and va != vb:

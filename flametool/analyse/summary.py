@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 from ..run import stats
 from .analysis import Analysis, Change, DiffResult, PairAnalysis, Verdict, verdict
+from .atlas import AtlasAnalysis
 from .countdiff import CountDiff
+from .sweep import SweepAnalysis, size_name
 from .diff import FrameDelta, LayerDelta, PairDiff
 from ..errors import FlametoolError
 from ..run.record import Environment
@@ -60,6 +62,7 @@ class Summary:
     incomplete: list[str] = field(default_factory=list)  # a diff: the runs that did not finish ("A", "B")
     differences: list = field(default_factory=list)  # a diff of two runs: analysis.Difference, what they did not do alike
     no_verdict: str | None = None  # why --fail-above gave no verdict (the runs measured unlike work)
+    rows: list["HeadlineRow"] = field(default_factory=list)  # a sweep's or an atlas's: one per pair and size (or op)
 
     @property
     def verdict(self) -> Verdict | None:
@@ -147,10 +150,62 @@ def of_diff(result: DiffResult, fail_above: float | None = None, allow_unlike: b
     return out
 
 
+@dataclass
+class HeadlineRow:
+    """A sweep's pair at one size, or an atlas's library against its op's fastest: the ratio with its interval."""
+
+    label: str  # "torch vs numpy"
+    base: str
+    head: str
+    at: str  # the size ("64", "1024x1024") or the op ("add")
+    shape: list[int] | None
+    figures: stats.PairFigures | None  # None: not measured there (a case failed)
+    measure: str  # what the ratio is of, in words
+    note: str | None = None  # why there is no ratio
+
+
+def of_sweep(a: SweepAnalysis) -> Summary:
+    """A sweep: per compared pair and size, the wall-time ratio (what a program feels; the sweep's headline)."""
+    out = Summary("sweep", str(a.run_dir), str(a.run_dir), complete=a.run.complete)
+    for pair in a.pairs:
+        for p in pair.points:
+            out.rows.append(HeadlineRow(f"{pair.head} vs {pair.base}", pair.base, pair.head, size_name(p.shape),
+                                        list(p.shape), p.wall, "wall time per call" + (
+                                            ", paired in the same processes" if pair.paired else ", not paired"),
+                                        None if p.wall is not None and p.wall.ratio is not None else "not measured"))
+    return out
+
+
+def of_atlas(a: AtlasAnalysis) -> Summary:
+    """An atlas: per op, each library's host time against the op's fastest library's (the atlas's headline)."""
+    out = Summary("atlas", str(a.run_dir), str(a.run_dir), complete=a.run.complete)
+    for r in a.rows:
+        for label, c in r.cells.items():
+            if label == r.fastest:
+                continue
+            f = c.ratio
+            note = r.error or c.error or (None if f is not None and f.ratio is not None else "not measured")
+            out.rows.append(HeadlineRow(f"{label} vs {r.fastest or 'the fastest'}", r.fastest or "", label, r.op,
+                                        r.shape, f, "host time per call against the op's fastest library"
+                                        + (", paired in the same processes" if f is not None and f.paired else ""),
+                                        note))
+        if not r.cells and r.error:
+            out.rows.append(HeadlineRow(r.op, "", "", r.op, r.shape, None, "", r.error))
+    return out
+
+
 def of(result, fail_above: float | None = None, allow_unlike: bool = False) -> Summary:
     if isinstance(result, DiffResult):
         return of_diff(result, fail_above, allow_unlike)
     if isinstance(result, Analysis):
         return of_run(result, fail_above)
-    raise FlametoolError(f"{getattr(result, 'run_dir', 'the run')}: a {result.run.kind} run: summary covers compare "
-                         "runs (flametool report shows a sweep)")
+    if fail_above is not None:
+        raise FlametoolError(f"{result.run_dir}: a{'n' if result.run.kind == 'atlas' else ''} {result.run.kind} run: "
+                             "--fail-above judges a compare run's pairs or a diff; a "
+                             f"{result.run.kind}'s ratios are per {'op' if result.run.kind == 'atlas' else 'size'}")
+    if isinstance(result, SweepAnalysis):
+        return of_sweep(result)
+    if isinstance(result, AtlasAnalysis):
+        return of_atlas(result)
+    raise FlametoolError(f"{getattr(result, 'run_dir', 'the run')}: a {result.run.kind} run: summary covers compare, "
+                         "sweep and atlas runs")

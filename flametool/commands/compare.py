@@ -150,7 +150,8 @@ def decided_verdict(analysed, config: Config, took: float, out: Console) -> int:
     made = summary.of(analysed, config.fail_above)
     for p in made.pairs:
         v = p.verdict
-        assert v is not None  # summary.of with fail_above: every pair has its verdict
+        if v is None:  # summary.of gives every pair a verdict with --fail-above
+            continue
         how = ("decided" if v.outcome != "inconclusive" else
                f"not decided within the budget of {config.budget:g} s" if config.budget is not None else "not decided")
         terminal.say(out, f"--fail-above {config.fail_above:g}%: {v.outcome} ({how}) over {p.units} in {took:.0f} s: "

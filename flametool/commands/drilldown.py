@@ -8,9 +8,11 @@ for is taken, so the URL printed is the one it reports, not the one requested.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,15 +54,68 @@ def target(run: Path, case: str | None) -> Target:
     return Target(case, path)
 
 
+# snakeviz's server answers /snakeviz/ANY-PATH with that file's profile (and a directory's listing, and a
+# traceback for a file it cannot read): a run directory is untrusted and the port is open to every local user,
+# so flametool's server answers for the one profile it was given and nothing else, and never with a traceback
+SERVE_BOOT = """
+import os, shutil, signal, sys
+sys.path.append(sys.path.pop(0))
+import tornado.web
+import snakeviz.main as viz
+from snakeviz.cli import main
+allowed, shown = os.path.abspath(sys.argv[1]), viz.VizHandler.get
+def get(self, profile_name):
+    if os.path.abspath(profile_name) != allowed:
+        raise tornado.web.HTTPError(404)
+    return shown(self, profile_name)
+viz.VizHandler.get = get
+viz.app.settings["serve_traceback"] = False
+# the private copy goes with the server, also when flametool was killed outright (the kernel's SIGTERM)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+try:
+    code = main(sys.argv[2:])
+finally:
+    folder = os.path.dirname(allowed)
+    if os.path.basename(folder).startswith("flametool-snakeviz-"):
+        shutil.rmtree(folder, ignore_errors=True)
+sys.exit(code)
+"""
+
+
 def command(prof: Path, port: int) -> list[str]:
-    return [sys.executable, "-u", "-m", "snakeviz", "-s", "-H", HOST, "-p", str(port), str(prof.resolve())]
+    served = str(prof.resolve())
+    return [sys.executable, "-u", "-c", SERVE_BOOT, served, "-s", "-H", HOST, "-p", str(port), served]
+
+
+def private_copy(t: Target) -> tuple[Path, Path]:
+    """The profile copied into a temporary folder only this user can read: what is served is the file that was
+    checked, whatever later happens to the run directory. Returns (the folder, the copy)."""
+    folder = Path(tempfile.mkdtemp(prefix="flametool-snakeviz-"))
+    name = f"{t.label}.prof" if rundir.is_file_name(f"{t.label}.prof") else "profile.prof"
+    try:
+        shutil.copyfile(t.prof, folder / name)
+        profstats.read(folder / name)
+    except BaseException as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise RunDirError(f"{t.prof}: cannot be copied to serve ({exc.strerror or exc})") from None
+        raise
+    return folder, folder / name
 
 
 def serve(t: Target, port: int, say: Callable[[str], None]) -> int:
     """Run snakeviz until it exits or we are interrupted (KeyboardInterrupt: Ctrl-C, or SIGTERM via cli)."""
     if not 1 <= port <= 65535:
         raise FlametoolError(f"--port {port}: expected 1-65535")
-    proc = subprocess.Popen(command(t.prof, port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    folder, served = private_copy(t)
+    try:
+        return _serve(t, served, port, say)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _serve(t: Target, served: Path, port: int, say: Callable[[str], None]) -> int:
+    proc = subprocess.Popen(command(served, port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True,
                             # if flametool is killed outright and cannot stop snakeviz, the kernel does, so no
                             # server is left listening; its own session keeps a terminal's Ctrl-C from

@@ -75,21 +75,21 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
 
 
 def compare_config(args: argparse.Namespace, say) -> Config:
+    check_fail_above(args)  # before anything is probed
+    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
+        raise FlametoolError(f"--budget {args.budget}: must be a number of seconds, more than 0")
+    if args.timed_seconds is not None and not (math.isfinite(args.timed_seconds) and 0 < args.timed_seconds <= 60):
+        raise FlametoolError(f"--timed-seconds {args.timed_seconds}: must be more than 0 and at most 60")
     common = case_config(args, say, "compare")
     d, op = defaults(common["device"]), common["op"]
     shape = (parse_shape(args.shape, "--shape", op) if args.shape else
              list(d.shape) if op == ops.DEFAULT_OP else ops.host_bound_shape(op, common["device"]))
     sample_shape = parse_shape(args.sample_shape, "--sample-shape", op) if args.sample_shape else None
     if args.env:
-        common.update(env_config(args, common))
+        common.update(env_config(args, common, say))
     elif args.anchor is not None:
         raise FlametoolError("--anchor: only with --env (two environments to compare)")
     envs = len(common.get("environments") or [])
-    check_fail_above(args)
-    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
-        raise FlametoolError(f"--budget {args.budget}: must be a number of seconds, more than 0")
-    if args.timed_seconds is not None and not (math.isfinite(args.timed_seconds) and 0 < args.timed_seconds <= 60):
-        raise FlametoolError(f"--timed-seconds {args.timed_seconds}: must be more than 0 and at most 60")
     if envs and args.processes is None:  # issue 31: more processes a side, until settled or decided, in a budget
         common["processes"] = d.env_processes
     if args.timed_seconds is not None:
@@ -106,7 +106,7 @@ def compare_config(args: argparse.Namespace, say) -> Config:
     )
 
 
-def env_config(args: argparse.Namespace, common: dict) -> dict:
+def env_config(args: argparse.Namespace, common: dict, say=lambda text: None) -> dict:
     """--env: every environment checked and probed (each interpreter imports every case) before anything runs;
     the cases, dtypes and pairs as they run in each (CASE@NAME)."""
     if args.isolate:
@@ -116,6 +116,9 @@ def env_config(args: argparse.Namespace, common: dict) -> dict:
     specs = common["cases"]
     envs = environments.probe(envs, specs)
     anchor = environments.choose_anchor(envs, specs, args.anchor)
+    warning = environments.anchor_versions(envs, specs, anchor)
+    if warning:
+        say(warning)
     labelled = environments.expand(specs, envs)
     labels = [c.label for c in labelled]
     pairs = [parse_pair(text, labels) for text in args.pair] or environments.default_pairs(specs, envs, anchor)

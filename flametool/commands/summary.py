@@ -8,6 +8,8 @@ from pathlib import Path
 from rich.console import Console
 
 from ..analyse import analysis, dispatch, summary
+from ..errors import FlametoolError
+from ..run import rundir
 from .. import render
 from ..render import terminal
 from .base import Context
@@ -22,7 +24,7 @@ class Summary:
                                        "and the --fail-above verdict, for CI: text, markdown or json")
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("run", type=Path, metavar="RUN", help="run directory (of compare)")
+        p.add_argument("run", type=Path, metavar="RUN", help="run directory (of compare, sweep or atlas)")
         p.add_argument("--format", default="text", help="text (the default), markdown (a pull-request comment) or json "
                                                         "(a versioned schema: docs/summary-json.md)")
         p.add_argument("--fail-above", type=float, metavar="PCT",
@@ -39,7 +41,12 @@ def cmd_summary(args: argparse.Namespace, err: Console, out: Console) -> int:
     """The summary of a run, in the format asked; with --fail-above, the exit code of its worst verdict."""
     check_fail_above(args)
     render.check(args.format, render.SUMMARIES)
-    made = summary.of(dispatch.analyse_dir(args.run), args.fail_above)
+    run = rundir.load(args.run)
+    if args.fail_above is not None and run.kind != "compare":
+        raise FlametoolError(f"{args.run}: a{'n' if run.kind == 'atlas' else ''} {run.kind} run: --fail-above judges a "
+                             f"compare run's pairs or a diff; a {run.kind}'s ratios are per "
+                             f"{'op' if run.kind == 'atlas' else 'size'}")
+    made = summary.of(dispatch.analyse(args.run, run), args.fail_above)
     out.file.write(render.show(args.format, made))
     out.file.flush()
     if made.exit_code:

@@ -16,9 +16,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import uuid
 from pathlib import Path
 
+from .. import procs as hygiene
 from ..workload import cases
 from ..workload.cases import CaseSpec
 from ..errors import FlametoolError
@@ -71,9 +74,13 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
 
     wanted = json.dumps([{"label": s.label, "library": library(s), "file": s.file, "factory": s.factory}
                          for s in specs])
+    # each in a process group of its own, marked (procs.MARKER): a wrapper script that runs Python without exec
+    # has it as a child, which is stopped with the script however the probe ends (a timeout, SIGTERM, Ctrl-C)
+    token = uuid.uuid4().hex
     procs = [(e, subprocess.Popen([e.python, "-c", PROBE_BOOT, wanted], stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  errors="backslashreplace", env=child_env()))  # what prints bytes is no Python
+                                  errors="backslashreplace",  # what prints bytes is no Python
+                                  env=child_env(token=token), **hygiene.own_group()))
              for e in envs]
     found = []
     try:
@@ -91,16 +98,21 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
             if not isinstance(got, dict):
                 last = next((l.strip() for l in reversed(stderr.splitlines()) if l.strip()), f"exit {proc.returncode}")
                 raise FlametoolError(f"{given}: could not be run as Python ({last[:200]})")
+            if got.get("ppid") not in (None, os.getpid()):
+                raise FlametoolError(
+                    f"{given}: {e.python} runs Python as a child of its own, not in its place: flametool must be "
+                    "Python's parent (to stop, time and sample it); if it is a script, run Python with exec "
+                    '(exec /path/to/python "$@"), so that Python replaces the script')
             if got.get("error"):
                 raise FlametoolError(f"{given}: {got['error']}")
             found.append(Environment(name=e.name, python=e.python, executable=str(got.get("executable") or ""),
                                      python_version=str(got.get("python_version") or ""),
                                      versions=dict(got.get("versions") or {}), describe=dict(got.get("describe") or {})))
     finally:
-        for _, proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        with hygiene.signals_deferred():
+            for _, proc in procs:
+                hygiene.kill_tree(proc, grace=0, first=signal.SIGKILL, group=True)
+            hygiene.kill_marked(token)
     return found
 
 
@@ -122,6 +134,19 @@ def choose_anchor(envs: list[Environment], specs: list[CaseSpec], given: str | N
     raise FlametoolError("--env: no case to anchor on (a case whose library has one version in every environment, "
                          f"beside the case compared; {shown or 'no library versions'}): add one to --libs (e.g. "
                          "torch) or name one with --anchor CASE")
+
+
+def anchor_versions(envs: list[Environment], specs: list[CaseSpec], anchor: str) -> str | None:
+    """A warning when the anchor's library is not one version in every environment (an --anchor given so): its own
+    change is then the host's speed and the library's change together, and the anchored ratio carries both."""
+    spec = next((s for s in specs if s.label == anchor), None)
+    lib = library(spec) if spec is not None else None
+    if lib is None or len({e.versions.get(lib) for e in envs}) == 1:
+        return None
+    shown = ", ".join(f"{e.versions.get(lib) or 'no version'} in {e.name}" for e in envs)
+    return (f"warning: the anchor {anchor} is {lib} {shown}: its own change is then the host's speed and {lib}'s "
+            "change together, and the anchored ratio carries both; anchor on a case whose library is the same in "
+            "every environment")
 
 
 def expand(specs: list[CaseSpec], envs: list[Environment]) -> list[CaseSpec]:

@@ -9,6 +9,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -55,7 +56,7 @@ def probe(cases: list[dict]) -> dict:
     from flametool.measure.envinfo import PACKAGES
 
     out: dict = {"executable": sys.executable, "python_version": platform.python_version(), "versions": {},
-                 "describe": {}, "error": None}
+                 "describe": {}, "error": None, "ppid": os.getppid()}  # flametool's pid, unless a wrapper stands between
     try:
         import flametool.measure.child  # noqa: F401 - what every process of this environment will run
     except Exception as exc:  # noqa: BLE001

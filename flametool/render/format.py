@@ -211,32 +211,34 @@ def change_lines(change, label: str, cases: tuple[str, str] | None) -> list[str]
 FEW_PROCESSES = 5
 
 
-def wide_note(f: PairFigures, processes: int) -> str | None:
+def wide_note(f: PairFigures, processes: int, isolated: bool | None = None) -> str | None:
     """One line when the ratio's interval is wide, with what would help: the processes (more than ran) that
-    would bring it within ±WIDE at the spread seen, or that more processes would not settle it."""
+    would bring it within ±WIDE at the spread seen, or that more processes would not settle it. `isolated`:
+    whether the run was made with --isolate (None: not known, and then an unpaired pair is taken to be so); a
+    pair unpaired for another reason (two environments' cases) is not advised to leave out an option not given."""
     if f.ratio is None or not f.wide:
         return None
     ran = f.units if f.unit_name == "processes" else 1
-    isolated = "" if f.paired else ", and without --isolate"
+    without = "" if f.paired or isolated is False else ", and without --isolate"
     if f.ratio_interval is None:
         return (f"{f.head} / {f.base}: no interval (too few processes or rounds); run with --processes "
-                f"{max(ran + 1, 5)} for one{isolated}")
+                f"{max(ran + 1, 5)} for one{without}")
     assert f.reach is not None  # a ratio with its interval
     if round(f.reach * 100, 1) <= round(WIDE * 100, 1):
         return None  # wide by a hair, and shown as ±5% it is not: no advice that it would take more to reach ±5%
     reach = f"{f.reach:.0%}" if f"{f.reach:.0%}" != f"{WIDE:.0%}" else f"{f.reach:.1%}"
     where = f"the interval reaches ±{reach} from the ratio over {f.units} {f.unit_name}"
     if ran < 2:
-        return f"{f.head} / {f.base}: {where}; run with --processes 5 to pool processes{isolated}"
+        return f"{f.head} / {f.base}: {where}; run with --processes 5 to pool processes{without}"
     need = processes_for(f)
     if need is None and ran < FEW_PROCESSES:  # a spread read off so few processes is itself unsettled
         return (f"{f.head} / {f.base}: {where}: too few to tell how far the processes disagree; run with "
-                f"--processes {FEW_PROCESSES}{isolated}")
+                f"--processes {FEW_PROCESSES}{without}")
     if need is None:
         return (f"{f.head} / {f.base}: {where}: the processes disagree more than more processes would settle "
-                f"(±{WIDE:.0%} would take over {MAX_ADVISED_PROCESSES}); a quieter machine would{isolated}")
+                f"(±{WIDE:.0%} would take over {MAX_ADVISED_PROCESSES}); a quieter machine would{without}")
     return (f"{f.head} / {f.base}: {where}: the processes disagree; --processes {need} would bring it to about "
-            f"±{WIDE:.0%}{isolated}")
+            f"±{WIDE:.0%}{without}")
 
 
 def pair_lines(pair, run, processes: int) -> list[str]:
@@ -252,7 +254,7 @@ def pair_lines(pair, run, processes: int) -> list[str]:
     lines = [pair_sentence(lead, f" at the sample shape {shape(run.results[pair.head].sample_shape)}" if at_sample else "")]
     if at_sample and pair.timing is not None and pair.timing.ratio is not None:
         lines.append(f"At the requested shape {shape(run.results[pair.head].shape)}: " + pair_sentence(pair.timing))
-    note = wide_note(lead, processes)
+    note = wide_note(lead, processes, bool(run.config.recorded.get("isolate")))
     return lines + ([note] if note else [])
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from . import format as fmt
 from ..run.stats import Interval
 from ..analyse import countdiff
-from ..analyse.summary import SCHEMA, VERSION, PairSummary, Summary
+from ..analyse.summary import SCHEMA, VERSION, HeadlineRow, PairSummary, Summary
 from .base import Renderer
 
 
@@ -84,7 +84,27 @@ def count_lines(p: PairSummary) -> list[str]:
 def title(s: Summary) -> str:
     if s.kind == "diff":
         return f"flametool diff: {s.base_run} (A) → {s.head_run} (B)"
+    if s.kind in ("sweep", "atlas"):
+        return f"flametool summary: {s.base_run} (a{'n' if s.kind == 'atlas' else ''} {s.kind})"
     return f"flametool summary: {s.base_run}"
+
+
+def row_ratio(r: HeadlineRow) -> str:
+    """A sweep's or an atlas's row: its ratio with its interval, or why it has none."""
+    f = r.figures
+    if f is None or f.ratio is None:
+        return r.note or fmt.DASH
+    iv = f" (95%: {fmt.interval(f.ratio_interval, lambda v: f'{v:.3f}')})" if f.ratio_interval else " (no interval)"
+    return f"{fmt.ratio(f.ratio)}{iv}"
+
+
+def row_units(r: HeadlineRow) -> str:
+    f = r.figures
+    return f"{r.measure}, over {f.units} {f.unit_name}" if f is not None and f.ratio is not None else r.measure
+
+
+def row_where(s: Summary) -> str:
+    return "op" if s.kind == "atlas" else "size"
 
 
 class TextSummary(Renderer[Summary]):
@@ -116,7 +136,10 @@ class TextSummary(Renderer[Summary]):
                 lines.append(f"  --fail-above {p.verdict.threshold:g}%: {p.verdict.outcome}: {p.verdict.sentence}")
         if s.no_verdict:
             lines.append(s.no_verdict)
-        if not s.pairs:
+        for r in s.rows:
+            lines.append(f"{r.label} at {row_where(s)} {r.at}: {row_ratio(r)}"
+                         + (f" {row_units(r)}" if r.figures is not None and r.figures.ratio is not None else ""))
+        if not s.pairs and not s.rows:
             lines.append("nothing compared")
         if not s.complete and s.kind != "diff":
             lines.append("run incomplete: run.json holds what finished")
@@ -161,6 +184,11 @@ class MarkdownSummary(Renderer[Summary]):
                     row.append(md(VERDICT_MARK[p.verdict.outcome] + f" (--fail-above {p.verdict.threshold:g}%)")
                                if p.verdict else "")
                 out.append("| " + " | ".join(row) + " |")
+            out.append("")
+        elif s.rows:
+            head = ["comparison", row_where(s), "ratio (95%)", "measured"]
+            out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            out += ["| " + " | ".join(md(x) for x in (r.label, r.at, row_ratio(r), row_units(r))) + " |" for r in s.rows]
             out.append("")
         else:
             out += ["Nothing compared.", ""]
@@ -228,6 +256,16 @@ def pair_json(p: PairSummary) -> dict[str, Any]:
     }
 
 
+def row_json(r: HeadlineRow) -> dict[str, Any]:
+    f = r.figures
+    measured = f is not None and f.ratio is not None
+    return {"label": r.label, "base": r.base, "head": r.head, "at": r.at, "shape": r.shape,
+            "ratio": figure(f.ratio, f.ratio_interval) if f is not None and measured else None,
+            "paired": f.paired if f is not None and measured else None,
+            "units": f"{f.units} {f.unit_name}" if f is not None and measured else None,
+            "measure": r.measure, "note": r.note}
+
+
 def verdict_json(v) -> dict[str, Any]:
     return {"outcome": v.outcome, "exit_code": v.exit_code, "threshold_pct": v.threshold,
             "processes_to_settle": v.processes, "sentence": v.sentence}
@@ -243,7 +281,8 @@ class JsonSummary(Renderer[Summary]):
             "schema": SCHEMA, "version": VERSION, "kind": s.kind, "base_run": s.base_run, "head_run": s.head_run,
             "complete": s.complete,
             "incomplete": s.incomplete,
-            "differences": [{"what": d.what, "base": d.base, "head": d.head, "unlike": d.unlike} for d in s.differences],
+            "differences": [{"what": d.what, "base": d.base, "head": d.head, "unlike": d.unlike, "note": d.note}
+                            for d in s.differences],
             "no_verdict": s.no_verdict,
             "environments": [{"name": e.name, "python": e.python, "executable": e.executable,
                               "python_version": e.python_version, "versions": e.versions, "describe": e.describe}
@@ -253,6 +292,7 @@ class JsonSummary(Renderer[Summary]):
                        "counts": s.counts[l].to_json() if l in s.counts else None}
                       for l, p in s.cases.items()],
             "pairs": [pair_json(p) for p in s.pairs],
+            "rows": [row_json(r) for r in s.rows],
             "verdict": verdict_json(s.verdict) if s.verdict is not None else None,
         }
         return json.dumps(doc, indent=2, allow_nan=False) + "\n"

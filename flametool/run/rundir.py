@@ -135,6 +135,11 @@ def _one_line(m: re.Match) -> str:
     return "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]"
 
 
+# run.json holds figures, not stacks: a run of hundreds of processes writes a few megabytes. A larger one (a sparse
+# file of gigabytes) is refused before it is read, not after reading it twice over into memory
+MAX_RUN_JSON = 256 * 2**20
+
+
 def load(run: Path | str) -> record.Run:
     """Read and check a run directory's run.json; every problem is one RunDirError naming the file."""
     run = Path(run)
@@ -150,7 +155,7 @@ def load(run: Path | str) -> record.Run:
     if not (path.exists() or path.is_symlink()):
         raise RunDirError(f"{path}: missing (is {run} a flametool run directory?)")
     try:
-        raw = safeopen.read_bytes(path)  # a regular file only, never through a link
+        raw = safeopen.read_bytes(path, MAX_RUN_JSON)  # a regular file only, never through a link
         data = json.loads(raw.decode("utf-8"))
     except MemoryError:
         raise RunDirError(f"{path}: too large to read in the memory this process may use "

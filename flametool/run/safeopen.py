@@ -47,9 +47,13 @@ def open_regular(path: Path | str) -> BinaryIO:
         raise
 
 
-def read_bytes(path: Path | str) -> bytes:
+def read_bytes(path: Path | str, most: int | None = None) -> bytes:
+    """The regular file's bytes; with `most`, a file larger than that is refused before any of it is read."""
     with open_regular(path) as fh:
         try:
+            if most is not None and (size := os.fstat(fh.fileno()).st_size) > most:
+                raise RunDirError(f"{path}: {size / 2**20:,.0f} MiB, larger than any file flametool writes there "
+                                  f"(at most {most / 2**20:,.0f} MiB is read)")
             return fh.read()
         except OSError as exc:
             raise RunDirError(f"{path}: cannot be read ({exc.strerror or exc})") from None

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -84,8 +83,7 @@ class SpeedFit:
     def _se_with(self, units: int) -> float:
         """The standard error with `units` processes a side: today's, shrunk as 1 / sqrt(processes)."""
         now = self.base_units * self.head_units / (self.base_units + self.head_units)  # n / 2 for n a side
-        assert self.se is not None  # reach_with checks it
-        return self.se * math.sqrt(now / (units / 2))
+        return (math.inf if self.se is None else self.se) * math.sqrt(now / (units / 2))
 
     def reach_with(self, units: int) -> float | None:
         """The reach with `units` processes a side that spread as these do."""
@@ -157,8 +155,8 @@ def overlapping(xb: np.ndarray, xh: np.ndarray) -> bool:
     return bool(max(xb.min(), xh.min()) <= min(xb.max(), xh.max()))
 
 
-def fit(base_logs: ArrayLike, base_anchor_logs: ArrayLike, head_logs: ArrayLike, head_anchor_logs: ArrayLike, interval: str = "fit",
-        seed: int = 0) -> SpeedFit:
+def fit(base_logs: ArrayLike, base_anchor_logs: ArrayLike, head_logs: ArrayLike, head_anchor_logs: ArrayLike,
+        interval: str = "fit", seed: int = 0) -> SpeedFit:
     """The speed-aware estimate from per-process figures: `*_logs` each process's log(case / anchor),
     `*_anchor_logs` its log(anchor time per call, us). interval: "fit" (Student t from the OLS fit) or
     "bootstrap" (percentiles over resamples of each side's processes, refitted)."""
@@ -172,16 +170,19 @@ def fit(base_logs: ArrayLike, base_anchor_logs: ArrayLike, head_logs: ArrayLike,
     y, x = np.concatenate([db, dh]), np.concatenate([xb, xh])
     side = np.concatenate([np.zeros(len(db)), np.ones(len(dh))])
     within = np.concatenate([xb - xb.mean(), xh - xh.mean()])
-    unadjusted: dict[str, Any] = dict(unadjusted=un, unadjusted_low=ul, unadjusted_high=uh, base_units=len(db), head_units=len(dh),
-                      base_range=ranges[0], head_range=ranges[1])
+
+    def made(ratio: float, low: float | None, high: float | None, method: str, adjusted: bool, slope: float | None,
+             sd: float | None, se: float | None, df: int | None, base_level: float) -> SpeedFit:
+        return SpeedFit(ratio, low, high, method, adjusted, slope, ranges[0], ranges[1], over, un, ul, uh, len(db),
+                        len(dh), sd, se, df, base_level, float(x.mean()))
+
     if not over or len(y) < 4 or float(within @ within) == 0:
         resid = np.concatenate([db - db.mean(), dh - dh.mean()])
         df = len(y) - 2
         sd = math.sqrt(float(resid @ resid) / df) if df > 0 else None
         se = (math.log(uh) - math.log(un)) / t975(max(1, df)) if uh is not None and uh > un else None
-        return SpeedFit(un, ul, uh, "Welch t 95% of the unadjusted log ratios", False, None, overlap=over,
-                        residual_sd=sd, se=se, df=df if df > 0 else None, base_level=float(db.mean()),
-                        common_log_anchor=float(x.mean()), **unadjusted)
+        return made(un, ul, uh, "Welch t 95% of the unadjusted log ratios", False, None, sd, se,
+                    df if df > 0 else None, float(db.mean()))
     coef, cov, df = ols(y, x, side)
     effect, slope = float(coef[1]), float(coef[2])
     se = math.sqrt(cov[1, 1])
@@ -203,8 +204,7 @@ def fit(base_logs: ArrayLike, base_anchor_logs: ArrayLike, head_logs: ArrayLike,
         half = t975(df) * se
         low, high = math.exp(effect - half), math.exp(effect + half)
         method = f"Student t 95% from the fit ({len(db)} + {len(dh)} processes, {df} degrees of freedom)"
-    return SpeedFit(math.exp(effect), low, high, method, True, slope, overlap=True, residual_sd=sd, se=se, df=df,
-                    base_level=float(coef[0] + slope * x.mean()), common_log_anchor=float(x.mean()), **unadjusted)
+    return made(math.exp(effect), low, high, method, True, slope, sd, se, df, float(coef[0] + slope * x.mean()))
 
 
 def per_process(case_rounds: list, anchor_rounds: list, how: str = "mean") -> tuple[np.ndarray, np.ndarray]:

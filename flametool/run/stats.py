@@ -365,9 +365,9 @@ class Anchored:
 
     case: str
     anchor: str
-    ratio: float  # (case / anchor on the head side) / (case / anchor on the base side)
+    ratio: float  # (case / anchor on the head side) / (case / anchor on the base side), at one speed when `speed` is fitted
     ratio_interval: Interval | None
-    at_us: float  # the base's time per call at the pair's common speed (common_speed): the difference's scale
+    at_us: float  # the base's time per call at the pair's common speed (the fit's, SpeedFit.at_us; else common_speed)
     diff_us: float  # at_us * (ratio - 1)
     diff_interval: Interval | None
     anchor_change: float  # the anchor's own pooled time, head / base: how the host's speed moved
@@ -446,8 +446,7 @@ def anchored(case: str, anchor: str, base: tuple[Timing, Timing], head: tuple[Ti
     speed = speed_fit(base, head, metric)
     if speed is not None:  # two or more processes a side: the speed-aware estimate, at its common speed
         ratio, at_us = speed.ratio, speed.at_us
-        if speed.low is not None:
-            assert speed.high is not None  # low and high come together
+        if speed.low is not None and speed.high is not None:
             method = f"{speed.method}, of log({case} / {anchor})" + (
                 f" on log({anchor} time), slope {speed.slope:+.3f}" if speed.adjusted else "")
             ratio_iv = Interval(speed.low, speed.high, method)
@@ -481,7 +480,7 @@ def speed_fit(base: tuple[Timing, Timing], head: tuple[Timing, Timing],
         if len(y) < 2:
             return None
         sides += [y, x]
-    return speedfit.fit(sides[0], sides[1], sides[2], sides[3])  # base's, then head's
+    return speedfit.fit(sides[0], sides[1], sides[2], sides[3])
 
 
 def anchored_pair(run: Run, base: str, head: str, pooled: dict[str, Pooled] | None = None) -> Anchored | None:

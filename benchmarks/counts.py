@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 
-from flametool import cases, ops
+from flametool import cases
+from flametool.workload import ops
 from flametool.run.counts import Counts, count_words
 from flametool.measure import counting
 

@@ -8,10 +8,14 @@
 # add or sum took about 43 s with --processes 2; matmul is compared at 1024^3 (compare's default matmul shape on
 # a GPU is the seed's 65536,24576,12288, minutes a run).
 #   RUNS=3 OPS="matmul add sum" SAMPLE=--no-sample bash benchmarks/h200_counts.sh
+# (OP_RUNS and ENV_RUNS set the two kinds of compare apart; SAMPLE="--sample-seconds 3" samples every case too,
+# which the threads other than the caller need; PROCESSES the timing processes of the op compares, default 1)
 set -u
 TREE=${FLAMETOOL_TREE:-$(cd "$(dirname "$0")/.." && pwd)}
 OUT=${OUT:-$PWD/h200-counts-out}
 RUNS=${RUNS:-3}
+OP_RUNS=${OP_RUNS:-$RUNS}  # compares of the ops
+ENV_RUNS=${ENV_RUNS:-$RUNS}  # compares of environment B against A
 OPS=${OPS:-"matmul add sum"}
 SAMPLE=${SAMPLE:---no-sample}
 LIBS=${LIBS:-cupy,torch,jax,cuda-launch}
@@ -41,7 +45,7 @@ if _cp is not None:
 PY
 printf '#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec python3 "$@"\n' "$W/envb/site" > envb/python
 chmod +x envb/python
-for i in $(seq 1 "$RUNS"); do
+for i in $(seq 1 "$OP_RUNS"); do
   for op in $OPS; do
     echo "=== compare --op $op, run $i"
     shape=""
@@ -49,7 +53,9 @@ for i in $(seq 1 "$RUNS"); do
     timeout 300 python3 -m flametool compare --libs "$LIBS" --op "$op" $shape --processes "${PROCESSES:-1}" $SAMPLE \
         --out "runs/$op-$i"
   done
-  [ "$ENVB" = 1 ] || continue
+done
+[ "$ENVB" = 1 ] || ENV_RUNS=0
+for i in $(seq 1 "$ENV_RUNS"); do
   echo "=== environment B (one numpy.zeros more inside cupy.matmul), run $i"
   timeout 300 python3 -m flametool compare --libs cupy,torch --shape 1024,1024,1024 --env a=python3 \
       --env b="$W/envb/python" --processes 2 $SAMPLE --out "runs/env-$i"

@@ -219,8 +219,11 @@ def test_native_frames_are_sampled(run):
 def test_summary_printed(run):
     out, proc, _ = run
     assert "numpy" in proc.stdout and "torch" in proc.stdout and "add_case" in proc.stdout
-    # it leads with the first pair's paired ratio and difference
-    first = proc.stdout.splitlines()[0]
+    # it leads with what a call of each does, counted (exact), then the first pair's paired ratio and difference
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "torch vs numpy: per step, counted (exact, torch - numpy):", lines[0]
+    assert "  +1 torch.mm (0 -> 1)" in lines[1:4]
+    first = next(l for l in lines if not l.startswith(("torch vs numpy: per step", "  ")))
     assert first.startswith("torch / numpy = ") and f"paired over {PROCESSES} processes" in first, first
     # the progress lines name what runs: the shared timing processes, then each case alone
     for line in ("timing numpy+torch+add_case: process 1/2: add_case: setting up at 64,64,64",

@@ -16,6 +16,7 @@ import pytest
 
 from flametool.run import rundir
 from flametool.analyse import analysis, countdiff, dispatch
+from flametool.commands import main
 from flametool.run.counts import Counts, Tally, fraction_text, parse_fraction
 from flametool.measure import counting
 
@@ -163,7 +164,13 @@ def test_a_run_recorded_before_counting_still_reports_and_diffs(cli, env_run, tm
 H200_SUM = Path(__file__).parent / "data" / "h200-sum-counts"  # compare --op sum on the H200, cupti-python 13.4.0
 
 
-def test_an_h200_run_shows_kernels_and_api_calls_per_call(cli, tmp_path):
+def run_main(capsys, *argv: str) -> tuple[int, str]:
+    """A command in this process (no interpreter to start): its exit code and what it printed."""
+    code = main.main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_an_h200_run_shows_kernels_and_api_calls_per_call(capsys, tmp_path):
     """What the H200 recorded (benchmarks/results/h200-2026-12-01f-compare-addsum.txt): the terminal, the JSON
     summary, the diff and the report show each library's kernels and API calls per call, counts first."""
     run = rundir.load(H200_SUM)
@@ -171,9 +178,9 @@ def test_an_h200_run_shows_kernels_and_api_calls_per_call(cli, tmp_path):
     assert all(c is not None and c.tracer == "cupti-python 13.4.0" for c in counts.values())
     assert counts["cuda-launch"].of("api")[0].name == "cuLaunchKernel" and counts["cuda-launch"].total("kernel") == 1
 
-    text = cli("diff", str(H200_SUM), "--base", "cupy", "--head", "torch").stdout
+    text = run_main(capsys, "diff", str(H200_SUM), "--base", "cupy", "--head", "torch")[1]
     assert text.index("+1 torch.sum (0 -> 1)") < text.index("torch / cupy")
-    doc = json.loads(cli("summary", str(H200_SUM), "--format", "json").stdout)
+    doc = json.loads(run_main(capsys, "summary", str(H200_SUM), "--format", "json")[1])
     by_case = {c["label"]: c["counts"] for c in doc["cases"]}
     kernels = {l: sum(Fraction(t["count"]) for t in c["tallies"] if t["kind"] == "kernel") for l, c in by_case.items()}
     assert kernels == {l: c.total("kernel") for l, c in counts.items()}
@@ -181,7 +188,7 @@ def test_an_h200_run_shows_kernels_and_api_calls_per_call(cli, tmp_path):
     assert len(pair["counts"]["differences"]) == len(countdiff.diff_counts(counts["cupy"], counts["torch"]).changed)
 
     out = tmp_path / "report.html"
-    assert cli("report", str(H200_SUM), "-o", str(out)).returncode == 0
+    assert run_main(capsys, "report", str(H200_SUM), "-o", str(out))[0] == 0
     page = out.read_text()
     assert 'id="counts"' in page and "flametool_empty" in page and "cuLaunchKernel" in page
 
@@ -210,3 +217,42 @@ def test_the_atlas_gains_kernels_and_api_calls_per_call(tmp_path):
     assert all(not c.counted for r in a.rows if r.op == "matmul" for c in r.cells.values())  # recorded before
     text = TerminalAtlas(Options(width=300)).render(a)
     assert "kernels, API calls" in text and "1 kernel, 1 API call" in text
+
+
+def test_a_worker_thread_gets_its_own_time_and_stacks(cli, tmp_path):
+    """py-spy samples every thread: the threads other than the caller are kept apart (LABEL.threads.folded),
+    with their CPU time per call from the timed loops (every thread's CPU time minus the caller's own)."""
+    from flametool.render.base import Options
+    from flametool.render.terminal import TerminalCompare
+
+    out = tmp_path / "run"
+    proc = cli("compare", "--device", "cpu", "--case", f"{Path(__file__).parent / 'cases' / 'thread_cases.py'}:spin_beside",
+               "--processes", "1", "--repeats", "3", "--iters", "100", "--sample-seconds", "1", "--rate", "100",
+               "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    run = rundir.load(out)
+    r = run.results["spin_beside"]
+    assert r.file("threads") == "spin_beside.threads.folded" and r.sampling.other_samples > 0
+    assert all(p.other_threads_us for p in r.at_sample_shape.processes)
+    a = dispatch.analyse_dir(out)
+    t = a.threads["spin_beside"]
+    assert t.us_per_call > 0 and t.profile is not None and t.profile.samples == r.sampling.other_samples
+    names = {f.frame for f in t.costs.frames}
+    assert any("worker_spin" in n for n in names) and "[thread spinner]" in names
+    assert not any("worker_spin" in f.frame for f in a.cases["spin_beside"].frames)  # not in the caller's
+    assert "threads other than the caller" in TerminalCompare(Options(width=300)).render(a)
+    assert cli("report", str(out), "-o", str(tmp_path / "r.html")).returncode == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "Threads other than the caller" in page and "spin_beside: other threads" in page
+
+
+def test_a_damaged_count_is_one_error_naming_where(tmp_path):
+    from flametool.errors import RunDirError
+
+    run = tmp_path / "run"
+    shutil.copytree(H200_SUM, run)
+    data = json.loads((run / "run.json").read_text())
+    data["results"]["cupy"]["profile"]["counts"]["tallies"][0]["count"] = "1.5"
+    (run / "run.json").write_text(json.dumps(data))
+    with pytest.raises(RunDirError, match=r"results\.cupy\.profile\.counts: not a count: '1\.5'"):
+        rundir.load(run)

@@ -120,6 +120,9 @@ class Analysis:
     cprofile: dict[str, CProfileTable | RunDirError | None] = field(default_factory=dict)  # label -> its .prof read
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
     new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
+    # each sampled case's threads other than the caller: their CPU time per call (all threads' minus the
+    # caller's, pooled as the caller's is) and its stacks by layer
+    threads: dict[str, "OtherThreads"] = field(default_factory=dict)
 
     @property
     def first_diff(self) -> diff.PairDiff | None:
@@ -136,6 +139,27 @@ class Analysis:
         if name == "library":
             return self.cases_by_library, [p.diff_by_library for p in self.pairs if p.diff_by_library]
         return self.cases, [p.diff for p in self.pairs if p.diff]
+
+
+@dataclass
+class OtherThreads:
+    """A case's threads other than the caller during its loop: CPU us per call on them (other_threads_us: every
+    thread's CPU time minus the caller's own, the median of every loop at the sample shape), and their
+    stacks (sampled with the caller's, py-spy --threads) by layer."""
+
+    us_per_call: float
+    profile: attribution.Profile | None = None
+    costs: CaseCosts | None = None
+
+
+def other_threads(run_dir: Path, run: Run, label: str, attribute: bool) -> OtherThreads | None:
+    result = run.results[label]
+    timing = result.at_sample_shape
+    us = timing.median("other_threads_us") if timing is not None else None
+    if us is None:
+        return None
+    profile = attribution.threads_profile(run_dir, result, label, us) if us > 0 else None
+    return OtherThreads(us, profile, attribution.attribute(profile) if profile is not None and attribute else None)
 
 
 def pair_figures(run: Run, base: str, head: str, pooled: dict[str, stats.Pooled] | None = None,
@@ -177,6 +201,13 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
             out.cases[label] = Skipped(reason)
         if attribute:
             out.cprofile[label] = cprofile_table(run_dir, result)
+    for label, result in run.results.items():
+        # schema 3 (runs before it have no other_threads_us): an export needs none of this
+        if not attribute or result.error or result.profile is None or result.at_sample_shape is None:
+            continue
+        found = other_threads(run_dir, run, label, attribute)
+        if found is not None:
+            out.threads[label] = found
     for base, head in run.pairs:
         at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample)
         both = base in out.profiles and head in out.profiles

@@ -170,6 +170,20 @@ def load_profile(run_dir: Path, run: Run, label: str, by_line: bool = False) -> 
     return profile_of(run_dir, result, label, by_line, pooled.us if pooled else None)
 
 
+def threads_profile(run_dir: Path, result: CaseResult, label: str, us_per_call: float) -> Profile | None:
+    """The stacks of the case's threads other than the caller (LABEL.threads.folded, py-spy --threads) during
+    the sampled loop, scaled to `us_per_call`: the CPU time per call on those threads. None where the case has
+    none (not sampled, a run recorded before, or no other thread ran)."""
+    name = result.file("threads")
+    if name is None or skip_reason(result):
+        return None
+    if not rundir.is_file_name(name):
+        raise RunDirError(f"{run_dir / rundir.RUN_FILE}: case {label!r}: files.threads is not a file name in the run directory")
+    stacks, frames = reading.read_normalized(run_dir / name)
+    profile = Profile(f"{label}: other threads", stacks, frames, float(us_per_call))
+    return profile if profile.samples else None
+
+
 def profile_of(run_dir: Path, result: CaseResult, label: str, by_line: bool = False,
                us_per_call: float | None = None) -> Profile:
     """load_profile of one result (a sweep's point is read as a result of its own: scaled by the median of

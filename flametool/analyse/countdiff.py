@@ -113,18 +113,16 @@ def fraction(value: Fraction, sign: bool = False) -> str:
 def line(r: CountDelta) -> str:
     """'+1 numpy.empty', '-1 cudaStreamIsCapturing', 'kernel nvjet_... x1 in both', 'kernel k: 1 in base only'."""
     name = f"{KIND_WORDS.get(r.kind, '')}{r.name}"
-    if r.delta is None:
-        side = "base" if r.base is not None else "head"
-        shown = r.base if r.base is not None else r.head
-        assert shown is not None  # a row is counted on one side at least
-        return f"{name}: x{fraction(shown)} ({side} only counted {r.kind})"
-    assert r.base is not None and r.head is not None  # delta is head - base
-    if r.delta == 0:
+    if r.base is None or r.head is None:  # a kind only one side counted
+        side, value = ("base", r.base) if r.base is not None else ("head", r.head)
+        return f"{name}: x{fraction(value or Fraction(0))} ({side} only counted {r.kind})"
+    delta = r.head - r.base
+    if delta == 0:
         return f"{name} x{fraction(r.head)} in both"
     nbytes = ""
     if r.base_bytes is not None or r.head_bytes is not None:
         nbytes = f", bytes {fraction(r.base_bytes or Fraction(0))} -> {fraction(r.head_bytes or Fraction(0))}"
-    return f"{fraction(r.delta, sign=True)} {name} ({fraction(r.base)} -> {fraction(r.head)}{nbytes})"
+    return f"{fraction(delta, sign=True)} {name} ({fraction(r.base)} -> {fraction(r.head)}{nbytes})"
 
 
 def lines(d: CountDiff | None) -> list[str]:

@@ -43,6 +43,9 @@ class Compare:
         p.add_argument("--sample-shape", help="the shape to sample at (default: the shape when host-bound, else the op's "
                                               "host-bound size: 1024,1024,1024 for matmul)")
         p.add_argument("--no-sample", action="store_true", help="timings and cProfile only; no py-spy")
+        p.add_argument("--no-count", action="store_true",
+                       help="no counted loop: no counts of Python calls, CUDA API calls, kernels and allocations per "
+                            "call (docs/counts.md; CUPTI cannot be shared with another profiler attached)")
         p.add_argument("--env", action="append", default=[], metavar="NAME=PYTHON",
                        help="run the cases under this interpreter too (a venv with another build), labelled CASE@NAME; "
                             "give two or more: their processes take turns, each also timing the anchor, and the pair "

@@ -102,6 +102,7 @@ def compare_config(args: argparse.Namespace, say) -> Config:
         # --processes N alone: N exactly; else more, up to `most`, until settled (or decided) or the budget is spent
         max_processes=args.processes if args.processes and not stopping else max(most, common["processes"]),
         extra_seconds=d.extra_seconds * max(1, envs), sample_shape=sample_shape, sample=not args.no_sample,
+        count=not getattr(args, "no_count", False),
         spares=d.spares and not args.no_spares, budget=budget, fail_above=args.fail_above,
     )
 

@@ -313,6 +313,7 @@ class LoopTime:
     gpu: float | None
     wall: float
     all_threads: float
+    other_threads: float = 0.0  # the CPU time of the threads other than the caller (all threads' minus its own)
 
 
 def timed_loop(step: Step, sync: Sync, calls: int, events: Events | None) -> LoopTime:
@@ -334,11 +335,11 @@ def timed_loop(step: Step, sync: Sync, calls: int, events: Events | None) -> Loo
     if events is not None:
         start, end = events.pair()
         start.record()
-    c0 = time.process_time()
+    c0, o0 = time.process_time(), time.thread_time()
     t0 = time.perf_counter()
     active_loop(step, calls)
     t1 = time.perf_counter()
-    c1 = time.process_time()
+    c1, o1 = time.process_time(), time.thread_time()
     if events is not None:
         end.record()
     sync()
@@ -346,7 +347,8 @@ def timed_loop(step: Step, sync: Sync, calls: int, events: Events | None) -> Loo
     ops = calls * ops_per_step(step)
     wall = (t2 - t0) * 1e6 / ops
     gpu_us = events.elapsed_ms(start, end) * 1e3 / ops if events is not None else (wall if wall_clock else None)
-    return LoopTime((t1 - t0) * 1e6 / ops, gpu_us, wall, (c1 - c0) * 1e6 / ops)
+    return LoopTime((t1 - t0) * 1e6 / ops, gpu_us, wall, (c1 - c0) * 1e6 / ops,
+                    max((c1 - c0) - (o1 - o0), 0.0) * 1e6 / ops)
 
 
 def ops_per_step(step: Step) -> int:
@@ -523,6 +525,7 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
             loops[label].cpu_us.append(round(t.cpu, 4))
             loops[label].wall_us.append(round(t.wall, 4))
             loops[label].all_threads_us.append(round(t.all_threads, 4))
+            loops[label].other_threads_us.append(round(t.other_threads, 4))
             if t.gpu is not None:
                 loops[label].gpu_us.append(round(t.gpu, 4))
             loops[label].slots.append(slot)

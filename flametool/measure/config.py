@@ -126,6 +126,7 @@ class Config:
     pool_threads: int | None = None
     sample_shape: list[int] | None = None
     sample: bool = True
+    count: bool = True  # the counted loop after each case's other loops (counting.py); --no-count: none
     keep_going: bool = False
     isolate: bool = False  # each case's timed loops in processes of its own (not paired)
     spares: bool = False  # compare starts its later processes ahead (childproc.Spares): on a GPU

@@ -27,12 +27,9 @@ import time
 import tracemalloc
 from collections import Counter, defaultdict
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from ..run.counts import Counts, Tally
-
-if TYPE_CHECKING:
-    from torch.profiler import profile
 
 Step = Callable[[], object]
 Sync = Callable[[], object]
@@ -47,6 +44,7 @@ def own_frame(key: tuple[str, int, str]) -> bool:
     return name in OWN_BUILTINS or (name in OWN_LOOPS and file.replace(os.sep, "/").endswith(
         ("flametool/measure/child.py", "flametool/measure/counting.py")))
 COUNT_STEPS_MIN, COUNT_STEPS_MAX = 16, 256
+STEP = "step()"  # the case's step function, whatever its name
 
 NOT_TRACED = ("counts of CUDA API calls and kernels are not available: {why}; "
               "install cupti-python (pip install 'flametool[cupti]') for them")
@@ -96,10 +94,11 @@ def python_tallies(stats: dict, steps: int, paths: list[str] | None = None) -> l
     each function's calls (nc, recursive ones included) over the steps, exact; own time per step beside it."""
     calls: Counter = Counter()
     own: defaultdict = defaultdict(float)
-    for key, (_cc, nc, tt, _ct, _callers) in stats.items():
+    for key, (_cc, nc, tt, _ct, callers) in stats.items():
         if own_frame(key):
             continue
-        name = function_name(key, paths)
+        # what the loop calls is the case's own step(), named alike in every case and layout (as diff.STEP_ROOT)
+        name = STEP if callers and all(own_frame(c) for c in callers) else function_name(key, paths)
         calls[name] += nc
         own[name] += tt
     return [Tally("python", name, Fraction(n, steps), us=own[name] * 1e6 / steps)
@@ -236,7 +235,7 @@ class TorchTracer:
         import torch  # noqa: PLC0415
 
         self.torch = torch
-        self.prof: profile | None = None
+        self.prof: Any = None
         self.name = "torch.profiler (torch " + torch.__version__ + ")"
 
     def begin(self) -> None:
@@ -246,10 +245,10 @@ class TorchTracer:
         self.prof.__enter__()
 
     def end(self) -> Window:
-        assert self.prof is not None  # begin() made it
-        self.prof.__exit__(None, None, None)
+        prof, self.prof = self.prof, None
+        prof.__exit__(None, None, None)
         w = Window()
-        for e in self.prof.events():
+        for e in prof.events():
             name = e.name
             device = str(getattr(e, "device_type", "")).endswith("CUDA")
             us = getattr(e, "device_time", None) if device else getattr(e, "cpu_time", None)
@@ -263,7 +262,6 @@ class TorchTracer:
                     w.add("kernel", name, ns)
             elif name.startswith("cuda") or name.startswith("cu"):
                 w.add("api", name, ns)
-        self.prof = None
         return w
 
     def close(self) -> None:
@@ -402,8 +400,7 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
         if tracer is not None:
             tracer.close()
     (w1, b1, a1), (w2, b2, a2) = windows
-    if w1 is not None:
-        assert w2 is not None  # one tracer counted both windows
+    if w1 is not None and w2 is not None:
         for key in sorted(set(w1.count) | set(w2.count)):
             c = _per_step(w1.count[key], w2.count[key], n)
             if c == 0:
@@ -412,13 +409,12 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
             mean_ns = w2.ns[key] / w2.count[key] if w2.count[key] else 0.0
             timed = key[0] != "device-alloc"
             tallies.append(Tally(key[0], key[1], c, nbytes, float(c) * mean_ns / 1e3 if timed else None))
-    for name in sorted(set(a1) & set(a2)):
+    for name in sorted(set(a1) & set(a2) & set(b1) & set(b2)):
         c = _per_step(a1[name][0] - b1[name][0], a2[name][0] - b2[name][0], n)
         bb = None
-        (_, after1), (_, before1), (_, after2), (_, before2) = a1[name], b1[name], a2[name], b2[name]
-        if after1 is not None and after2 is not None:
-            assert before1 is not None and before2 is not None  # the same pools, read before: bytes where they have
-            bb = _per_step(after1 - before1, after2 - before2, n)
+        x1, y1, x2, y2 = a1[name][1], b1[name][1], a2[name][1], b2[name][1]
+        if x1 is not None and y1 is not None and x2 is not None and y2 is not None:
+            bb = _per_step(x1 - y1, x2 - y2, n)
         tallies.append(Tally("device-alloc", name, c, bb))
     tallies += host_allocations(step, sync, n)
     if python is not None:

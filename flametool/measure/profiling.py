@@ -46,6 +46,7 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
     and NAME.folded. Returns what it measured, or why it could not."""
     config = m.config
     job = ProfileJob(**job_base(config), case=job_case(case, config), shape=shape, steps=steps, sample=config.sample,
+                     count=config.count,
                      prof_path=str(rundir.prof_path(m.out, name).resolve()),
                      max_sample_seconds=config.sample_seconds + child_sample_grace())
     log = m.out / f"{name}.log"
@@ -57,6 +58,8 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
     files = {"prof": rundir.prof_path(m.out, name).name}
     if sampling is not None:
         files["folded"] = rundir.folded_path(m.out, name).name
+        if sampling.other_samples:
+            files["threads"] = rundir.threads_path(rundir.folded_path(m.out, name)).name
         sampling.calls_per_chunk = got.calls_per_chunk
         sampling.chunks = len(got.chunks or [])
         sampling.sampled_us_per_call = sampler.sampled_us_per_call(got.chunks or [], got.calls_per_chunk or 1,

@@ -34,7 +34,8 @@ def _calls(value: Any) -> dict[str, int] | None:
 
 def _loops(data: dict) -> Loops:
     return Loops(cpu_us=list(data["cpu_us"]), gpu_us=list(data.get("gpu_us", [])), slots=list(data.get("slots", [])),
-                 wall_us=list(data.get("wall_us", [])), all_threads_us=list(data.get("all_threads_us", [])))
+                 wall_us=list(data.get("wall_us", [])), all_threads_us=list(data.get("all_threads_us", [])),
+                 other_threads_us=list(data.get("other_threads_us", [])))
 
 
 def _operands(data: dict) -> Operands:

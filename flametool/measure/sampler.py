@@ -112,6 +112,36 @@ def keep_inside(raw: list[folded.Stack], loop_function: str) -> tuple[list[folde
     return folded.merge(kept), loop_only, outside
 
 
+THREAD_ROOT = re.compile(r"^thread \((?:0x)?[0-9a-fA-F]+\)(?::\s*(?P<name>.*))?$")
+
+
+def split_threads(raw: list[folded.Stack], loop_function: str) -> tuple[list[folded.Stack], list[folded.Stack]]:
+    """py-spy --threads puts each stack under its thread ('thread (1234): MainThread'). Returns every stack
+    without that root (what keep_inside reads, as before --threads), and the stacks of the threads other than
+    the caller's (those that never ran the active loop) under a root named by the thread ('[thread w1]'; a
+    native thread has no name: '[thread]'), their ids dropped so that two runs line up. Stacks without a
+    thread root (an older py-spy) are all kept, and no other thread is told apart."""
+    thread_of: list[tuple[str, str | None]] = []  # (id, name) of each stack; ('', None) without a root
+    callers: set[str] = set()
+    for s in raw:
+        m = THREAD_ROOT.match(s.frames[0]) if s.frames else None
+        tid, name = (s.frames[0].split(")")[0], m.group("name")) if m else ("", None)
+        thread_of.append((tid, name))
+        if m and any(is_active_loop(f, loop_function) for f in s.frames):
+            callers.add(tid)
+    stripped, others = [], []
+    for s, (tid, name) in zip(raw, thread_of):
+        if not tid:
+            stripped.append(s)
+            continue
+        frames = s.frames[1:] or ("[idle]",)
+        stripped.append(folded.Stack(frames, s.count))
+        if callers and tid not in callers:
+            others.append(folded.Stack((f"[thread {name.strip()}]" if name and name.strip() else "[thread]",)
+                                       + s.frames[1:], s.count))
+    return stripped, folded.merge(others)
+
+
 def thread_count(pid: int) -> int | None:
     try:
         return len(os.listdir(f"/proc/{pid}/task"))
@@ -126,7 +156,7 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     fd, raw_path, named = raw_output()
     try:
         try:
-            cmd = [pyspy_path(), "record", "--pid", str(pid), "--native", "--rate", str(rate_hz),
+            cmd = [pyspy_path(), "record", "--pid", str(pid), "--native", "--threads", "--rate", str(rate_hz),
                    "--duration", str(seconds), "--format", "raw", "--output", raw_path]
         except FlametoolError as exc:
             return Sampling(command=[], rate_hz=rate_hz, seconds=seconds, error=str(exc))
@@ -139,9 +169,16 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
         if named:
             Path(raw_path).unlink(missing_ok=True)
     sampling.total_samples = sum(s.count for s in raw)
+    raw, others = split_threads(raw, loop_function)
     kept, sampling.loop_samples, sampling.outside_samples = keep_inside(raw, loop_function)
     sampling.kept_samples = sum(s.count for s in kept)
     rundir.write_atomic(out, folded.dumps(kept))  # a full disk: one line, and no half file
+    sampling.other_samples = sum(s.count for s in others)
+    threads_out = rundir.threads_path(out)
+    if others:
+        rundir.write_atomic(threads_out, folded.dumps(others))
+    else:  # a retry that saw none: no file left from the attempt before it
+        threads_out.unlink(missing_ok=True)
     if not sampling.complete and sampling.total_samples and not sampling.refused:
         assert sampling.error is not None  # run_bounded says why it did not complete
         sampling.error += f"; kept the {sampling.total_samples} samples it wrote"

@@ -201,6 +201,8 @@ class CountsSection:
     headers: list[str]
     rows: list[list[str]]
     notes: list[str]
+    # each case's threads other than the caller: case, CPU per call on them, samples, by layer, most own time
+    threads: list[list[str]] = field(default_factory=list)
 
 
 def counts_section(a: Analysis) -> CountsSection | None:
@@ -226,8 +228,15 @@ def counts_section(a: Analysis) -> CountsSection | None:
                      if c.us_per_call else "–"])
     pairs = [(f"{p.head} vs {p.base}", countdiff.lines(p.counts)) for p in a.pairs if p.counts is not None]
     notes = list(dict.fromkeys(m for c in counted.values() for m in c.missing))
+    threads = [[label, f"{t.us_per_call:,.2f} us", str(t.profile.samples) if t.profile else "–",
+                "; ".join(f"{layer} {f.us_per_call:,.2f} us" for layer, f in
+                          sorted(t.costs.layers.items(), key=lambda kv: -kv[1].us_per_call)) if t.costs else "not sampled",
+                (f"{t.costs.frames[0].display} ({t.costs.frames[0].self.us_per_call:,.2f} us)"
+                 if t.costs and t.costs.frames else "–")]
+               for label, t in a.threads.items() if t.us_per_call > 0 or t.profile is not None]
     return CountsSection(pairs, ["case", "Python calls", "CUDA API calls", "kernels",
-                                 "copies, memsets, device allocations", "counted loop, host time per call"], rows, notes)
+                                 "copies, memsets, device allocations", "counted loop, host time per call"], rows, notes,
+                         threads)
 
 
 @dataclass
@@ -506,6 +515,9 @@ def flame_graphs(a: Analysis, diffs: list[PairDiff]) -> FlameGraphs:
     graphs: list[flame.Graph] = []
     for i, (label, profile) in enumerate(a.profiles.items()):
         graphs.append(flame.case_graph(profile, strings, f"fg-{i}"))
+    for i, (label, t) in enumerate(a.threads.items()):  # each case's threads other than the caller
+        if t.profile is not None:
+            graphs.append(flame.case_graph(t.profile, strings, f"fg-threads-{i}"))
     pair_of: dict[str, int] = {}
     for i, d in enumerate(diffs):  # one differential graph per compared pair
         g = flame.diff_graph(d, strings, f"fg-diff-{i}")

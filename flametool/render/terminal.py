@@ -129,6 +129,27 @@ def print_counts(run, console: Console) -> None:
         say(console, fmt.visible(m))
 
 
+def print_other_threads(a: Analysis, console: Console) -> None:
+    """Each case's threads other than the caller during its loop: their CPU time per call and where it goes,
+    by layer and frame (py-spy's samples of those threads; JAX's workers have their place here)."""
+    busy = {l: t for l, t in a.threads.items() if t.us_per_call > 0 or t.profile is not None}
+    if not busy:
+        return
+    table = titled("threads other than the caller, during the loop: CPU time per call on them (every thread's "
+                   "minus the caller's own, median of the loops) and where it goes")
+    for col, right in (("case", False), ("CPU / call", True), ("samples", True), ("by layer, us per call", False),
+                       ("most own time", False)):
+        table.add_column(col, justify="right" if right else "left", overflow="fold")
+    for label, t in busy.items():
+        c = t.costs
+        layers = "; ".join(f"{layer} {f.us_per_call:,.2f}" for layer, f in
+                           sorted(c.layers.items(), key=lambda kv: -kv[1].us_per_call)[:4]) if c else "not sampled"
+        top = (f"{c.frames[0].display} {c.frames[0].self.us_per_call:,.2f} us" if c and c.frames else "-")
+        table.add_row(text(label), fmt.us(t.us_per_call), str(t.profile.samples) if t.profile else "-", text(layers),
+                      text(top))
+    show(console, table)
+
+
 # One line under each table says what its columns are, in words a first reader knows.
 def timing_key(gpu: bool) -> str:
     """The key under the timing table; `gpu`: the run has GPU times (a CPU run's key says nothing of a GPU)."""
@@ -219,6 +240,7 @@ def print_summary(a: Analysis, console: Console) -> None:
     show(console, profiling)
     say(console, PROFILED_KEY)
     print_counts(run, console)
+    print_other_threads(a, console)
 
     for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):
         say(console, f"operands differ: {line}")

@@ -201,11 +201,15 @@ class Loops:
     # CPU time of every thread of the process during each loop, us per operation (the caller's and its
     # workers': jax hands each call to threads of its own); runs before 2026-12-01 did not record it
     all_threads_us: list[float] = field(default_factory=list)
+    # of those, the threads other than the caller: all threads' CPU time minus the caller's own (thread_time);
+    # schema 3 (runs before it: none)
+    other_threads_us: list[float] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, r: Reader) -> "Loops":
         slots = r.get("slots", lambda v: isinstance(v, list) and all(is_count(x) for x in v), "a list of counts", [])
-        return cls(r.numbers("cpu_us"), r.numbers("gpu_us"), slots, r.numbers("wall_us"), r.numbers("all_threads_us"))
+        return cls(r.numbers("cpu_us"), r.numbers("gpu_us"), slots, r.numbers("wall_us"), r.numbers("all_threads_us"),
+                   r.numbers("other_threads_us"))
 
     def figures(self, metric: str) -> list[float]:
         """The loops' figures of one kind: "cpu_us", "gpu_us" or "wall_us"."""
@@ -277,6 +281,7 @@ class Sampling:
     kept_samples: int = 0  # stacks inside step(), the ones analysis reads
     loop_samples: int = 0  # in the active loop itself, between calls
     outside_samples: int = 0  # sync(), chunk timing, anything outside the active loop
+    other_samples: int = 0  # on threads other than the caller's (LABEL.threads.folded; py-spy --threads)
     output_tail: list[str] = field(default_factory=list)
     earlier: list["Sampling"] = field(default_factory=list)  # attempts at a higher rate that fell behind
     # the loop's host time per call while sampled (from the chunks inside the window), and how it was cut
@@ -312,7 +317,8 @@ class Sampling:
             error=r.text("error"), refused=r.flag("refused", False), behind_seconds=r.number("behind_seconds", 0.0),
             pyspy_samples=r.count("pyspy_samples"), pyspy_errors=r.count("pyspy_errors"), threads=r.count("threads"),
             total_samples=r.count("total_samples", 0), kept_samples=r.count("kept_samples", 0),
-            loop_samples=r.count("loop_samples", 0), outside_samples=r.count("outside_samples", 0), earlier=earlier,
+            loop_samples=r.count("loop_samples", 0), outside_samples=r.count("outside_samples", 0),
+            other_samples=r.count("other_samples", 0), earlier=earlier,
             sampled_us_per_call=r.number("sampled_us_per_call"), calls_per_chunk=r.count("calls_per_chunk"),
             chunks=r.count("chunks"),
         )

@@ -31,6 +31,11 @@ def folded_path(run: Path, label: str) -> Path:
     return run / f"{label}.folded"
 
 
+def threads_path(folded: Path) -> Path:
+    """Where the stacks of the threads other than the caller go, beside the case's own: LABEL.threads.folded."""
+    return folded.with_name(folded.name.removesuffix(".folded") + ".threads.folded")
+
+
 def is_file_name(name: object) -> TypeGuard[str]:
     """`name` (from run.json's `files`) names a file in the run directory itself: no folder, no '..', no NUL."""
     return isinstance(name, str) and name not in ("", ".", "..") and "\0" not in name and Path(name).name == name

@@ -413,7 +413,7 @@ def cuda_launch(shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
     def sync() -> None:
         _check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
 
-    setattr(step, "keep", keep)
+    setattr(step, "keep", keep)  # the context and module the function lives in
     return step, sync
 
 

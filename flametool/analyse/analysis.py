@@ -32,7 +32,7 @@ INCONCLUSIVE_EXIT = 4
 class CaseTiming:
     """A case's figures: at the requested shape and at the sample shape (the same object when equal)."""
 
-    cpu_us: float | None
+    cpu_us: float  # pooled: every CaseTiming has it (case_timing)
     gpu_us: float | None
     interval: stats.Interval | None
     processes: int

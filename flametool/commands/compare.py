@@ -110,16 +110,16 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
             terminal.say(err, f"flametool: interrupted; what finished is kept in {rundir.shown(kept)} (complete: false)"
                          if kept.exists() else "flametool: interrupted before anything was measured")
             return interrupt_code(exc)
-    kept = f"every timing is kept in {rundir.shown(run_dir / rundir.RUN_FILE)}"
+    kept_in = f"every timing is kept in {rundir.shown(run_dir / rundir.RUN_FILE)}"
     gone = [name for r in run.results.values() if r.profile is not None for name in r.profile.files.values()
             if not (run_dir / name).exists()]
     if gone:  # a case that cleans up after itself removed what the run wrote beside it
         raise CaseError(f"{rundir.shown(run_dir)}: {', '.join(gone)} removed while the run went on (by a case that "
-                        f"cleans up after itself?); {kept}")
+                        f"cleans up after itself?); {kept_in}")
     try:
         analysed = dispatch.analyse(run_dir, run)
     except RunDirError as exc:  # a file the run wrote was changed under it
-        raise CaseError(f"{exc} (changed while the run went on?); {kept}") from None
+        raise CaseError(f"{exc} (changed while the run went on?); {kept_in}") from None
     view = getattr(args, "layers", "caller")
     out.file.write(render.show("terminal", analysed, terminal_options(out, view=view)))
     written = write_report(run_dir, analysed, err, out)

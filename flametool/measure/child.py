@@ -33,7 +33,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from ..workload import cases, ops
 from .. import procs
@@ -175,6 +175,8 @@ def load_factory(case: CaseSpec) -> Callable[..., tuple[Step, Sync]]:
         module = importlib.import_module(case.module)
     else:
         spec = importlib.util.spec_from_file_location(f"flametool_case_{case.factory}", case.file)
+        # a case without a module has a .py file (cases.parse_case), which a source loader loads
+        assert spec is not None and spec.loader is not None and case.file is not None
         module = importlib.util.module_from_spec(spec)
         sys.path.insert(0, os.path.dirname(case.file))
         spec.loader.exec_module(module)
@@ -327,6 +329,8 @@ def timed_loop(step: Step, sync: Sync, calls: int, events: Events | None) -> Loo
     else:
         wall_clock = events is not None
     sync()
+    start: Any  # the case library's CUDA events (Events.pair)
+    end: Any
     start = end = None
     if events is not None:
         start, end = events.pair()
@@ -572,7 +576,7 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
         gc.collect()
         if item.decide:
             ok = [l for l in out.cases if l not in errors and out.cases[l].timing is not None]
-            host_bound = all(out.cases[l].timing.host_bound for l in ok)
+            host_bound = all(cast(TimedLoops, out.cases[l].timing).host_bound for l in ok)  # ok: timed
             sample_shape, reason = choose_sample_shape(job.sample_shape, shape, host_bound, job.op)
             out.sample_shape, out.sample_shape_reason = sample_shape, reason
             if sample_shape != shape:
@@ -679,6 +683,7 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
     """The profiled process of one case, at the sample shape: its own unsampled loops (a check on the
     paired figure), the cProfile loop, then the loop py-spy samples until the parent says stop."""
     c, shape = job.case, job.shape
+    assert c is not None  # a ProfileJob has its case (from_json; the field's None is the dataclass's order)
     report.phase("setup", shape=shape)
     step, sync = set_up(load_factory(c.case), shape, c.dtype, job.device)
     events = device_events(job.device)
@@ -714,7 +719,9 @@ def counted_loop(step: Step, sync: Sync, steps: int, device: str, ops: int, tabl
                       missing=[f"the counted loop failed: {_describe(exc)}"], ops_per_step=ops)
 
 
-JOBS = {TimeJob: time_cases, SweepJob: sweep_cases, ProfileJob: profile_case}
+# each takes the job of its key
+JOBS: dict[type, Callable[[Any, Reporter], Timed | Swept | CaseProfiled]] = {
+    TimeJob: time_cases, SweepJob: sweep_cases, ProfileJob: profile_case}
 SPARE = "--spare"
 
 
@@ -755,7 +762,7 @@ def start_operands(job: TimeJob | SweepJob | ProfileJob) -> list[str]:
     """Start making the built-in cases' operands for the job's first shape in the background, and return the
     libraries those cases import: at the seed's shape the values (1.9 billion) and `import torch` take seconds
     each, and the values' threads release the GIL, so a process does both at once."""
-    todo = [job.case] if isinstance(job, ProfileJob) else job.cases
+    todo = [cast(JobCase, job.case)] if isinstance(job, ProfileJob) else job.cases  # a ProfileJob has its case
     shape = (job.shape if isinstance(job, ProfileJob) else (job.plan[0].shape if job.plan else [])
              if isinstance(job, TimeJob) else job.points[0].shape if job.points else [])
     builtin = [c for c in todo if c.case.module == cases.MODULE and c.label in cases.BUILTIN]
@@ -808,6 +815,7 @@ def main(argv: list[str]) -> int:
         report.send(Failed(str(exc)))
         return 1
     except FactoryFailed as exc:
+        assert isinstance(job, ProfileJob) and job.case is not None  # the other jobs catch it case by case
         report.send(Failed(f"factory {job.case.case.factory} failed: {exc}"))
         return 1
     except Exception as exc:  # noqa: BLE001 -- anything a case does wrong becomes one line for the parent
@@ -815,7 +823,8 @@ def main(argv: list[str]) -> int:
             traceback.print_exc()
         except OSError:  # the log cannot be written (a full disk): the one line below still goes
             pass
-        known = explain.known_fault(exc, job.shape, job.case.dtype, job.device) if isinstance(job, ProfileJob) else None
+        known = (explain.known_fault(exc, job.shape, cast(JobCase, job.case).dtype, job.device)  # a ProfileJob has its case
+                 if isinstance(job, ProfileJob) else None)
         report.send(Failed(known or _describe(exc)))
         return 1
     report.send(Done(result))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from typing import overload
 
 from ..analyse.attribution import CaseCosts
 from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
 from ..analyse.operands import UnlikeOperands
 from ..run.record import Environment
-from ..analyse.sweep import SAME_WITHIN, SweepPair, size_name
+from ..analyse.sweep import SAME_WITHIN, PairPoint, SweepPair, size_name
 
 DASH = "–"
 
@@ -38,6 +39,12 @@ def shown_delta(base: float, head: float) -> float:
     return round(head, 2) - round(base, 2)
 
 
+@overload
+def difference(diff_us: float, base_us: float | None) -> float: ...
+@overload
+def difference(diff_us: None, base_us: float | None) -> None: ...
+@overload
+def difference(diff_us: float | None, base_us: float | None) -> float | None: ...
 def difference(diff_us: float | None, base_us: float | None) -> float | None:
     """A pair's difference as every view shows it: head − base of the two pooled times as the tables show them
     (shown_delta), so the headline's figure, the sentence under it, the layer table's total and the floors'
@@ -148,6 +155,7 @@ def pair_sentence(f: PairFigures, where: str = "") -> str:
     over 5 processes'."""
     if f.ratio is None:
         return f"{f.head} against {f.base}{where}: nothing to compare"
+    assert f.diff_us is not None  # a ratio comes with its difference
     text = (f"{f.head} / {f.base} = {ratio(f.ratio)}"
             + (f" (95%: {interval(f.ratio_interval, lambda v: f'{v:.3f}')})" if f.ratio_interval else " (no interval)")
             + f"; {f.head} − {f.base} = {signed(difference(f.diff_us, f.base_us))} us per call"
@@ -173,6 +181,7 @@ def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[s
             f"at the common speed of both sides' processes ({base} {us(a.at_us)} there), anchored on {a.anchor} over "
             f"{a.base_units} + {a.head_units} {a.unit_name}")
     b = a.absolute
+    assert b.base_us is not None  # stats.anchored gives apart() the base's time
     absolute = (f"not anchored: {base} {us(b.base_us)} → {head} {us(b.base_us * b.ratio) if b.ratio else DASH} "
                 f"per call, {signed(b.diff_us) if b.diff_us is not None else DASH} us"
                 + (f" (95%: {interval(b.diff_interval, signed)})" if b.diff_interval else "")
@@ -210,25 +219,26 @@ def wide_note(f: PairFigures, processes: int, isolated: bool | None = None) -> s
     if f.ratio is None or not f.wide:
         return None
     ran = f.units if f.unit_name == "processes" else 1
-    isolated = "" if f.paired or isolated is False else ", and without --isolate"
+    without = "" if f.paired or isolated is False else ", and without --isolate"
     if f.ratio_interval is None:
         return (f"{f.head} / {f.base}: no interval (too few processes or rounds); run with --processes "
-                f"{max(ran + 1, 5)} for one{isolated}")
+                f"{max(ran + 1, 5)} for one{without}")
+    assert f.reach is not None  # a ratio with its interval
     if round(f.reach * 100, 1) <= round(WIDE * 100, 1):
         return None  # wide by a hair, and shown as ±5% it is not: no advice that it would take more to reach ±5%
     reach = f"{f.reach:.0%}" if f"{f.reach:.0%}" != f"{WIDE:.0%}" else f"{f.reach:.1%}"
     where = f"the interval reaches ±{reach} from the ratio over {f.units} {f.unit_name}"
     if ran < 2:
-        return f"{f.head} / {f.base}: {where}; run with --processes 5 to pool processes{isolated}"
+        return f"{f.head} / {f.base}: {where}; run with --processes 5 to pool processes{without}"
     need = processes_for(f)
     if need is None and ran < FEW_PROCESSES:  # a spread read off so few processes is itself unsettled
         return (f"{f.head} / {f.base}: {where}: too few to tell how far the processes disagree; run with "
-                f"--processes {FEW_PROCESSES}{isolated}")
+                f"--processes {FEW_PROCESSES}{without}")
     if need is None:
         return (f"{f.head} / {f.base}: {where}: the processes disagree more than more processes would settle "
-                f"(±{WIDE:.0%} would take over {MAX_ADVISED_PROCESSES}); a quieter machine would{isolated}")
+                f"(±{WIDE:.0%} would take over {MAX_ADVISED_PROCESSES}); a quieter machine would{without}")
     return (f"{f.head} / {f.base}: {where}: the processes disagree; --processes {need} would bring it to about "
-            f"±{WIDE:.0%}{isolated}")
+            f"±{WIDE:.0%}{without}")
 
 
 def pair_lines(pair, run, processes: int) -> list[str]:
@@ -272,7 +282,11 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
     conclusive = [p for p in measured if id(p) not in gone]
     lines = []
     if conclusive:
-        far = max(conclusive, key=lambda p: abs(math.log(p.wall.ratio)))
+        def distance(p: PairPoint) -> float:
+            assert p.wall is not None and p.wall.ratio is not None  # measured
+            return abs(math.log(p.wall.ratio))
+        far = max(conclusive, key=distance)
+        assert far.wall is not None and far.wall.ratio is not None  # measured
         lines.append(f"{sp.head} / {sp.base} wall time per call: furthest from even at {size_name(far.shape)}, "
                      f"{ratio(far.wall.ratio)}" + (f" (95%: {interval(far.wall.ratio_interval, lambda v: f'{v:.3f}')})"
                                                    if far.wall.ratio_interval else "")
@@ -297,9 +311,14 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
             lines.append(f"{faster} is faster {where}: {sp.head} / {sp.base} {st.ratio_low:.3f} to "
                          f"{st.ratio_high:.3f} (95% intervals)")
     for p in sp.inconclusive:
+        assert p.wall is not None  # inconclusive: measured, its interval too wide
         lines.append(f"at {size_name(p.shape)} the wall-time ratio is inconclusive: its 95% interval runs from "
                      f"{interval(p.wall.ratio_interval, lambda v: f'{v:.3g}')} (the processes disagree)")
-    widest = max(conclusive or measured, key=lambda p: p.wall.reach if p.wall.reach is not None else math.inf)
+    def reach(p: PairPoint) -> float:
+        assert p.wall is not None  # measured
+        return p.wall.reach if p.wall.reach is not None else math.inf
+    widest = max(conclusive or measured, key=reach)
+    assert widest.wall is not None  # measured
     note = wide_note(widest.wall, processes)
     if note:
         lines.append(f"at {size_name(widest.shape)}, wall time: {note}")

@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 import jinja2
 from markupsafe import Markup
@@ -30,13 +31,13 @@ from . import atlas_page, charts, sweep_page
 from ..analyse import flamegraph as flame
 from . import format as fmt
 from ..analyse import countdiff, naming
-from ..analyse.analysis import Analysis
+from ..analyse.analysis import Analysis, PairAnalysis
 from ..analyse.attribution import CaseCosts, Skipped
 from ..analyse.diff import LayerDelta, PairDiff
 from ..analyse.sweep import SweepAnalysis
 from ..analyse.atlas import AtlasAnalysis
 from ..errors import FlametoolError
-from ..run.record import CaseResult, Run, Sampling
+from ..run.record import CaseResult, ProfileProcess, Run, Sampling
 from .base import Renderer
 
 REPORT_FILE = "report.html"
@@ -138,7 +139,7 @@ class LayerRow:
 @dataclass
 class Layers:
     chart: charts.StackedChart | None
-    delta_charts: list[charts.DeltaChart]  # per compared pair, in the order of Report.pairs
+    delta_charts: list[charts.DeltaChart | None]  # per compared pair, in the order of Report.pairs
     labels: list[str]
     rows: list[LayerRow]
     totals: list[str]
@@ -215,7 +216,7 @@ def counts_section(a: Analysis) -> CountsSection | None:
 
     rows = []
     for label, c in counted.items():
-        own = a.run.results[label].profile.own_us_per_call
+        own = cast(ProfileProcess, a.run.results[label].profile).own_us_per_call  # counted: its counts are its profile's
         memory = [f"{countdiff.fraction(t.count)} {t.kind} {t.name}" + (f" ({countdiff.fraction(t.bytes)} B)"
                   if t.bytes is not None else "") for t in c.tallies if t.kind in ("copy", "memset", "device-alloc")
                   and t.count]
@@ -270,7 +271,7 @@ def headline(a: Analysis) -> Headline:
     run = a.run
     ok = ok_results(run)
     base = next(iter(ok), "")
-    base_cpu = a.timings[base].cpu_us if base and a.timings.get(base) else None
+    base_cpu = t.cpu_us if base and (t := a.timings.get(base)) else None
     rows = []
     for label, r in run.results.items():
         t = a.timings.get(label)
@@ -309,7 +310,7 @@ def headline(a: Analysis) -> Headline:
 
 def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
     """How far each library case is above each floor measured in the same run, at the same shape and dtype."""
-    cpu = {l: a.timings[l].cpu_us for l in ok if a.timings.get(l)}
+    cpu = {l: t.cpu_us for l in ok if (t := a.timings.get(l))}
     floors = {l: r for l, r in ok.items() if cases.is_floor(l, r.factory) and l in cpu}
     lines = []
     for label, r in ok.items():
@@ -324,9 +325,13 @@ def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
 
 def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
     # the largest gap of the run, across its compared pairs
-    pair = max((p for p in a.pairs if p.diff), key=lambda p: abs(p.diff.delta_us_per_call), default=None)
+    def gap(p: PairAnalysis) -> float:
+        assert p.diff is not None  # only the pairs with a diff
+        return abs(p.diff.delta_us_per_call)
+    pair = max((p for p in a.pairs if p.diff), key=gap, default=None)
     if pair is not None:
         case_diff = pair.diff
+        assert case_diff is not None  # only the pairs with a diff
         base, head = case_diff.base, case_diff.head
         b, h = case_diff.base_us_per_call, case_diff.head_us_per_call
         # one sign convention everywhere: head − base of the pair BASE:HEAD, as the pair's line and the charts
@@ -350,7 +355,7 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
         if parts:
             text += f" In {head} − {base}, the " + "; the ".join(parts) + "."
         return text
-    timed = [(l, a.timings[l].cpu_us) for l in ok if a.timings.get(l)]
+    timed = [(l, t.cpu_us) for l in ok if (t := a.timings.get(l))]
     if len(timed) >= 2:
         (x, tx), (y, ty) = timed[:2]
         return (f"{y} takes {ty:,.2f} us per call on the host against {x}'s {tx:,.2f} us ({ty / tx:.2f}×); "
@@ -398,6 +403,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
                                               "small figures carry large uncertainty; sample longer (--sample-seconds)."))
         sampling = r.sampling
         if sampling:
+            assert r.profile is not None  # sampling is its
             slowdown = r.profile.slowdown
             # what would help, as the terminal says it
             advice = perturbation.perturbation_advice(sampling, slowdown, run.config.pool_threads,
@@ -417,6 +423,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
                                "its table says which Python functions run, not how long C code takes."))
         t = a.timings.get(label)
         if t and t.processes > 1:
+            assert r.timing is not None  # t is made from it
             meds = r.timing.process_medians
             if len(meds) > 1 and max(meds) / min(meds) > SPREAD_WARN:
                 out.append(Caveat("processes differ", f"{label}: its timing processes ran at {us(min(meds))} to "
@@ -555,6 +562,7 @@ def cprofile_cases(a: Analysis) -> list[CProfileCase]:
         table = a.cprofile[label]
         if isinstance(table, Exception):  # the file could not be read: the report says so as `report` always did
             raise table
+        assert table is not None  # it has a .prof (checked above, as cprofile_table checks)
         prof = r.profile
         steps = prof.cprofile_calls if prof else None
         rows, n = table.rows, table.functions
@@ -599,7 +607,7 @@ def environment_rows(run: Path, data: Run) -> list[tuple[str, str]]:
     rows += [(f"environment {e.name}", fmt.environment_line(e).partition(": ")[2]) for e in data.environments]
     if data.config.anchor:
         rows.append(("anchor", f"{data.config.anchor}: timed beside the cases in every environment's processes"))
-    shown = ("op", "ops", "sizes", "shape", "dtypes", "iters", "warmup", "rate_hz", "sample_seconds", "sample_shape", "sample",
+    shown: tuple[str, ...] = ("op", "ops", "sizes", "shape", "dtypes", "iters", "warmup", "rate_hz", "sample_seconds", "sample_shape", "sample",
              "pool_threads", "isolate", "operand_seed")
     if config.sizes:  # a sweep: its sizes say it; its "shape" is only the first of them
         shown = tuple(k for k in shown if k not in ("shape", "sample_shape"))

@@ -54,7 +54,7 @@ def wide_text(p: PairSummary) -> str | None:
     """The line compare prints under a pair whose interval is wide (the processes disagree, and what would
     settle it): a summary, in every format, keeps it."""
     f = p.change.absolute if p.change.anchored is None else None
-    return fmt.wide_note(f, p.units) if f is not None else None
+    return fmt.wide_note(f, f.units) if f is not None else None  # (wide_note reads f's units itself)
 
 
 def layer_text(p: PairSummary) -> str | None:
@@ -260,9 +260,9 @@ def row_json(r: HeadlineRow) -> dict[str, Any]:
     f = r.figures
     measured = f is not None and f.ratio is not None
     return {"label": r.label, "base": r.base, "head": r.head, "at": r.at, "shape": r.shape,
-            "ratio": figure(f.ratio, f.ratio_interval) if measured else None,
-            "paired": f.paired if measured else None,
-            "units": f"{f.units} {f.unit_name}" if measured else None,
+            "ratio": figure(f.ratio, f.ratio_interval) if f is not None and measured else None,
+            "paired": f.paired if f is not None and measured else None,
+            "units": f"{f.units} {f.unit_name}" if f is not None and measured else None,
             "measure": r.measure, "note": r.note}
 
 

@@ -9,6 +9,7 @@ from typing import Callable
 
 from rich import box
 from rich.console import Console
+from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
@@ -72,7 +73,7 @@ class Progress:
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self.status = None
+        self.status: Status | None = None
 
     def __enter__(self) -> "Progress":
         if self.console.is_terminal:
@@ -209,6 +210,7 @@ def print_summary(a: Analysis, console: Console) -> None:
             timing.add_row(text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)), "failed" if r.error else "-",
                            *[""] * (len(timing.columns) - 4))
             continue
+        assert r.timing is not None  # t is made from it
         timing.add_row(
             text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)),
             fmt.us(t.cpu_us) + (f" ({fmt.interval(t.interval)})" if t.interval else ""),
@@ -260,6 +262,7 @@ def print_summary(a: Analysis, console: Console) -> None:
         if s and not s.complete:
             say(console, (f"{name}: sampling incomplete: {fmt.visible(s.error or '')}"))
         elif s:
+            assert r.profile is not None  # s is its sampling
             advice = perturbation.perturbation_advice(s, r.profile.slowdown, run.config.pool_threads,
                                                  run.config.sample_seconds or s.seconds)
             if advice:
@@ -290,14 +293,14 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
         table.add_column(text(f"{d.head} - {d.base}"), justify="right")
     deltas = [{r.layer: r for r in d.layers} for d in diffs]
     for layer in order({l for x in done.values() for l in x.layers}):
-        row = [text(layer)]
+        row: list[Text | str] = [text(layer)]
         for x in done.values():
             f = x.layers.get(layer)
             row.append(fmt.pm(f.us_per_call, f.se_us) if f is not None else "-")
         for by_layer in deltas:
-            d = by_layer.get(layer)
-            row.append(fmt.pm(fmt.shown_delta(d.base_us_per_call, d.head_us_per_call), d.delta_se_us,
-                              sign=True) if d else "-")
+            delta = by_layer.get(layer)
+            row.append(fmt.pm(fmt.shown_delta(delta.base_us_per_call, delta.head_us_per_call), delta.delta_se_us,
+                              sign=True) if delta else "-")
         table.add_row(*row)
     row = [Text("total (measured)")] + [fmt.num(x.us_per_call) for x in done.values()]
     row += [fmt.signed(fmt.shown_delta(d.base_us_per_call, d.head_us_per_call)) for d in diffs]
@@ -342,6 +345,7 @@ def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> 
 def print_count_diff(d: "countdiff.CountDiff | None", console: Console, label: str = "") -> None:
     lines = countdiff.lines(d)
     if lines:
+        assert d is not None  # lines of None are none
         say(console, f"{fmt.visible(label) + ': ' if label else ''}per step, counted (exact, {d.head} - {d.base}):")
         for line in lines:
             say(console, f"  {line}")
@@ -416,15 +420,16 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
                      "that shows it")
         for col in ("size", "wall ratio (95%)", "wall difference", "slower", "extra host", "share of wall"):
             t.add_column(col, justify="left" if col in ("size", "slower") else "right")
-        for p in sp.points:
-            w = p.wall
+        for pp in sp.points:
+            w = pp.wall
             if w is None or w.ratio is None:
-                t.add_row(sweep.size_name(p.shape), "-", "", "", "", "")
+                t.add_row(sweep.size_name(pp.shape), "-", "", "", "", "")
                 continue
+            assert w.diff_us is not None  # a ratio comes with its difference
             iv = f" ({fmt.interval(w.ratio_interval, lambda v: f'{v:.3f}')})" if w.ratio_interval else ""
-            shown = "inconclusive" if sweep.side(p) is None else fmt.ratio(w.ratio)  # the interval says nothing
-            t.add_row(sweep.size_name(p.shape), shown + iv, fmt.signed(w.diff_us) + " us", text(p.slower),
-                      fmt.us(p.extra_host_us), f"{p.share:.0%}" if p.share is not None else "-")
+            ratio = "inconclusive" if sweep.side(pp) is None else fmt.ratio(w.ratio)  # the interval says nothing
+            t.add_row(sweep.size_name(pp.shape), ratio + iv, fmt.signed(w.diff_us) + " us", text(pp.slower),
+                      fmt.us(pp.extra_host_us), f"{pp.share:.0%}" if pp.share is not None else "-")
         show(console, t)
         for line in fmt.sweep_pair_lines(sp, run.config.timing_processes):
             say(console, line)
@@ -449,8 +454,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         failed = [p for p in r.points if p.error]
         if r.error:
             say(console, f"{fmt.visible(label)}: failed: {fmt.visible(r.error)}")
-        for p in failed:
-            say(console, f"{fmt.visible(label)} at {sweep.size_name(p.shape)}: {fmt.visible(p.error)}")
+        for point in failed:
+            say(console, f"{fmt.visible(label)} at {sweep.size_name(point.shape)}: {fmt.visible(point.error)}")
     if not run.complete:
         say(console, "run incomplete: run.json holds what finished")
     say(console, f"run directory: {a.run_dir}")

@@ -34,7 +34,7 @@ def fraction_text(value: Fraction | None) -> str | None:
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
 
 
-def parse_fraction(text) -> Fraction:
+def parse_fraction(text: object) -> Fraction:
     """A count as run.json writes it ('3', '7/4'); an int is taken as it is. Anything else raises ValueError."""
     if isinstance(text, bool):
         raise ValueError(f"not a count: {text!r}")

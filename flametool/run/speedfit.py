@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
@@ -154,8 +155,8 @@ def overlapping(xb: np.ndarray, xh: np.ndarray) -> bool:
     return bool(max(xb.min(), xh.min()) <= min(xb.max(), xh.max()))
 
 
-def fit(base_logs, base_anchor_logs, head_logs, head_anchor_logs, interval: str = "fit",
-        seed: int = 0) -> SpeedFit:
+def fit(base_logs: ArrayLike, base_anchor_logs: ArrayLike, head_logs: ArrayLike, head_anchor_logs: ArrayLike,
+        interval: str = "fit", seed: int = 0) -> SpeedFit:
     """The speed-aware estimate from per-process figures: `*_logs` each process's log(case / anchor),
     `*_anchor_logs` its log(anchor time per call, us). interval: "fit" (Student t from the OLS fit) or
     "bootstrap" (percentiles over resamples of each side's processes, refitted)."""

@@ -12,11 +12,14 @@ def spin_beside(shape, dtype, device):
     out = np.empty_like(a)
     matmul = np.matmul
 
-    def worker_spin():  # busy a fraction of the time, so that the caller's loop still gets the GIL and a CPU
-        x = 0
+    big = np.ones((192, 192))
+
+    def worker_spin():
+        # busy in BLAS, which lets go of the GIL: the worker's CPU time does not wait on the caller's loop (a pure
+        # Python spin got the GIL a few times a switch interval, on a loaded host none at all in some loops), and
+        # the caller keeps the GIL it needs; a short sleep leaves it a CPU too
         while True:
-            for i in range(2000):
-                x += i
+            np.dot(big, big)
             time.sleep(0.0002)
 
     threading.Thread(target=worker_spin, name="spinner", daemon=True).start()

@@ -1,7 +1,7 @@
 """benchmarks/calibrate.py, small, on the CPU: one null and one planted `compare --env` (numpy against a cheap
 anchor), kept under --out and read back; a second call with the same --out measures nothing it has, and
 --reestimate reads the kept runs again. What it prints is what flametool computes from the runs kept (the
-host's own noise decides the figures, so none is asserted here)."""
+host's own noise decides the figures, so none is asserted here, and the test runs beside the others)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from flametool.analyse import analysis
 from flametool.run import rundir
 
-# it measures a planted cost (a second worker beside it would move the figures it prints)
-pytestmark = pytest.mark.serial
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "calibrate.py"

@@ -156,17 +156,17 @@ def test_the_processes_advised_are_more_than_ran_and_settle_the_interval():
         assert need is not None and need > n
         # the advised number brings the same spread within WIDE
         assert not spread_pair(need + need % 2, 0.12).wide
-        note = fmt.wide_note(f, 5)
+        note = fmt.wide_note(f)
         assert f"--processes {need} would bring it to about ±5%" in note and f"over {n} processes" in note
         assert "--processes 10 " not in note.replace(f"--processes {need}", "")
     # a spread that even 100 processes would not settle: said so, no number advised
     f = spread_pair(6, 0.9)
     assert stats.processes_for(f) is None
-    assert "more than more processes would settle" in fmt.wide_note(f, 6) and "--processes" not in fmt.wide_note(f, 6)
+    assert "more than more processes would settle" in fmt.wide_note(f) and "--processes" not in fmt.wide_note(f)
     # ... unless so few processes ran that their spread is itself unsettled
-    assert "too few to tell" in fmt.wide_note(spread_pair(4, 0.9), 4) and "--processes 5" in fmt.wide_note(spread_pair(4, 0.9), 4)
+    assert "too few to tell" in fmt.wide_note(spread_pair(4, 0.9)) and "--processes 5" in fmt.wide_note(spread_pair(4, 0.9))
     # a settled ratio gets no note
-    assert fmt.wide_note(spread_pair(10, 0.001), 10) is None
+    assert fmt.wide_note(spread_pair(10, 0.001)) is None
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -209,9 +209,9 @@ def test_words_fit_the_device_op_and_run(run):
 
     at_five = spread_pair(10, 0.065)  # an interval that reaches 5.03%: shown as ±5%
     assert at_five.wide and f"{at_five.reach:.0%}" == "5%"
-    assert fmt.wide_note(at_five, 10) is None
+    assert fmt.wide_note(at_five) is None
     wider = spread_pair(10, 0.07)  # 5.4%
-    assert fmt.wide_note(wider, 10) and "±5%" not in fmt.wide_note(wider, 10).split(":")[1].split(";")[0]
+    assert fmt.wide_note(wider) and "±5%" not in fmt.wide_note(wider).split(":")[1].split(";")[0]
 
 
 def json_of(model) -> str:

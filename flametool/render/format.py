@@ -211,7 +211,7 @@ def change_lines(change, label: str, cases: tuple[str, str] | None) -> list[str]
 FEW_PROCESSES = 5
 
 
-def wide_note(f: PairFigures, processes: int, isolated: bool | None = None) -> str | None:
+def wide_note(f: PairFigures, isolated: bool | None = None) -> str | None:
     """One line when the ratio's interval is wide, with what would help: the processes (more than ran) that
     would bring it within ±WIDE at the spread seen, or that more processes would not settle it. `isolated`:
     whether the run was made with --isolate (None: not known, and then an unpaired pair is taken to be so); a
@@ -254,7 +254,7 @@ def pair_lines(pair, run, processes: int) -> list[str]:
     lines = [pair_sentence(lead, f" at the sample shape {shape(run.results[pair.head].sample_shape)}" if at_sample else "")]
     if at_sample and pair.timing is not None and pair.timing.ratio is not None:
         lines.append(f"At the requested shape {shape(run.results[pair.head].shape)}: " + pair_sentence(pair.timing))
-    note = wide_note(lead, processes, bool(run.config.recorded.get("isolate")))
+    note = wide_note(lead, bool(run.config.recorded.get("isolate")))
     return lines + ([note] if note else [])
 
 
@@ -319,7 +319,7 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
         return p.wall.reach if p.wall.reach is not None else math.inf
     widest = max(conclusive or measured, key=reach)
     assert widest.wall is not None  # measured
-    note = wide_note(widest.wall, processes)
+    note = wide_note(widest.wall)
     if note:
         lines.append(f"at {size_name(widest.shape)}, wall time: {note}")
     return lines

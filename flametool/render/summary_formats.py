@@ -54,7 +54,7 @@ def wide_text(p: PairSummary) -> str | None:
     """The line compare prints under a pair whose interval is wide (the processes disagree, and what would
     settle it): a summary, in every format, keeps it."""
     f = p.change.absolute if p.change.anchored is None else None
-    return fmt.wide_note(f, f.units) if f is not None else None  # (wide_note reads f's units itself)
+    return fmt.wide_note(f) if f is not None else None
 
 
 def layer_text(p: PairSummary) -> str | None:

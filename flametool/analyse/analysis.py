@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Iterator, cast
 
 from . import attribution, countdiff, diff, flamegraph, layers, profstats, reading
-from ..run import stats
-from ..run import rundir, safeopen
+from ..run import rundir, safeopen, stats
 from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - analysis.unlike_operands
 from .attribution import CaseCosts, Skipped

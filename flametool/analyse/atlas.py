@@ -12,9 +12,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from . import analysis, attribution, countdiff, naming, reading
-from ..run import stats
+from ..run import rundir, stats
 from ..workload import cases, ops
-from ..run import rundir
 from ..errors import RunDirError
 from ..run.record import AtlasPart, Run
 

@@ -37,13 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import layers as ly
-from ..run import rundir
-from ..run import folded
-from . import naming
-from . import reading
-from ..run import stats
-from . import calltree
+from . import calltree, layers as ly, naming, reading
+from ..run import folded, rundir, stats
 from ..errors import RunDirError
 from ..run.record import CaseResult, Run
 

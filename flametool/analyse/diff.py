@@ -14,11 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from . import layers as ly
+from . import layers as ly, naming, nodetree, roles as rl
 from ..run import folded
-from . import naming
-from . import nodetree
-from . import roles as rl
 from .attribution import FrameCost, Profile, attribute, layer_label
 
 STEP_ROOT = "step()"

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import layers as ly
-from . import calltree
+from . import calltree, layers as ly
 from .attribution import Profile
 from .diff import PairDiff
 

@@ -23,8 +23,8 @@ class Atlas:
 
     name = "atlas"
     help = ("every op (or --ops) for the chosen libraries, each paired and sampled as compare "
-                                     "does at the op's host-bound size: a table and one page of host time per call, "
-                                     "ratios to the fastest and the layer that differs most")
+            "does at the op's host-bound size: a table and one page of host time per call, "
+            "ratios to the fastest and the layer that differs most")
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         case_options(p, op=False, pair=False)

@@ -75,7 +75,7 @@ class Sweep:
 
     name = "sweep"
     help = ("time each case over a ladder of sizes: host, GPU and wall time per call, "
-                                     "and where each library stops being host-bound")
+            "and where each library stops being host-bound")
     description = ("Time each case over a ladder of sizes, paired in fresh processes as compare pairs them: host, GPU "
                    "and wall time per call at each size, and the size where each library's GPU time overtakes its host "
                    "time (the crossover). Writes a run directory with report.html.")

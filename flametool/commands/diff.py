@@ -21,7 +21,7 @@ class Diff:
 
     name = "diff"
     help = ("one case in two run directories (RUN_A RUN_B), or two cases of one run "
-                                    "(RUN --base A --head B): layers and frames, head - base")
+            "(RUN --base A --head B): layers and frames, head - base")
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("run_a", type=Path, metavar="RUN_A", help="base run directory (or the run, with --base/--head)")

@@ -21,7 +21,7 @@ class Summary:
 
     name = "summary"
     help = ("a run's headline figures with intervals, largest layer and frame differences "
-                                       "and the --fail-above verdict, for CI: text, markdown or json")
+            "and the --fail-above verdict, for CI: text, markdown or json")
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("run", type=Path, metavar="RUN", help="run directory (of compare, sweep or atlas)")

@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Callable
 
 from .. import procs
-from ..run import rundir
+from ..run import folded, rundir
 from ..run.record import Sampling
 from ..run.perturbation import suggest_rate
-from ..run import folded
 from ..errors import FlametoolError
 
 # py-spy may need several seconds to read the symbol tables of big native libraries before it samples.

@@ -12,9 +12,8 @@ from typing import cast
 from markupsafe import Markup
 
 from .. import __version__
-from . import format as fmt
+from . import charts, format as fmt
 from ..analyse.atlas import AtlasAnalysis, AtlasCell
-from . import charts
 
 
 @dataclass

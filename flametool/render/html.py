@@ -25,12 +25,9 @@ from markupsafe import Markup
 
 from .. import __version__
 from ..workload import cases
-from ..run import rundir
-from ..run import perturbation
-from . import atlas_page, charts, sweep_page
-from ..analyse import flamegraph as flame
-from . import format as fmt
-from ..analyse import countdiff, naming
+from ..run import perturbation, rundir
+from . import atlas_page, charts, format as fmt, sweep_page
+from ..analyse import countdiff, flamegraph as flame, naming
 from ..analyse.analysis import Analysis, PairAnalysis
 from ..analyse.attribution import CaseCosts, Skipped
 from ..analyse.diff import LayerDelta, PairDiff

@@ -10,9 +10,8 @@ from datetime import datetime
 from markupsafe import Markup
 
 from .. import __version__
-from . import format as fmt
+from . import charts, format as fmt
 from ..analyse.sweep import SweepAnalysis, side, size_name
-from . import charts
 
 
 @dataclass

@@ -9,7 +9,9 @@
 # a GPU is the seed's 65536,24576,12288, minutes a run).
 #   RUNS=3 OPS="matmul add sum" SAMPLE=--no-sample bash benchmarks/h200_counts.sh
 # (OP_RUNS and ENV_RUNS set the two kinds of compare apart; SAMPLE="--sample-seconds 3" samples every case too,
-# which the threads other than the caller need; PROCESSES the timing processes of the op compares, default 1)
+# which the threads other than the caller need; PROCESSES the timing processes of the op compares, default 1;
+# STOP_AT, seconds since the epoch: start no compare after it, so that a device call ends with what it finished.
+# The runs so far are packed into $OUT/runs.tgz after every compare, so a call cut short keeps them.)
 set -u
 TREE=${FLAMETOOL_TREE:-$(cd "$(dirname "$0")/.." && pwd)}
 OUT=${OUT:-$PWD/h200-counts-out}
@@ -45,17 +47,23 @@ if _cp is not None:
 PY
 printf '#!/bin/sh\nPYTHONPATH="%s${PYTHONPATH:+:$PYTHONPATH}" exec python3 "$@"\n' "$W/envb/site" > envb/python
 chmod +x envb/python
+STOP_AT=${STOP_AT:-0}
+late() { [ "$STOP_AT" != 0 ] && [ "$(date +%s)" -ge "$STOP_AT" ] && echo "=== STOP_AT passed: $1 not started"; }
+pack() { tar czf "$OUT/runs${TAG:-}.tgz" runs; }
 for i in $(seq 1 "$OP_RUNS"); do
   for op in $OPS; do
+    late "compare --op $op, run $i" && break 2
     echo "=== compare --op $op, run $i"
     shape=""
     [ "$op" = matmul ] && shape="--shape 1024,1024,1024"
     timeout 300 python3 -m flametool compare --libs "$LIBS" --op "$op" $shape --processes "${PROCESSES:-1}" $SAMPLE \
         --out "runs/$op-$i"
+    pack
   done
 done
 [ "$ENVB" = 1 ] || ENV_RUNS=0
 for i in $(seq 1 "$ENV_RUNS"); do
+  late "environment B, run $i" && break
   echo "=== environment B (one numpy.zeros more inside cupy.matmul), run $i"
   timeout 300 python3 -m flametool compare --libs cupy,torch --shape 1024,1024,1024 --env a=python3 \
       --env b="$W/envb/python" --processes 2 $SAMPLE --out "runs/env-$i"
@@ -69,6 +77,7 @@ for p in doc["pairs"]:
         print("JSON summary cupy@b - cupy@a:", [d["text"] for d in p["counts"]["differences"]],
               "anchored difference_us:", p["difference_us"])
 PY
+  pack
 done
 echo "=== counts identical over the runs (kinds python, api, kernel, copy, memset, device-alloc)"
 python3 - runs <<'PY'
@@ -91,4 +100,4 @@ for (name, label), got in sorted(by.items()):
         for g in got[1:]:
             print("   ", {k: (got[0].get(k), g.get(k)) for k in set(g) | set(got[0]) if g.get(k) != got[0].get(k)})
 PY
-tar czf "$OUT/runs${TAG:-}.tgz" runs
+pack

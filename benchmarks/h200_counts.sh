@@ -80,24 +80,5 @@ PY
   pack
 done
 echo "=== counts identical over the runs (kinds python, api, kernel, copy, memset, device-alloc)"
-python3 - runs <<'PY'
-import json, sys
-from pathlib import Path
-runs = sorted(Path(sys.argv[1]).iterdir())
-by = {}
-for r in runs:
-    name = r.name.rsplit("-", 1)[0]
-    data = json.loads((r / "run.json").read_text())
-    for label, res in data["results"].items():
-        c = (res.get("profile") or {}).get("counts")
-        if c:
-            key = {(t["kind"], t["name"]): t["count"] for t in c["tallies"] if t["kind"] != "host-alloc"}
-            by.setdefault((name, label), []).append(key)
-for (name, label), got in sorted(by.items()):
-    same = all(g == got[0] for g in got)
-    print(f"{name:8} {label:14} {len(got)} runs: {'identical' if same else 'DIFFER'}")
-    if not same:
-        for g in got[1:]:
-            print("   ", {k: (got[0].get(k), g.get(k)) for k in set(g) | set(got[0]) if g.get(k) != got[0].get(k)})
-PY
+python3 "$TREE/benchmarks/counts_identical.py" runs
 pack

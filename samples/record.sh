@@ -17,7 +17,7 @@ ft --out "samples/$prefix-seed-fp16"
 ft --dtype cupy=float16,torch=bfloat16 --out "samples/$prefix-seed-as-reported"
 # (d) the sweep from 64 to the seed's size, with the layers at each host-bound size
 t0=$SECONDS; python3 -m flametool sweep --sample --out "samples/$prefix-sweep-fp16"; echo "wall time: $((SECONDS - t0)) s"
-# (e) the atlas of every op for the three GPU libraries (277 s on the H200 for samples/h200-atlas)
+# (e) the atlas of every op for the three GPU libraries (296 s on the H200 for samples/h200-atlas, 2026-12-02)
 t0=$SECONDS; python3 -m flametool atlas --libs cupy,torch,jax --processes 3 --sample-seconds 4 --out "samples/$prefix-atlas"
 echo "wall time: $((SECONDS - t0)) s"
 # logs are for debugging a run, not for the samples

@@ -260,15 +260,18 @@ def pair_lines(pair, run, processes: int) -> list[str]:
 
 def speed_note(pairs: list) -> str | None:
     """What the figures of the compared pairs (analysis.PairAnalysis) hold to, said once under them: ratios and
-    shares of time hold from run to run; microseconds are this run's host speed, and their intervals cover this
-    run's processes only."""
+    shares of time travel between runs far better than microseconds, but not exactly (on the H200 the ratio read
+    up to 3.4% apart in runs that drew the host's two speeds in different measure: docs/calibration.md);
+    microseconds are this run's host speed, and their intervals cover this run's processes only."""
     leads = [p.headline for p in pairs if p.headline is not None and p.headline.ratio is not None]
     if not leads:
         return None
     units = sorted({f"{f.units} {f.unit_name}" for f in leads})
-    return ("Ratios and shares of time are the figures that hold from run to run. Microseconds are this run's host "
-            f"speed: their 95% intervals cover this run's {' / '.join(units)}, not how the host's speed drifts between "
-            "runs (the next run on the same build may read other microseconds and the same ratio).")
+    return ("Ratios and shares of time are the figures that travel between runs: they move far less than "
+            "microseconds, though a ratio can differ a little with the host's speed, so a run that drew a slower host "
+            "may read it a few percent apart (flametool diff RUN_A RUN_B --case CASE compares two runs with the "
+            "speed each drew taken into account). Microseconds are this run's host speed: their 95% intervals cover "
+            f"this run's {' / '.join(units)}, not how the host's speed drifts between runs.")
 
 
 def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:

@@ -208,8 +208,8 @@ class MarkdownSummary(Renderer[Summary]):
         if s.environments:
             out += ["<details><summary>environments</summary>", ""]
             out += [f"- {md(fmt.environment_line(e))}" for e in s.environments] + ["", "</details>", ""]
-        out.append("Ratios relative to an anchor (or paired in one process) hold from run to run; microseconds are "
-                   "the stated speed's." + ("" if s.complete else " **Run incomplete.**"))
+        out.append("Ratios relative to an anchor (or paired in one process) move far less from run to run than "
+                   "microseconds, which are the stated speed's." + ("" if s.complete else " **Run incomplete.**"))
         return "\n".join(out) + "\n"
 
 

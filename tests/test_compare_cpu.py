@@ -12,6 +12,7 @@ from flametool.analyse import dispatch
 from flametool.measure import child, childproc
 from flametool.run import folded, rundir
 from flametool.measure.config import CPU
+from shared import flametool_once
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
 PROCESSES, REPEATS = 2, 2
@@ -36,9 +37,10 @@ def interleaved_rounds(results: dict, labels: list[str], i: int) -> list[list[st
 
 @pytest.fixture(scope="module")
 def run(cli, tmp_path_factory):
-    out = tmp_path_factory.mktemp("runs") / "cpu"
-    proc = cli("compare", "--device", "cpu", "--case", f"{CASES}:add_case", "--iters", "200", "--repeats", str(REPEATS),
-               "--processes", str(PROCESSES), "--sample-seconds", "2", "--rate", "200", "--out", str(out))
+    # made once in the session, by whichever worker asks first (tests/shared.py), and only read
+    out, proc = flametool_once(tmp_path_factory, "compare-cpu", "compare", "--device", "cpu", "--case", f"{CASES}:add_case",
+                               "--iters", "200", "--repeats", str(REPEATS), "--processes", str(PROCESSES),
+                               "--sample-seconds", "2", "--rate", "200")
     assert proc.returncode == 0, proc.stderr
     return out, proc, json.loads((out / "run.json").read_text())
 

@@ -20,18 +20,21 @@ from flametool.analyse import flamegraph as flame
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import large_profile  # noqa: E402  (the benchmark's generator of py-spy-like stacks)
+from shared import once  # noqa: E402
 
 LINES = 2000
 
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory) -> dict[str, Path]:
-    where = tmp_path_factory.mktemp("large")
-    paths = {}
-    for label, seed in (("cupy", 1), ("torch", 2)):
-        paths[label] = where / f"{label}.folded"
-        large_profile.generate(paths[label], LINES, seed)
-    return paths
+    seeds = {"cupy": 1, "torch": 2}
+
+    def make(where: Path) -> None:  # once in the session, by whichever worker asks first (tests/shared.py)
+        for label, seed in seeds.items():
+            large_profile.generate(where / f"{label}.folded", LINES, seed)
+
+    where = once(tmp_path_factory, "large", make)
+    return {label: where / f"{label}.folded" for label in seeds}
 
 
 def forced_parallel(monkeypatch, ranges: int) -> None:

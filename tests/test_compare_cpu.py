@@ -132,17 +132,13 @@ def test_isolate_times_each_case_in_processes_of_its_own(cli, tmp_path):
     assert "paired over" not in proc.stdout
 
 
-def test_pool_threads_reach_the_child(cli, tmp_path, run):
+def test_pool_threads_reach_the_child(run):
     # by default on the CPU one thread per pool (two made torch bimodal on the 2-core machine)
-    assert run[2]["config"]["pool_threads"] == 1
-    out = tmp_path / "pools"
-    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--iters", "50",
-               "--repeats", "1", "--processes", "1", "--sample-seconds", "1", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
-    data = rundir.load(out)
-    assert data.config.pool_threads == 1
-    # numpy's BLAS pool of one is the main thread itself: py-spy stops one thread per sample
-    assert data.results["numpy"].sampling.threads == 1
+    out, _, data = run
+    assert data["config"]["pool_threads"] == 1 and rundir.load(out).config.pool_threads == 1
+    # numpy's BLAS pool of one is the main thread itself: py-spy stops one thread per sample (numpy is profiled
+    # in a process of its own, which builds no other case)
+    assert rundir.load(out).results["numpy"].sampling.threads == 1
 
 
 def test_processes_pool_the_timed_loops(cli, tmp_path):
@@ -243,17 +239,6 @@ def test_existing_run_is_never_overwritten(run, cli):
     assert proc.returncode == 2
     assert "already exists" in proc.stderr and "Traceback" not in proc.stderr
     assert (out / "run.json").read_bytes() == before
-
-
-def test_no_sample_runs_timings_and_cprofile_only(cli, tmp_path):
-    out = tmp_path / "nosample"
-    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1", "--processes", "1",
-               "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
-    r = rundir.load(out).results["numpy"]
-    assert r.samples is None and r.sampling is None and r.timing.cpu_us_per_call > 0
-    assert r.profile.cprofile_us_per_call > 0 and r.profile.files == {"prof": "numpy.prof"}
-    assert (out / "numpy.prof").exists() and not (out / "numpy.folded").exists()
 
 
 def test_builtin_cases_record_the_same_operands(run):

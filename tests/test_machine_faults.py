@@ -41,12 +41,14 @@ def test_pyspy_missing_fails_before_anything_starts(tmp_path):
 
 
 def test_no_sample_runs_timings_and_cprofile_without_pyspy(tmp_path):
+    """--no-sample: timings and cProfile only, no py-spy run or needed (none is on the PATH here)."""
     python, environ = fk.no_pyspy_python(tmp_path / "bin")
     out = tmp_path / "run"
     proc = fk.run([*QUICK, "--no-sample", "--out", str(out)], environ, python=python)
     assert proc.returncode == 0, proc.stderr
     r = rundir.load(out).results["numpy"]
-    assert r.timing.cpu_us_per_call > 0 and r.profile.cprofile_us_per_call > 0 and r.sampling is None
+    assert r.timing.cpu_us_per_call > 0 and r.profile.cprofile_us_per_call > 0
+    assert r.samples is None and r.sampling is None and r.profile.files == {"prof": "numpy.prof"}
     assert (out / "numpy.prof").is_file() and not (out / "numpy.folded").exists()
 
 

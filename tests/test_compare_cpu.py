@@ -40,7 +40,7 @@ def run(cli, tmp_path_factory):
     # made once in the session, by whichever worker asks first (tests/shared.py), and only read
     out, proc = flametool_once(tmp_path_factory, "compare-cpu", "compare", "--device", "cpu", "--case", f"{CASES}:add_case",
                                "--iters", "200", "--repeats", str(REPEATS), "--processes", str(PROCESSES),
-                               "--sample-seconds", "2", "--rate", "200")
+                               "--sample-seconds", "1", "--rate", "200")
     assert proc.returncode == 0, proc.stderr
     return out, proc, json.loads((out / "run.json").read_text())
 
@@ -192,8 +192,9 @@ def test_folded_holds_only_stacks_inside_step(run):
     for label, r in rundir.load(out).results.items():
         parsed = folded.read(out / f"{label}.folded")
         assert sum(s.count for s in parsed) == r.samples == r.sampling.kept_samples
-        # 2 s at 200 Hz: py-spy on this machine keeps up, so most of ~400 samples land in the loop
-        assert r.samples > 100
+        # 1 s at 200 Hz: py-spy on this machine keeps up, so most of ~200 samples land in the loop (a quarter at
+        # least, as when this run sampled 2 s and 100 were asked of ~400)
+        assert r.samples > 50
         total = r.sampling.total_samples
         assert total == r.samples + r.sampling.loop_samples + r.sampling.outside_samples
         # the step() frame opens the stack; py-spy now and then catches the interpreter making the call,
@@ -227,7 +228,7 @@ def test_summary_printed(run):
     # the progress lines name what runs: the shared timing processes, then each case alone
     for line in ("timing numpy+torch+add_case: process 1/2: add_case: setting up at 64,64,64",
                  f"timing numpy+torch+add_case: process {PROCESSES}/{PROCESSES}: timed loop {REPEATS}/{REPEATS} at 64,64,64",
-                 "torch: sampling with py-spy --native at 200 Hz for 2 s"):
+                 "torch: sampling with py-spy --native at 200 Hz for 1 s"):
         assert line in proc.stderr.splitlines(), line
     assert f"run directory: {out}" in proc.stdout.replace("\n", "")
 

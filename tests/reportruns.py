@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import cProfile
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ import pytest
 from flametool.run import rundir
 from h200run import make_h200_run
 from runbuild import make_run
+from shared import flametool_once
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -24,16 +23,14 @@ _made: dict[str, Path] = {}
 
 
 def cpu_run_dir(factory: pytest.TempPathFactory) -> Path:
-    """`flametool compare --device cpu`, as a user runs it; made once and shared by every test module."""
-    if "cpu" not in _made:
-        if not shutil.which("py-spy"):
-            pytest.fail("py-spy must be installed for the tests (pip install py-spy)")
-        out = factory.mktemp("cpu") / "run"
-        proc = subprocess.run([sys.executable, "-m", "flametool", "compare", "--device", "cpu", "--out", str(out),
-                               "--sample-seconds", "1", "--repeats", "1", "--processes", "2"], capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        _made["cpu"] = out
-    return _made["cpu"]
+    """`flametool compare --device cpu`, as a user runs it; made once in the test session and shared by every
+    test module, whichever xdist worker runs it (tests/shared.py)."""
+    if not shutil.which("py-spy"):
+        pytest.fail("py-spy must be installed for the tests (pip install py-spy)")
+    out, proc = flametool_once(factory, "cpu", "compare", "--device", "cpu", "--sample-seconds", "1", "--repeats", "1",
+                               "--processes", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
 
 
 def h200_run_dir(factory: pytest.TempPathFactory) -> Path:

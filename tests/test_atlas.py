@@ -17,6 +17,7 @@ from flametool.commands import main
 from flametool.run import rundir
 from flametool.analyse.atlas import AtlasAnalysis, AtlasCell
 from checks import error_of
+from shared import flametool_once
 
 OPS = ["add", "copy"]
 USER_CASE = Path(__file__).parent / "cases" / "op_cases.py"
@@ -26,12 +27,10 @@ USER_CASE = Path(__file__).parent / "cases" / "op_cases.py"
 def atlas_run(tmp_path_factory):
     """The one real run of this file: numpy and the README's user case of the generalised protocol,
     FACTORY(shape, dtype, device), at two ops."""
-    out = tmp_path_factory.mktemp("atlas") / "atlas"
-    proc = subprocess.run([sys.executable, "-m", "flametool", "atlas", "--ops", ",".join(OPS), "--iters", "100",
-                           "--warmup", "10", "--repeats", "2", "--processes", "2", "--sample-seconds", "1",
-                           "--libs", "numpy", "--case", f"{USER_CASE}:add_one", "--out", str(out)],
-                          capture_output=True, text=True,
-                          timeout=300)
+    # made once in the session, by whichever worker asks first (tests/shared.py), and only read
+    out, proc = flametool_once(tmp_path_factory, "atlas", "atlas", "--ops", ",".join(OPS), "--iters", "100",
+                               "--warmup", "10", "--repeats", "2", "--processes", "2", "--sample-seconds", "1",
+                               "--libs", "numpy", "--case", f"{USER_CASE}:add_one")
     assert proc.returncode == 0, proc.stderr
     return out, proc.stdout
 

@@ -19,6 +19,7 @@ from flametool.analyse import analysis, countdiff, dispatch
 from flametool.commands import main
 from flametool.run.counts import Counts, Tally, fraction_text, parse_fraction
 from flametool.measure import counting
+from shared import flametool_once, once
 
 CASES = Path(__file__).parent / "cases" / "env_cases.py"
 # B: numpy.matmul wrapped so that each call also calls numpy.zeros once (the numpy case's step calls matmul)
@@ -103,21 +104,22 @@ def test_a_structural_difference_is_exact_and_listed_first():
 
 @pytest.fixture(scope="module")
 def env_b(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("counts_env_b")
-    (d / "site").mkdir()
-    (d / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    script = d / "python"
-    script.write_text(f'#!/bin/sh\nPYTHONPATH="{d / "site"}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
-    script.chmod(0o755)
-    return script
+    def make(d: Path) -> None:  # one for the session: the shared run below names it
+        (d / "site").mkdir()
+        (d / "site" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+        script = d / "python"
+        script.write_text(f'#!/bin/sh\nPYTHONPATH="{d / "site"}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
+        script.chmod(0o755)
+
+    return once(tmp_path_factory, "counts-env-b", make) / "python"
 
 
 @pytest.fixture(scope="module")
 def env_run(cli, tmp_path_factory, env_b):
-    out = tmp_path_factory.mktemp("counts_envs") / "run"
-    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--case", f"{CASES}:dot", "--anchor", "dot",
-               "--env", f"a={sys.executable}", "--env", f"b={env_b}", "--no-sample",
-               "--processes", "2", "--repeats", "3", "--iters", "100", "--out", str(out))
+    # made once in the session, by whichever worker asks first (tests/shared.py), and only read
+    out, proc = flametool_once(tmp_path_factory, "counts-envs", "compare", "--device", "cpu", "--libs", "numpy",
+                               "--case", f"{CASES}:dot", "--anchor", "dot", "--env", f"a={sys.executable}",
+                               "--env", f"b={env_b}", "--no-sample", "--processes", "2", "--repeats", "3", "--iters", "100")
     assert proc.returncode == 0, proc.stderr
     return out
 

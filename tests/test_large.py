@@ -20,18 +20,22 @@ from flametool.analyse import flamegraph as flame
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import large_profile  # noqa: E402  (the benchmark's generator of py-spy-like stacks)
+from shared import once  # noqa: E402
 
 LINES = 2000
 
 
 @pytest.fixture(scope="module")
-def synthetic(tmp_path_factory) -> dict[str, Path]:
-    where = tmp_path_factory.mktemp("large")
-    paths = {}
-    for label, seed in (("cupy", 1), ("torch", 2)):
-        paths[label] = where / f"{label}.folded"
-        large_profile.generate(paths[label], LINES, seed)
-    return paths
+def synthetic_run(tmp_path_factory) -> Path:
+    """The benchmark's run directory of two cases (cupy-like and torch-like stacks, LINES lines each); made
+    once in the session, by whichever worker asks first (tests/shared.py), and only read."""
+    return once(tmp_path_factory, "large", lambda where: large_profile.run_dir(where, LINES)) / "run"
+
+
+@pytest.fixture(scope="module")
+def synthetic(synthetic_run) -> dict[str, Path]:
+    """Its two .folded files (large_profile.generate's, seeds 1 and 2)."""
+    return {label: synthetic_run / f"{label}.folded" for label in ("cupy", "torch")}
 
 
 def forced_parallel(monkeypatch, ranges: int) -> None:
@@ -198,8 +202,8 @@ def analysed_run(run: Path) -> dict:
             "flames": str(html.flame_graphs(a, diffs))}
 
 
-def test_cases_prepared_in_workers_are_those_prepared_here(tmp_path, monkeypatch):
-    run, _ = large_profile.run_dir(tmp_path, LINES)
+def test_cases_prepared_in_workers_are_those_prepared_here(synthetic_run, monkeypatch):
+    run = synthetic_run
     monkeypatch.setattr(reading, "PARALLEL_BYTES", 1 << 60)
     here = analysed_run(run)
     forced_parallel(monkeypatch, 2)

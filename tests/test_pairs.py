@@ -23,22 +23,24 @@ BUSY = "pair_busy_wait_15us"
 
 
 @pytest.fixture(scope="module")
-def four(tmp_path_factory, cli):
+def chosen(tmp_path_factory, cli):
     # three processes, not two: the t quantile of one degree of freedom is 12.7, so two processes whose p4/p3 read
     # 7x and 11x (a 1.9 us numpy matmul against a 15 us wait, on a loaded CI machine) gave 9.0x (95%: 0.97 to 83.6):
     # inconclusive at --fail-above 10 (exit 4). With 4.3 for two degrees of freedom the same spread excludes 1.1
     out = tmp_path_factory.mktemp("pairs") / "run"
     args = ["compare", "--device", "cpu", "--libs", "", "--shape", "32,32,32", "--processes", "3", "--repeats", "3",
             "--iters", "500", "--sample-seconds", "1", "--rate", "200", "--pair", "p3:p4", "--out", str(out)]
-    for label in ("p1", "p2", "p3", "p4"):
+    # p1 comes first: the run's default pair would be p1:p3, so a diff of p3:p4 alone is --pair's doing (a fourth
+    # case, p2, made no other check and cost 2 s of this serial run)
+    for label in ("p1", "p3", "p4"):
         args += ["--case", f"{CASES}:{label}"]
     proc = cli(*args)
     assert proc.returncode == 0, proc.stderr
     return out, proc.stdout
 
 
-def test_the_chosen_pair_is_the_run_s_diff(four):
-    out, stdout = four
+def test_the_chosen_pair_is_the_run_s_diff(chosen):
+    out, stdout = chosen
     a = dispatch.analyse_dir(out)
     assert [(p.base, p.head) for p in a.pairs] == [("p3", "p4")]  # chosen, not the first two cases
     assert a.run.config.pairs == [["p3", "p4"]]
@@ -50,16 +52,16 @@ def test_the_chosen_pair_is_the_run_s_diff(four):
     assert "p4 / p3 = " in stdout and "frames that differ most (p4 - p3" in stdout and BUSY in stdout
 
 
-def test_the_report_has_the_pair(four):
-    out, _ = four
+def test_the_report_has_the_pair(chosen):
+    out, _ = chosen
     model = report.build(dispatch.analyse_dir(out))
     assert model.pairs == ["p4 − p3"] and [t.title for t in model.diff_tables] == ["p4 − p3"]
     assert model.layers.diff_titles == ["p4 − p3"]
     assert any(BUSY in row.frame for row in model.diff_tables[0].rows)
 
 
-def test_diff_two_cases_of_one_run(four, capsys):
-    out, _ = four
+def test_diff_two_cases_of_one_run(chosen, capsys):
+    out, _ = chosen
     before = snapshot(out)
     assert main.main(["diff", str(out), "--base", "p3", "--head", "p4", "--top", "5"]) == 0
     printed = capsys.readouterr().out
@@ -73,8 +75,8 @@ def test_diff_two_cases_of_one_run(four, capsys):
     (["--base", "p3"], "one run and two of its cases"),
     (["--base", "p3", "--head", "nope"], "no such case"),
 ])
-def test_diff_cases_bad_input_is_one_line(four, capsys, argv, words):
-    out, _ = four
+def test_diff_cases_bad_input_is_one_line(chosen, capsys, argv, words):
+    out, _ = chosen
     assert main.main(["diff", str(out), *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("flametool: ") and words in err[0]

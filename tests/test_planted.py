@@ -26,8 +26,11 @@ BUSY = "planted_busy_wait_20us"
 @pytest.fixture(scope="module")
 def planted_run(tmp_path_factory, cli):
     out = tmp_path_factory.mktemp("planted") / "run"
+    # 1 s of samples at 200 Hz (about 200 a case): the tests check what flametool computes of the planted frame,
+    # not how near the sampler reads 20 us (benchmarks/planted.py does, at the default 5 s); the frames
+    # that differ next most are the wait's own callees ([vdso], clock_gettime), a part of it by construction
     proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--case", f"{CASES}:numpy_plus_planted",
-               "--sample-seconds", "3", "--rate", "200", "--repeats", "1", "--iters", "2000", "--processes", "2",
+               "--sample-seconds", "1", "--rate", "200", "--repeats", "1", "--iters", "2000", "--processes", "2",
                "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     return out, proc.stdout

@@ -14,6 +14,7 @@ from flametool.analyse import dispatch, sweep
 from flametool.run import rundir
 from flametool.run.record import Loops, SweepPoint
 from flametool.render import charts
+from shared import flametool_once
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
 
@@ -186,10 +187,9 @@ SIZES = "8,32,128,512"
 
 @pytest.fixture(scope="module")
 def swept(cli, tmp_path_factory):
-    out = tmp_path_factory.mktemp("sweeps") / "cpu"
-    proc = cli("sweep", "--device", "cpu", "--sizes", SIZES, "--processes", "2", "--repeats", "2", "--iters", "100",
-               "--warmup", "5", "--case", f"{CASES}:fails_from_128", "--out", str(out))
-    return out, proc
+    # made once in the session, by whichever worker asks first (tests/shared.py), and only read
+    return flametool_once(tmp_path_factory, "sweep-cpu", "sweep", "--device", "cpu", "--sizes", SIZES, "--processes", "2",
+                          "--repeats", "2", "--iters", "100", "--warmup", "5", "--case", f"{CASES}:fails_from_128")
 
 
 def test_sweep_on_the_cpu_writes_run_json(swept):

@@ -1,0 +1,59 @@
+"""A real run made once in a test session and read by every test that asks for it, whichever pytest-xdist
+worker asks first.
+
+A module-scoped fixture is made once per worker: when xdist gives a module's tests to both workers (it hands
+out tests in chunks, not by module), both made the module's run, each taking seconds to minutes of real
+timing and sampling. Here the first worker to ask makes it, under a lock in the session's temporary folder;
+the other waits for it and reads the same run directory. A run is read, never changed, by the tests that
+share it (as with a module fixture). The command's exit code, stdout and stderr are kept beside the run, so
+each worker's tests check them as they did: a run that failed is made once and fails every test that reads
+it, in either worker.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+
+def session_folder(factory: pytest.TempPathFactory) -> Path:
+    """The test session's temporary folder: under xdist each worker's basetemp (popen-gw0, ...) is in it."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder `name` of this session, made by `make(folder)` the first time any worker asks for it."""
+    root = session_folder(factory)
+    folder, done = root / f"once-{name}", root / f"once-{name}.done"
+    with open(root / f"once-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes; a worker that dies releases it too
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
+def flametool_once(factory: pytest.TempPathFactory, name: str, *args: str,
+                   timeout: float = 300) -> tuple[Path, subprocess.CompletedProcess]:
+    """`flametool ARGS --out RUN` in a process of its own (as conftest's cli runs it), once a session: the run
+    directory and the finished command (its exit code, stdout and stderr as it printed them)."""
+    def make(folder: Path) -> None:
+        argv = [sys.executable, "-m", "flametool", *args, "--out", str(folder / "run")]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        (folder / "command.json").write_text(json.dumps({"args": argv, "returncode": proc.returncode,
+                                                         "stdout": proc.stdout, "stderr": proc.stderr}))
+
+    folder = once(factory, name, make)
+    kept = json.loads((folder / "command.json").read_text())
+    return folder / "run", subprocess.CompletedProcess(kept["args"], kept["returncode"], kept["stdout"], kept["stderr"])

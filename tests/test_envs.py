@@ -84,8 +84,11 @@ def env_run(cli, tmp_path_factory, env_b):
                "--processes", "3", "--repeats", "12", "--iters", "200", "--sample-seconds", "1", "--rate", "200",
                "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    planted = float(subprocess.run([str(env_b), "-c", MEASURE], capture_output=True, text=True, check=True).stdout)
-    return out, proc, planted
+    # the plant as b's interpreter pays it, in three processes of its own: what it costs moves with the speed a
+    # process draws (5.5 to 6.6 us in one process each, runs minutes apart), so one process is no yardstick
+    planted = [float(subprocess.run([str(env_b), "-c", MEASURE], capture_output=True, text=True, check=True).stdout)
+               for _ in range(3)]
+    return out, proc, (min(planted), max(planted))
 
 
 @serial
@@ -96,13 +99,15 @@ def test_the_planted_cost_is_found_within_its_interval(env_run):
     assert (pair.base, pair.head) == ("numpy@a", "numpy@b")
     f = pair.anchored
     assert f is not None and f.anchor == "dot" and (f.base_units, f.head_units) == (3, 3)
-    # the wrapper costs 5 us plus its own call; what b's interpreter measured of it directly (the host's figure,
-    # which the test does not judge) lies in the interval
+    # the wrapper costs 5 us plus its own call; what b's interpreter measured of it directly, in three processes
+    # of its own (the host's figures, which the test does not judge), meets the interval
     # (a 95% interval misses one run in twenty by design: the test allows its half-width again on either side;
-    # in 6 runs of this fixture's command the interval held it each time, the point within 7% of it)
+    # with one process as the yardstick it missed in about 1 run of 10, the yardstick reading 5.5 against the
+    # run's 6.2, or 6.6 against 5.5)
+    low, high = planted
     half = (f.diff_interval.high - f.diff_interval.low) / 2
-    assert f.diff_interval.low - half <= planted <= f.diff_interval.high + half, (planted, f.diff_us, f.diff_interval)
-    assert f.diff_us == pytest.approx(planted, rel=0.2)
+    assert f.diff_interval.low - half <= high and low <= f.diff_interval.high + half, (planted, f.diff_us, f.diff_interval)
+    assert 0.8 * low <= f.diff_us <= 1.2 * high, (planted, f.diff_us)
     # the difference is the base's time at the common speed times (ratio - 1): the two say one thing; the base's
     # own pooled time is the absolute figures' base
     assert f.diff_us == pytest.approx(f.at_us * (f.ratio - 1))

@@ -17,7 +17,7 @@ import pytest
 from flametool.run import rundir
 from flametool.analyse import analysis, countdiff, dispatch
 from flametool.commands import main
-from flametool.run.counts import Counts, Tally, fraction_text, parse_fraction
+from flametool.run.counts import Counts, Tally, count_words, fraction_text, parse_fraction
 from flametool.measure import counting
 from shared import flametool_once, once
 
@@ -45,6 +45,20 @@ def test_fractions_are_exact_and_read_back():
     for bad in ("1.5", "1/0", "x", True, None, "1/-2"):
         with pytest.raises(ValueError):
             parse_fraction(bad)
+
+
+def test_a_count_that_differs_between_calls_reads_as_a_size_then_exactly():
+    """A busy-wait's clock reads (46741 in 9750 steps): people read the size, the JSON keeps the exact value."""
+    assert count_words(Fraction(3)) == "3" and count_words(Fraction(1), sign=True) == "+1"
+    assert count_words(Fraction(46741, 9750), sign=True) == "+4.794 (46741/9750)"
+    assert count_words(Fraction(-1, 4), sign=True) == "-0.25 (-1/4)"
+    base = Counts(10, 10, [Tally("python", "f", Fraction(1))], tracer="t")
+    head = Counts(10, 10, [Tally("python", "f", Fraction(1)), Tally("python", "time.perf_counter",
+                                                                     Fraction(46741, 9750))], tracer="t")
+    d = countdiff.diff_counts(base, head)
+    assert countdiff.lines(d)[0] == "+4.794 (46741/9750) time.perf_counter (0 -> 4.794 (46741/9750))"
+    (row,) = [r for r in countdiff.to_json(d)["differences"] if r["name"] == "time.perf_counter"]
+    assert (row["base"], row["head"], row["delta"]) == ("0", "46741/9750", "46741/9750")
 
 
 def test_counts_round_trip_through_json():

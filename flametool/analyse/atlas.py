@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-from . import analysis, attribution, countdiff, naming, reading
+from . import analysis, attribution, naming, reading
 from ..run import rundir, stats
 from ..workload import cases, ops
 from ..errors import RunDirError
+from ..run.counts import count_words
 from ..run.record import AtlasPart, Run
 
 
@@ -52,8 +53,8 @@ class AtlasCell:
         """'1 kernel, 8 API calls' per call, or '' where they were not counted."""
         if self.kernels is None or self.api_calls is None:
             return ""
-        return (f"{countdiff.fraction(self.kernels)} kernel{'' if self.kernels == 1 else 's'}, "
-                f"{countdiff.fraction(self.api_calls)} API call{'' if self.api_calls == 1 else 's'}")
+        return (f"{count_words(self.kernels)} kernel{'' if self.kernels == 1 else 's'}, "
+                f"{count_words(self.api_calls)} API call{'' if self.api_calls == 1 else 's'}")
 
 
 @dataclass

@@ -336,7 +336,6 @@ def frame_layers(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, str
     caller, so one frame can end stacks in several layers."""
     t = profile.call_tree()
     nodes = _nodes(profile, view)
-    width = len(nodes.layer_names)
     out: dict[str, str] = {}
     # first seen: the node of the frame with the earliest first stack, then the least depth
     order = np.lexsort((calltree.depths(t), calltree.concat(t, "first_row")))

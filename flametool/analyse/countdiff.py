@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ..run.counts import KINDS, Counts, Tally
+from ..run.counts import KINDS, Counts, Tally, count_words, fraction_text
 
 STRUCTURAL = tuple(k for k in KINDS if k != "host-alloc")
 
@@ -105,24 +105,19 @@ KIND_WORDS = {"python": "", "api": "", "kernel": "kernel ", "copy": "copy ", "me
               "device allocation ", "host-alloc": "host "}
 
 
-def fraction(value: Fraction, sign: bool = False) -> str:
-    text = str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-    return ("+" + text) if sign and value > 0 else text
-
-
 def line(r: CountDelta) -> str:
     """'+1 numpy.empty', '-1 cudaStreamIsCapturing', 'kernel nvjet_... x1 in both', 'kernel k: 1 in base only'."""
     name = f"{KIND_WORDS.get(r.kind, '')}{r.name}"
     if r.base is None or r.head is None:  # a kind only one side counted
         side, value = ("base", r.base) if r.base is not None else ("head", r.head)
-        return f"{name}: x{fraction(value or Fraction(0))} ({side} only counted {r.kind})"
+        return f"{name}: x{count_words(value or Fraction(0))} ({side} only counted {r.kind})"
     delta = r.head - r.base
     if delta == 0:
-        return f"{name} x{fraction(r.head)} in both"
+        return f"{name} x{count_words(r.head)} in both"
     nbytes = ""
     if r.base_bytes is not None or r.head_bytes is not None:
-        nbytes = f", bytes {fraction(r.base_bytes or Fraction(0))} -> {fraction(r.head_bytes or Fraction(0))}"
-    return f"{fraction(delta, sign=True)} {name} ({fraction(r.base)} -> {fraction(r.head)}{nbytes})"
+        nbytes = f", bytes {count_words(r.base_bytes or Fraction(0))} -> {count_words(r.head_bytes or Fraction(0))}"
+    return f"{count_words(delta, sign=True)} {name} ({count_words(r.base)} -> {count_words(r.head)}{nbytes})"
 
 
 def lines(d: CountDiff | None) -> list[str]:
@@ -145,14 +140,13 @@ def summary_line(c: Counts) -> str:
     for kind, word in (("python", "Python calls"), ("api", "CUDA API calls"), ("kernel", "kernels"),
                        ("copy", "copies"), ("memset", "memsets")):
         if c.counted(kind) and (kind in ("python", "api", "kernel") or c.of(kind)):
-            parts.append(f"{fraction(c.total(kind))} {word}")
+            parts.append(f"{count_words(c.total(kind))} {word}")
     return ", ".join(parts) + " per step" if parts else "nothing counted"
 
 
 def to_json(d: CountDiff) -> dict:
     """Every row (docs/summary-json.md: counts): counts as exact strings ('1', '1/32')."""
-    def f(v: Fraction | None) -> str | None:
-        return None if v is None else fraction(v)
+    f = fraction_text  # exact: '1', '1/32'
 
     def row(r: CountDelta) -> dict:
         return {"kind": r.kind, "name": r.name, "base": f(r.base), "head": f(r.head), "delta": f(r.delta),

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from importlib import resources
 from itertools import groupby
 from operator import itemgetter
-from pathlib import Path
 from typing import Iterable
 
 from ..run.folded import Stack

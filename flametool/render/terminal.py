@@ -15,6 +15,7 @@ from rich.text import Text
 
 from . import format as fmt
 from ..run import perturbation
+from ..run.counts import count_words
 from ..analyse import countdiff, sweep
 from ..analyse.analysis import Analysis, DiffResult
 from ..analyse.attribution import CaseCosts, Skipped
@@ -103,7 +104,7 @@ def counted_time(prof) -> str:
 
 
 def named_counts(tallies) -> str:
-    return ", ".join(f"{countdiff.fraction(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
+    return ", ".join(f"{count_words(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
 
 
 def print_counts(run, console: Console) -> None:
@@ -119,10 +120,10 @@ def print_counts(run, console: Console) -> None:
         py = c.of("python")
         api = named_counts(c.of("api")) if c.counted("api") else "not counted"
         kernels = named_counts(c.of("kernel")) if c.counted("kernel") else "not counted"
-        memory = [f"{countdiff.fraction(t.count)} {t.kind} {t.name}" + (f" ({countdiff.fraction(t.bytes)} B)"
+        memory = [f"{count_words(t.count)} {t.kind} {t.name}" + (f" ({count_words(t.bytes)} B)"
                   if t.bytes is not None else "") for t in c.tallies if t.kind in ("copy", "memset", "device-alloc")
                   and t.count]
-        table.add_row(text(label), f"{countdiff.fraction(c.total('python'))} in {len(py)} functions",
+        table.add_row(text(label), f"{count_words(c.total('python'))} in {len(py)} functions",
                       text(api), text(kernels), text("; ".join(memory) or "-"))
     show(console, table)
     for m in dict.fromkeys(m for c in counted.values() for m in c.missing):

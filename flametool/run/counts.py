@@ -50,11 +50,12 @@ def parse_fraction(text: object) -> Fraction:
     return Fraction(int(num), int(den) if sep else 1)
 
 
-def count_words(value: Fraction) -> str:
-    """A per-step count for people: '3', '0.25 (1/4)'."""
-    if value.denominator == 1:
-        return str(value.numerator)
-    return f"{float(value):.4g} ({value.numerator}/{value.denominator})"
+def count_words(value: Fraction, sign: bool = False) -> str:
+    """A per-step count for people: '3', '0.25 (1/4)', with `sign` '+1', '+4.794 (46741/9750)' (a count that
+    is not the same every call, as a busy-wait's clock reads, says its size first and its exact value after)."""
+    text = (str(value.numerator) if value.denominator == 1
+            else f"{float(value):.4g} ({value.numerator}/{value.denominator})")
+    return ("+" + text) if sign and value > 0 else text
 
 
 @dataclass

@@ -16,7 +16,7 @@ from checks import one_line_error
 from flametool.analyse import analysis, dispatch
 from flametool.run import rundir
 
-# a planted cost measured to within its interval: a second worker beside it moves the figure it checks. Only
+# a planted cost found and resolved: a second worker beside it moves the figures it checks. Only
 # the tests of the measured run (env_run) are serial; the checks before anything runs measure nothing
 serial = pytest.mark.serial
 
@@ -38,23 +38,6 @@ def matmul(*args, **kwargs):
 
 matmul.__wrapped__ = _orig
 _np.matmul = matmul
-'''
-# what the planted wrapper adds per call, measured in b directly: its loops against the unwrapped function's,
-# interleaved (the busy-wait, plus the wrapper's own call and its clock reads)
-MEASURE = '''
-import statistics, time
-import numpy as np
-a = np.random.default_rng(0).random((64, 64), dtype=np.float32); out = np.empty_like(a)
-w, o = np.matmul, np.matmul.__wrapped__
-d = []
-for _ in range(300):
-    t0 = time.perf_counter()
-    for _ in range(100): w(a, a, out=out)
-    t1 = time.perf_counter()
-    for _ in range(100): o(a, a, out=out)
-    t2 = time.perf_counter()
-    d.append(((t1 - t0) - (t2 - t1)) / 100 * 1e6)
-print(statistics.median(d))
 '''
 
 
@@ -84,30 +67,25 @@ def env_run(cli, tmp_path_factory, env_b):
                "--processes", "3", "--repeats", "12", "--iters", "200", "--sample-seconds", "1", "--rate", "200",
                "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    # the plant as b's interpreter pays it, in three processes of its own: what it costs moves with the speed a
-    # process draws (5.5 to 6.6 us in one process each, runs minutes apart), so one process is no yardstick
-    planted = [float(subprocess.run([str(env_b), "-c", MEASURE], capture_output=True, text=True, check=True).stdout)
-               for _ in range(3)]
-    return out, proc, (min(planted), max(planted))
+    return out, proc
 
 
 @serial
-def test_the_planted_cost_is_found_within_its_interval(env_run):
-    out, proc, planted = env_run
+def test_the_planted_cost_is_found(env_run):
+    out, proc = env_run
     a = dispatch.analyse_dir(out)
     (pair,) = a.pairs
     assert (pair.base, pair.head) == ("numpy@a", "numpy@b")
     f = pair.anchored
     assert f is not None and f.anchor == "dot" and (f.base_units, f.head_units) == (3, 3)
-    # the wrapper costs 5 us plus its own call; what b's interpreter measured of it directly, in three processes
-    # of its own (the host's figures, which the test does not judge), meets the interval
-    # (a 95% interval misses one run in twenty by design: the test allows its half-width again on either side;
-    # with one process as the yardstick it missed in about 1 run of 10, the yardstick reading 5.5 against the
-    # run's 6.2, or 6.6 against 5.5)
-    low, high = planted
-    half = (f.diff_interval.high - f.diff_interval.low) / 2
-    assert f.diff_interval.low - half <= high and low <= f.diff_interval.high + half, (planted, f.diff_us, f.diff_interval)
-    assert 0.8 * low <= f.diff_us <= 1.2 * high, (planted, f.diff_us)
+    # the wrapper costs its 5 us busy-wait plus its own call (0.5-1.6 us here): found, and resolved (an interval
+    # narrower than the plant, above half of it). How close a run reads a plant, and whether its intervals hold
+    # it as often as they say, is benchmarks/calibrate.py's (nulls and plants, the plant measured in the run's
+    # own processes): held against a yardstick timed in processes of its own, this test failed in 4 of some 40
+    # serial runs here, the yardstick reading 5.5 us where the run's processes paid 6.2-6.3 (or 6.6 against 5.5)
+    assert PLANTED_US * 0.9 <= f.diff_us <= PLANTED_US * 1.5, (f.diff_us, f.diff_interval)
+    assert f.diff_interval.low <= f.diff_us <= f.diff_interval.high
+    assert f.diff_interval.low > PLANTED_US / 2 and f.diff_interval.high - f.diff_interval.low < PLANTED_US
     # the difference is the base's time at the common speed times (ratio - 1): the two say one thing; the base's
     # own pooled time is the absolute figures' base
     assert f.diff_us == pytest.approx(f.at_us * (f.ratio - 1))
@@ -122,7 +100,7 @@ def test_the_planted_cost_is_found_within_its_interval(env_run):
 
 @serial
 def test_the_pair_s_layers_and_frames_come_from_each_environment_s_samples(env_run):
-    out, proc, _ = env_run
+    out, proc = env_run
     a = dispatch.analyse_dir(out)
     (pair,) = a.pairs
     d = pair.diff
@@ -145,7 +123,7 @@ def test_the_pair_s_layers_and_frames_come_from_each_environment_s_samples(env_r
 
 @serial
 def test_environments_are_recorded_and_shown(env_run, env_b):
-    out, proc, _ = env_run
+    out, proc = env_run
     data = json.loads((out / "run.json").read_text())
     assert data["schema"] == rundir.SCHEMA
     assert list(data["results"]) == ["numpy@a", "dot@a", "numpy@b", "dot@b"]
@@ -172,7 +150,7 @@ def test_environments_are_recorded_and_shown(env_run, env_b):
 @serial
 def test_the_environments_take_turns(env_run):
     """A B, B A, A B: the processes' order, read off the progress lines."""
-    _, proc, _ = env_run
+    _, proc = env_run
     seen = []
     for line in proc.stderr.splitlines():
         m = re.match(r"timing (\S+): process (\d+)/3", line)

@@ -8,6 +8,7 @@ from typing import overload
 from ..analyse.attribution import CaseCosts
 from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
 from ..analyse.operands import UnlikeOperands
+from ..run.counts import Counts, count_words
 from ..run.record import Environment
 from ..analyse.sweep import SAME_WITHIN, PairPoint, SweepPair, size_name
 
@@ -374,3 +375,20 @@ def incomplete_text(incomplete: list[str]) -> str | None:
         return None
     return (f"{' and '.join(incomplete)} did not finish (complete: false in its run.json): the figures are of the "
             "cases that finished")
+
+
+def named_counts(tallies) -> str:
+    """'6 cudaGetDevice, 2 cuKernelGetAttribute, 1 cuLaunchKernelEx': the most frequent first."""
+    return ", ".join(f"{count_words(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
+
+
+def count_cells(c: Counts) -> tuple[str, str, str, str]:
+    """A case's counted loop in words, the terminal's table and the report's alike: its Python calls, CUDA API
+    calls, kernels, and copies, memsets and device allocations ('' where it made none)."""
+    memory = [f"{count_words(t.count)} {t.kind} {t.name}" + (f" ({count_words(t.bytes)} B)" if t.bytes is not None
+                                                              else "")
+              for t in c.tallies if t.kind in ("copy", "memset", "device-alloc") and t.count]
+    return (f"{count_words(c.total('python'))} in {len(c.of('python'))} functions",
+            named_counts(c.of("api")) if c.counted("api") else "not counted",
+            named_counts(c.of("kernel")) if c.counted("kernel") else "not counted",
+            "; ".join(memory))

@@ -26,7 +26,6 @@ from markupsafe import Markup
 from .. import __version__
 from ..workload import cases
 from ..run import perturbation, rundir
-from ..run.counts import count_words
 from . import atlas_page, charts, format as fmt, sweep_page
 from ..analyse import countdiff, flamegraph as flame, naming
 from ..analyse.analysis import Analysis, PairAnalysis
@@ -209,19 +208,11 @@ def counts_section(a: Analysis) -> CountsSection | None:
     if not counted:
         return None
 
-    def named(tallies) -> str:
-        return ", ".join(f"{count_words(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
-
     rows = []
     for label, c in counted.items():
         own = cast(ProfileProcess, a.run.results[label].profile).own_us_per_call  # counted: its counts are its profile's
-        memory = [f"{count_words(t.count)} {t.kind} {t.name}" + (f" ({count_words(t.bytes)} B)"
-                  if t.bytes is not None else "") for t in c.tallies if t.kind in ("copy", "memset", "device-alloc")
-                  and t.count]
-        rows.append([label, f"{count_words(c.total('python'))} in {len(c.of('python'))} functions",
-                     named(c.of("api")) if c.counted("api") else "not counted",
-                     named(c.of("kernel")) if c.counted("kernel") else "not counted",
-                     "; ".join(memory) or "–",
+        python, api, kernels, memory = fmt.count_cells(c)
+        rows.append([label, python, api, kernels, memory or "–",
                      f"{c.us_per_call:,.2f} us" + (f" ({c.us_per_call / own:.2f}× the {own:,.2f} us alone)" if own else "")
                      if c.us_per_call else "–"])
     pairs = [(f"{p.head} vs {p.base}", countdiff.lines(p.counts)) for p in a.pairs if p.counts is not None]

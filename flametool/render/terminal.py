@@ -15,7 +15,6 @@ from rich.text import Text
 
 from . import format as fmt
 from ..run import perturbation
-from ..run.counts import count_words
 from ..analyse import countdiff, sweep
 from ..analyse.analysis import Analysis, DiffResult
 from ..analyse.attribution import CaseCosts, Skipped
@@ -103,10 +102,6 @@ def counted_time(prof) -> str:
     return fmt.us(c.us_per_call) + (f" ({c.us_per_call / own:.2f}x)" if own else "")
 
 
-def named_counts(tallies) -> str:
-    return ", ".join(f"{count_words(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
-
-
 def print_counts(run, console: Console) -> None:
     """Each case's counted loop: per step() call, the CUDA API calls and kernels by name, copies, memsets, device
     allocations and Python calls (exact counts)."""
@@ -117,14 +112,8 @@ def print_counts(run, console: Console) -> None:
     for col in ("case", "Python calls", "CUDA API calls", "kernels", "copies, memsets, device allocations"):
         table.add_column(col, overflow="fold")
     for label, c in counted.items():
-        py = c.of("python")
-        api = named_counts(c.of("api")) if c.counted("api") else "not counted"
-        kernels = named_counts(c.of("kernel")) if c.counted("kernel") else "not counted"
-        memory = [f"{count_words(t.count)} {t.kind} {t.name}" + (f" ({count_words(t.bytes)} B)"
-                  if t.bytes is not None else "") for t in c.tallies if t.kind in ("copy", "memset", "device-alloc")
-                  and t.count]
-        table.add_row(text(label), f"{count_words(c.total('python'))} in {len(py)} functions",
-                      text(api), text(kernels), text("; ".join(memory) or "-"))
+        python, api, kernels, memory = fmt.count_cells(c)
+        table.add_row(text(label), python, text(api), text(kernels), text(memory or "-"))
     show(console, table)
     for m in dict.fromkeys(m for c in counted.values() for m in c.missing):
         say(console, fmt.visible(m))

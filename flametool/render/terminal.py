@@ -126,7 +126,7 @@ def print_other_threads(a: Analysis, console: Console) -> None:
     if not busy:
         return
     table = titled("threads other than the caller, during the loop: CPU time per call on them (every thread's "
-                   "minus the caller's own, median of the loops) and where it goes")
+                   "minus the caller's own, mean of the loops) and where it goes")
     for col, right in (("case", False), ("CPU / call", True), ("samples", True), ("by layer, us per call", False),
                        ("most own time", False)):
         table.add_column(col, justify="right" if right else "left", overflow="fold")

@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from flametool.run import rundir  # noqa: E402
-from flametool.run.record import Run, Timing  # noqa: E402
+from flametool.run.record import Run  # noqa: E402
+from flametool.run.timing import Timing  # noqa: E402
 
 TARGET = 1.3
 

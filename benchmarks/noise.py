@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from flametool.run import rundir  # noqa: E402
 from flametool.run import stats  # noqa: E402
 from flametool.run.stats import t975  # noqa: E402
-from flametool.run.record import Loops, Timing  # noqa: E402
+from flametool.run.timing import Loops, Timing  # noqa: E402
 
 
 def spread(base, head, fraction: float) -> tuple[float, float, float, float]:

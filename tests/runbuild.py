@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from flametool.run import rundir
-from flametool.run.record import CaseResult, Group, Loops, ProfileProcess, Run, Sampling, Timing
+from flametool.run.profiled import ProfileProcess, Sampling
+from flametool.run.record import CaseResult, Group, Run
+from flametool.run.timing import Loops, Timing
 
 
 def new_run(config: dict | None = None, env: dict | None = None) -> Run:

@@ -15,7 +15,8 @@ from flametool.analyse import analysis, dispatch
 from flametool.run import stats
 from flametool.commands import main
 from flametool.run import rundir
-from flametool.run.record import Group, Loops, Timing
+from flametool.run.record import Group
+from flametool.run.timing import Loops, Timing
 from runbuild import case_result, new_run
 
 # per-process speeds of a host: they multiply every case in a process alike

@@ -6,7 +6,8 @@ from flametool.measure import protocol
 from flametool.workload.cases import CaseSpec
 from flametool.measure.protocol import (CaseProfiled, CaseTimed, Done, Failed, JobCase, Phase, PlanItem, Point,
     PointCase, ProfileJob, SampleReady, SweepItem, SweepJob, Swept, Timed, TimedLoops, TimeJob)
-from flametool.run.record import DeviceInfo, Loops, Operands
+from flametool.run.record import DeviceInfo, Operands
+from flametool.run.timing import Loops
 
 CASE = JobCase("numpy", CaseSpec("numpy", "numpy_matmul", module="flametool.cases"), "float32")
 LOOPS = Loops([1.5, 1.25], [2.0, 2.5], [0, 2], [1.75, 1.5])

@@ -22,7 +22,8 @@ from flametool.commands import base, main
 from flametool.run import rundir
 from flametool.analyse import flamegraph as flame
 from flametool.render import html as report
-from flametool.run.record import Group, Loops
+from flametool.run.record import Group
+from flametool.run.timing import Loops
 from reportruns import CLOSER, ROOT, XSS, cpu_run_dir, h200_run_dir, hostile_run, sample_runs
 from runbuild import make_run, snapshot
 

@@ -17,7 +17,8 @@ from flametool.workload import cases
 from flametool.run import rundir
 from flametool.run import stats
 from flametool.measure import paired, runner, sweeping
-from flametool.run.record import CaseResult, Group, Loops, Timing
+from flametool.run.record import CaseResult, Group
+from flametool.run.timing import Loops, Timing
 from runbuild import new_run
 
 USER = Path(__file__).parent / "cases" / "user_cases.py"

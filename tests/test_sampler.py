@@ -2,7 +2,7 @@
 
 from flametool.measure import sampler
 from flametool.run import perturbation
-from flametool.run.record import Sampling
+from flametool.run.profiled import Sampling
 from flametool.run.folded import Stack
 
 LOOP = "active_loop (flametool/measure/child.py:44)"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from flametool.run import speedfit, stats
-from flametool.run.record import Loops, Timing
+from flametool.run.timing import Loops, Timing
 
 SLOPE = 0.12  # log(case / anchor) rises this much per unit of log(anchor time): slower processes read higher
 FAST, SLOW = 12.0, 17.0  # the anchor's time per call (us) at the host's two speeds

@@ -10,7 +10,8 @@ import pytest
 
 from flametool.run import stats
 from flametool.measure.child import round_order
-from flametool.run.record import DeviceInfo, Loops, Timing
+from flametool.run.record import DeviceInfo
+from flametool.run.timing import Loops, Timing
 
 
 def timing(*processes: list[float]) -> Timing:

@@ -12,7 +12,8 @@ import pytest
 from flametool import render
 from flametool.analyse import dispatch, sweep
 from flametool.run import rundir
-from flametool.run.record import Loops, SweepPoint
+from flametool.run.record import SweepPoint
+from flametool.run.timing import Loops
 from flametool.render import charts
 from shared import flametool_once
 

@@ -20,7 +20,8 @@ from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - analysis.unlike_operands
 from .attribution import CaseCosts, Skipped
 from .diff import PairDiff
-from ..run.record import CaseResult, Run, Timing
+from ..run.record import CaseResult, Run
+from ..run.timing import Timing
 
 # diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case):
 # the change's 95% interval lies wholly above the threshold; INCONCLUSIVE_EXIT when the interval holds it
@@ -225,7 +226,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
 
 
 def counts_of(run, label: str):
-    """A case's counted loop (record.ProfileProcess.counts), None where it has none."""
+    """A case's counted loop (profiled.ProfileProcess.counts), None where it has none."""
     r = run.results.get(label)
     return r.profile.counts if r is not None and r.profile is not None else None
 

@@ -9,7 +9,7 @@ every part of a call is inflated alike and shares stay fair). A frame's time per
 where the paired time is the median of the case's timed loops in every timing process (shared with the
 other cases). A process's own speed multiplies every part of a call alike, so shares taken in the one
 sampled process scale to the pooled time; the sampled process's own unsampled time is kept as a check
-(record.ProfileProcess.own).
+(profiled.ProfileProcess.own).
 
 "Samples inside the active loop" are the kept stacks (inside step()) plus ``sampling.loop_samples`` (in
 the loop's own bytecode between calls), because the timed figure covers both. The loop's share appears as

@@ -19,7 +19,8 @@ from pathlib import Path
 from . import attribution
 from ..run import stats
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands
-from ..run.record import HOST_BOUND_FACTOR, Run, SweepPoint, Timing, host_bound, size_name  # noqa: F401 - sweep.size_name
+from ..run.record import Run, SweepPoint, size_name  # noqa: F401 - sweep.size_name
+from ..run.timing import HOST_BOUND_FACTOR, Timing, host_bound
 
 
 def edge(shape: list[int]) -> float:
@@ -92,7 +93,7 @@ class Crossover:
 
 def crossover(points: list[SizePoint]) -> Crossover:
     """Where the GPU's own time per call overtakes the host's, between the largest host-bound size and the
-    GPU-bound size above it (host-bound as compare calls it: GPU time within record.HOST_BOUND_FACTOR of host
+    GPU-bound size above it (host-bound as compare calls it: GPU time within timing.HOST_BOUND_FACTOR of host
     time).
 
     CUDA events time the GPU's own work only where it is GPU-bound: at a host-bound size they time it waiting

@@ -42,7 +42,8 @@ from ..run.counts import Counts
 from ..workload.cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory, cuda_index
 from .protocol import (CaseProfiled, CaseTimed, Done, Failed, Job, JobCase, Message, Phase, PlanItem, Point, PointCase,
     ProfileJob, SampleReady, SweepJob, Swept, Timed, TimedLoops, TimeJob, decode_job, encode)
-from ..run.record import DeviceInfo, Loops, Operands, boundedness
+from ..run.record import DeviceInfo, Operands
+from ..run.timing import Loops, boundedness
 
 ACTIVE_LOOP = "active_loop"
 # Host-bound loops are cheap: rounds continue past --repeats until each case has been timed for the job's
@@ -356,7 +357,7 @@ def ops_per_step(step: Step) -> int:
 
 
 def bound(loops: Loops) -> tuple[bool, str]:
-    """record.boundedness() of the medians of one case's loops so far."""
+    """timing.boundedness() of the medians of one case's loops so far."""
     gpu = statistics.median(loops.gpu_us) if loops.gpu_us else None
     return boundedness(statistics.median(loops.cpu_us), gpu)
 

@@ -22,7 +22,7 @@ from .config import Config
 from .child import ACTIVE_LOOP, SPARE
 from .protocol import (RESULT_OF, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point, ProfileJob,
     SampleReady, Swept, SweepJob, Timed, TimeJob, decode, encode_job)
-from ..run.record import Sampling
+from ..run.profiled import Sampling
 
 # Spares kept started ahead of the processes run until the ratios settle (Spares.ahead).
 SPARES_AHEAD = 3

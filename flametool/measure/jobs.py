@@ -8,7 +8,8 @@ import os
 from ..workload.cases import BUILTIN, CaseSpec
 from .config import Config
 from .protocol import JobCase, TimedLoops
-from ..run.record import CaseResult, Timing
+from ..run.record import CaseResult
+from ..run.timing import Timing
 
 
 def job_base(config: Config) -> dict:

@@ -11,7 +11,8 @@ from ..run import rundir
 from ..workload.cases import CaseSpec
 from .config import Config
 from ..errors import CaseError, FlametoolError
-from ..run.record import ProfileProcess, Run
+from ..run.profiled import ProfileProcess
+from ..run.record import Run
 
 
 class Measurement:

@@ -14,7 +14,8 @@ from .measurement import Measurement, stop_if_failed
 from ..run import stats
 from ..workload.cases import CaseSpec
 from .protocol import PlanItem, TimeJob
-from ..run.record import Group, Timing
+from ..run.record import Group
+from ..run.timing import Timing
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
 SETTLED = 0.02

@@ -10,7 +10,9 @@ from .measurement import Measurement, stop_if_refused
 from ..run import rundir
 from ..workload.cases import CaseSpec
 from .protocol import ProfileJob
-from ..run.record import ProfileProcess, host_bound, size_name
+from ..run.profiled import ProfileProcess
+from ..run.record import size_name
+from ..run.timing import host_bound
 
 
 def profile(m: Measurement, case: CaseSpec) -> None:

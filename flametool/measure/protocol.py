@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 
 from ..workload.cases import CaseSpec
 from ..run.counts import Counts
-from ..run.record import DeviceInfo, Loops, Operands
+from ..run.record import DeviceInfo, Operands
+from ..run.timing import Loops
 
 
 def _shape(value: Any) -> list[int]:

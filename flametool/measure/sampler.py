@@ -24,7 +24,7 @@ from typing import Callable
 
 from .. import procs
 from ..run import folded, rundir
-from ..run.record import Sampling
+from ..run.profiled import Sampling
 from ..run.perturbation import suggest_rate
 from ..errors import FlametoolError
 

@@ -34,7 +34,8 @@ from ..analyse.diff import LayerDelta, PairDiff
 from ..analyse.sweep import SweepAnalysis
 from ..analyse.atlas import AtlasAnalysis
 from ..errors import FlametoolError
-from ..run.record import CaseResult, ProfileProcess, Run, Sampling
+from ..run.profiled import ProfileProcess, Sampling
+from ..run.record import CaseResult, Run
 from .base import Renderer
 
 REPORT_FILE = "report.html"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .record import Sampling
+from .profiled import Sampling
 
 
 # Sampling that slows the loop more than this is flagged; a suggested rate aims at TARGET_SLOWDOWN.

@@ -39,7 +39,8 @@ from typing import cast
 import numpy as np
 
 from . import speedfit
-from .record import Run, Timing, base_label
+from .record import Run, base_label
+from .timing import Timing
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000

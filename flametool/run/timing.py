@@ -1,0 +1,108 @@
+"""A case's timed loops: one process's loops (Loops), a case's loops at one shape in every process (Timing), and
+the host-bound rule read from them."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from .reader import Reader, is_count
+
+# The GPU is "well above" the host when its time per call exceeds the host's by this factor; below it,
+# the GPU waited on the CPU and launch cost sets the pace.
+HOST_BOUND_FACTOR = 1.2
+
+
+def boundedness(cpu_us: float, gpu_us: float | None) -> tuple[bool, str]:
+    """(host-bound?, why) of a case's host and device time per call: the rule compare and sweep share."""
+    if gpu_us is None:
+        return True, "CPU device: all the work is on the host"
+    if gpu_us > HOST_BOUND_FACTOR * cpu_us:
+        return False, (
+            f"not host-bound: the GPU takes {gpu_us / cpu_us:.1f}x the host time per call, so the launch queue "
+            "hid the launches; CPU time is launch cost only and a sampler would see mostly waiting"
+        )
+    return True, (
+        "host-bound: GPU time per call is close to CPU time per call, so the GPU waited on the CPU "
+        "and launch cost sets the pace"
+    )
+
+
+def host_bound(timing: Timing) -> bool | None:
+    """compare's rule (boundedness) on the medians of every process's loops; None without loops."""
+    cpu = timing.median("cpu_us")
+    return boundedness(cpu, timing.median("gpu_us"))[0] if cpu is not None else None
+
+
+@dataclass
+class Loops:
+    """One process's timed loops of one case at one shape: one figure per loop, us per operation: the host's
+    (cpu_us), the device's (gpu_us, by events) and the wall time to the synchronisation after the loop
+    (wall_us; runs before 2026-11-30 did not record it). ``slots`` is each loop's place in that process's
+    sequence of loops at this shape (all cases counted), so the interleaving can be read back."""
+
+    cpu_us: list[float]
+    gpu_us: list[float] = field(default_factory=list)
+    slots: list[int] = field(default_factory=list)
+    wall_us: list[float] = field(default_factory=list)
+    # CPU time of every thread of the process during each loop, us per operation (the caller's and its
+    # workers': jax hands each call to threads of its own); runs before 2026-12-01 did not record it
+    all_threads_us: list[float] = field(default_factory=list)
+    # of those, the threads other than the caller: all threads' CPU time minus the caller's own (thread_time);
+    # schema 3 (runs before it: none)
+    other_threads_us: list[float] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "Loops":
+        slots = r.get("slots", lambda v: isinstance(v, list) and all(is_count(x) for x in v), "a list of counts", [])
+        return cls(r.numbers("cpu_us"), r.numbers("gpu_us"), slots, r.numbers("wall_us"), r.numbers("all_threads_us"),
+                   r.numbers("other_threads_us"))
+
+    def figures(self, metric: str) -> list[float]:
+        """The loops' figures of one kind: "cpu_us", "gpu_us" or "wall_us"."""
+        return getattr(self, metric)
+
+
+@dataclass
+class Timing:
+    """A case's timed loops at one shape, in every process that ran them (the seed's method in each:
+    host clock and device events around ``calls`` operations)."""
+
+    shape: list[int]
+    calls: int  # operations per loop
+    processes: list[Loops]
+    host_bound: bool | None = None
+    bound_note: str | None = None
+
+    def loops(self, metric: str = "cpu_us") -> list[float]:
+        return [v for p in self.processes for v in p.figures(metric)]
+
+    def median(self, metric: str = "cpu_us") -> float | None:
+        loops = self.loops(metric)
+        return statistics.median(loops) if loops else None
+
+    @property
+    def cpu_loops(self) -> list[float]:
+        return self.loops("cpu_us")
+
+    @property
+    def gpu_loops(self) -> list[float]:
+        return self.loops("gpu_us")
+
+    @property
+    def cpu_us_per_call(self) -> float | None:
+        return self.median("cpu_us")
+
+    @property
+    def gpu_us_per_call(self) -> float | None:
+        return self.median("gpu_us")
+
+    @property
+    def process_medians(self) -> list[float]:
+        return [statistics.median(p.cpu_us) for p in self.processes if p.cpu_us]
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "Timing":
+        return cls(shape=r.shape("shape") or [], calls=r.count("calls", 0),
+                   processes=[Loops.from_json(p) for p in r.items("processes")],
+                   host_bound=r.flag("host_bound"), bound_note=r.text("bound_note"))

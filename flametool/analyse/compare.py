@@ -1,0 +1,350 @@
+"""The analysis of a compare run, a pure function of its directory and the layer rules: per case, its time per call
+with an interval and where that time goes; per compared pair, the paired ratio and difference and what
+differs frame by frame. Nothing here writes: every view (terminal, report, exports) computes it afresh
+from run.json and the .folded files, so a change of the rules changes every view of a run alike. (`flametool
+diff` of two runs or two cases is diff.py; a sweep's analysis sweep.py, an atlas's atlas.py.)"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import statistics
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, cast
+
+from . import attribution, countdiff, flamegraph, layers, profstats, reading, treediff
+from ..run import rundir, safeopen, stats
+from ..errors import FlametoolError, RunDirError
+from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - compare.unlike_operands
+from .attribution import CaseCosts, Skipped
+from .treediff import PairDiff
+from ..run.record import CaseResult, Run
+from ..run.timing import Timing
+
+
+@dataclass
+class CaseTiming:
+    """A case's figures: at the requested shape and at the sample shape (the same object when equal)."""
+
+    cpu_us: float  # pooled: every CaseTiming has it (case_timing)
+    gpu_us: float | None
+    interval: stats.Interval | None
+    processes: int
+    loops: list[float]
+
+
+def case_timing(timing: Timing | None, pooled: stats.Pooled | None) -> CaseTiming | None:
+    """A case's figures: its host time pooled in its group (stats.group_pooled, the figure its pairs and layers
+    are read at), its GPU time (the median of its loops: events cancel no host speed)."""
+    if timing is None or not timing.cpu_loops or pooled is None:
+        return None
+    return CaseTiming(pooled.us, timing.gpu_us_per_call, pooled.interval,
+                      len([p for p in timing.processes if p.cpu_us]), timing.cpu_loops)
+
+
+@dataclass
+class PairAnalysis:
+    base: str
+    head: str
+    timing: stats.PairFigures | None  # at the requested shape
+    sample: stats.PairFigures | None  # at the sample shape, when it differs from the requested one
+    profiles: tuple[attribution.Profile, attribution.Profile] | None = None  # (base, head) when both were sampled
+    anchored: stats.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
+    counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (None: neither side counted)
+    cross_library: bool = False  # two libraries (not one library in two environments): frames matched by role first
+
+    @functools.cached_property
+    def diff(self) -> treediff.PairDiff | None:
+        """Layers and frames, head - base, at the sample shape (None: not both sampled). Made when first
+        asked for: an export of one case's stacks never needs it. (The flame graph makes its own call tree,
+        from the aligned stacks the diff carries.)"""
+        return self._diff("caller")
+
+    @functools.cached_property
+    def diff_by_library(self) -> PairDiff | None:
+        """The same in the 'library' view of the layers (system libraries as layers of their own)."""
+        return self._diff("library")
+
+    def _diff(self, view: str) -> PairDiff | None:
+        if not self.profiles:
+            return None
+        return treediff.diff(*self.profiles, view=view, at_speed=speed_heading(self.anchored, self.base, self.head),
+                             by_role=self.cross_library)
+
+    @property
+    def headline(self) -> stats.PairFigures | None:
+        """The figure to lead with: the one pooled over the most processes (the sample shape's, when the
+        requested shape was too slow a loop to time in more than one). Rounds of one process count below
+        any number of processes: they share the one process's speed, which is what pooling processes
+        cancels (49 rounds of one process read 0.169 (0.164-0.174) on the H200 beside 3 processes)."""
+        options = [f for f in (self.timing, self.sample) if f is not None and f.ratio is not None]
+        return max(options, key=lambda f: (f.unit_name == "processes", f.units), default=None) if options else None
+
+
+@dataclass
+class CProfileTable:
+    """A case's cProfile file, read: the functions that cost the most per step() call, of how many."""
+
+    rows: list[profstats.Row]
+    functions: int
+
+
+def cprofile_table(run_dir: Path, result: CaseResult) -> CProfileTable | RunDirError | None:
+    """The table of a case's .prof (None: it has none); a file that cannot be read is kept as its error, for
+    the view that shows the table to raise (the terminal does not show it, and runs on)."""
+    name = result.file("prof")
+    if not rundir.is_file_name(name):
+        return None
+    try:
+        stats = profstats.read(run_dir / name)
+    except RunDirError as exc:
+        return exc
+    return CProfileTable(*profstats.top(stats, result.profile.cprofile_calls if result.profile else None))
+
+
+@dataclass
+class Analysis:
+    run_dir: Path
+    run: Run
+    cases: dict[str, CaseCosts | Skipped] = field(default_factory=dict)  # label -> its attribution, or why none
+    profiles: dict[str, attribution.Profile] = field(default_factory=dict)
+    timings: dict[str, CaseTiming | None] = field(default_factory=dict)
+    sample_timings: dict[str, CaseTiming | None] = field(default_factory=dict)
+    pairs: list[PairAnalysis] = field(default_factory=list)
+    cprofile: dict[str, CProfileTable | RunDirError | None] = field(default_factory=dict)  # label -> its .prof read
+    unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
+    new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
+    # each sampled case's threads other than the caller: their CPU time per call (all threads' minus the
+    # caller's, pooled as the caller's is) and its stacks by layer
+    threads: dict[str, "OtherThreads"] = field(default_factory=dict)
+
+    @property
+    def first_diff(self) -> treediff.PairDiff | None:
+        return next((p.diff for p in self.pairs if p.diff), None)
+
+    @functools.cached_property
+    def cases_by_library(self) -> dict[str, CaseCosts | Skipped]:
+        """`cases` in the 'library' view of the layers."""
+        return {l: (attribution.attribute(self.profiles[l], "library") if l in self.profiles else x)
+                for l, x in self.cases.items()}
+
+    def view(self, name: str) -> tuple[dict[str, CaseCosts | Skipped], list[treediff.PairDiff]]:
+        """(per-case attribution, the pairs' diffs) in a view of the layers ("caller" or "library")."""
+        if name == "library":
+            return self.cases_by_library, [p.diff_by_library for p in self.pairs if p.diff_by_library]
+        return self.cases, [p.diff for p in self.pairs if p.diff]
+
+
+@dataclass
+class OtherThreads:
+    """A case's threads other than the caller during its loop: CPU us per call on them (other_threads_us: every
+    thread's CPU time minus the caller's own, the mean of every loop at the sample shape), and their
+    stacks (sampled with the caller's, py-spy --threads) by layer."""
+
+    us_per_call: float
+    profile: attribution.Profile | None = None
+    costs: CaseCosts | None = None
+
+
+def other_threads(run_dir: Path, run: Run, label: str, attribute: bool) -> OtherThreads | None:
+    result = run.results[label]
+    timing = result.at_sample_shape
+    # the mean of the loops, not their median as for the caller's own time: other threads run in bursts (a
+    # worker waits for the GIL a switch interval, 5 ms, at a time), so loops shorter than a burst read it in
+    # some loops and not in others (a run here: 0.0017 to 0.0475 us a call, median 0.0017, mean 0.017), and only
+    # the mean is their share of each call
+    loops = timing.loops("other_threads_us") if timing is not None else []
+    if not loops:
+        return None
+    us = statistics.fmean(loops)
+    profile = attribution.threads_profile(run_dir, result, label, us) if us > 0 else None
+    return OtherThreads(us, profile, attribution.attribute(profile) if profile is not None and attribute else None)
+
+
+def pair_figures(run: Run, base: str, head: str, pooled: dict[str, stats.Pooled] | None = None,
+                 pooled_sample: dict[str, stats.Pooled] | None = None
+                 ) -> tuple[stats.PairFigures | None, stats.PairFigures | None]:
+    """The pair at the requested shape and at the sample shape (when another), its difference taken at the
+    base's pooled time in its group (`pooled`, `pooled_sample`: stats.group_pooled of the run)."""
+    rb, rh = run.results[base], run.results[head]
+    if rb.error or rh.error:
+        return None, None
+    together = run.paired(base, head)
+    us = lambda p: p[base].us if p is not None and base in p else None  # noqa: E731
+    at_shape = stats.pair(base, rb.timing, head, rh.timing, together, base_us=us(pooled)) if rb.timing and rh.timing else None
+    at_sample = None
+    if rb.sample_timing and rh.sample_timing and rb.sample_shape == rh.sample_shape:
+        at_sample = stats.pair(base, rb.sample_timing, head, rh.sample_timing, together, base_us=us(pooled_sample))
+    return at_shape, at_sample
+
+
+def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
+    """A compare run's analysis: every case that has stacks attributed, every compared pair figured and diffed.
+    A case with nothing to analyse (failed, not sampled) gets Skipped(why); a damaged stack file is a RunDirError
+    naming it. attribute=False leaves `cases` empty (an export needs the stacks only). A sweep and an atlas have
+    analyses of their own (dispatch.analyse chooses)."""
+    out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run))
+    # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
+    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute)
+    pooled, pooled_sample = stats.group_pooled(run, False), stats.group_pooled(run, True)
+    for label, result in run.results.items():
+        out.timings[label] = case_timing(result.timing, pooled.get(label))
+        out.sample_timings[label] = (case_timing(result.sample_timing, pooled_sample.get(label))
+                                     if result.sample_timing else None) or out.timings[label]
+        reason = attribution.skip_reason(result)
+        if reason is None:
+            out.profiles[label] = profile = profiles[label]
+            if attribute:
+                out.cases[label] = attribution.attribute(profile)
+        else:
+            out.cases[label] = Skipped(reason)
+        if attribute:
+            out.cprofile[label] = cprofile_table(run_dir, result)
+    for label, result in run.results.items():
+        # schema 3 (runs before it have no other_threads_us): an export needs none of this
+        if not attribute or result.error or result.profile is None or result.at_sample_shape is None:
+            continue
+        found = other_threads(run_dir, run, label, attribute)
+        if found is not None:
+            out.threads[label] = found
+    for base, head in run.pairs:
+        at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample)
+        both = base in out.profiles and head in out.profiles
+        anchored = stats.anchored_pair(run, base, head, pooled_sample)
+        pair_profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
+        out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, pair_profiles, anchored,
+                                      countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head),
+                                      cross_library(run.results[base], run.results[head])))
+    return out
+
+
+def counts_of(run, label: str):
+    """A case's counted loop (profiled.ProfileProcess.counts), None where it has none."""
+    r = run.results.get(label)
+    return r.profile.counts if r is not None and r.profile is not None else None
+
+
+def cross_library(base: CaseResult, head: CaseResult) -> bool:
+    """Two libraries (numpy and torch, a case of one's own and a built-in), not one library in two
+    environments or runs: their frames do the same jobs under other names (treediff.role_rows)."""
+    return (base.library or base.factory) != (head.library or head.factory)
+
+
+def at_common_speed(base: attribution.Profile, head: attribution.Profile,
+                    anchored: stats.Anchored | None) -> tuple[attribution.Profile, attribution.Profile]:
+    """Both sides' samples at the pair's common speed, as an anchored comparison leads with: the base's time per
+    call at that speed (Anchored.at_us) and the head's that times the anchored ratio. Each side's own time was
+    measured at the speed the host gave its processes (another environment, another run), which the anchor
+    says differed. Not anchored: both as they are."""
+    if anchored is None:
+        return base, head
+    return cast("tuple[attribution.Profile, attribution.Profile]",  # one for each of the two
+                tuple(attribution.Profile(p.label, p.stacks, p.frames, us, p.recorded_samples, p.repaired_samples,
+                                          p.names)
+                      for p, us in ((base, anchored.at_us), (head, anchored.at_us * anchored.ratio))))
+
+
+def speed_heading(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
+    """What a pair's sides are when at_common_speed put them at the pair's common speed, for the tables' readers."""
+    if anchored is None:
+        return None
+    a, b = anchored, anchored.absolute
+    assert b.base_us is not None  # the absolute figures of an anchored pair: the text below shows it
+    own_head = b.base_us + b.diff_us if b.diff_us is not None else None
+    return (f"both at the common speed of their {a.base_units} + {a.head_units} {a.unit_name}: {base} "
+            f"{a.at_us:.2f} us ({b.base_us:.2f} in its own), {head} {a.at_us:.2f} us x {a.ratio:.3f} relative to "
+            f"{a.anchor} = {a.at_us * a.ratio:.2f} us per call"
+            + (f" ({own_head:.2f} in its own)" if own_head is not None else ""))
+
+
+def prepare(run_dir: Path, run: Run, label: str, attribute: bool) -> attribution.Profile:
+    """A case's profile with what an analysis derives from it alone made and kept in it: its figures in
+    both views of the layers, its call tree, its aligned stacks (treediff.aligned_profile) and their figures."""
+    profile = attribution.load_profile(run_dir, run, label)
+    if attribute:
+        for view in layers.VIEWS:
+            attribution.attribute(profile, view)
+        flamegraph.prepare_case_graph(profile)
+        # what made the figures and the graph is not needed again, and would only travel back from a worker;
+        # gone before the aligned stacks make theirs (the diff graph's tree is both cases' aligned stacks merged)
+        profile.drop_tree()
+        aligned = treediff.aligned_profile(profile)
+        for view in layers.VIEWS:
+            attribution.attribute(aligned, view)
+        aligned.drop_tree()
+    return profile
+
+
+# what every case's prepare() shares (the run directory, its record, attribute): set before the workers are
+# forked, which have it then; pickled with each case it was sent once per case (2,000 cases: 260 s)
+_shared: tuple | None = None
+
+
+def _prepare(label: str) -> attribution.Profile:
+    assert _shared is not None  # set before the workers fork
+    run_dir, run, attribute = _shared
+    return prepare(run_dir, run, label, attribute)
+
+
+def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool) -> dict[str, attribution.Profile]:
+    """prepare() of each case: on large profiles, one case per worker process, the cases side by side (each
+    reads its file alone then, reading.py). Whatever the workers make travels back in the profiles."""
+    size = sum(_size(run_dir / cast(str, run.results[l].file("folded"))) for l in labels)  # sampled: each has it
+    workers = min(len(labels), reading.cpus())
+    if workers > 1 and size >= reading.PARALLEL_BYTES and not reading.in_worker:
+        global _shared
+        _shared = (run_dir, run, attribute)
+        try:
+            # results come back in order: the first damaged case in run order is the error raised
+            got = reading.fork_map(_prepare, labels, workers)
+            if got is not None:
+                return dict(zip(labels, got))
+        except BrokenProcessPool:  # a worker died (killed for its memory perhaps): here, one at a time
+            pass
+        finally:
+            _shared = None
+    return {label: prepare(run_dir, run, label, attribute) for label in labels}
+
+
+@dataclass
+class Stacks:
+    """What an export writes: the stacks of the cases chosen, as profiles (by function or by source line)."""
+
+    run_dir: Path
+    profiles: list[attribution.Profile]
+
+
+def stacks(run_dir: Path, run: Run, case: str | None = None, by_line: bool = False) -> Stacks:
+    """Every sampled case's stacks, or one case's (`case`); `by_line`: one frame per source line."""
+    analysed = analyse(run_dir, run, attribute=False)  # every sampled case read, each damaged file an error
+    labels = [case] if case is not None else attribution.sampled_labels(run)
+    if not labels:
+        raise FlametoolError(f"{run_dir}: no case has stacks to export")
+    if by_line:  # another naming of the same stacks: read again, keyed by line
+        return Stacks(run_dir, [attribution.load_profile(run_dir, run, label, by_line=True) for label in labels])
+    return Stacks(run_dir, [analysed.profiles[l] if l in analysed.profiles else attribution.load_profile(run_dir, run, l)
+                            for l in labels])
+
+
+def _size(path: Path) -> int:
+    try:
+        return safeopen.size(path)
+    except RunDirError:  # load_profile says what is wrong with it
+        return 0
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a while. An analysis allocates millions of tuples, lists and
+    tree nodes and keeps them: each allocation burst would start a collection that walks all of them again
+    (on a large profile, a third of the time), and none of them form cycles that need it."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from envs import ROOT, SITECUSTOMIZE, UNWRAPPED, flametool, kept  # noqa: E402,F401 - ROOT: flametool on sys.path
 
-from flametool.analyse import analysis  # noqa: E402
+from flametool.analyse import compare  # noqa: E402
 from flametool.run import rundir, stats  # noqa: E402
 
 DIFF_PCT = 5.0  # the --fail-above of the diffs of two runs of one build (issue 31's target)
@@ -109,7 +109,7 @@ def read(name: str, run: Path, lib: str) -> dict:
     meta = json.loads((run / "calibrate.json").read_text()) if (run / "calibrate.json").exists() else {}
     seconds = meta.get("seconds")
     out = {"name": name, "kind": "plant" if name.startswith("plant") else "null", "minutes": seconds / 60 if seconds else None}
-    for pair in analysis.analyse(run, record, attribute=False).pairs:
+    for pair in compare.analyse(run, record, attribute=False).pairs:
         case, _, env = pair.head.rpartition("@")
         f = pair.anchored
         if f is None or f.ratio_interval is None:

@@ -11,7 +11,7 @@ import statistics
 import pytest
 
 from checks import one_line_error
-from flametool.analyse import analysis, dispatch
+from flametool.analyse import diff, dispatch
 from flametool.run import stats
 from flametool.commands import main
 from flametool.run import rundir
@@ -90,19 +90,19 @@ def test_pooled_times_stand_in_the_paired_ratio():
 
 
 def change(ratio, low, high, anchored=None):
-    return analysis.Change(ratio, stats.Interval(low, high, "t") if low is not None else None, "relative to torch",
+    return diff.Change(ratio, stats.Interval(low, high, "t") if low is not None else None, "relative to torch",
                            anchored)
 
 
 @pytest.mark.parametrize("ratio, low, high, outcome, code", [
-    (1.10, 1.07, 1.13, "slower", analysis.SLOWER_EXIT),
+    (1.10, 1.07, 1.13, "slower", diff.SLOWER_EXIT),
     (1.02, 1.00, 1.04, "passed", 0),
-    (1.05, 1.03, 1.07, "inconclusive", analysis.INCONCLUSIVE_EXIT),
-    (1.10, None, None, "slower", analysis.SLOWER_EXIT),  # no interval: the point decides, and says so
+    (1.05, 1.03, 1.07, "inconclusive", diff.INCONCLUSIVE_EXIT),
+    (1.10, None, None, "slower", diff.SLOWER_EXIT),  # no interval: the point decides, and says so
     (0.80, 0.70, 0.90, "passed", 0),
 ])
 def test_fail_above_decides_on_the_interval(ratio, low, high, outcome, code):
-    v = analysis.verdict(change(ratio, low, high), "cupy", 5)
+    v = diff.verdict(change(ratio, low, high), "cupy", 5)
     assert (v.outcome, v.exit_code) == (outcome, code)
     if low is None:
         assert "decided on the point" in v.sentence
@@ -112,7 +112,7 @@ def test_an_inconclusive_verdict_says_how_many_processes_would_settle_it():
     base = (timing(10.0, noise=NOISE), timing(8.0))
     head = (timing(10.0 * 1.04, noise=[1.02, 0.99, 1.01, 0.98, 1.0, 1.01]), timing(8.0))
     f = stats.anchored("cupy", "torch", base, head)
-    v = analysis.verdict(analysis.Change(f.ratio, f.ratio_interval, "relative to torch", f), "cupy", 3)
+    v = diff.verdict(diff.Change(f.ratio, f.ratio_interval, "relative to torch", f), "cupy", 3)
     assert v.outcome == "inconclusive" and v.processes and v.processes > 6
     assert f"about {v.processes} processes a side would settle it" in v.sentence
     # at that many processes a side with the same spread (the speed fit's), the interval would clear 3%; one fewer not
@@ -161,10 +161,10 @@ def test_diff_fails_above_on_the_interval_and_is_inconclusive_where_it_holds_it(
     a, b = slower_host
     # +1% (its interval well within +-1%) is more than 0.5%: slower, exit 3, whatever the absolute +39%
     line = one_line_error(capsys, ["diff", str(a), str(b), "--case", "cupy", "--fail-above", "0.5"],
-                          code=analysis.SLOWER_EXIT)
+                          code=diff.SLOWER_EXIT)
     assert line.startswith("flametool: cupy: +1.0% (95%: ") and "relative to torch" in line
     line = one_line_error(capsys, ["diff", str(a), str(b), "--case", "cupy", "--fail-above", "1.2"],
-                          code=analysis.INCONCLUSIVE_EXIT)
+                          code=diff.INCONCLUSIVE_EXIT)
     assert "inconclusive" in line and "processes a side would settle it" in line
     # two stored runs: how to get a decision
     assert "time both builds in one run: flametool compare --env" in line and "--fail-above 1.2" in line
@@ -222,7 +222,7 @@ def test_a_diff_of_two_runs_shows_b_s_layers_at_a_s_speed(tmp_path, capsys):
             (tmp_path / name / f"{label}.folded").write_text(folded)
         run.complete = True
         rundir.save(tmp_path / name, run)
-    result = analysis.diff_runs(tmp_path / "a", tmp_path / "b", "cupy")
+    result = diff.diff_runs(tmp_path / "a", tmp_path / "b", "cupy")
     f, d = result.change.anchored, result.figures
     assert f is not None and f.absolute.diff_us > 0.3 * 17  # what the figures not anchored would say
     # both at their common speed (B 1.38 times as slow as A: A's time times sqrt(1.38) there)

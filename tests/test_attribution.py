@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from flametool.analyse import attribution as at
-from flametool.analyse import diff as df
+from flametool.analyse import treediff as df
 from flametool.analyse import flamegraph as flame
 from flametool.analyse import layers as ly
 from flametool.analyse import nodetree
@@ -223,11 +223,11 @@ def test_layers_always_add_up_to_the_time_per_call(stacks, loop, us):
 @settings(max_examples=40, deadline=None)
 @given(stacks_st, stacks_st, hs.floats(0.5, 500), hs.floats(0.5, 500))
 def test_diff_deltas_add_up(a, b, us_a, us_b):
-    from flametool.analyse import diff
+    from flametool.analyse import treediff
 
     pa = at.make_profile("a", [folded.Stack(("a (x.py:1)", *f), n) for f, n in a], 0, us_a)
     pb = at.make_profile("b", [folded.Stack(("b (y.py:1)", *f), n) for f, n in b], 0, us_b)
-    d = diff.diff(pa, pb, with_tree=True)
+    d = treediff.diff(pa, pb, with_tree=True)
     assert sum(r.delta_us_per_call for r in d.layers) == pytest.approx(us_b - us_a, abs=1e-6)
     assert sum(r.delta_us_per_call for r in d.frames) == pytest.approx(us_b - us_a, abs=1e-6)
     root = d.tree

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 
-from flametool.analyse import analysis
+from flametool.analyse import compare
 from flametool.run import rundir
 
 
@@ -37,7 +37,7 @@ def test_calibrate_keeps_its_runs_resumes_and_reestimates(tmp_path):
         assert rundir.load(out / name).complete and (out / name / "calibrate.json").exists()
     # the ratio it prints for a run is the anchored (speed-adjusted) ratio flametool's analysis gives that run
     run = out / "null01"
-    pair = next(p for p in analysis.analyse(run, rundir.load(run), attribute=False).pairs if p.head == "numpy@b")
+    pair = next(p for p in compare.analyse(run, rundir.load(run), attribute=False).pairs if p.head == "numpy@b")
     assert f"null01: {pair.anchored.ratio:.4f} " in first.stdout
     assert "== calibration summary" in first.stdout and "minutes per run: " in first.stdout
     assert "null intervals that exclude 1: " in first.stdout

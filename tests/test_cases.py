@@ -5,7 +5,7 @@ import io
 import numpy as np
 from rich.console import Console
 
-from flametool.analyse import analysis, dispatch
+from flametool.analyse import compare, dispatch
 from flametool.workload import cases
 from flametool.run import rundir
 from flametool.measure import child
@@ -69,7 +69,7 @@ def test_unlike_operands_are_flagged_in_the_terminal_and_the_report(tmp_path):
     run.results["same"].operands = [Operands([64, 64, 64], "aaaaaaaaaaaa", made, "every byte")]
     run.results["mine"].operands = [Operands([64, 64, 64], "bbbbbbbbbbbb", "step.operands of the case", "every byte")]
     rundir.save(out, run)
-    found = analysis.unlike_operands(rundir.load(out))
+    found = compare.unlike_operands(rundir.load(out))
     assert len(found) == 1 and set(found[0].cases) == {"numpy", "mine", "same"}
     buffer = io.StringIO()
     terminal.print_summary(dispatch.analyse_dir(out), Console(file=buffer, width=300, color_system=None))
@@ -81,7 +81,7 @@ def test_unlike_operands_are_flagged_in_the_terminal_and_the_report(tmp_path):
     # the same bytes everywhere (or no fingerprints, as in runs before them): nothing to flag
     run.results["mine"].operands = run.results["numpy"].operands
     rundir.save(out, run)
-    assert analysis.unlike_operands(rundir.load(out)) == []
+    assert compare.unlike_operands(rundir.load(out)) == []
     assert not [c for c in report.build(dispatch.analyse_dir(out)).warnings if c.kind == "operands differ"]
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from flametool.run import rundir
-from flametool.analyse import analysis, countdiff, dispatch
+from flametool.analyse import compare, countdiff, dispatch
 from flametool.commands import main
 from flametool.run.counts import Counts, Tally, count_words, fraction_text, parse_fraction
 from flametool.measure import counting
@@ -144,7 +144,7 @@ def test_one_numpy_call_more_in_b_is_plus_one_per_step(cli, env_run):
     changed = {(r.kind, r.name): r.delta for r in pair.counts.changed}
     assert changed == {("python", "numpy.zeros"): 1, ("python", "sitecustomize.matmul"): 1}
     # the anchor is the same in both
-    assert not countdiff.diff_counts(*(analysis.counts_of(a.run, l) for l in ("dot@a", "dot@b"))).changed
+    assert not countdiff.diff_counts(*(compare.counts_of(a.run, l) for l in ("dot@a", "dot@b"))).changed
 
     doc = json.loads(cli("summary", str(env_run), "--format", "json").stdout)
     assert doc["version"] == 3

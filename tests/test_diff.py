@@ -6,7 +6,7 @@ from checks import one_line_error
 
 from flametool.analyse import attribution as at
 from flametool.commands import main
-from flametool.analyse import diff
+from flametool.analyse import treediff
 from flametool.run import folded
 from runbuild import make_run, snapshot
 
@@ -24,7 +24,7 @@ def profile(label, text, us):
 
 @pytest.fixture
 def d():
-    return diff.diff(profile("a", BASE, 6.0), profile("b", HEAD, 8.0), view="library", with_tree=True)
+    return treediff.diff(profile("a", BASE, 6.0), profile("b", HEAD, 8.0), view="library", with_tree=True)
 
 
 def rows(d):
@@ -33,7 +33,7 @@ def rows(d):
 
 def test_steps_of_two_cases_line_up_and_the_shared_part_cancels(d):
     r = rows(d)
-    assert r[diff.STEP_ROOT].delta_total_us_per_call == pytest.approx(2.0)
+    assert r[treediff.STEP_ROOT].delta_total_us_per_call == pytest.approx(2.0)
     assert r["lib.s.x"].delta_us_per_call == pytest.approx(0.0)
     assert r["lib.s.shared"].delta_us_per_call == pytest.approx(-2.0)
     assert r["tests.b.planted"].delta_us_per_call == pytest.approx(1.0)
@@ -45,7 +45,7 @@ def test_steps_of_two_cases_line_up_and_the_shared_part_cancels(d):
 
 
 def test_the_caller_view_moves_the_c_library_delta_to_its_callers():
-    caller = diff.diff(profile("a", BASE, 6.0), profile("b", HEAD, 8.0))  # the default view
+    caller = treediff.diff(profile("a", BASE, 6.0), profile("b", HEAD, 8.0))  # the default view
     assert "C library/allocator" not in {r.layer for r in caller.layers}
     assert sum(r.delta_us_per_call for r in caller.layers) == pytest.approx(2.0)
 
@@ -67,12 +67,12 @@ def test_differential_flame_graph_nodes(d):
     by_path = {}
     for node, parent, _ in root.walk():
         by_path[by_path_of(by_path, parent) + (node.name,)] = node
-    step = by_path[(diff.STEP_ROOT,)]
+    step = by_path[(treediff.STEP_ROOT,)]
     assert step.total[1] * uh == pytest.approx(8.0) and step.total[0] * ub == pytest.approx(6.0)
-    planted = by_path[(diff.STEP_ROOT, "lib.s.shared", "tests.b.planted")]
+    planted = by_path[(treediff.STEP_ROOT, "lib.s.shared", "tests.b.planted")]
     assert planted.total[0] == 0 and (planted.total[1] * uh - planted.total[0] * ub) == pytest.approx(4.0)
     assert planted.layer == "Python"
-    x = by_path[(diff.STEP_ROOT, "lib.s.shared", "lib.s.x")]
+    x = by_path[(treediff.STEP_ROOT, "lib.s.shared", "lib.s.x")]
     assert x.self[1] * uh - x.self[0] * ub == pytest.approx(0.0)
 
 
@@ -82,7 +82,7 @@ def by_path_of(by_path: dict, node) -> tuple:
 
 def test_a_native_step_sits_under_the_root():
     p = profile("n", "ufunc_generic_fastcall (numpy/_core/_umath.so);sgemm_ (libopenblas.so) 2\n", 2.0)
-    assert diff.aligned(p)[0].frames == (diff.STEP_ROOT, "ufunc_generic_fastcall (numpy/_core/_umath.so)",
+    assert treediff.aligned(p)[0].frames == (treediff.STEP_ROOT, "ufunc_generic_fastcall (numpy/_core/_umath.so)",
                                          "sgemm_ (libopenblas.so)")
 
 
@@ -145,7 +145,7 @@ def test_diff_runs_garbage_folded(capsys, runs):
 def test_an_address_above_step_is_not_a_root_of_its_own():
     p = profile("n", "0x7f1b (libc.so.6);case.<locals>.step (t/c.py:1);f (lib/m.py:2) 1\n"
                      "case.<locals>.step (t/c.py:1);f (lib/m.py:2) 1\n", 2.0)
-    assert diff.aligned(p) == [folded.Stack((diff.STEP_ROOT, "lib.m.f"), 2)]
+    assert treediff.aligned(p) == [folded.Stack((treediff.STEP_ROOT, "lib.m.f"), 2)]
 
 
 # --- diff RUN --base A --head B of a run that was not sampled ------------------------------------------------
@@ -206,5 +206,5 @@ def test_frames_of_two_libraries_are_matched_by_what_they_do(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "largest frame difference: " in out and "HASWELL" not in out.split("largest frame difference: ")[1]
     # one library in two runs (or two environments): by name only
-    same = diff.diff(profile("a", OPENBLAS, 8.0), profile("b", OPENBLAS.replace(" 50\n", " 40\n"), 7.0))
+    same = treediff.diff(profile("a", OPENBLAS, 8.0), profile("b", OPENBLAS.replace(" 50\n", " 40\n"), 7.0))
     assert not any(r.role for r in same.frames)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from checks import one_line_error
-from flametool.analyse import analysis, dispatch
+from flametool.analyse import diff, dispatch
 from flametool.run import rundir
 
 # a planted cost found and resolved: a second worker beside it moves the figures it checks. Only
@@ -117,7 +117,7 @@ def test_the_pair_s_layers_and_frames_come_from_each_environment_s_samples(env_r
     assert re.search(r"numpy@b - numpy@a: both at the common speed of their 3 \+ 3 processes: numpy@a \d+\.\d\d us "
                      r"\(\d+\.\d\d in its own\), numpy@b \d+\.\d\d us x \d\.\d{3} relative to dot = \d+\.\d\d us per call "
                      r"\(\d+\.\d\d in its own\)", " ".join(proc.stdout.split())), proc.stdout
-    again = analysis.diff_cases(out, "numpy@a", "numpy@b").figures
+    again = diff.diff_cases(out, "numpy@a", "numpy@b").figures
     assert again.delta_us_per_call == pytest.approx(d.delta_us_per_call) and again.at_speed == d.at_speed
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from flametool.analyse import attribution as at
-from flametool.analyse import diff as df
+from flametool.analyse import treediff as df
 from flametool.run import folded
 from flametool.analyse import naming, reading, nodetree
 from flametool.errors import RunDirError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flametool.analyse import analysis, dispatch
+from flametool.analyse import diff, dispatch
 from flametool.workload import cases
 from flametool.commands import main
 from flametool.render import html as report
@@ -67,7 +67,7 @@ def test_diff_two_cases_of_one_run(chosen, capsys):
     printed = capsys.readouterr().out
     assert "p4 - p3: host time per call by layer" in printed and BUSY in printed
     # --fail-above as for two runs: p4 is far slower than p3
-    assert main.main(["diff", str(out), "--base", "p3", "--head", "p4", "--fail-above", "10"]) == analysis.SLOWER_EXIT
+    assert main.main(["diff", str(out), "--base", "p3", "--head", "p4", "--fail-above", "10"]) == diff.SLOWER_EXIT
     assert snapshot(out) == before
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import faultkit as fk
-from flametool.analyse import analysis, dispatch
+from flametool.analyse import compare, dispatch
 from flametool.commands import main
 from flametool.render.base import Options
 from reportruns import hostile_run
@@ -145,7 +145,7 @@ def test_an_unexpected_exception_is_one_line_and_a_file(tmp_path, capsys, monkey
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a fault of flametool's own")
 
-    monkeypatch.setattr(analysis, "analyse", broken)
+    monkeypatch.setattr(compare, "analyse", broken)
     assert main.main(["report", str(run)]) == 1
     err = capsys.readouterr().err
     lines = err.splitlines()

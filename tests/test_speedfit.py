@@ -106,7 +106,7 @@ def test_an_anchored_null_whose_sides_drew_different_speeds_does_not_read_as_a_c
     assert not (f.speed.unadjusted_low <= 1 <= f.speed.unadjusted_high)  # unadjusted, it would read a change
     assert f.diff_us == pytest.approx(f.at_us * (f.ratio - 1)) and f.at_us == pytest.approx(f.speed.at_us)
     # the verdict reads the adjusted interval: a null passes --fail-above 2
-    from flametool.analyse import analysis
+    from flametool.analyse import diff
 
-    change = analysis.Change(f.ratio, f.ratio_interval, "relative to torch", f, f.absolute)
-    assert analysis.verdict(change, "cupy", 2.0).outcome == "passed"
+    change = diff.Change(f.ratio, f.ratio_interval, "relative to torch", f, f.absolute)
+    assert diff.verdict(change, "cupy", 2.0).outcome == "passed"

@@ -129,7 +129,7 @@ def test_host_bound_rounds_go_on_until_each_case_had_its_seconds():
 def test_headline_prefers_processes_to_rounds_of_one_process():
     """The requested shape timed in one process (49 rounds) and the sample shape in three processes: the
     three processes lead, however many rounds the one process ran."""
-    from flametool.analyse.analysis import PairAnalysis
+    from flametool.analyse.compare import PairAnalysis
 
     one = stats.pair("a", Timing([8] * 3, 10, [Loops([1.0 + i / 100 for i in range(49)])]), "b",
                      Timing([8] * 3, 10, [Loops([2.0 + i / 100 for i in range(49)])]), True)

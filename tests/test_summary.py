@@ -11,7 +11,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from checks import one_line_error
-from flametool.analyse import analysis, dispatch, summary, sweep
+from flametool.analyse import diff, dispatch, summary, sweep
 from flametool import render
 from flametool.commands import main
 from test_anchor import saved_run
@@ -45,10 +45,10 @@ def test_diff_json_reads_back_with_the_anchored_change_and_the_verdict(two_runs,
     assert pair["absolute"]["ratio"]["value"] == pytest.approx(1.01 * 1.38, rel=1e-2)
     assert pair["difference_us"]["value"] == pytest.approx(pair["at_us"] * (pair["ratio"]["value"] - 1))
     assert pair["largest_layer"] is None and pair["largest_frame"] is None  # not sampled
-    assert pair["verdict"]["outcome"] == "slower" and code == analysis.SLOWER_EXIT == doc["verdict"]["exit_code"]
+    assert pair["verdict"]["outcome"] == "slower" and code == diff.SLOWER_EXIT == doc["verdict"]["exit_code"]
     assert err.startswith("flametool: cupy: +1.0%")
     # the same figures as the analysis
-    result = analysis.diff_runs(a, b, "cupy")
+    result = diff.diff_runs(a, b, "cupy")
     assert pair["ratio"]["value"] == result.change.ratio and pair["difference_us"]["value"] == result.change.anchored.diff_us
     # what the speed adjustment did, the figure it gave and the unadjusted one beside it
     speed, fit = pair["speed_adjustment"], result.change.anchored.speed
@@ -133,7 +133,7 @@ def test_markdown_keeps_a_label_s_markup_as_text(tmp_path, capsys):
 def test_text_summary_says_the_headline_the_verdict_and_what_holds(two_runs, capsys):
     a, b = two_runs
     code, out, _ = run_cli(capsys, "diff", str(a), str(b), "--case", "cupy", "--fail-above", "1.2", "--format", "markdown")
-    assert code == analysis.INCONCLUSIVE_EXIT and "⚠️ inconclusive" in out and "processes a side would settle it" in out
+    assert code == diff.INCONCLUSIVE_EXIT and "⚠️ inconclusive" in out and "processes a side would settle it" in out
     code, out, _ = run_cli(capsys, "summary", str(a))
     assert code == 0 and out.splitlines()[1].startswith("torch vs cupy: ")
     assert "paired in the same processes, over 6 processes" in out

@@ -1,4 +1,4 @@
-"""The analysis of an atlas, a pure function of its directory like analysis.analyse: every op's compare run
+"""The analysis of an atlas, a pure function of its directory like compare.analyse: every op's compare run
 analysed as compare analyses it, and per op and library the host time per call at the op's host-bound size,
 its ratio to the op's fastest library (paired: all the libraries of an op share their timing processes), the
 CPU time of every thread per call, where the time goes by layer, and the layer whose time differs most from
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-from . import analysis, attribution, naming, reading
+from . import attribution, compare, naming, reading
 from ..run import rundir, stats
 from ..workload import cases, ops
 from ..errors import RunDirError
@@ -147,7 +147,7 @@ def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
         return out
     try:
         op_dir = run_dir / part.dir
-        analysed = analysis.analyse(op_dir, rundir.load(op_dir))
+        analysed = compare.analyse(op_dir, rundir.load(op_dir))
     except RunDirError as exc:
         out.error = str(exc)
         return out

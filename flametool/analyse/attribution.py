@@ -64,7 +64,7 @@ class Profile:
     _total_counts: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
     _charges: dict[str, dict[str, list[str]]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _costs: dict[str, "CaseCosts"] = field(default_factory=dict, init=False, repr=False, compare=False)  # by view
-    # made by the analysis beside the figures: the profile with its stacks aligned (diff.aligned_profile) and
+    # made by the analysis beside the figures: the profile with its stacks aligned (treediff.aligned_profile) and
     # its flame graph, (threshold, graph and its strings) (flamegraph.prepare_case_graph)
     aligned: "Profile | None" = field(default=None, init=False, repr=False, compare=False)
     flame_graph: tuple | None = field(default=None, init=False, repr=False, compare=False)

@@ -1,201 +1,290 @@
-"""Differences between two profiles (two cases of a run, or one case in two runs), on a merged call tree.
-
-Frames are matched by normalized name, so the shared part of two stacks (cuBLAS, the driver, libc) lines
-up under the same path and a difference shows where it really is. The top frame of every stack is the
-case's own step() function, which has a different name in every case; it is matched as STEP_ROOT.
-
-The merged call tree of both sides' aligned stacks is what the differential flame graph is drawn from (see
-flamegraph.diff_graph, which makes it as arrays, calltree.build); diff(with_tree=True) also gives it as nodetree.Node
-objects, for callers that walk it.
-"""
+"""`flametool diff`: one case in two runs (diff_runs) or two cases of one run (diff_cases), head - base. What it
+leads with is the change (Change: a ratio with its interval, anchored where it can be) and the verdict on it that
+--fail-above asks for (Verdict, also what `compare` and `summary` decide on); then what a step does, counted, and the
+layers and frames (treediff.PairDiff). Nothing here writes: every view computes it afresh from the run directories."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from . import layers as ly, naming, nodetree, roles as rl
-from ..run import folded
-from .attribution import FrameCost, Profile, attribute, layer_label
+from . import attribution, countdiff, treediff
+from ..run import rundir, stats
+from ..errors import FlametoolError
+from .compare import at_common_speed, counts_of, cross_library, speed_heading
+from ..run.record import Run
 
-STEP_ROOT = "step()"
-
-
-def aligned(profile: Profile) -> list[folded.Stack]:
-    """Stacks with the case's step() frame, the root of each kept stack, renamed STEP_ROOT (merged, in
-    first-seen order)."""
-    kind = {key: f.kind for key, f in profile.frames.items()}
-    address = {key for key, k in kind.items() if k == "address"}
-    counts: dict[tuple[str, ...], int] = {}
-    get = counts.get
-    for s in profile.stacks:
-        frames = s.frames
-        if frames[0] in address:
-            # py-spy now and then puts an unnamed address above step() (a trampoline or an unwinding slip);
-            # when a named frame follows, the stack is aligned at that one
-            frames = frames[next((i for i, n in enumerate(frames) if n not in address), 0):]
-        first = kind[frames[0]]
-        if first == "python":
-            frames = (STEP_ROOT,) + frames[1:]
-        elif first != "loop":  # step is itself a native callable (step = np.matmul): it sits under STEP_ROOT
-            frames = (STEP_ROOT,) + frames
-        counts[frames] = get(frames, 0) + s.count
-    return [folded.Stack(f, c) for f, c in counts.items()]
+# diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case):
+# the change's 95% interval lies wholly above the threshold; INCONCLUSIVE_EXIT when the interval holds it
+SLOWER_EXIT = 3
+INCONCLUSIVE_EXIT = 4
 
 
-def aligned_profile(profile: Profile) -> Profile:
-    """The profile with its stacks aligned; made once per profile (a diff in each view of the layers needs it,
-    and it carries what is derived from it, its layers and call tree, along)."""
-    if profile.aligned is None:
-        frames = dict(profile.frames)
-        frames[STEP_ROOT] = naming.Frame(STEP_ROOT, "", "python")
-        profile.aligned = Profile(profile.label, aligned(profile), frames, profile.us_per_call, profile.recorded_samples,
-                                  names=profile.names)
-    return profile.aligned
+def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored: stats.Anchored | None, view: str,
+                  names: tuple[str, str], by_role: bool = False) -> treediff.PairDiff:
+    """treediff.diff of two profiles, both at the pair's common speed when the comparison is anchored, the tables
+    told so under `names` (base, head): `flametool diff` of two runs, or of two cases of one run."""
+    return treediff.diff(*at_common_speed(base, head, anchored), view, at_speed=speed_heading(anchored, *names),
+                     by_role=by_role)
 
 
-def _delta_se(base: Profile, head: Profile, nb: int, nh: int) -> float:
-    return math.hypot(base.se(nb), head.se(nh))
+def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> str:
+    if case is not None:
+        for run, data in ((run_a, a), (run_b, b)):
+            if case not in data.results:
+                raise FlametoolError(f"--case {case!r}: no such case in {run} (cases: {', '.join(data.results) or 'none'})")
+        return case
+    shared = [l for l in attribution.sampled_labels(a) if l in attribution.sampled_labels(b)]
+    timed = [l for l, r in a.results.items() if l in b.results and r.at_sample_shape and b.results[l].at_sample_shape
+             and not r.error and not b.results[l].error]
+    if not shared and not timed:
+        raise FlametoolError(f"{run_a} and {run_b} have no case in common; name one with --case")
+    return (shared or timed)[0]
 
 
-@dataclass(frozen=True)
-class LayerDelta:
-    """A layer in both cases, each case's own figure (as its layer table shows it), head - base."""
+@dataclass
+class Change:
+    """What a diff leads with and --fail-above decides on: head against base as a ratio with its 95% interval,
+    anchored where it can be (the anchor timed beside the case on both sides cancels the host's speed)."""
 
-    layer: str
-    base_us_per_call: float
-    head_us_per_call: float
-    delta_us_per_call: float
-    delta_se_us: float
-
-
-@dataclass(frozen=True)
-class FrameDelta:
-    """A frame of the merged call tree: own (self) and total time per call in each case, head - base."""
-
-    frame: str
-    display: str
-    layer: str
-    layer_label: str
-    base_self_us_per_call: float
-    head_self_us_per_call: float
-    base_total_us_per_call: float
-    head_total_us_per_call: float
-    delta_us_per_call: float
-    delta_total_us_per_call: float
-    delta_se_us: float
-    delta_total_se_us: float
-    # a row of frames matched by what they do (roles.json), not by name: the role, and the frames of each side
-    role: str | None = None
-    members: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-
-
-@dataclass(frozen=True)
-class PairDiff:
-    """Two profiles compared, head - base: every layer, every frame (largest difference in own time first),
-    and the aligned profiles the differential flame graph is drawn from."""
-
-    base: str
-    head: str
-    base_us_per_call: float
-    head_us_per_call: float
-    delta_us_per_call: float
     ratio: float | None
-    layers: list[LayerDelta]
-    frames: list[FrameDelta]
-    aligned: tuple[Profile, Profile]  # (base, head), for flamegraph.diff_graph
-    us_per_sample: tuple[float, float]  # what one sample of each side is worth, us per call
-    tree: nodetree.Node | None = None  # the merged call tree as nodes, with_tree=True only
-    at_speed: str | None = None  # how both sides were put at their common speed (analysis.at_common_speed), if they were
-
-    def named(self, base: str, head: str) -> "PairDiff":
-        """The same figures with the sides named otherwise (a diff of two runs: "base" and "head")."""
-        return replace(self, base=base, head=head)
+    interval: stats.Interval | None
+    how: str  # in words: what the ratio is of
+    anchored: stats.Anchored | None = None
+    absolute: stats.PairFigures | None = None  # not anchored: the pooled times, head against base
+    no_anchor: str | None = None  # why there is no anchor
+    between_runs: bool = False  # two stored runs (diff RUN_A RUN_B): a decision needs a new run
 
 
-ROLE_NAMES = 2  # the frames a role's row names on each side; more are counted
+@dataclass
+class Verdict:
+    """--fail-above PCT on a change: slower (its interval wholly above PCT), passed (wholly at or below it), or
+    inconclusive (the interval holds PCT), with the processes a side that would settle it at the spread seen."""
+
+    outcome: str  # "slower", "passed", "inconclusive"
+    exit_code: int
+    threshold: float  # PCT
+    sentence: str
+    processes: int | None = None
 
 
-def _listed(names: list[str]) -> str:
-    # the function's name only: the case's label after it says whose library it is
-    shown = [naming.display_name(n.rpartition(" (")[0] or n if n.endswith(")") else n, 40) for n in names[:ROLE_NAMES]]
-    return " + ".join(shown) + (f" + {len(names) - ROLE_NAMES} more" if len(names) > ROLE_NAMES else "")
+def verdict(change: Change, label: str, pct: float) -> Verdict:
+    """Decided on the interval, not the point: a change whose interval reaches above PCT may still be noise."""
+    if change.ratio is None:
+        return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct, f"{label}: nothing to compare; inconclusive")
+    grew, iv = (change.ratio - 1) * 100, change.interval
+    limit = 1 + pct / 100
+    if iv is None:  # one process a side: no interval to decide on, only the point
+        slower = grew > pct
+        return Verdict("slower" if slower else "passed", SLOWER_EXIT if slower else 0, pct,
+                       f"{label}: {grew:+.1f}% {change.how} (no interval: one process a side, decided on the point; "
+                       f"{'more' if slower else 'not more'} than --fail-above {pct:g}%)")
+    span = f"{grew:+.1f}% (95%: {(iv.low - 1) * 100:+.1f}% to {(iv.high - 1) * 100:+.1f}%) {change.how}"
+    if iv.low > limit:
+        return Verdict("slower", SLOWER_EXIT, pct, f"{label}: {span}: slower by more than --fail-above {pct:g}%")
+    if iv.high <= limit:
+        return Verdict("passed", 0, pct, f"{label}: {span}: within --fail-above {pct:g}%")
+    need = change.anchored.processes_to_settle(limit) if change.anchored is not None else None
+    again = (f"; to decide it, time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
+             f"--fail-above {pct:g} adds processes until it is decided (--budget SECONDS bounds it)"
+             if change.between_runs else
+             f"; to decide it, compare again with --fail-above {pct:g} (it adds processes until the verdict is decided) "
+             "and a longer --budget SECONDS" if change.anchored is not None else "")
+    return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
+                   f"{label}: {span}: inconclusive, the interval holds --fail-above {pct:g}%; "
+                   + (f"about {need} processes a side would settle it at the spread seen" if need else
+                      "more processes would not settle it at this spread, unless the estimate moves"
+                      if change.anchored is not None else
+                      "an anchor (a case timed beside it in both runs) would settle it") + again, need)
 
 
-def role_rows(base: Profile, head: Profile, by_name_b: dict[str, FrameCost],
-              by_name_h: dict[str, FrameCost]) -> tuple[list[FrameDelta], set[str]]:
-    """Frames that do one job (roles.json) under a name only one side has, matched as one row per role that
-    both sides have such frames of (numpy's sgemm_kernel_HASWELL against torch's
-    mkl_blas_def_sgemm_kernel_0_zen: the GEMM kernel); returns the rows and the names they take in. A frame
-    both sides have keeps its own row."""
-    only_b = [n for n in by_name_b if n not in by_name_h]
-    only_h = [n for n in by_name_h if n not in by_name_b]
-    of_b: dict[str, list[str]] = {}
-    of_h: dict[str, list[str]] = {}
-    for names, profile, into in ((only_b, base, of_b), (only_h, head, of_h)):
-        for n in names:
-            role = rl.role(profile.frames[n]) if n in profile.frames else None
-            if role is not None:
-                into.setdefault(role, []).append(n)
-    rows, taken = [], set()
-    for role in (r for r in rl.about() if r in of_b and r in of_h):
-        mb = sorted(of_b[role], key=lambda n: -by_name_b[n].self.samples)
-        mh = sorted(of_h[role], key=lambda n: -by_name_h[n].self.samples)
-        sb = sum(by_name_b[n].self.samples for n in mb)
-        sh = sum(by_name_h[n].self.samples for n in mh)
-        # total: the samples under any of the role's frames, each counted once (one may call another)
-        tb = sum(s.count for s in base.stacks if not set(mb).isdisjoint(s.frames))
-        th = sum(s.count for s in head.stacks if not set(mh).isdisjoint(s.frames))
-        lead = by_name_b[mb[0]] if by_name_b[mb[0]].self.samples >= by_name_h[mh[0]].self.samples else by_name_h[mh[0]]
-        charged = list(dict.fromkeys(l for n in mh for l in (by_name_h[n].charged or [by_name_h[n].layer]))
-                       | dict.fromkeys(l for n in mb for l in (by_name_b[n].charged or [by_name_b[n].layer])))
-        rows.append(FrameDelta(
-            f"[{role}]", f"{role}: {_listed(mb)} ({base.label}) ≈ {_listed(mh)} ({head.label})", lead.layer,
-            layer_label(charged), base.us(sb), head.us(sh), base.us(tb), head.us(th),
-            head.us(sh) - base.us(sb), head.us(th) - base.us(tb),
-            _delta_se(base, head, sb, sh), _delta_se(base, head, tb, th), role, (tuple(mb), tuple(mh))))
-        taken |= set(mb) | set(mh)
-    return rows, taken
+def anchor_for(a: Run, b: Run, label: str, given: str | None) -> tuple[str | None, str | None]:
+    """(the anchor, or None and why): a case both runs have, timed in the same processes as `label` in each
+    (the runs' own anchor first, for a run of `compare --env`)."""
+    def beside(run: Run, x: str) -> bool:
+        return x in run.results and x != label and not run.results[x].error and run.paired(label, x)
+
+    if given is not None:
+        for name, run in (("RUN_A", a), ("RUN_B", b)):
+            if not beside(run, given):
+                raise FlametoolError(f"--anchor {given!r}: not a case timed beside {label!r} in {name}")
+        return given, None
+    preferred = [x for x in (a.anchor_beside(label), b.anchor_beside(label)) if x]
+    candidates = preferred + [x for x in a.results if x not in preferred]
+    found = next((x for x in candidates if beside(a, x) and beside(b, x)), None)
+    if found is None:
+        return None, (f"no anchor: no other case was timed beside {label} in both runs, so the change is the "
+                      "absolute one and carries the host's own drift between runs")
+    return found, None
 
 
-def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: bool = False,
-         at_speed: str | None = None, by_role: bool = False) -> PairDiff:
-    """Layers and frames, head minus base, and the aligned profiles the differential flame graph is drawn
-    from. with_tree: also the merged call tree as nodetree.Node objects, for a caller that walks it (the tests
-    check the array-built graphs against it); nothing in flametool needs it, and on a large profile it is
-    the costliest part. by_role (two libraries): frames that do one job under names only one side has are
-    matched by their role first (role_rows), and the remaining frames listed by name."""
-    # layers: each case's own figures, as every layer table shows them, so a row's delta is head - base of the
-    # figures beside it (the aligned stacks charge some system-library samples to the step() they put on top)
-    lb, lh = attribute(base, view), attribute(head, view)
-    base, head = aligned_profile(base), aligned_profile(head)
-    cb, ch = attribute(base, view), attribute(head, view)
+def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | None) -> Change:
+    """`label` in run A (base) and run B (head), relative to `anchor` (at the sample shape)."""
+    pa, pb = stats.group_pooled(a, True, intervals=False), stats.group_pooled(b, True, intervals=False)
+    ta, tb = a.results[label].at_sample_shape, b.results[label].at_sample_shape
+    assert ta is not None and tb is not None  # diff_runs: timed in both runs
+    if anchor is not None:
+        xa, xb = a.results[anchor].at_sample_shape, b.results[anchor].at_sample_shape
+        assert xa is not None and xb is not None  # anchor_for: timed beside it in both runs
+        got = stats.anchored(label, anchor, (ta, xa), (tb, xb),
+                             pa[label].us if label in pa else None,
+                             (pa[anchor].us, pb[anchor].us) if anchor in pa and anchor in pb else None,
+                             pb[label].us if label in pb else None)
+        if got is not None:
+            return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute, between_runs=True)
+        no_anchor = f"no anchor: {anchor} has no loops to compare in one of the runs"
+    # the pooled times every view shows
+    absolute = stats.apart(label, (ta,), label, (tb,), pa[label].us if label in pa else None,
+                           pb[label].us if label in pb else None)
+    return Change(absolute.ratio, absolute.ratio_interval, "absolute (not anchored)", None, absolute, no_anchor,
+                  between_runs=True)
 
-    layer_rows = []
-    for layer in ly.order(set(lb.layers) | set(lh.layers)):
-        in_b, in_h = lb.layers.get(layer), lh.layers.get(layer)
-        b, h = (in_b.us_per_call if in_b else 0.0), (in_h.us_per_call if in_h else 0.0)
-        layer_rows.append(LayerDelta(layer, b, h, h - b,
-                                     _delta_se(base, head, in_b.samples if in_b else 0, in_h.samples if in_h else 0)))
 
-    by_name_b = {f.frame: f for f in cb.frames}
-    by_name_h = {f.frame: f for f in ch.frames}
-    frame_rows, taken = role_rows(base, head, by_name_b, by_name_h) if by_role else ([], set())
-    for name in (set(by_name_b) | set(by_name_h)) - taken:
-        fb, fh = by_name_b.get(name), by_name_h.get(name)
-        sb, sh = (fb.self.samples if fb else 0), (fh.self.samples if fh else 0)
-        tb, th = (fb.total.samples if fb else 0), (fh.total.samples if fh else 0)
-        shown = fh or fb
-        assert shown is not None  # name is a frame of one of them
-        frame_rows.append(FrameDelta(
-            name, naming.display_name(name), shown.layer,
-            layer_label(list(dict.fromkeys((fh.charged if fh else []) + (fb.charged if fb else []))) or [shown.layer]),
-            base.us(sb), head.us(sh), base.us(tb), head.us(th),
-            head.us(sh) - base.us(sb), head.us(th) - base.us(tb),
-            _delta_se(base, head, sb, sh), _delta_se(base, head, tb, th)))
-    frame_rows.sort(key=lambda r: (-abs(r.delta_us_per_call), -abs(r.delta_total_us_per_call), r.frame))
+@dataclass(frozen=True)
+class Difference:
+    """Something the two runs of a diff did not do alike: `unlike` when it is the work itself (op, shape,
+    dtype, device: a ratio of such runs measures the work, not the launch path, and gets no verdict unless
+    asked), else a library version (what a diff of two builds is for, stated beside the figures)."""
 
-    return PairDiff(base.label, head.label, base.us_per_call, head.us_per_call, head.us_per_call - base.us_per_call,
-                    head.us_per_call / base.us_per_call if base.us_per_call else None, layer_rows, frame_rows,
-                    (base, head), (base.us(1), head.us(1)), nodetree.build([base, head]) if with_tree else None,
-                    at_speed)
+    what: str  # "op", "shape", "sampled shape", "dtype", "device", "factory", "torch version", ...
+    base: str  # as run A has it
+    head: str  # as run B has it
+    unlike: bool
+    note: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.what} {self.base} in A, {self.head} in B" + (f" ({self.note})" if self.note else "")
+
+
+def _shape(shape) -> str:
+    return ",".join(str(x) for x in shape) if shape else "none"
+
+
+def _version(run: Run, label: str) -> tuple[str | None, str | None]:
+    """(the library of case `label`, its version where the case ran: its environment's, else flametool's own)."""
+    r = run.results[label]
+    if not r.library:
+        return None, None
+    where = run.environment(r.env)
+    versions = where.versions if where is not None else run.env.versions
+    return r.library, versions.get(r.library)
+
+
+def differences(a: Run, b: Run, label: str, anchor: str | None) -> list[Difference]:
+    """What run A and run B did not do alike for `label` (and its library's and the anchor's versions)."""
+    ra, rb = a.results[label], b.results[label]
+    out = [Difference(what, x, y, True) for what, x, y in (
+        ("op", a.config.operation, b.config.operation),
+        ("factory", ra.factory.rsplit(":", 1)[-1], rb.factory.rsplit(":", 1)[-1]),
+        ("shape", _shape(ra.sample_shape), _shape(rb.sample_shape)),  # the shape the change is taken at
+        ("dtype", ra.dtype, rb.dtype),
+        ("device", ra.device, rb.device),
+        ("operations per step", str(ra.ops_per_step), str(rb.ops_per_step))) if x != y]
+    if any(d.what == "op" for d in out):  # a built-in case's factory is named after its op
+        out = [d for d in out if d.what != "factory"]
+    if ra.shape != rb.shape and ra.sample_shape == rb.sample_shape:  # both compared at the same sampled shape
+        out.append(Difference("requested shape", _shape(ra.shape), _shape(rb.shape), False,
+                              f"both compared at {_shape(ra.sample_shape)}"))
+    for case in dict.fromkeys(x for x in (label, anchor) if x):
+        (lib_a, va), (lib_b, vb) = _version(a, case), _version(b, case)
+        if lib_a and lib_a == lib_b and va != vb:
+            out.append(Difference(f"{lib_a} version" + (" (the anchor's)" if case != label else ""),
+                                  va or "none", vb or "none", False))
+    return out
+
+
+@dataclass
+class DiffResult:
+    """`flametool diff`: one case in two runs, or two cases of one run (`cases`, (base, head)), head - base."""
+
+    label: str  # what is compared: the case, or "HEAD - BASE"
+    base_run: str
+    head_run: str
+    same_shape_and_dtype: bool
+    figures: treediff.PairDiff | None  # the layers and frames, head - base (None: not both sampled)
+    cases: tuple[str, str] | None = None
+    change: Change | None = None  # what it leads with, and --fail-above decides on
+    not_sampled: str | None = None  # why there are no layers and frames
+    counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (exact; before any time)
+    differences: list[Difference] = field(default_factory=list)  # two runs: what they did not do alike
+    incomplete: list[str] = field(default_factory=list)  # the runs ("A", "B"; the run) that did not finish
+
+    @property
+    def unlike(self) -> list[Difference]:
+        """The differences of the work itself: a verdict on them would judge the work, not the launch path."""
+        return [d for d in self.differences if d.unlike]
+
+    @property
+    def base_us_per_call(self) -> float:
+        assert self.figures is not None  # read only where both were sampled
+        return self.figures.base_us_per_call
+
+    @property
+    def head_us_per_call(self) -> float:
+        assert self.figures is not None  # read only where both were sampled
+        return self.figures.head_us_per_call
+
+    @property
+    def ratio(self) -> float | None:
+        assert self.figures is not None  # read only where both were sampled
+        return self.figures.ratio
+
+
+def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", anchor: str | None = None) -> DiffResult:
+    """The same case in two runs, base = RUN_A, head = RUN_B, relative to an anchor both runs timed beside it;
+    nothing is written."""
+    a, b = rundir.load_profiled(run_a, "diff"), rundir.load_profiled(run_b, "diff")
+    label = common_case(run_a, a, run_b, b, case)
+    for name, run in (("RUN_A", a), ("RUN_B", b)):
+        if run.results[label].error or run.results[label].at_sample_shape is None:
+            raise FlametoolError(f"--case {label!r}: it has no timings in {name} (it failed there)")
+    found, why = anchor_for(a, b, label, anchor)
+    change = run_change(a, b, label, found, why)
+    if Path(run_a).resolve() == Path(run_b).resolve() and change.ratio is not None:
+        # one run on both sides: its processes are the same units, each with a change of exactly nothing
+        change.interval = stats.Interval(change.ratio, change.ratio, "the same run on both sides")
+    sampled = label in attribution.sampled_labels(a) and label in attribution.sampled_labels(b)
+    figures = None
+    if sampled:  # anchored: both runs' samples at their common speed, as the change it leads with
+        figures = anchored_diff(attribution.load_profile(run_a, a, label), attribution.load_profile(run_b, b, label),
+                                change.anchored, view, ("A", "B"))
+    shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
+    return DiffResult(label, str(run_a), str(run_b), shapes[0] == shapes[1], figures, change=change,
+                      not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare",
+                      counts=countdiff.diff_counts(counts_of(a, label), counts_of(b, label), "A", "B"),
+                      differences=differences(a, b, label, found),
+                      incomplete=[name for name, run in (("A", a), ("B", b)) if not run.complete])
+
+
+def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> DiffResult:
+    """Two cases of one run, head - base; nothing is written."""
+    run = rundir.load_profiled(run_dir, "diff")
+    for label in (base, head):
+        if label not in run.results:
+            raise FlametoolError(f"--base/--head {label!r}: no such case in {run_dir} "
+                                 f"(cases: {', '.join(run.results) or 'none'})")
+    rb, rh = run.results[base], run.results[head]
+    for label, r in ((base, rb), (head, rh)):
+        if r.error or r.at_sample_shape is None:
+            raise FlametoolError(f"--base/--head {label!r}: it has no timings in {run_dir} (it failed there)")
+    pooled = stats.group_pooled(run, True, intervals=False)
+    got = stats.anchored_pair(run, base, head, pooled)
+    # two environments: both sides' samples at their common speed, as in the run's own report; a run (or a case)
+    # that was not sampled still has its ratio, as `diff RUN_A RUN_B` and `summary` give it
+    sampled = base in attribution.sampled_labels(run) and head in attribution.sampled_labels(run)
+    figures = anchored_diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head),
+                            got, view, (base, head), cross_library(rb, rh)) if sampled else None
+    if got is not None:
+        change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
+    else:
+        sb, sh = rb.at_sample_shape, rh.at_sample_shape
+        assert sb is not None and sh is not None  # load_profile: both have times at the sampled shape
+        f = stats.pair(base, sb, head, sh, run.paired(base, head),
+                       base_us=pooled[base].us if base in pooled else None)
+        change = Change(f.ratio, f.ratio_interval, "paired in the same processes" if f.paired else "not paired", None, f)
+    return DiffResult(f"{head} - {base}", str(run_dir), str(run_dir),
+                      (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head), change,
+                      not_sampled=None if sampled else f"{base} and {head} were not both sampled: no layers or frames to "
+                                                       "compare",
+                      incomplete=[] if run.complete else ["the run"],
+                      counts=countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head))

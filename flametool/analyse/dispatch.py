@@ -1,16 +1,16 @@
-"""Which analysis a run directory gets, by the kind of run it holds: a compare's (analysis), a sweep's (sweep)
-or an atlas's (atlas, which analyses each op's compare run through analysis). The one entry every command and
+"""Which analysis a run directory gets, by the kind of run it holds: a compare's (compare), a sweep's (sweep)
+or an atlas's (atlas, which analyses each op's compare run through compare). The one entry every command and
 view uses, so no module below it needs to know the others."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from . import analysis, atlas, sweep
+from . import atlas, compare, sweep
 from ..run import rundir
 from ..run.record import Run
 
-AnyAnalysis = analysis.Analysis | sweep.SweepAnalysis | atlas.AtlasAnalysis
+AnyAnalysis = compare.Analysis | sweep.SweepAnalysis | atlas.AtlasAnalysis
 
 
 def analyse(run_dir: Path, run: Run, attribute: bool = True) -> AnyAnalysis:
@@ -19,7 +19,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> AnyAnalysis:
         return sweep.analyse(run_dir, run)
     if run.kind == "atlas":
         return atlas.analyse(run_dir, run)
-    return analysis.analyse(run_dir, run, attribute)
+    return compare.analyse(run_dir, run, attribute)
 
 
 def analyse_dir(run_dir: Path | str, attribute: bool = True) -> AnyAnalysis:

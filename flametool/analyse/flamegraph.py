@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from . import calltree, layers as ly
 from .attribution import Profile
-from .diff import PairDiff
+from .treediff import PairDiff
 
 DISPLAY_THRESHOLD = 0.002  # of the root's width
 
@@ -68,7 +68,7 @@ def case_graph(profile: Profile, strings: Strings, gid: str, threshold: float = 
 
 def prepare_case_graph(profile: Profile, threshold: float = DISPLAY_THRESHOLD) -> None:
     """Make a case's flame graph now and keep it in the profile (with its own string table), so that the
-    profile can travel without its call tree (analysis.prepare)."""
+    profile can travel without its call tree (compare.prepare)."""
     profile.flame_graph = (threshold, _case_graph(profile, Strings(), threshold))
 
 

@@ -310,7 +310,7 @@ def read_ranges(path: Path, by_line: bool, seen_modules: dict[str, set[str]] | N
     more than one CPU, here otherwise."""
     size = safeopen.size(path)
     workers = min(cpus(), 8) if size >= PARALLEL_BYTES else 1
-    if in_worker:  # a worker already (analysis.prepared), one of as many as there are CPUs
+    if in_worker:  # a worker already (compare.prepared), one of as many as there are CPUs
         workers = 1
     ranges = line_ranges(path, workers) if workers > 1 else [(0, None)]
     if len(ranges) == 1:

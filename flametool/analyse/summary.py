@@ -7,11 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..run import stats
-from .analysis import Analysis, Change, DiffResult, PairAnalysis, Verdict, verdict
+from .compare import Analysis, PairAnalysis
+from .diff import Change, DiffResult, Verdict, verdict
 from .atlas import AtlasAnalysis
 from .countdiff import CountDiff
 from .sweep import SweepAnalysis, size_name
-from .diff import FrameDelta, LayerDelta, PairDiff
+from .treediff import FrameDelta, LayerDelta, PairDiff
 from ..errors import FlametoolError
 from ..run.record import Environment
 
@@ -60,7 +61,7 @@ class Summary:
     counts: dict = field(default_factory=dict)  # a run's cases' counted loops (run.counts.Counts), by label
     complete: bool = True
     incomplete: list[str] = field(default_factory=list)  # a diff: the runs that did not finish ("A", "B")
-    differences: list = field(default_factory=list)  # a diff of two runs: analysis.Difference, what they did not do alike
+    differences: list = field(default_factory=list)  # a diff of two runs: diff.Difference, what they did not do alike
     no_verdict: str | None = None  # why --fail-above gave no verdict (the runs measured unlike work)
     rows: list["HeadlineRow"] = field(default_factory=list)  # a sweep's or an atlas's: one per pair and size (or op)
 

@@ -1,4 +1,4 @@
-"""The analysis of a sweep run, a pure function of its run.json like analysis.analyse: per case, its host, GPU
+"""The analysis of a sweep run, a pure function of its run.json like compare.analyse: per case, its host, GPU
 and wall time per call at each size and whether the host set the pace; the size where each case's GPU time
 overtakes its host time (its crossover: below it, launch cost is what a program feels); per compared pair,
 the wall-time ratio at each size, paired as compare pairs it, and how much of the slower case's wall time

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..analyse import analysis, summary
+from ..analyse import compare, diff, summary
 from ..analyse.layers import VIEWS
 from ..errors import FlametoolError
 from .. import render
@@ -35,8 +35,8 @@ class Diff:
                        help="the case both runs timed beside the case, that the change is taken relative to (default: "
                             "the runs' own anchor, else the first such case)")
         p.add_argument("--fail-above", type=float, metavar="PCT",
-                       help=f"exit {analysis.SLOWER_EXIT} when the case's host time per call (relative to the anchor) grew "
-                            f"by more than PCT percent, its whole 95%% interval above PCT; exit {analysis.INCONCLUSIVE_EXIT} "
+                       help=f"exit {diff.SLOWER_EXIT} when the case's host time per call (relative to the anchor) grew "
+                            f"by more than PCT percent, its whole 95%% interval above PCT; exit {diff.INCONCLUSIVE_EXIT} "
                             "(inconclusive) when the interval holds PCT")
         p.add_argument("--allow-unlike", action="store_true",
                        help="give a --fail-above verdict even when the two runs measured different work (op, shape, "
@@ -47,7 +47,7 @@ class Diff:
                             "comment) or json (docs/summary-json.md)")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
-        with analysis.collector_paused():
+        with compare.collector_paused():
             return cmd_diff(args, ctx.err, ctx.out)
 
 
@@ -62,11 +62,11 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
             raise FlametoolError("diff RUN --base A --head B: one run and two of its cases (or RUN_A RUN_B [--case C])")
         if args.anchor is not None:
             raise FlametoolError("diff RUN --base A --head B --anchor: the anchor is for two runs (RUN_A RUN_B)")
-        result = analysis.diff_cases(args.run_a, args.base, args.head, args.layers)
+        result = diff.diff_cases(args.run_a, args.base, args.head, args.layers)
     elif args.run_b is None:
         raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")
     else:
-        result = analysis.diff_runs(args.run_a, args.run_b, args.case, args.layers, args.anchor)
+        result = diff.diff_runs(args.run_a, args.run_b, args.case, args.layers, args.anchor)
     if args.format == "text":
         out.file.write(render.show("terminal", result, terminal_options(out, top=args.top)))
     else:
@@ -77,7 +77,7 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
     assert result.change is not None  # diff_runs and diff_cases always set it
     if result.unlike and not args.allow_unlike:
         raise FlametoolError(summary.unlike_sentence(result))
-    decided = analysis.verdict(result.change, result.label, args.fail_above)
+    decided = diff.verdict(result.change, result.label, args.fail_above)
     if decided.exit_code:
         terminal.say(err, f"flametool: {decided.sentence}")
     return decided.exit_code

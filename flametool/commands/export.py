@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..analyse import analysis
+from ..analyse import compare
 from .. import render
 from ..run import rundir
 from .base import Context
@@ -27,13 +27,13 @@ class Export:
         p.add_argument("-o", "--output", type=Path, help="file to write (default, or -: standard output)")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
-        with analysis.collector_paused():
+        with compare.collector_paused():
             return cmd_export(args, ctx.out)
 
 
 def cmd_export(args: argparse.Namespace, out: Console) -> int:
     render.check(args.format, render.EXPORTS)
-    text = render.show(args.format, analysis.stacks(args.run, rundir.load_profiled(args.run, "export"), args.case, args.lines))
+    text = render.show(args.format, compare.stacks(args.run, rundir.load_profiled(args.run, "export"), args.case, args.lines))
     if args.output is None or args.output == Path("-"):
         out.file.write(text)
         out.file.flush()

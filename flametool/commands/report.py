@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..analyse import analysis
+from ..analyse import compare
 from ..errors import FlametoolError
 from ..render import terminal
 from ..run import rundir
@@ -26,7 +26,7 @@ class Report:
         p.add_argument("--open", action="store_true", help="open the report in a web browser when there is one")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
-        with analysis.collector_paused():
+        with compare.collector_paused():
             return cmd_report(args, ctx.err, ctx.out)
 
 

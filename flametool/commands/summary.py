@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..analyse import analysis, dispatch, summary
+from ..analyse import compare, diff, dispatch, summary
 from ..errors import FlametoolError
 from ..run import rundir
 from .. import render
@@ -28,12 +28,12 @@ class Summary:
         p.add_argument("--format", default="text", help="text (the default), markdown (a pull-request comment) or json "
                                                         "(a versioned schema: docs/summary-json.md)")
         p.add_argument("--fail-above", type=float, metavar="PCT",
-                       help=f"exit {analysis.SLOWER_EXIT} when a pair's head is slower than its base by more than PCT "
+                       help=f"exit {diff.SLOWER_EXIT} when a pair's head is slower than its base by more than PCT "
                             f"percent (relative to the anchor with --env), its whole 95%% interval above PCT; exit "
-                            f"{analysis.INCONCLUSIVE_EXIT} when the interval holds PCT")
+                            f"{diff.INCONCLUSIVE_EXIT} when the interval holds PCT")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
-        with analysis.collector_paused():
+        with compare.collector_paused():
             return cmd_summary(args, ctx.err, ctx.out)
 
 

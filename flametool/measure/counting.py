@@ -97,7 +97,7 @@ def python_tallies(stats: dict, steps: int, paths: list[str] | None = None) -> l
     for key, (_cc, nc, tt, _ct, callers) in stats.items():
         if own_frame(key):
             continue
-        # what the loop calls is the case's own step(), named alike in every case and layout (as diff.STEP_ROOT)
+        # what the loop calls is the case's own step(), named alike in every case and layout (as treediff.STEP_ROOT)
         name = STEP if callers and all(own_frame(c) for c in callers) else function_name(key, paths)
         calls[name] += nc
         own[name] += tt

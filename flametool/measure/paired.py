@@ -192,7 +192,7 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
 
 def decided(interval: stats.Interval | None, pct: float) -> bool:
     """A --fail-above PCT verdict is decided on this interval: wholly above 1 + PCT/100 (slower) or wholly at or
-    below it (passed), as analysis.verdict reads it."""
+    below it (passed), as diff.verdict reads it."""
     limit = 1 + pct / 100
     return interval is not None and (interval.low > limit or interval.high <= limit)
 

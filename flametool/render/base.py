@@ -1,6 +1,6 @@
-"""What every output of flametool is: a renderer of one kind of analysis result (analysis.Analysis,
-sweep.SweepAnalysis, atlas.AtlasAnalysis, analysis.DiffResult, summary.Summary, or for an export
-analysis.Stacks) to text in one format, made with one Options object: `Renderer[Result]`.
+"""What every output of flametool is: a renderer of one kind of analysis result (compare.Analysis,
+sweep.SweepAnalysis, atlas.AtlasAnalysis, diff.DiffResult, summary.Summary, or for an export
+compare.Stacks) to text in one format, made with one Options object: `Renderer[Result]`.
 
 The command line names the format; render.show picks the renderer of that format for the result's kind,
 makes it with the options the user gave, and the command writes what it returns: to the terminal, to
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
 
-from ..analyse.analysis import Stacks
+from ..analyse.compare import Stacks
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,6 @@ class Renderer(Generic[Result]):
 
 
 class ExportRenderer(Renderer[Stacks]):
-    """A file other tools read, of a run's stacks (analysis.Stacks: the cases chosen, named as chosen)."""
+    """A file other tools read, of a run's stacks (compare.Stacks: the cases chosen, named as chosen)."""
 
     kind = Stacks

@@ -9,7 +9,7 @@ from typing import cast
 
 from ..analyse import layers as ly
 from ..analyse.attribution import CaseCosts
-from ..analyse.diff import LayerDelta
+from ..analyse.treediff import LayerDelta
 
 # Light colours so that dark text reads on every one of them; the flame graphs use the same ones.
 LAYER_COLOURS = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..analyse import attribution
 from ..run import folded
-from ..analyse.analysis import Stacks
+from ..analyse.compare import Stacks
 from .base import ExportRenderer
 
 

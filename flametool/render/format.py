@@ -100,7 +100,7 @@ def op_shape(op: str, value) -> str:
     return f"{op} {shape(value)}"
 
 
-# Under a frame table with rows matched by role (diff.role_rows)
+# Under a frame table with rows matched by role (treediff.role_rows)
 ROLE_KEY = ("; a row \"role: frames (base) ≈ frames (head)\" matches frames that do one job under names only one "
             "side has (roles.json: a GEMM kernel, the allocator, a lock, a launch), so a renamed job is not read as a "
             "difference")
@@ -192,7 +192,7 @@ def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[s
 
 
 def change_lines(change, label: str, cases: tuple[str, str] | None) -> list[str]:
-    """What `flametool diff` leads with (change: analysis.Change): the change relative to the anchor and beside it
+    """What `flametool diff` leads with (change: diff.Change): the change relative to the anchor and beside it
     the absolute change and the anchor's own, or why there is no anchor and the absolute change."""
     base, head = cases or ("A", "B")
     if change is None or change.ratio is None:
@@ -243,7 +243,7 @@ def wide_note(f: PairFigures, isolated: bool | None = None) -> str | None:
 
 
 def pair_lines(pair, run, processes: int) -> list[str]:
-    """What a compared pair (analysis.PairAnalysis of `run`) says first, in the terminal and the report alike:
+    """What a compared pair (compare.PairAnalysis of `run`) says first, in the terminal and the report alike:
     its leading figure, the requested shape's when that is another, and a line when the interval is wide."""
     lead = pair.headline
     if getattr(pair, "anchored", None) is not None:
@@ -260,7 +260,7 @@ def pair_lines(pair, run, processes: int) -> list[str]:
 
 
 def speed_note(pairs: list) -> str | None:
-    """What the figures of the compared pairs (analysis.PairAnalysis) hold to, said once under them: ratios and
+    """What the figures of the compared pairs (compare.PairAnalysis) hold to, said once under them: ratios and
     shares of time travel between runs far better than microseconds, but not exactly (on the H200 the ratio read
     up to 3.4% apart in runs that drew the host's two speeds in different measure: docs/calibration.md);
     microseconds are this run's host speed, and their intervals cover this run's processes only."""
@@ -360,7 +360,7 @@ def visible(value: object) -> str:
 
 
 def differences_text(differences) -> str | None:
-    """What the two runs of a diff did not do alike (analysis.Difference), in one line; None when nothing."""
+    """What the two runs of a diff did not do alike (diff.Difference), in one line; None when nothing."""
     if not differences:
         return None
     unlike = [str(d) for d in differences if d.unlike]

@@ -28,9 +28,9 @@ from ..workload import cases
 from ..run import perturbation, rundir
 from . import atlas_page, charts, format as fmt, sweep_page
 from ..analyse import countdiff, flamegraph as flame, naming
-from ..analyse.analysis import Analysis, PairAnalysis
+from ..analyse.compare import Analysis, PairAnalysis
 from ..analyse.attribution import CaseCosts, Skipped
-from ..analyse.diff import LayerDelta, PairDiff
+from ..analyse.treediff import LayerDelta, PairDiff
 from ..analyse.sweep import SweepAnalysis
 from ..analyse.atlas import AtlasAnalysis
 from ..errors import FlametoolError

@@ -10,7 +10,7 @@ from itertools import chain
 
 from .. import __version__
 from ..analyse import attribution
-from ..analyse.analysis import Stacks
+from ..analyse.compare import Stacks
 from ..errors import FlametoolError
 from .base import ExportRenderer
 

@@ -61,7 +61,7 @@ def layer_text(p: PairSummary) -> str | None:
     r = p.largest_layer
     if r is None:
         return None
-    # anchored: both sides' samples were put at their common speed (analysis.at_common_speed), as the headline is
+    # anchored: both sides' samples were put at their common speed (compare.at_common_speed), as the headline is
     speed = ", both at their common speed" if p.change.anchored is not None else ""
     return (f"{r.layer} {fmt.signed(fmt.shown_delta(r.base_us_per_call, r.head_us_per_call))} ± {r.delta_se_us:,.2f} us "
             f"({fmt.num(r.base_us_per_call)} → {fmt.num(r.head_us_per_call)}{speed})")

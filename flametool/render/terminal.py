@@ -16,9 +16,10 @@ from rich.text import Text
 from . import format as fmt
 from ..run import perturbation
 from ..analyse import countdiff, sweep
-from ..analyse.analysis import Analysis, DiffResult
+from ..analyse.compare import Analysis
+from ..analyse.diff import DiffResult
 from ..analyse.attribution import CaseCosts, Skipped
-from ..analyse.diff import PairDiff
+from ..analyse.treediff import PairDiff
 from ..analyse.sweep import SweepAnalysis
 from ..analyse.atlas import AtlasAnalysis
 from ..analyse.layers import order

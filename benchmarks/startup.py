@@ -5,7 +5,7 @@ beside it.
     python benchmarks/startup.py                 # CUDA: cupy and torch at the seed shape
     python benchmarks/startup.py --spares 6      # with six processes importing cupy and torch beside it
 
-Each line is seconds since that process started its step list (the child's steps as child.main and the
+Each line is seconds since that process started its step list (the child's steps as child.entry.main and the
 built-in factories take them: the values made ahead while the libraries import, then each library's device,
 operands and first product).
 """

@@ -66,9 +66,9 @@ def main() -> int:
     subprocess.run([sys.executable, "-c", "import flametool.commands.main"], cwd=ROOT, check=True)
     print(f"parent: python -c 'import flametool.commands.main': {time.perf_counter() - t:.2f} s")
     t = time.perf_counter()
-    from flametool.measure import envinfo, sampler
-    envinfo.collect("cuda")
-    print(f"parent: envinfo.collect('cuda'): {time.perf_counter() - t:.2f} s (with the imports)")
+    from flametool.measure import machine, sampler
+    machine.collect("cuda")
+    print(f"parent: machine.collect('cuda'): {time.perf_counter() - t:.2f} s (with the imports)")
     t = time.perf_counter()
     try:
         sampler.check_available()

@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from flametool.measure import childproc  # noqa: E402
+from flametool.measure import spawn  # noqa: E402
 from flametool.measure.config import defaults  # noqa: E402
 
 PLAIN = {
@@ -169,7 +169,7 @@ def timing_ratios(args: argparse.Namespace) -> float:
           f"{args.rounds} alternating rounds; host (CPU) and device (GPU) microseconds per call")
     # flametool's side runs in the environment `flametool compare` gives a case's child (its thread pools);
     # the plain loop in the caller's, as the seed's reporter ran it
-    ours_env = childproc.child_env(defaults(args.device).pool_threads)
+    ours_env = spawn.child_env(defaults(args.device).pool_threads)
     ratios = []
     for lib in libs:
         plain_code = PLAIN[lib].format(**fields) + SEED_LOOP.format(**fields)

@@ -10,7 +10,7 @@ import pytest
 
 from flametool.analyse import dispatch
 from flametool.measure.child import loops as child_loops
-from flametool.measure import childproc
+from flametool.measure import spawn
 from flametool.run import folded, rundir
 from flametool.measure.config import CPU
 from shared import flametool_once
@@ -174,9 +174,9 @@ def test_processes_pool_the_timed_loops(cli, tmp_path):
 
 
 def test_child_env_sets_every_pool():
-    env = childproc.child_env(2)
-    assert all(env[v] == "2" for v in childproc.POOL_THREAD_VARS)
-    assert all(childproc.child_env(None).get(v) == os.environ.get(v) for v in childproc.POOL_THREAD_VARS)
+    env = spawn.child_env(2)
+    assert all(env[v] == "2" for v in spawn.POOL_THREAD_VARS)
+    assert all(spawn.child_env(None).get(v) == os.environ.get(v) for v in spawn.POOL_THREAD_VARS)
 
 
 def test_prof_files_load_in_pstats(run):

@@ -192,16 +192,16 @@ def test_a_run_with_jax_pins_its_children_to_two_cpus(monkeypatch):
     import sys
 
     from flametool.measure import config
-    from flametool.measure import childproc, envinfo
+    from flametool.measure import spawn, machine
 
-    monkeypatch.setattr(envinfo, "cuda_device_count", lambda: 1)
+    monkeypatch.setattr(machine, "cuda_device_count", lambda: 1)
     made = settings.compare_config(main.build_parser().parse_args(["compare", "--libs", "torch,jax", "--op", "add"]),
                               lambda text: None)
     assert made.cpus == config.JAX_CPUS == 2 and made.to_json()["cpus"] == 2
     plain = settings.compare_config(main.build_parser().parse_args(["compare", "--libs", "torch"]), lambda text: None)
     assert plain.cpus is None
     allowed = sorted(os.sched_getaffinity(0))
-    turns = [childproc.next_cpus(2) for _ in range(3)]
+    turns = [spawn.next_cpus(2) for _ in range(3)]
     assert all(len(t) == min(2, len(allowed)) and set(t) <= set(allowed) for t in turns)
     if len(allowed) >= 4:  # children alive at once get CPUs of their own while there are enough
         assert set(turns[0]).isdisjoint(turns[1])

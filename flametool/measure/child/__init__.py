@@ -1,6 +1,6 @@
 """The child: a fresh process that runs one job for the parent, then exits.
 
-Run by ``childproc.child_command`` (``entry.main(MSG_FD, JOB_JSON)``, the parent's flametool first on sys.path). It
+Run by ``spawn.child_command`` (``entry.main(MSG_FD, JOB_JSON)``, the parent's flametool first on sys.path). It
 reports to the parent in protocol.py's messages, JSON lines on the file descriptor MSG_FD (stdout and stderr
 belong to the user's code), and reads one command from stdin, ``stop``, which ends the sampled phase. Started
 ahead of its job, with ``MSG_FD --spare PARENT_PID MODULES`` (a spare), it imports MODULES (comma-separated)
@@ -18,5 +18,5 @@ Every loop runs the same function, ``loops.active_loop``: the sampler keeps only
 One job a module: entry.py (main), work.py (the three jobs), loops.py (warm-up, timed, interleaved, cProfile
 and sampled loops), building.py (a case's factory called, checked, its operands fingerprinted), clocks.py
 (CUDA events and the device's name), preload.py (libraries and operands ahead of the cases), reporter.py (the
-message pipe). The parent side (childproc.py) imports none of it: what it shares with the child is protocol.py.
+message pipe). The parent side (spawn.py) imports none of it: what it shares with the child is protocol.py.
 """

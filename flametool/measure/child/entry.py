@@ -1,4 +1,4 @@
-"""The child's entry point, main(argv), run by childproc.child_command (and by `python -m flametool.measure.child`):
+"""The child's entry point, main(argv), run by spawn.child_command (and by `python -m flametool.measure.child`):
 the CPUs pinned, the job read (from the command line; a spare's from stdin, after its preloading), run, and its
 result or the one line of its failure sent; then the process ends without the interpreter's teardown."""
 
@@ -38,7 +38,7 @@ def read_job() -> TimeJob | SweepJob | ProfileJob | None:
 
 
 def pin_cpus() -> None:
-    """Run on the CPUs the parent chose (childproc.CPUS_ENV), before any library sizes its thread pools."""
+    """Run on the CPUs the parent chose (spawn.CPUS_ENV), before any library sizes its thread pools."""
     given = os.environ.get("FLAMETOOL_CPUS")
     if given:
         try:

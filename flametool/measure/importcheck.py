@@ -53,7 +53,7 @@ def checkout_of(module_file: str | None, distributions: tuple[str, ...]) -> str 
 
 def probe(cases: list[dict]) -> dict:
     """cases: [{"label", "module" (its library, built-in) or "file" + "factory" (a user case)}]."""
-    from flametool.measure.envinfo import PACKAGES
+    from flametool.measure.machine import PACKAGES
 
     out: dict = {"executable": sys.executable, "python_version": platform.python_version(), "versions": {},
                  "describe": {}, "error": None, "ppid": os.getppid()}  # flametool's pid, unless a wrapper stands between

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from flametool.workload import cases  # noqa: E402
-from flametool.measure import child  # noqa: E402
+from flametool.measure.child import building  # noqa: E402
 
 DTYPE = "float16"
 # A GEMM's speed depends on its values through the power it draws, so it shows only once the GPU runs at its
@@ -96,7 +96,7 @@ def main() -> None:
             ("old", "cupy"): old_cupy(n),
             ("old", "torch"): old_torch(n),
         }
-        prints = {key: child.fingerprint(step)["fingerprint"] if key[0] == "same" else "-"
+        prints = {key: building.fingerprint(step)["fingerprint"] if key[0] == "same" else "-"
                   for key, (step, _) in made.items()}
         per_call = gpu_loop(*made[("same", "cupy")], 20, "cupy") * 1e-6
         calls = max(5, int(LOOP_GPU_SECONDS / per_call))

@@ -5,7 +5,7 @@ beside it.
     python benchmarks/startup.py                 # CUDA: cupy and torch at the seed shape
     python benchmarks/startup.py --spares 6      # with six processes importing cupy and torch beside it
 
-Each line is seconds since that process started its step list (the child's steps as child.main and the
+Each line is seconds since that process started its step list (the child's steps as child.entry.main and the
 built-in factories take them: the values made ahead while the libraries import, then each library's device,
 operands and first product).
 """
@@ -66,9 +66,9 @@ def main() -> int:
     subprocess.run([sys.executable, "-c", "import flametool.commands.main"], cwd=ROOT, check=True)
     print(f"parent: python -c 'import flametool.commands.main': {time.perf_counter() - t:.2f} s")
     t = time.perf_counter()
-    from flametool.measure import envinfo, sampler
-    envinfo.collect("cuda")
-    print(f"parent: envinfo.collect('cuda'): {time.perf_counter() - t:.2f} s (with the imports)")
+    from flametool.measure import machine, sampler
+    machine.collect("cuda")
+    print(f"parent: machine.collect('cuda'): {time.perf_counter() - t:.2f} s (with the imports)")
     t = time.perf_counter()
     try:
         sampler.check_available()

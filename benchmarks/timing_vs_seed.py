@@ -2,7 +2,7 @@
 
 The plain loop is the seed issue's code, written out with no flametool in it (cupy/linalg issue 8191):
 warm-up, synchronize, host clock and CUDA events around `iters` calls. flametool's side is its own
-timed phase (flametool.measure.child.time_cases, the code a timing process of `flametool compare` runs, here with
+timed phase (flametool.measure.child.work.time_cases, the code a timing process of `flametool compare` runs, here with
 one case). Each side runs in a fresh process, alternating, `--rounds` times. Target: ratio within 5%.
 
 Each side's fastest process is compared, as timeit compares its fastest repeat: on the H200 a fresh process
@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from flametool.measure import childproc  # noqa: E402
+from flametool.measure import spawn  # noqa: E402
 from flametool.measure.config import defaults  # noqa: E402
 
 PLAIN = {
@@ -95,14 +95,15 @@ print(json.dumps({{"cpu": statistics.median(cpu), "gpu": statistics.median(gpu) 
 # (set-up, warm-up, the timed loops with host clock and device events), with no parent to report to.
 FLAMETOOL = """
 import json, statistics
-from flametool import cases, child
-from flametool.protocol import JobCase, PlanItem, TimeJob
+from flametool.workload import cases
+from flametool.measure.child import work
+from flametool.measure.protocol import JobCase, PlanItem, TimeJob
 class Quiet:
     def phase(self, *args, **kwargs):
         pass
 job = TimeJob(device="{device}", iters={iters}, warmup={warmup}, repeats={repeats},
               cases=[JobCase("{lib}", cases.builtin("{lib}"), "{dtype}")], plan=[PlanItem([{m}, {k}, {n}], None, "timing")])
-got = child.time_cases(job, Quiet())
+got = work.time_cases(job, Quiet())
 if got.errors:
     raise SystemExit(got.errors)
 loops = got.cases["{lib}"].timing.loops
@@ -168,7 +169,7 @@ def timing_ratios(args: argparse.Namespace) -> float:
           f"{args.rounds} alternating rounds; host (CPU) and device (GPU) microseconds per call")
     # flametool's side runs in the environment `flametool compare` gives a case's child (its thread pools);
     # the plain loop in the caller's, as the seed's reporter ran it
-    ours_env = childproc.child_env(defaults(args.device).pool_threads)
+    ours_env = spawn.child_env(defaults(args.device).pool_threads)
     ratios = []
     for lib in libs:
         plain_code = PLAIN[lib].format(**fields) + SEED_LOOP.format(**fields)

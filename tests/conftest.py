@@ -15,9 +15,9 @@ sys.dont_write_bytecode = False
 
 
 def pytest_collection_modifyitems(config, items):
-    from flametool.measure import envinfo
+    from flametool.measure import machine
 
-    if envinfo.cuda_device_count():
+    if machine.cuda_device_count():
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")
     for item in items:

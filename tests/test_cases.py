@@ -1,4 +1,4 @@
-"""cases and child.fingerprint: the built-in cases multiply the same values, and run.json can tell."""
+"""cases and child.building.fingerprint: the built-in cases multiply the same values, and run.json can tell."""
 
 import io
 
@@ -8,7 +8,7 @@ from rich.console import Console
 from flametool.analyse import compare, dispatch
 from flametool.workload import cases
 from flametool.run import rundir
-from flametool.measure import child
+from flametool.measure.child import building
 from flametool.workload.cases import CaseSpec
 from flametool.measure.protocol import JobCase
 from flametool.run.record import Operands
@@ -22,12 +22,12 @@ LINE = "step;active_loop;matmul 10\n"
 def test_numpy_and_torch_multiply_the_same_bytes():
     for dtype in ("float32", "float16", "float64"):
         (sn, _), (st, _) = cases.numpy_matmul(48, 32, 16, dtype, "cpu"), cases.torch_mm(48, 32, 16, dtype, "cpu")
-        fn, ft = child.fingerprint(sn), child.fingerprint(st)
+        fn, ft = building.fingerprint(sn), building.fingerprint(st)
         assert fn.fingerprint == ft.fingerprint and fn.made == ft.made, dtype
         assert st.operands[0].numpy().tobytes() == sn.operands[0].tobytes()
         # torch holds copies: the two cases do not share memory
         assert st.operands[0].data_ptr() != sn.operands[0].ctypes.data
-    assert "rounded to float16" in child.fingerprint(cases.torch_mm(8, 8, 8, "float16", "cpu")[0]).made
+    assert "rounded to float16" in building.fingerprint(cases.torch_mm(8, 8, 8, "float16", "cpu")[0]).made
 
 
 def test_fingerprint_tells_values_apart():
@@ -37,28 +37,28 @@ def test_fingerprint_tells_values_apart():
         pass
 
     step.operands = (a, b)
-    first = child.fingerprint(step)
+    first = building.fingerprint(step)
     assert first.made == "step.operands of the case" and first.hashed.endswith("every byte")
     b[3, 3] = 2
-    assert child.fingerprint(step).fingerprint != first.fingerprint
+    assert building.fingerprint(step).fingerprint != first.fingerprint
     # the same bytes as another dtype are other operands
     step.operands = (a.view(np.int32), b)
-    assert child.fingerprint(step).fingerprint not in (first.fingerprint,)
+    assert building.fingerprint(step).fingerprint not in (first.fingerprint,)
 
 
 def test_a_large_operand_is_hashed_in_part_and_says_so(monkeypatch):
-    monkeypatch.setattr(child, "FINGERPRINT_ELEMENTS", 100)
+    monkeypatch.setattr(building, "FINGERPRINT_ELEMENTS", 100)
     step, _ = cases.torch_mm(30, 30, 10, "bfloat16", "cpu")  # bfloat16: hashed as its 16-bit patterns
-    found = child.fingerprint(step)
+    found = building.fingerprint(step)
     assert found.hashed == "blake2b of 2 operands, of each, one element in 9, 3"
-    assert child.fingerprint(cases.torch_mm(30, 30, 10, "bfloat16", "cpu")[0]) == found
+    assert building.fingerprint(cases.torch_mm(30, 30, 10, "bfloat16", "cpu")[0]) == found
 
 
 def test_a_step_without_operands_has_no_fingerprint():
     def step():
         pass
 
-    assert child.fingerprint(step) is None
+    assert building.fingerprint(step) is None
 
 
 def test_unlike_operands_are_flagged_in_the_terminal_and_the_report(tmp_path):
@@ -92,7 +92,7 @@ def test_operands_that_cannot_be_hashed_leave_the_case_built(capsys):
 
     errors, operands = {}, {}
     case = JobCase("odd", CaseSpec("odd", "odd_operands", module=__name__), "float32")
-    made = child.build([case], [4, 4, 4], "cpu", Report(), errors, operands)
+    made = building.build([case], [4, 4, 4], "cpu", Report(), errors, operands)
     assert list(made) == ["odd"] and errors == {} and operands == {}
     assert "step.operands could not be hashed" in capsys.readouterr().err
 

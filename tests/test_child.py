@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from flametool.measure import child
+from flametool.measure.child import loops
 
 
 def test_warm_up_reads_the_rate_after_the_first_calls():
@@ -16,7 +16,7 @@ def test_warm_up_reads_the_rate_after_the_first_calls():
         time.sleep(0.05 if not calls else 0.001)
         calls.append(1)
 
-    per_call = child.warm_up(step, lambda: None, 10)
+    per_call = loops.warm_up(step, lambda: None, 10)
     assert len(calls) == 10
     assert 0.001 <= per_call < 0.004
 
@@ -33,15 +33,15 @@ def test_later_libraries_import_behind_the_first_and_a_case_waits_for_its_own(tm
     script = f"""
 import sys, time
 sys.path[:0] = [{str(tmp_path)!r}, {str(Path(__file__).resolve().parent.parent)!r}]
-from flametool.measure import child
+from flametool.measure.child import preload
 t0 = time.perf_counter()
-child.preload_behind(["quickmod", "slowmod"])
+preload.preload_behind(["quickmod", "slowmod"])
 back = time.perf_counter() - t0
 assert sys.modules["quickmod"].DONE
 assert not getattr(sys.modules.get("slowmod"), "DONE", False), "slowmod imported before preload_behind returned"
-child.imported(["quickmod"])  # the first: no wait
+preload.imported(["quickmod"])  # the first: no wait
 assert time.perf_counter() - t0 < 0.4
-child.imported(["slowmod"])
+preload.imported(["slowmod"])
 waited = time.perf_counter() - t0
 import slowmod
 assert slowmod.DONE and waited >= 0.55, waited
@@ -56,7 +56,7 @@ print(f"{{back:.3f}} {{waited:.3f}}")
 def test_a_built_in_case_is_known_as_built_in_to_the_child(monkeypatch):
     """The child starts a built-in case's operands and its library's import ahead (start_operands): a built-in
     case is one whose module is the one run.json names (flametool.cases), whichever module holds the code."""
-    from flametool.measure import child
+    from flametool.measure.child import preload
     from flametool.measure.protocol import JobCase, ProfileJob
     from flametool.workload import cases
 
@@ -64,4 +64,4 @@ def test_a_built_in_case_is_known_as_built_in_to_the_child(monkeypatch):
     monkeypatch.setattr(cases, "prefetch_shape", lambda shape, dtype: asked.append((shape, dtype)))
     job = ProfileJob(device="cpu", iters=10, warmup=1, repeats=1, case=JobCase("numpy", cases.builtin("numpy"), "float32"),
                      shape=[8, 8, 8])
-    assert child.start_operands(job) == ["numpy"] and asked == [([8, 8, 8], "float32")]
+    assert preload.start_operands(job) == ["numpy"] and asked == [([8, 8, 8], "float32")]

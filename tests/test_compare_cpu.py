@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from flametool.analyse import dispatch
-from flametool.measure import child, childproc
+from flametool.measure.child import loops as child_loops
+from flametool.measure import spawn
 from flametool.run import folded, rundir
 from flametool.measure.config import CPU
 from shared import flametool_once
@@ -20,9 +21,9 @@ PROCESSES, REPEATS = 2, 2
 
 def rounds_of(loops: list) -> int:
     """Rounds a process ran: --repeats, or more for host-bound loops (until each case has had
-    the CPU's timed_seconds of timed loops, at most child.MAX_ROUNDS); every case of the process one loop each."""
+    the CPU's timed_seconds of timed loops, at most loops.MAX_ROUNDS); every case of the process one loop each."""
     n = len(loops[0].cpu_us)
-    assert REPEATS <= n <= child.MAX_ROUNDS and all(len(l.cpu_us) == len(l.slots) == n for l in loops)
+    assert REPEATS <= n <= child_loops.MAX_ROUNDS and all(len(l.cpu_us) == len(l.slots) == n for l in loops)
     return n
 
 
@@ -85,7 +86,7 @@ def test_run_json_contract(run):
 
 def test_timing_is_paired_and_interleaved(run):
     """By default every case is built in each of --processes processes and their loops interleaved there,
-    in child.round_order: the comparison is made within each process."""
+    in loops.round_order: the comparison is made within each process."""
     out, _, _ = run
     data = rundir.load(out)
     labels = ["numpy", "torch", "add_case"]
@@ -95,8 +96,9 @@ def test_timing_is_paired_and_interleaved(run):
     assert all(data.results[l].group == 0 and data.group_of(l) is group for l in labels)
     for i in range(PROCESSES):
         rounds = interleaved_rounds(data.results, labels, i)
-        assert rounds == [child.round_order(labels, r) for r in range(len(rounds))]
-    assert child.round_order(["a", "b"], 0) == ["a", "b"] and child.round_order(["a", "b"], 1) == ["b", "a"]
+        assert rounds == [child_loops.round_order(labels, r) for r in range(len(rounds))]
+    assert child_loops.round_order(["a", "b"], 0) == ["a", "b"]
+    assert child_loops.round_order(["a", "b"], 1) == ["b", "a"]
     a = dispatch.analyse_dir(out)
     # the two library cases, and the case of one's own against the first built-in one
     assert [(p.base, p.head) for p in a.pairs] == [("numpy", "torch"), ("numpy", "add_case")]
@@ -172,9 +174,9 @@ def test_processes_pool_the_timed_loops(cli, tmp_path):
 
 
 def test_child_env_sets_every_pool():
-    env = childproc.child_env(2)
-    assert all(env[v] == "2" for v in childproc.POOL_THREAD_VARS)
-    assert all(childproc.child_env(None).get(v) == os.environ.get(v) for v in childproc.POOL_THREAD_VARS)
+    env = spawn.child_env(2)
+    assert all(env[v] == "2" for v in spawn.POOL_THREAD_VARS)
+    assert all(spawn.child_env(None).get(v) == os.environ.get(v) for v in spawn.POOL_THREAD_VARS)
 
 
 def test_prof_files_load_in_pstats(run):
@@ -257,7 +259,7 @@ def test_builtin_cases_record_the_same_operands(run):
 def test_loops_at_another_sample_shape_are_short_and_many(cli, tmp_path, repeats):
     """At a sample shape other than the requested one a loop runs --iters operations, and at least
     1/MAX_ROUNDS of the CPU's timed_seconds, so that the rounds (up to timed_seconds) are many; with
-    --repeats (no rounds added) each loop runs at least child.MIN_LOOP_SECONDS."""
+    --repeats (no rounds added) each loop runs at least loops.MIN_LOOP_SECONDS."""
     out = tmp_path / "run"
     proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--shape", "64,64,64", "--sample-shape", "16,16,16",
                "--processes", "1", "--no-sample", "--iters", "200", *(["--repeats", str(repeats)] if repeats else []),
@@ -267,8 +269,8 @@ def test_loops_at_another_sample_shape_are_short_and_many(cli, tmp_path, repeats
     (loops,) = t.processes
     loop_s = statistics.median(loops.cpu_us) * t.calls / 1e6
     if repeats is None:
-        short = CPU.timed_seconds / child.MAX_ROUNDS
+        short = CPU.timed_seconds / child_loops.MAX_ROUNDS
         assert t.calls > 200 and 0.5 * short < loop_s < 4 * short, (t.calls, loop_s)
-        assert len(loops.cpu_us) > child.MAX_ROUNDS / 4
+        assert len(loops.cpu_us) > child_loops.MAX_ROUNDS / 4
     else:
-        assert loop_s > 0.5 * child.MIN_LOOP_SECONDS and len(loops.cpu_us) == repeats, (t.calls, loop_s)
+        assert loop_s > 0.5 * child_loops.MIN_LOOP_SECONDS and len(loops.cpu_us) == repeats, (t.calls, loop_s)

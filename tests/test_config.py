@@ -22,13 +22,14 @@ def test_the_command_line_takes_the_cpu_defaults():
 
 
 def test_the_rounds_a_job_asks_for_come_from_the_config():
-    from flametool.measure import child, jobs
+    from flametool.measure.child import loops
+    from flametool.measure import jobs
 
     job = lambda c: protocol.TimeJob(**jobs.job_base(c))  # noqa: E731
-    assert child.extend_seconds(job(parsed())) == CPU.timed_seconds
-    assert child.extend_seconds(job(parsed("--repeats", "4"))) == 0.0  # rounds as given
+    assert loops.extend_seconds(job(parsed())) == CPU.timed_seconds
+    assert loops.extend_seconds(job(parsed("--repeats", "4"))) == 0.0  # rounds as given
     gpu = Config(cases=[], device="cuda:0", shape=[8, 8, 8], dtypes={}, out=Path("x"), timed_seconds=0.25)
-    assert child.extend_seconds(job(gpu)) == 0.25
+    assert loops.extend_seconds(job(gpu)) == 0.25
 
 
 def test_a_given_process_count_is_run_as_given():

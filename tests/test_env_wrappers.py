@@ -70,7 +70,7 @@ def test_the_import_check_stopped_by_sigterm_leaves_no_python_behind(tmp_path):
     bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--env", f"a={sys.executable}",
                         "--env", f"b={wrapper}", "--no-sample", "--out", str(tmp_path / "run")], environ)
     try:
-        bg.wait_until(lambda: sum("envprobe" in cmd for _, cmd in fk.tagged(bg.tag)) >= 3, "the import check")
+        bg.wait_until(lambda: sum("importcheck" in cmd for _, cmd in fk.tagged(bg.tag)) >= 3, "the import check")
         bg.signal(signal.SIGTERM, group=False)
         assert bg.finish() == 130
         assert fk.none_left(bg.tag) == []

@@ -223,7 +223,7 @@ def test_anchor_must_be_a_case_of_the_run(capsys, tmp_path):
 
 
 def test_git_describe_of_a_library_imported_from_a_checkout(tmp_path):
-    from flametool.measure import envprobe
+    from flametool.measure import importcheck
 
     repo = tmp_path / "cupy"
     (repo / "cupy").mkdir(parents=True)
@@ -231,14 +231,14 @@ def test_git_describe_of_a_library_imported_from_a_checkout(tmp_path):
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
     for argv in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"], ["tag", "v14.3.0a1"]):
         subprocess.run(git + argv, check=True)
-    assert envprobe.checkout_of(str(repo / "cupy" / "__init__.py"), ()) == "v14.3.0a1"
+    assert importcheck.checkout_of(str(repo / "cupy" / "__init__.py"), ()) == "v14.3.0a1"
     (repo / "cupy" / "new.py").write_text("")
     subprocess.run(git + ["add", "."], check=True)
-    assert envprobe.checkout_of(str(repo / "cupy" / "__init__.py"), ()) == "v14.3.0a1-dirty"
+    assert importcheck.checkout_of(str(repo / "cupy" / "__init__.py"), ()) == "v14.3.0a1-dirty"
     # an installed copy inside some other checkout (a venv in a project's tree) is no checkout of the library
     installed = repo / "venv" / "lib" / "site-packages" / "torch"
     installed.mkdir(parents=True)
-    assert envprobe.checkout_of(str(installed / "__init__.py"), ()) is None
+    assert importcheck.checkout_of(str(installed / "__init__.py"), ()) is None
 
 
 def test_environments_may_take_more_processes_until_the_anchored_ratio_settles(tmp_path):

@@ -100,9 +100,9 @@ def test_floors_run_as_cases(cli, tmp_path):
 
 
 def test_second_device_is_used_and_named(cli, tmp_path):
-    from flametool.measure import envinfo
+    from flametool.measure import machine
 
-    if envinfo.cuda_device_count() < 2:
+    if machine.cuda_device_count() < 2:
         pytest.skip("needs two CUDA devices")
     runs = {}
     for device in ("cuda:0", "cuda:1"):

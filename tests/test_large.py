@@ -14,6 +14,7 @@ import pytest
 from flametool.analyse import attribution as at
 from flametool.analyse import treediff as df
 from flametool.run import folded
+from flametool import pool
 from flametool.analyse import naming, reading, nodetree
 from flametool.errors import RunDirError
 from flametool.analyse import flamegraph as flame
@@ -41,7 +42,7 @@ def synthetic(synthetic_run) -> dict[str, Path]:
 def forced_parallel(monkeypatch, ranges: int) -> None:
     """Every file read in `ranges` worker processes, however small it is."""
     monkeypatch.setattr(reading, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(reading, "cpus", lambda: ranges)
+    monkeypatch.setattr(pool, "cpus", lambda: ranges)
 
 
 def straightforward(path: Path, by_line: bool = False, extra=()):

@@ -12,8 +12,8 @@ import flametool
 
 PACKAGE = Path(flametool.__file__).parent
 
-# Layer rules as data: each room and the rooms it may import. The base modules (errors, procs, the version) import no
-# other room; `flametool.cases` is the public alias of workload.cases, kept for users and recorded runs.
+# Layer rules as data: each room and the rooms it may import. The base modules (errors, procs, pool, the version)
+# import no other room; `flametool.cases` is the public alias of workload.cases, kept for users and recorded runs.
 MAY_IMPORT: dict[str, set[str]] = {
     "base": set(),
     "workload": {"base"},
@@ -24,7 +24,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "commands": {"base", "workload", "run", "measure", "analyse", "render"},
     "top": {"base", "workload", "commands"},
 }
-BASE = {"flametool", "flametool.errors", "flametool.procs"}  # flametool itself holds the version alone
+# flametool itself holds the version alone
+BASE = {"flametool", "flametool.errors", "flametool.procs", "flametool.pool"}
 TOP = {"flametool.__main__", "flametool.cases"}
 
 

@@ -18,7 +18,7 @@ import faultkit as fk
 from flametool.analyse import dispatch
 from flametool.workload import cases
 from flametool.run import rundir
-from flametool.measure import envinfo, explain, runner, sampler
+from flametool.measure import machine, explain, runner, sampler
 from flametool.errors import CaseError
 from flametool.run.record import Run
 
@@ -184,7 +184,7 @@ def test_explain_pyspy_failures(lines, code, words):
 def test_no_such_cuda_device(capsys, tmp_path):
     from flametool.commands import main
 
-    gpus = envinfo.cuda_device_count()
+    gpus = machine.cuda_device_count()
     out = tmp_path / "run"
     assert main.main(["compare", "--device", f"cuda:{gpus}", "--libs", "torch", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()

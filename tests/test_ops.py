@@ -76,12 +76,12 @@ def test_matmul_through_the_old_factories_is_still_the_product():
 
 @pytest.mark.parametrize("op", ELEMENT_OPS)
 def test_numpy_and_torch_read_the_same_values(op):
-    from flametool.measure import child
+    from flametool.measure.child import building
 
     prints = []
     for library in ("numpy", "torch"):
         step, _ = cases.call_factory(getattr(cases, cases.factory_name(library, op)), [64], "float32", "cpu")
-        prints.append(child.fingerprint(step, [64]).fingerprint)
+        prints.append(building.fingerprint(step, [64]).fingerprint)
     assert prints[0] == prints[1]
 
 
@@ -192,21 +192,21 @@ def test_a_run_with_jax_pins_its_children_to_two_cpus(monkeypatch):
     import sys
 
     from flametool.measure import config
-    from flametool.measure import childproc, envinfo
+    from flametool.measure import spawn, machine
 
-    monkeypatch.setattr(envinfo, "cuda_device_count", lambda: 1)
+    monkeypatch.setattr(machine, "cuda_device_count", lambda: 1)
     made = settings.compare_config(main.build_parser().parse_args(["compare", "--libs", "torch,jax", "--op", "add"]),
                               lambda text: None)
     assert made.cpus == config.JAX_CPUS == 2 and made.to_json()["cpus"] == 2
     plain = settings.compare_config(main.build_parser().parse_args(["compare", "--libs", "torch"]), lambda text: None)
     assert plain.cpus is None
     allowed = sorted(os.sched_getaffinity(0))
-    turns = [childproc.next_cpus(2) for _ in range(3)]
+    turns = [spawn.next_cpus(2) for _ in range(3)]
     assert all(len(t) == min(2, len(allowed)) and set(t) <= set(allowed) for t in turns)
     if len(allowed) >= 4:  # children alive at once get CPUs of their own while there are enough
         assert set(turns[0]).isdisjoint(turns[1])
     env = dict(os.environ, FLAMETOOL_CPUS=str(allowed[-1]))
-    got = subprocess.run([sys.executable, "-c", "import os; from flametool.measure.child import pin_cpus; pin_cpus(); "
-                          "print(sorted(os.sched_getaffinity(0)))"], env=env, capture_output=True, text=True,
+    got = subprocess.run([sys.executable, "-c", "import os; from flametool.measure.child.entry import pin_cpus; "
+                          "pin_cpus(); print(sorted(os.sched_getaffinity(0)))"], env=env, capture_output=True, text=True,
                          cwd=Path(__file__).parent.parent, timeout=60)
     assert got.stdout.strip() == str([allowed[-1]]), got.stderr

@@ -533,11 +533,11 @@ def test_the_headline_says_each_thing_once_and_one_number_for_each_figure():
 
 
 def test_a_shape_already_host_bound_in_size_is_not_moved_to_itself():
-    from flametool.measure import child
+    from flametool.measure.child import work
     from flametool.workload import ops
 
     size = ops.host_bound_shape("matmul", "cuda")
-    shape, reason = child.choose_sample_shape(None, list(size), False, "matmul")
+    shape, reason = work.choose_sample_shape(None, list(size), False, "matmul")
     assert shape == list(size) and "so launches are sampled at the host-bound shape" not in reason
-    shape, reason = child.choose_sample_shape(None, [65536, 24576, 12288], False, "matmul")
+    shape, reason = work.choose_sample_shape(None, [65536, 24576, 12288], False, "matmul")
     assert shape == list(size) and "is not host-bound" in reason

@@ -48,7 +48,7 @@ def test_children_import_the_parents_flametool(tmp_path):
     assert all(r["error"] is None for r in data["results"].values())
     # cProfile saw the child's active_loop in the parent's flametool, not in the decoy
     files = {f for f, _, name in pstats.Stats(str(out / "numpy.prof")).stats if name == "active_loop"}
-    assert files == {str(ROOT / "flametool" / "measure" / "child.py")}
+    assert files == {str(ROOT / "flametool" / "measure" / "child" / "loops.py")}
 
 
 def measurement(base: list[float], head: list[float]) -> runner.Measurement:

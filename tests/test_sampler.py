@@ -5,17 +5,19 @@ from flametool.run import perturbation
 from flametool.run.profiled import Sampling
 from flametool.run.folded import Stack
 
-LOOP = "active_loop (flametool/measure/child.py:44)"
+LOOP = "active_loop (flametool/measure/child/loops.py:44)"
 
 
 def test_keep_inside_cuts_everything_above_the_loop():
     raw = [
-        Stack(("0x7f (libc.so.6)", "<module> (flametool/measure/child.py:300)", "run (flametool/measure/child.py:250)", LOOP,
+        Stack(("0x7f (libc.so.6)", "<module> (flametool/measure/child/entry.py:300)",
+               "run (flametool/measure/child/entry.py:250)", LOOP,
                "step (flametool/cases.py:87)", "THPVariable_mm (libtorch_python.so)"), 5),
-        Stack(("0x7f (libc.so.6)", "<module> (flametool/measure/child.py:300)", LOOP, "step (flametool/cases.py:87)",
-               "THPVariable_mm (libtorch_python.so)"), 2),
-        Stack(("<module> (flametool/measure/child.py:300)", LOOP), 3),  # between calls
-        Stack(("<module> (flametool/measure/child.py:300)", "sampled_phase (flametool/measure/child.py:200)",
+        Stack(("0x7f (libc.so.6)", "<module> (flametool/measure/child/entry.py:300)", LOOP,
+               "step (flametool/cases.py:87)", "THPVariable_mm (libtorch_python.so)"), 2),
+        Stack(("<module> (flametool/measure/child/entry.py:300)", LOOP), 3),  # between calls
+        Stack(("<module> (flametool/measure/child/entry.py:300)",
+               "sampled_phase (flametool/measure/child/loops.py:200)",
                "synchronize (torch/cuda/__init__.py:1152)"), 7),  # sync: outside
         Stack(("<module> (x.py:1)", "active_loop (user/other.py:3)", "f (user/other.py:9)"), 1),  # not ours
     ]

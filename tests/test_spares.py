@@ -1,5 +1,5 @@
 """runner: children started ahead of their jobs (spares, as on a GPU): the timing processes, those run until the
-ratios settle (childproc.Spares.ahead) and each case's profiled process."""
+ratios settle (spawn.Spares.ahead) and each case's profiled process."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import faultkit as fk
 from flametool.workload import cases
-from flametool.measure import childproc, paired, runner
+from flametool.measure import spawn, paired, runner
 
 USER = Path(__file__).parent / "cases" / "user_cases.py"
 
@@ -20,9 +20,9 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
     the run is whole, and the spare for process 4 is stopped: no process or log of any spare is left."""
     monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
     taken, checks, started = [], [], []
-    take, start = childproc.Spare.take, childproc.Spare.start
+    take, start = spawn.Spare.take, spawn.Spare.start
 
-    def counted(spare: childproc.Spare, job):
+    def counted(spare: spawn.Spare, job):
         got = take(spare, job)
         taken.append((job.kind, got is not None))
         return got
@@ -35,8 +35,8 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
         checks.append(len(m.run.results["numpy"].at_sample_shape.processes))
         return len(checks) > 1  # unsettled after 2 processes, settled after 3
 
-    monkeypatch.setattr(childproc.Spare, "take", counted)
-    monkeypatch.setattr(childproc.Spare, "start", classmethod(starting))
+    monkeypatch.setattr(spawn.Spare, "take", counted)
+    monkeypatch.setattr(spawn.Spare, "start", classmethod(starting))
     monkeypatch.setattr(paired, "settled", settled)
     specs = [cases.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},

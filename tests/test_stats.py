@@ -9,7 +9,7 @@ import statistics
 import pytest
 
 from flametool.run import stats
-from flametool.measure.child import round_order
+from flametool.measure.child.loops import round_order
 from flametool.run.record import DeviceInfo
 from flametool.run.timing import Loops, Timing
 
@@ -91,9 +91,9 @@ class _Phases:
 
 
 def _events(gpu_ms_per_loop: float):
-    from flametool.measure import child
+    from flametool.measure.child import clocks
 
-    return child.Events(make=_Event, elapsed_ms=lambda s, e: gpu_ms_per_loop, device_info=DeviceInfo)
+    return clocks.Events(make=_Event, elapsed_ms=lambda s, e: gpu_ms_per_loop, device_info=DeviceInfo)
 
 
 @pytest.mark.parametrize("gpu_ms, extend, rounds", [
@@ -102,12 +102,12 @@ def _events(gpu_ms_per_loop: float):
     (0.0001, True, 3),  # host-bound: at least --repeats (and more until each had `extend`, here none)
 ])
 def test_long_gpu_bound_loops_stop_after_two_rounds(monkeypatch, gpu_ms, extend, rounds):
-    from flametool.measure import child
+    from flametool.measure.child import loops as child_loops
 
-    monkeypatch.setattr(child, "LONG_LOOP_SECONDS", 0.0)  # every loop counts as long
+    monkeypatch.setattr(child_loops, "LONG_LOOP_SECONDS", 0.0)  # every loop counts as long
     step = (lambda: None, lambda: None)
-    loops = child.interleaved({"a": step, "b": step}, {"a": 10, "b": 10}, 3, _events(gpu_ms), _Phases(), [8, 8, 8], {},
-                              1e-9 if extend else 0.0)
+    loops = child_loops.interleaved({"a": step, "b": step}, {"a": 10, "b": 10}, 3, _events(gpu_ms), _Phases(),
+                                    [8, 8, 8], {}, 1e-9 if extend else 0.0)
     assert [len(loops[l].cpu_us) for l in ("a", "b")] == [rounds, rounds]
     assert len(loops["a"].gpu_us) == len(loops["a"].wall_us) == rounds
 
@@ -115,11 +115,11 @@ def test_long_gpu_bound_loops_stop_after_two_rounds(monkeypatch, gpu_ms, extend,
 def test_host_bound_rounds_go_on_until_each_case_had_its_seconds():
     import time
 
-    from flametool.measure import child
+    from flametool.measure.child import loops as child_loops
 
     step = (lambda: time.sleep(0.002), lambda: None)
     started = time.perf_counter()
-    loops = child.interleaved({"a": step, "b": step}, {"a": 1, "b": 1}, 3, None, _Phases(), [8, 8, 8], {}, 0.05)
+    loops = child_loops.interleaved({"a": step, "b": step}, {"a": 1, "b": 1}, 3, None, _Phases(), [8, 8, 8], {}, 0.05)
     took = time.perf_counter() - started
     rounds = len(loops["a"].cpu_us)
     assert rounds == len(loops["b"].cpu_us) and 0.05 / 0.002 / 4 < rounds <= 0.05 / 0.002 + 1, rounds

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import faultkit as fk
-from flametool.measure import child
+from flametool.measure.child import building
 
 FAULTS = fk.CASES / "fault_cases.py"
 
@@ -21,14 +21,14 @@ def step():
 @pytest.mark.parametrize("ops", [-1, 0, 10**30, float("nan"), "many", 2.5, True, None])
 def test_a_bad_step_ops_fails_the_case(ops):
     step.ops = ops
-    with pytest.raises(child.FactoryFailed, match=r"step.ops is .*: it must be a positive integer"):
-        child.check_ops(step)
+    with pytest.raises(building.FactoryFailed, match=r"step.ops is .*: it must be a positive integer"):
+        building.check_ops(step)
 
 
-@pytest.mark.parametrize("ops", [1, 100, np.int64(4), child.MAX_OPS_PER_STEP])
+@pytest.mark.parametrize("ops", [1, 100, np.int64(4), building.MAX_OPS_PER_STEP])
 def test_a_whole_step_ops_is_taken(ops):
     step.ops = ops
-    child.check_ops(step)
+    building.check_ops(step)
 
 
 def test_a_negative_step_ops_through_the_command_line(tmp_path):

@@ -51,7 +51,7 @@ def test_host_operands_are_streams_0_and_1():
 
 
 def test_a_child_starts_the_builtin_cases_operands_for_its_first_shape(monkeypatch):
-    from flametool.measure import child
+    from flametool.measure.child import preload
     from flametool.workload.cases import CaseSpec
     from flametool.measure.protocol import JobCase, PlanItem, ProfileJob, SweepItem, SweepJob, TimeJob
 
@@ -61,10 +61,10 @@ def test_a_child_starts_the_builtin_cases_operands_for_its_first_shape(monkeypat
     mine = JobCase("mine", CaseSpec("mine", "mine", file="/x/mine.py"), "float32")
     base = dict(device="cpu", iters=10, warmup=1, repeats=1)
     job = TimeJob(**base, cases=[mine, numpy, torch], plan=[PlanItem([8, 4, 2], None, "timing"), PlanItem([2, 2, 2], None, "x")])
-    assert child.start_operands(job) == ["numpy", "torch"] and asked == [(8, 4, 2, "float16")]
-    assert child.start_operands(ProfileJob(**base, case=torch, shape=[3, 3, 3])) == ["torch"]
-    assert child.start_operands(SweepJob(**base, cases=[torch], points=[SweepItem([5, 5, 5], None)])) == ["torch"]
+    assert preload.start_operands(job) == ["numpy", "torch"] and asked == [(8, 4, 2, "float16")]
+    assert preload.start_operands(ProfileJob(**base, case=torch, shape=[3, 3, 3])) == ["torch"]
+    assert preload.start_operands(SweepJob(**base, cases=[torch], points=[SweepItem([5, 5, 5], None)])) == ["torch"]
     assert asked[1:] == [(3, 3, 3, "bfloat16"), (5, 5, 5, "bfloat16")]
     # a user's case: nothing made ahead, nothing to import
-    assert child.start_operands(TimeJob(**base, cases=[mine], plan=[PlanItem([8, 8, 8], None, "timing")])) == []
+    assert preload.start_operands(TimeJob(**base, cases=[mine], plan=[PlanItem([8, 8, 8], None, "timing")])) == []
     assert len(asked) == 3

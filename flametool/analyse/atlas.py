@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-from . import attribution, compare, naming, reading
+from . import attribution, compare, naming
+from .. import pool
 from ..run import rundir, stats
 from ..workload import cases, ops
 from ..errors import RunDirError
@@ -186,11 +187,11 @@ def analyse(run_dir: Path, run: Run) -> AtlasAnalysis:
     six ops of samples/h200-atlas took 1.3 s one after another), and come back in the atlas's order."""
     global _shared
     got = None
-    workers = min(len(run.parts), reading.cpus())
-    if workers > 1 and not reading.in_worker:
+    workers = min(len(run.parts), pool.cpus())
+    if workers > 1 and not pool.in_worker:
         _shared = run_dir
         try:
-            got = reading.fork_map(_row, run.parts, workers)
+            got = pool.fork_map(_row, run.parts, workers)
         except BrokenProcessPool:  # a worker died: here, one at a time
             got = None
         finally:

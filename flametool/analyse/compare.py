@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterator, cast
 
 from . import attribution, countdiff, flamegraph, layers, profstats, reading, treediff
+from .. import pool
 from ..run import rundir, safeopen, stats
 from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - compare.unlike_operands
@@ -293,13 +294,13 @@ def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool) -> dic
     """prepare() of each case: on large profiles, one case per worker process, the cases side by side (each
     reads its file alone then, reading.py). Whatever the workers make travels back in the profiles."""
     size = sum(_size(run_dir / cast(str, run.results[l].file("folded"))) for l in labels)  # sampled: each has it
-    workers = min(len(labels), reading.cpus())
-    if workers > 1 and size >= reading.PARALLEL_BYTES and not reading.in_worker:
+    workers = min(len(labels), pool.cpus())
+    if workers > 1 and size >= reading.PARALLEL_BYTES and not pool.in_worker:
         global _shared
         _shared = (run_dir, run, attribute)
         try:
             # results come back in order: the first damaged case in run order is the error raised
-            got = reading.fork_map(_prepare, labels, workers)
+            got = pool.fork_map(_prepare, labels, workers)
             if got is not None:
                 return dict(zip(labels, got))
         except BrokenProcessPool:  # a worker died (killed for its memory perhaps): here, one at a time

@@ -8,7 +8,7 @@ import math
 from typing import cast
 
 from ..errors import FlametoolError
-from ..measure import atlasrun, envinfo, environments
+from ..measure import atlasrun, environments, machine
 from ..measure.config import JAX_CPUS, Config, Defaults, default_out, defaults
 from ..workload import cases, ops
 from .options import LIMITS, check_fail_above, check_limits, default_sizes, parse_device, parse_dtypes, parse_pair, parse_shape, parse_sizes
@@ -32,7 +32,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
     if args.pool_threads is not None and args.pool_threads < 0:
         raise FlametoolError(f"--pool-threads {args.pool_threads}: must be 0 (as the environment says) or more")
 
-    gpus = envinfo.cuda_device_count()
+    gpus = machine.cuda_device_count()
     cpu_fallback = False
     if args.device is None:
         device = "cuda:0" if gpus else "cpu"

@@ -11,8 +11,8 @@ from typing import Callable
 
 from ..workload import cases, ops
 from ..run import rundir
-from . import envinfo, runner, sampler
-from .childproc import Progress
+from . import machine, runner, sampler
+from .spawn import Progress
 from .config import Config
 from ..errors import CaseError
 from ..run.record import AtlasPart, Run, RunConfig
@@ -48,7 +48,7 @@ def atlas(config: Config, op_names: list[str], argv: list[str], progress: Progre
     recorded = {k: v for k, v in config.to_json().items() if k not in ("op", "shape", "sample_shape", "pairs")}
     recorded["ops"] = op_names
     run = Run(schema=rundir.SCHEMA, kind="atlas", complete=False, started=runner._now(), finished=None,
-              command=argv, config=RunConfig.of(recorded), env=envinfo.collect(config.device),
+              command=argv, config=RunConfig.of(recorded), env=machine.collect(config.device),
               parts=[AtlasPart(op, op) for op in op_names])
     rundir.save(config.out, run)
     try:

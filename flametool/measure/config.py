@@ -35,7 +35,7 @@ class Defaults:
     # Launch-sized products gain nothing from a pool, so one thread on either device: a verdict that holds
     # from run to run.
     pool_threads: int
-    spares: bool  # compare starts its later processes ahead (childproc.Spares): on a GPU
+    spares: bool  # compare starts its later processes ahead (spawn.Spares): on a GPU
     iters: int = 250
     warmup: int = 50
     # Timing processes. On the H200 host the cupy/torch ratio of one process varied by about ±1.5% between
@@ -122,14 +122,14 @@ class Config:
     # None: extra_seconds. --fail-above: more processes until every pair's verdict is decided (or the budget is spent)
     budget: float | None = None
     fail_above: float | None = None
-    # CPU thread pools in the child (childproc.POOL_THREAD_VARS); None: as the environment says
+    # CPU thread pools in the child (spawn.POOL_THREAD_VARS); None: as the environment says
     pool_threads: int | None = None
     sample_shape: list[int] | None = None
     sample: bool = True
     count: bool = True  # the counted loop after each case's other loops (counting.py); --no-count: none
     keep_going: bool = False
     isolate: bool = False  # each case's timed loops in processes of its own (not paired)
-    spares: bool = False  # compare starts its later processes ahead (childproc.Spares): on a GPU
+    spares: bool = False  # compare starts its later processes ahead (spawn.Spares): on a GPU
     pairs: list[list[str]] | None = None  # [base, head] pairs to compare; None: the first two cases
     out: Path = field(default_factory=default_out)
     out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
@@ -141,7 +141,7 @@ class Config:
     environments: list[Environment] = field(default_factory=list)
     anchor: str | None = None
     op: str = "matmul"  # --op: what the built-in cases launch (ops.py); `shape` and `sizes` are this op's
-    cpus: int | None = None  # CPUs each child may run on (childproc.CPUS_ENV; a run with jax: JAX_CPUS); None: all
+    cpus: int | None = None  # CPUs each child may run on (spawn.CPUS_ENV; a run with jax: JAX_CPUS); None: all
 
     def __post_init__(self) -> None:
         if self.max_processes is None:

@@ -30,6 +30,7 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from ..run.counts import Counts, Tally
+from .protocol import ACTIVE_LOOP_FILE
 
 Step = Callable[[], object]
 Sync = Callable[[], object]
@@ -42,7 +43,7 @@ OWN_BUILTINS = {"<method 'disable' of '_lsprof.Profiler' objects>", "{method 'di
 def own_frame(key: tuple[str, int, str]) -> bool:
     file, _line, name = key
     return name in OWN_BUILTINS or (name in OWN_LOOPS and file.replace(os.sep, "/").endswith(
-        ("flametool/measure/child.py", "flametool/measure/counting.py")))
+        (ACTIVE_LOOP_FILE, "flametool/measure/counting.py")))
 COUNT_STEPS_MIN, COUNT_STEPS_MAX = 16, 256
 STEP = "step()"  # the case's step function, whatever its name
 

@@ -30,7 +30,7 @@ from ..run.record import Environment, env_label
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 PROBE_SECONDS = 180.0  # importing torch and cupy in a cold environment takes seconds; a hung import, not minutes
 PROBE_BOOT = ("import sys; sys.path.append(sys.path.pop(0)); "
-              "from flametool.measure.envprobe import main; sys.exit(main(sys.argv[1:]))")
+              "from flametool.measure.importcheck import main; sys.exit(main(sys.argv[1:]))")
 
 
 def parse(texts: list[str]) -> list[Environment]:
@@ -70,7 +70,7 @@ def library(spec: CaseSpec) -> str | None:
 def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     """Each environment's interpreter imports flametool's child and every case (in parallel); what it found is
     recorded in its Environment. One that cannot: FlametoolError, before anything runs."""
-    from .childproc import child_env
+    from .spawn import child_env
 
     wanted = json.dumps([{"label": s.label, "library": library(s), "file": s.file, "factory": s.factory}
                          for s in specs])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .childproc import Progress, Spares
+from .spawn import Progress, Spares
 from ..run import rundir
 from ..workload.cases import CaseSpec
 from .config import Config

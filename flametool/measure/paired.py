@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import cast
 
-from .childproc import run_child
+from .spawn import run_child
 from .jobs import as_timing, job_base, job_case, others
 from .measurement import Measurement, stop_if_failed
 from ..run import stats

@@ -4,7 +4,7 @@ shape; sweep --sample: at each host-bound size), into the run directory's .prof 
 from __future__ import annotations
 
 from . import sampler
-from .childproc import child_sample_grace, run_child
+from .spawn import child_sample_grace, run_child
 from .jobs import job_base, job_case
 from .measurement import Measurement, stop_if_refused
 from ..run import rundir

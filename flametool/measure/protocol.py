@@ -18,6 +18,13 @@ from ..run.counts import Counts
 from ..run.record import DeviceInfo, Operands
 from ..run.timing import Loops
 
+# The loop every job of the child runs (child/loops.py): py-spy's stacks are kept from it on (sampler), and
+# counting leaves it out of a case's Python calls; the parent finds it by this name in this file.
+ACTIVE_LOOP = "active_loop"
+ACTIVE_LOOP_FILE = "flametool/measure/child/loops.py"
+# A spare's command line: MSG_FD SPARE PARENT_PID MODULES (child/entry.py), its job then read from stdin.
+SPARE = "--spare"
+
 
 def _shape(value: Any) -> list[int]:
     if not (isinstance(value, list) and 1 <= len(value) <= 3 and all(isinstance(x, int) for x in value)):

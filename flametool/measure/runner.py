@@ -17,8 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
-from . import envinfo, paired, profiling, sampler, sweeping
-from .childproc import Progress, step_timeout
+from . import machine, paired, profiling, sampler, sweeping
+from .spawn import Progress, step_timeout
 from .jobs import blank_result
 from .measurement import Measurement, stop_if_failed, stop_if_refused
 from .. import procs
@@ -39,7 +39,7 @@ def start(config: Config, argv: list[str], progress: Progress, kind: str = "comp
     step_timeout()  # and FLAMETOOL_STEP_TIMEOUT
     config.out = rundir.create(out, unique=config.out_is_default)
     run = Run(schema=rundir.SCHEMA, kind=kind, complete=False, started=_now(), finished=None, command=argv,
-              config=RunConfig.of(config.to_json()), env=envinfo.collect(config.device),
+              config=RunConfig.of(config.to_json()), env=machine.collect(config.device),
               results={c.label: blank_result(c, config) for c in config.cases},
               environments=list(config.environments))
     m = Measurement(config, run, progress)

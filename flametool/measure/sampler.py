@@ -27,6 +27,7 @@ from ..run import folded, rundir
 from ..run.profiled import Sampling
 from ..run.perturbation import suggest_rate
 from ..errors import FlametoolError
+from .protocol import ACTIVE_LOOP_FILE
 
 # py-spy may need several seconds to read the symbol tables of big native libraries before it samples.
 # FLAMETOOL_PYSPY_TIMEOUT (seconds) overrides it: tests use a few seconds, slow machines may need more.
@@ -90,7 +91,7 @@ def seconds_setting(name: str, default: float) -> float:
 
 
 def is_active_loop(frame: str, loop_function: str) -> bool:
-    return folded.frame_function(frame) == loop_function and folded.frame_file(frame).endswith("child.py")
+    return folded.frame_function(frame) == loop_function and folded.frame_file(frame).endswith(ACTIVE_LOOP_FILE)
 
 
 def keep_inside(raw: list[folded.Stack], loop_function: str) -> tuple[list[folded.Stack], int, int]:

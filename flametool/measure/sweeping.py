@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from .childproc import run_child
+from .spawn import run_child
 from .jobs import job_base, job_case, others
 from .measurement import Measurement
 from ..workload.cases import CaseSpec

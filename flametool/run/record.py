@@ -110,7 +110,7 @@ class DeviceInfo:
 
 @dataclass
 class HostGpu:
-    """The GPUs the machine's driver showed the parent (without a CUDA context: measure/envinfo)."""
+    """The GPUs the machine's driver showed the parent (without a CUDA context: measure/machine)."""
 
     device: str | None = None  # the device the run asked for (cuda:0, cpu)
     driver: str | None = None
@@ -126,7 +126,7 @@ class HostGpu:
 
 @dataclass
 class Host:
-    """The machine and software a run was measured on, as its parent process saw them (measure/envinfo)."""
+    """The machine and software a run was measured on, as its parent process saw them (measure/machine)."""
 
     python: str = ""
     python_implementation: str = ""

@@ -27,7 +27,7 @@ if mode == "hang":
         time.sleep(60)
 elif mode == "crash":
     print("py-spy> Sampling process 100 times a second. Press Control-C to exit.", flush=True)
-    loop = "<module> (flametool/measure/child.py:1);active_loop (flametool/measure/child.py:44)"
+    loop = "<module> (flametool/measure/child/entry.py:1);active_loop (flametool/measure/child/loops.py:44)"
     with open(output, "w") as fh:
         fh.write(f"{loop};step (tests/cases/user_cases.py:14);add (numpy/_core/umath.so) 7\n")
         fh.write(f"{loop} 2\n")

@@ -53,12 +53,12 @@ def checkout_of(module_file: str | None, distributions: tuple[str, ...]) -> str 
 
 def probe(cases: list[dict]) -> dict:
     """cases: [{"label", "module" (its library, built-in) or "file" + "factory" (a user case)}]."""
-    from flametool.measure.envinfo import PACKAGES
+    from flametool.measure.machine import PACKAGES
 
     out: dict = {"executable": sys.executable, "python_version": platform.python_version(), "versions": {},
                  "describe": {}, "error": None, "ppid": os.getppid()}  # flametool's pid, unless a wrapper stands between
     try:
-        import flametool.measure.child  # noqa: F401 - what every process of this environment will run
+        import flametool.measure.child.entry  # noqa: F401 - what each process of the environment runs
     except Exception as exc:  # noqa: BLE001
         out["error"] = f"cannot run flametool's child ({type(exc).__name__}: {exc})"
         return out

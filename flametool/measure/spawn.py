@@ -19,9 +19,8 @@ from .. import procs
 from ..run import rundir
 from ..workload.cases import CaseSpec, builtin_libraries
 from .config import Config
-from .child import ACTIVE_LOOP, SPARE
-from .protocol import (RESULT_OF, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point, ProfileJob,
-    SampleReady, Swept, SweepJob, Timed, TimeJob, decode, encode_job)
+from .protocol import (ACTIVE_LOOP, RESULT_OF, SPARE, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point,
+    ProfileJob, SampleReady, Swept, SweepJob, Timed, TimeJob, decode, encode_job)
 from ..run.profiled import Sampling
 
 # Spares kept started ahead of the processes run until the ratios settle (Spares.ahead).
@@ -97,12 +96,12 @@ def child_env(pool_threads: int | None = None, token: str | None = None) -> dict
 # PYTHONPATH that child_env gives the child, so a `flametool/` there (a checkout beside an installed flametool)
 # would run in the child instead of the parent's: the child moves the current directory to the end, then imports.
 CHILD_BOOT = ("import sys; sys.path.append(sys.path.pop(0)); "
-              "from flametool.measure.child import main; sys.exit(main(sys.argv[1:]))")
+              "from flametool.measure.child.entry import main; sys.exit(main(sys.argv[1:]))")
 
 
 def child_command(*args: str, python: str | None = None) -> list[str]:
-    """The command line that runs flametool.measure.child with `args`, importing this process's flametool (with
-    child_env's PYTHONPATH), in this interpreter or in `python` (an environment of `compare --env`)."""
+    """The command line that runs flametool.measure.child (entry.main) with `args`, importing this process's
+    flametool (with child_env's PYTHONPATH), in this interpreter or in `python` (an environment of `compare --env`)."""
     return [python or sys.executable, "-c", CHILD_BOOT, *args]
 
 

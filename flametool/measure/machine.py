@@ -94,7 +94,7 @@ def nvml_gpus() -> tuple[str | None, list[str]]:
 
 
 def collect(device: str) -> Host:
-    # imported here: envprobe reads PACKAGES in another environment's interpreter, which may lack numpy (that
+    # imported here: importcheck reads PACKAGES in another environment's interpreter, which may lack numpy (that
     # record's imports need); its own check says so in one line
     from ..run.record import Host, HostGpu
 

@@ -1,0 +1,181 @@
+"""A case built in the child: its factory loaded (a module, or a user's .py file) and called at a shape, the
+(step, sync) it returns and its step.ops checked, its operands fingerprinted; and what went wrong told apart:
+the machine cannot run the case (CaseUnavailable), or its factory failed (FactoryFailed)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+import operator
+import os
+import sys
+import traceback
+from typing import Any, Callable
+
+from ...workload import cases
+from .. import explain
+from ...workload.cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory
+from ..protocol import JobCase
+from ...run.record import Operands
+from .preload import imported
+from .reporter import Reporter
+
+
+def load_factory(case: CaseSpec) -> Callable[..., tuple[Step, Sync]]:
+    if case.module:
+        module = importlib.import_module(case.module)
+    else:
+        spec = importlib.util.spec_from_file_location(f"flametool_case_{case.factory}", case.file)
+        # a case without a module has a .py file (cases.parse_case), which a source loader loads
+        assert spec is not None and spec.loader is not None and case.file is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, os.path.dirname(case.file))
+        spec.loader.exec_module(module)
+    factory = getattr(module, case.factory, None)
+    if not callable(factory):
+        raise TypeError(f"{case.factory} is not callable")
+    return factory
+
+
+
+class FactoryFailed(Exception):
+    pass
+
+
+
+class CaseUnavailable(Exception):
+    """The machine cannot run this case (library missing or built for another CUDA, no device, out of
+    memory at this shape), or its loop failed and the message was already made (interleaved): the message
+    is the whole story."""
+
+
+
+def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tuple[Step, Sync]:
+    try:
+        made = call_factory(factory, shape, dtype, device)
+    except FactoryMisfit as exc:
+        raise FactoryFailed(str(exc)) from exc
+    except Exception as exc:
+        known = explain.known_fault(exc, shape, dtype, device)
+        if known:
+            raise CaseUnavailable(known) from exc
+        raise FactoryFailed(describe(exc)) from exc
+    if not (isinstance(made, tuple) and len(made) == 2 and all(callable(f) for f in made)):
+        raise FactoryFailed(f"returned {type(made).__name__}, expected a (step, sync) pair of callables")
+    check_ops(made[0])
+    return made
+
+
+
+# step.ops at most this: a step of a million operations already reads its time per operation in picoseconds
+MAX_OPS_PER_STEP = 1_000_000
+
+
+
+def check_ops(step: Step) -> None:
+    """step.ops, when the factory set it, is a whole number of operations from 1 to MAX_OPS_PER_STEP: every
+    figure is divided by it, and a negative, zero, fractional or absurd count makes every figure wrong."""
+    ops = getattr(step, "ops", 1)
+    try:
+        whole = None if isinstance(ops, bool) else operator.index(ops)  # an int, or numpy's
+    except TypeError:
+        whole = None
+    if whole is None or not 1 <= whole <= MAX_OPS_PER_STEP:
+        shown = repr(ops) if len(repr(ops)) <= 40 else repr(ops)[:37] + "..."
+        raise FactoryFailed(f"step.ops is {shown}: it must be a positive integer (the operations one call of "
+                            f"step launches), at most {MAX_OPS_PER_STEP:,}")
+
+
+
+# An operand fingerprint hashes at most this many elements of each array (every s-th one beyond), so that the
+# seed's 1.6-billion-element a costs a copy of megabytes, not gigabytes, off the device.
+FINGERPRINT_ELEMENTS = 1 << 22
+
+
+
+def host_sample(array: Any) -> tuple[str, list[int], bytes, int]:
+    """(dtype, shape, bytes of every s-th element, s) of a numpy, CuPy or PyTorch array: its raw bytes, read
+    back from the device; torch's bfloat16, which numpy has no type for, as its 16-bit patterns."""
+    shape = [int(d) for d in array.shape]
+    size = math.prod(shape)
+    stride = max(1, math.ceil(size / FINGERPRINT_ELEMENTS))
+    if type(array).__module__.startswith("torch"):
+        import torch
+
+        flat = array.detach().reshape(-1)[::stride]
+        dtype = str(array.dtype).removeprefix("torch.")
+        if array.dtype == torch.bfloat16:
+            flat = flat.view(torch.int16)
+        host = flat.cpu().contiguous().numpy()
+    else:
+        flat = array.reshape(-1)[::stride]
+        dtype = str(array.dtype)
+        host = flat.get() if hasattr(flat, "get") else flat
+    import numpy as np
+
+    return dtype, shape, np.ascontiguousarray(host).tobytes(), stride
+
+
+
+def fingerprint(step: Step, product: list[int] | None = None) -> Operands | None:
+    """The step's operands (``step.operands``, the arrays it reads) as a short hash of their dtypes, shapes and
+    bytes, with how they were made (``step.operands_made``) and how much was hashed, for the product of shape
+    `product`; None without operands."""
+    arrays = getattr(step, "operands", None)
+    if not isinstance(arrays, (tuple, list)) or not arrays:
+        return None
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=6)
+    strides = []
+    for array in arrays:
+        dtype, shape, data, stride = host_sample(array)
+        h.update(f"{dtype}{shape}{stride};".encode())
+        h.update(data)
+        strides.append(stride)
+    hashed = ("every byte" if all(s == 1 for s in strides)
+              else "of each, one element in " + ", ".join(f"{s:,}" for s in strides))
+    made = getattr(step, "operands_made", None)
+    return Operands(shape=list(product or []), fingerprint=h.hexdigest(),
+                    made=made if isinstance(made, str) else "step.operands of the case",
+                    hashed=f"blake2b of {len(arrays)} operands, {hashed}")
+
+
+
+def describe(exc: BaseException) -> str:
+    # out of memory and faults of the installation are explained by explain.known_fault, before this
+    first = next((l.strip() for l in str(exc).splitlines() if l.strip()), "")
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+
+def build(todo: list[JobCase], shape: list[int], device: str, report: Reporter,
+          errors: dict[str, str], operands: dict[str, Operands] | None = None) -> dict[str, tuple[Step, Sync]]:
+    """Every case's (step, sync) at `shape`; a case that cannot be built is left out, its reason in `errors`.
+    With `operands`, each built case's operand fingerprint (when its step has operands) goes there by label."""
+    made: dict[str, tuple[Step, Sync]] = {}
+    for c in todo:
+        if c.label in errors:
+            continue
+        report.phase("setup", shape=shape, label=c.label)
+        imported(cases.builtin_libraries([c.case]))
+        try:
+            made[c.label] = set_up(load_factory(c.case), shape, c.dtype, device)
+            if operands is not None:
+                try:
+                    found = fingerprint(made[c.label][0], shape)
+                except Exception:  # noqa: BLE001 -- operands it cannot read leave the case unflagged, not failed
+                    print(f"flametool: {c.label}: step.operands could not be hashed:", file=sys.stderr)
+                    traceback.print_exc()
+                    found = None
+                if found:
+                    operands[c.label] = found
+        except CaseUnavailable as exc:
+            errors[c.label] = str(exc)
+        except FactoryFailed as exc:
+            errors[c.label] = f"factory {c.case.factory} failed: {exc}"
+        except Exception as exc:  # noqa: BLE001 -- a case's file that does not load is that case's failure
+            traceback.print_exc()
+            errors[c.label] = explain.known_fault(exc, shape, c.dtype, device) or describe(exc)
+    return made

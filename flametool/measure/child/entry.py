@@ -1,0 +1,102 @@
+"""The child's entry point, main(argv), run by spawn.child_command (and by `python -m flametool.measure.child`):
+the CPUs pinned, the job read (from the command line; a spare's from stdin, after its preloading), run, and its
+result or the one line of its failure sent; then the process ends without the interpreter's teardown."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any, Callable, cast
+
+from ... import procs
+from .. import explain
+from ..protocol import (SPARE, CaseProfiled, Done, Failed, JobCase, ProfileJob, SweepJob, Swept, Timed, TimeJob,
+    decode_job)
+from .building import CaseUnavailable, FactoryFailed, describe
+from .preload import preload, preload_behind, start_operands
+from .reporter import Reporter
+from .work import profile_case, sweep_cases, time_cases
+
+
+# each takes the job of its key
+JOBS: dict[type, Callable[[Any, Reporter], Timed | Swept | CaseProfiled]] = {
+    TimeJob: time_cases, SweepJob: sweep_cases, ProfileJob: profile_case}
+
+
+
+def read_job() -> TimeJob | SweepJob | ProfileJob | None:
+    """A spare's job: the first line on stdin (None when the parent closed it: the spare was not needed)."""
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            return None
+        data += chunk
+    return decode_job(data)
+
+
+
+def pin_cpus() -> None:
+    """Run on the CPUs the parent chose (spawn.CPUS_ENV), before any library sizes its thread pools."""
+    given = os.environ.get("FLAMETOOL_CPUS")
+    if given:
+        try:
+            os.sched_setaffinity(0, {int(c) for c in given.split(",")})
+        except (OSError, ValueError):  # not allowed here: the run goes on with every CPU, as without it
+            pass
+
+
+
+def main(argv: list[str]) -> int:
+    pin_cpus()
+    report = Reporter(int(argv[0]))
+    if argv[1] == SPARE:
+        procs.tie_to_parent(int(argv[2]))
+        preload([m for m in argv[3].split(",") if m])
+        job = read_job()
+        if job is None:
+            return 0
+        start_operands(job)
+    else:
+        job = decode_job(argv[1])
+        procs.tie_to_parent(job.parent_pid)
+        libraries = start_operands(job)
+        if libraries:  # seconds (import torch: 6 s on the H200 host) before the first other line
+            report.phase("import", label=", ".join(libraries))
+        preload_behind(libraries)  # the imports while the operands are made
+    try:
+        result = JOBS[type(job)](job, report)
+    except CaseUnavailable as exc:
+        report.send(Failed(str(exc)))
+        return 1
+    except FactoryFailed as exc:
+        assert isinstance(job, ProfileJob) and job.case is not None  # the other jobs catch it case by case
+        report.send(Failed(f"factory {job.case.case.factory} failed: {exc}"))
+        return 1
+    except Exception as exc:  # noqa: BLE001 -- anything a case does wrong becomes one line for the parent
+        try:
+            traceback.print_exc()
+        except OSError:  # the log cannot be written (a full disk): the one line below still goes
+            pass
+        known = (explain.known_fault(exc, job.shape, cast(JobCase, job.case).dtype, job.device)  # a ProfileJob has its case
+                 if isinstance(job, ProfileJob) else None)
+        report.send(Failed(known or describe(exc)))
+        return 1
+    report.send(Done(result))
+    exit_now(0)
+    return 0
+
+
+
+def exit_now(code: int) -> None:
+    """End the child once its result is sent, without the interpreter's teardown: unloading the libraries
+    took 0.8 s a process for torch on the CPU (more with CUDA contexts), and the parent waits for the
+    message pipe to close. Nothing after the result is needed; what the case started is stopped by the
+    group's guardian (procs.guard_group)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

@@ -1,0 +1,63 @@
+"""The libraries a child's cases import, imported ahead of them: a spare imports them while it waits for its job
+(preload); a child started with its job imports the first now and the others in a thread while the first case
+is built (preload_behind; imported() waits for them before a case that needs them); and the built-in cases'
+operands for the first shape are started in the background (start_operands)."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import cast
+
+from ...workload import cases
+from ..protocol import JobCase, ProfileJob, SweepJob, TimeJob
+
+
+def preload(modules: list[str]) -> None:
+    """A spare imports its cases' libraries while it waits (torch took 4-5 s a process on the H200 host).
+    Best effort: a library that does not import is imported again by its factory, which says what is wrong."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+
+_behind: tuple[threading.Thread, set[str]] | None = None  # preload_behind's thread and what it imports
+
+
+
+def preload_behind(modules: list[str]) -> None:
+    """preload() the first library now and the others in a thread, while the first case is built and warmed
+    up (ready): at the seed's shape cupy's 50 warm-up products hold the GPU for 2.9 s, the thread waiting in
+    cudaDeviceSynchronize without the GIL, and `import torch` took 6 s on the H200 host (benchmarks/startup.py)."""
+    global _behind
+    preload(modules[:1])
+    if modules[1:]:
+        thread = threading.Thread(target=preload, args=(modules[1:],), name="flametool-imports", daemon=True)
+        _behind = (thread, set(modules[1:]))
+        thread.start()
+
+
+
+def imported(libraries: list[str]) -> None:
+    """Before a case that imports `libraries` is built: preload_behind's import of them waited for, so that its
+    factory finds them whole and never imports them beside that thread (two threads importing one package can
+    meet in each other's import locks, and Python then fails one of the imports)."""
+    if _behind is not None and _behind[1].intersection(libraries):
+        _behind[0].join()
+
+
+
+def start_operands(job: TimeJob | SweepJob | ProfileJob) -> list[str]:
+    """Start making the built-in cases' operands for the job's first shape in the background, and return the
+    libraries those cases import: at the seed's shape the values (1.9 billion) and `import torch` take seconds
+    each, and the values' threads release the GIL, so a process does both at once."""
+    todo = [cast(JobCase, job.case)] if isinstance(job, ProfileJob) else job.cases  # a ProfileJob has its case
+    shape = (job.shape if isinstance(job, ProfileJob) else (job.plan[0].shape if job.plan else [])
+             if isinstance(job, TimeJob) else job.points[0].shape if job.points else [])
+    builtin = [c for c in todo if c.case.module == cases.MODULE and c.label in cases.BUILTIN]
+    if builtin and shape:
+        cases.prefetch_shape(shape, builtin[0].dtype)
+    return cases.builtin_libraries([c.case for c in builtin])

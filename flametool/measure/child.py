@@ -35,7 +35,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, cast
 
-from ..workload import cases, ops
+from ..workload import builtins, cases, inputs, ops
 from .. import procs
 from . import counting, explain
 from ..run.counts import Counts
@@ -463,7 +463,7 @@ def build(todo: list[JobCase], shape: list[int], device: str, report: Reporter,
         if c.label in errors:
             continue
         report.phase("setup", shape=shape, label=c.label)
-        imported(cases.builtin_libraries([c.case]))
+        imported(builtins.builtin_libraries([c.case]))
         try:
             made[c.label] = set_up(load_factory(c.case), shape, c.dtype, device)
             if operands is not None:
@@ -765,10 +765,10 @@ def start_operands(job: TimeJob | SweepJob | ProfileJob) -> list[str]:
     todo = [cast(JobCase, job.case)] if isinstance(job, ProfileJob) else job.cases  # a ProfileJob has its case
     shape = (job.shape if isinstance(job, ProfileJob) else (job.plan[0].shape if job.plan else [])
              if isinstance(job, TimeJob) else job.points[0].shape if job.points else [])
-    builtin = [c for c in todo if c.case.module == cases.MODULE and c.label in cases.BUILTIN]
+    builtin = [c for c in todo if c.case.module == cases.MODULE and c.label in builtins.BUILTIN]
     if builtin and shape:
-        cases.prefetch_shape(shape, builtin[0].dtype)
-    return cases.builtin_libraries([c.case for c in builtin])
+        inputs.prefetch_shape(shape, builtin[0].dtype)
+    return builtins.builtin_libraries([c.case for c in builtin])
 
 
 def read_job() -> TimeJob | SweepJob | ProfileJob | None:

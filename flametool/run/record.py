@@ -19,7 +19,7 @@ import statistics
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Literal, overload
 
-from ..workload.cases import default_pairs
+from ..workload.builtins import default_pairs
 from .counts import Counts
 from ..errors import RunDirError
 

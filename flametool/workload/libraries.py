@@ -17,7 +17,7 @@ from .cases import Step, Sync, cuda_index
 from .inputs import host_operands, made_by, op_operands, op_operands_made
 
 
-def no_sync() -> None:
+def _no_sync() -> None:
     return None
 
 
@@ -35,7 +35,7 @@ def numpy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step,
     def step() -> None:
         matmul(a, b, out=out)
 
-    return made_by(step, dtype, a, b, out), no_sync
+    return made_by(step, dtype, a, b, out), _no_sync
 
 
 def torch_mm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
@@ -62,7 +62,7 @@ def _torch_device(device: str):
             raise RuntimeError(f"this torch ({torch.__version__}) has no CUDA device; use --device cpu")
         torch.cuda.set_device(index)
     return torch.device(device if index is None else f"cuda:{index}"), (torch.cuda.synchronize if index is not None
-                                                                        else no_sync)
+                                                                        else _no_sync)
 
 
 def _torch_arrays(host: tuple, dtype: str, dev) -> tuple:
@@ -152,7 +152,7 @@ def numpy_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync
         raise ValueError("numpy runs on the CPU only; use --device cpu (or leave numpy out of --libs)")
     if not hasattr(np, dtype):
         raise ValueError(f"numpy has no {dtype}")
-    return kit_step(ops.OPS[op], np, op_operands(op, list(shape), dtype), dtype, "numpy"), no_sync
+    return kit_step(ops.OPS[op], np, op_operands(op, list(shape), dtype), dtype, "numpy"), _no_sync
 
 
 def torch_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:

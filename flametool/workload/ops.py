@@ -56,8 +56,10 @@ class Op:
 
     def function(self, library: str) -> Any:
         """What `library`'s step calls (``f``), looked up in the library's namespace now: the library's own
-        function, the same object its namespace gives (``numpy.fft.fft`` is ``np.fft.fft``)."""
+        function, the same object its namespace gives (``numpy.fft.fft`` is ``np.fft.fft``); None for INFIX."""
         found = self.calls[library]
+        if found == INFIX:
+            return None
         return found if callable(found) else dotted(found)
 
 

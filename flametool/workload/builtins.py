@@ -39,15 +39,15 @@ class Builtin:
 
 
 BUILTIN: dict[str, Builtin] = {b.label: b for b in (
-    Builtin("cupy", "cupy", True, libraries.cupy_matmul, libraries.cupy_op),
-    Builtin("torch", "torch", False, libraries.torch_mm, libraries.torch_op),
-    Builtin("numpy", "numpy", False, libraries.numpy_matmul, libraries.numpy_op),
+    Builtin("cupy", "cupy", True, libraries.cupy_matmul, libraries._cupy_op),
+    Builtin("torch", "torch", False, libraries.torch_mm, libraries._torch_op),
+    Builtin("numpy", "numpy", False, libraries.numpy_matmul, libraries._numpy_op),
     Builtin("cublas", "cupy", True, floors.cublas_gemm, floor="cublasGemmEx called with the least Python"),
     Builtin("torch-graph", "torch", True, floors.torch_graph,
             floor="host cost per product of replaying a CUDA graph from PyTorch"),
     Builtin("cupy-graph", "cupy", True, floors.cupy_graph,
             floor="host cost per product of launching a CUDA graph from CuPy"),
-    Builtin("jax", "jax", True, None, libraries.jax_op),
+    Builtin("jax", "jax", True, None, libraries._jax_op),
     Builtin("cuda-launch", "cuda.bindings", True, floors.cuda_launch, any_op=True,
             floor="an empty kernel launched with cuLaunchKernel from cuda.bindings: the launch itself"),
 )}

@@ -145,7 +145,7 @@ def kit_step(op: ops.Op, xp: Any, arrays: tuple, dtype: str, library: str) -> St
     return step
 
 
-def numpy_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
+def _numpy_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
     import numpy as np
 
     if device != "cpu":
@@ -155,7 +155,7 @@ def numpy_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync
     return kit_step(ops.OPS[op], np, op_operands(op, list(shape), dtype), dtype, "numpy"), _no_sync
 
 
-def torch_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
+def _torch_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
     import torch
 
     dev, sync = _torch_device(device)
@@ -163,7 +163,7 @@ def torch_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync
     return kit_step(ops.OPS[op], torch, arrays, dtype, "torch"), sync
 
 
-def cupy_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
+def _cupy_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
     import cupy as cp
 
     _cupy_device(device, dtype)
@@ -171,7 +171,7 @@ def cupy_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]
     return kit_step(ops.OPS[op], cp, arrays, dtype, "cupy"), cp.cuda.runtime.deviceSynchronize
 
 
-def jax_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
+def _jax_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
     """The op row's jax function (what jax.jit compiles; JAX has no out=, every call returns a new array)
     jitted and traced once here, called on device arrays. JAX queues work on streams of its own,
     which the CUDA events of cupy or torch do not see: the step says ``device_clock = "wall"``, and its device

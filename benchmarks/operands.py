@@ -1,6 +1,6 @@
 """Is the GPU-time gap between the libraries the operand data? On a CUDA machine, times cupy.matmul and torch.mm
 (GPU us per call, by CUDA events around each loop) at 4096^3 and 8192^3 float16 on the operands the built-in
-cases multiply now (the same bytes in both, cases.host_operands) and on the ones they multiplied before
+cases multiply now (the same bytes in both, inputs.host_operands) and on the ones they multiplied before
 2026-12-01 (cupy: cp.random.rand, uniform; torch: torch.randn, normal), in interleaved rounds, and prints per
 size and operands each library's median with its range over the rounds, and torch / cupy.
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from flametool.workload import cases  # noqa: E402
+from flametool.workload import libraries  # noqa: E402
 from flametool.measure.child import building  # noqa: E402
 
 DTYPE = "float16"
@@ -91,8 +91,8 @@ def main() -> None:
 
     for n in (int(x) for x in args.sizes.split(",")):
         made = {
-            ("same", "cupy"): cases.cupy_matmul(n, n, n, DTYPE, "cuda:0"),
-            ("same", "torch"): cases.torch_mm(n, n, n, DTYPE, "cuda:0"),
+            ("same", "cupy"): libraries.cupy_matmul(n, n, n, DTYPE, "cuda:0"),
+            ("same", "torch"): libraries.torch_mm(n, n, n, DTYPE, "cuda:0"),
             ("old", "cupy"): old_cupy(n),
             ("old", "torch"): old_torch(n),
         }
@@ -112,7 +112,7 @@ def main() -> None:
               "interleaved:")
         for ops in ("same", "old"):
             c, t = times[(ops, "cupy")], times[(ops, "torch")]
-            what = ("same operands (cases.host_operands, fingerprints "
+            what = ("same operands (inputs.host_operands, fingerprints "
                     f"cupy {prints[(ops, 'cupy')]} torch {prints[(ops, 'torch')]})" if ops == "same"
                     else "old operands (cupy cp.random.rand uniform, torch torch.randn normal)")
             print(f"  {what}")

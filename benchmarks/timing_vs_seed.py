@@ -95,14 +95,14 @@ print(json.dumps({{"cpu": statistics.median(cpu), "gpu": statistics.median(gpu) 
 # (set-up, warm-up, the timed loops with host clock and device events), with no parent to report to.
 FLAMETOOL = """
 import json, statistics
-from flametool.workload import cases
+from flametool.workload import builtins
 from flametool.measure.child import work
 from flametool.measure.protocol import JobCase, PlanItem, TimeJob
 class Quiet:
     def phase(self, *args, **kwargs):
         pass
 job = TimeJob(device="{device}", iters={iters}, warmup={warmup}, repeats={repeats},
-              cases=[JobCase("{lib}", cases.builtin("{lib}"), "{dtype}")], plan=[PlanItem([{m}, {k}, {n}], None, "timing")])
+              cases=[JobCase("{lib}", builtins.builtin("{lib}"), "{dtype}")], plan=[PlanItem([{m}, {k}, {n}], None, "timing")])
 got = work.time_cases(job, Quiet())
 if got.errors:
     raise SystemExit(got.errors)

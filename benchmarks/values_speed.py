@@ -4,7 +4,7 @@
     python benchmarks/values_speed.py --count 1e9 --dtype float32
 
 Each way makes `count` values uniform in [0, 1) as float32, rounded to --dtype:
-  one stream    numpy default_rng(0).random(float32), then astype (how cases.host_operands made them before)
+  one stream    numpy default_rng(0).random(float32), then astype (how inputs.host_operands made them before)
   chunks        flametool.values.uniform with a given bit generator and thread count
 and prints its time, per billion values, and for the seed's 1.9e9 (65536x24576 + 24576x12288).
 """

@@ -6,7 +6,7 @@ import numpy as np
 from rich.console import Console
 
 from flametool.analyse import compare, dispatch
-from flametool.workload import cases
+from flametool.workload import inputs, libraries
 from flametool.run import rundir
 from flametool.measure.child import building
 from flametool.workload.cases import CaseSpec
@@ -21,13 +21,13 @@ LINE = "step;active_loop;matmul 10\n"
 
 def test_numpy_and_torch_multiply_the_same_bytes():
     for dtype in ("float32", "float16", "float64"):
-        (sn, _), (st, _) = cases.numpy_matmul(48, 32, 16, dtype, "cpu"), cases.torch_mm(48, 32, 16, dtype, "cpu")
+        (sn, _), (st, _) = libraries.numpy_matmul(48, 32, 16, dtype, "cpu"), libraries.torch_mm(48, 32, 16, dtype, "cpu")
         fn, ft = building.fingerprint(sn), building.fingerprint(st)
         assert fn.fingerprint == ft.fingerprint and fn.made == ft.made, dtype
         assert st.operands[0].numpy().tobytes() == sn.operands[0].tobytes()
         # torch holds copies: the two cases do not share memory
         assert st.operands[0].data_ptr() != sn.operands[0].ctypes.data
-    assert "rounded to float16" in building.fingerprint(cases.torch_mm(8, 8, 8, "float16", "cpu")[0]).made
+    assert "rounded to float16" in building.fingerprint(libraries.torch_mm(8, 8, 8, "float16", "cpu")[0]).made
 
 
 def test_fingerprint_tells_values_apart():
@@ -48,10 +48,10 @@ def test_fingerprint_tells_values_apart():
 
 def test_a_large_operand_is_hashed_in_part_and_says_so(monkeypatch):
     monkeypatch.setattr(building, "FINGERPRINT_ELEMENTS", 100)
-    step, _ = cases.torch_mm(30, 30, 10, "bfloat16", "cpu")  # bfloat16: hashed as its 16-bit patterns
+    step, _ = libraries.torch_mm(30, 30, 10, "bfloat16", "cpu")  # bfloat16: hashed as its 16-bit patterns
     found = building.fingerprint(step)
     assert found.hashed == "blake2b of 2 operands, of each, one element in 9, 3"
-    assert building.fingerprint(cases.torch_mm(30, 30, 10, "bfloat16", "cpu")[0]) == found
+    assert building.fingerprint(libraries.torch_mm(30, 30, 10, "bfloat16", "cpu")[0]) == found
 
 
 def test_a_step_without_operands_has_no_fingerprint():
@@ -64,7 +64,7 @@ def test_a_step_without_operands_has_no_fingerprint():
 def test_unlike_operands_are_flagged_in_the_terminal_and_the_report(tmp_path):
     out = make_run(tmp_path / "run", {"numpy": (LINE, 5.0, 0), "mine": (LINE, 6.0, 0), "same": (LINE, 6.0, 0)})
     run = rundir.load(out)
-    made = cases.operands_made("float32")
+    made = inputs.operands_made("float32")
     run.results["numpy"].operands = [Operands([64, 64, 64], "aaaaaaaaaaaa", made, "every byte")]
     run.results["same"].operands = [Operands([64, 64, 64], "aaaaaaaaaaaa", made, "every byte")]
     run.results["mine"].operands = [Operands([64, 64, 64], "bbbbbbbbbbbb", "step.operands of the case", "every byte")]

@@ -58,10 +58,10 @@ def test_a_built_in_case_is_known_as_built_in_to_the_child(monkeypatch):
     case is one whose module is the one run.json names (flametool.cases), whichever module holds the code."""
     from flametool.measure.child import preload
     from flametool.measure.protocol import JobCase, ProfileJob
-    from flametool.workload import cases
+    from flametool.workload import builtins, inputs
 
     asked = []
-    monkeypatch.setattr(cases, "prefetch_shape", lambda shape, dtype: asked.append((shape, dtype)))
-    job = ProfileJob(device="cpu", iters=10, warmup=1, repeats=1, case=JobCase("numpy", cases.builtin("numpy"), "float32"),
+    monkeypatch.setattr(inputs, "prefetch_shape", lambda shape, dtype: asked.append((shape, dtype)))
+    job = ProfileJob(device="cpu", iters=10, warmup=1, repeats=1, case=JobCase("numpy", builtins.builtin("numpy"), "float32"),
                      shape=[8, 8, 8])
     assert preload.start_operands(job) == ["numpy"] and asked == [([8, 8, 8], "float32")]

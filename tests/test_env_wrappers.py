@@ -15,7 +15,7 @@ from checks import one_line_error
 from flametool.errors import FlametoolError
 from flametool.measure import environments
 from flametool.run.record import Environment
-from flametool.workload import cases
+from flametool.workload import builtins
 
 
 def script(path, body: str):
@@ -53,7 +53,7 @@ def test_a_wrapper_that_does_not_exec_is_refused_with_what_to_write(capsys, tmp_
     assert not (tmp_path / "run").exists()
     # with exec it is an environment like any other
     script(tmp_path / "python", f'exec {sys.executable} "$@"\n')
-    specs = [cases.builtin("numpy")]
+    specs = [builtins.builtin("numpy")]
     (found,) = environments.probe([Environment("b", str(tmp_path / "python"))], specs)
     assert found.versions["numpy"]
 
@@ -85,7 +85,7 @@ def test_the_import_check_that_runs_out_of_time_stops_the_wrapper_s_python(tmp_p
     monkeypatch.setattr(environments, "PROBE_SECONDS", 2.0)
     try:
         with pytest.raises(FlametoolError, match="importing the cases took more than 2 s"):
-            environments.probe([Environment("b", str(wrapper))], [cases.builtin("numpy")])
+            environments.probe([Environment("b", str(wrapper))], [builtins.builtin("numpy")])
         assert fk.none_left(tag) == []
     finally:
         for pid, _ in fk.tagged(tag):
@@ -93,7 +93,7 @@ def test_the_import_check_that_runs_out_of_time_stops_the_wrapper_s_python(tmp_p
 
 
 def test_an_anchor_whose_library_differs_between_environments_is_warned_about():
-    specs = [cases.builtin("numpy"), cases.builtin("torch")]
+    specs = [builtins.builtin("numpy"), builtins.builtin("torch")]
     same = [Environment("a", "/a", versions={"numpy": "2.4", "torch": "2.13"}),
             Environment("b", "/b", versions={"numpy": "2.5", "torch": "2.13"})]
     assert environments.anchor_versions(same, specs, "torch") is None

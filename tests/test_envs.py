@@ -161,11 +161,11 @@ def test_the_environments_take_turns(env_run):
 
 
 def test_the_default_anchor_has_one_version_everywhere():
-    from flametool.workload import cases
+    from flametool.workload import builtins
     from flametool.measure import environments
     from flametool.run.record import Environment
 
-    specs = [cases.builtin("cupy"), cases.builtin("torch"), cases.builtin("cublas")]
+    specs = [builtins.builtin("cupy"), builtins.builtin("torch"), builtins.builtin("cublas")]
     env = lambda name, cupy: Environment(name, "python", versions={"cupy": cupy, "torch": "2.11.0"})  # noqa: E731
     # cupy rebuilt: torch is the only library with one version, though cublas comes later in --libs
     assert environments.choose_anchor([env("main", "14.2.0"), env("pr", "14.3.0.dev0")], specs, None) == "torch"

@@ -67,9 +67,9 @@ def test_builtin_gpu_cases_compute_the_product(label):
     """Each CUDA case, floors included, really computes out = a @ b (float32, so the check is tight)."""
     import numpy as np
 
-    from flametool.workload import cases
+    from flametool.workload import builtins
 
-    factory = getattr(cases, cases.BUILTIN[label].factory)
+    factory = builtins.factories()[builtins.BUILTIN[label].factory]
     step, sync = factory(96, 64, 32, "float32", "cuda:0")
     (a, b), out = step.operands, step.out
     out.fill_(0) if hasattr(out, "fill_") else out.fill(0)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from flametool.analyse import dispatch
-from flametool.workload import cases, ops
+from flametool.workload import builtins, cases, ops
 from runbuild import real_compare
 from test_ops import reference
 
@@ -24,7 +24,7 @@ def host(value):
 @pytest.mark.parametrize("op", list(ops.OPS))
 def test_each_gpu_op_computes_what_numpy_does(library, op):
     shape = [48, 40, 24] if op == "matmul" else [4096]
-    factory = getattr(cases, cases.factory_name(library, op))
+    factory = builtins.factories()[builtins.factory_name(library, op)]
     step, sync = cases.call_factory(factory, shape, "float32", "cuda:0")
     value = step()
     sync()

@@ -12,8 +12,9 @@ import flametool
 
 PACKAGE = Path(flametool.__file__).parent
 
-# Layer rules as data: each room and the rooms it may import. The base modules (errors, procs, pool, the version)
-# import no other room; `flametool.cases` is the public alias of workload.cases, kept for users and recorded runs.
+# Layer rules as data: each room and the rooms it may import. The base modules (errors, procs, pool, the version) import no
+# other room; `flametool.cases` is the public face of workload/ (the protocol, the built-ins by name), kept for users and
+# recorded runs.
 MAY_IMPORT: dict[str, set[str]] = {
     "base": set(),
     "workload": {"base"},
@@ -117,8 +118,14 @@ def test_the_import_reader_sees_every_form(tmp_path, monkeypatch):
     assert room("flametool.analyse.diff") not in MAY_IMPORT[room("flametool.run.record")]
 
 
-def test_flametool_cases_is_the_workload_module():
+def test_flametool_cases_is_the_public_face_of_the_workload():
+    """flametool.cases (what run.json names, what users import) holds the protocol's own names, finds every
+    built-in factory by the name builtins.py gives it, and the names it held before the built-ins moved."""
     import flametool.cases
-    from flametool.workload import cases
+    from flametool.workload import builtins, cases, inputs, libraries
 
-    assert flametool.cases is cases and cases.MODULE == "flametool.cases"
+    assert cases.MODULE == "flametool.cases" and flametool.cases.CaseSpec is cases.CaseSpec
+    for name, factory in builtins.factories().items():
+        assert getattr(flametool.cases, name) is factory and factory.__name__ == name
+    assert flametool.cases.torch_mm is libraries.torch_mm and flametool.cases.host_operands is inputs.host_operands
+    assert not hasattr(flametool.cases, "torch_matmul")  # torch's matmul is torch_mm, as run.json records it

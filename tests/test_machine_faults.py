@@ -16,7 +16,7 @@ import pytest
 
 import faultkit as fk
 from flametool.analyse import dispatch
-from flametool.workload import cases
+from flametool.workload import builtins, cases
 from flametool.run import rundir
 from flametool.measure import machine, explain, runner, sampler
 from flametool.errors import CaseError
@@ -196,7 +196,7 @@ def run_direct(tmp_path: Path, labels: list[str], device: str = "cuda:0", keep_g
                user: list[str] = ("add_case",), user_file: Path = USER, processes: int = 1, **config) -> Run:
     """The runner itself, past the command line's own device check: what a child says when its library
     cannot run on this machine."""
-    specs = [cases.builtin(l) for l in labels] + [cases.user_case(f"{user_file}:{f}") for f in user]
+    specs = [builtins.builtin(l) for l in labels] + [cases.user_case(f"{user_file}:{f}") for f in user]
     cfg = runner.Config(cases=specs, device=device, shape=[8, 8, 8], dtypes={s.label: "float32" for s in specs},
                         iters=20, warmup=2, repeats=1, sample=False, keep_going=keep_going, out=tmp_path / "run",
                         processes=processes, max_processes=processes, **config)

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from flametool.workload import cases, ops
+from flametool.workload import builtins, cases, inputs, libraries, ops
 from flametool.commands import main, options, settings
 from flametool.run import record
 from flametool.analyse import sweep
@@ -23,8 +23,8 @@ def reference(op: str, shape: list[int], dtype: str):
     from flametool.workload import values
 
     count = int(np.prod(shape))
-    a = values.uniform(count, dtype, cases.OPERAND_SEED, stream=0)
-    b = values.uniform(count, dtype, cases.OPERAND_SEED, stream=1)
+    a = values.uniform(count, dtype, inputs.OPERAND_SEED, stream=0)
+    b = values.uniform(count, dtype, inputs.OPERAND_SEED, stream=1)
     if op == "copy":
         r, c = ops.as_matrix(shape)
         return np.ascontiguousarray(a.reshape(r, c).T)
@@ -56,7 +56,7 @@ ELEMENT_OPS = [o for o in ops.OPS if o != "matmul"]
 @pytest.mark.parametrize("op", ELEMENT_OPS)
 @pytest.mark.parametrize("shape", [[120], [6, 20]])
 def test_each_op_computes_what_numpy_does(library, op, shape):
-    factory = getattr(cases, cases.factory_name(library, op))
+    factory = builtins.factories()[builtins.factory_name(library, op)]
     step, sync = cases.call_factory(factory, shape, "float32", "cpu")
     got = result_of(step)
     sync()
@@ -68,7 +68,7 @@ def test_each_op_computes_what_numpy_does(library, op, shape):
 
 
 def test_matmul_through_the_old_factories_is_still_the_product():
-    step, _ = cases.call_factory(cases.numpy_matmul, [4, 5, 3], "float64", "cpu")
+    step, _ = cases.call_factory(libraries.numpy_matmul, [4, 5, 3], "float64", "cpu")
     step()
     a, b = step.operands
     assert np.allclose(step.out, a @ b)
@@ -80,7 +80,7 @@ def test_numpy_and_torch_read_the_same_values(op):
 
     prints = []
     for library in ("numpy", "torch"):
-        step, _ = cases.call_factory(getattr(cases, cases.factory_name(library, op)), [64], "float32", "cpu")
+        step, _ = cases.call_factory(builtins.factories()[builtins.factory_name(library, op)], [64], "float32", "cpu")
         prints.append(building.fingerprint(step, [64]).fingerprint)
     assert prints[0] == prints[1]
 
@@ -119,7 +119,7 @@ def test_shapes_and_sizes_per_op():
     assert sweep.edge([4096]) == 4096 and sweep.edge([8, 8, 8]) == pytest.approx(8)
     assert ops.as_matrix([2**20]) == (1024, 1024) and ops.as_matrix([13]) == (1, 13) and ops.as_matrix([3, 5]) == (3, 5)
     with pytest.raises(FlametoolError, match="is a matmul floor"):
-        cases.builtin("cublas", "add")
+        builtins.builtin("cublas", "add")
 
 
 def test_a_floor_with_another_op_and_an_unknown_op_are_one_line(capsys, tmp_path):

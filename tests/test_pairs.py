@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flametool.analyse import diff, dispatch
-from flametool.workload import cases
+from flametool.workload import builtins, cases
 from flametool.commands import main
 from flametool.render import html as report
 from runbuild import snapshot
@@ -88,12 +88,12 @@ def test_pair_must_name_cases_of_the_run(capsys):
 
 
 def test_default_pairs_take_the_floor():
-    builtin = lambda label: f"{cases.MODULE}:{cases.BUILTIN[label].factory}"  # noqa: E731
+    builtin = lambda label: f"{cases.MODULE}:{builtins.BUILTIN[label].factory}"  # noqa: E731
     factories = {l: builtin(l) for l in ("cupy", "torch", "cublas", "cupy-graph")}
-    assert cases.default_pairs(factories) == [("cupy", "torch"), ("cublas", "cupy"), ("cublas", "torch")]
+    assert builtins.default_pairs(factories) == [("cupy", "torch"), ("cublas", "cupy"), ("cublas", "torch")]
     # a user case that happens to be called cublas is no floor
-    assert cases.default_pairs({"a": "x.py:a", "cublas": "mine.py:cublas"}) == [("a", "cublas")]
-    assert cases.default_pairs({"a": "x.py:a"}) == []
+    assert builtins.default_pairs({"a": "x.py:a", "cublas": "mine.py:cublas"}) == [("a", "cublas")]
+    assert builtins.default_pairs({"a": "x.py:a"}) == []
 
 
 def test_a_case_of_your_own_is_compared_with_the_built_in_of_its_op():
@@ -101,13 +101,13 @@ def test_a_case_of_your_own_is_compared_with_the_built_in_of_its_op():
     built-ins. A case of one's own is compared with the first built-in library case unless --pair says
     otherwise; --help says so."""
     from flametool.commands import main
-    from flametool.workload import cases
+    from flametool.workload import builtins, cases
 
     builtin = {"numpy": f"{cases.MODULE}:numpy_matmul", "torch": f"{cases.MODULE}:torch_mm"}
-    assert cases.default_pairs({**builtin, "mine": "/x/mine.py:mine"}) == [("numpy", "torch"), ("numpy", "mine")]
-    assert cases.default_pairs({"numpy": builtin["numpy"], "mine": "/x/mine.py:mine"}) == [("numpy", "mine")]
-    assert cases.default_pairs({"mine": "/x/mine.py:mine", "torch": builtin["torch"]}) == [("mine", "torch")]
-    assert cases.default_pairs(builtin) == [("numpy", "torch")]
+    assert builtins.default_pairs({**builtin, "mine": "/x/mine.py:mine"}) == [("numpy", "torch"), ("numpy", "mine")]
+    assert builtins.default_pairs({"numpy": builtin["numpy"], "mine": "/x/mine.py:mine"}) == [("numpy", "mine")]
+    assert builtins.default_pairs({"mine": "/x/mine.py:mine", "torch": builtin["torch"]}) == [("mine", "torch")]
+    assert builtins.default_pairs(builtin) == [("numpy", "torch")]
     compare = main.build_parser()._subparsers._group_actions[0].choices["compare"].format_help()
     assert "each case of your own (--case) against the first built-in library case" in " ".join(compare.split())
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import faultkit as fk
 import flametool
-from flametool.workload import cases
+from flametool.workload import builtins, cases
 from flametool.run import rundir
 from flametool.run import stats
 from flametool.measure import paired, runner, sweeping
@@ -101,7 +101,7 @@ def test_a_sweep_says_which_size_and_how_much_is_left(monkeypatch):
 
 
 def spare_config(out: Path, processes: int = 3) -> runner.Config:
-    specs = [cases.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
+    specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     return runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
                          iters=50, warmup=5, repeats=1, extend_rounds=False, processes=processes,
                          max_processes=processes, rate_hz=50, sample_seconds=1, out=out, spares=True)

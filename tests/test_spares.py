@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 import faultkit as fk
-from flametool.workload import cases
+from flametool.workload import builtins, cases
 from flametool.measure import spawn, paired, runner
 
 USER = Path(__file__).parent / "cases" / "user_cases.py"
@@ -38,7 +38,7 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
     monkeypatch.setattr(spawn.Spare, "take", counted)
     monkeypatch.setattr(spawn.Spare, "start", classmethod(starting))
     monkeypatch.setattr(paired, "settled", settled)
-    specs = [cases.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
+    specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
                            iters=50, warmup=5, repeats=1, extend_rounds=False, processes=2, max_processes=4,
                            extra_seconds=600, rate_hz=50, sample_seconds=1, out=tmp_path / "run", spares=True)

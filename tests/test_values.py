@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from flametool.workload import cases, values
+from flametool.workload import builtins, inputs, values
 
 
 @pytest.fixture
@@ -38,16 +38,16 @@ def test_values_are_float32_uniform_rounded_to_the_dtype(small_chunks):
 
 
 def test_host_operands_are_streams_0_and_1():
-    a, b = cases.host_operands(30, 20, 10, "float16")
+    a, b = inputs.host_operands(30, 20, 10, "float16")
     assert a.shape == (30, 20) and b.shape == (20, 10) and a.dtype == b.dtype == np.float16
-    assert np.array_equal(a, values.uniform((30, 20), "float16", cases.OPERAND_SEED, stream=0))
-    assert np.array_equal(b, values.uniform((20, 10), "float16", cases.OPERAND_SEED, stream=1))
+    assert np.array_equal(a, values.uniform((30, 20), "float16", inputs.OPERAND_SEED, stream=0))
+    assert np.array_equal(b, values.uniform((20, 10), "float16", inputs.OPERAND_SEED, stream=1))
     assert not np.array_equal(b.ravel(), a.ravel()[:200])
-    assert cases.host_operands(30, 20, 10, "float16")[0] is a  # kept for the cases built beside it
-    cases.prefetch_operands(8, 8, 8, "float32")  # made ahead in the background, then asked for
-    a8, b8 = cases.host_operands(8, 8, 8, "float32")
+    assert inputs.host_operands(30, 20, 10, "float16")[0] is a  # kept for the cases built beside it
+    inputs.prefetch_operands(8, 8, 8, "float32")  # made ahead in the background, then asked for
+    a8, b8 = inputs.host_operands(8, 8, 8, "float32")
     assert np.array_equal(a8.ravel(), values.uniform(64, "float32", 0)) and np.array_equal(b8, values.uniform((8, 8), "float32", 0, 1))
-    assert "SFC64" in cases.operands_made("float16") and "rounded to float16" in cases.operands_made("float16")
+    assert "SFC64" in inputs.operands_made("float16") and "rounded to float16" in inputs.operands_made("float16")
 
 
 def test_a_child_starts_the_builtin_cases_operands_for_its_first_shape(monkeypatch):
@@ -56,8 +56,8 @@ def test_a_child_starts_the_builtin_cases_operands_for_its_first_shape(monkeypat
     from flametool.measure.protocol import JobCase, PlanItem, ProfileJob, SweepItem, SweepJob, TimeJob
 
     asked = []
-    monkeypatch.setattr(cases, "prefetch_operands", lambda *a: asked.append(a))
-    numpy, torch = (JobCase(l, cases.builtin(l), d) for l, d in (("numpy", "float16"), ("torch", "bfloat16")))
+    monkeypatch.setattr(inputs, "prefetch_operands", lambda *a: asked.append(a))
+    numpy, torch = (JobCase(l, builtins.builtin(l), d) for l, d in (("numpy", "float16"), ("torch", "bfloat16")))
     mine = JobCase("mine", CaseSpec("mine", "mine", file="/x/mine.py"), "float32")
     base = dict(device="cpu", iters=10, warmup=1, repeats=1)
     job = TimeJob(**base, cases=[mine, numpy, torch], plan=[PlanItem([8, 4, 2], None, "timing"), PlanItem([2, 2, 2], None, "x")])

@@ -14,7 +14,7 @@ from pathlib import Path
 from . import attribution, compare, naming
 from .. import pool
 from ..run import rundir, stats
-from ..workload import cases, ops
+from ..workload import builtins, ops
 from ..errors import RunDirError
 from ..run.counts import count_words
 from ..run.record import AtlasPart, Run
@@ -160,7 +160,7 @@ def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
     timed = {l: t.cpu_us for l, t in analysed.sample_timings.items()
              if t is not None and t.cpu_us is not None and not run.results[l].error}
     # the fastest library, not a floor (cuda-launch launches an empty kernel: every library is slower than it)
-    libraries = {l: t for l, t in timed.items() if not cases.is_floor(l, run.results[l].factory)} or timed
+    libraries = {l: t for l, t in timed.items() if not builtins.is_floor(l, run.results[l].factory)} or timed
     out.fastest = min(libraries, key=libraries.__getitem__) if libraries else None
     out.shape = next((r.sample_shape or r.shape for r in run.results.values()), None)
     out.dtype = ", ".join(sorted({r.dtype for r in run.results.values()}))

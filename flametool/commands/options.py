@@ -12,7 +12,7 @@ from typing import cast
 from ..errors import FlametoolError
 from ..measure import paired
 from ..measure.config import CPU, CUDA
-from ..workload import cases, ops
+from ..workload import builtins, cases, ops
 
 
 MAX_SIZES = 64
@@ -44,7 +44,7 @@ def sampling_options(p: argparse.ArgumentParser, seconds: dict[str, int] | None 
 def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True) -> None:
     """The options compare, sweep and atlas share: which cases, how they are timed, where the run goes (the
     atlas chooses its own pairs: no --pair)."""
-    p.add_argument("--libs", help="built-in cases, comma-separated: " + ", ".join(cases.BUILTIN)
+    p.add_argument("--libs", help="built-in cases, comma-separated: " + ", ".join(builtins.BUILTIN)
                    + " (default: cupy,torch with a CUDA device, numpy,torch on the CPU)")
     p.add_argument("--case", action="append", default=[], metavar="FILE.py:FACTORY",
                    help="add a user case: FACTORY(shape, dtype, device) (or, for matmul, FACTORY(m, k, n, dtype, "

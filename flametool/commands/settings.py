@@ -10,7 +10,7 @@ from typing import cast
 from ..errors import FlametoolError
 from ..measure import atlasrun, environments, machine
 from ..measure.config import JAX_CPUS, Config, Defaults, default_out, defaults
-from ..workload import cases, ops
+from ..workload import builtins, cases, ops
 from .options import LIMITS, check_fail_above, check_limits, default_sizes, parse_device, parse_dtypes, parse_pair, parse_shape, parse_sizes
 
 
@@ -48,7 +48,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
     d = defaults(device)
     op = ops.get(getattr(args, "op", ops.DEFAULT_OP)).name
     libs = args.libs.split(",") if args.libs is not None else list(d.libs)
-    specs = [cases.builtin(l.strip(), op) for l in libs if l.strip()] + [cases.user_case(c) for c in args.case]
+    specs = [builtins.builtin(l.strip(), op) for l in libs if l.strip()] + [cases.user_case(c) for c in args.case]
     labels = [s.label for s in specs]
     if not specs:
         raise FlametoolError("no cases: give --libs and/or --case")
@@ -56,7 +56,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
     if dupes:
         raise FlametoolError(f"case label {dupes[0]!r} appears twice; each case needs its own label")
     for s in specs:
-        needs_cuda = s.module and cases.BUILTIN[s.label].needs_cuda
+        needs_cuda = s.module and builtins.BUILTIN[s.label].needs_cuda
         if needs_cuda and on_cpu:
             raise FlametoolError(f"case {s.label!r} needs a CUDA device; use --device cuda:N or leave it out of --libs")
 
@@ -70,7 +70,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
         processes=args.processes or d.processes, isolate=args.isolate, pairs=pairs, pool_threads=pool_threads,
         keep_going=args.keep_going, out=args.out or default_out(), out_is_default=args.out is None,
         cpu_fallback=cpu_fallback, op=op,
-        cpus=JAX_CPUS if not on_cpu and any(s.module and cases.BUILTIN[s.label].library == "jax" for s in specs) else None,
+        cpus=JAX_CPUS if not on_cpu and any(s.module and builtins.BUILTIN[s.label].library == "jax" for s in specs) else None,
     )
 
 

@@ -9,7 +9,7 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
-from ..workload import cases, ops
+from ..workload import builtins, ops
 from ..run import rundir
 from . import machine, runner, sampler
 from .spawn import Progress
@@ -26,7 +26,7 @@ def op_config(atlas: Config, op: str, out: Path) -> Config:
     """The compare run of one op: the atlas's cases made for `op`, at its host-bound size, every library
     diffed against the first (each op's report then has a diff of every library; the atlas itself compares
     each with the op's fastest)."""
-    specs = [cases.builtin(c.label, op) if c.module else c for c in atlas.cases]
+    specs = [builtins.builtin(c.label, op) if c.module else c for c in atlas.cases]
     labels = [c.label for c in specs]
     return dataclasses.replace(atlas, op=op, cases=specs, shape=ops.host_bound_shape(op, atlas.device),
                                out=out, out_is_default=False, sample_shape=None,

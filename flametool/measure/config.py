@@ -9,7 +9,8 @@ from datetime import datetime
 from pathlib import Path
 
 from ..workload import ops
-from ..workload.cases import OPERAND_SEED, CaseSpec
+from ..workload.cases import CaseSpec
+from ..workload.inputs import OPERAND_SEED
 from ..run.record import Environment
 
 SEED_SHAPE = list(ops.SEED_SHAPE)
@@ -135,7 +136,7 @@ class Config:
     out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
     cpu_fallback: bool = False  # True when no CUDA device was found and the CPU defaults were taken
     sizes: list[list[int]] | None = None  # a sweep: the shapes to time, in order (`shape` is then the first)
-    operand_seed: int = OPERAND_SEED  # the seed the built-in cases' operands are made from (cases.host_operands)
+    operand_seed: int = OPERAND_SEED  # the seed the built-in cases' operands are made from (inputs.host_operands)
     # `compare --env`: each environment (probed: environments.probe); the cases are then CASE@NAME, each with
     # its CaseSpec.env, and `anchor` is the case (as --libs names it) every environment's processes time
     environments: list[Environment] = field(default_factory=list)

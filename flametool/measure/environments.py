@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 from .. import procs as hygiene
-from ..workload import cases
+from ..workload import builtins
 from ..workload.cases import CaseSpec
 from ..errors import FlametoolError
 from ..run.record import Environment, env_label
@@ -64,7 +64,7 @@ def interpreter(text: str, python: str) -> str:
 
 
 def library(spec: CaseSpec) -> str | None:
-    return cases.BUILTIN[spec.label].library if spec.module else None
+    return builtins.BUILTIN[spec.label].library if spec.module else None
 
 
 def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-from ..workload.cases import BUILTIN, CaseSpec
+from ..workload.builtins import BUILTIN
+from ..workload.cases import CaseSpec
 from .config import Config
 from .protocol import JobCase, TimedLoops
 from ..run.record import CaseResult

@@ -17,7 +17,8 @@ from typing import Callable, Iterator, overload
 from . import sampler
 from .. import procs
 from ..run import rundir
-from ..workload.cases import CaseSpec, builtin_libraries
+from ..workload.builtins import builtin_libraries
+from ..workload.cases import CaseSpec
 from .config import Config
 from .protocol import (ACTIVE_LOOP, RESULT_OF, SPARE, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point,
     ProfileJob, SampleReady, Swept, SweepJob, Timed, TimeJob, decode, encode_job)

@@ -24,7 +24,7 @@ import jinja2
 from markupsafe import Markup
 
 from .. import __version__
-from ..workload import cases
+from ..workload import builtins
 from ..run import perturbation, rundir
 from . import atlas_page, charts, format as fmt, sweep_page
 from ..analyse import countdiff, flamegraph as flame, naming
@@ -301,12 +301,12 @@ def headline(a: Analysis) -> Headline:
 def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
     """How far each library case is above each floor measured in the same run, at the same shape and dtype."""
     cpu = {l: t.cpu_us for l in ok if (t := a.timings.get(l))}
-    floors = {l: r for l, r in ok.items() if cases.is_floor(l, r.factory) and l in cpu}
+    floors = {l: r for l, r in ok.items() if builtins.is_floor(l, r.factory) and l in cpu}
     lines = []
     for label, r in ok.items():
         if label in floors or label not in cpu:
             continue
-        parts = [f"{fmt.shown_delta(cpu[fl], cpu[label]):+,.2f} us against {fl} ({us(cpu[fl])}: {cases.FLOORS[fl]})"
+        parts = [f"{fmt.shown_delta(cpu[fl], cpu[label]):+,.2f} us against {fl} ({us(cpu[fl])}: {builtins.FLOORS[fl]})"
                  for fl, f in floors.items() if (f.shape, f.dtype) == (r.shape, r.dtype)]
         if parts:
             lines.append(f"{label} ({us(cpu[label])} per call): " + "; ".join(parts) + ".")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from ..workload.cases import default_pairs
+from ..workload.builtins import default_pairs
 from ..errors import RunDirError
 from .profiled import ProfileProcess, Sampling
 from .reader import Reader, is_shape

@@ -1,5 +1,14 @@
-"""The built-in operations (``--op``): what each does, the shape it takes, and the sizes compare, sweep and the
-atlas use by default, as data.
+"""The built-in operations (``--op``), one row each: what it does, the shape it takes, the sizes compare, sweep and
+the atlas use by default, the operands it reads, and per library the function its step calls. A new op is its
+row in `OPS` (and its test); the built-ins (builtins.py) make LIBRARY_OP for every library its row names.
+
+The step. ``call`` is how the step of numpy, torch and cupy calls the op, written as the step's own line
+(libraries.kit_step holds one step per form: ``f(a)``, ``f(a, b, out=out)``, ``f(a.T)``, ``a * 2.0``), and
+``calls`` says per library what ``f`` is: a dotted name looked up in that library's namespace when its case is
+built (so nothing here imports a library), or for jax the function ``jax.jit`` compiles (JAX has no ``out=``:
+every call returns a new array, which the fairness list says). `INFIX` marks a form that is Python's operator on
+the library's own array, with no function. matmul's steps for numpy, torch and cupy are factories of their own
+(numpy_matmul, torch_mm, cupy_matmul: the names run.json records), so its row names jax alone.
 
 A shape is a list of positive integers: M,K,N (three) for matmul, and N elements or R,C (one or two) for
 every other op. So the number of figures alone tells a product from an array (record.size_name and
@@ -16,7 +25,16 @@ own overhead, not the arithmetic, is what is compared.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# the step's forms (libraries.kit_step): how numpy's, torch's and cupy's step calls `f`
+CALLS = ("f(a)", "f(a, b, out=out)", "f(a.T)", "a * 2.0")
+# what an op reads of the built-in operands (inputs.op_operands): matmul's a (MxK) and b (KxN); N values of a, or
+# of a and b; a and b as one complex array a + ib
+READS = ("a (MxK), b (KxN)", "a", "a, b", "a + ib")
+INFIX = "the operator itself"  # a `calls` entry whose form (a * 2.0) calls no function
 
 
 @dataclass(frozen=True)
@@ -27,9 +45,32 @@ class Op:
     ranks: tuple[int, ...]  # how many figures a shape of this op has
     host_bound: dict[str, tuple[int, ...]]  # "cuda" / "cpu": the atlas's size (and the sample size on CUDA)
     ladder: dict[str, tuple[tuple[int, ...], ...]]  # "cuda" / "cpu": sweep's default sizes
+    reads: str  # one of READS
+    call: str  # one of CALLS
+    # per library: a dotted name in its namespace ("torch.fft.fft"), INFIX, or (jax) the function jax.jit compiles
+    calls: dict[str, str | Callable[..., Any]] = field(default_factory=dict)
+    matrix: bool = False  # N elements laid out as R x C (as_matrix) before the op reads them
 
     def shape_help(self) -> str:
         return "M,K,N" if self.ranks == (3,) else "N elements or R,C"
+
+    def function(self, library: str) -> Any:
+        """What `library`'s step calls (``f``), looked up in the library's namespace now: the library's own
+        function, the same object its namespace gives (``numpy.fft.fft`` is ``np.fft.fft``); None for INFIX."""
+        found = self.calls[library]
+        if found == INFIX:
+            return None
+        return found if callable(found) else dotted(found)
+
+
+def dotted(name: str) -> Any:
+    """The object a dotted name names: its package imported, then attribute by attribute (a submodule not yet
+    an attribute imported on the way)."""
+    head, *rest = name.split(".")
+    found: Any = importlib.import_module(head)
+    for i, part in enumerate(rest, 1):
+        found = getattr(found, part) if hasattr(found, part) else importlib.import_module(".".join([head, *rest[:i]]))
+    return found
 
 
 def _squares(first: int, count: int, factor: int = 2) -> tuple[tuple[int, ...], ...]:
@@ -50,19 +91,32 @@ OPS: dict[str, Op] = {o.name: o for o in (
        # from a product the launch dwarfs to one the GPU needs milliseconds for (on the H200, fp16: 64^3 is
        # host-bound for every library, 16384^3 takes about 13 ms), then the seed's own; on the CPU from 8 to a
        # size that already takes milliseconds of BLAS
-       {"cuda": _squares(64, 9) + (SEED_SHAPE,), "cpu": _squares(8, 7)}),
+       {"cuda": _squares(64, 9) + (SEED_SHAPE,), "cpu": _squares(8, 7)},
+       reads="a (MxK), b (KxN)", call="f(a, b, out=out)", calls={"jax": "jax.numpy.matmul"}),
     Op("add", "out = a + b, elementwise", "into a preallocated out (jax: a new array each call)", (1, 2),
-       {"cuda": (2**20,), "cpu": (4096,)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU}),
+       {"cuda": (2**20,), "cpu": (4096,)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU},
+       reads="a, b", call="f(a, b, out=out)",
+       calls={"numpy": "numpy.add", "torch": "torch.add", "cupy": "cupy.add", "jax": "jax.numpy.add"}),
     Op("scale", "a * 2.0, elementwise", "a new array each call, in every library (an allocation a call)", (1, 2),
-       {"cuda": (2**20,), "cpu": (4096,)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU}),
+       {"cuda": (2**20,), "cpu": (4096,)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU},
+       reads="a", call="a * 2.0",
+       calls={"numpy": INFIX, "torch": INFIX, "cupy": INFIX, "jax": lambda x: x * 2.0}),
     Op("sum", "the sum of every element of a (a full reduction to one value)", "a new 0-d array each call", (1, 2),
-       {"cuda": (2**20,), "cpu": (4096,)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU}),
+       {"cuda": (2**20,), "cpu": (4096,)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU},
+       reads="a", call="f(a)",
+       calls={"numpy": "numpy.sum", "torch": "torch.sum", "cupy": "cupy.sum", "jax": "jax.numpy.sum"}),
     Op("copy", "a transposed array made contiguous (a.T copied to C order; N elements are laid out as R x C, "
                "R the largest divisor of N up to its square root)", "a new array each call", (1, 2),
-       {"cuda": (1024, 1024), "cpu": (64, 64)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU}),
+       {"cuda": (1024, 1024), "cpu": (64, 64)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU},
+       # jax: a transpose, which XLA makes as a copy into the transposed layout
+       reads="a", call="f(a.T)", matrix=True,
+       calls={"numpy": "numpy.ascontiguousarray", "torch": "torch.Tensor.contiguous",
+              "cupy": "cupy.ascontiguousarray", "jax": lambda x: x.T}),
     Op("fft", "a 1-D complex FFT along the last axis (a + ib as complex64; complex128 for float64)",
        "a new array each call", (1, 2),
-       {"cuda": (2**16,), "cpu": (1024,)}, {"cuda": _counts(2**10, 2**26), "cpu": ELEMENTS_CPU}),
+       {"cuda": (2**16,), "cpu": (1024,)}, {"cuda": _counts(2**10, 2**26), "cpu": ELEMENTS_CPU},
+       reads="a + ib", call="f(a)",
+       calls={"numpy": "numpy.fft.fft", "torch": "torch.fft.fft", "cupy": "cupy.fft.fft", "jax": "jax.numpy.fft.fft"}),
 )}
 DEFAULT_OP = "matmul"
 

@@ -13,7 +13,7 @@ import sys
 import traceback
 from typing import Any, Callable
 
-from ...workload import cases
+from ...workload import builtins, cases
 from .. import explain
 from ...workload.cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory
 from ..protocol import JobCase
@@ -159,7 +159,7 @@ def build(todo: list[JobCase], shape: list[int], device: str, report: Reporter,
         if c.label in errors:
             continue
         report.phase("setup", shape=shape, label=c.label)
-        imported(cases.builtin_libraries([c.case]))
+        imported(builtins.builtin_libraries([c.case]))
         try:
             made[c.label] = set_up(load_factory(c.case), shape, c.dtype, device)
             if operands is not None:

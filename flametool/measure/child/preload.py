@@ -9,7 +9,7 @@ import importlib
 import threading
 from typing import cast
 
-from ...workload import cases
+from ...workload import builtins, cases, inputs
 from ..protocol import JobCase, ProfileJob, SweepJob, TimeJob
 
 
@@ -57,7 +57,7 @@ def start_operands(job: TimeJob | SweepJob | ProfileJob) -> list[str]:
     todo = [cast(JobCase, job.case)] if isinstance(job, ProfileJob) else job.cases  # a ProfileJob has its case
     shape = (job.shape if isinstance(job, ProfileJob) else (job.plan[0].shape if job.plan else [])
              if isinstance(job, TimeJob) else job.points[0].shape if job.points else [])
-    builtin = [c for c in todo if c.case.module == cases.MODULE and c.label in cases.BUILTIN]
+    builtin = [c for c in todo if c.case.module == cases.MODULE and c.label in builtins.BUILTIN]
     if builtin and shape:
-        cases.prefetch_shape(shape, builtin[0].dtype)
-    return cases.builtin_libraries([c.case for c in builtin])
+        inputs.prefetch_shape(shape, builtin[0].dtype)
+    return builtins.builtin_libraries([c.case for c in builtin])

@@ -22,10 +22,9 @@ from .attribution import CaseCosts, Skipped
 from .diff import PairDiff
 from ..run.record import CaseResult, Run, Timing
 
-# diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case):
-# the change's 95% interval lies wholly above the threshold; INCONCLUSIVE_EXIT when the interval holds it
-SLOWER_EXIT = 3
-INCONCLUSIVE_EXIT = 4
+# diff exits with SLOWER_EXIT when the head got slower than --fail-above allows (2 is bad input, 1 a failed case),
+# INCONCLUSIVE_EXIT when the interval holds the threshold (set in errors.py, which the options' help reads)
+from ..errors import INCONCLUSIVE_EXIT, SLOWER_EXIT
 
 
 @dataclass

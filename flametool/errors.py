@@ -1,4 +1,10 @@
-"""Errors the command line turns into one line and an exit code (no traceback)."""
+"""Errors the command line turns into one line and an exit code (no traceback), and the exit codes of a
+--fail-above verdict."""
+
+# --fail-above: SLOWER_EXIT when the change's 95% interval lies wholly above the threshold, INCONCLUSIVE_EXIT when
+# the interval holds it (here, below the analyses, so that the options' help can say them without importing those)
+SLOWER_EXIT = 3
+INCONCLUSIVE_EXIT = 4
 
 
 class FlametoolError(Exception):

@@ -134,7 +134,7 @@ def test_help_says_what_the_design_does():
     processes (not each in its own), opens with a description, the rounds' median is a step before pooling
     (not "the figure reported"), --pair's default names library cases, and the atlas lists its own sampling
     defaults and no --pair (which it refuses)."""
-    from flametool.measure import atlasrun
+    from flametool.measure import config
 
     top = " ".join(_help().split())
     assert "measure each case in its own process" not in top
@@ -150,7 +150,7 @@ def test_help_says_what_the_design_does():
     assert "median of its rounds" in compare
     atlas = " ".join(_help("atlas").split())
     assert "--pair" not in atlas
-    secs = atlasrun.SAMPLE_SECONDS
+    secs = config.ATLAS_SAMPLE_SECONDS
     assert f"seconds of sampling per case (default {secs['cuda']} on CUDA, {secs['cpu']} on the CPU)" in atlas
     with pytest.raises(Exception, match="for a pair of your own use compare"):
         from flametool.commands import settings

@@ -17,6 +17,8 @@ import pytest
 from flametool.run import rundir
 from flametool.analyse import compare, countdiff, dispatch
 from flametool.commands import main
+from flametool.render import format as fmt, html
+from flametool.run import counts
 from flametool.run.counts import Counts, Tally, count_words, fraction_text, parse_fraction
 from flametool.measure import counting
 from shared import flametool_once, once
@@ -101,6 +103,41 @@ def test_a_step_is_counted_exactly_on_the_cpu():
     assert not any(name.endswith("._loop") for name in got)  # the loop is flametool's, not the step's
     assert c.tracer is None and c.missing == ["the case runs on the CPU (no CUDA API calls or kernels to count)"]
     assert c.us_per_call > 0 and {t.name for t in c.of("host-alloc")}
+
+
+def test_the_kinds_table_is_what_every_reader_says():
+    """run/counts.py's COUNTED is the one place a counted kind is written: the table's columns, the diff's words,
+    the totals line, run.json's clocks and the report's note all read it."""
+    assert [c.title for c in counts.columns()] == ["Python calls", "CUDA API calls", "kernels",
+                                                   "copies, memsets, device allocations"]
+    assert list(counts.CLOCKS) == ["api", "kernel", "copy", "memset"]
+    assert html.counted_by() == ("Python calls from the cProfile loop; CUDA API calls, kernels, copies and memsets "
+                                 "from CUPTI in a counted loop of their own")
+    c = Counts(10, 10, [Tally("python", "f", Fraction(2)), Tally("kernel", "k", Fraction(1)),
+                        Tally("copy", "HtoD", Fraction(1), Fraction(64)), Tally("host-alloc", "blocks", Fraction(1))],
+               tracer="t")
+    assert fmt.count_cells(c, empty="-") == ["2 in 1 functions", "", "1 k", "1 copy HtoD (64 B)"]
+    assert countdiff.summary_line(c) == "2 Python calls, 0 CUDA API calls, 1 kernels, 1 copies per step"
+
+
+def test_a_new_counted_kind_is_one_row_of_the_table(monkeypatch):
+    """A kind added to COUNTED alone (here CUDA graph launches, traced, shown with the memory column) is counted
+    where the tracer ran, named in the table's header and cells, worded in a diff's line, totalled, timed in
+    run.json's clocks and said in the report's note."""
+    graph = counts.Kind("graph", "graph launches", "graph", counts.GPU_CLOCK, "tracer", summed="made",
+                        same_listed=True, column="memory")
+    table = counts.COUNTED + (graph,)
+    monkeypatch.setattr(counts, "COUNTED", table)
+    monkeypatch.setattr(counts, "KINDS", {k.name: k for k in table})
+    monkeypatch.setattr(counts, "CLOCKS", {k.name: k.clock for k in table if k.clock is not None})
+    base = Counts(10, 10, [Tally("graph", "g", Fraction(1))], tracer="t")
+    head = Counts(10, 10, [Tally("graph", "g", Fraction(2))], tracer="t")
+    assert counts.columns()[-1].title == "copies, memsets, device allocations, graph launches"
+    assert fmt.count_cells(head)[-1] == "2 graph g"
+    assert countdiff.lines(countdiff.diff_counts(base, head))[0] == "+1 graph g (1 -> 2)"
+    assert countdiff.summary_line(head).endswith(", 2 graph launches per step")
+    assert head.to_json()["clocks"]["graph"] == "GPU us per step"
+    assert not Counts(10, 10).counted("graph") and "graph launches from CUPTI" in html.counted_by()
 
 
 def test_a_structural_difference_is_exact_and_listed_first():

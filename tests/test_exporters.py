@@ -124,3 +124,18 @@ def test_speedscope_export_is_the_same_as_frame_by_frame(tmp_path):
                     frames.append({"name": n, "file": p.frames[n].file} if p.frames[n].file else {"name": n})
     assert doc["shared"]["frames"] == frames
     assert [pr["samples"] for pr in doc["profiles"]] == [[[index[n] for n in s.frames] for s in p.stacks] for p in profs]
+
+
+def test_the_registry_is_the_renderers_and_gives_exports_options():
+    """render.REGISTRY (data, read without importing a renderer) names each renderer's class, whose own `name`
+    and `kind` it repeats; `export --format` offers and explains what the registry lists for stacks."""
+    from flametool import render
+
+    for r in render.REGISTRY:
+        cls = render.renderer_class(r.where)
+        assert (cls.name, cls.kind.__name__) == (r.format, r.result), r
+    assert render.EXPORTS == ("speedscope", "folded") and render.SUMMARIES == ("text", "markdown", "json")
+    export = main.build_parser()._subparsers._group_actions[0].choices["export"]  # type: ignore[union-attr]
+    (fmt,) = [a for a in export._actions if a.dest == "format"]
+    assert fmt.help == "speedscope (JSON, weights in us per call) or folded (sample counts)"
+    assert render.formats_help("Summary", default="text").startswith("text (the default), markdown (a pull-request")

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ..run.counts import KINDS, Counts, Tally, count_words, fraction_text
-
-STRUCTURAL = tuple(k for k in KINDS if k != "host-alloc")
+from ..run import counts  # the kinds' table, read when used (a test adds a kind to it)
+from ..run.counts import Counts, Tally, count_words, fraction_text
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ class CountDiff:
 
 
 def _index(c: Counts) -> dict[tuple[str, str], Tally]:
-    return {t.key: t for t in c.tallies if t.kind in STRUCTURAL}
+    return {t.key: t for t in c.tallies if t.kind in counts.KINDS and counts.KINDS[t.kind].structural}
 
 
 def diff_counts(base: Counts | None, head: Counts | None, base_name: str = "base",
@@ -89,7 +88,7 @@ def diff_counts(base: Counts | None, head: Counts | None, base_name: str = "base
     if base is None or head is None:
         return out
     ib, ih = _index(base), _index(head)
-    order = {k: i for i, k in enumerate(KINDS)}
+    order = {k: i for i, k in enumerate(counts.KINDS)}
     for key in sorted(set(ib) | set(ih), key=lambda k: (order.get(k[0], 99), k[1])):
         kind = key[0]
         tb, th = ib.get(key), ih.get(key)
@@ -101,13 +100,10 @@ def diff_counts(base: Counts | None, head: Counts | None, base_name: str = "base
     return out
 
 
-KIND_WORDS = {"python": "", "api": "", "kernel": "kernel ", "copy": "copy ", "memset": "", "device-alloc":
-              "device allocation ", "host-alloc": "host "}
-
-
 def line(r: CountDelta) -> str:
     """'+1 numpy.empty', '-1 cudaStreamIsCapturing', 'kernel nvjet_... x1 in both', 'kernel k: 1 in base only'."""
-    name = f"{KIND_WORDS.get(r.kind, '')}{r.name}"
+    word = counts.KINDS[r.kind].word if r.kind in counts.KINDS else ""
+    name = f"{word} {r.name}" if word else r.name
     if r.base is None or r.head is None:  # a kind only one side counted
         side, value = ("base", r.base) if r.base is not None else ("head", r.head)
         return f"{name}: x{count_words(value or Fraction(0))} ({side} only counted {r.kind})"
@@ -129,7 +125,7 @@ def lines(d: CountDiff | None) -> list[str]:
     if d.base_counts is not None and d.head_counts is not None:
         if not out:
             out.append("no difference: the same calls per step on both sides")
-        out += [line(r) for r in d.same if r.kind in ("kernel", "copy", "memset")]
+        out += [line(r) for r in d.same if r.kind in counts.KINDS and counts.KINDS[r.kind].same_listed]
         out.append(f"{d.base}: {summary_line(d.base_counts)}; {d.head}: {summary_line(d.head_counts)}")
     return out + [line(r) for r in d.one_side] + list(d.notes)
 
@@ -137,10 +133,9 @@ def lines(d: CountDiff | None) -> list[str]:
 def summary_line(c: Counts) -> str:
     """'12 Python calls, 10 CUDA API calls, 1 kernel per step' (the kinds counted)."""
     parts = []
-    for kind, word in (("python", "Python calls"), ("api", "CUDA API calls"), ("kernel", "kernels"),
-                       ("copy", "copies"), ("memset", "memsets")):
-        if c.counted(kind) and (kind in ("python", "api", "kernel") or c.of(kind)):
-            parts.append(f"{count_words(c.total(kind))} {word}")
+    for k in counts.COUNTED:
+        if k.summed and c.counted(k.name) and (k.summed == "always" or c.of(k.name)):
+            parts.append(f"{count_words(c.total(k.name))} {k.title}")
     return ", ".join(parts) + " per step" if parts else "nothing counted"
 
 

@@ -14,10 +14,9 @@ from ..errors import FlametoolError
 from .compare import at_common_speed, counts_of, cross_library, speed_heading
 from ..run.record import Run
 
-# diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case):
-# the change's 95% interval lies wholly above the threshold; INCONCLUSIVE_EXIT when the interval holds it
-SLOWER_EXIT = 3
-INCONCLUSIVE_EXIT = 4
+# diff exits with SLOWER_EXIT when the head got slower than --fail-above allows (2 is bad input, 1 a failed case),
+# INCONCLUSIVE_EXIT when the interval holds the threshold (set in errors.py, which the options' help reads)
+from ..errors import INCONCLUSIVE_EXIT, SLOWER_EXIT  # noqa: E402
 
 
 def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored: stats.Anchored | None, view: str,

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from rich.console import Console
-
-from ..analyse import dispatch
-from ..errors import interrupt_code
-from ..measure import atlasrun
+from ..measure.config import ATLAS_SAMPLE_SECONDS
 from ..workload import ops
-from .. import render
-from ..render import terminal
-from ..run import rundir
-from .base import Context, page, terminal_options, write_report
+from .base import Context
 from .options import case_options, sampling_options
-from .settings import atlas_config
 
 
 class Atlas:
@@ -29,34 +21,41 @@ class Atlas:
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         case_options(p, op=False, pair=False)
         p.add_argument("--ops", help="comma-separated ops (default: all: " + ", ".join(ops.OPS) + ")")
-        sampling_options(p, atlasrun.SAMPLE_SECONDS)
+        sampling_options(p, ATLAS_SAMPLE_SECONDS)
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
-        return cmd_atlas(args, ctx.argv, ctx.err, ctx.out)
+        """Every op measured (each op's report written after it), then the atlas's table and page."""
+        # the runner, the analyses (numpy) and the report (jinja2) are imported here, not for `flametool --help`
+        from .. import render
+        from ..analyse import dispatch
+        from ..errors import interrupt_code
+        from ..measure import atlasrun
+        from ..render import terminal
+        from ..run import rundir
+        from .base import page, terminal_options, write_report
+        from .settings import atlas_config
 
-
-def cmd_atlas(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
-    """Every op measured (each op's report written after it), then the atlas's table and page."""
-    config, names = atlas_config(args, lambda text: terminal.say(err, text))
-    with terminal.Progress(err) as progress:
-        try:
-            run_dir, run = atlasrun.atlas(config, names, ["flametool", *argv], progress.update,
-                                          lambda op_dir: rundir.write_report(op_dir, page(op_dir)))
-        except KeyboardInterrupt as exc:
-            if not (config.out / rundir.RUN_FILE).exists():
-                terminal.say(err, "flametool: interrupted before anything was measured")
+        argv, err, out = ctx.argv, ctx.err, ctx.out
+        config, names = atlas_config(args, lambda text: terminal.say(err, text))
+        with terminal.Progress(err) as progress:
+            try:
+                run_dir, run = atlasrun.atlas(config, names, ["flametool", *argv], progress.update,
+                                              lambda op_dir: rundir.write_report(op_dir, page(op_dir)))
+            except KeyboardInterrupt as exc:
+                if not (config.out / rundir.RUN_FILE).exists():
+                    terminal.say(err, "flametool: interrupted before anything was measured")
+                    return interrupt_code(exc)
+                # the ops that finished are shown and the page written, as at the end of a whole atlas
+                analysed = dispatch.analyse_dir(config.out)
+                out.file.write(render.show("terminal", analysed, terminal_options(out)))
+                write_report(config.out, analysed, err, out)
+                terminal.say(err, f"flametool: interrupted; the ops that finished are kept in {rundir.shown(config.out)} "
+                                  "(complete: false)")
                 return interrupt_code(exc)
-            # the ops that finished are shown and the page written, as at the end of a whole atlas
-            analysed = dispatch.analyse_dir(config.out)
-            out.file.write(render.show("terminal", analysed, terminal_options(out)))
-            write_report(config.out, analysed, err, out)
-            terminal.say(err, f"flametool: interrupted; the ops that finished are kept in {rundir.shown(config.out)} "
-                              "(complete: false)")
-            return interrupt_code(exc)
-    analysed = dispatch.analyse(run_dir, run)
-    out.file.write(render.show("terminal", analysed, terminal_options(out)))
-    written = write_report(run_dir, analysed, err, out)
-    failed = [p for p in run.parts if p.error]
-    for part in failed:
-        terminal.say(err, f"flametool: op {part.op}: {part.error}")
-    return 1 if failed else (0 if written else 2)
+        analysed = dispatch.analyse(run_dir, run)
+        out.file.write(render.show("terminal", analysed, terminal_options(out)))
+        written = write_report(run_dir, analysed, err, out)
+        failed = [p for p in run.parts if p.error]
+        for part in failed:
+            terminal.say(err, f"flametool: op {part.op}: {part.error}")
+        return 1 if failed else (0 if written else 2)

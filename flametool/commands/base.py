@@ -5,18 +5,20 @@ reading commands share (the terminal's options, writing and rendering the report
 from __future__ import annotations
 
 import argparse
+import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
-from rich.console import Console
-
-from .. import render
-from ..analyse import dispatch
 from ..errors import WriteError
-from ..render import terminal
-from ..render.base import Options
-from ..run import rundir
+
+# What a command needs to run is imported where it runs, not here: `flametool --help` builds every command's
+# options and must not wait for rich's consoles, numpy (the analyses) or jinja2 (the report) (issue 42)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..analyse import dispatch
+    from ..render.base import Options
 
 
 @dataclass(frozen=True)
@@ -40,8 +42,24 @@ class Command(Protocol):
     def run(self, args: argparse.Namespace, ctx: Context) -> int: ...
 
 
+def paused(run: Callable[..., int]) -> Callable[..., int]:
+    """A reading command's `run` with Python's cyclic collector off while it reads and analyses (the analysis
+    keeps millions of objects: compare.collector_paused says why)."""
+
+    @functools.wraps(run)
+    def paused_run(self, args: argparse.Namespace, ctx: Context) -> int:
+        from ..analyse import compare
+
+        with compare.collector_paused():
+            return run(self, args, ctx)
+
+    return paused_run
+
+
 def terminal_options(out: Console, **given) -> Options:
     """The terminal's width and colours, for the terminal renderer."""
+    from ..render.base import Options
+
     return Options(width=out.width, colour=out.is_terminal, **given)
 
 
@@ -49,6 +67,10 @@ def write_report(run_dir: Path, analysed: dispatch.AnyAnalysis, err: Console, ou
     """The report is made from what run.json already holds, so failing to render it loses nothing:
     say so in one line and how to try again. A report that renders but cannot be written (a full disk) is
     a fault of the machine (False: exit 2); one that fails to render lets the measurement's exit code stand."""
+    from .. import render
+    from ..render import terminal
+    from ..run import rundir
+
     try:
         path = rundir.write_report(run_dir, render.show("html", analysed))
     except WriteError as exc:
@@ -64,4 +86,7 @@ def write_report(run_dir: Path, analysed: dispatch.AnyAnalysis, err: Console, ou
 
 def page(run: Path) -> str:
     """The report of a run directory: loaded, analysed once, rendered."""
+    from .. import render
+    from ..analyse import dispatch
+
     return render.show("html", dispatch.analyse_dir(run))

@@ -5,20 +5,16 @@ from __future__ import annotations
 import argparse
 import time
 
-from rich.console import Console
+from typing import TYPE_CHECKING
 
-from ..analyse import dispatch, summary
 from ..analyse.layers import VIEWS
 from ..errors import CaseError, RunDirError, interrupt_code
-from ..measure import runner
 from ..measure.config import CPU, CUDA, Config
-from .. import render
-from ..render import terminal
-from ..run import rundir
-from ..run.record import size_name
-from .base import Context, terminal_options, write_report
+from .base import Context
 from .options import case_options, sampling_options
-from .settings import compare_config, sweep_config
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class Compare:
@@ -99,6 +95,16 @@ class Sweep:
 
 def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
     """compare and sweep: measure, then print the analysis and write the report."""
+    # the runner, the analyses (numpy) and the report (jinja2) are imported here, not for `flametool --help`
+    from .. import render
+    from ..analyse import dispatch
+    from ..measure import runner
+    from ..render import terminal
+    from ..run import rundir
+    from ..run.record import size_name
+    from .base import terminal_options, write_report
+    from .settings import compare_config, sweep_config
+
     sweeping = args.command == "sweep"
     config = (sweep_config if sweeping else compare_config)(args, lambda text: terminal.say(err, text))
     started = time.monotonic()
@@ -150,6 +156,9 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
 def decided_verdict(analysed, config: Config, took: float, out: Console) -> int:
     """compare --fail-above: what was decided for each pair, after how many processes and how long; the exit
     code of the worst verdict, as summary --fail-above gives it."""
+    from ..analyse import summary
+    from ..render import terminal
+
     made = summary.of(analysed, config.fail_above)
     for p in made.pairs:
         v = p.verdict

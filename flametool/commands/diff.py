@@ -5,14 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
-from ..analyse import compare, diff, summary
+from .. import errors, render
 from ..analyse.layers import VIEWS
 from ..errors import FlametoolError
-from .. import render
-from ..render import terminal
-from .base import Context, terminal_options
+from .base import Context, paused, terminal_options
 from .options import check_fail_above, check_limits
 
 
@@ -35,49 +31,50 @@ class Diff:
                        help="the case both runs timed beside the case, that the change is taken relative to (default: "
                             "the runs' own anchor, else the first such case)")
         p.add_argument("--fail-above", type=float, metavar="PCT",
-                       help=f"exit {diff.SLOWER_EXIT} when the case's host time per call (relative to the anchor) grew "
-                            f"by more than PCT percent, its whole 95%% interval above PCT; exit {diff.INCONCLUSIVE_EXIT} "
+                       help=f"exit {errors.SLOWER_EXIT} when the case's host time per call (relative to the anchor) grew "
+                            f"by more than PCT percent, its whole 95%% interval above PCT; exit {errors.INCONCLUSIVE_EXIT} "
                             "(inconclusive) when the interval holds PCT")
         p.add_argument("--allow-unlike", action="store_true",
                        help="give a --fail-above verdict even when the two runs measured different work (op, shape, "
                             "dtype, device): without it such a diff says what differs and exits 2 instead")
         p.add_argument("--top", type=int, default=15, help="frames to list (default 15)")
         p.add_argument("--format", default="text", metavar="FORMAT",
-                       help="text (the layer and frame tables, the default), or a summary: markdown (a pull-request "
-                            "comment) or json (docs/summary-json.md)")
+                       help=f"text ({render.about('terminal', 'DiffResult')}, the default), or a summary: "
+                            + render.formats_help("Summary", leave_out=("text",)))
 
+    @paused
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
-        with compare.collector_paused():
-            return cmd_diff(args, ctx.err, ctx.out)
+        # the analyses (numpy) and the terminal's tables are imported here, not for `flametool --help`
+        from ..analyse import diff, summary
+        from ..render import terminal
 
-
-def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
-    check_fail_above(args)
-    render.check(args.format, ("text",) + tuple(f for f in render.SUMMARIES if f != "text"))
-    if args.top < 0:
-        raise FlametoolError(f"--top {args.top}: must be 0 or more")
-    check_limits(args)
-    if args.base or args.head:
-        if not (args.base and args.head) or args.run_b is not None or args.case is not None:
-            raise FlametoolError("diff RUN --base A --head B: one run and two of its cases (or RUN_A RUN_B [--case C])")
-        if args.anchor is not None:
-            raise FlametoolError("diff RUN --base A --head B --anchor: the anchor is for two runs (RUN_A RUN_B)")
-        result = diff.diff_cases(args.run_a, args.base, args.head, args.layers)
-    elif args.run_b is None:
-        raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")
-    else:
-        result = diff.diff_runs(args.run_a, args.run_b, args.case, args.layers, args.anchor)
-    if args.format == "text":
-        out.file.write(render.show("terminal", result, terminal_options(out, top=args.top)))
-    else:
-        out.file.write(render.show(args.format, summary.of(result, args.fail_above, args.allow_unlike)))
-        out.file.flush()
-    if args.fail_above is None:
-        return 0
-    assert result.change is not None  # diff_runs and diff_cases always set it
-    if result.unlike and not args.allow_unlike:
-        raise FlametoolError(summary.unlike_sentence(result))
-    decided = diff.verdict(result.change, result.label, args.fail_above)
-    if decided.exit_code:
-        terminal.say(err, f"flametool: {decided.sentence}")
-    return decided.exit_code
+        err, out = ctx.err, ctx.out
+        check_fail_above(args)
+        render.check(args.format, ("text",) + tuple(f for f in render.SUMMARIES if f != "text"))
+        if args.top < 0:
+            raise FlametoolError(f"--top {args.top}: must be 0 or more")
+        check_limits(args)
+        if args.base or args.head:
+            if not (args.base and args.head) or args.run_b is not None or args.case is not None:
+                raise FlametoolError("diff RUN --base A --head B: one run and two of its cases (or RUN_A RUN_B [--case C])")
+            if args.anchor is not None:
+                raise FlametoolError("diff RUN --base A --head B --anchor: the anchor is for two runs (RUN_A RUN_B)")
+            result = diff.diff_cases(args.run_a, args.base, args.head, args.layers)
+        elif args.run_b is None:
+            raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")
+        else:
+            result = diff.diff_runs(args.run_a, args.run_b, args.case, args.layers, args.anchor)
+        if args.format == "text":
+            out.file.write(render.show("terminal", result, terminal_options(out, top=args.top)))
+        else:
+            out.file.write(render.show(args.format, summary.of(result, args.fail_above, args.allow_unlike)))
+            out.file.flush()
+        if args.fail_above is None:
+            return 0
+        assert result.change is not None  # diff_runs and diff_cases always set it
+        if result.unlike and not args.allow_unlike:
+            raise FlametoolError(summary.unlike_sentence(result))
+        decided = diff.verdict(result.change, result.label, args.fail_above)
+        if decided.exit_code:
+            terminal.say(err, f"flametool: {decided.sentence}")
+        return decided.exit_code

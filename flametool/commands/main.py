@@ -13,11 +13,10 @@ import signal
 import sys
 from typing import TextIO, cast
 
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from .. import __version__, procs
 from ..errors import FlametoolError, Interrupted, interrupt_code
-from ..render import terminal
 from .atlas import Atlas
 from .base import Command, Context
 from .compare import Compare, Sweep
@@ -28,6 +27,11 @@ from .report import Report
 from .snakeviz import Snakeviz
 from .streams import Stdout, reopen_closed_standard_streams
 from .summary import Summary
+
+# rich's consoles and the terminal's tables are imported once the command line has been read: `flametool --help`
+# (argparse prints it and exits) needs neither, nor numpy and jinja2 behind them (issue 42)
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # in the order --help lists them
 COMMANDS: dict[str, Command] = {c.name: c for c in (Compare(), Sweep(), Atlas(), Diff(), Summary(), Export(), Report(),
@@ -68,6 +72,8 @@ def internal_error(exc: BaseException, err: Console) -> int:
     import tempfile
     import traceback
 
+    from ..render import terminal
+
     details = "".join(traceback.format_exception(exc))
     where = "nowhere (the temporary directory cannot be written)"
     try:
@@ -106,17 +112,25 @@ def main(argv: list[str] | None = None) -> int:
             cast(io.TextIOWrapper, stream).reconfigure(errors="backslashreplace")  # a stream without it: below
         except (AttributeError, ValueError, OSError):
             pass
+    try:
+        args = build_parser().parse_args(argv)
+    except FlametoolError as exc:
+        parse_error: FlametoolError | None = exc
+    else:
+        parse_error = None
+    from rich.console import Console
+
+    from ..render import terminal
+
     # a closed terminal (SIGHUP) cannot take the last line: it goes nowhere, the exit code still says it
     # (Stdout has the file methods rich calls, though not the whole of TextIO: the casts say it stands for one)
     err = Console(file=cast(TextIO, Stdout(sys.stderr, quiet=True)), soft_wrap=True)
     stdout = Stdout(sys.stdout)
     # piped or redirected output is read in a log or an editor, not squeezed to 80 columns
     out = Console(file=cast(TextIO, stdout)) if stdout.isatty() else Console(file=cast(TextIO, stdout), width=160)
-    try:
-        args = build_parser().parse_args(argv)
-    except FlametoolError as exc:
-        terminal.say(err, f"flametool: {exc}")
-        return exc.exit_code
+    if parse_error is not None:
+        terminal.say(err, f"flametool: {parse_error}")
+        return parse_error.exit_code
     previous = take_stop_signals()
     previous_int = take_ctrl_c()
     previous_tstp = procs.take_ctrl_z()

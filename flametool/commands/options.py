@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import cast
 
 from ..errors import FlametoolError
-from ..measure import paired
-from ..measure.config import CPU, CUDA
+from ..measure.config import CPU, CUDA, ENV_SETTLED, SETTLED
 from ..workload import builtins, cases, ops
 
 
@@ -63,9 +62,9 @@ def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True)
                    help="fresh processes that run the timed loops; every case is built in each and their loops "
                         "interleaved, so a process's own speed cancels out of the comparison (default: "
                         f"{CPU.processes}, and in compare up to {CPU.max_processes} while a ratio's interval is wider "
-                        f"than ±{paired.SETTLED * 100:.0f}%%, for at most {CPU.extra_seconds:g} s more, while that many would narrow it so; "
+                        f"than ±{SETTLED * 100:.0f}%%, for at most {CPU.extra_seconds:g} s more, while that many would narrow it so; "
                         f"with --env {CPU.env_processes} per environment and more until the anchored ratio's interval "
-                        f"reaches ±{paired.ENV_SETTLED * 100:g}%% (or --fail-above is decided), up to {CPU.env_max_processes} per "
+                        f"reaches ±{ENV_SETTLED * 100:g}%% (or --fail-above is decided), up to {CPU.env_max_processes} per "
                         "environment, within --budget)")  # %%: argparse formats help
     # the atlas takes --pair only to refuse it with what to do instead; its --help does not list it
     p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",

@@ -5,13 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
-from ..analyse import compare
 from ..errors import FlametoolError
-from ..render import terminal
 from ..run import rundir
-from .base import Context, page
+from .base import Context, page, paused
 
 
 class Report:
@@ -25,30 +21,29 @@ class Report:
         p.add_argument("-o", "--output", type=Path, help=f"HTML file to write, - for standard output (default: RUN_DIR/{rundir.REPORT_FILE})")
         p.add_argument("--open", action="store_true", help="open the report in a web browser when there is one")
 
+    @paused
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
-        with compare.collector_paused():
-            return cmd_report(args, ctx.err, ctx.out)
+        """The page to RUN/report.html, to -o FILE, or with `-o -` to standard output; the line saying where it went
+        goes to standard error, so that `-o /dev/stdout > page.html` is the page alone."""
+        from ..render import terminal  # the analyses' formatting (numpy), not for `flametool --help`
 
-
-def cmd_report(args: argparse.Namespace, err: Console, out: Console) -> int:
-    """The page to RUN/report.html, to -o FILE, or with `-o -` to standard output; the line saying where it went
-    goes to standard error, so that `-o /dev/stdout > page.html` is the page alone."""
-    if args.output == Path("-"):
+        err, out = ctx.err, ctx.out
+        if args.output == Path("-"):
+            if args.open:
+                raise FlametoolError("report -o - --open: a page on standard output cannot be opened; give -o FILE")
+            out.file.write(page(args.run))
+            out.file.flush()
+            return 0
+        path = rundir.write_report(args.run, page(args.run), args.output)
+        terminal.say(err, f"report: {rundir.shown(path)}")
+        # an atlas's page in its directory links to its ops' pages: those are written again beside it (with -o
+        # the pages go where asked, and nothing is written into the run directory)
+        for part in rundir.load(args.run).parts if args.output is None else []:
+            if (args.run / part.dir / rundir.RUN_FILE).exists():
+                terminal.say(err, f"report: {rundir.shown(rundir.write_report(args.run / part.dir, page(args.run / part.dir)))}")
         if args.open:
-            raise FlametoolError("report -o - --open: a page on standard output cannot be opened; give -o FILE")
-        out.file.write(page(args.run))
-        out.file.flush()
-        return 0
-    path = rundir.write_report(args.run, page(args.run), args.output)
-    terminal.say(err, f"report: {rundir.shown(path)}")
-    # an atlas's page in its directory links to its ops' pages: those are written again beside it (with -o
-    # the pages go where asked, and nothing is written into the run directory)
-    for part in rundir.load(args.run).parts if args.output is None else []:
-        if (args.run / part.dir / rundir.RUN_FILE).exists():
-            terminal.say(err, f"report: {rundir.shown(rundir.write_report(args.run / part.dir, page(args.run / part.dir)))}")
-    if args.open:
-        import webbrowser
+            import webbrowser
 
-        if not webbrowser.open(path.resolve().as_uri()):
-            terminal.say(err, f"flametool: no web browser found; open {path} yourself")
-    return 0
+            if not webbrowser.open(path.resolve().as_uri()):
+                terminal.say(err, f"flametool: no web browser found; open {path} yourself")
+        return 0

@@ -9,7 +9,7 @@ from typing import cast
 
 from ..errors import FlametoolError
 from ..measure import atlasrun, environments, machine
-from ..measure.config import JAX_CPUS, Config, Defaults, default_out, defaults
+from ..measure.config import ATLAS_SAMPLE_SECONDS, JAX_CPUS, Config, Defaults, default_out, defaults
 from ..workload import builtins, cases, ops
 from .options import LIMITS, check_fail_above, check_limits, default_sizes, parse_device, parse_dtypes, parse_pair, parse_shape, parse_sizes
 
@@ -149,6 +149,6 @@ def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str]]:
     d = defaults(common["device"])
     sampling = sampling_config(args, d)
     if args.sample_seconds is None:
-        sampling["sample_seconds"] = atlasrun.SAMPLE_SECONDS[ops.kind(common["device"])]
+        sampling["sample_seconds"] = ATLAS_SAMPLE_SECONDS[ops.kind(common["device"])]
     return Config(**common, **sampling, shape=list(d.shape), max_processes=common["processes"], extra_seconds=0.0,
                   spares=d.spares), names

@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
-from ..render import terminal
 from . import drilldown
 from .base import Context
 
@@ -25,9 +22,8 @@ class Snakeviz:
                        help=f"port to ask for (default {drilldown.DEFAULT_PORT}; snakeviz takes a nearby one if it is in use)")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
-        return cmd_snakeviz(args, ctx.err, ctx.out)
+        from ..render import terminal  # the analyses' formatting (numpy), not for `flametool --help`
 
-
-def cmd_snakeviz(args: argparse.Namespace, err: Console, out: Console) -> int:
-    target = drilldown.target(args.run, args.case)
-    return drilldown.serve(target, args.port, lambda text: terminal.say(out, text, soft_wrap=True))
+        out = ctx.out
+        target = drilldown.target(args.run, args.case)
+        return drilldown.serve(target, args.port, lambda text: terminal.say(out, text, soft_wrap=True))

@@ -5,14 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
-from ..analyse import compare, diff, dispatch, summary
+from .. import errors, render
 from ..errors import FlametoolError
-from ..run import rundir
-from .. import render
-from ..render import terminal
-from .base import Context
+from .base import Context, paused
 from .options import check_fail_above
 
 
@@ -25,31 +20,32 @@ class Summary:
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("run", type=Path, metavar="RUN", help="run directory (of compare, sweep or atlas)")
-        p.add_argument("--format", default="text", help="text (the default), markdown (a pull-request comment) or json "
-                                                        "(a versioned schema: docs/summary-json.md)")
+        p.add_argument("--format", default="text", help=render.formats_help("Summary", default="text"))
         p.add_argument("--fail-above", type=float, metavar="PCT",
-                       help=f"exit {diff.SLOWER_EXIT} when a pair's head is slower than its base by more than PCT "
+                       help=f"exit {errors.SLOWER_EXIT} when a pair's head is slower than its base by more than PCT "
                             f"percent (relative to the anchor with --env), its whole 95%% interval above PCT; exit "
-                            f"{diff.INCONCLUSIVE_EXIT} when the interval holds PCT")
+                            f"{errors.INCONCLUSIVE_EXIT} when the interval holds PCT")
 
+    @paused
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
-        with compare.collector_paused():
-            return cmd_summary(args, ctx.err, ctx.out)
+        """The summary of a run, in the format asked; with --fail-above, the exit code of its worst verdict."""
+        # the analyses (numpy) and their readers are imported here, not for `flametool --help`
+        from ..analyse import dispatch, summary
+        from ..render import terminal
+        from ..run import rundir
 
-
-def cmd_summary(args: argparse.Namespace, err: Console, out: Console) -> int:
-    """The summary of a run, in the format asked; with --fail-above, the exit code of its worst verdict."""
-    check_fail_above(args)
-    render.check(args.format, render.SUMMARIES)
-    run = rundir.load(args.run)
-    if args.fail_above is not None and run.kind != "compare":
-        raise FlametoolError(f"{args.run}: a{'n' if run.kind == 'atlas' else ''} {run.kind} run: --fail-above judges a "
-                             f"compare run's pairs or a diff; a {run.kind}'s ratios are per "
-                             f"{'op' if run.kind == 'atlas' else 'size'}")
-    made = summary.of(dispatch.analyse(args.run, run), args.fail_above)
-    out.file.write(render.show(args.format, made))
-    out.file.flush()
-    if made.exit_code:
-        assert made.verdict is not None  # an exit code other than 0 is a verdict's
-        terminal.say(err, f"flametool: {made.verdict.sentence}")
-    return made.exit_code
+        err, out = ctx.err, ctx.out
+        check_fail_above(args)
+        render.check(args.format, render.SUMMARIES)
+        run = rundir.load(args.run)
+        if args.fail_above is not None and run.kind != "compare":
+            raise FlametoolError(f"{args.run}: a{'n' if run.kind == 'atlas' else ''} {run.kind} run: --fail-above judges a "
+                                 f"compare run's pairs or a diff; a {run.kind}'s ratios are per "
+                                 f"{'op' if run.kind == 'atlas' else 'size'}")
+        made = summary.of(dispatch.analyse(args.run, run), args.fail_above)
+        out.file.write(render.show(args.format, made))
+        out.file.flush()
+        if made.exit_code:
+            assert made.verdict is not None  # an exit code other than 0 is a verdict's
+            terminal.say(err, f"flametool: {made.verdict.sentence}")
+        return made.exit_code

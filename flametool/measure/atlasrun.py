@@ -17,10 +17,6 @@ from .config import Config
 from ..errors import CaseError
 from ..run.record import AtlasPart, Run, RunConfig
 
-# Sampling per case and op: an atlas samples every library at every op (18 cases for three libraries), so a
-# shorter window than compare's default; at 25 Hz on CUDA 6 s is about 150 samples a case.
-SAMPLE_SECONDS = {"cuda": 6, "cpu": 2}
-
 
 def op_config(atlas: Config, op: str, out: Path) -> Config:
     """The compare run of one op: the atlas's cases made for `op`, at its host-bound size, every library

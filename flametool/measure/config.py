@@ -48,7 +48,7 @@ class Defaults:
     processes: int = 5
     # ... but on the H200 (2026-11-30) the ratio of one process still ranged 0.60-0.67 across processes, so five
     # do not always settle it: without --processes, compare runs more while a ratio's interval is wider than
-    # paired.SETTLED, up to max_processes and for at most extra_seconds more (about 10 s a process at 1024^3),
+    # SETTLED (below), up to max_processes and for at most extra_seconds more (about 10 s a process at 1024^3),
     # and only while max_processes processes spread as those so far would settle it.
     max_processes: int = 12
     extra_seconds: int = 60
@@ -59,7 +59,7 @@ class Defaults:
     # Issue 31: with --env the anchored ratio is speed-adjusted (run/speedfit) and its interval from the fit;
     # on the H200 reference runs (benchmarks/estimators.py, 2026-12-01) its median half-width over pseudo null
     # A/Bs read 3.3% at 5 processes a side and 2.4% at 8, so a run with environments starts with env_processes a
-    # side and goes on (one process per environment a step) until the interval settles (paired.ENV_SETTLED) or,
+    # side and goes on (one process per environment a step) until the interval settles (ENV_SETTLED, below) or,
     # with --fail-above, the verdict is decided, up to env_budget seconds of timing in all (--budget; about 4 s
     # a process at 1024^3 there: 16 processes took 68 s) and env_max_processes a side.
     env_processes: int = 8
@@ -85,6 +85,19 @@ CPU = Defaults(libs=("numpy", "torch"), dtype="float32", shape=(64, 64, 64),
 CUDA = Defaults(libs=("cupy", "torch"), dtype="float16", shape=tuple(SEED_SHAPE),
                 sweep_sizes=ops.OPS["matmul"].ladder["cuda"],
                 rate_hz=25, sample_seconds=16, pool_threads=1, spares=True)
+
+
+# A pair's ratio has settled when its 95% interval reaches no further than this from it (paired.py runs more
+# processes until it has; the options' help says it, so it is set here, with the defaults, not in paired.py).
+SETTLED = 0.02
+# ... and a pair of two environments (compare --env: a build against another, anchored) when it reaches no
+# further than this. Such a comparison is there to resolve a change of a microsecond or so: at ±2% the 1 us
+# plant of benchmarks/envs.py read half-widths of 0.46-0.54 us where cupy took 24-26 us a call (the H200,
+# 2026-12-01); ±1.75% is 0.49 us at 28 us, the slowest the host has run it.
+ENV_SETTLED = 0.0175
+# Sampling per case and op in an atlas (atlasrun.py): an atlas samples every library at every op (18 cases for
+# three libraries), so a shorter window than compare's default; at 25 Hz on CUDA 6 s is about 150 samples a case.
+ATLAS_SAMPLE_SECONDS = {"cuda": 6, "cpu": 2}
 
 
 # A jax GPU process starts about four threads per CPU it may run on (XLA sizes its pools by the CPU affinity;

@@ -29,7 +29,7 @@ from collections import Counter, defaultdict
 from fractions import Fraction
 from typing import Any, Callable
 
-from ..run.counts import Counts, Tally
+from ..run.counts import CLOCKS, Counts, Tally
 from .protocol import ACTIVE_LOOP_FILE
 
 Step = Callable[[], object]
@@ -408,7 +408,7 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
                 continue
             nbytes = _per_step(w1.bytes[key], w2.bytes[key], n) if key in w2.bytes or key in w1.bytes else None
             mean_ns = w2.ns[key] / w2.count[key] if w2.count[key] else 0.0
-            timed = key[0] != "device-alloc"
+            timed = key[0] in CLOCKS  # a kind the tracer times (device allocations: CUPTI gives no time)
             tallies.append(Tally(key[0], key[1], c, nbytes, float(c) * mean_ns / 1e3 if timed else None))
     for name in sorted(set(a1) & set(a2) & set(b1) & set(b2)):
         c = _per_step(a1[name][0] - b1[name][0], a2[name][0] - b2[name][0], n)

@@ -9,6 +9,7 @@ import time
 from typing import cast
 
 from .spawn import run_child
+from .config import ENV_SETTLED, SETTLED  # when a pair's ratio has settled (set beside the defaults)
 from .jobs import as_timing, job_base, job_case, others
 from .measurement import Measurement, stop_if_failed
 from ..run import stats
@@ -17,13 +18,6 @@ from .protocol import PlanItem, TimeJob
 from ..run.record import Group
 from ..run.timing import Timing
 
-# A pair's ratio has settled when its 95% interval reaches no further than this from it.
-SETTLED = 0.02
-# ... and a pair of two environments (compare --env: a build against another, anchored) when it reaches no
-# further than this. Such a comparison is there to resolve a change of a microsecond or so: at ±2% the 1 us
-# plant of benchmarks/envs.py read half-widths of 0.46-0.54 us where cupy took 24-26 us a call (the H200,
-# 2026-12-01); ±1.75% is 0.49 us at 28 us, the slowest the host has run it.
-ENV_SETTLED = 0.0175
 
 
 def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = True) -> list[tuple[CaseSpec, str]]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import overload
 
 from ..analyse.attribution import CaseCosts
 from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
 from ..analyse.operands import UnlikeOperands
-from ..run.counts import Counts, count_words
+from ..run.counts import Column, Counts, columns, count_words
 from ..run.record import Environment
 from ..analyse.sweep import SAME_WITHIN, PairPoint, SweepPair, size_name
 
@@ -382,13 +383,20 @@ def named_counts(tallies) -> str:
     return ", ".join(f"{count_words(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
 
 
-def count_cells(c: Counts) -> tuple[str, str, str, str]:
-    """A case's counted loop in words, the terminal's table and the report's alike: its Python calls, CUDA API
-    calls, kernels, and copies, memsets and device allocations ('' where it made none)."""
-    memory = [f"{count_words(t.count)} {t.kind} {t.name}" + (f" ({count_words(t.bytes)} B)" if t.bytes is not None
+def count_cells(c: Counts, empty: str = "") -> list[str]:
+    """A case's counted loop in words, the terminal's table and the report's alike: a cell per column of
+    counts.columns() (its Python calls, CUDA API calls, kernels, and copies, memsets and device allocations;
+    `empty` where a listed column has none)."""
+    return [count_cell(c, col, empty) for col in columns()]
+
+
+def count_cell(c: Counts, col: Column, empty: str = "") -> str:
+    tallies = [t for t in c.tallies if t.kind in col.kinds]
+    if col.cell == "total":  # the Python calls: their sum and how many functions made them
+        return f"{count_words(sum((t.count for t in tallies), Fraction(0)))} in {len(tallies)} functions"
+    if col.cell == "named":
+        return named_counts(tallies) if all(c.counted(k) for k in col.kinds) else "not counted"
+    listed = [f"{count_words(t.count)} {t.kind} {t.name}" + (f" ({count_words(t.bytes)} B)" if t.bytes is not None
                                                               else "")
-              for t in c.tallies if t.kind in ("copy", "memset", "device-alloc") and t.count]
-    return (f"{count_words(c.total('python'))} in {len(c.of('python'))} functions",
-            named_counts(c.of("api")) if c.counted("api") else "not counted",
-            named_counts(c.of("kernel")) if c.counted("kernel") else "not counted",
-            "; ".join(memory))
+              for t in tallies if t.count]
+    return "; ".join(listed) or empty

@@ -25,7 +25,7 @@ from markupsafe import Markup
 
 from .. import __version__
 from ..workload import builtins
-from ..run import perturbation, rundir
+from ..run import counts, perturbation, rundir
 from . import atlas_page, charts, format as fmt, sweep_page
 from ..analyse import countdiff, flamegraph as flame, naming
 from ..analyse.compare import Analysis, PairAnalysis
@@ -201,6 +201,7 @@ class CountsSection:
     notes: list[str]
     # each case's threads other than the caller: case, CPU per call on them, samples, by layer, most own time
     threads: list[list[str]] = field(default_factory=list)
+    sources: str = ""  # what counts which kind (html.counted_by), for the note above the table
 
 
 def counts_section(a: Analysis) -> CountsSection | None:
@@ -212,8 +213,7 @@ def counts_section(a: Analysis) -> CountsSection | None:
     rows = []
     for label, c in counted.items():
         own = cast(ProfileProcess, a.run.results[label].profile).own_us_per_call  # counted: its counts are its profile's
-        python, api, kernels, memory = fmt.count_cells(c)
-        rows.append([label, python, api, kernels, memory or "–",
+        rows.append([label, *fmt.count_cells(c, empty="–"),
                      f"{c.us_per_call:,.2f} us" + (f" ({c.us_per_call / own:.2f}× the {own:,.2f} us alone)" if own else "")
                      if c.us_per_call else "–"])
     pairs = [(f"{p.head} vs {p.base}", countdiff.lines(p.counts)) for p in a.pairs if p.counts is not None]
@@ -224,9 +224,21 @@ def counts_section(a: Analysis) -> CountsSection | None:
                 (f"{t.costs.frames[0].display} ({t.costs.frames[0].self.us_per_call:,.2f} us)"
                  if t.costs and t.costs.frames else "–")]
                for label, t in a.threads.items() if t.us_per_call > 0 or t.profile is not None]
-    return CountsSection(pairs, ["case", "Python calls", "CUDA API calls", "kernels",
-                                 "copies, memsets, device allocations", "counted loop, host time per call"], rows, notes,
-                         threads)
+    return CountsSection(pairs, ["case", *(col.title for col in counts.columns()), "counted loop, host time per call"],
+                         rows, notes, threads, sources=counted_by())
+
+
+def counted_by() -> str:
+    """What counts which kind, as the report's note says it: 'Python calls from the cProfile loop; CUDA API calls,
+    kernels, copies and memsets from CUPTI in a counted loop of their own' (the kinds counted always, by their
+    library's pool or tracemalloc, left to the table)."""
+    by = {"cprofile": "the cProfile loop", "tracer": "CUPTI in a counted loop of their own"}
+    parts = []
+    for source, words in by.items():
+        titles = [k.title for k in counts.COUNTED if k.counted_by == source]
+        if titles:
+            parts.append(f"{', '.join(titles[:-1]) + ' and ' if len(titles) > 1 else ''}{titles[-1]} from {words}")
+    return "; ".join(parts)
 
 
 @dataclass

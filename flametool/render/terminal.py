@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import format as fmt
-from ..run import perturbation
+from ..run import counts, perturbation
 from ..analyse import countdiff, sweep
 from ..analyse.compare import Analysis
 from ..analyse.diff import DiffResult
@@ -110,11 +110,13 @@ def print_counts(run, console: Console) -> None:
     if not counted:
         return
     table = titled("what one step() call does, counted (exact, per step; CUDA API calls and kernels by CUPTI)")
-    for col in ("case", "Python calls", "CUDA API calls", "kernels", "copies, memsets, device allocations"):
-        table.add_column(col, overflow="fold")
+    cols = counts.columns()
+    for title in ("case", *(col.title for col in cols)):
+        table.add_column(title, overflow="fold")
     for label, c in counted.items():
-        python, api, kernels, memory = fmt.count_cells(c)
-        table.add_row(text(label), python, text(api), text(kernels), text(memory or "-"))
+        # a total is flametool's own words and figures ('12 in 5 functions'), a name is the library's: not markup
+        table.add_row(text(label), *(cell if col.cell == "total" else text(cell)
+                                     for col, cell in zip(cols, fmt.count_cells(c, empty="-"))))
     show(console, table)
     for m in dict.fromkeys(m for c in counted.values() for m in c.missing):
         say(console, fmt.visible(m))

@@ -6,7 +6,7 @@ exact fraction where it is not (a cache refilled every N calls). In JSON a count
 that nothing is rounded on the way; bytes likewise. Times are floats (us per step) and say what clock they are
 read on: the host's under tracing for API calls, the GPU's for kernels, copies and memsets.
 
-Kinds of tally (``Tally.kind``), in the order tables list them:
+Kinds of tally (``Tally.kind``), one row each in ``COUNTED`` below, in the order tables list them:
 - ``python``: Python-level calls by function, from the cProfile loop (pstats' call counts over its steps).
 - ``api``: CUDA runtime and driver API calls by name (CUPTI activity records; host us under tracing).
 - ``kernel``: kernels by name (GPU us).
@@ -22,9 +22,72 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-KINDS = ("python", "api", "kernel", "copy", "memset", "device-alloc", "host-alloc")
-KIND_TITLES = {"python": "Python calls", "api": "CUDA API calls", "kernel": "kernels", "copy": "copies",
-               "memset": "memsets", "device-alloc": "device allocations", "host-alloc": "host allocations"}
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of tally and everything its readers say of it: measure/counting.py (whether its tallies carry a
+    time), analyse/countdiff.py (its order, whether it makes two sides differ, its word in a diff's line, the
+    totals), render/format.py (the counted loop's table: its column and how the column's cell is written),
+    render/terminal.py and render/html.py (the table's headers) and the report's note (what counts it). A new
+    counted kind is a row of ``COUNTED`` (and the code in measure/counting.py that makes its tallies).
+
+    name: ``Tally.kind`` in run.json. title: what people call a kind's tallies ('kernels'). word: put before a
+    tally's name in a diff's line ('kernel nvjet_...'; '' where the name says it). clock: what its ``us`` are
+    read on, run.json's ``clocks`` (None: its tallies carry no time from the tracer). counted_by: "cprofile"
+    (counted where the cProfile loop ran), "tracer" (where CUPTI or torch.profiler could trace) or "always".
+    structural: whether it can make two sides differ (host allocations read -1/64 and 0 in two runs of the
+    same code: the interpreter's own bookkeeping). summed: in a side's totals line always ("always", when
+    counted), only where a step made some ("made"), or never (""). same_listed: a tally alike on both sides
+    is still listed (the GPU's work). column: the column of the counted loop's table it shows in (kinds that
+    share one are listed in it together, its header their titles; None: not shown there); cell: how its
+    column's cell is written, "total" ('12 in 5 functions'), "named" ('6 cudaGetDevice, 1 cuLaunchKernelEx',
+    or 'not counted') or "listed" ('1 copy HtoD (4096 B)' for every kind of the column, '' where none)."""
+
+    name: str
+    title: str
+    word: str = ""
+    clock: str | None = None
+    counted_by: str = "always"
+    structural: bool = True
+    summed: str = ""
+    same_listed: bool = False
+    column: str | None = None
+    cell: str = "listed"
+
+
+GPU_CLOCK = "GPU us per step"
+COUNTED: tuple[Kind, ...] = (
+    Kind("python", "Python calls", counted_by="cprofile", summed="always", column="python", cell="total"),
+    Kind("api", "CUDA API calls", clock="host us per step under tracing (CUPTI: about 2x the untraced call)",
+         counted_by="tracer", summed="always", column="api", cell="named"),
+    Kind("kernel", "kernels", "kernel", GPU_CLOCK, "tracer", summed="always", same_listed=True, column="kernel",
+         cell="named"),
+    Kind("copy", "copies", "copy", GPU_CLOCK, "tracer", summed="made", same_listed=True, column="memory"),
+    Kind("memset", "memsets", "", GPU_CLOCK, "tracer", summed="made", same_listed=True, column="memory"),
+    Kind("device-alloc", "device allocations", "device allocation", column="memory"),
+    Kind("host-alloc", "host allocations", "host", structural=False),
+)
+KINDS: dict[str, Kind] = {k.name: k for k in COUNTED}
+CLOCKS = {k.name: k.clock for k in COUNTED if k.clock is not None}  # run.json's "clocks"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the counted loop's table: its header (its kinds' titles), how its cell is written, its kinds."""
+
+    title: str
+    cell: str
+    kinds: tuple[str, ...]
+
+
+def columns() -> list[Column]:
+    """The counted loop's table's columns after the case's, from ``COUNTED``: 'Python calls', 'CUDA API calls',
+    'kernels', 'copies, memsets, device allocations'."""
+    grouped: dict[str, list[Kind]] = {}
+    for k in COUNTED:
+        if k.column is not None:
+            grouped.setdefault(k.column, []).append(k)
+    return [Column(", ".join(k.title for k in ks), ks[0].cell, tuple(k.name for k in ks)) for ks in grouped.values()]
 
 
 def fraction_text(value: Fraction | None) -> str | None:
@@ -93,9 +156,6 @@ class Tally:
                    float(us) if us is not None else None)
 
 
-CLOCKS = {"api": "host us per step under tracing (CUPTI: about 2x the untraced call)",
-          "kernel": "GPU us per step", "copy": "GPU us per step", "memset": "GPU us per step"}
-
 
 @dataclass
 class Counts:
@@ -123,9 +183,10 @@ class Counts:
 
     def counted(self, kind: str) -> bool:
         """Whether this kind was counted at all (a kind with no tallies may be counted and be zero)."""
-        if kind == "python":
+        by = KINDS[kind].counted_by if kind in KINDS else "always"
+        if by == "cprofile":
             return self.python_steps is not None
-        if kind in ("api", "kernel", "copy", "memset"):
+        if by == "tracer":
             return self.tracer is not None
         return True
 

@@ -17,9 +17,12 @@ import math
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import numpy as np
+# numpy is imported where values are made, not here: the command line reads workload/ (the built-in cases'
+# names, for --help) and `flametool --help` must not wait for numpy (issue 42)
+if TYPE_CHECKING:
+    import numpy as np
 
 CHUNK = 1 << 22  # elements per chunk: 16 MB of float32 scratch per thread
 
@@ -33,11 +36,15 @@ def made(dtype: str, seed: int) -> str:
 def host_dtype(dtype: str) -> np.dtype:
     """The dtype `uniform` returns for `dtype`: itself where numpy has it, else float32 (bfloat16: the library
     rounds it)."""
+    import numpy as np
+
     return np.dtype(dtype) if dtype in ("float16", "float32", "float64") else np.dtype(np.float32)
 
 
 def _generator(seed: int, stream: int, chunk: int) -> np.random.Generator:
     # SFC64: the fastest of numpy's bit generators here (benchmarks/values_speed.py)
+    import numpy as np
+
     return np.random.Generator(np.random.SFC64(np.random.SeedSequence(seed, spawn_key=(stream, chunk))))
 
 
@@ -46,6 +53,8 @@ def uniform(shape: int | tuple[int, ...], dtype: str, seed: int, stream: int = 0
     """An array of `shape` (or that many elements) of float32 uniform values in [0, 1), rounded to `dtype`
     where numpy has it (float32 otherwise, see host_dtype), from `stream` (one per operand of a product).
     The same bytes whatever `threads` is."""
+    import numpy as np
+
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     count = math.prod(shape)
     out = np.empty(count, dtype=host_dtype(dtype))
@@ -79,6 +88,10 @@ class Ahead:
     libraries): `get` waits for them."""
 
     def __init__(self, make: Callable[[], object]) -> None:
+        # numpy imported here, in the thread that asks, as the child imported it before values.py deferred it:
+        # the background thread then does not import it while this one imports the case's libraries
+        import numpy  # noqa: F401
+
         self._future: Future = Future()
         threading.Thread(target=self._run, args=(make,), name="flametool-values-ahead", daemon=True).start()
 

@@ -147,7 +147,7 @@ class Resolver:
             if not root.searchable:
                 continue
             for found in root.names().get(parts[-1], []):
-                tail = _common_tail(found.relative_to(root.path).parts, parts)
+                tail = _common_tail(found.parts, parts)  # folders above the root count (a root inside a package)
                 if tail > best_len:
                     best, best_len = [(found, root.origin)], tail
                 elif tail == best_len and all(found != b for b, _ in best):
@@ -306,7 +306,7 @@ def check_source_roots(paths: Iterable[Path | str]) -> list[Path]:
     out: list[Path] = []
     for given in paths:
         shown = rec.clean_text(str(given))
-        real = _real(Path(given))
+        real = _real(Path(given)) if str(given) else None  # "" would be the current folder
         if real is None or not real.exists():
             raise FlametoolError(f"--source {shown}: no such folder")
         if not real.is_dir():

@@ -192,7 +192,7 @@ def test_the_h200_sample_reads_the_steps_line_and_cupys_cpp_lines():
     cupy, torch = (ln.case_lines(at.load_profile(run_dir, run, label, by_line=True)) for label in ("cupy", "torch"))
     (step,) = cupy.step_lines()
     assert step.where == "flametool/cases.py:155" and step.total.samples == sum(
-        s.count for s in at.load_profile(run_dir, run, "cupy", by_line=True).stacks if s.frames[0] != ln.naming.LOOP_FRAME)
+        s.count for s in at.load_profile(run_dir, run, "cupy", by_line=True).stacks if s.frames[0] != at.naming.LOOP_FRAME)
     cpp = by_where(cupy)["_routines_linalg.cpp:22480"]
     assert cpp.kind == ln.NATIVE and cpp.function == "cupy._core._routines_linalg.matmul" and cpp.total.us_per_call > 10
     steps = next(d for d in ln.diff_lines(cupy, torch) if d.matched_by == ln.BY_STEP_ORDER)

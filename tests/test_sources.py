@@ -309,7 +309,7 @@ def build_cython(folder: Path) -> Path:
     if shutil.which("gcc") is None:
         pytest.skip("no gcc")
     write(folder / "hot.pyx", HOT_PYX)
-    cython.compile(str(folder / "hot.pyx"), cython.CompilationOptions(language_level=3))  # type: ignore[attr-defined]
+    cython.compile(str(folder / "hot.pyx"), cython.CompilationOptions(language_level=3))
     so = folder / ("hot" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
     subprocess.run(["gcc", "-g", "-O0", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}",
                     str(folder / "hot.c"), "-o", str(so)], check=True, capture_output=True)

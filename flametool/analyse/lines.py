@@ -1,0 +1,211 @@
+"""Host time per call per source line (issue 39): of the case's step(), of a library's Python, of its Cython
+(.pyx where mapped) and of native C/C++ lines; and the lines of two cases, runs or builds side by side.
+
+A line's figures are made as attribution makes a frame's, from the same stacks read the same way (a Profile
+read with by_line=True: one frame per function and line) and the same scale (Profile.us, Profile.se):
+  self   samples whose leaf frame is at the line (the line's own code, not what it calls)
+  total  samples with the line anywhere in their stack, once per sample however often it recurs there
+each as microseconds per call with the binomial standard error of its share. The line's text, where its file
+was found on the measuring host, and the .pyx line a generated C/C++ line came from are read from the run's
+record of line texts (run/sources.py), never from source files. The case's step() is the root frame of its
+stacks (as the frame diff aligns them); every frame of that function and file is one of the "step lines",
+one per op of a multi-op step.
+
+Wiring it in (a later phase; nothing below is called yet):
+  measure: where profiling.py writes a case's <label>.folded, take `measure.sources.locations(kept stacks)` and
+    `measure.sources.collect(wanted, Roots(case_file, child's sys.path, config.source_roots))`; the child's
+    sys.path has to come back with its ready/profile message (measure/protocol.py; `[p for p in sys.path if p]`
+    after the case is imported). Merge the cases' records (`run.sources.merge`) and `run.sources.save(run_dir,
+    record)` once the profiling phase ends (beside run.json; written atomically). `--source DIR` (repeatable,
+    commands/options.py, action="append") is checked by `measure.sources.check_source_roots` in
+    commands/settings.py, and the roots go into measure/config.Config.
+  analyse: per sampled case `case_lines(attribution.load_profile(run_dir, run, label, by_line=True),
+    run.sources.load(run_dir))`; per pair (and diff's run-vs-run) `diff_lines(base, head)`. One line-level
+    profile per case, kept beside the function-level one (reading twice costs what analysis.stacks' by_line does).
+  render: the terminal's hottest lines (LineCost.where, .text shortened, self and total); the report's listing
+    of step_lines() and of the hottest functions' lines; summary JSON's lines; export --lines is the existing
+    by_line export. Texts are clean of control characters already; each renderer escapes its own markup.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from . import naming
+from .attribution import Figure, Profile
+from ..run import sources as rec
+
+PYTHON, CYTHON, NATIVE = "python", "cython", "native"
+Key = tuple[str, int]  # (file as the frames name it, line)
+
+
+@dataclass(frozen=True)
+class LineCost:
+    file: str
+    line: int
+    function: str  # the normalized name of the function the line is in (the first frame seen at it)
+    kind: str  # PYTHON (.py), CYTHON (.pyx, or generated C/C++ mapped to a .pyx line), NATIVE
+    self: Figure
+    total: Figure
+    text: str | None  # None: the file was not found where it was measured (shown as file:line alone)
+    pyx: rec.PyxLine | None  # the .pyx line a generated C/C++ line came from
+    step: bool  # a line of the case's own step()
+    origin: str | None = None  # where the file was read (rec.ORIGINS), None: not found
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    @property
+    def key(self) -> Key:
+        return self.file, self.line
+
+
+@dataclass(frozen=True)
+class CaseLines:
+    label: str
+    us_per_call: float
+    samples: int  # the denominator of every share
+    lines: list[LineCost]  # every line, by self time, largest first
+
+    def step_lines(self) -> list[LineCost]:
+        """The step()'s own lines, in source order."""
+        return sorted((l for l in self.lines if l.step), key=lambda l: l.key)
+
+
+def _needs_lines(profile: Profile) -> None:
+    for key, f in profile.frames.items():
+        if f.line is not None and f.kind != "address" and key != naming.with_line(f):
+            raise ValueError(f"{profile.label}: a profile keyed by function, not by line (read it with by_line=True)")
+
+
+def step_functions(profile: Profile) -> set[tuple[str, str]]:
+    """(name, file) of the case's step(): each stack's root frame, past an unnamed address py-spy now and then
+    puts above it, when that frame is Python (a native step, step = np.matmul, has no line of its own)."""
+    out: set[tuple[str, str]] = set()
+    for s in profile.stacks:
+        root = next((profile.frames[k] for k in s.frames if profile.frames[k].kind != "address"), None)
+        if root is not None and root.kind == "python" and root.line is not None:
+            out.add((root.name, root.file))
+    return out
+
+
+def case_lines(profile: Profile, record: rec.Sources = rec.Sources(), fold_pyx: bool = False) -> CaseLines:
+    """The case's figures per source line (see the module's docstring). `fold_pyx`: a generated C/C++ line
+    mapped to a .pyx line counts as that .pyx line, so the lines of one .pyx line are one row (a sample
+    through several of them still counts once in its total)."""
+    _needs_lines(profile)
+    steps = step_functions(profile)
+    line_of: dict[str, Key | None] = {}
+    about: dict[Key, tuple[str, str, bool, rec.PyxLine | None]] = {}  # function, kind, step, pyx
+    for name, f in profile.frames.items():
+        if f.line is None or not f.file or f.kind in ("address", "loop"):
+            line_of[name] = None
+            continue
+        key: Key = (f.file, f.line)
+        pyx = record.pyx(*key)
+        kind = CYTHON if pyx is not None or f.file.endswith(".pyx") else PYTHON if f.kind == "python" else NATIVE
+        if fold_pyx and pyx is not None:
+            key, pyx = (pyx.file, pyx.line), None
+        line_of[name] = key
+        if key not in about:  # frames are in first-seen order: the first frame at a line names its function
+            about[key] = (f.name, kind, (f.name, f.file) in steps, pyx)
+    self_n: dict[Key, int] = {}
+    total_n: dict[Key, int] = {}
+    for s in profile.stacks:
+        leaf = line_of.get(s.frames[-1]) if s.frames else None
+        if leaf is not None:
+            self_n[leaf] = self_n.get(leaf, 0) + s.count
+        for key in {k for k in map(line_of.__getitem__, s.frames) if k is not None}:
+            total_n[key] = total_n.get(key, 0) + s.count
+
+    def fig(n: int) -> Figure:
+        return Figure(profile.us(n), profile.se(n), n)
+
+    lines = [LineCost(file, line, function, kind, fig(self_n.get((file, line), 0)), fig(n),
+                      record.text(file, line), pyx, step, record.origin(file))
+             for (file, line), n in total_n.items()
+             for function, kind, step, pyx in [about[(file, line)]]]
+    lines.sort(key=lambda l: (-l.self.samples, -l.total.samples, l.key))
+    return CaseLines(profile.label, profile.us_per_call, profile.denominator, lines)
+
+
+# --- two cases, runs or builds -------------------------------------------------------------------------
+
+BY_FILE_LINE, BY_STEP_ORDER, BY_FUNCTION_TEXT = "file and line", "step order", "function and text"
+
+
+@dataclass(frozen=True)
+class LineDelta:
+    """One line on both sides (or one), head - base per call, with the standard error of the difference."""
+
+    base: LineCost | None
+    head: LineCost | None
+    matched_by: str  # BY_FILE_LINE, BY_STEP_ORDER, BY_FUNCTION_TEXT; '' where the line is on one side only
+    self_delta: float
+    self_se: float
+    total_delta: float
+    total_se: float
+
+    @property
+    def where(self) -> str:
+        """'file:line', or 'base file:line -> head file:line' where the two differ."""
+        ends = [l.where for l in (self.base, self.head) if l is not None]
+        return ends[0] if len(set(ends)) == 1 else " -> ".join(ends)
+
+
+def _delta(base: LineCost | None, head: LineCost | None, how: str) -> LineDelta:
+    def part(l: LineCost | None, which: str) -> Figure:
+        return getattr(l, which) if l is not None else Figure(0.0, 0.0, 0)
+
+    sb, sh, tb, th = part(base, "self"), part(head, "self"), part(base, "total"), part(head, "total")
+    return LineDelta(base, head, how, sh.us_per_call - sb.us_per_call, math.hypot(sb.se_us, sh.se_us),
+                     th.us_per_call - tb.us_per_call, math.hypot(tb.se_us, th.se_us))
+
+
+def _pair_groups(base: Iterable[LineCost], head: Iterable[LineCost],
+                 key: Callable[[LineCost], tuple[str, str] | None]) -> list[tuple[LineCost, LineCost]]:
+    """Lines of the two sides with equal keys (key(line), None: not matched this way), each group paired in
+    source order when both sides have as many of it; a group of unequal sizes is ambiguous and left."""
+    def groups(lines: Iterable[LineCost]) -> dict[tuple[str, str], list[LineCost]]:
+        out: dict[tuple[str, str], list[LineCost]] = {}
+        for l in sorted(lines, key=lambda l: l.key):
+            k = key(l)
+            if k is not None:
+                out.setdefault(k, []).append(l)
+        return out
+
+    gb, gh = groups(base), groups(head)
+    return [pair for k, ls in gb.items() if len(ls) == len(gh.get(k, [])) for pair in zip(ls, gh[k])]
+
+
+def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineDelta]:
+    """The lines of two cases matched, head - base, by |difference| in `by` ('self' or 'total'), largest first.
+
+    Matching, in this order: the same file and line (two builds of a library running the same files; a
+    workload's step run on two libraries, whose step lines are the same lines of one file); the step()'s own
+    lines in source order, where the two steps are different functions with as many lines (cupy's four ops
+    against torch's four); the same function and line text (a build that moved lines). A line left over is
+    shown on its own side, against nothing."""
+    if by not in ("self", "total"):
+        raise ValueError(f"by: 'self' or 'total', not {by!r}")
+    left = {l.key: l for l in base.lines}
+    right = {l.key: l for l in head.lines}
+    out = [_delta(left.pop(k), right.pop(k), BY_FILE_LINE) for k in [k for k in left if k in right]]
+    steps_b = [l for l in left.values() if l.step]
+    steps_h = [l for l in right.values() if l.step]
+    if steps_b and len(steps_b) == len(steps_h):
+        for b, h in zip(sorted(steps_b, key=lambda l: l.key), sorted(steps_h, key=lambda l: l.key)):
+            out.append(_delta(left.pop(b.key), right.pop(h.key), BY_STEP_ORDER))
+
+    def function_text(l: LineCost) -> tuple[str, str] | None:
+        return (l.function, l.text.strip()) if l.text and l.text.strip() else None
+
+    for b, h in _pair_groups(left.values(), right.values(), function_text):
+        out.append(_delta(left.pop(b.key), right.pop(h.key), BY_FUNCTION_TEXT))
+    out += [_delta(l, None, "") for l in left.values()] + [_delta(None, l, "") for l in right.values()]
+    first, second = ("self_delta", "total_delta") if by == "self" else ("total_delta", "self_delta")
+    out.sort(key=lambda d: (-abs(getattr(d, first)), -abs(getattr(d, second)), d.where))
+    return out

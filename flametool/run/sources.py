@@ -1,0 +1,201 @@
+"""The run directory's record of source lines, ``sources.json`` beside run.json: for every file:line that holds
+samples, the text of that line (not the file), where the file was found, and for a line of Cython's generated
+C/C++ the ``.pyx`` line it was generated from, with that line's text. The views (report, diff, export on a
+laptop) read lines from here, never from source files, so they show what the measuring host had.
+
+measure/sources.py makes it (reading only the lines it needs, inside the roots it is given); analyse/lines.py
+reads it. A run recorded before lines were kept has no sources.json: it loads as an empty record, and its
+lines show as file:line alone.
+
+The texts are data from files anyone can write (a case file, a library, a --source checkout): each is kept to
+MAX_TEXT characters, and control characters (ESC, CR, line and paragraph separators, bidirectional overrides)
+are written as escapes, so that no view's output is driven by them; markup ('<', '&') is left as it is, for each
+renderer to escape in its own way. The loader applies the same rules again (a shared run directory may hold a
+sources.json written by hand)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import rundir, safeopen
+from ..errors import RunDirError
+
+SOURCES_FILE = "sources.json"
+VERSION = 1
+MAX_TEXT = 200  # characters of a line kept: a listing shows a line, not a minified script
+MAX_LINE = 10**9  # line numbers above this are not a source's
+MAX_SOURCES_JSON = 64 * 2**20  # a record of line texts is kilobytes; a larger file is refused unread
+
+# where a file's lines were read: the case's own file, a library found on the child's sys.path, a --source root,
+# or the text Cython copied into its generated source (the .pyx itself not found)
+ORIGINS = ("case", "library", "source", "generated")
+
+# control characters but tab, C1 controls, the line breaks some readers honour, and the bidirectional controls
+# that make a line read otherwise than it runs ("trojan source"); tabs are expanded first
+_ESCAPED = [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0xFEFF]
+_ESCAPES = str.maketrans({c: (f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _ESCAPED})
+
+
+def clean_text(text: str) -> str:
+    """A line's text as every view may show it: the line break dropped, tabs expanded, control characters
+    escaped, at most MAX_TEXT characters (a longer one cut, ending in '…'). Applying it twice changes nothing."""
+    text = text.rstrip("\r\n").expandtabs(8).translate(_ESCAPES)
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
+
+
+def location(frame: str) -> tuple[str, int] | None:
+    """'name (file:line)' -> (file, line); None for a frame without a line (a library, an address, the loop)."""
+    _, sep, loc = frame.rpartition(" (")
+    if not sep or not loc.endswith(")"):
+        return None
+    path, colon, line = loc[:-1].rpartition(":")
+    if not colon or not path or not line.isdigit() or not 0 < int(line) <= MAX_LINE:
+        return None
+    return path, int(line)
+
+
+@dataclass(frozen=True)
+class PyxLine:
+    """The .pyx line a generated C/C++ line came from (Cython's source comment above it)."""
+
+    file: str  # as Cython wrote it in the comment: 'cupy/_core/_routines_linalg.pyx'
+    line: int
+    text: str | None  # None: the .pyx was not found and the comment held no text
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file the frames name, keyed in Sources by the name the frames give it."""
+
+    origin: str  # one of ORIGINS
+    path: str  # where it was read, for a person (the measuring host's path)
+    lines: dict[int, str] = field(default_factory=dict)  # line -> its text (clean_text)
+    pyx: dict[int, tuple[str, int]] = field(default_factory=dict)  # generated line -> (.pyx file, .pyx line)
+
+
+@dataclass(frozen=True)
+class Sources:
+    files: dict[str, SourceFile] = field(default_factory=dict)
+    version: int = VERSION
+
+    def text(self, file: str, line: int) -> str | None:
+        """The line's text, or None where its file was not found (the views show file:line alone)."""
+        found = self.files.get(file)
+        return found.lines.get(line) if found else None
+
+    def origin(self, file: str) -> str | None:
+        found = self.files.get(file)
+        return found.origin if found else None
+
+    def pyx(self, file: str, line: int) -> PyxLine | None:
+        """The .pyx line a generated C/C++ line maps to, with its text where known."""
+        found = self.files.get(file)
+        target = found.pyx.get(line) if found else None
+        if target is None:
+            return None
+        return PyxLine(target[0], target[1], self.text(*target))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "files": {
+            name: {"origin": f.origin, "path": f.path,
+                   "lines": {str(n): t for n, t in sorted(f.lines.items())},
+                   "pyx": {str(n): [p, m] for n, (p, m) in sorted(f.pyx.items())}}
+            for name, f in sorted(self.files.items())}}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Sources:
+        """The record from its JSON; anything not as to_json writes it is one RunDirError naming `where`."""
+        def bad(what: str) -> RunDirError:
+            return RunDirError(f"{where}: {what}")
+
+        if not isinstance(data, dict):
+            raise bad("not a JSON object")
+        version = data.get("version")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise bad("no version number")
+        if version > VERSION:
+            raise bad(f"version {version}, written by a newer flametool (this one reads version {VERSION})")
+        if version < 1:
+            raise bad(f"version {version} is not a version of it")
+        files = data.get("files")
+        if not isinstance(files, dict):
+            raise bad("files is not an object")
+        out: dict[str, SourceFile] = {}
+        for name, doc in files.items():
+            if not name or not isinstance(doc, dict):
+                raise bad(f"files[{_short(name)}] is not an object")
+            origin, path = doc.get("origin"), doc.get("path")
+            if origin not in ORIGINS:
+                raise bad(f"files[{_short(name)}].origin is not one of {', '.join(ORIGINS)}")
+            if not isinstance(path, str):
+                raise bad(f"files[{_short(name)}].path is not a string")
+            lines, pyx = doc.get("lines", {}), doc.get("pyx", {})
+            if not isinstance(lines, dict) or not isinstance(pyx, dict):
+                raise bad(f"files[{_short(name)}]: lines and pyx are objects")
+            texts: dict[int, str] = {}
+            for key, text in lines.items():
+                if not isinstance(text, str):
+                    raise bad(f"files[{_short(name)}].lines[{_short(key)}] is not a string")
+                texts[_line_number(key, bad, name)] = clean_text(text)
+            mapped: dict[int, tuple[str, int]] = {}
+            for key, target in pyx.items():
+                if not (isinstance(target, list) and len(target) == 2 and isinstance(target[0], str) and target[0]
+                        and isinstance(target[1], int) and not isinstance(target[1], bool)
+                        and 0 < target[1] <= MAX_LINE):
+                    raise bad(f"files[{_short(name)}].pyx[{_short(key)}] is not [file, line]")
+                mapped[_line_number(key, bad, name)] = (target[0], target[1])
+            out[name] = SourceFile(origin, clean_text(path), texts, mapped)
+        return cls(out, VERSION)
+
+
+def _line_number(key: str, bad: Callable[[str], RunDirError], name: str) -> int:
+    if not (key.isascii() and key.isdigit() and 0 < int(key) <= MAX_LINE):
+        raise bad(f"files[{_short(name)}]: {_short(key)} is not a line number")
+    return int(key)
+
+
+def _short(text: str) -> str:
+    return json.dumps(text[:60] + ("..." if len(text) > 60 else ""))
+
+
+def merge(records: list[Sources]) -> Sources:
+    """One record of several (one per case): a file's lines and mappings together, the first origin kept."""
+    files: dict[str, SourceFile] = {}
+    for record in records:
+        for name, f in record.files.items():
+            known = files.get(name)
+            files[name] = f if known is None else SourceFile(known.origin, known.path, {**f.lines, **known.lines},
+                                                             {**f.pyx, **known.pyx})
+    return Sources(files)
+
+
+def path(run: Path) -> Path:
+    return Path(run) / SOURCES_FILE
+
+
+def save(run: Path, record: Sources) -> None:
+    """sources.json, atomically (rundir.write_atomic)."""
+    rundir.write_atomic(path(run), json.dumps(record.to_json(), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def load(run: Path | str) -> Sources:
+    """The run's record of line texts; a run without sources.json (recorded before lines were kept) has an
+    empty one. A link, FIFO or device is refused (safeopen), as is anything not as save writes it: one
+    RunDirError naming the file."""
+    file = path(Path(run))
+    if not (file.exists() or file.is_symlink()):
+        return Sources()
+    raw = safeopen.read_bytes(file, MAX_SOURCES_JSON)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise RunDirError(f"{file}: cannot be read as JSON ({str(exc)[:100]})") from None
+    except RecursionError:
+        raise RunDirError(f"{file}: cannot be read as JSON (nested too deeply)") from None
+    problem = rundir.check_tree(data)
+    if problem:
+        raise RunDirError(f"{file}: {problem}")
+    return Sources.from_json(data, str(file))

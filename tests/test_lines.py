@@ -1,0 +1,199 @@
+"""Host time per source line (analyse/lines.py) on hand-built stacks: a planted hot line's share, self against
+total, the error of a share, the step's lines, the .pyx mapping from the record, and lines matched across two
+cases (the same file:line, the step's lines in order, moved lines by function and text)."""
+
+import math
+
+import pytest
+
+from flametool.analyse import attribution as at
+from flametool.analyse import lines as ln
+from flametool.run import folded
+from flametool.run import sources as rec
+
+STEP = "cupy_step.<locals>.step (case.py:{})"
+
+
+def profile(text: str, loop: int = 0, us: float = 100.0, by_line: bool = True) -> at.Profile:
+    return at.make_profile("c", folded.parse(text), loop, us, by_line=by_line)
+
+
+# a step of three ops: line 20 is planted hot (70 of 100 samples), most of it in a library line below it
+PLANTED = (
+    f"{STEP.format(19)};add (lib/ops.py:5) 10\n"
+    f"{STEP.format(20)};matmul (lib/ops.py:9);gemm (_linalg.cpp:120) 50\n"
+    f"{STEP.format(20)};matmul (lib/ops.py:9) 15\n"
+    f"{STEP.format(20)} 5\n"
+    f"{STEP.format(21)};add (lib/ops.py:5);malloc (libc.so.6) 20\n"
+)
+
+
+def by_where(case: ln.CaseLines) -> dict[str, ln.LineCost]:
+    return {l.where: l for l in case.lines}
+
+
+def test_a_planted_hot_line_reads_its_share_self_and_total():
+    case = ln.case_lines(profile(PLANTED))
+    lines = by_where(case)
+    assert case.samples == 100
+    hot = lines["case.py:20"]
+    assert hot.total.samples == 70 and hot.total.us_per_call == pytest.approx(70.0)
+    assert hot.self.samples == 5 and hot.self.us_per_call == pytest.approx(5.0)
+    assert hot.step and hot.kind == ln.PYTHON and hot.function.endswith("cupy_step.<locals>.step")
+    # the library's lines: matmul's own 15, the C++ line 50 (its file not in the record: no text)
+    assert lines["lib/ops.py:9"].self.samples == 15 and lines["lib/ops.py:9"].total.samples == 65
+    assert lines["_linalg.cpp:120"].self.samples == 50 and lines["_linalg.cpp:120"].kind == ln.NATIVE
+    assert lines["_linalg.cpp:120"].text is None and lines["_linalg.cpp:120"].origin is None
+    # add (lib/ops.py:5) under two step lines: its total counts both; a leaf without a line (malloc in libc)
+    # gives no line self time
+    assert lines["lib/ops.py:5"].total.samples == 30 and lines["lib/ops.py:5"].self.samples == 10
+    assert lines["case.py:21"].self.samples == 0
+    # by self time, largest first; the step's own lines in source order
+    assert case.lines[0].where == "_linalg.cpp:120"
+    assert [l.where for l in case.step_lines()] == ["case.py:19", "case.py:20", "case.py:21"]
+    assert not lines["lib/ops.py:9"].step
+
+
+def test_the_error_is_the_binomial_error_of_the_share_as_for_frames():
+    p = profile(PLANTED)
+    hot = by_where(ln.case_lines(p))["case.py:20"]
+    assert hot.total.se_us == pytest.approx(math.sqrt(0.7 * 0.3 / 100) * 100.0)
+    # a line that is a whole frame (the frame of the line-level profile) reads the frame's figures
+    frames = {f.frame: f for f in at.attribute(p).frames}
+    gemm = next(f for name, f in frames.items() if "_linalg.cpp:120" in name)
+    line = by_where(ln.case_lines(p))["_linalg.cpp:120"]
+    assert (line.self, line.total) == (gemm.self, gemm.total)
+
+
+def test_the_loops_own_samples_and_the_recorded_count_are_in_the_denominator():
+    case = ln.case_lines(profile(PLANTED, loop=100))
+    assert case.samples == 200
+    assert by_where(case)["case.py:20"].total.us_per_call == pytest.approx(35.0)
+    assert all(l.file for l in case.lines)  # the loop's frame has no line
+
+
+def test_a_line_twice_in_one_stack_counts_once_in_its_total():
+    text = f"{STEP.format(3)};rec (lib/r.py:2);rec (lib/r.py:2);rec (lib/r.py:2) 4\n{STEP.format(3)} 4\n"
+    line = by_where(ln.case_lines(profile(text)))["lib/r.py:2"]
+    assert line.total.samples == 4 and line.self.samples == 4
+
+
+def test_a_function_level_profile_is_refused():
+    with pytest.raises(ValueError, match="by_line=True"):
+        ln.case_lines(profile(PLANTED, by_line=False))
+
+
+RECORD = rec.Sources({
+    "case.py": rec.SourceFile("case", "/home/u/case.py", {20: "y = a @ b"}),
+    "_linalg.cpp": rec.SourceFile("source", "/src/cupy/_linalg.cpp", {120: "__pyx_t_1 = gemm(...);"},
+                                  {120: ("cupy/_linalg.pyx", 612)}),
+    "cupy/_linalg.pyx": rec.SourceFile("source", "/src/cupy/cupy/_linalg.pyx", {612: "    gemm(handle, a, b)"}),
+})
+
+
+def test_texts_and_the_pyx_mapping_come_from_the_record():
+    lines = by_where(ln.case_lines(profile(PLANTED), RECORD))
+    assert lines["case.py:20"].text == "y = a @ b" and lines["case.py:20"].origin == "case"
+    gemm = lines["_linalg.cpp:120"]
+    assert gemm.kind == ln.CYTHON and gemm.pyx == rec.PyxLine("cupy/_linalg.pyx", 612, "    gemm(handle, a, b)")
+    assert lines["case.py:19"].text is None  # a line the record does not hold: file:line alone
+
+
+def test_generated_lines_fold_into_their_pyx_line():
+    text = (f"{STEP.format(1)};f (_linalg.cpp:120);g (_linalg.cpp:121) 3\n"
+            f"{STEP.format(1)};f (_linalg.cpp:121) 2\n")
+    record = rec.Sources({"_linalg.cpp": rec.SourceFile("source", "x", {}, {120: ("m.pyx", 7), 121: ("m.pyx", 7)}),
+                          "m.pyx": rec.SourceFile("source", "y", {7: "total += i"})})
+    lines = by_where(ln.case_lines(profile(text), record, fold_pyx=True))
+    assert "_linalg.cpp:120" not in lines
+    pyx = lines["m.pyx:7"]
+    assert (pyx.self.samples, pyx.total.samples, pyx.text, pyx.kind, pyx.pyx) == (5, 5, "total += i", ln.CYTHON, None)
+
+
+def test_a_native_step_has_no_step_lines():
+    lines = ln.case_lines(profile("matmul (numpy/_umath.so);0x1 (libblas.so) 3\nmatmul (numpy/_umath.so) 1\n"))
+    assert lines.lines == [] and lines.step_lines() == []
+
+
+# --- across two cases ----------------------------------------------------------------------------------
+
+def case_of(text: str, us: float = 100.0, record: rec.Sources = rec.Sources(), label: str = "c") -> ln.CaseLines:
+    p = at.make_profile(label, folded.parse(text), 0, us, by_line=True)
+    return ln.case_lines(p, record)
+
+
+def test_two_builds_match_by_file_and_line_with_the_error_of_the_difference():
+    base = case_of("s (case.py:5);f (lib/a.py:10) 50\ns (case.py:5) 50\n")
+    head = case_of("s (case.py:5);f (lib/a.py:10) 70\ns (case.py:5) 30\n")
+    deltas = ln.diff_lines(base, head)
+    f = next(d for d in deltas if d.where == "lib/a.py:10")
+    assert f.matched_by == ln.BY_FILE_LINE
+    assert f.self_delta == pytest.approx(20.0)
+    assert f.self_se == pytest.approx(math.hypot(math.sqrt(0.25 / 100), math.sqrt(0.21 / 100)) * 100)
+    assert {d.where for d in deltas} == {"lib/a.py:10", "case.py:5"}
+    assert deltas[0].where in ("lib/a.py:10", "case.py:5") and abs(deltas[0].self_delta) == pytest.approx(20.0)
+    # sorted by |difference| in total: the step line differs by nothing there
+    assert ln.diff_lines(base, head, by="total")[0].where == "lib/a.py:10"
+
+
+def test_different_libraries_match_the_steps_lines_in_order():
+    cupy = case_of("cupy_f.<locals>.step (case.py:10);mm (cupy/m.py:3) 60\n"
+                   "cupy_f.<locals>.step (case.py:11);s (cupy/s.py:4) 40\n")
+    torch = case_of("torch_f.<locals>.step (case.py:20);mm (torch/m.py:3) 30\n"
+                    "torch_f.<locals>.step (case.py:21);s (torch/s.py:4) 70\n")
+    deltas = {d.where: d for d in ln.diff_lines(cupy, torch)}
+    first = deltas["case.py:10 -> case.py:20"]
+    assert first.matched_by == ln.BY_STEP_ORDER and first.total_delta == pytest.approx(-30.0)
+    assert deltas["case.py:11 -> case.py:21"].total_delta == pytest.approx(30.0)
+    # the libraries' own lines are each side's alone
+    assert deltas["cupy/m.py:3"].head is None and deltas["torch/m.py:3"].base is None
+    assert deltas["torch/m.py:3"].matched_by == ""
+
+
+def test_a_shared_step_line_matches_across_libraries():
+    # a workload written once: both steps are the same function of one file, on the same lines
+    cupy = case_of("step (work.py:19);mm (cupy/m.py:3) 10\n", us=80.0)
+    torch = case_of("step (work.py:19);mm (torch/m.py:3) 10\n", us=50.0)
+    shared = next(d for d in ln.diff_lines(cupy, torch) if d.where == "work.py:19")
+    assert shared.matched_by == ln.BY_FILE_LINE and shared.total_delta == pytest.approx(-30.0)
+
+
+def test_moved_lines_match_by_function_and_text():
+    old = rec.Sources({"lib/a.py": rec.SourceFile("library", "/a", {10: "    x = f(y)", 11: "    return x"})})
+    new = rec.Sources({"lib/a.py": rec.SourceFile("library", "/a", {14: "    x = f(y)", 15: "    return x  "})})
+    base = case_of("s (case.py:5);g (lib/a.py:10) 40\ns (case.py:5);g (lib/a.py:11) 10\ns (case.py:5) 50\n", record=old)
+    head = case_of("s (case.py:5);g (lib/a.py:14) 60\ns (case.py:5);g (lib/a.py:15) 10\ns (case.py:5) 30\n", record=new)
+    deltas = {d.where: d for d in ln.diff_lines(base, head)}
+    moved = deltas["lib/a.py:10 -> lib/a.py:14"]
+    assert moved.matched_by == ln.BY_FUNCTION_TEXT and moved.self_delta == pytest.approx(20.0)
+    assert deltas["lib/a.py:11 -> lib/a.py:15"].self_delta == pytest.approx(0.0)  # whitespace at the end aside
+    assert list(deltas)[0] == "lib/a.py:10 -> lib/a.py:14"  # the largest difference first
+
+
+def test_a_text_twice_on_one_side_is_not_guessed():
+    old = rec.Sources({"a.py": rec.SourceFile("library", "/a", {1: "pass", 2: "pass"})})
+    new = rec.Sources({"a.py": rec.SourceFile("library", "/a", {7: "pass"})})
+    base = case_of("s (case.py:5);g (a.py:1) 1\ns (case.py:5);g (a.py:2) 1\n", record=old)
+    head = case_of("s (case.py:5);g (a.py:7) 1\n", record=new)
+    assert {d.matched_by for d in ln.diff_lines(base, head) if "a.py:" in d.where and "case" not in d.where} == {""}
+
+
+def test_diff_by_must_be_self_or_total():
+    c = case_of("s (case.py:5) 1\n")
+    with pytest.raises(ValueError):
+        ln.diff_lines(c, c, by="both")
+
+
+def test_the_h200_sample_reads_the_steps_line_and_cupys_cpp_lines():
+    from pathlib import Path
+    from flametool.run import rundir
+    run_dir = Path(__file__).parent.parent / "samples" / "h200-hostbound-1024"
+    run = rundir.load(run_dir)
+    cupy, torch = (ln.case_lines(at.load_profile(run_dir, run, label, by_line=True)) for label in ("cupy", "torch"))
+    (step,) = cupy.step_lines()
+    assert step.where == "flametool/cases.py:155" and step.total.samples == sum(
+        s.count for s in at.load_profile(run_dir, run, "cupy", by_line=True).stacks if s.frames[0] != at.naming.LOOP_FRAME)
+    cpp = by_where(cupy)["_routines_linalg.cpp:22480"]
+    assert cpp.kind == ln.NATIVE and cpp.function == "cupy._core._routines_linalg.matmul" and cpp.total.us_per_call > 10
+    steps = next(d for d in ln.diff_lines(cupy, torch) if d.matched_by == ln.BY_STEP_ORDER)
+    assert steps.where == "flametool/cases.py:155 -> flametool/cases.py:136"

@@ -59,6 +59,8 @@ def probe(cases: list[dict]) -> dict:
                  "describe": {}, "error": None, "ppid": os.getppid()}  # flametool's pid, unless a wrapper stands between
     try:
         import flametool.measure.child.entry  # noqa: F401 - what each process of the environment runs
+        # the child imports numpy only when it makes operands (so that --help need not): it needs it all the same
+        import numpy  # noqa: F401
     except Exception as exc:  # noqa: BLE001
         out["error"] = f"cannot run flametool's child ({type(exc).__name__}: {exc})"
         return out

@@ -414,6 +414,8 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
     n = steps
     tallies: list[Tally] = []
     missing: list[str] = []
+    # lines are step()'s own: a step that is not Python code (step = a.sum) has none, whatever Python it calls
+    per_line = per_line and isinstance(getattr(step, "__code__", None), type(_loop.__code__))
     tracer, why = make_tracer(device) if use_tracer else (None, NOT_TRACED.format(why="tracing was not asked for"))
     if why:
         missing.append(why)

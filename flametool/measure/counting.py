@@ -423,7 +423,8 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
     windows = []
     us = None
     loop = _loop.__code__
-    traced_lines = per_line and isinstance(tracer, CuptiTracer)
+    # placing by time needs CUPTI's clock from cupti-python (get_timestamp, in every release that has the activity API)
+    traced_lines = per_line and isinstance(tracer, CuptiTracer) and hasattr(tracer.cupti, "get_timestamp")
     marks: list[steplines.StepLines] = []
     lined: LinesMade | None = None
     try:
@@ -583,7 +584,9 @@ def python_and_pools_by_line(step: Step, sync: Sync, n: int, pools: Pools) -> Li
 def save_timeline(file: str, label: str, code: Any, marks: steplines.StepLines, w: Window, threads: set[int]) -> None:
     """One step of the traced window (the middle one) as its timeline file; a step without marks writes none."""
     first = code.co_firstlineno
-    thread = next((a.thread for a in w.api if a.thread in threads), 0)
+    # the calling thread as CUPTI names it; where none of its ids matches ours, the thread that made most calls
+    thread = next((a.thread for a in w.api if a.thread in threads),
+                  Counter(a.thread for a in w.api).most_common(1)[0][0] if w.api else 0)
     texts = {line: line_text(code, line) for line in {line for _t, line in marks.marks}}
     trace = steplines.one_step(label, step_file(code.co_filename), marks.marks, first, w.api, w.gpu, thread, texts)
     if trace is not None:

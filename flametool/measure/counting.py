@@ -21,6 +21,7 @@ where the work repeats every few calls.
 
 from __future__ import annotations
 
+import gc
 import linecache
 import os
 import re
@@ -415,7 +416,8 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
     tallies: list[Tally] = []
     missing: list[str] = []
     # lines are step()'s own: a step that is not Python code (step = a.sum) has none, whatever Python it calls
-    per_line = per_line and isinstance(getattr(step, "__code__", None), type(_loop.__code__))
+    code = getattr(step, "__code__", None)
+    per_line = per_line and isinstance(code, type(_loop.__code__))
     tracer, why = make_tracer(device) if use_tracer else (None, NOT_TRACED.format(why="tracing was not asked for"))
     if why:
         missing.append(why)
@@ -431,7 +433,8 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
         for calls in (n, 2 * n):
             sync()
             before = pools.read()
-            m = steplines.StepLines(loop, clock=tracer.clock) if traced_lines and tracer is not None else None
+            m = (steplines.StepLines(loop, clock=tracer.clock, step=code)
+                 if traced_lines and tracer is not None else None)
             if tracer is not None:
                 tracer.begin(raw=m is not None)
             if m is not None:
@@ -560,10 +563,16 @@ def python_and_pools_by_line(step: Step, sync: Sync, n: int, pools: Pools) -> Li
 
     made: list[tuple[Counter, Counter]] = []
     code = None
+    collecting = gc.isenabled()
     for calls in (n, 2 * n):
         sync()
-        hook = steplines.PythonLines(_loop.__code__)
-        marks = steplines.StepLines(_loop.__code__, counters=allocations if names else None)
+        # no cyclic collection inside the windows: a finalizer it runs (of garbage not the step's) calls Python
+        # at whatever line is running, a call the step did not make, in one window and not the other
+        gc.collect()
+        gc.disable()
+        hook = steplines.PythonLines(_loop.__code__, step.__code__)
+        marks = steplines.StepLines(_loop.__code__, counters=allocations if names else None,
+                                    step=step.__code__)
         marks.start()
         hook.start()
         try:
@@ -571,6 +580,8 @@ def python_and_pools_by_line(step: Step, sync: Sync, n: int, pools: Pools) -> Li
         finally:
             hook.stop()
             marks.stop()
+            if collecting:
+                gc.enable()
         sync()
         code = code or hook.code
         made.append((Counter(hook.calls), steplines.credited(marks, ["device-alloc"] * len(names))))
@@ -604,14 +615,15 @@ def host_allocations(step: Step, sync: Sync, n: int, by_line: steplines.Placed |
     try:
         nets = []
         if by_line is not None:  # the hook's own first allocations (its table of lines) before the windows
-            warm = steplines.StepLines(_loop.__code__, counters=lambda: (sys.getallocatedblocks(),))
+            warm = steplines.StepLines(_loop.__code__, counters=lambda: (sys.getallocatedblocks(),),
+                                       step=getattr(step, "__code__", None))
             warm.start()
             _loop(step, 2)
             warm.stop()
         for calls in (n, 2 * n):
             sync()
-            marks = (steplines.StepLines(_loop.__code__, counters=lambda: (sys.getallocatedblocks(),))
-                     if by_line is not None else None)
+            marks = (steplines.StepLines(_loop.__code__, counters=lambda: (sys.getallocatedblocks(),),
+                                         step=getattr(step, "__code__", None)) if by_line is not None else None)
             blocks0, (bytes0, _) = sys.getallocatedblocks(), tracemalloc.get_traced_memory()
             if marks is not None:
                 marks.start()

@@ -38,11 +38,14 @@ Key = tuple[int, str]  # (line, kind)
 
 class StepLines:
     """A trace hook on step()'s frame only: marks each line as it begins. `clock`: keep (time, line) marks;
-    `counters`: at each mark, credit what they rose by since the last mark to the line that was running."""
+    `counters`: at each mark, credit what they rose by since the last mark to the line that was running.
+    `step`: step()'s code, so that Python the interpreter runs between two steps (a finalizer, a garbage
+    collector's callback, whose frame the loop's frame is under too) is not taken for a step."""
 
     def __init__(self, loop: types.CodeType, clock: Callable[[], int] | None = None,
-                 counters: Callable[[], Sequence[int]] | None = None) -> None:
+                 counters: Callable[[], Sequence[int]] | None = None, step: types.CodeType | None = None) -> None:
         self.loop = loop
+        self.step = step
         self.clock = clock
         self.counters = counters
         self.marks: list[tuple[int, int]] = []  # (time, line); a step begins at its def line, ends at line 0
@@ -70,7 +73,8 @@ class StepLines:
 
     def _global(self, frame: types.FrameType, event: str, arg: object) -> Any:
         back = frame.f_back
-        if event == "call" and back is not None and back.f_code is self.loop:
+        if (event == "call" and back is not None and back.f_code is self.loop
+                and (self.step is None or frame.f_code is self.step)):
             self.code = frame.f_code
             self._mark(frame.f_code.co_firstlineno)
             return self._local_hook
@@ -98,8 +102,9 @@ class StepLines:
 class PythonLines:
     """A profile hook counting Python calls inside a step by the step frame's line (see the module's note)."""
 
-    def __init__(self, loop: types.CodeType) -> None:
+    def __init__(self, loop: types.CodeType, step: types.CodeType | None = None) -> None:
         self.loop = loop
+        self.step = step  # as StepLines's
         self.calls: Counter[int] = Counter()
         self.code: types.CodeType | None = None
         self._previous: Any = None
@@ -110,8 +115,8 @@ class PythonLines:
         f, back = frame, frame.f_back
         while back is not None and back.f_code is not self.loop:
             f, back = back, back.f_back
-        if back is None:  # not inside a step: the loop's own calls
-            return
+        if back is None or (self.step is not None and f.f_code is not self.step):
+            return  # not inside a step: the loop's own calls, or a finalizer run between two steps
         if event == "call" and f is frame:  # the call of step() itself
             self.code = f.f_code
             self.calls[f.f_code.co_firstlineno] += 1

@@ -134,8 +134,9 @@ def test_the_registry_is_the_renderers_and_gives_exports_options():
     for r in render.REGISTRY:
         cls = render.renderer_class(r.where)
         assert (cls.name, cls.kind.__name__) == (r.format, r.result), r
-    assert render.EXPORTS == ("speedscope", "folded") and render.SUMMARIES == ("text", "markdown", "json")
+    assert render.EXPORTS == ("speedscope", "folded", "perfetto") and render.SUMMARIES == ("text", "markdown", "json")
     export = main.build_parser()._subparsers._group_actions[0].choices["export"]  # type: ignore[union-attr]
     (fmt,) = [a for a in export._actions if a.dest == "format"]
-    assert fmt.help == "speedscope (JSON, weights in us per call) or folded (sample counts)"
+    assert fmt.help == ("speedscope (JSON, weights in us per call) or folded (sample counts); "
+                        "perfetto (one step's CUDA timeline: needs CUPTI)")
     assert render.formats_help("Summary", default="text").startswith("text (the default), markdown (a pull-request")

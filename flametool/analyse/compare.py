@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, cast
 
-from . import attribution, countdiff, flamegraph, layers, profstats, reading, treediff
+from . import attribution, countdiff, flamegraph, layers, profstats, reading, timeline, treediff
 from .. import pool
 from ..run import rundir, safeopen, stats
 from ..errors import FlametoolError, RunDirError
@@ -121,6 +121,7 @@ class Analysis:
     # each sampled case's threads other than the caller: their CPU time per call (all threads' minus the
     # caller's, pooled as the caller's is) and its stacks by layer
     threads: dict[str, "OtherThreads"] = field(default_factory=dict)
+    gpu_busy: dict[str, timeline.Busy] = field(default_factory=dict)  # a step's GPU busy share, from its timeline
 
     @property
     def first_diff(self) -> treediff.PairDiff | None:
@@ -187,7 +188,8 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
     A case with nothing to analyse (failed, not sampled) gets Skipped(why); a damaged stack file is a RunDirError
     naming it. attribute=False leaves `cases` empty (an export needs the stacks only). A sweep and an atlas have
     analyses of their own (dispatch.analyse chooses)."""
-    out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run))
+    out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run),
+                   gpu_busy=timeline.busy_by_case(run_dir, run))
     # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
     profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute)
     pooled, pooled_sample = stats.group_pooled(run, False), stats.group_pooled(run, True)

@@ -3,6 +3,10 @@ from the two sides' counted loops (counts.Counts). A count is exact (a Fraction)
 numpy.empty, -1 cudaStreamIsCapturing, kernel nvjet_... x1 in both. These come before any timed figure: they
 need no interval.
 
+Per line of step() (``Counts.by_line``): each line's counts on both sides, head - base, the lines matched by
+file and line (two builds or runs of one case file), else, where the two steps are in different files (cupy's
+case against torch's), by their order in the step, as analyse/lines.diff_lines matches sampled step lines.
+
 Host allocations (tracemalloc) are not structural: they are listed but never make two sides differ here (blocks
 kept per step read -1/64 in one run and 0 in the next on the H200: the interpreter's own bookkeeping).
 """
@@ -13,7 +17,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..run import counts  # the kinds' table, read when used (a test adds a kind to it)
-from ..run.counts import Counts, Tally, count_words, fraction_text
+from ..run.counts import OUTSIDE, Counts, LineCounts, Tally, count_words, fraction_text
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,68 @@ class CountDelta:
         return d is not None and d != 0
 
 
+@dataclass(frozen=True)
+class LineCountDelta:
+    """One line of step() on both sides (or one: None on the other), its counts by kind on each, matched by
+    `matched_by` (BY_FILE_LINE, BY_STEP_ORDER, '' for a line of one side only)."""
+
+    base: LineCounts | None
+    head: LineCounts | None
+    matched_by: str
+    kinds: tuple[str, ...]  # the kinds both sides placed on lines
+
+    def delta(self, kind: str) -> Fraction:
+        def of(l: LineCounts | None) -> Fraction:
+            return l.counts.get(kind, Fraction(0)) if l is not None else Fraction(0)
+
+        return of(self.head) - of(self.base)
+
+    @property
+    def changed(self) -> bool:
+        return any(self.delta(k) != 0 for k in self.kinds if counts.KINDS[k].structural)
+
+    @property
+    def where(self) -> str:
+        ends = [l.where for l in (self.base, self.head) if l is not None]
+        return ends[0] if len(set(ends)) == 1 else " -> ".join(ends)
+
+
+BY_FILE_LINE, BY_STEP_ORDER = "file and line", "step order"
+
+
+def diff_by_line(base: Counts, head: Counts) -> list[LineCountDelta]:
+    """The two sides' lines matched (see the module's note), in the head's (else the base's) source order;
+    [] where a side has no per-line counts."""
+    if not base.by_line or not head.by_line:
+        return []
+    kinds = tuple(k for k in counts.KINDS if k in base.by_line_kinds and k in head.by_line_kinds)
+    left = {(l.file, l.line): l for l in base.by_line}
+    right = {(l.file, l.line): l for l in head.by_line}
+    pairs: list[tuple[LineCounts | None, LineCounts | None, str]] = [
+        (left.pop(k), right.pop(k), BY_FILE_LINE if k[0] != OUTSIDE else "") for k in [k for k in right if k in left]]
+    if left and right and {f for f, _ in left} != {f for f, _ in right} and len(left) == len(right):
+        pairs += [(b, h, BY_STEP_ORDER) for b, h in zip(sorted(left.values(), key=lambda l: l.line),
+                                                        sorted(right.values(), key=lambda l: l.line))]
+        left, right = {}, {}
+    pairs += [(None, h, "") for h in right.values()] + [(b, None, "") for b in left.values()]
+
+    def order(p: tuple[LineCounts | None, LineCounts | None, str]) -> tuple[bool, int, int]:
+        b, h, _ = p
+        first = h if h is not None else b
+        assert first is not None
+        return first.file == OUTSIDE, 0 if h is not None else 1, first.line
+
+    return [LineCountDelta(b, h, how, kinds) for b, h, how in sorted(pairs, key=order)]
+
+
+def line_words(d: LineCountDelta) -> str:
+    """'line case.py:19 (y = a @ b): +1 kernel, +12 CUDA API calls'; a line the same on both: '... the same'."""
+    parts = [f"{count_words(d.delta(k), sign=True)} {counts.KINDS[k].title}" for k in d.kinds
+             if counts.KINDS[k].structural and d.delta(k) != 0]
+    text = next((l.text for l in (d.head, d.base) if l is not None and l.text), None)
+    return f"line {d.where}{f' ({text})' if text else ''}: {', '.join(parts) if parts else 'the same'}"
+
+
 @dataclass
 class CountDiff:
     """Both sides' counts compared: every row (changed first), and what either side could not count."""
@@ -50,6 +116,7 @@ class CountDiff:
     base_counts: Counts | None = None
     head_counts: Counts | None = None
     notes: list[str] = field(default_factory=list)
+    by_line: list[LineCountDelta] = field(default_factory=list)  # per line of step(), where both sides have it
 
     @property
     def changed(self) -> list[CountDelta]:
@@ -97,6 +164,7 @@ def diff_counts(base: Counts | None, head: Counts | None, base_name: str = "base
         out.rows.append(CountDelta(kind, key[1], b, h, tb.bytes if tb else None, th.bytes if th else None))
     out.rows.sort(key=lambda r: (not r.changed, r.delta is None, order.get(r.kind, 99),
                                  -abs(r.delta or 0), r.name))
+    out.by_line = diff_by_line(base, head)
     return out
 
 
@@ -126,6 +194,7 @@ def lines(d: CountDiff | None) -> list[str]:
         if not out:
             out.append("no difference: the same calls per step on both sides")
         out += [line(r) for r in d.same if r.kind in counts.KINDS and counts.KINDS[r.kind].same_listed]
+        out += [f"per step, {line_words(l)}" for l in d.by_line if l.changed]
         out.append(f"{d.base}: {summary_line(d.base_counts)}; {d.head}: {summary_line(d.head_counts)}")
     return out + [line(r) for r in d.one_side] + list(d.notes)
 
@@ -147,10 +216,19 @@ def to_json(d: CountDiff) -> dict:
         return {"kind": r.kind, "name": r.name, "base": f(r.base), "head": f(r.head), "delta": f(r.delta),
                 "base_bytes": f(r.base_bytes), "head_bytes": f(r.head_bytes), "text": line(r)}
 
+    def by_line(l: LineCountDelta) -> dict:
+        def side(c: LineCounts | None) -> dict | None:
+            return None if c is None else {"file": c.file, "line": c.line, "text": c.text,
+                                          "counts": {k: f(v) for k, v in c.counts.items()}}
+
+        return {"where": l.where, "matched_by": l.matched_by, "base": side(l.base), "head": side(l.head),
+                "delta": {k: f(l.delta(k)) for k in l.kinds if l.delta(k) != 0}, "text": line_words(l)}
+
+    extra = {"by_line": [by_line(l) for l in d.by_line]} if d.by_line else {}  # a run without: as it was
     return {"base": d.base, "head": d.head,
             "differences": [row(r) for r in d.changed],
             "same": [row(r) for r in d.same],
             "one_side": [row(r) for r in d.one_side],
             "notes": list(d.notes),
             "base_counts": d.base_counts.to_json() if d.base_counts else None,
-            "head_counts": d.head_counts.to_json() if d.head_counts else None}
+            "head_counts": d.head_counts.to_json() if d.head_counts else None, **extra}

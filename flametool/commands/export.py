@@ -17,7 +17,8 @@ class Export:
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("run", type=Path, metavar="RUN", help="run directory")
-        p.add_argument("--format", required=True, help=render.formats_help("Stacks"))
+        p.add_argument("--format", required=True, help=render.formats_help("Stacks") + "; "
+                       + render.formats_help("Timelines"))
         p.add_argument("--case", help="export only this case (default: every sampled case)")
         p.add_argument("--lines", action="store_true", help="one frame per source line instead of per function")
         p.add_argument("-o", "--output", type=Path, help="file to write (default, or -: standard output)")
@@ -30,7 +31,13 @@ class Export:
 
         out = ctx.out
         render.check(args.format, render.EXPORTS)
-        text = render.show(args.format, compare.stacks(args.run, rundir.load_profiled(args.run, "export"), args.case, args.lines))
+        if args.format in render.formats("Timelines"):  # one step's CUPTI records, not the stacks
+            from ..analyse import timeline
+
+            text = render.show(args.format, timeline.timelines(args.run, rundir.load(args.run), args.case))
+        else:
+            text = render.show(args.format, compare.stacks(args.run, rundir.load_profiled(args.run, "export"), args.case,
+                                                           args.lines))
         if args.output is None or args.output == Path("-"):
             out.file.write(text)
             out.file.flush()

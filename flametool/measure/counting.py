@@ -10,6 +10,8 @@ from loops of their own, never from the timed ones):
   device memory statistics (each counts allocations the pool serves, which CUPTI never sees).
 - Host memory: tracemalloc, blocks and bytes kept per step and the peak a step reaches above its start.
 - Python calls by function: the cProfile loop's table (``python_tallies``).
+- Per line of step() (``Counts.by_line``): each of the above by the line that made it (steplines.py says how),
+  from the same two windows; with cupti-python, one step's records are kept as its timeline (run/steptrace.py).
 
 Each traced count is the difference of two windows, `n` and `2n` calls, each between two synchronisations:
 whatever the synchronisation and the window's edges do (cudaDeviceSynchronize, a flush) is in both and cancels,
@@ -19,6 +21,8 @@ where the work repeats every few calls.
 
 from __future__ import annotations
 
+import gc
+import linecache
 import os
 import re
 import sys
@@ -26,10 +30,14 @@ import threading
 import time
 import tracemalloc
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
 
-from ..run.counts import CLOCKS, Counts, Tally
+from ..run import steptrace
+from ..run.counts import CLOCKS, Counts, LineCounts, OUTSIDE, Tally
+from ..run.sources import clean_text
+from . import steplines
 from .protocol import ACTIVE_LOOP_FILE
 
 Step = Callable[[], object]
@@ -115,6 +123,11 @@ class Window:
         self.count: Counter = Counter()
         self.bytes: Counter = Counter()
         self.ns: Counter = Counter()
+        # the records themselves, where the step's lines are placed (CuptiTracer.begin(raw=True))
+        self.api: list[steptrace.ApiCall] = []
+        self.gpu: list[steptrace.GpuOp] = []
+        self.allocations: list[tuple[int, int]] = []  # (correlation id, 1)
+        self.raw = False
 
     def add(self, kind: str, name: str, ns: int = 0, nbytes: int | None = None) -> None:
         self.count[(kind, name)] += 1
@@ -172,20 +185,29 @@ class CuptiTracer:
                 return
             for a in activities:
                 kind = a.kind
-                if kind == K.RUNTIME:
-                    w.add("api", self._api_name(c.CallbackDomain.RUNTIME_API, a.cbid), a.end - a.start)
-                elif kind == K.DRIVER:
-                    w.add("api", self._api_name(c.CallbackDomain.DRIVER_API, a.cbid), a.end - a.start)
+                if kind == K.RUNTIME or kind == K.DRIVER:
+                    domain = c.CallbackDomain.RUNTIME_API if kind == K.RUNTIME else c.CallbackDomain.DRIVER_API
+                    name = self._api_name(domain, a.cbid)
+                    w.add("api", name, a.end - a.start)
+                    if w.raw:
+                        w.api.append(steptrace.ApiCall(name, int(a.start), int(a.end), int(a.correlation_id),
+                                                       int(getattr(a, "thread_id", 0))))
                 elif kind == K.CONCURRENT_KERNEL:
                     w.add("kernel", str(a.name), a.end - a.start)
+                    if w.raw:
+                        w.gpu.append(_gpu_op(a, "kernel", str(a.name)))
                 elif kind == K.MEMCPY:
                     try:
                         direction = c.ActivityMemcpyKind(a.copy_kind).name
                     except Exception:  # noqa: BLE001
                         direction = str(a.copy_kind)
                     w.add("copy", direction, a.end - a.start, int(a.bytes))
+                    if w.raw:
+                        w.gpu.append(_gpu_op(a, "copy", direction, int(a.bytes)))
                 elif kind == K.MEMSET:
                     w.add("memset", "memset", a.end - a.start, int(a.bytes))
+                    if w.raw:
+                        w.gpu.append(_gpu_op(a, "memset", "memset", int(a.bytes)))
                 elif kind == getattr(K, "MEMORY2", None):
                     try:
                         op = c.ActivityMemoryOperationType(a.memory_operation_type).name.lower()
@@ -193,11 +215,18 @@ class CuptiTracer:
                     except Exception:  # noqa: BLE001
                         op, where = str(a.memory_operation_type), str(a.memory_kind)
                     w.add("device-alloc", f"CUPTI {where} {op}", 0, int(a.bytes))
+                    if w.raw:
+                        w.allocations.append((int(getattr(a, "correlation_id", 0)), 1))
 
-    def begin(self) -> None:
+    def begin(self, raw: bool = False) -> None:
         self.cupti.activity_flush_all(1)
         with self.lock:
             self.window = Window()
+            self.window.raw = raw
+
+    def clock(self) -> int:
+        """CUPTI's timestamp now, in ns: the clock its activity records carry."""
+        return int(self.cupti.get_timestamp())
 
     def end(self) -> Window:
         self.cupti.activity_flush_all(1)
@@ -221,6 +250,12 @@ class CuptiTracer:
 _REGISTERED: CuptiTracer | None = None
 
 
+def _gpu_op(a: Any, kind: str, name: str, nbytes: int | None = None) -> steptrace.GpuOp:
+    """A kernel, copy or memset record as the timeline keeps it."""
+    return steptrace.GpuOp(kind, name, int(a.start), int(a.end), int(a.correlation_id),
+                           int(getattr(a, "device_id", 0)), int(getattr(a, "stream_id", 0)), nbytes)
+
+
 def _completed(activities) -> None:
     """CUPTI's buffer-completed callback: to the tracer counting now."""
     if _REGISTERED is not None:
@@ -239,7 +274,7 @@ class TorchTracer:
         self.prof: Any = None
         self.name = "torch.profiler (torch " + torch.__version__ + ")"
 
-    def begin(self) -> None:
+    def begin(self, raw: bool = False) -> None:
         from torch.profiler import ProfilerActivity, profile  # noqa: PLC0415
 
         self.prof = profile(activities=[ProfilerActivity.CUDA])
@@ -371,31 +406,54 @@ def _per_step(a, b, n: int) -> Fraction:
 
 
 def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1,
-          python: tuple[dict, int] | None = None, use_tracer: bool = True) -> Counts:
+          python: tuple[dict, int] | None = None, use_tracer: bool = True, per_line: bool = True,
+          label: str = "", timeline_to: str | None = None) -> Counts:
     """The counted loop of one case: two windows of `steps` and 2 x `steps` calls, traced, then the same two
-    under tracemalloc; `python`: the cProfile loop's (table, steps), for the Python calls."""
+    under tracemalloc; `python`: the cProfile loop's (table, steps), for the Python calls. `per_line`: the
+    counts by line of step() as well (two more windows for the Python calls and the pools; steplines.py);
+    `timeline_to`: where one step's CUPTI records go (run/steptrace.py), when cupti-python traced them."""
     n = steps
     tallies: list[Tally] = []
     missing: list[str] = []
+    # lines are step()'s own: a step that is not Python code (step = a.sum) has none, whatever Python it calls
+    code = getattr(step, "__code__", None)
+    per_line = per_line and isinstance(code, type(_loop.__code__))
     tracer, why = make_tracer(device) if use_tracer else (None, NOT_TRACED.format(why="tracing was not asked for"))
     if why:
         missing.append(why)
     pools = Pools()
     windows = []
     us = None
+    loop = _loop.__code__
+    # placing by time needs CUPTI's clock from cupti-python (get_timestamp, in every release that has the activity API)
+    traced_lines = per_line and isinstance(tracer, CuptiTracer) and hasattr(tracer.cupti, "get_timestamp")
+    marks: list[steplines.StepLines] = []
+    lined: LinesMade | None = None
     try:
         for calls in (n, 2 * n):
             sync()
             before = pools.read()
+            m = (steplines.StepLines(loop, clock=tracer.clock, step=code)
+                 if traced_lines and tracer is not None else None)
             if tracer is not None:
-                tracer.begin()
+                tracer.begin(raw=m is not None)
+            if m is not None:
+                m.start()
             t0 = time.perf_counter()
-            _loop(step, calls)
+            try:
+                _loop(step, calls)
+            finally:
+                if m is not None:
+                    m.stop()
             t1 = time.perf_counter()
             sync()
             w = tracer.end() if tracer is not None else None
             windows.append((w, before, pools.read()))
+            if m is not None:
+                marks.append(m)
             us = (t1 - t0) * 1e6 / (calls * ops_per_step)
+        if per_line:
+            lined = python_and_pools_by_line(step, sync, n, pools)
     finally:
         pools.close()
         if tracer is not None:
@@ -417,26 +475,162 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
         if x1 is not None and y1 is not None and x2 is not None and y2 is not None:
             bb = _per_step(x1 - y1, x2 - y2, n)
         tallies.append(Tally("device-alloc", name, c, bb))
-    tallies += host_allocations(step, sync, n)
+    host_lines = steplines.Placed() if lined is not None else None
+    tallies += host_allocations(step, sync, n, host_lines)
     if python is not None:
         stats, python_steps = python
         tallies = python_tallies(stats, python_steps) + tallies
-    return Counts(steps=n, python_steps=python[1] if python else None, tallies=tallies, us_per_call=us,
-                  tracer=tracer.name if tracer is not None else None, missing=missing, ops_per_step=ops_per_step)
+    counts = Counts(steps=n, python_steps=python[1] if python else None, tallies=tallies, us_per_call=us,
+                    tracer=tracer.name if tracer is not None else None, missing=missing, ops_per_step=ops_per_step)
+    if per_line and tracer is not None and not traced_lines:
+        missing.append("CUDA API calls and kernels per line of step() need cupti-python (not torch.profiler)")
+    if lined is not None and lined.code is not None:
+        placed = steplines.Placed()
+        if python is not None:
+            placed.add({(line, "python"): c for line, c in lined.python.items()}, ["python"])
+        if lined.pools:
+            placed.add(lined.pools, ["device-alloc"])
+        if len(marks) == 2 and w1 is not None and w2 is not None:
+            threads = {threading.get_native_id(), threading.get_ident() & 0xFFFFFFFF}
+            got = [steplines.place(m.marks, w.api, w.gpu, w.allocations, threads) for m, w in zip(marks, (w1, w2))]
+            placed.add(steplines.per_step(got[0], got[1], n), ["api", "kernel", "copy", "memset", "device-alloc"])
+            if timeline_to:
+                save_timeline(timeline_to, label, lined.code, marks[1], w2, threads)
+        if host_lines is not None:
+            placed.add(host_lines.counts, ["host-alloc"])
+        by_line(counts, placed, lined.code)
+    return counts
 
 
-def host_allocations(step: Step, sync: Sync, n: int) -> list[Tally]:
+def step_file(path: str, paths: list[str] | None = None) -> str:
+    """The step's file as the per-line counts name it: relative to the longest sys.path entry holding it (as
+    py-spy names a frame's file), else as the code object has it."""
+    best = ""
+    for p in (sys.path if paths is None else paths):
+        p = os.path.abspath(p or ".").rstrip("/")
+        if path.startswith(p + "/") and len(p) > len(best):
+            best = p
+    return path[len(best) + 1:] if best else path
+
+
+def line_text(code: Any, line: int) -> str | None:
+    """A line of the case's own file (the step's), cleaned as sources.json's texts are; None where not read."""
+    text = linecache.getline(code.co_filename, line)
+    return clean_text(text.strip()) if text.strip() else None
+
+
+def by_line(counts: Counts, placed: steplines.Placed, code: Any) -> None:
+    """`placed` into `counts.by_line`, in source order (what no line made last), and a line in `missing` for
+    any kind whose lines do not sum to the step's count (they do by construction but for Python calls, which
+    come from the cProfile loop and the profile hook's windows: a step that does other work each time)."""
+    from ..run import counts as table  # noqa: PLC0415 -- the kinds' order
+
+    file = step_file(code.co_filename)
+    order = [k.name for k in table.COUNTED]
+    kinds = sorted((k for k in placed.kinds if counts.counted(k)), key=order.index)
+    rows: dict[int, dict[str, Fraction]] = {}
+    for (line, kind), c in placed.counts.items():
+        if kind in kinds:
+            rows.setdefault(line, {})[kind] = c
+    counts.by_line = [LineCounts(file if line else OUTSIDE, line,
+                                 {k: got[k] for k in kinds if k in got}, line_text(code, line) if line else None)
+                      for line, got in sorted(rows.items(), key=lambda kv: (kv[0] == 0, kv[0]))]
+    counts.by_line_kinds = kinds
+    for kind in kinds:
+        lines, step_total = counts.line_total(kind), counts.placed_total(kind)
+        if lines != step_total:
+            counts.missing.append(f"{table.KINDS[kind].title} per line of step() sum to {lines}, the step's count "
+                                  f"is {step_total}: the step does not do the same work each window")
+
+
+@dataclass
+class LinesMade:
+    """The profile hook's Python calls and the pools' allocations by line of step(), per step (exact)."""
+
+    code: Any
+    python: dict[int, Fraction]
+    pools: dict[tuple[int, str], Fraction]
+
+
+def python_and_pools_by_line(step: Step, sync: Sync, n: int, pools: Pools) -> LinesMade | None:
+    """Two windows (n, 2n) under the profile hook (Python calls by line) and the line hook reading the pools'
+    allocation counters at each line; None where step() is not Python code (it has no lines)."""
+    names = sorted(pools.read())
+
+    def allocations() -> list[int]:
+        got = pools.read()
+        return [got[k][0] if k in got else 0 for k in names]
+
+    made: list[tuple[Counter, Counter]] = []
+    code = None
+    collecting = gc.isenabled()
+    for calls in (n, 2 * n):
+        sync()
+        # no cyclic collection inside the windows: a finalizer it runs (of garbage not the step's) calls Python
+        # at whatever line is running, a call the step did not make, in one window and not the other
+        gc.collect()
+        gc.disable()
+        hook = steplines.PythonLines(_loop.__code__, step.__code__)
+        marks = steplines.StepLines(_loop.__code__, counters=allocations if names else None,
+                                    step=step.__code__)
+        marks.start()
+        hook.start()
+        try:
+            _loop(step, calls)
+        finally:
+            hook.stop()
+            marks.stop()
+            if collecting:
+                gc.enable()
+        sync()
+        code = code or hook.code
+        made.append((Counter(hook.calls), steplines.credited(marks, ["device-alloc"] * len(names))))
+    if code is None:
+        return None
+    (p1, c1), (p2, c2) = made
+    python = {line: Fraction(p2[line] - p1[line], n) for line in sorted(set(p1) | set(p2)) if p2[line] != p1[line]}
+    return LinesMade(code, python, steplines.per_step(c1, c2, n))
+
+
+def save_timeline(file: str, label: str, code: Any, marks: steplines.StepLines, w: Window, threads: set[int]) -> None:
+    """One step of the traced window (the middle one) as its timeline file; a step without marks writes none."""
+    first = code.co_firstlineno
+    # the calling thread as CUPTI names it; where none of its ids matches ours, the thread that made most calls
+    thread = next((a.thread for a in w.api if a.thread in threads),
+                  Counter(a.thread for a in w.api).most_common(1)[0][0] if w.api else 0)
+    texts = {line: line_text(code, line) for line in {line for _t, line in marks.marks}}
+    trace = steplines.one_step(label, step_file(code.co_filename), marks.marks, first, w.api, w.gpu, thread, texts)
+    if trace is not None:
+        steptrace.save(file, trace)
+
+
+def host_allocations(step: Step, sync: Sync, n: int, by_line: steplines.Placed | None = None) -> list[Tally]:
     """tracemalloc around two windows (n, 2n calls): blocks and bytes a step keeps (net, exact), and the peak
-    one step reaches above what it started with (the most over `n` single steps)."""
+    one step reaches above what it started with (the most over `n` single steps). `by_line`: the blocks kept
+    by line of step() go there (a line hook reads the count at each line; what no line kept is OUTSIDE)."""
     was = tracemalloc.is_tracing()
     if not was:
         tracemalloc.start()
+    credit = []
     try:
         nets = []
+        if by_line is not None:  # the hook's own first allocations (its table of lines) before the windows
+            warm = steplines.StepLines(_loop.__code__, counters=lambda: (sys.getallocatedblocks(),),
+                                       step=getattr(step, "__code__", None))
+            warm.start()
+            _loop(step, 2)
+            warm.stop()
         for calls in (n, 2 * n):
             sync()
+            marks = (steplines.StepLines(_loop.__code__, counters=lambda: (sys.getallocatedblocks(),),
+                                         step=getattr(step, "__code__", None)) if by_line is not None else None)
             blocks0, (bytes0, _) = sys.getallocatedblocks(), tracemalloc.get_traced_memory()
+            if marks is not None:
+                marks.start()
             _loop(step, calls)
+            if marks is not None:
+                marks.stop()
+                credit.append(steplines.credited(marks, ["host-alloc"]))
             sync()
             blocks1, (bytes1, _) = sys.getallocatedblocks(), tracemalloc.get_traced_memory()
             nets.append((blocks1 - blocks0, bytes1 - bytes0))
@@ -451,5 +645,8 @@ def host_allocations(step: Step, sync: Sync, n: int) -> list[Tally]:
         if not was:
             tracemalloc.stop()
     (k1, b1), (k2, b2) = nets
+    if by_line is not None and len(credit) == 2:
+        by_line.add(steplines.per_step(credit[0], credit[1], n), ["host-alloc"],
+                    outside={"host-alloc": _per_step(k1, k2, n)})
     return [Tally("host-alloc", "blocks kept (net)", _per_step(k1, k2, n), _per_step(b1, b2, n)),
             Tally("host-alloc", "peak above start, one step", Fraction(1), Fraction(peak))]

@@ -7,7 +7,7 @@ from . import sampler
 from .spawn import child_sample_grace, run_child
 from .jobs import job_base, job_case
 from .measurement import Measurement, stop_if_refused
-from ..run import rundir
+from ..run import rundir, steptrace
 from ..workload.cases import CaseSpec
 from .protocol import ProfileJob
 from ..run.profiled import ProfileProcess
@@ -58,6 +58,9 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
         assert error is not None  # without a result run_child gives an error
         return error
     files = {"prof": rundir.prof_path(m.out, name).name}
+    timeline = steptrace.path_for(rundir.prof_path(m.out, name))
+    if timeline.is_file():  # the counted loop's one step, where cupti-python traced it (run/steptrace.py)
+        files["timeline"] = timeline.name
     if sampling is not None:
         files["folded"] = rundir.folded_path(m.out, name).name
         if sampling.other_samples:

@@ -42,6 +42,7 @@ REGISTRY: tuple[Registered, ...] = (
     Registered("html", "AtlasAnalysis", "html.HtmlAtlas"),
     Registered("speedscope", "Stacks", "speedscope.SpeedscopeRenderer", "JSON, weights in us per call"),
     Registered("folded", "Stacks", "folded_stacks.FoldedRenderer", "sample counts"),
+    Registered("perfetto", "Timelines", "perfetto.PerfettoRenderer", "one step's CUDA timeline: needs CUPTI"),
     Registered("text", "Summary", "summary_formats.TextSummary"),
     Registered("markdown", "Summary", "summary_formats.MarkdownSummary", "a pull-request comment"),
     Registered("json", "Summary", "summary_formats.JsonSummary", "a versioned schema: docs/summary-json.md"),
@@ -54,7 +55,7 @@ def formats(result: str) -> tuple[str, ...]:
     return tuple(r.format for r in REGISTRY if r.result == result)
 
 
-EXPORTS = formats("Stacks")  # what `flametool export --format` offers
+EXPORTS = formats("Stacks") + formats("Timelines")  # what `flametool export --format` offers
 SUMMARIES = formats("Summary")  # what `flametool summary --format` and `diff --format` offer
 
 

@@ -28,6 +28,7 @@ from ..workload import builtins
 from ..run import counts, perturbation, rundir
 from . import atlas_page, charts, format as fmt, sweep_page
 from ..analyse import countdiff, flamegraph as flame, naming
+from . import counted_lines
 from ..analyse.compare import Analysis, PairAnalysis
 from ..analyse.attribution import CaseCosts, Skipped
 from ..analyse.treediff import LayerDelta, PairDiff
@@ -202,6 +203,7 @@ class CountsSection:
     # each case's threads other than the caller: case, CPU per call on them, samples, by layer, most own time
     threads: list[list[str]] = field(default_factory=list)
     sources: str = ""  # what counts which kind (html.counted_by), for the note above the table
+    lines: counted_lines.CountedLines | None = None  # per line of step(), the GPU's busy share (counted_lines.py)
 
 
 def counts_section(a: Analysis) -> CountsSection | None:
@@ -225,7 +227,7 @@ def counts_section(a: Analysis) -> CountsSection | None:
                  if t.costs and t.costs.frames else "–")]
                for label, t in a.threads.items() if t.us_per_call > 0 or t.profile is not None]
     return CountsSection(pairs, ["case", *(col.title for col in counts.columns()), "counted loop, host time per call"],
-                         rows, notes, threads, sources=counted_by())
+                         rows, notes, threads, sources=counted_by(), lines=counted_lines.view(a))
 
 
 def counted_by() -> str:

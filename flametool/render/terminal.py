@@ -16,6 +16,7 @@ from rich.text import Text
 from . import format as fmt
 from ..run import counts, perturbation
 from ..analyse import countdiff, sweep
+from . import counted_lines
 from ..analyse.compare import Analysis
 from ..analyse.diff import DiffResult
 from ..analyse.attribution import CaseCosts, Skipped
@@ -233,6 +234,7 @@ def print_summary(a: Analysis, console: Console) -> None:
     show(console, profiling)
     say(console, PROFILED_KEY)
     print_counts(run, console)
+    counted_lines.print_tables(a, console)
     print_other_threads(a, console)
 
     for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):

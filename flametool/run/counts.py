@@ -15,6 +15,11 @@ Kinds of tally (``Tally.kind``), one row each in ``COUNTED`` below, in the order
   JAX's memory statistics) by name of the pool, and CUPTI's memory records (cudaMalloc and kin).
 - ``host-alloc``: host memory tracemalloc sees: blocks and bytes kept per step (net), and the peak a step
   allocates above what it started with (transient bytes).
+
+Per line of step() (``Counts.by_line``, issue 39): the same counts by the line of the case's step() that made
+them, each the difference of two windows as the step's are, so that a line's count is exact and the lines
+(with what no line made, ``OUTSIDE``) sum to the step's: every kind's tallies but the one-step peak of host
+memory, which no line makes (``NOT_PLACED``). Runs recorded before have none.
 """
 
 from __future__ import annotations
@@ -157,6 +162,43 @@ class Tally:
 
 
 
+OUTSIDE = ""  # LineCounts.file of what no line of step() made (another thread; the window's edges)
+NOT_PLACED = {("host-alloc", "peak above start, one step")}  # tallies no line makes: not in by_line's sums
+
+
+@dataclass
+class LineCounts:
+    """What one line of step() does per step, counted: {kind: count} (exact; the kinds ``Counts.by_line_kinds``
+    lists, a kind left out where the line made none). `file` as the per-line record names the step's file, ''
+    (OUTSIDE) with line 0 for what no line made; `text`: the line's text where the file was read, else None."""
+
+    file: str
+    line: int
+    counts: dict[str, Fraction] = field(default_factory=dict)
+    text: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.file != OUTSIDE else "outside step()'s lines"
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "line": self.line, "text": self.text,
+                "counts": {k: fraction_text(v) for k, v in self.counts.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "LineCounts":
+        if not isinstance(data, dict) or not isinstance(data.get("file"), str):
+            raise ValueError(f"not a line's counts: {str(data)[:80]}")
+        line, got, text = data.get("line"), data.get("counts", {}), data.get("text")
+        if not isinstance(line, int) or isinstance(line, bool) or line < 0:
+            raise ValueError(f"line's counts {data['file'][:60]}: line is not a whole number")
+        if not isinstance(got, dict) or not all(isinstance(k, str) for k in got):
+            raise ValueError(f"line's counts {data['file'][:60]}:{line}: counts is not an object")
+        # the text is data from a file anyone can write: every view cleans it (sources.clean_text) as it shows it
+        return cls(data["file"], line, {k: parse_fraction(v) for k, v in got.items()},
+                   text[:1000] if isinstance(text, str) else None)
+
+
 @dataclass
 class Counts:
     """A case's counted loop: what a step does (tallies, per step), how it was counted, and what could not be.
@@ -174,6 +216,16 @@ class Counts:
     tracer: str | None = None
     missing: list[str] = field(default_factory=list)
     ops_per_step: int = 1
+    by_line: list[LineCounts] = field(default_factory=list)  # per line of step(), in source order; [] where not
+    by_line_kinds: list[str] = field(default_factory=list)  # the kinds by_line places (in COUNTED's order)
+
+    def placed_total(self, kind: str) -> Fraction:
+        """The step's count of a kind as by_line places it (the tallies of NOT_PLACED left out)."""
+        return sum((t.count for t in self.of(kind) if t.key not in NOT_PLACED), Fraction(0))
+
+    def line_total(self, kind: str) -> Fraction:
+        """by_line's sum of a kind: equal to placed_total(kind) for every kind in by_line_kinds."""
+        return sum((l.counts.get(kind, Fraction(0)) for l in self.by_line), Fraction(0))
 
     def of(self, kind: str) -> list[Tally]:
         return [t for t in self.tallies if t.kind == kind]
@@ -193,7 +245,10 @@ class Counts:
     def to_json(self) -> dict:
         return {"steps": self.steps, "python_steps": self.python_steps, "ops_per_step": self.ops_per_step,
                 "us_per_call": self.us_per_call, "tracer": self.tracer, "missing": list(self.missing),
-                "clocks": CLOCKS, "tallies": [t.to_json() for t in self.tallies]}
+                "clocks": CLOCKS, "tallies": [t.to_json() for t in self.tallies],
+                # only where counted per line: a run recorded before writes (and summarises) as it did
+                **({"by_line_kinds": list(self.by_line_kinds), "by_line": [l.to_json() for l in self.by_line]}
+                   if self.by_line else {})}
 
     @classmethod
     def from_json(cls, data: dict) -> "Counts":
@@ -210,7 +265,11 @@ class Counts:
         if not isinstance(tallies, list) or not isinstance(missing, list) or not all(isinstance(m, str) for m in missing):
             raise ValueError("counts: tallies or missing is not a list")
         tracer = data.get("tracer")
+        by_line, kinds = data.get("by_line", []), data.get("by_line_kinds", [])
+        if not isinstance(by_line, list) or not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+            raise ValueError("counts: by_line or by_line_kinds is not a list")
         return cls(steps=steps, python_steps=python_steps, tallies=[Tally.from_json(t) for t in tallies],
                    us_per_call=float(us) if isinstance(us, (int, float)) and not isinstance(us, bool) else None,
                    tracer=tracer if isinstance(tracer, str) else None, missing=list(missing),
-                   ops_per_step=int(data.get("ops_per_step", 1)) if isinstance(data.get("ops_per_step", 1), int) else 1)
+                   ops_per_step=int(data.get("ops_per_step", 1)) if isinstance(data.get("ops_per_step", 1), int) else 1,
+                   by_line=[LineCounts.from_json(l) for l in by_line], by_line_kinds=list(kinds))

@@ -12,6 +12,7 @@ from typing import Callable, cast
 
 from ...workload import ops
 from .. import counting
+from ...run import steptrace
 from ...run.counts import Counts
 from ...workload.cases import Step, Sync, cuda_index
 from ..protocol import (CaseProfiled, CaseTimed, JobCase, PlanItem, Point, PointCase, ProfileJob, SampleReady,
@@ -221,15 +222,19 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
         result.calls_per_chunk = steps * ops
     if job.count:  # last: CUPTI's tracing is set up and torn down after every other loop of the process
         report.phase("count")
-        result.counts = counted_loop(step, sync, steps, job.device, ops, table, profiled_calls)
+        result.counts = counted_loop(step, sync, steps, job.device, ops, table, profiled_calls, c.label,
+                                     str(steptrace.path_for(job.prof_path)) if job.prof_path else None)
     return result
 
 
 
-def counted_loop(step: Step, sync: Sync, steps: int, device: str, ops: int, table: dict, profiled: int) -> Counts:
-    """counting.count() of the case; a counted loop that fails is one line in its record, not a failed case."""
+def counted_loop(step: Step, sync: Sync, steps: int, device: str, ops: int, table: dict, profiled: int,
+                 label: str = "", timeline_to: str | None = None) -> Counts:
+    """counting.count() of the case; a counted loop that fails is one line in its record, not a failed case.
+    `timeline_to`: where one step's CUPTI records go (LABEL.timeline.json beside LABEL.prof)."""
     try:
-        return counting.count(step, sync, counting.count_steps(steps), device, ops, python=(table, profiled))
+        return counting.count(step, sync, counting.count_steps(steps), device, ops, python=(table, profiled),
+                              label=label, timeline_to=timeline_to)
     except Exception as exc:  # noqa: BLE001 -- the other loops' figures stand without the counts
         return Counts(steps=0, python_steps=profiled, tallies=counting.python_tallies(table, profiled),
                       missing=[f"the counted loop failed: {describe(exc)}"], ops_per_step=ops)

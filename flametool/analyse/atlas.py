@@ -14,7 +14,7 @@ from pathlib import Path
 from . import attribution, compare, naming
 from .. import pool
 from ..run import rundir, stats
-from ..workload import builtins, ops
+from ..workload import builtin_workloads, builtins, ops
 from ..errors import RunDirError
 from ..run.counts import count_words
 from ..run.record import AtlasPart, Run
@@ -142,7 +142,9 @@ def mark_differs_most(cells: dict[str, AtlasCell], fastest: str | None) -> None:
 
 
 def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
-    out = AtlasRow(part.op, ops.OPS[part.op].does if part.op in ops.OPS else "", part.dir, error=part.error)
+    does = (ops.OPS[part.op].does if part.op in ops.OPS else
+            builtin_workloads.WORKLOADS[part.op].does if part.op in builtin_workloads.WORKLOADS else "")
+    out = AtlasRow(part.op, does, part.dir, error=part.error)
     if not (run_dir / part.dir / rundir.RUN_FILE).exists():
         out.error = out.error or "not measured: the atlas stopped before this op"
         return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..measure.config import ATLAS_SAMPLE_SECONDS
-from ..workload import ops
+from ..workload import builtin_workloads, ops
 from .base import Context
 from .options import case_options, sampling_options
 
@@ -21,6 +21,10 @@ class Atlas:
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         case_options(p, op=False, pair=False)
         p.add_argument("--ops", help="comma-separated ops (default: all: " + ", ".join(ops.OPS) + ")")
+        p.add_argument("--workloads", metavar="NAMES",
+                       help="comma-separated workloads instead of ops, each on every library of --libs (numpy, cupy, "
+                            "torch, jax, jax-eager): " + ", ".join(builtin_workloads.WORKLOADS) + " or FILE.py:FUNC "
+                            "(README: writing a workload)")
         sampling_options(p, ATLAS_SAMPLE_SECONDS)
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
@@ -36,11 +40,11 @@ class Atlas:
         from .settings import atlas_config
 
         argv, err, out = ctx.argv, ctx.err, ctx.out
-        config, names = atlas_config(args, lambda text: terminal.say(err, text))
+        config, names, found = atlas_config(args, lambda text: terminal.say(err, text))
         with terminal.Progress(err) as progress:
             try:
                 run_dir, run = atlasrun.atlas(config, names, ["flametool", *argv], progress.update,
-                                              lambda op_dir: rundir.write_report(op_dir, page(op_dir)))
+                                              lambda op_dir: rundir.write_report(op_dir, page(op_dir)), found)
             except KeyboardInterrupt as exc:
                 if not (config.out / rundir.RUN_FILE).exists():
                     terminal.say(err, "flametool: interrupted before anything was measured")

@@ -34,7 +34,8 @@ class Compare:
                             "called them (caller, the default) or as a layer of their own (library); the report has both")
         p.add_argument("--shape", help="matmul: M,K,N, a is MxK, b is KxN (default " + ",".join(map(str, CUDA.shape)) + " on CUDA, "
                                        + ",".join(map(str, CPU.shape)) + " on the CPU); the other ops: N elements or R,C "
-                                       "(default: the op's host-bound size, as the atlas samples it)")
+                                       "(default: the op's host-bound size, as the atlas samples it); a workload: FUNC's shape "
+                                       "(default: its own)")
         sampling_options(p)
         p.add_argument("--sample-shape", help="the shape to sample at (default: the shape when host-bound, else the op's "
                                               "host-bound size: 1024,1024,1024 for matmul)")

@@ -11,7 +11,7 @@ from typing import cast
 
 from ..errors import FlametoolError
 from ..measure.config import CPU, CUDA, ENV_SETTLED, SETTLED
-from ..workload import builtins, cases, ops
+from ..workload import builtin_workloads, builtins, cases, ops, workloads
 
 
 MAX_SIZES = 64
@@ -42,9 +42,17 @@ def sampling_options(p: argparse.ArgumentParser, seconds: dict[str, int] | None 
 
 def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True) -> None:
     """The options compare, sweep and atlas share: which cases, how they are timed, where the run goes (the
-    atlas chooses its own pairs: no --pair)."""
+    atlas chooses its own pairs: no --pair; and its workloads are --workloads)."""
     p.add_argument("--libs", help="built-in cases, comma-separated: " + ", ".join(builtins.BUILTIN)
+                   + "; with a workload the libraries it runs on: " + ", ".join(workloads.LIBRARY)
                    + " (default: cupy,torch with a CUDA device, numpy,torch on the CPU)")
+    if op:
+        p.add_argument("--workload", metavar="FILE.py:FUNC",
+                       help="a step written once against the array API, run on every library of --libs: "
+                            "FUNC(xp, shape) returns (fn, inputs), inputs NumPy arrays (--shape: FUNC's shape; "
+                            "jax is jitted, jax-eager is not; needs " + workloads.INSTALL + "); or a built-in: "
+                            + "; ".join(f"{w.name}: {w.does}" for w in builtin_workloads.WORKLOADS.values())
+                            + " (README: writing a workload)")
     p.add_argument("--case", action="append", default=[], metavar="FILE.py:FACTORY",
                    help="add a user case: FACTORY(shape, dtype, device) (or, for matmul, FACTORY(m, k, n, dtype, "
                         "device)) returns (step, sync); repeatable")
@@ -83,12 +91,13 @@ def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True)
                         "them as the environment says (default 1: on CUDA the GPU does the work and each native "
                         "sample stops every thread; on the CPU a pool of 2 made torch's small products bimodal, "
                         "its ratio to numpy 1.26 in one run and 1.69 in the next, where 1 thread read 0.96 in each)")
-    p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails")
+    p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails (a workload's "
+                                                             "cases always: a library fn does not port to fails alone)")
     p.add_argument("--out", type=Path, help="run directory to create (default flametool-runs/<timestamp>)")
 
 
 def op_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--op", default=ops.DEFAULT_OP, help="the operation each built-in case launches: "
+    p.add_argument("--op", help="the operation each built-in case launches: "
                    + "; ".join(f"{o.name}: {o.does}" for o in ops.OPS.values()) + " (default matmul)")
 
 
@@ -168,13 +177,15 @@ def _uniform(shape: list[int]) -> bool:
     return len(shape) == 1 or (len(shape) == 3 and shape[0] == shape[1] == shape[2])
 
 
-def parse_sizes(text: str, op: str = ops.DEFAULT_OP) -> list[list[int]]:
-    """The sizes of a sweep, in order, none twice:
+def parse_sizes(text: str, op: str = ops.DEFAULT_OP, rank: int | None = None) -> list[list[int]]:
+    """The sizes of a sweep, in order, none twice (a workload's, `op` not an op: `rank` figures each, any number
+    where None):
     '64,256,4096x1024x4096'  each N (an NxN by NxN product) or MxKxN; for the other ops N elements or RxC;
     '64,128,...,8192'        a geometric ladder: the first two set the step, '...' runs on to the last;
     '64;4096,1024,4096'      with ';' between sizes, a size may be written M,K,N (or R,C)."""
     items = [i.strip() for i in text.split(";" if ";" in text else ",")]
-    what = "N or MxKxN" if op == ops.DEFAULT_OP else f"N or RxC for --op {op}"
+    what = ("N or MxKxN" if op == ops.DEFAULT_OP else f"N or RxC for --op {op}" if op in ops.OPS else
+            f"{rank or 'any number of'} figures AxB... for the workload")
     bad = lambda item, why=f"is not a size; give {what} (positive integers)": FlametoolError(  # noqa: E731
         f"--sizes {text!r}: {item!r} {why}")
     sizes: list[list[int]] = []
@@ -184,7 +195,7 @@ def parse_sizes(text: str, op: str = ops.DEFAULT_OP) -> list[list[int]]:
             if not (2 <= len(sizes) == n and n + 1 < len(items)) or not all(_uniform(s) for s in sizes[-2:]):
                 raise bad(item, f"needs two {kind} before it and one after, e.g. 64,128,...,8192")
             first, step = sizes[-1][0], sizes[-1][0] / sizes[-2][0]
-            last = _size(items[n + 1], bad, op)
+            last = _size(items[n + 1], bad, op, rank)
             if step <= 1 or not _uniform(last) or last[0] <= first:
                 raise bad(item, f"needs growing {kind}, e.g. 64,128,...,8192")
             k = 1
@@ -192,7 +203,7 @@ def parse_sizes(text: str, op: str = ops.DEFAULT_OP) -> list[list[int]]:
                 sizes.append([round(first * step ** k)] * len(last))
                 k += 1
             continue
-        shape = _size(item, bad, op)
+        shape = _size(item, bad, op, rank)
         if shape in sizes:
             raise bad(item, "is given twice")
         sizes.append(shape)
@@ -201,12 +212,14 @@ def parse_sizes(text: str, op: str = ops.DEFAULT_OP) -> list[list[int]]:
     return sizes
 
 
-def _size(item: str, bad, op: str = ops.DEFAULT_OP) -> list[int]:
+def _size(item: str, bad, op: str = ops.DEFAULT_OP, rank: int | None = None) -> list[int]:
     parts = item.lower().replace(",", "x").split("x")
     try:
         dims = [int(p) for p in parts]
     except ValueError:
         dims = []
-    if len(dims) not in ((1, 3) if op == ops.DEFAULT_OP else ops.OPS[op].ranks) or any(d <= 0 for d in dims):
+    ranks = ((1, 3) if op == ops.DEFAULT_OP else ops.OPS[op].ranks if op in ops.OPS else
+             (rank,) if rank else (len(dims),))
+    if not dims or len(dims) not in ranks or any(d <= 0 for d in dims):
         raise bad(item)
     return dims * 3 if len(dims) == 1 and op == ops.DEFAULT_OP else dims

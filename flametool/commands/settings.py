@@ -10,7 +10,7 @@ from typing import cast
 from ..errors import FlametoolError
 from ..measure import atlasrun, environments, machine
 from ..measure.config import ATLAS_SAMPLE_SECONDS, JAX_CPUS, Config, Defaults, default_out, defaults
-from ..workload import builtins, cases, ops
+from ..workload import builtins, cases, ops, workloads
 from .options import LIMITS, check_fail_above, check_limits, default_sizes, parse_device, parse_dtypes, parse_pair, parse_shape, parse_sizes
 
 
@@ -20,9 +20,9 @@ def sampling_config(args: argparse.Namespace, d: Defaults) -> dict:
     return dict(rate_hz=args.rate or d.rate_hz, sample_seconds=args.sample_seconds or d.sample_seconds)
 
 
-def case_config(args: argparse.Namespace, say, command: str) -> dict:
-    """What compare and sweep share, checked: the cases, the device, the timing options and the run directory.
-    Returns Config's arguments."""
+def case_config(args: argparse.Namespace, say, command: str) -> tuple[dict, workloads.Workload | None]:
+    """What compare, sweep and atlas share, checked: the cases, the device, the timing options and the run
+    directory. Returns Config's arguments, and the workload (--workload) whose cases they are, if any."""
     for name in ("iters", "repeats", "processes", "rate", "sample_seconds"):
         if getattr(args, name, None) is not None and getattr(args, name) < 1:
             raise FlametoolError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
@@ -46,9 +46,11 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
     on_cpu = device == "cpu"
 
     d = defaults(device)
-    op = ops.get(getattr(args, "op", ops.DEFAULT_OP)).name
-    libs = args.libs.split(",") if args.libs is not None else list(d.libs)
-    specs = [builtins.builtin(l.strip(), op) for l in libs if l.strip()] + [cases.user_case(c) for c in args.case]
+    libs = [l.strip() for l in (args.libs.split(",") if args.libs is not None else d.libs) if l.strip()]
+    workload = workload_of(args, device, libs)
+    op = workload.name if workload else ops.get(getattr(args, "op", None) or ops.DEFAULT_OP).name
+    specs = ((workload.specs(libs) if workload else [builtins.builtin(l, op) for l in libs])
+             + [cases.user_case(c) for c in args.case])
     labels = [s.label for s in specs]
     if not specs:
         raise FlametoolError("no cases: give --libs and/or --case")
@@ -56,7 +58,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
     if dupes:
         raise FlametoolError(f"case label {dupes[0]!r} appears twice; each case needs its own label")
     for s in specs:
-        needs_cuda = s.module and builtins.BUILTIN[s.label].needs_cuda
+        needs_cuda = s.xp in workloads.NEEDS_CUDA if s.xp else s.module and builtins.BUILTIN[s.label].needs_cuda
         if needs_cuda and on_cpu:
             raise FlametoolError(f"case {s.label!r} needs a CUDA device; use --device cuda:N or leave it out of --libs")
 
@@ -68,10 +70,37 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
         cases=specs, device=device, dtypes=dtypes, iters=args.iters, warmup=args.warmup,
         repeats=args.repeats or d.repeats, extend_rounds=args.repeats is None, timed_seconds=d.timed_seconds,
         processes=args.processes or d.processes, isolate=args.isolate, pairs=pairs, pool_threads=pool_threads,
-        keep_going=args.keep_going, out=args.out or default_out(), out_is_default=args.out is None,
-        cpu_fallback=cpu_fallback, op=op,
-        cpus=JAX_CPUS if not on_cpu and any(s.module and builtins.BUILTIN[s.label].library == "jax" for s in specs) else None,
-    )
+        # a workload's cases go on when one fails: a library fn does not port to fails alone (workloads.py)
+        keep_going=args.keep_going or workload is not None, out=args.out or default_out(),
+        out_is_default=args.out is None, cpu_fallback=cpu_fallback, op=op,
+        cpus=JAX_CPUS if not on_cpu and any(environments.library(s) == "jax" for s in specs) else None,
+    ), workload
+
+
+def workload_of(args: argparse.Namespace, device: str, libs: list[str]) -> workloads.Workload | None:
+    """--workload checked (its libraries installed here, unless --env's interpreters run it: they are probed),
+    or None without one."""
+    text = getattr(args, "workload", None)
+    if text is None:
+        return None
+    if getattr(args, "op", None):
+        raise FlametoolError(f"--workload {text} --op {args.op}: a workload is its own step; give one of them")
+    if not getattr(args, "env", None):
+        workloads.check_libraries(libs)
+    else:
+        for xp in libs:
+            if xp not in workloads.LIBRARY:
+                raise FlametoolError(f"--libs {xp}: a workload runs on " + ", ".join(workloads.LIBRARY))
+    return workloads.parse(text, device)
+
+
+def workload_shape(workload: workloads.Workload, text: str | None, option: str = "--shape") -> list[int]:
+    """A workload's shape: --shape, else its default (FUNC's shape default; the built-in's on this device)."""
+    if text:
+        return workloads.shape_text(text, option, len(workload.shape) if workload.shape else None)
+    if workload.shape is None:
+        raise FlametoolError(f"--workload {workload.name}: {workload.func}'s shape has no default; give --shape")
+    return list(workload.shape)
 
 
 def compare_config(args: argparse.Namespace, say) -> Config:
@@ -80,11 +109,16 @@ def compare_config(args: argparse.Namespace, say) -> Config:
         raise FlametoolError(f"--budget {args.budget}: must be a number of seconds, more than 0")
     if args.timed_seconds is not None and not (math.isfinite(args.timed_seconds) and 0 < args.timed_seconds <= 60):
         raise FlametoolError(f"--timed-seconds {args.timed_seconds}: must be more than 0 and at most 60")
-    common = case_config(args, say, "compare")
+    common, workload = case_config(args, say, "compare")
     d, op = defaults(common["device"]), common["op"]
-    shape = (parse_shape(args.shape, "--shape", op) if args.shape else
-             list(d.shape) if op == ops.DEFAULT_OP else ops.host_bound_shape(op, common["device"]))
-    sample_shape = parse_shape(args.sample_shape, "--sample-shape", op) if args.sample_shape else None
+    if workload:
+        shape = workload_shape(workload, args.shape)
+        sample_shape = workload_shape(workload, args.sample_shape, "--sample-shape") if args.sample_shape else None
+        workloads.check(workload, shape)
+    else:
+        shape = (parse_shape(args.shape, "--shape", op) if args.shape else
+                 list(d.shape) if op == ops.DEFAULT_OP else ops.host_bound_shape(op, common["device"]))
+        sample_shape = parse_shape(args.sample_shape, "--sample-shape", op) if args.sample_shape else None
     if args.env:
         common.update(env_config(args, common, say))
     elif args.anchor is not None:
@@ -128,27 +162,44 @@ def env_config(args: argparse.Namespace, common: dict, say=lambda text: None) ->
 
 
 def sweep_config(args: argparse.Namespace, say) -> Config:
-    common = case_config(args, say, "sweep")
+    common, workload = case_config(args, say, "sweep")
     op = common["op"]
-    sizes = parse_sizes(args.sizes, op) if args.sizes is not None else default_sizes(common["device"], op)
+    if workload:
+        rank = len(workload.shape) if workload.shape else None
+        sizes = parse_sizes(args.sizes, op, rank) if args.sizes is not None else workload.sizes()
+        workloads.check(workload, sizes[0])
+    else:
+        sizes = parse_sizes(args.sizes, op) if args.sizes is not None else default_sizes(common["device"], op)
     return Config(**common, **sampling_config(args, defaults(common["device"])), shape=sizes[0], sizes=sizes,
                          max_processes=common["processes"], sample=args.sample)
 
 
-def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str]]:
-    """The atlas's Config (its cases as matmul's; atlasrun.op_config makes each op's) and its ops."""
-    names = [o.strip() for o in (args.ops or ",".join(ops.OPS)).split(",") if o.strip()]
+def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str], dict[str, workloads.Workload]]:
+    """The atlas's Config (its cases as matmul's, or as the first workload's; atlasrun.op_config makes each op's
+    and workload's), its ops and workloads in order, and the workloads by name."""
+    given = [w.strip() for w in (args.workloads or "").split(",") if w.strip()]
+    names = [o.strip() for o in (args.ops or ("" if given else ",".join(ops.OPS))).split(",") if o.strip()]
     for name in names:
         ops.get(name, "--ops")
-    if not names or len(set(names)) != len(names):
+    if (not names and not given) or len(set(names)) != len(names):
         raise FlametoolError(f"--ops {args.ops!r}: give each op once, e.g. add,sum")
+    if len(set(given)) != len(given):
+        raise FlametoolError(f"--workloads {args.workloads!r}: give each workload once, e.g. mlp,softmax")
     if args.pair:  # each op's run diffs every library against the first, and the atlas each against the fastest
         raise FlametoolError("atlas --pair: the atlas pairs each library with the first of each op's run and with the "
                              "op's fastest; for a pair of your own use compare --op OP --pair BASE:HEAD")
-    common = case_config(args, say, "atlas")
+    if given and names:  # the ops' cases are the built-ins of --libs, the workloads' their libraries
+        raise FlametoolError("atlas --ops and --workloads: give one of them (an atlas is of ops or of workloads)")
+    args.workload = given[0] if given else None  # case_config checks the libraries and makes the cases
+    common, _ = case_config(args, say, "atlas")
+    found = {}
+    for text in given:
+        w = workloads.parse(text, common["device"])
+        workloads.check(w, workload_shape(w, None))
+        found[w.name] = w
     d = defaults(common["device"])
     sampling = sampling_config(args, d)
     if args.sample_seconds is None:
         sampling["sample_seconds"] = ATLAS_SAMPLE_SECONDS[ops.kind(common["device"])]
     return Config(**common, **sampling, shape=list(d.shape), max_processes=common["processes"], extra_seconds=0.0,
-                  spares=d.spares), names
+                  spares=d.spares), names + list(found), found

@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 from .. import procs as hygiene
-from ..workload import builtins
+from ..workload import builtins, workloads
 from ..workload.cases import CaseSpec
 from ..errors import FlametoolError
 from ..run.record import Environment, env_label
@@ -64,6 +64,8 @@ def interpreter(text: str, python: str) -> str:
 
 
 def library(spec: CaseSpec) -> str | None:
+    if spec.xp:  # a workload's case: the library it runs on
+        return workloads.LIBRARY[spec.xp]
     return builtins.BUILTIN[spec.label].library if spec.module else None
 
 
@@ -72,12 +74,13 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     recorded in its Environment. One that cannot: FlametoolError, before anything runs."""
     from .spawn import child_env
 
-    wanted = json.dumps([{"label": s.label, "library": library(s), "file": s.file, "factory": s.factory}
-                         for s in specs])
+    wanted = [{"label": s.label, "library": library(s), "file": s.file, "factory": s.factory} for s in specs]
+    if any(s.xp and workloads.LIBRARY[s.xp] != "jax" for s in specs):  # their namespaces (workloads.COMPAT)
+        wanted.append({"label": "array-api-compat", "library": workloads.COMPAT, "file": None, "factory": ""})
     # each in a process group of its own, marked (procs.MARKER): a wrapper script that runs Python without exec
     # has it as a child, which is stopped with the script however the probe ends (a timeout, SIGTERM, Ctrl-C)
     token = uuid.uuid4().hex
-    procs = [(e, subprocess.Popen([e.python, "-c", PROBE_BOOT, wanted], stdin=subprocess.DEVNULL,
+    procs = [(e, subprocess.Popen([e.python, "-c", PROBE_BOOT, json.dumps(wanted)], stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   errors="backslashreplace",  # what prints bytes is no Python
                                   env=child_env(token=token), **hygiene.own_group()))
@@ -104,7 +107,8 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
                     "Python's parent (to stop, time and sample it); if it is a script, run Python with exec "
                     '(exec /path/to/python "$@"), so that Python replaces the script')
             if got.get("error"):
-                raise FlametoolError(f"{given}: {got['error']}")
+                hint = f"; {workloads.INSTALL} there" if workloads.COMPAT in str(got["error"]) else ""
+                raise FlametoolError(f"{given}: {got['error']}{hint}")
             found.append(Environment(name=e.name, python=e.python, executable=str(got.get("executable") or ""),
                                      python_version=str(got.get("python_version") or ""),
                                      versions=dict(got.get("versions") or {}), describe=dict(got.get("describe") or {})))
@@ -151,7 +155,7 @@ def anchor_versions(envs: list[Environment], specs: list[CaseSpec], anchor: str)
 
 def expand(specs: list[CaseSpec], envs: list[Environment]) -> list[CaseSpec]:
     """Every case in every environment, labelled CASE@NAME, environment by environment."""
-    return [CaseSpec(env_label(s.label, e.name), s.factory, s.module, s.file, e.name) for e in envs for s in specs]
+    return [CaseSpec(env_label(s.label, e.name), s.factory, s.module, s.file, e.name, s.xp) for e in envs for s in specs]
 
 
 def default_pairs(specs: list[CaseSpec], envs: list[Environment], anchor: str) -> list[list[str]]:

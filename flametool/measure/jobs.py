@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ..workload.builtins import BUILTIN
+from ..workload.workloads import LIBRARY
 from ..workload.cases import CaseSpec
 from .config import Config
 from .protocol import JobCase, TimedLoops
@@ -26,7 +27,8 @@ def job_case(case: CaseSpec, config: Config) -> JobCase:
 def blank_result(case: CaseSpec, config: Config) -> CaseResult:
     return CaseResult(
         label=case.label, factory=f"{case.module or case.file}:{case.factory}",
-        library=BUILTIN[case.name].library if case.module and case.name in BUILTIN else None,
+        library=(LIBRARY[case.xp] if case.xp else
+                 BUILTIN[case.name].library if case.module and case.name in BUILTIN else None),
         device=config.device, dtype=config.dtypes[case.label], shape=list(config.shape), warmup=config.warmup,
         env=case.env,
     )

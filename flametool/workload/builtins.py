@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Callable
 
-from . import floors, libraries, ops
+from . import floors, libraries, ops, workloads
 from ..errors import FlametoolError
 from .cases import MODULE, CaseSpec, Step, Sync
 
@@ -93,9 +93,10 @@ def _op_factory(build: Callable[[str, tuple, str, str], tuple[Step, Sync]], libr
 
 
 def builtin_libraries(specs: list[CaseSpec]) -> list[str]:
-    """The libraries the built-in cases among `specs` import (what a process can import ahead of building them),
-    in the order of the cases."""
-    return list(dict.fromkeys(BUILTIN[c.name].library for c in specs if c.module == MODULE and c.name in BUILTIN))
+    """The libraries the built-in cases and workloads' cases among `specs` import (what a process can import
+    ahead of building them), in the order of the cases."""
+    return list(dict.fromkeys(workloads.LIBRARY[c.xp] if c.xp else BUILTIN[c.name].library for c in specs
+                              if c.xp or (c.module == MODULE and c.name in BUILTIN)))
 
 
 def is_floor(label: str, factory: str) -> bool:

@@ -53,6 +53,9 @@ class CaseSpec:
     module: str | None = None
     file: str | None = None
     env: str | None = None  # `compare --env`: the environment whose interpreter runs it (None: flametool's own)
+    # a workload's case (workloads.py): the library that runs FUNC (numpy, cupy, torch, jax, jax-eager); `factory`
+    # is then FUNC, in `module` or `file`. None: a case factory
+    xp: str | None = None
 
     @property
     def name(self) -> str:
@@ -61,7 +64,7 @@ class CaseSpec:
 
     def to_json(self) -> dict:
         data = {"label": self.label, "factory": self.factory, "module": self.module, "file": self.file}
-        return data | ({"env": self.env} if self.env is not None else {})
+        return data | ({"env": self.env} if self.env is not None else {}) | ({"xp": self.xp} if self.xp else {})
 
 
 def cuda_index(device: str) -> int | None:

@@ -13,7 +13,7 @@ import sys
 import traceback
 from typing import Any, Callable
 
-from ...workload import builtins, cases
+from ...workload import builtins, cases, workloads
 from .. import explain
 from ...workload.cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory
 from ..protocol import JobCase
@@ -23,6 +23,10 @@ from .reporter import Reporter
 
 
 def load_factory(case: CaseSpec) -> Callable[..., tuple[Step, Sync]]:
+    """The case's factory: from its module or its file; a workload's case (case.xp) the factory
+    workloads.case_factory makes of FUNC, loaded from there alike."""
+    if case.xp:
+        return workloads.case_factory(workloads.load(case.factory, case.module, case.file), case.xp)
     if case.module:
         module = importlib.import_module(case.module)
     else:
@@ -56,6 +60,11 @@ def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tupl
         made = call_factory(factory, shape, dtype, device)
     except FactoryMisfit as exc:
         raise FactoryFailed(str(exc)) from exc
+    except (workloads.WorkloadFailed, workloads.WorkloadMisfit) as exc:
+        # a library fn does not port to, or FUNC returning what is not a workload: its own line says it all
+        # (out of memory and the installation's faults are said as for any case)
+        cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+        raise CaseUnavailable(explain.known_fault(cause, shape, dtype, device) or str(exc)) from exc
     except Exception as exc:
         known = explain.known_fault(exc, shape, dtype, device)
         if known:

@@ -32,6 +32,9 @@ def choose_sample_shape(requested: list[int] | None, shape: list[int], host_boun
         return list(requested), "given with --sample-shape"
     if host_bound:
         return list(shape), "the requested shape is host-bound, so it is sampled as is"
+    if op not in ops.OPS:  # a workload (workloads.py): its own shape is the one it was written for
+        return list(shape), ("the requested shape is not host-bound, and a workload is sampled at its shape "
+                             "(--sample-shape chooses another)")
     fallback = ops.host_bound_shape(op, "cuda")
     if list(fallback) == list(shape):  # already the host-bound size: sampled as is, whatever the case's GPU hides
         return list(shape), (f"the requested shape is the op's host-bound size {','.join(map(str, shape))}, where "

@@ -1,0 +1,209 @@
+"""Workloads (workload/workloads.py): a step written once against the array API, run as one case per library.
+Two real CPU runs, each made once a session (tests/shared.py): a compare of a workload of this file's own on numpy
+and torch, and an atlas of the four built-ins (numpy: each built-in's torch case is built and checked here, in
+process); the rest is checked in process: the cases' results against numpy, the one-line faults."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import checks
+from shared import flametool_once
+
+from flametool.commands import main
+from flametool.measure.child import building
+from flametool.measure.protocol import JobCase
+from flametool.run import rundir
+from flametool.workload import builtin_workloads, workloads
+from flametool.workload.cases import CaseSpec
+
+CASES = Path(__file__).parent / "cases" / "workload_cases.py"
+SHORT = ["--device", "cpu", "--pool-threads", "1", "--iters", "100", "--warmup", "10", "--processes", "1",
+         "--sample-seconds", "1"]
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    out, proc = flametool_once(tmp_path_factory, "workload-compare", "compare", "--workload",
+                               f"{CASES}:scaled_exp_sum", *SHORT)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_a_workload_runs_as_one_case_per_library(compared):
+    run = rundir.load(compared)
+    assert list(run.results) == ["numpy", "torch"]
+    data = json.loads((compared / rundir.RUN_FILE).read_text())
+    assert data["config"]["op"] == "workload_cases.py:scaled_exp_sum"
+    assert [c["xp"] for c in data["config"]["cases"]] == ["numpy", "torch"]
+    for label, r in run.results.items():
+        assert r.error is None and r.library == label and r.factory == f"{CASES}:scaled_exp_sum"
+        assert r.timing is not None and r.timing.cpu_us_per_call > 0
+    # both read the same bytes (the fingerprint of their operands), cast to float32
+    prints = {l: [o.fingerprint for o in r.operands] for l, r in run.results.items()}
+    assert prints["numpy"] and prints["numpy"] == prints["torch"], prints
+
+
+def test_both_libraries_stacks_carry_the_same_lines_of_fn(compared):
+    source = CASES.read_text().splitlines()
+    body = {i + 1 for i, l in enumerate(source) if re.match(r"\s+(c|d|e) = |\s+return e \+ 1.0", l)}
+    lines = {}
+    for label in ("numpy", "torch"):
+        folded = (compared / f"{label}.folded").read_text()
+        lines[label] = {int(n) for n in re.findall(r"scaled_exp_sum\.<locals>\.fn \(workload_cases\.py:(\d+)\)", folded)}
+        # the one step function above fn, at one line, for every library
+        assert re.search(r"_step\.<locals>\.step \(flametool/workload/workloads\.py:\d+\)", folded)
+    assert lines["numpy"] and lines["torch"], lines
+    assert lines["numpy"] <= body and lines["torch"] <= body, (lines, body)
+    assert lines["numpy"] & lines["torch"]
+
+
+@pytest.fixture(scope="module")
+def atlas_of_builtins(tmp_path_factory):
+    out, proc = flametool_once(tmp_path_factory, "workload-atlas", "atlas", "--workloads", "mlp,softmax,layernorm,adam",
+                               "--libs", "numpy", "--device", "cpu", "--pool-threads", "1", "--iters", "50",
+                               "--warmup", "5", "--repeats", "1", "--processes", "1", "--sample-seconds", "1")
+    assert proc.returncode == 0, proc.stderr
+    return out, proc.stdout
+
+
+def test_the_four_builtins_run_in_an_atlas(atlas_of_builtins):
+    out, stdout = atlas_of_builtins
+    run = rundir.load(out)
+    assert run.kind == "atlas" and run.complete and [p.op for p in run.parts] == list(builtin_workloads.WORKLOADS)
+    for part in run.parts:
+        op_run = rundir.load(out / part.dir)
+        assert op_run.config.operation == part.op
+        assert op_run.results["numpy"].error is None and op_run.results["numpy"].timing.cpu_us_per_call > 0
+        assert part.op in stdout
+
+
+def reference(name: str, inputs: list[np.ndarray]):
+    """Each built-in's result in float64 numpy, written apart from it."""
+    if name == "mlp":
+        x, w, b = inputs
+        return np.maximum(x @ w + b, 0).sum()
+    if name == "softmax":
+        (x,) = inputs
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    if name == "layernorm":
+        x, g, b = inputs
+        return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + b
+    n = len(inputs) // 4
+    p, g, m, v = (inputs[i * n:(i + 1) * n] for i in range(4))
+    out = []
+    for pi, gi, mi, vi in zip(p, g, m, v):
+        mi, vi = 0.9 * mi + 0.1 * gi, 0.999 * vi + 0.001 * gi * gi
+        out.append((pi - 1e-3 * (mi / 0.1) / (np.sqrt(vi / 0.001) + 1e-8), mi, vi))
+    return out
+
+
+def host(x):
+    return x.numpy() if hasattr(x, "numpy") else np.asarray(x)
+
+
+@pytest.mark.parametrize("name", list(builtin_workloads.WORKLOADS))
+@pytest.mark.parametrize("xp", ["numpy", "torch"])
+def test_each_builtin_computes_its_step_on_each_cpu_library(name, xp):
+    func = getattr(builtin_workloads, name)
+    shape = {"mlp": (4, 8, 6), "softmax": (3, 5), "layernorm": (3, 5), "adam": (5, 16)}[name]
+    step, sync = workloads.case_factory(func, xp)(shape, "float64", "cpu")
+    step()
+    sync()
+    got, want = step.last[0], reference(name, [x.astype(np.float64) for x in func(np, shape)[1]])
+    if name == "adam":
+        assert len(got) == 5 and [t[0].shape[0] for t in got] == [16, 8, 4, 2, 16]
+        for g, w in zip(got, want):
+            for a, b in zip(g, w):
+                np.testing.assert_allclose(host(a), b, rtol=1e-12)
+    else:
+        np.testing.assert_allclose(host(got), want, rtol=1e-12)
+    assert len(step.operands) == len(func(np, shape)[1])
+
+
+def test_floating_inputs_take_the_case_dtype_from_the_same_bytes():
+    func = workloads.load("scaled_exp_sum", None, str(CASES))
+    steps = {xp: workloads.case_factory(func, xp)((4, 3), "float16", "cpu")[0] for xp in ("numpy", "torch")}
+    a_np, a_torch = steps["numpy"].operands[0], steps["torch"].operands[0]
+    assert a_np.dtype == np.float16 and str(a_torch.dtype) == "torch.float16"
+    assert a_np.tobytes() == a_torch.numpy().tobytes()
+
+
+def test_a_library_fn_does_not_port_to_fails_its_case_naming_the_library_and_line():
+    func = workloads.load("numpy_only", None, str(CASES))
+    workloads.case_factory(func, "numpy")((8,), "float32", "cpu")  # numpy has polyval
+    line = next(i + 1 for i, l in enumerate(CASES.read_text().splitlines()) if "xp.polyval" in l)
+    with pytest.raises(building.CaseUnavailable) as got:
+        building.set_up(workloads.case_factory(func, "torch"), [8], "float32", "cpu")
+    said = str(got.value)
+    assert said.startswith("torch cannot run fn: AttributeError") and f"{CASES}:{line}" in said
+    assert "\n" not in said
+
+
+def test_a_workloads_cases_go_on_when_one_fails():
+    from flametool.commands.main import build_parser
+    from flametool.commands.settings import compare_config
+
+    args = build_parser().parse_args(["compare", "--workload", f"{CASES}:numpy_only", "--device", "cpu"])
+    config = compare_config(args, lambda text: None)
+    assert config.keep_going and [c.label for c in config.cases] == ["numpy", "torch"]
+    assert config.op == "workload_cases.py:numpy_only" and config.shape == [8]
+
+
+def test_a_case_spec_of_a_workload_travels_to_the_child():
+    spec = CaseSpec("torch", "mlp", module=workloads.BUILTIN_MODULE, xp="torch")
+    back = JobCase.from_json(json.loads(json.dumps({"label": "torch", "case": spec.to_json(), "dtype": "float32"})))
+    assert back.case == spec
+    assert "xp" not in CaseSpec("numpy", "numpy_matmul", module="flametool.cases").to_json()
+    factory = building.load_factory(back.case)
+    assert factory.__name__ == "torch_mlp"
+
+
+@pytest.mark.parametrize("argv, words", [
+    ([f"{CASES}:lists_not_arrays"], "inputs[0] is builtins.list, not a NumPy array"),
+    ([f"{CASES}:no_shape"], "cannot be called as no_shape(xp, shape)"),
+    ([f"{CASES}:fn_alone"], "returned function; a workload returns (fn, inputs)"),
+    ([f"{CASES}:raises"], "raised RuntimeError: cannot make the inputs at "),
+    ([f"{CASES}:needs_a_shape"], "has no default; give --shape"),
+    ([f"{CASES}:needs_a_shape", "--shape", "0,2"], "positive integers"),
+    ([f"{CASES}:missing"], "defines no missing"),
+    (["nope"], "expected FILE.py:FUNC or a built-in workload: mlp, softmax, layernorm, adam"),
+    (["mlp", "--shape", "3,4"], "expected 3 positive integers"),
+    (["mlp", "--libs", "numpy,cupy"], "--libs cupy: cupy is not installed"),
+    (["mlp", "--libs", "numpy,mxnet"], "--libs mxnet: a workload runs on numpy, cupy, torch, jax, jax-eager"),
+    (["mlp", "--op", "add"], "a workload is its own step"),
+])
+def test_bad_workloads_are_one_line(capsys, tmp_path, argv, words):
+    out = tmp_path / "run"
+    line = checks.one_line_error(capsys, ["compare", "--device", "cpu", "--workload", *argv, "--out", str(out)], 2,
+                                 progress_first=True)
+    assert words in line, line
+    assert not out.exists()
+
+
+def test_a_library_not_installed_and_no_array_api_compat_are_one_line(capsys, tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("jax", "array_api_compat")
+                        else real(name, *a))
+    base = ["compare", "--device", "cpu", "--workload", "mlp", "--out", str(tmp_path / "run")]
+    line = checks.one_line_error(capsys, [*base, "--libs", "numpy,jax"], 2, progress_first=True)
+    assert "--libs jax: jax is not installed" in line
+    line = checks.one_line_error(capsys, base, 2, progress_first=True)
+    assert "array-api-compat" in line and "pip install 'flametool[workloads]'" in line
+
+
+def test_atlas_workloads_are_checked_before_anything_runs(capsys, tmp_path):
+    base = ["atlas", "--device", "cpu", "--out", str(tmp_path / "run")]
+    for argv, words in ((["--workloads", "mlp,mlp"], "each workload once"),
+                        (["--workloads", "mlp", "--ops", "add"], "give one of them"),
+                        (["--workloads", f"{CASES}:fn_alone"], "a workload returns (fn, inputs)")):
+        assert words in checks.one_line_error(capsys, [*base, *argv], 2, progress_first=True)
+    assert not (tmp_path / "run").exists()

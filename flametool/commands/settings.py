@@ -8,7 +8,7 @@ import math
 from typing import cast
 
 from ..errors import FlametoolError
-from ..measure import atlasrun, environments, machine
+from ..measure import atlasrun, environments, machine, sources
 from ..measure.config import ATLAS_SAMPLE_SECONDS, JAX_CPUS, Config, Defaults, default_out, defaults
 from ..workload import builtins, cases, ops
 from .options import LIMITS, check_fail_above, check_limits, default_sizes, parse_device, parse_dtypes, parse_pair, parse_shape, parse_sizes
@@ -70,6 +70,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> dict:
         processes=args.processes or d.processes, isolate=args.isolate, pairs=pairs, pool_threads=pool_threads,
         keep_going=args.keep_going, out=args.out or default_out(), out_is_default=args.out is None,
         cpu_fallback=cpu_fallback, op=op,
+        source_roots=[str(p) for p in sources.check_source_roots(getattr(args, "source", []))],
         cpus=JAX_CPUS if not on_cpu and any(s.module and builtins.BUILTIN[s.label].library == "jax" for s in specs) else None,
     )
 

@@ -3,7 +3,7 @@
 planted_lines: a step of four lines, one of them planted to cost PLANTED_US per call by busy-waiting (CPU
 time on this thread, which py-spy samples and the timed loop measures), beside three cheap numpy lines: the
 lines view must read that line as the step's hottest, at about PLANTED_US. cython_case: the step calls a
-Cython module built beside this file by the test (tests/cythonbuild.py), its hot line a loop in the .pyx."""
+Cython module built by the test (tests/cythonbuild.py), this file copied beside it, its hot line a loop in the .pyx."""
 
 import os
 import sys
@@ -34,7 +34,7 @@ def planted_lines(m, k, n, dtype, device):
 
 
 def _cython_step(module_name: str):
-    sys.path.insert(0, os.environ.get("FLAMETOOL_TEST_CYTHON_DIR") or os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the test copies this file beside the modules
     module = __import__(module_name)
 
     def step():

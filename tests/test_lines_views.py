@@ -39,7 +39,7 @@ def test_a_run_without_sources_json_shows_its_lines_as_file_and_line(capsys):
     step = a.lines["cupy"].step_lines()
     assert [l.key for l in step][-1] == CUPY_STEP and all(l.text is None for l in a.lines["cupy"].lines)
     terminal = render.show("terminal", a)
-    assert "source lines: each case's step() lines" in terminal and "flametool/cases.py:155" in terminal
+    assert "source lines, us per call: each case's step() lines" in terminal and "flametool/cases.py:155" in terminal
     code, out, _ = cli(capsys, "summary", str(SAMPLE), "--format", "json")
     pair = json.loads(out)["pairs"][0]
     assert code == 0 and pair["lines"] and all(side is None or side["text"] is None

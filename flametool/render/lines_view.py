@@ -76,7 +76,7 @@ def terminal_rows(a: Analysis) -> list[TermRow]:
             for label, case in a.lines.items() for l in hottest(case)]
 
 
-TERMINAL_TITLE = "source lines: each case's step() lines, then its hottest lines by their own time, us per call"
+TERMINAL_TITLE = "source lines, us per call: each case's step() lines, then its hottest"
 TERMINAL_KEY = ("self: the line's own code; total: with all it calls; ± one standard error from the number of "
                 "samples; a generated C/C++ line shows the .pyx line it came from where known, a line whose file "
                 "was not found shows file:line alone (docs/lines.md)")

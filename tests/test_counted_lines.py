@@ -20,14 +20,14 @@ from flametool.run import steptrace
 from flametool.run.counts import OUTSIDE, Counts, LineCounts, Tally
 from flametool.run.steptrace import ApiCall, GpuOp, LineSpan, StepTrace
 
-CASES = Path(__file__).parent / "cases" / "line_cases.py"
+CASES = Path(__file__).parent / "cases" / "counted_line_cases.py"
 SOURCE = CASES.read_text().splitlines()
 LINE = {tag: i + 1 for i, text in enumerate(SOURCE) for tag in ("LINE 1", "LINE 2", "LINE 3") if f"# {tag}" in text}
 DEF = next(i + 1 for i, t in enumerate(SOURCE) if t.strip() == "def step():")
 
 
 def counted_three_lines() -> Counts:
-    spec = importlib.util.spec_from_file_location("line_cases", CASES)
+    spec = importlib.util.spec_from_file_location("counted_line_cases", CASES)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     step, sync = module.three_lines(8, 8, 8, "float32", "cpu")
@@ -59,7 +59,7 @@ def test_a_cpu_step_is_counted_per_line_exactly(three):
     assert three.by_line_kinds == ["python", "host-alloc"]
     texts = {l.line: l.text for l in three.by_line}
     assert texts[LINE["LINE 1"]].startswith("y = helper(1) + helper(2)")
-    assert all(l.file.endswith("line_cases.py") for l in three.by_line if l.file != OUTSIDE)
+    assert all(l.file.endswith("counted_line_cases.py") for l in three.by_line if l.file != OUTSIDE)
 
 
 def test_the_lines_sum_exactly_to_the_steps_counts(three):

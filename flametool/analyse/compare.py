@@ -17,10 +17,11 @@ from typing import Iterator, cast
 
 from . import attribution, countdiff, flamegraph, layers, profstats, reading, timeline, treediff
 from .. import pool
-from ..run import rundir, safeopen, stats
+from ..run import rundir, safeopen, sources, stats
 from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - compare.unlike_operands
 from .attribution import CaseCosts, Skipped
+from .lines import CaseLines, LineDelta, case_lines, diff_lines
 from .treediff import PairDiff
 from ..run.record import CaseResult, Run
 from ..run.timing import Timing
@@ -132,6 +133,33 @@ class Analysis:
         """`cases` in the 'library' view of the layers."""
         return {l: (attribution.attribute(self.profiles[l], "library") if l in self.profiles else x)
                 for l, x in self.cases.items()}
+
+    @functools.cached_property
+    def sources(self) -> sources.Sources:
+        """The run's record of line texts (sources.json; a run recorded before it: an empty one)."""
+        return sources.load(self.run_dir)
+
+    @functools.cached_property
+    def line_profiles(self) -> dict[str, attribution.Profile]:
+        """Each sampled case's stacks with one frame per source line: read when a view of lines first asks."""
+        return {l: attribution.load_profile(self.run_dir, self.run, l, by_line=True) for l in self.profiles}
+
+    @functools.cached_property
+    def lines(self) -> dict[str, CaseLines]:
+        """Each sampled case's host time per call per source line (analyse/lines.py)."""
+        return {l: case_lines(p, self.sources) for l, p in self.line_profiles.items()}
+
+    @functools.cached_property
+    def pair_lines(self) -> dict[tuple[str, str], list[LineDelta]]:
+        """Each sampled pair's lines, head - base, at the pair's common speed where it is anchored (as its
+        frames are); keyed by (base, head)."""
+        out: dict[tuple[str, str], list[LineDelta]] = {}
+        for p in self.pairs:
+            if p.base in self.line_profiles and p.head in self.line_profiles:
+                b, h = at_common_speed(self.line_profiles[p.base], self.line_profiles[p.head], p.anchored)
+                out[(p.base, p.head)] = diff_lines(case_lines(b, self.sources),
+                                                         case_lines(h, self.sources))
+        return out
 
     def view(self, name: str) -> tuple[dict[str, CaseCosts | Skipped], list[treediff.PairDiff]]:
         """(per-case attribution, the pairs' diffs) in a view of the layers ("caller" or "library")."""

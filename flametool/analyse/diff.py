@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import attribution, countdiff, treediff
-from ..run import rundir, stats
+from ..run import rundir, sources, stats
 from ..errors import FlametoolError
+from .lines import LineDelta, case_lines, diff_lines
 from .compare import at_common_speed, counts_of, cross_library, speed_heading
 from ..run.record import Run
 
@@ -25,6 +26,17 @@ def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored
     told so under `names` (base, head): `flametool diff` of two runs, or of two cases of one run."""
     return treediff.diff(*at_common_speed(base, head, anchored), view, at_speed=speed_heading(anchored, *names),
                      by_role=by_role)
+
+
+def line_diff(base_dir: Path, base_run: Run, base: str, head_dir: Path, head_run: Run, head: str,
+              anchored: stats.Anchored | None) -> list[LineDelta]:
+    """The lines of two sampled cases (of one run or two), head - base, at their common speed when anchored,
+    each side's texts from its own run's record."""
+    b, h = at_common_speed(attribution.load_profile(base_dir, base_run, base, by_line=True),
+                           attribution.load_profile(head_dir, head_run, head, by_line=True), anchored)
+    same = Path(base_dir).resolve() == Path(head_dir).resolve()
+    record_b = sources.load(base_dir)
+    return diff_lines(case_lines(b, record_b), case_lines(h, record_b if same else sources.load(head_dir)))
 
 
 def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> str:
@@ -207,6 +219,7 @@ class DiffResult:
     counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (exact; before any time)
     differences: list[Difference] = field(default_factory=list)  # two runs: what they did not do alike
     incomplete: list[str] = field(default_factory=list)  # the runs ("A", "B"; the run) that did not finish
+    lines: list[LineDelta] | None = None  # the source lines, head - base (None: not both sampled)
 
     @property
     def unlike(self) -> list[Difference]:
@@ -248,11 +261,14 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
         figures = anchored_diff(attribution.load_profile(run_a, a, label), attribution.load_profile(run_b, b, label),
                                 change.anchored, view, ("A", "B"))
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
-    return DiffResult(label, str(run_a), str(run_b), shapes[0] == shapes[1], figures, change=change,
+    result = DiffResult(label, str(run_a), str(run_b), shapes[0] == shapes[1], figures, change=change,
                       not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare",
                       counts=countdiff.diff_counts(counts_of(a, label), counts_of(b, label), "A", "B"),
                       differences=differences(a, b, label, found),
                       incomplete=[name for name, run in (("A", a), ("B", b)) if not run.complete])
+    if sampled:
+        result.lines = line_diff(run_a, a, label, run_b, b, label, change.anchored)
+    return result
 
 
 def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> DiffResult:
@@ -281,9 +297,12 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
         f = stats.pair(base, sb, head, sh, run.paired(base, head),
                        base_us=pooled[base].us if base in pooled else None)
         change = Change(f.ratio, f.ratio_interval, "paired in the same processes" if f.paired else "not paired", None, f)
-    return DiffResult(f"{head} - {base}", str(run_dir), str(run_dir),
+    result = DiffResult(f"{head} - {base}", str(run_dir), str(run_dir),
                       (rb.sample_shape, rb.dtype) == (rh.sample_shape, rh.dtype), figures, (base, head), change,
                       not_sampled=None if sampled else f"{base} and {head} were not both sampled: no layers or frames to "
                                                        "compare",
                       incomplete=[] if run.complete else ["the run"],
                       counts=countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head))
+    if sampled:
+        result.lines = line_diff(run_dir, run, base, run_dir, run, head, got)
+    return result

@@ -11,6 +11,7 @@ from .compare import Analysis, PairAnalysis
 from .diff import Change, DiffResult, Verdict, verdict
 from .atlas import AtlasAnalysis
 from .countdiff import CountDiff
+from .lines import LineDelta
 from .sweep import SweepAnalysis, size_name
 from .treediff import FrameDelta, LayerDelta, PairDiff
 from ..errors import FlametoolError
@@ -48,6 +49,7 @@ class PairSummary:
     counts: CountDiff | None = None  # what a step does, counted, head - base: first, exact
     layers: list[LayerDelta] = field(default_factory=list)  # every layer difference
     frames: list[FrameDelta] = field(default_factory=list)  # every frame difference, largest first
+    lines: list[LineDelta] = field(default_factory=list)  # every source line, the largest difference first
 
 
 @dataclass
@@ -97,7 +99,8 @@ def pair_change(p: PairAnalysis) -> Change | None:
 
 
 def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
-              fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None) -> PairSummary:
+              fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None,
+              lines: list[LineDelta] | None = None) -> PairSummary:
     a = change.anchored
     diff_us: float | None
     base_us: float | None
@@ -113,7 +116,7 @@ def of_change(label: str, base: str, head: str, head_where: str, change: Change,
     return PairSummary(label, base, head, head_where, change, diff_us, interval, base_us, units, layer, frame,
                        not_sampled if d is None else None,
                        verdict(change, label, fail_above) if fail_above is not None else None, counts,
-                       list(d.layers) if d else [], list(d.frames) if d else [])
+                       list(d.layers) if d else [], list(d.frames) if d else [], list(lines or []))
 
 
 def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
@@ -126,7 +129,8 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         if change is None:
             continue
         out.pairs.append(of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff,
-                                   fail_above, "not both sampled: no layer or frame differences", p.counts))
+                                   fail_above, "not both sampled: no layer or frame differences", p.counts,
+                                   a.pair_lines.get((p.base, p.head))))
     return out
 
 
@@ -147,7 +151,7 @@ def of_diff(result: DiffResult, fail_above: float | None = None, allow_unlike: b
         out.no_verdict, fail_above = unlike_sentence(result), None
     if result.change is not None:
         out.pairs.append(of_change(label, base, head, head if result.cases else "B", result.change, result.figures,
-                                   fail_above, result.not_sampled, result.counts))
+                                   fail_above, result.not_sampled, result.counts, result.lines))
     return out
 
 

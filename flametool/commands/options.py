@@ -93,6 +93,9 @@ def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True)
                         "its ratio to numpy 1.26 in one run and 1.69 in the next, where 1 thread read 0.96 in each)")
     p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails (a workload's "
                                                              "cases always: a library fn does not port to fails alone)")
+    p.add_argument("--source", action="append", default=[], metavar="DIR",
+                   help="a library's checkout or build tree, where the generated C/C++ of its Cython is, to map "
+                        "sampled .c/.cpp lines to .pyx lines and keep their text (repeatable; docs/lines.md)")
     p.add_argument("--out", type=Path, help="run directory to create (default flametool-runs/<timestamp>)")
 
 

@@ -8,7 +8,7 @@ import math
 from typing import cast
 
 from ..errors import FlametoolError
-from ..measure import atlasrun, environments, machine
+from ..measure import atlasrun, environments, machine, sources
 from ..measure.config import ATLAS_SAMPLE_SECONDS, JAX_CPUS, Config, Defaults, default_out, defaults
 from ..workload import builtins, cases, ops, workloads
 from .options import LIMITS, check_fail_above, check_limits, default_sizes, parse_device, parse_dtypes, parse_pair, parse_shape, parse_sizes
@@ -73,6 +73,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> tuple[dict, work
         # a workload's cases go on when one fails: a library fn does not port to fails alone (workloads.py)
         keep_going=args.keep_going or workload is not None, out=args.out or default_out(),
         out_is_default=args.out is None, cpu_fallback=cpu_fallback, op=op,
+        source_roots=[str(p) for p in sources.check_source_roots(getattr(args, "source", []))],
         cpus=JAX_CPUS if not on_cpu and any(environments.library(s) == "jax" for s in specs) else None,
     ), workload
 

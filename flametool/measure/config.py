@@ -156,6 +156,9 @@ class Config:
     anchor: str | None = None
     op: str = "matmul"  # --op: what the built-in cases launch (ops.py); `shape` and `sizes` are this op's
     cpus: int | None = None  # CPUs each child may run on (spawn.CPUS_ENV; a run with jax: JAX_CPUS); None: all
+    # --source: folders (resolved, checked by measure.sources.check_source_roots) where the files the samples name
+    # are looked for besides the case's folder and the child's sys.path: a library's checkout or build tree
+    source_roots: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.max_processes is None:
@@ -170,6 +173,8 @@ class Config:
             data["envs"] = [{"name": e.name, "python": e.python} for e in self.environments]
         else:  # a run of one environment records its options as before
             data.pop("anchor")
+        if not self.source_roots:  # as before --source
+            data.pop("source_roots")
         return data
 
     def python(self, env: str | None) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .spawn import Progress, Spares
 from ..run import rundir
+from ..run import sources as rec
 from ..workload.cases import CaseSpec
 from .config import Config
 from ..errors import CaseError, FlametoolError
@@ -24,9 +25,15 @@ class Measurement:
         self.steps: dict[str, int] = {}  # calls of step() per loop at the sample shape, per case
         self.spares = Spares(config, self.out)
         self.timing_started: float | None = None  # time.monotonic() when the first timing process started
+        self.sources: list[rec.Sources] = []  # each profiled process's line texts (profiling.line_texts)
 
     def save(self) -> None:
         rundir.save(self.out, self.run)
+
+    def save_sources(self) -> None:
+        """sources.json of the lines every profiled case's samples name (none sampled: no file, as before)."""
+        if self.sources:
+            rec.save(self.out, rec.merge(self.sources))
 
     def case_groups(self) -> list[list[CaseSpec]]:
         """The cases that share processes: all of them, or with --env those of each environment."""

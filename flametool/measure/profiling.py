@@ -1,13 +1,18 @@
 """Each case alone: its own loops, the loop under cProfile, and py-spy --native on it (compare: at the sample
-shape; sweep --sample: at each host-bound size), into the run directory's .prof and .folded files."""
+shape; sweep --sample: at each host-bound size), into the run directory's .prof and .folded files; and the text
+of the source lines its samples name (measure/sources.py), kept in the Measurement until sources.json is saved."""
 
 from __future__ import annotations
 
-from . import sampler
+from pathlib import Path
+
+from . import sampler, sources
 from .spawn import child_sample_grace, run_child
 from .jobs import job_base, job_case
 from .measurement import Measurement, stop_if_refused
-from ..run import rundir, steptrace
+from ..errors import RunDirError
+from ..run import folded, rundir, steptrace
+from ..run import sources as rec
 from ..workload.cases import CaseSpec
 from .protocol import ProfileJob
 from ..run.profiled import ProfileProcess
@@ -63,6 +68,7 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
         files["timeline"] = timeline.name
     if sampling is not None:
         files["folded"] = rundir.folded_path(m.out, name).name
+        m.sources.append(line_texts(rundir.folded_path(m.out, name), case, got.sys_path, m.config.source_roots))
         if sampling.other_samples:
             files["threads"] = rundir.threads_path(rundir.folded_path(m.out, name)).name
         sampling.calls_per_chunk = got.calls_per_chunk
@@ -72,3 +78,35 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
     return ProfileProcess(own=got.own, calls=got.calls, cprofile_us_per_call=got.cprofile_us_per_call,
                           cprofile_calls=got.cprofile_calls, sampling=sampling, files=files,
                           counts=got.counts)
+
+
+# A function's lines between its first and last sampled line are kept too, when it spans at most this many, so a
+# listing of it shows the lines without samples (greyed) with their text; a longer span keeps its sampled lines.
+FUNCTION_SPAN = 60
+
+
+def wanted_lines(stacks: list[folded.Stack]) -> dict[str, set[int]]:
+    """The file:lines the stacks name (sources.locations), with each short function's lines in between."""
+    wanted = sources.locations(stacks)
+    by_function: dict[tuple[str, str], set[int]] = {}
+    for s in stacks:
+        for frame in s.frames:
+            loc = rec.location(frame)
+            if loc is not None:
+                by_function.setdefault((folded.frame_function(frame), loc[0]), set()).add(loc[1])
+    for (_, file), lines in by_function.items():
+        if max(lines) - min(lines) < FUNCTION_SPAN:
+            wanted[file].update(range(min(lines), max(lines) + 1))
+    return wanted
+
+
+def line_texts(stacks_file: Path, case: CaseSpec, sys_path: list[str], source_roots: list[str]) -> rec.Sources:
+    """The record of the lines a case's stacks name, read where it ran (its folder, its sys.path, --source);
+    a stack file that cannot be read gives an empty one (its lines show as file:line alone)."""
+    try:
+        stacks = folded.read(stacks_file)
+    except RunDirError:
+        return rec.Sources()
+    roots = sources.Roots(Path(case.file) if case.file else None, tuple(Path(p) for p in sys_path),
+                          tuple(Path(p) for p in source_roots))
+    return sources.collect(wanted_lines(stacks), roots)

@@ -24,6 +24,7 @@ ACTIVE_LOOP = "active_loop"
 ACTIVE_LOOP_FILE = "flametool/measure/child/loops.py"
 # A spare's command line: MSG_FD SPARE PARENT_PID MODULES (child/entry.py), its job then read from stdin.
 SPARE = "--spare"
+MAX_PATHS = 4096  # entries of a child's sys.path (CaseProfiled.sys_path): far more than any environment has
 
 
 def _shape(value: Any) -> list[int]:
@@ -44,6 +45,14 @@ def _loops(data: dict) -> Loops:
     return Loops(cpu_us=list(data["cpu_us"]), gpu_us=list(data.get("gpu_us", [])), slots=list(data.get("slots", [])),
                  wall_us=list(data.get("wall_us", [])), all_threads_us=list(data.get("all_threads_us", [])),
                  other_threads_us=list(data.get("other_threads_us", [])))
+
+
+def _paths(value: Any) -> list[str]:
+    """A list of folder paths as the child's sys.path gives them (strings, no NUL): anything else is not one."""
+    if not (isinstance(value, list) and len(value) <= MAX_PATHS
+            and all(isinstance(p, str) and p and "\0" not in p for p in value)):
+        raise ValueError(f"not a list of paths: {str(value)[:80]!r}")
+    return value
 
 
 def _operands(data: dict) -> Operands:
@@ -251,6 +260,8 @@ class CaseProfiled:
     chunks: list[list[float]] | None = None
     calls_per_chunk: int | None = None
     counts: Counts | None = None  # the counted loop, after the others
+    # the child's sys.path once the case was imported: where the files of its frames are found (measure/sources.py)
+    sys_path: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         data = {k: v for k, v in asdict(self).items() if k != "counts"}
@@ -260,7 +271,8 @@ class CaseProfiled:
     def from_json(cls, data: dict) -> "CaseProfiled":
         return cls(_loops(data["own"]), int(data["calls"]), float(data["cprofile_us_per_call"]),
                    int(data["cprofile_calls"]), data.get("chunks"), data.get("calls_per_chunk"),
-                   Counts.from_json(data["counts"]) if data.get("counts") is not None else None)
+                   Counts.from_json(data["counts"]) if data.get("counts") is not None else None,
+                   _paths(data.get("sys_path", [])))
 
 
 RESULTS: dict[str, type[AnyResult]] = {r.job: r for r in (Timed, Swept, CaseProfiled)}

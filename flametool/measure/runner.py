@@ -84,15 +84,18 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
             paired.time_envs(m)
         else:
             time_all(m, functools.partial(paired.time_group, m))
-        for case in config.cases:
-            r = run.results[case.label]
-            if r.error is not None or case.label not in m.steps:
-                continue
-            profiling.profile(m, case)
-            m.save()
-            if r.profile is not None:
-                stop_if_refused(case.label, r.profile, out)
-            stop_if_failed(run, config)
+        try:
+            for case in config.cases:
+                r = run.results[case.label]
+                if r.error is not None or case.label not in m.steps:
+                    continue
+                profiling.profile(m, case)
+                m.save()
+                if r.profile is not None:
+                    stop_if_refused(case.label, r.profile, out)
+                stop_if_failed(run, config)
+        finally:  # the lines of the cases profiled so far, whatever stopped the run
+            m.save_sources()
     return out, run
 
 
@@ -103,9 +106,12 @@ def sweep(config: Config, argv: list[str], progress: Progress) -> tuple[Path, Ru
     with finishing(m):
         time_all(m, functools.partial(sweeping.time_sweep, m))
         if config.sample:
-            for case in config.cases:
-                if m.run.results[case.label].error is None:
-                    profiling.profile_points(m, case)
+            try:
+                for case in config.cases:
+                    if m.run.results[case.label].error is None:
+                        profiling.profile_points(m, case)
+            finally:
+                m.save_sources()
     return config.out, m.run
 
 

@@ -26,7 +26,7 @@ from markupsafe import Markup
 from .. import __version__
 from ..workload import builtins
 from ..run import counts, perturbation, rundir
-from . import atlas_page, charts, format as fmt, sweep_page
+from . import atlas_page, charts, format as fmt, lines_view, sweep_page
 from ..analyse import countdiff, flamegraph as flame, naming
 from . import counted_lines
 from ..analyse.compare import Analysis, PairAnalysis
@@ -265,6 +265,7 @@ class Report:
     js: Markup = Markup("")
     sections: list[tuple[str, str]] = field(default_factory=list)
     counts: CountsSection | None = None  # what each call does, counted (runs recorded before counting: None)
+    lines: lines_view.LinesSection | None = None  # host time per source line (render/lines_view.py)
 
 
 def ok_results(run: Run) -> dict[str, CaseResult]:
@@ -658,6 +659,11 @@ def build(a: Analysis) -> Report:
     env = environment()
     labels = list(data.results)
     counted = counts_section(a)
+    by_line = lines_view.section(a)
+    sections = SECTIONS if counted is None else SECTIONS[:1] + [("counts", "Counted")] + SECTIONS[1:]
+    if by_line is not None:  # after the hot frames
+        sections = [*sections[:sections.index(("frames", "Hot frames")) + 1], ("lines", "Lines"),
+                    *sections[sections.index(("frames", "Hot frames")) + 1:]]
     return Report(
         pairs=[f"{d.head} − {d.base}" for d in diffs],
         title=f"flametool: {' vs '.join(labels) or 'empty run'}",
@@ -677,8 +683,9 @@ def build(a: Analysis) -> Report:
         environment=environment_rows(run, data),
         css=asset(env, "report.css"),
         js=asset(env, "report.js"),
-        sections=SECTIONS if counted is None else SECTIONS[:1] + [("counts", "Counted")] + SECTIONS[1:],
+        sections=sections,
         counts=counted,
+        lines=by_line,
     )
 
 

@@ -8,7 +8,7 @@ import json
 import math
 from typing import Any
 
-from . import format as fmt
+from . import format as fmt, lines_view
 from ..run.stats import Interval
 from ..analyse import countdiff
 from ..analyse.summary import SCHEMA, VERSION, HeadlineRow, PairSummary, Summary
@@ -77,6 +77,11 @@ def frame_text(p: PairSummary, code: bool = False) -> str | None:
             f"± {r.delta_se_us:,.2f} us of its own time")
 
 
+def line_texts(p: PairSummary) -> list[str]:
+    """The source lines that differ most, one sentence each (lines_view.delta_sentence)."""
+    return [lines_view.delta_sentence(d) for d in lines_view.changed(p.lines)[:lines_view.SUMMARY_LINES]]
+
+
 def count_lines(p: PairSummary) -> list[str]:
     return countdiff.lines(p.counts)
 
@@ -130,6 +135,7 @@ class TextSummary(Renderer[Summary]):
                 lines.append(f"  largest layer difference: {layer}")
             if frame:
                 lines.append(f"  largest frame difference: {frame}")
+            lines += [f"  line that differs most: {t}" if i == 0 else f"    then: {t}" for i, t in enumerate(line_texts(p))]
             if p.not_sampled:
                 lines.append(f"  {p.not_sampled}")
             if p.verdict is not None:
@@ -197,6 +203,7 @@ class MarkdownSummary(Renderer[Summary]):
                      ("largest layer difference", layer_text(p)),
                      ("largest frame difference", frame_text(p, code=True)), ("", p.not_sampled),
                      ("verdict", p.verdict.sentence if p.verdict else None)]
+            notes += [("lines that differ most" if i == 0 else "then", t) for i, t in enumerate(line_texts(p))]
             notes = [(k, v) for k, v in notes if v]
             if notes:
                 out.append(f"**{md(p.label)}**")
@@ -253,6 +260,7 @@ def pair_json(p: PairSummary) -> dict[str, Any]:
                     "base_total_us": r.base_total_us_per_call, "head_total_us": r.head_total_us_per_call,
                     "delta_us": r.delta_us_per_call, "delta_total_us": r.delta_total_us_per_call,
                     "se_us": r.delta_se_us} for r in p.frames],
+        "lines": lines_view.deltas_json(p.lines),
     }
 
 

@@ -13,7 +13,7 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
-from . import format as fmt
+from . import format as fmt, lines_view
 from ..run import counts, perturbation
 from ..analyse import countdiff, sweep
 from . import counted_lines
@@ -375,6 +375,7 @@ def print_run_diff(result: DiffResult, console: Console, top: int = 10, view: st
     if case_diff.at_speed:
         say(console, fmt.visible(case_diff.at_speed))
     print_frame_deltas(case_diff.named(base, head), console, top)
+    print_line_deltas(result.lines or [], console, base, head)
     if not result.same_shape_and_dtype:
         say(console, ("note: the two cases were sampled at different shapes or dtypes" if cases
                       else "note: the two runs sampled this case at different shapes or dtypes"))
@@ -489,6 +490,39 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
         say(console, "the atlas is incomplete (interrupted): the ops it did not finish are marked so")
 
 
+def print_lines(a: Analysis, console: Console) -> None:
+    """Each sampled case's step() lines and hottest lines (render/lines_view.py chooses and writes them)."""
+    rows = lines_view.terminal_rows(a)
+    if not rows:
+        return
+    table = titled(lines_view.TERMINAL_TITLE)
+    texts = any(r.code for r in rows)  # a run recorded before lines were kept has none: no column for them
+    for col, right in (("case", False), ("line", False), ("code", False), ("self", True), ("total", True)):
+        if col != "code" or texts:
+            table.add_column(col, justify="right" if right else "left", overflow="ellipsis" if col == "code" else "fold")
+    for r in rows:
+        table.add_row(text(r.case), text(r.where), *([text(r.code)] if texts else []), r.self, r.total)
+    show(console, table)
+    say(console, lines_view.TERMINAL_KEY)
+
+
+def print_line_deltas(deltas: list, console: Console, base: str, head: str) -> None:
+    """The source lines two cases differ most in (render/lines_view.py)."""
+    rows = lines_view.delta_rows(deltas)
+    if not rows:
+        return
+    table = titled(f"source lines that differ most ({fmt.visible(head)} - {fmt.visible(base)}), us per call")
+    texts = any(r.code for r in rows)
+    for col in ("line", *(["code"] if texts else []), f"{base} self", f"{head} self", "diff self", "diff total"):
+        table.add_column(text(col), justify="left" if col in ("line", "code") else "right",
+                         overflow="ellipsis" if col == "code" else "fold")
+    for r in rows:
+        table.add_row(text(r.where), *([text(r.code)] if texts else []), r.base_self, r.head_self, r.diff_self,
+                      r.diff_total)
+    show(console, table)
+    say(console, lines_view.DELTA_KEY.format(head=fmt.visible(head), base=fmt.visible(base)))
+
+
 def _text(options: Options, draw: Callable[[Console], None]) -> str:
     """What `draw` prints, as text: on a console of the options' width, in colour when asked."""
     buffer = io.StringIO()
@@ -507,6 +541,7 @@ class TerminalCompare(Renderer[Analysis]):
         def draw(console: Console) -> None:
             print_summary(result, console)
             print_layers(result, console, view=self.options.view)
+            print_lines(result, console)
 
         return _text(self.options, draw)
 

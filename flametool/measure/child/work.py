@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import math
 import os
+import sys
 from typing import Callable, cast
 
 from ...workload import ops
@@ -15,7 +16,7 @@ from .. import counting
 from ...run import steptrace
 from ...run.counts import Counts
 from ...workload.cases import Step, Sync, cuda_index
-from ..protocol import (CaseProfiled, CaseTimed, JobCase, PlanItem, Point, PointCase, ProfileJob, SampleReady,
+from ..protocol import (MAX_PATHS, CaseProfiled, CaseTimed, JobCase, PlanItem, Point, PointCase, ProfileJob, SampleReady,
     SweepJob, Swept, Timed, TimedLoops, TimeJob)
 from ...run.record import DeviceInfo, Operands
 from .building import CaseUnavailable, build, describe, load_factory, set_up
@@ -218,7 +219,8 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
         raise CaseUnavailable(errors[c.label])
     report.phase("cprofile")
     us_per_call, profiled_calls, table = cprofile_phase(step, sync, steps, job.prof_path)
-    result = CaseProfiled(own[c.label], steps * ops, us_per_call, profiled_calls)
+    result = CaseProfiled(own[c.label], steps * ops, us_per_call, profiled_calls,
+                          sys_path=[p for p in sys.path if p and "\0" not in p][:MAX_PATHS])
     if job.sample:
         report.send(SampleReady(os.getpid()))
         result.chunks = sampled_phase(step, sync, steps, job.max_sample_seconds)

@@ -1,0 +1,242 @@
+"""The source lines of a run as the views show them (issue 39): the terminal's hottest lines of each case, the
+report's annotated listings (the case's step() and its hottest functions, line by line), and the lines two cases,
+runs or builds differ most in (summary, diff). The figures are analyse/lines.py's; here they are chosen and
+written as strings, no markup.
+
+A line's text and a frame's file name are data from the measuring host (a case file, a library, a hand-written
+sources.json): each is made visible (format.visible: control characters as escapes) and shortened here, and each
+renderer escapes it its own way: the terminal prints it as rich Text (never read as markup), the report's
+templates autoescape, JSON holds it as a string. A line whose file was not found shows as file:line alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import format as fmt
+from ..analyse.compare import Analysis
+from ..analyse.lines import CaseLines, LineCost, LineDelta
+from ..run.sources import Sources
+
+STEP_LINES = 8  # of a case's step() lines, the terminal shows at most this many (in source order)
+HOT_LINES = 3  # then its hottest other lines by own time
+TEXT_WIDTH = 56  # characters of a line's text in a table
+WHERE_WIDTH = 60  # characters of file:line (a path is cut from the left: the name and line are what tell)
+DIFF_LINES = 10  # rows of a diff's table of the lines that differ most
+SUMMARY_LINES = 3  # lines of the text and Markdown summaries
+JSON_LINES = 50  # lines of a pair in the JSON summary (docs/summary-json.md), with every step() line besides
+LISTED_FUNCTIONS = 4  # functions listed under a case's step() in the report, by their lines' own time
+LISTING_SPAN = 60  # a function's lines listed one by one, its lines without samples among them (greyed)
+
+
+def short(text: str, width: int = TEXT_WIDTH) -> str:
+    """Visible text of at most `width` characters, cut at the end with '…'."""
+    text = fmt.visible(text)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def where(text: str, width: int = WHERE_WIDTH) -> str:
+    """file:line, visible, at most `width` characters: a long path cut at its start."""
+    text = fmt.visible(text)
+    return text if len(text) <= width else "…" + text[-(width - 1):]
+
+
+def code(line: LineCost | None, width: int = TEXT_WIDTH) -> str:
+    """A line's text as a table shows it (indentation dropped); for generated C/C++ mapped to a .pyx line, that
+    line's text, after its place; '' where the file was not found (the row shows file:line alone)."""
+    if line is None:
+        return ""
+    if line.pyx is not None:
+        return short(f"{line.pyx.file}:{line.pyx.line}: {(line.pyx.text or '').strip()}".rstrip(": "), width)
+    return short(line.text.strip(), width) if line.text else ""
+
+
+def hottest(case: CaseLines) -> list[LineCost]:
+    """What the terminal shows of a case: its step() lines in source order, then its hottest other lines by own
+    time (those with samples of their own)."""
+    steps = case.step_lines()[:STEP_LINES]
+    others = [l for l in case.lines if not l.step and l.self.samples][:HOT_LINES]
+    return steps + others
+
+
+@dataclass
+class TermRow:
+    case: str
+    where: str
+    code: str
+    self: str
+    total: str
+    step: bool
+
+
+def terminal_rows(a: Analysis) -> list[TermRow]:
+    """Each sampled case's hottest lines, as hottest() chooses them."""
+    return [TermRow(short(label, 30), where(l.where), code(l), fmt.pm(l.self.us_per_call, l.self.se_us),
+                    fmt.pm(l.total.us_per_call, l.total.se_us), l.step)
+            for label, case in a.lines.items() for l in hottest(case)]
+
+
+TERMINAL_TITLE = "source lines, us per call: each case's step() lines, then its hottest"
+TERMINAL_KEY = ("self: the line's own code; total: with all it calls; ± one standard error from the number of "
+                "samples; a generated C/C++ line shows the .pyx line it came from where known, a line whose file "
+                "was not found shows file:line alone (docs/lines.md)")
+
+
+@dataclass
+class DeltaRow:
+    where: str
+    code: str
+    base_self: str
+    head_self: str
+    diff_self: str
+    diff_total: str
+    matched: str
+
+
+def delta_rows(deltas: list[LineDelta], top: int = DIFF_LINES) -> list[DeltaRow]:
+    """The `top` lines that differ most (diff_lines' order), as strings."""
+    def us_of(l: LineCost | None) -> str:
+        return fmt.num(l.self.us_per_call) if l is not None else fmt.DASH
+
+    return [DeltaRow(where(d.where), code(d.head or d.base), us_of(d.base), us_of(d.head),
+                     fmt.pm(d.self_delta, d.self_se, sign=True), fmt.pm(d.total_delta, d.total_se, sign=True),
+                     d.matched_by or ("head only" if d.base is None else "base only"))
+            for d in changed(deltas)[:top]]
+
+
+def changed(deltas: list[LineDelta]) -> list[LineDelta]:
+    return [d for d in deltas if d.self_delta or d.total_delta]
+
+
+def delta_sentence(d: LineDelta) -> str:
+    """One line of a summary: 'case.py:21 `y = a * 2.0` +19.80 ± 0.41 us of its own time (total +19.90 ± 0.41)'."""
+    text = code(d.head or d.base)
+    return (f"{where(d.where)}" + (f" `{text.replace('`', '')}`" if text else "")
+            + f" {fmt.pm(d.self_delta, d.self_se, sign=True)} us of its own time"
+              f" (total {fmt.pm(d.total_delta, d.total_se, sign=True)})")
+
+
+DELTA_KEY = ("self: the line's own code; total: with all it calls; diff: {head} minus {base}, ± one standard error "
+             "from the number of samples; lines matched by file and line, else the step()'s lines in source order, "
+             "else by function and text")
+
+
+def line_json(l: LineCost | None) -> dict[str, Any] | None:
+    if l is None:
+        return None
+    return {"file": l.file, "line": l.line, "function": l.function, "kind": l.kind, "step": l.step, "text": l.text,
+            "pyx": None if l.pyx is None else {"file": l.pyx.file, "line": l.pyx.line, "text": l.pyx.text},
+            "self_us": l.self.us_per_call, "self_se_us": l.self.se_us, "self_samples": l.self.samples,
+            "total_us": l.total.us_per_call, "total_se_us": l.total.se_us, "total_samples": l.total.samples}
+
+
+def deltas_json(deltas: list[LineDelta]) -> list[dict[str, Any]]:
+    """A pair's lines for the JSON summary: the JSON_LINES that differ most, and every step() line besides."""
+    keep = [d for i, d in enumerate(deltas) if i < JSON_LINES or any(l is not None and l.step for l in (d.base, d.head))]
+    return [{"where": d.where, "matched_by": d.matched_by or None, "base": line_json(d.base), "head": line_json(d.head),
+             "delta_us": d.self_delta, "delta_se_us": d.self_se, "delta_total_us": d.total_delta,
+             "delta_total_se_us": d.total_se} for d in keep]
+
+
+# --- the report's listings ----------------------------------------------------------------------------------
+
+@dataclass
+class ListingRow:
+    line: str  # its number, or '⋮' for lines left out
+    text: str
+    sampled: bool
+    self: str
+    total: str
+    self_pct: float  # the bars: of the case's time per call
+    total_pct: float
+    pyx: str = ""  # a generated C/C++ line: the .pyx line it came from, with its text
+
+
+@dataclass
+class Listing:
+    title: str  # the function
+    file: str
+    rows: list[ListingRow]
+
+
+@dataclass
+class CaseListings:
+    label: str
+    us_per_call: str
+    listings: list[Listing]
+
+
+@dataclass
+class PairLines:
+    title: str
+    base: str
+    head: str
+    rows: list[DeltaRow]
+    key: str
+
+
+@dataclass
+class LinesSection:
+    cases: list[CaseListings]
+    pairs: list[PairLines] = field(default_factory=list)
+    note: str = ""
+
+
+LISTING_NOTE = ("Host time per call by source line, from the same samples as the frames: self, the line's own code; "
+                "total, with all it calls; the bars are shares of the case's time per call (dark: self). Lines "
+                "without samples are grey. A line's text is as the measuring host had it (kept in sources.json); "
+                "a generated C/C++ line shows the .pyx line it came from where the generated source was found "
+                "(beside the module, or under --source). See docs/lines.md for where lines come from and their "
+                "limits.")
+
+
+def _pct(value: float, whole: float) -> float:
+    return round(max(0.0, min(100.0, 100 * value / whole)), 1) if whole > 0 else 0.0
+
+
+def listing(lines: list[LineCost], record: Sources, case_us: float, title: str) -> Listing:
+    """One function's lines in source order: every line from its first sampled one to its last where they span
+    at most LISTING_SPAN (the lines without samples greyed, with their text where it was kept), else the
+    sampled ones with '⋮' where lines are left out."""
+    by_line = {l.line: l for l in lines}
+    file = lines[0].file
+    first, last = min(by_line), max(by_line)
+    numbers = list(range(first, last + 1)) if last - first < LISTING_SPAN else sorted(by_line)
+    rows: list[ListingRow] = []
+    for i, n in enumerate(numbers):
+        if i and n != numbers[i - 1] + 1:
+            rows.append(ListingRow("⋮", "", False, "", "", 0.0, 0.0))
+        l = by_line.get(n)
+        if l is None:
+            text = record.text(file, n)
+            rows.append(ListingRow(str(n), short(text.rstrip(), 120) if text else "", False, "", "", 0.0, 0.0))
+            continue
+        pyx = code(l, 120) if l.pyx is not None else ""
+        rows.append(ListingRow(str(n), short(l.text.rstrip(), 120) if l.text else "", True,
+                               fmt.pm(l.self.us_per_call, l.self.se_us), fmt.pm(l.total.us_per_call, l.total.se_us),
+                               _pct(l.self.us_per_call, case_us), _pct(l.total.us_per_call, case_us), pyx))
+    return Listing(short(title, 120), where(file, 120), rows)
+
+
+def case_listings(case: CaseLines, record: Sources) -> CaseListings:
+    """A case's step() listed, then its LISTED_FUNCTIONS hottest functions (by their lines' own time)."""
+    groups: dict[tuple[str, str], list[LineCost]] = {}
+    for l in case.lines:
+        groups.setdefault((l.function, l.file), []).append(l)
+    step = [g for g in groups.values() if g[0].step]
+    rest = sorted((g for g in groups.values() if not g[0].step and any(l.self.samples for l in g)),
+                  key=lambda g: (-sum(l.self.samples for l in g), g[0].function, g[0].file))
+    listed = [listing(g, record, case.us_per_call, f"{g[0].function} (the case's step())") for g in step]
+    listed += [listing(g, record, case.us_per_call, g[0].function) for g in rest[:LISTED_FUNCTIONS]]
+    return CaseListings(short(case.label, 80), fmt.us(case.us_per_call), listed)
+
+
+def section(a: Analysis) -> LinesSection | None:
+    """The report's section of lines; None for a run with no sampled line (the page is as it was)."""
+    cases = [case_listings(c, a.sources) for c in a.lines.values() if c.lines]
+    if not cases:
+        return None
+    pairs = [PairLines(short(f"{head} − {base}", 80), short(base, 40), short(head, 40), delta_rows(d, 15),
+                       DELTA_KEY.format(head=fmt.visible(head), base=fmt.visible(base)))
+             for (base, head), d in a.pair_lines.items() if changed(d)]
+    return LinesSection(cases, pairs, LISTING_NOTE)

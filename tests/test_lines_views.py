@@ -1,0 +1,168 @@
+"""The views of source lines (issue 39) on stored runs, without measuring: a run recorded before sources.json still
+shows its lines (file:line alone); a hostile line text is escaped and shortened in the terminal, the report, every
+summary and the diff; --source checked in one line; the child's sys.path decoded strictly; the lines kept for a
+listing; export --lines keeps line-level frames."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from flametool import render
+from flametool.analyse import dispatch
+from flametool.commands import main
+from flametool.measure import profiling, protocol
+from flametool.render import lines_view
+from flametool.render.base import Options
+from flametool.analyse.lines import LineCost
+from flametool.run import folded
+from flametool.run import sources as rec
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "samples" / "h200-seed-fp16"  # cupy and torch, sampled, no sources.json (recorded before it)
+CUPY_STEP = ("flametool/cases.py", 155)  # cupy's step line there: `return cupy.matmul(a, b, out=out)`
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main.main(list(argv))
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+def test_a_run_without_sources_json_shows_its_lines_as_file_and_line(capsys):
+    a = dispatch.analyse_dir(str(SAMPLE))
+    assert not (SAMPLE / rec.SOURCES_FILE).exists() and a.sources == rec.Sources()
+    step = a.lines["cupy"].step_lines()
+    assert [l.key for l in step][-1] == CUPY_STEP and all(l.text is None for l in a.lines["cupy"].lines)
+    terminal = render.show("terminal", a)
+    assert "source lines, us per call: each case's step() lines" in terminal and "flametool/cases.py:155" in terminal
+    code, out, _ = cli(capsys, "summary", str(SAMPLE), "--format", "json")
+    pair = json.loads(out)["pairs"][0]
+    assert code == 0 and pair["lines"] and all(side is None or side["text"] is None
+                                               for d in pair["lines"] for side in (d["base"], d["head"]))
+    code, html, _ = cli(capsys, "report", str(SAMPLE), "-o", "-")
+    assert code == 0 and '<section id="lines">' in html and '<a href="#lines">Lines</a>' in html
+
+
+HOSTILE = "[b]m[/b] <script>alert(1)</script> \x1b[2J\x1b]8;;http://x\x07 & `tick` |pipe| \u202e" + "A" * 100_000
+
+
+@pytest.fixture
+def hostile_run(tmp_path) -> Path:
+    """The sample run with a sources.json written by hand: cupy's step line holds a hostile text of 100 KB,
+    every other line's file is gone (file:line alone)."""
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE, run)
+    (run / "report.html").unlink()
+    doc = {"version": 1, "files": {CUPY_STEP[0]: {"origin": "case", "path": "/gone/cases.py",
+                                                  "lines": {str(CUPY_STEP[1]): HOSTILE}, "pyx": {}}}}
+    (run / rec.SOURCES_FILE).write_text(json.dumps(doc))
+    return run
+
+
+def _clean(text: str) -> None:
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "A" * (rec.MAX_TEXT + 1) not in text  # shortened: never the 100 KB line
+
+
+def test_a_hostile_line_text_is_escaped_and_shortened_in_every_view(hostile_run, capsys):
+    a = dispatch.analyse_dir(str(hostile_run))
+    line = next(l for l in a.lines["cupy"].lines if l.key == CUPY_STEP)
+    assert line.text == rec.clean_text(HOSTILE) and len(line.text) == rec.MAX_TEXT
+    assert all(l.text is None for l in a.lines["cupy"].lines if l.key != CUPY_STEP)  # the others: file:line alone
+    # the terminal: shortened, control characters as escapes, rich markup printed as text
+    for colour in (False, True):
+        terminal = render.show("terminal", a, Options(width=160, colour=colour))
+        rows = [r for r in terminal.splitlines() if "flametool/cases.py:155" in r and "cupy" in r]
+        assert rows and "\\x1b[2J" in terminal and "[b]m[/b]" in terminal
+        _clean(terminal.replace("\x1b[", "") if colour else terminal)  # rich's own colours aside
+    row = next(r for r in lines_view.terminal_rows(a) if r.where == "flametool/cases.py:155")
+    assert len(row.code) <= lines_view.TEXT_WIDTH and row.code.endswith("…")
+    # the report: autoescaped, shortened
+    code, html, _ = cli(capsys, "report", str(hostile_run), "-o", "-")
+    assert code == 0 and "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    _clean(html)
+    # the summaries: JSON holds it as data (cleaned and capped), Markdown escapes its markup, text shows it visible
+    code, out, _ = cli(capsys, "summary", str(hostile_run), "--format", "json")
+    texts = [side["text"] for d in json.loads(out)["pairs"][0]["lines"] for side in (d["base"], d["head"])
+             if side is not None and side["text"] is not None]
+    assert code == 0 and texts == [rec.clean_text(HOSTILE)]
+    _clean(out)
+    code, md, _ = cli(capsys, "summary", str(hostile_run), "--format", "markdown")
+    assert code == 0 and "<script>" not in md and "\\[b\\]m\\[/b\\]" in md
+    _clean(md)
+    code, text, _ = cli(capsys, "summary", str(hostile_run), "--format", "text")
+    assert code == 0 and "line that differs most" in text
+    _clean(text)
+    # diff of the two cases: its table of lines
+    code, out, _ = cli(capsys, "diff", str(hostile_run), "--base", "torch", "--head", "cupy")
+    assert code == 0 and "source lines that differ most (cupy - torch)" in out
+    _clean(out)
+
+
+def test_a_line_whose_file_is_gone_is_file_and_line_alone(hostile_run):
+    a = dispatch.analyse_dir(str(hostile_run))
+    gone = next(l for l in a.lines["cupy"].lines if l.text is None and l.self.samples)
+    assert lines_view.code(gone) == "" and lines_view.where(gone.where) == gone.where
+
+
+def test_a_listing_greys_the_lines_without_samples_and_shows_the_pyx_line():
+    cost = lambda line, n: LineCost(  # noqa: E731
+        "hot.c", line, "hot_busy", "cython", lines_view_figure(n), lines_view_figure(n), f"c{line}",
+        rec.PyxLine("hot.pyx", 9, "        total += i * i") if line == 12 else None, False)
+    record = rec.Sources({"hot.c": rec.SourceFile("source", "/src/hot.c", {11: "  /* between */"})})
+    got = lines_view.listing([cost(10, 4), cost(12, 8)], record, 10.0, "hot_busy")
+    assert [(r.line, r.sampled, r.text) for r in got.rows] == [("10", True, "c10"), ("11", False, "  /* between */"),
+                                                               ("12", True, "c12")]
+    assert got.rows[2].pyx == "hot.pyx:9: total += i * i" and got.rows[2].total_pct == 80.0
+    far = lines_view.listing([cost(10, 4), cost(10 + lines_view.LISTING_SPAN + 5, 1)], record, 10.0, "f")
+    assert [r.line for r in far.rows] == ["10", "⋮", str(10 + lines_view.LISTING_SPAN + 5)]
+
+
+def lines_view_figure(n: int):
+    from flametool.analyse.attribution import Figure
+
+    return Figure(n * 1.0, 0.1, n)
+
+
+def test_a_function_s_lines_between_its_samples_are_kept_for_its_listing():
+    stacks = [folded.Stack(("step (case.py:20)", "f (lib.py:10)"), 3), folded.Stack(("step (case.py:22)",
+                                                                                      "f (lib.py:14)"), 1),
+              folded.Stack(("step (case.py:20)", "g (big.py:1)"), 1), folded.Stack(("g (big.py:500)",), 1)]
+    assert profiling.wanted_lines(stacks) == {"case.py": {20, 21, 22}, "lib.py": {10, 11, 12, 13, 14},
+                                              "big.py": {1, 500}}
+
+
+def test_the_child_s_sys_path_is_decoded_strictly():
+    good = protocol.CaseProfiled(calls=1, sys_path=["/a", "/b"])
+    line = protocol.encode(protocol.Done(good))
+    assert protocol.decode(line) == protocol.Done(good)
+    for bad in (["/a", 3], "/a", [""], ["a\0b"], None):
+        data = json.loads(line)
+        data["result"]["sys_path"] = bad
+        assert protocol.decode(json.dumps(data)) is None, bad
+    old = json.loads(line)
+    del old["result"]["sys_path"]  # a child of before: none
+    got = protocol.decode(json.dumps(old))
+    assert isinstance(got, protocol.Done) and got.result.sys_path == []
+
+
+@pytest.mark.parametrize("make, message", [(lambda p: p / "nope", "no such folder"),
+                                           (lambda p: p, "holds no Cython sources")])
+def test_a_bad_source_root_is_one_line_and_exit_2(tmp_path, capsys, make, message):
+    code, out, err = cli(capsys, "compare", "--device", "cpu", "--libs", "numpy", "--source", str(make(tmp_path)),
+                         "--out", str(tmp_path / "run"))
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_export_lines_keeps_line_level_frames(capsys):
+    code, out, _ = cli(capsys, "export", str(SAMPLE), "--format", "speedscope", "--lines", "--case", "cupy")
+    names = [f["name"] for f in json.loads(out)["shared"]["frames"]]
+    assert code == 0 and any(re.search(r":155$", n) for n in names) and any(".cpp:" in n or re.search(r":\d+$", n)
+                                                                             for n in names)
+    code, out, _ = cli(capsys, "export", str(SAMPLE), "--format", "folded", "--lines", "--case", "cupy")
+    assert code == 0 and any(f.endswith(":155") for s in folded.parse(out) for f in s.frames)

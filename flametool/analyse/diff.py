@@ -74,11 +74,19 @@ def verdict(change: Change, label: str, pct: float) -> Verdict:
         return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct, f"{label}: nothing to compare; inconclusive")
     grew, iv = (change.ratio - 1) * 100, change.interval
     limit = 1 + pct / 100
-    if iv is None:  # one process a side: no interval to decide on, only the point
-        slower = grew > pct
-        return Verdict("slower" if slower else "passed", SLOWER_EXIT if slower else 0, pct,
-                       f"{label}: {grew:+.1f}% {change.how} (no interval: one process a side, decided on the point; "
-                       f"{'more' if slower else 'not more'} than --fail-above {pct:g}%)")
+    few = one_process(change)
+    if iv is None or few:
+        # one process a side: its rounds share the process's own speed, so their spread is not the spread between
+        # processes, and a verdict on them would be firmer with less evidence than with two processes a side
+        span = (f"{grew:+.1f}% (95%: {(iv.low - 1) * 100:+.1f}% to {(iv.high - 1) * 100:+.1f}%)" if iv is not None
+                else f"{grew:+.1f}%")
+        return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
+                       f"{label}: {span} {change.how}: inconclusive, {few or 'no interval to decide on'}: a verdict on "
+                       f"--fail-above {pct:g}% needs two or more processes a side; "
+                       + ("time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
+                          f"--fail-above {pct:g}" if change.between_runs else
+                          f"compare again with --fail-above {pct:g} and a longer --budget SECONDS (or --processes 2 "
+                          "or more)"))
     span = f"{grew:+.1f}% (95%: {(iv.low - 1) * 100:+.1f}% to {(iv.high - 1) * 100:+.1f}%) {change.how}"
     if iv.low > limit:
         return Verdict("slower", SLOWER_EXIT, pct, f"{label}: {span}: slower by more than --fail-above {pct:g}%")
@@ -96,6 +104,14 @@ def verdict(change: Change, label: str, pct: float) -> Verdict:
                       "more processes would not settle it at this spread, unless the estimate moves"
                       if change.anchored is not None else
                       "an anchor (a case timed beside it in both runs) would settle it") + again, need)
+
+
+def one_process(change: Change) -> str | None:
+    """Why the change's interval cannot decide a verdict (one process on a side, its rounds the units), or None."""
+    figures = change.anchored if change.anchored is not None else change.absolute
+    if figures is None or stats.processes_a_side(figures) >= 2:
+        return None
+    return "one process a side (its rounds share that process's own speed)"
 
 
 def anchor_for(a: Run, b: Run, label: str, given: str | None) -> tuple[str | None, str | None]:

@@ -78,6 +78,6 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
     if result.unlike and not args.allow_unlike:
         raise FlametoolError(summary.unlike_sentence(result))
     decided = diff.verdict(result.change, result.label, args.fail_above)
-    if decided.exit_code:
-        terminal.say(err, f"flametool: {decided.sentence}")
+    # passed too: a CI log says what was decided, not only an exit code
+    terminal.say(err, f"flametool: {decided.sentence}")
     return decided.exit_code

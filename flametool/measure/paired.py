@@ -181,7 +181,8 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
                 if figures is None:
                     continue
             if fail_above is not None:
-                if not decided(figures.ratio_interval, fail_above):
+                # one process a side decides nothing (diff.verdict says inconclusive): more processes
+                if not decided(figures.ratio_interval, fail_above) or stats.processes_a_side(figures) < 2:
                     return False
                 continue
             reach, could = figures.reach, figures.reach_with(most)

@@ -76,3 +76,36 @@ def test_a_spent_budget_is_inconclusive(spent):
     verdict = [l for l in proc.stdout.splitlines() if l.startswith("--fail-above 2%")]
     assert len(verdict) == 1 and "inconclusive (not decided within the budget of 0.001 s)" in verdict[0]
     assert "inconclusive, one process a side" in " ".join(proc.stdout.split())  # the line as rich wrapped it
+
+
+# --- 2: summary --fail-above never passes a run that compared nothing -----------------------------------------
+
+def edit_run(run: Path, change) -> Path:
+    data = json.loads((run / "run.json").read_text())
+    change(data)
+    (run / "run.json").write_text(json.dumps(data))
+    return run
+
+
+NOTHING = {
+    "results {}": (lambda d: d.update(results={}), "nothing compared (the run has no cases)"),
+    "error set": (lambda d: d["results"]["torch"].update(error="boom"), "torch vs numpy not compared: torch failed (boom)"),
+    "no timing": (lambda d: d["results"]["torch"].update(timing=None), "torch vs numpy not compared: torch has no timings"),
+    "lost processes": (lambda d: (d["results"]["torch"].update(error="process 2 of 5: the child process exited with "
+                                                                    "code 1 before reporting"), d.update(complete=False)),
+                       "torch failed (process 2 of 5"),
+}
+
+
+@pytest.mark.parametrize("fault", list(NOTHING))
+def test_summary_fail_above_never_passes_a_run_that_compared_nothing(capsys, tmp_path, fault):
+    change, words = NOTHING[fault]
+    run = edit_run(one_process_run(tmp_path / "r", processes=2), change)
+    code, _, err = cli(capsys, "summary", run, "--fail-above", "5")
+    assert code == diff.INCONCLUSIVE_EXIT
+    line = error_of(err)
+    assert words in line and line.endswith("inconclusive: no verdict on --fail-above 5%")
+    code, out, _ = cli(capsys, "summary", run, "--fail-above", "5", "--format", "json")
+    verdict = json.loads(out)["verdict"]
+    assert code == diff.INCONCLUSIVE_EXIT and verdict["outcome"] == "inconclusive" and words in verdict["sentence"]
+    assert cli(capsys, "summary", run)[0] == 0  # without --fail-above: a summary, no verdict asked for

@@ -109,3 +109,48 @@ def test_summary_fail_above_never_passes_a_run_that_compared_nothing(capsys, tmp
     verdict = json.loads(out)["verdict"]
     assert code == diff.INCONCLUSIVE_EXIT and verdict["outcome"] == "inconclusive" and words in verdict["sentence"]
     assert cli(capsys, "summary", run)[0] == 0  # without --fail-above: a summary, no verdict asked for
+
+
+# --- 3: one dead timing process is one process lost; a dead profiling process loses its profile only ---------
+
+CASES = fk.CASES / "run_fault_cases.py"
+
+
+@pytest.fixture(scope="module")
+def dying(tmp_path_factory):
+    """dying_case beside numpy in 3 timing processes: its 2nd process (os._exit(1)) and its profiling process
+    (the 4th to build it) die."""
+    counts = tmp_path_factory.mktemp("counts")
+    out = tmp_path_factory.mktemp("dying") / "run"
+    environ = fk.env(FAULT_COUNT_DIR=str(counts), FAULT_DIE_AT="2,4")
+    proc = fk.run(["compare", *O[:-1], "3", "--no-sample", "--no-count", "--libs", "numpy", "--case",
+                   f"{CASES}:dying_case", "--pair", "numpy:dying_case", "--fail-above", "1000", "--out", str(out)],
+                  environ)
+    return out, proc, environ
+
+
+def test_a_dead_timing_process_is_one_process_lost(dying):
+    out, proc, environ = dying
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode == 0, proc.stderr  # the verdict of what was timed (numpy's time is far within 1000%)
+    lost = [l for l in proc.stderr.splitlines() if l.startswith("warning: numpy+dying_case: lost 1 timing process")]
+    assert len(lost) == 1 and "process 2 of 3: the child process exited with code 1 before reporting" in lost[0]
+    assert lost[0].endswith("went on from the other 2")
+    data = rundir.load(out)
+    group = data.groups[0]
+    assert group.processes == 2 and len(group.lost) == 1 and group.lost[0].startswith("process 2 of 3: ")
+    for label in ("numpy", "dying_case"):
+        assert data.results[label].error is None and len(data.results[label].at_sample_shape.processes) == 2
+    assert "passed (decided) over 2 processes" in " ".join(proc.stdout.split())
+    assert fk.none_left(environ[fk.TAG]) == []
+
+
+def test_a_dead_profiling_process_loses_its_profile_not_the_verdict(dying):
+    out, proc, _ = dying
+    line = fk.error_line(proc)
+    assert line.startswith("flametool: case 'dying_case': profiling alone at 16,16,16: the child process exited with "
+                           "code 1 before reporting") and line.endswith("its profile is lost, its timings are kept")
+    data = rundir.load(out)
+    r = data.results["dying_case"]
+    assert r.profile is None and r.error is None and r.profile_error == line.removeprefix("flametool: case 'dying_case': ")
+    assert data.results["numpy"].profile is not None and data.complete

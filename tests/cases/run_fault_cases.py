@@ -99,3 +99,19 @@ def many_functions_case(m, k, n, dtype, device):
             f(None)
 
     return step, lambda: None
+
+
+def dying_case(m, k, n, dtype, device):
+    """Dies (os._exit(1), as a sitecustomize or the OOM killer would end it) in the processes whose number, counted
+    across the run's processes that build it, is in FAULT_DIE_AT (e.g. "2,4"); FAULT_COUNT_DIR holds the count."""
+    folder = os.environ["FAULT_COUNT_DIR"]
+    n_built = 1
+    while True:  # claim the next number: creating a file is atomic
+        try:
+            os.close(os.open(os.path.join(folder, str(n_built)), os.O_CREAT | os.O_EXCL))
+            break
+        except FileExistsError:
+            n_built += 1
+    if str(n_built) in os.environ.get("FAULT_DIE_AT", "").split(","):
+        os._exit(1)
+    return _matmul(m, k, n, dtype)

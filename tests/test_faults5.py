@@ -154,3 +154,40 @@ def test_a_dead_profiling_process_loses_its_profile_not_the_verdict(dying):
     r = data.results["dying_case"]
     assert r.profile is None and r.error is None and r.profile_error == line.removeprefix("flametool: case 'dying_case': ")
     assert data.results["numpy"].profile is not None and data.complete
+
+
+# --- 6: damaged run.json values refused, one line -------------------------------------------------------------
+
+def _counts(d, count):
+    d["results"]["numpy"]["profile"]["counts"] = {"steps": 100, "python_steps": 100, "tallies": [
+        {"kind": "python", "name": "step", "count": count}]}
+
+
+def _results(d, key, value):
+    d["results"]["numpy"][key] = value
+
+
+DAMAGED = {
+    "count negative": (lambda d: _counts(d, "-3"), "count '-3' is below 0"),
+    "count huge numerator": (lambda d: _counts(d, "999999999999999999999999/7"), "beyond 1e+12"),
+    "count huge denominator": (lambda d: _counts(d, "1/99999999999999999999999999"), "beyond 1e+12"),
+    "count not ASCII digits": (lambda d: _counts(d, "\u0663"), "not a count"),
+    "cpu_us 0": (lambda d: d["results"]["numpy"]["timing"]["processes"][0].update(cpu_us=[0.0]), "a loop is never 0 us"),
+    "cpu_us tiny": (lambda d: d["results"]["numpy"]["timing"]["processes"][0].update(cpu_us=[1e-9]), "cpu_us is [1e-09]"),
+    "schema 0": (lambda d: d.update(schema=0), "schema is 0, expected a whole number from 1 to"),
+    "schema negative": (lambda d: d.update(schema=-3), "schema is -3, expected a whole number"),
+    "schema 3.5": (lambda d: d.update(schema=3.5), "schema is 3.5, expected a whole number"),
+    "schema a string": (lambda d: d.update(schema="3"), 'schema is "3", expected a whole number'),
+    "ops_per_step 0": (lambda d: _results(d, "ops_per_step", 0), "ops_per_step is 0, expected a count from 1"),
+    "empty label": (lambda d: d["results"].update({"": d["results"]["numpy"]}), "results has a case with an empty label"),
+}
+
+
+@pytest.mark.parametrize("fault", list(DAMAGED))
+@pytest.mark.parametrize("command", ["summary", "diff"])
+def test_damaged_values_are_refused(capsys, tmp_path, fault, command):
+    change, words = DAMAGED[fault]
+    run = edit_run(one_process_run(tmp_path / "r", processes=2), change)
+    argv = ["summary", run, "--fail-above", "5"] if command == "summary" else ["diff", run, run, "--fail-above", "5"]
+    line = one_line_error(capsys, [str(a) for a in argv], code=2)
+    assert line.startswith(f"flametool: {run / 'run.json'}: ") and words in line, line

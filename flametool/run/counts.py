@@ -22,7 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from .reader import MAX_COUNT
+
 KINDS = ("python", "api", "kernel", "copy", "memset", "device-alloc", "host-alloc")
+NET_KINDS = ("device-alloc", "host-alloc")  # what a step keeps, net: the only counts that can be below 0
 KIND_TITLES = {"python": "Python calls", "api": "CUDA API calls", "kernel": "kernels", "copy": "copies",
                "memset": "memsets", "device-alloc": "device allocations", "host-alloc": "host allocations"}
 
@@ -43,11 +46,18 @@ def parse_fraction(text: object) -> Fraction:
     if not isinstance(text, str) or len(text) > 64:
         raise ValueError(f"not a count: {text!r}")
     num, sep, den = text.partition("/")
-    if not (num.lstrip("-").isdigit() and (not sep or den.isdigit())):
+    # ASCII digits only: str.isdigit() takes '٣' (and int() reads it as 3), which no run writes
+    if not (_digits(num.removeprefix("-")) and (not sep or _digits(den))):
         raise ValueError(f"not a count: {text!r}")
     if sep and int(den) == 0:
         raise ValueError(f"not a count: {text!r}")
+    if abs(int(num)) > MAX_COUNT or (sep and int(den) > MAX_COUNT):  # as every count of run.json is bounded
+        raise ValueError(f"not a count: {text!r} (beyond {MAX_COUNT:.0e})")
     return Fraction(int(num), int(den) if sep else 1)
+
+
+def _digits(text: str) -> bool:
+    return bool(text) and text.isascii() and text.isdigit()
 
 
 def count_words(value: Fraction, sign: bool = False) -> str:
@@ -88,9 +98,13 @@ class Tally:
         us = data.get("us")
         if us is not None and (isinstance(us, bool) or not isinstance(us, (int, float))):
             raise ValueError(f"tally {data['name'][:60]}: us is not a number")
-        return cls(data["kind"], data["name"], parse_fraction(data.get("count")),
-                   parse_fraction(data["bytes"]) if data.get("bytes") is not None else None,
-                   float(us) if us is not None else None)
+        tally = cls(data["kind"], data["name"], parse_fraction(data.get("count")),
+                    parse_fraction(data["bytes"]) if data.get("bytes") is not None else None,
+                    float(us) if us is not None else None)
+        # only what a step keeps, net, can be below 0 (it freed more than it took); a call or a kernel cannot
+        if tally.kind not in NET_KINDS and (tally.count < 0 or (tally.bytes is not None and tally.bytes < 0)):
+            raise ValueError(f"tally {data['name'][:60]!r}: count {data.get('count')!r} is below 0")
+        return tally
 
 
 CLOCKS = {"api": "host us per step under tracing (CUPTI: about 2x the untraced call)",

@@ -20,7 +20,7 @@ from typing import Any
 from ..workload.cases import default_pairs
 from ..errors import RunDirError
 from .profiled import ProfileProcess, Sampling
-from .reader import Reader, is_shape
+from .reader import Reader, is_count, is_shape
 from .schema1 import from_schema1
 from .timing import Timing
 
@@ -253,7 +253,8 @@ class CaseResult:
         return cls(
             label=label, factory=r.text("factory", ""), library=r.text("library"), device=r.text("device", ""),
             dtype=r.text("dtype", ""), shape=r.shape("shape") or [], warmup=r.count("warmup", 0),
-            ops_per_step=max(1, r.count("ops_per_step", 1)), group=r.count("group"),
+            ops_per_step=r.get("ops_per_step", lambda v: is_count(v) and v > 0, "a count from 1", 1),
+            group=r.count("group"),
             timing=Timing.from_json(timing) if timing else None,
             sample_shape=r.shape("sample_shape"), sample_shape_reason=r.text("sample_shape_reason"),
             sample_timing=Timing.from_json(sample_timing) if sample_timing else None,
@@ -413,8 +414,11 @@ class Run:
     @classmethod
     def from_json(cls, data: Any, file: str) -> "Run":
         r = Reader(data, "", file)
-        if not isinstance(data, dict) or not isinstance(data.get("schema"), int) or isinstance(data.get("schema"), bool):
+        if not isinstance(data, dict) or "schema" not in data:
             raise RunDirError(f"{file}: not a flametool run.json (no schema number)")
+        schema = data["schema"]
+        if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+            raise r.fail("schema", schema, f"a whole number from 1 to {SCHEMA} (the schema flametool wrote it in)")
         if data["schema"] > SCHEMA:
             raise RunDirError(f"{file}: schema {data['schema']} is newer than this flametool understands ({SCHEMA}); "
                               "upgrade flametool")
@@ -424,6 +428,8 @@ class Run:
             data = from_schema1(data, file)
             r = Reader(data, "", file)
         results = r.obj("results")
+        if any(not label.strip() for label in results.value):
+            raise RunDirError(f"{file}: results has a case with an empty label")
         config = r.obj("config", optional=True)
         if config:  # the options readers compute with (processes, shape, pairs, ...) are checked like the rest
             for key in ("iters", "warmup", "repeats", "rate_hz", "sample_seconds", "processes", "max_processes",

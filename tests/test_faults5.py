@@ -191,3 +191,17 @@ def test_damaged_values_are_refused(capsys, tmp_path, fault, command):
     argv = ["summary", run, "--fail-above", "5"] if command == "summary" else ["diff", run, run, "--fail-above", "5"]
     line = one_line_error(capsys, [str(a) for a in argv], code=2)
     assert line.startswith(f"flametool: {run / 'run.json'}: ") and words in line, line
+
+
+# --- 9: a huge exception message is capped (the whole of it in the case's log) --------------------------------
+
+def test_a_huge_exception_message_is_capped(tmp_path):
+    out = tmp_path / "run"
+    proc = fk.run(["compare", *O, "--no-sample", "--libs", "", "--case", f"{CASES}:huge_message_case",
+                   "--out", str(out)])
+    assert proc.returncode == 1
+    line = fk.error_line(proc)
+    assert line.startswith("flametool: case 'huge_message_case': factory huge_message_case failed: ValueError: xxx")
+    assert len(line) < 1300 and "characters; the whole message is in the case's log)" in line
+    assert (out / "run.json").stat().st_size < 20_000
+    assert "x" * 5_000_000 + " the end" in (out / "huge_message_case-timing.log").read_text()

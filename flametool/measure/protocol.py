@@ -24,6 +24,16 @@ ACTIVE_LOOP = "active_loop"
 ACTIVE_LOOP_FILE = "flametool/measure/child/loops.py"
 # A spare's command line: MSG_FD SPARE PARENT_PID MODULES (child/entry.py), its job then read from stdin.
 SPARE = "--spare"
+# A case's error as one line on the terminal and in run.json is at most this long: a 5 MB exception message
+# made a 5,000,108-character line and a 15 MB run.json. The whole message goes to the case's log.
+MESSAGE_CAP = 1000
+
+
+def capped(text: str, limit: int = MESSAGE_CAP) -> str:
+    """`text` whole if it is short, else its start and how much was left out (the whole is in the case's log)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters; the whole message is in the case's log)"
 
 
 def _shape(value: Any) -> list[int]:
@@ -222,7 +232,7 @@ class Timed:
     def from_json(cls, data: dict) -> "Timed":
         given = data.get("sample_shape")
         return cls({str(l): CaseTimed.from_json(c) for l, c in data["cases"].items()},
-                   {str(l): str(e) for l, e in data["errors"].items()},
+                   {str(l): capped(str(e)) for l, e in data["errors"].items()},
                    None if given is None else _shape(given), data.get("sample_shape_reason"))
 
 

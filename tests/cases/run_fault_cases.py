@@ -115,3 +115,8 @@ def dying_case(m, k, n, dtype, device):
     if str(n_built) in os.environ.get("FAULT_DIE_AT", "").split(","):
         os._exit(1)
     return _matmul(m, k, n, dtype)
+
+
+def huge_message_case(m, k, n, dtype, device):
+    """Raises with a 5 MB message (one line)."""
+    raise ValueError("x" * 5_000_000 + " the end")

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ...workload import cases
 from .. import explain
 from ...workload.cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory
-from ..protocol import JobCase
+from ..protocol import MESSAGE_CAP, JobCase, capped
 from ...run.record import Operands
 from .preload import imported
 from .reporter import Reporter
@@ -146,7 +146,13 @@ def fingerprint(step: Step, product: list[int] | None = None) -> Operands | None
 def describe(exc: BaseException) -> str:
     # out of memory and faults of the installation are explained by explain.known_fault, before this
     first = next((l.strip() for l in str(exc).splitlines() if l.strip()), "")
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    said = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    if len(said) > MESSAGE_CAP:  # the whole of it in the log (the child's stderr), its start on the parent's line
+        try:
+            print(f"flametool: the whole message: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        except OSError:  # the log cannot be written (a full disk): the capped line still goes
+            pass
+    return capped(said)
 
 
 

@@ -205,3 +205,96 @@ def test_a_huge_exception_message_is_capped(tmp_path):
     assert len(line) < 1300 and "characters; the whole message is in the case's log)" in line
     assert (out / "run.json").stat().st_size < 20_000
     assert "x" * 5_000_000 + " the end" in (out / "huge_message_case-timing.log").read_text()
+
+
+# --- 7: the --env probe reads its own framed answer -----------------------------------------------------------
+
+def _script(path: Path, body: str) -> str:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def _logging_site(folder: Path) -> Path:
+    """A sitecustomize that logs a JSON line on standard output as the interpreter exits."""
+    site = folder / "site"
+    site.mkdir(parents=True)
+    (site / "sitecustomize.py").write_text('import atexit\natexit.register(lambda: print(\'{"event": "bye"}\', flush=True))\n')
+    return site
+
+
+def test_the_probe_reads_its_own_answer_not_a_json_line_a_sitecustomize_prints(tmp_path):
+    from flametool.measure import environments
+    from flametool.workload import cases
+
+    site = _logging_site(tmp_path)
+    b = _script(tmp_path / "b", f'PYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
+    specs = [cases.builtin("numpy"), cases.user_case(f"{CASES}:dying_case")]
+    envs = environments.probe(environments.parse([f"a={sys.executable}", f"b={b}"]), specs)
+    assert envs[1].python_version == envs[0].python_version != "" and envs[1].versions["numpy"]
+
+
+def test_a_wrapper_without_exec_that_prints_a_json_line_is_still_refused(capsys, tmp_path):
+    site = _logging_site(tmp_path)
+    b = _script(tmp_path / "b", f'PYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" "{sys.executable}" "$@"\n'
+                                'echo \'{"ppid": null}\'\n')
+    line = one_line_error(capsys, ["compare", *O, "--no-sample", "--libs", "numpy", "--case", f"{CASES}:dying_case",
+                                   "--env", f"a={sys.executable}", "--env", f"b={b}"])
+    assert "runs Python as a child of its own, not in its place" in line
+
+
+# --- 8: words that said something else ------------------------------------------------------------------------
+
+def test_an_old_python_is_named_with_its_version(capsys, tmp_path):
+    old = _script(tmp_path / "python2.7", 'case "$*" in *version_info*) printf 2.7;; '
+                                          '*) echo "SyntaxError: invalid syntax" >&2; exit 1;; esac\n')
+    line = one_line_error(capsys, ["compare", *O, "--no-sample", "--libs", "numpy,torch", "--env", f"a={sys.executable}",
+                                   "--env", f"b={old}"])
+    assert line.endswith("Python 2.7 is too old for flametool (it needs Python 3.10 or newer in every environment)")
+
+
+def test_an_env_name_must_be_ascii_and_says_so(capsys):
+    line = one_line_error(capsys, ["compare", *O, "--env", f"\u00e9={sys.executable}", "--env", f"b={sys.executable}"])
+    assert "the name must be ASCII letters, digits" in line
+
+
+def test_out_onto_an_existing_file_says_it_is_a_file(capsys, tmp_path):
+    (tmp_path / "f").write_text("x")
+    line = one_line_error(capsys, ["compare", *O, "--no-sample", "--out", str(tmp_path / "f")])
+    assert line == f"flametool: {tmp_path / 'f'}: a file, not a folder; choose another --out"
+
+
+def test_a_missing_counted_loop_is_said_as_it_is():
+    from flametool.analyse import compare
+    from runbuild import case_result, new_run
+
+    run = new_run({"count": False})
+    run.schema = rundir.SCHEMA
+    run.results["a"] = case_result("a", 6.0, 1)
+    assert compare.uncounted(run, "a") == "a --no-count run"
+    run.config.recorded["count"] = True
+    run.results["a"].error = "boom"
+    assert compare.uncounted(run, "a") == "it failed"
+    run.results["a"].error, run.results["a"].profile = None, None
+    assert compare.uncounted(run, "a") == "the run did not finish"  # new_run: not complete
+    run.schema = 2
+    assert compare.uncounted(run, "a") == "a run recorded before flametool counted calls"
+
+
+def test_a_name_the_locale_cannot_spell_is_not_called_a_nul(tmp_path):
+    import subprocess
+
+    code = ("from flametool.run import safeopen\ntry:\n    safeopen.open_regular('\\u30d5\\u30a1\\u30af\\u30c8\\u30ea.folded')\n"
+            "except Exception as exc:\n    print(ascii(str(exc)))\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env=fk.env(LC_ALL="C", PYTHONCOERCECLOCALE="0", PYTHONUTF8="0", PYTHONPATH=str(fk.ROOT)))
+    assert "NUL" not in got.stdout and "cannot be spelled in this system's file-name encoding" in got.stdout, got
+
+
+def test_an_inconclusive_pair_of_one_run_is_not_told_to_anchor_between_runs():
+    from flametool.run import stats
+
+    f = stats.PairFigures("a", "b", True, 1.05, stats.Interval(0.99, 1.11, "t"), 0.3, None, 5, "processes", [], [], "")
+    v = diff.verdict(diff.Change(1.05, f.ratio_interval, "paired in the same processes", None, f), "b vs a", 3)
+    assert v.outcome == "inconclusive" and "both runs" not in v.sentence
+    assert "compare again with --fail-above 3" in v.sentence

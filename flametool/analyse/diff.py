@@ -11,7 +11,7 @@ from pathlib import Path
 from . import attribution, countdiff, treediff
 from ..run import rundir, stats
 from ..errors import FlametoolError
-from .compare import at_common_speed, counts_of, cross_library, speed_heading
+from .compare import at_common_speed, count_pair, cross_library, speed_heading
 from ..run.record import Run
 
 # diff exits with this when the head got slower than --fail-above allows (2 is bad input, 1 a failed case):
@@ -103,7 +103,9 @@ def verdict(change: Change, label: str, pct: float) -> Verdict:
                    + (f"about {need} processes a side would settle it at the spread seen" if need else
                       "more processes would not settle it at this spread, unless the estimate moves"
                       if change.anchored is not None else
-                      "an anchor (a case timed beside it in both runs) would settle it") + again, need)
+                      "an anchor (a case timed beside it in both runs) would settle it" if change.between_runs else
+                      f"more processes would settle it: compare again with --fail-above {pct:g} (it adds processes "
+                      "until the verdict is decided)") + again, need)
 
 
 def one_process(change: Change) -> str | None:
@@ -267,7 +269,7 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
     return DiffResult(label, str(run_a), str(run_b), shapes[0] == shapes[1], figures, change=change,
                       not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare",
-                      counts=countdiff.diff_counts(counts_of(a, label), counts_of(b, label), "A", "B"),
+                      counts=count_pair(a, label, b, label, ("A", "B")),
                       differences=differences(a, b, label, found),
                       incomplete=[name for name, run in (("A", a), ("B", b)) if not run.complete])
 
@@ -303,4 +305,4 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
                       not_sampled=None if sampled else f"{base} and {head} were not both sampled: no layers or frames to "
                                                        "compare",
                       incomplete=[] if run.complete else ["the run"],
-                      counts=countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head))
+                      counts=count_pair(run, base, run, head, (base, head)))

@@ -298,3 +298,22 @@ def test_an_inconclusive_pair_of_one_run_is_not_told_to_anchor_between_runs():
     v = diff.verdict(diff.Change(1.05, f.ratio_interval, "paired in the same processes", None, f), "b vs a", 3)
     assert v.outcome == "inconclusive" and "both runs" not in v.sentence
     assert "compare again with --fail-above 3" in v.sentence
+
+
+# --- 11: small ones -----------------------------------------------------------------------------------------
+
+def test_diff_of_a_case_against_itself_is_refused(capsys, tmp_path):
+    run = one_process_run(tmp_path / "r")
+    line = one_line_error(capsys, ["diff", str(run), "--base", "numpy", "--head", "numpy"])
+    assert "one case against itself" in line
+
+
+@pytest.mark.parametrize("case, words", [
+    ("bogus_clock_case", "step.device_clock is 'bogus': it must be 'wall'"),
+    ("generator_case", "step is a generator (or async) function"),
+])
+def test_a_step_flametool_cannot_time_is_refused(tmp_path, case, words):
+    proc = fk.run(["compare", *O, "--no-sample", "--libs", "", "--case", f"{CASES}:{case}", "--out", str(tmp_path / "r")])
+    assert proc.returncode == 1
+    line = fk.error_line(proc)
+    assert line.startswith(f"flametool: case '{case}': factory {case} failed: {words}"), line

@@ -62,6 +62,9 @@ def cmd_diff(args: argparse.Namespace, err: Console, out: Console) -> int:
             raise FlametoolError("diff RUN --base A --head B: one run and two of its cases (or RUN_A RUN_B [--case C])")
         if args.anchor is not None:
             raise FlametoolError("diff RUN --base A --head B --anchor: the anchor is for two runs (RUN_A RUN_B)")
+        if args.base == args.head:
+            raise FlametoolError(f"diff RUN --base {args.base} --head {args.head}: one case against itself; name two "
+                                 "different cases of the run")
         result = diff.diff_cases(args.run_a, args.base, args.head, args.layers)
     elif args.run_b is None:
         raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")

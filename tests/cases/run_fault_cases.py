@@ -120,3 +120,18 @@ def dying_case(m, k, n, dtype, device):
 def huge_message_case(m, k, n, dtype, device):
     """Raises with a 5 MB message (one line)."""
     raise ValueError("x" * 5_000_000 + " the end")
+
+
+def bogus_clock_case(m, k, n, dtype, device):
+    """A step whose device_clock is no clock flametool knows."""
+    step, sync = _matmul(m, k, n, dtype)
+    step.device_clock = "bogus"
+    return step, sync
+
+
+def generator_case(m, k, n, dtype, device):
+    """A step written as a generator: calling it runs none of its body."""
+    def step():
+        yield 1
+
+    return step, lambda: None

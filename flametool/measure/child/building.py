@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
+import inspect
 import operator
 import os
 import sys
@@ -64,7 +65,24 @@ def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tupl
     if not (isinstance(made, tuple) and len(made) == 2 and all(callable(f) for f in made)):
         raise FactoryFailed(f"returned {type(made).__name__}, expected a (step, sync) pair of callables")
     check_ops(made[0])
+    check_step(made[0])
     return made
+
+
+DEVICE_CLOCKS = ("wall",)  # step.device_clock, when set: the wall time to its sync (left out: CUDA events)
+
+
+def check_step(step: Step) -> None:
+    """step.device_clock, when set, is one flametool knows; and step is a function that does its work when called,
+    not a generator function (calling one makes a generator and runs none of its body: timed, a no-op)."""
+    clock = getattr(step, "device_clock", None)
+    if clock is not None and clock not in DEVICE_CLOCKS:
+        shown = repr(clock) if len(repr(clock)) <= 40 else repr(clock)[:37] + "..."
+        raise FactoryFailed(f"step.device_clock is {shown}: it must be 'wall' (the wall time to the step's sync, for "
+                            "a library whose streams CUDA events do not see) or left out")
+    if inspect.isgeneratorfunction(step) or inspect.isasyncgenfunction(step) or inspect.iscoroutinefunction(step):
+        raise FactoryFailed("step is a generator (or async) function: calling it runs none of its body, so it would be "
+                            "timed as a no-op; make step a plain function (no yield, no async)")
 
 
 

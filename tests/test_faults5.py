@@ -317,3 +317,31 @@ def test_a_step_flametool_cannot_time_is_refused(tmp_path, case, words):
     assert proc.returncode == 1
     line = fk.error_line(proc)
     assert line.startswith(f"flametool: case '{case}': factory {case} failed: {words}"), line
+
+
+# --- 4: flametool's clocks are its own ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def clocks(tmp_path_factory):
+    out = tmp_path_factory.mktemp("clocks") / "run"
+    proc = fk.run(["compare", *O, "--no-sample", "--libs", "numpy", "--case", f"{CASES}:fast_clock_case", "--case",
+                   f"{CASES}:frozen_clock_case", "--out", str(out)], timeout=120)
+    return out, proc
+
+
+def test_a_case_that_moves_the_clock_moves_only_its_own(clocks):
+    out, proc = clocks
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    data = rundir.load(out)
+    numpy = data.results["numpy"].timing.cpu_us_per_call
+    for label in ("fast_clock_case", "frozen_clock_case"):
+        r = data.results[label]
+        # the same product as numpy's case: its time per call is numpy's, not 1000x it, nor 0
+        assert 0.2 * numpy < r.timing.cpu_us_per_call < 5 * numpy, (label, r.timing.cpu_us_per_call, numpy)
+        assert r.profile is not None and r.profile.cprofile_us_per_call > 0  # the cProfile loop ended on its own
+    assert data.results["fast_clock_case"].warnings[0].startswith("it replaced time.perf_counter; flametool's clocks")
+    # perf_counter was replaced already (by fast_clock_case, built first in the same process): what is new is charged
+    assert data.results["frozen_clock_case"].warnings[0].startswith("it replaced time.process_time;")
+    assert not data.results["numpy"].warnings
+    said = [l for l in proc.stderr.splitlines() if l.startswith("warning: case ")]
+    assert [l.split("'")[1] for l in said] == ["fast_clock_case", "frozen_clock_case"]

@@ -75,6 +75,7 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
             r.error = failed
             continue
         r.ops_per_step = 1 if mine.ops_per_step is None else mine.ops_per_step
+        r.warnings += [w for w in mine.warnings if w not in r.warnings]
         r.device_info = mine.device_info
         r.operands = list(mine.operands)
         assert mine.timing is not None  # a case that did not fail was timed at the requested shape
@@ -167,6 +168,7 @@ def _one_more(m: Measurement, group: Group, i: int) -> None:
         if failed:  # what the earlier processes measured stays
             r.error = f"{process_name(i, config.processes)}: {failed}"
             continue
+        r.warnings += [w for w in got.cases[label].warnings if w not in r.warnings]
         at, timed = r.at_sample_shape, got.cases[label].at(key)
         assert at is not None and timed is not None  # the first process timed it, and this one at `key`
         at.processes.append(timed.loops)

@@ -205,12 +205,14 @@ class CaseTimed:
     operands: list[Operands] = field(default_factory=list)
     timing: TimedLoops | None = None
     sample_timing: TimedLoops | None = None
+    warnings: list[str] = field(default_factory=list)  # what the case did to the measuring (ownclock.Watch)
 
     @classmethod
     def from_json(cls, data: dict) -> "CaseTimed":
         at = lambda key: TimedLoops.from_json(data[key]) if data.get(key) else None  # noqa: E731
         return cls(data.get("ops_per_step"), DeviceInfo.of(data.get("device_info") or {}),
-                   [_operands(o) for o in data.get("operands", [])], at("timing"), at("sample_timing"))
+                   [_operands(o) for o in data.get("operands", [])], at("timing"), at("sample_timing"),
+                   [capped(str(w)) for w in data.get("warnings", [])])
 
     def at(self, key: str) -> TimedLoops | None:
         """The loops at the requested shape ("timing") or at the sample shape ("sample_timing")."""

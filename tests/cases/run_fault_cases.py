@@ -135,3 +135,21 @@ def generator_case(m, k, n, dtype, device):
         yield 1
 
     return step, lambda: None
+
+
+def fast_clock_case(m, k, n, dtype, device):
+    """Makes time.perf_counter read 1000x (a case's own clock patched for its own reasons)."""
+    orig = time.perf_counter
+    time.perf_counter = lambda: orig() * 1000
+    return _matmul(m, k, n, dtype)
+
+
+def frozen_clock_case(m, k, n, dtype, device):
+    """Its step stops the time module's clocks (time.perf_counter and process_time read 0 from then on)."""
+    step, sync = _matmul(m, k, n, dtype)
+
+    def frozen():
+        step()
+        time.perf_counter = time.process_time = lambda: 0.0
+
+    return frozen, sync

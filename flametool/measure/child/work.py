@@ -18,6 +18,7 @@ from ..protocol import (CaseProfiled, CaseTimed, JobCase, PlanItem, Point, Point
     SweepJob, Swept, Timed, TimedLoops, TimeJob)
 from ...run.record import DeviceInfo, Operands
 from .building import CaseUnavailable, build, describe, load_factory, set_up
+from . import ownclock
 from .clocks import Events, device_events, device_info
 from .loops import bound, calls_for, cprofile_phase, extend_seconds, interleaved, ops_per_step, sampled_phase, warm_up
 from .reporter import Reporter
@@ -48,6 +49,7 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
     requested shape, says which cases are host-bound, and picks the one shape all of them are sampled at."""
     out = Timed(cases={c.label: CaseTimed() for c in job.cases})
     errors = out.errors
+    watch = ownclock.Watch()
     events: Events | None = None
     plan = list(job.plan)
     while plan:
@@ -57,7 +59,8 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
         given = item.calls or {}
         # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
         made, calls, ops = ready(job.cases, shape, job, report, errors, operands, lambda label, per_step, steps: (
-            given.get(label) or (steps if item.key == "timing" else calls_for(per_step, steps, extend_seconds(job)))))
+            given.get(label) or (steps if item.key == "timing" else calls_for(per_step, steps, extend_seconds(job)))),
+            watch=watch)
         if not made:
             break
         for label, found in operands.items():
@@ -69,7 +72,7 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
                 out.cases[label].device_info = info
         for label in made:
             out.cases[label].ops_per_step = ops[label]
-        loops = interleaved(made, calls, job.repeats, events, report, shape, errors, extend_seconds(job))
+        loops = interleaved(made, calls, job.repeats, events, report, shape, errors, extend_seconds(job), watch)
         for label in made:
             if label in errors:
                 continue
@@ -89,6 +92,11 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
             out.sample_shape, out.sample_shape_reason = sample_shape, reason
             if sample_shape != shape:
                 plan.insert(0, PlanItem(sample_shape, None, "sample_timing"))
+    before = ownclock.not_builtin()
+    for label in out.cases:
+        out.cases[label].warnings = ([f"{', '.join(before)} replaced before flametool's child started (a "
+                                      "sitecustomize?): its timings were read on them"] if before else []) + \
+            watch.warnings.get(label, [])
     return out
 
 
@@ -106,7 +114,8 @@ SWEEP_WARM_SECONDS = 0.5
 
 def ready(cases: list[JobCase], shape: list[int], job: TimeJob | SweepJob, report: Reporter, errors: dict[str, str],
           operands: dict[str, Operands] | None, choose: Callable[[str, float, int], int],
-          seconds: float | None = None) -> tuple[dict[str, tuple[Step, Sync]], dict[str, int], dict[str, int]]:
+          seconds: float | None = None,
+          watch: ownclock.Watch | None = None) -> tuple[dict[str, tuple[Step, Sync]], dict[str, int], dict[str, int]]:
     """Each case built (build) and warmed up (warm_all) before the next is built, so that a library still
     importing behind (preload_behind) is waited for only by its own case. Returns (made, calls, ops)."""
     made: dict[str, tuple[Step, Sync]] = {}
@@ -115,6 +124,8 @@ def ready(cases: list[JobCase], shape: list[int], job: TimeJob | SweepJob, repor
     for c in cases:
         one = build([c], shape, job.device, report, errors, operands)
         got_calls, got_ops = warm_all(one, job, report, choose, seconds)
+        if watch is not None:  # its factory and its warm-up are the case's own code
+            watch.check(c.label)
         made.update(one)
         calls.update(got_calls)
         ops.update(got_ops)

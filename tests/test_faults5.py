@@ -345,3 +345,23 @@ def test_a_case_that_moves_the_clock_moves_only_its_own(clocks):
     assert not data.results["numpy"].warnings
     said = [l for l in proc.stderr.splitlines() if l.startswith("warning: case ")]
     assert [l.split("'")[1] for l in said] == ["fast_clock_case", "frozen_clock_case"]
+
+
+# --- 5: a step that removes the counting hook: its counts are marked corrupted, kept out of diffs ------------
+
+def test_counts_a_step_corrupted_are_marked_and_left_out(tmp_path):
+    out = tmp_path / "run"
+    proc = fk.run(["compare", *O, "--no-sample", "--libs", "numpy", "--case", f"{CASES}:unhooking_case",
+                   "--out", str(out)], timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    data = rundir.load(out)
+    counts = data.results["unhooking_case"].profile.counts
+    assert counts is not None and counts.corrupted == "step() removed the profiling hook (sys.setprofile(None))"
+    assert json.loads((out / "run.json").read_text())["results"]["unhooking_case"]["profile"]["counts"]["corrupted"]
+    assert data.results["numpy"].profile.counts.corrupted is None
+    said = [l for l in proc.stderr.splitlines() if l.startswith("warning: case 'unhooking_case': its counts are corrupted")]
+    assert len(said) == 1
+    from flametool.analyse import compare
+    got = compare.count_pair(data, "numpy", data, "unhooking_case", ("numpy", "unhooking_case"))
+    assert got is not None and not got.rows  # nothing of it compared
+    assert any("its counts are corrupted: step() removed the profiling hook" in n for n in got.notes)

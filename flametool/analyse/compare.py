@@ -223,9 +223,11 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
 
 
 def counts_of(run, label: str):
-    """A case's counted loop (profiled.ProfileProcess.counts), None where it has none."""
+    """A case's counted loop (profiled.ProfileProcess.counts), None where it has none, or where its counts are
+    corrupted (its step removed the counting hook): those are kept in run.json, out of every diff."""
     r = run.results.get(label)
-    return r.profile.counts if r is not None and r.profile is not None else None
+    counts = r.profile.counts if r is not None and r.profile is not None else None
+    return None if counts is None or counts.corrupted else counts
 
 
 def uncounted(run, label: str) -> str | None:
@@ -235,6 +237,9 @@ def uncounted(run, label: str) -> str | None:
         return None
     if r.error:
         return "it failed"
+    held = r.profile.counts if r.profile is not None else None
+    if held is not None and held.corrupted:
+        return f"its counts are corrupted: {held.corrupted}; left out"
     if run.config.recorded.get("count") is False:
         return "a --no-count run"
     if run.schema < 3:

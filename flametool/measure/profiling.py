@@ -25,6 +25,9 @@ def profile(m: Measurement, case: CaseSpec) -> None:
                            "timings are kept")
     else:
         r.profile = got
+        if got.counts is not None and got.counts.corrupted:
+            r.warnings.append(f"its counts are corrupted ({got.counts.corrupted}): kept in run.json, left out of "
+                              "every comparison")
 
 
 def profile_points(m: Measurement, case: CaseSpec) -> None:

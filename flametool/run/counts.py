@@ -128,6 +128,7 @@ class Counts:
     tracer: str | None = None
     missing: list[str] = field(default_factory=list)
     ops_per_step: int = 1
+    corrupted: str | None = None  # why these counts are not what a step does (its step removed the hook): kept apart
 
     def of(self, kind: str) -> list[Tally]:
         return [t for t in self.tallies if t.kind == kind]
@@ -146,7 +147,8 @@ class Counts:
     def to_json(self) -> dict:
         return {"steps": self.steps, "python_steps": self.python_steps, "ops_per_step": self.ops_per_step,
                 "us_per_call": self.us_per_call, "tracer": self.tracer, "missing": list(self.missing),
-                "clocks": CLOCKS, "tallies": [t.to_json() for t in self.tallies]}
+                "clocks": CLOCKS, "tallies": [t.to_json() for t in self.tallies]} | (
+                {"corrupted": self.corrupted} if self.corrupted else {})
 
     @classmethod
     def from_json(cls, data: dict) -> "Counts":
@@ -166,4 +168,5 @@ class Counts:
         return cls(steps=steps, python_steps=python_steps, tallies=[Tally.from_json(t) for t in tallies],
                    us_per_call=float(us) if isinstance(us, (int, float)) and not isinstance(us, bool) else None,
                    tracer=tracer if isinstance(tracer, str) else None, missing=list(missing),
-                   ops_per_step=int(data.get("ops_per_step", 1)) if isinstance(data.get("ops_per_step", 1), int) else 1)
+                   ops_per_step=int(data.get("ops_per_step", 1)) if isinstance(data.get("ops_per_step", 1), int) else 1,
+                   corrupted=str(data["corrupted"])[:1000] if data.get("corrupted") else None)

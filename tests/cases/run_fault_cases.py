@@ -153,3 +153,17 @@ def frozen_clock_case(m, k, n, dtype, device):
         time.perf_counter = time.process_time = lambda: 0.0
 
     return frozen, sync
+
+
+def unhooking_case(m, k, n, dtype, device):
+    """Its step removes the profiling hook (sys.setprofile(None)) every 50th call."""
+    step, sync = _matmul(m, k, n, dtype)
+    calls = [0]
+
+    def unhooking():
+        step()
+        calls[0] += 1
+        if calls[0] % 50 == 0:
+            sys.setprofile(None)
+
+    return unhooking, sync

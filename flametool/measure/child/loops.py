@@ -9,6 +9,7 @@ import cProfile
 import os
 import select
 import statistics
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -134,18 +135,30 @@ def bound(loops: Loops) -> tuple[bool, str]:
 
 
 
-def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float, int, dict]:
-    """(host us per call under cProfile, calls profiled, its function table), the profile written to `path`."""
+def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float, int, dict, str | None]:
+    """(host us per call under cProfile, calls profiled, its function table, why its counts are corrupted or
+    None), the profile written to `path`. A step that removes or replaces the profiling hook (sys.setprofile) or
+    sets a tracing one (sys.settrace) inside the loop leaves counts that are not what a step does."""
     profiler = cProfile.Profile()
     total_calls = 0
     host = 0.0
+    corrupted: str | None = None
+    tracer = sys.gettrace()
     deadline = ownclock.perf_counter() + CPROFILE_SECONDS
     while True:
         sync()
         t0 = ownclock.perf_counter()
         profiler.enable()
         active_loop(step, calls)
+        hook: object = sys.getprofile()
+        traced = sys.gettrace()
         profiler.disable()
+        if corrupted is None and hook is not profiler:
+            corrupted = ("step() removed the profiling hook (sys.setprofile(None))" if hook is None else
+                         f"step() replaced the profiling hook (sys.setprofile({type(hook).__name__}))")
+        elif corrupted is None and traced is not tracer:
+            corrupted = "step() changed the tracing hook (sys.settrace)"
+        sys.settrace(tracer)  # as it was, for the loops after this one
         host += ownclock.perf_counter() - t0
         sync()
         total_calls += calls
@@ -159,7 +172,7 @@ def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float
         except OSError:
             pass
         raise CaseUnavailable(f"{path}: cannot be written ({exc.strerror or exc})") from None
-    return host * 1e6 / (total_calls * ops_per_step(step)), total_calls, profiler.stats
+    return host * 1e6 / (total_calls * ops_per_step(step)), total_calls, profiler.stats, corrupted
 
 
 

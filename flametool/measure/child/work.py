@@ -224,7 +224,7 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
     if errors:  # the loop raised; interleaved made its message
         raise CaseUnavailable(errors[c.label])
     report.phase("cprofile")
-    us_per_call, profiled_calls, table = cprofile_phase(step, sync, steps, job.prof_path)
+    us_per_call, profiled_calls, table, corrupted = cprofile_phase(step, sync, steps, job.prof_path)
     result = CaseProfiled(own[c.label], steps * ops, us_per_call, profiled_calls)
     if job.sample:
         report.send(SampleReady(os.getpid()))
@@ -233,6 +233,7 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
     if job.count:  # last: CUPTI's tracing is set up and torn down after every other loop of the process
         report.phase("count")
         result.counts = counted_loop(step, sync, steps, job.device, ops, table, profiled_calls)
+        result.counts.corrupted = corrupted
     return result
 
 

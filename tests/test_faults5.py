@@ -118,13 +118,14 @@ CASES = fk.CASES / "run_fault_cases.py"
 
 @pytest.fixture(scope="module")
 def dying(tmp_path_factory):
-    """dying_case beside numpy in 3 timing processes: its 2nd process (os._exit(1)) and its profiling process
-    (the 4th to build it) die."""
+    """dying_case beside numpy in 4 timing processes: its 2nd process (os._exit(1)) and its profiling process
+    (the 5th to build it) die. (Three kept: with two, Student's t of one degree of freedom widens the interval
+    past any threshold on a loaded machine.)"""
     counts = tmp_path_factory.mktemp("counts")
     out = tmp_path_factory.mktemp("dying") / "run"
-    environ = fk.env(FAULT_COUNT_DIR=str(counts), FAULT_DIE_AT="2,4")
-    proc = fk.run(["compare", *O[:-1], "3", "--no-sample", "--no-count", "--libs", "numpy", "--case",
-                   f"{CASES}:dying_case", "--pair", "numpy:dying_case", "--fail-above", "1000", "--out", str(out)],
+    environ = fk.env(FAULT_COUNT_DIR=str(counts), FAULT_DIE_AT="2,5")
+    proc = fk.run(["compare", *O[:-1], "4", "--no-sample", "--no-count", "--libs", "numpy", "--case",
+                   f"{CASES}:dying_case", "--pair", "numpy:dying_case", "--fail-above", "10000", "--out", str(out)],
                   environ)
     return out, proc, environ
 
@@ -132,16 +133,16 @@ def dying(tmp_path_factory):
 def test_a_dead_timing_process_is_one_process_lost(dying):
     out, proc, environ = dying
     assert "Traceback" not in proc.stderr
-    assert proc.returncode == 0, proc.stderr  # the verdict of what was timed (numpy's time is far within 1000%)
+    assert proc.returncode == 0, proc.stderr  # the verdict of what was timed (the same product: far within 10000%)
     lost = [l for l in proc.stderr.splitlines() if l.startswith("warning: numpy+dying_case: lost 1 timing process")]
-    assert len(lost) == 1 and "process 2 of 3: the child process exited with code 1 before reporting" in lost[0]
-    assert lost[0].endswith("went on from the other 2")
+    assert len(lost) == 1 and "process 2 of 4: the child process exited with code 1 before reporting" in lost[0]
+    assert lost[0].endswith("went on from the other 3")
     data = rundir.load(out)
     group = data.groups[0]
-    assert group.processes == 2 and len(group.lost) == 1 and group.lost[0].startswith("process 2 of 3: ")
+    assert group.processes == 3 and len(group.lost) == 1 and group.lost[0].startswith("process 2 of 4: ")
     for label in ("numpy", "dying_case"):
-        assert data.results[label].error is None and len(data.results[label].at_sample_shape.processes) == 2
-    assert "passed (decided) over 2 processes" in " ".join(proc.stdout.split())
+        assert data.results[label].error is None and len(data.results[label].at_sample_shape.processes) == 3
+    assert "passed (decided) over 3 processes" in " ".join(proc.stdout.split())
     assert fk.none_left(environ[fk.TAG]) == []
 
 
@@ -365,3 +366,20 @@ def test_counts_a_step_corrupted_are_marked_and_left_out(tmp_path):
     got = compare.count_pair(data, "numpy", data, "unhooking_case", ("numpy", "unhooking_case"))
     assert got is not None and not got.rows  # nothing of it compared
     assert any("its counts are corrupted: step() removed the profiling hook" in n for n in got.notes)
+
+
+# --- 10: host allocations shown where counts are -------------------------------------------------------------
+
+def test_host_allocations_are_shown_where_counts_are():
+    from fractions import Fraction
+
+    from flametool.render import format as fmt
+    from flametool.run.counts import Counts, Tally
+
+    c = Counts(steps=100, python_steps=100, tallies=[
+        Tally("python", "step", Fraction(1)),
+        Tally("host-alloc", "blocks kept (net)", Fraction(-1, 250), Fraction(-14, 125)),
+        Tally("host-alloc", "peak above start, one step", Fraction(1), Fraction(200_000_000))])
+    assert fmt.count_cells(c)[3] == "host peak 200000000 B a step"  # what a step keeps, net, is 0.1 B: not said
+    c.corrupted = "step() removed the profiling hook (sys.setprofile(None))"
+    assert fmt.count_cells(c)[0] == f"corrupted: {c.corrupted}"  # said where its figures would be

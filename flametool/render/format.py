@@ -388,6 +388,12 @@ def count_cells(c: Counts) -> tuple[str, str, str, str]:
     memory = [f"{count_words(t.count)} {t.kind} {t.name}" + (f" ({count_words(t.bytes)} B)" if t.bytes is not None
                                                               else "")
               for t in c.tallies if t.kind in ("copy", "memset", "device-alloc") and t.count]
+    # host allocations (tracemalloc): the peak a step reaches, and what it keeps where that is a kibibyte or more
+    memory += [f"host {'peak' if t.name.startswith('peak') else 'kept (net)'} {count_words(t.bytes)} B a step"
+               for t in c.of("host-alloc") if t.bytes is not None and t.bytes
+               and (t.name.startswith("peak") or abs(t.bytes) >= 1024)]
+    if c.corrupted:  # kept in run.json, never compared: said where its figures would be
+        return (f"corrupted: {c.corrupted}", "-", "-", "; ".join(memory))
     return (f"{count_words(c.total('python'))} in {len(c.of('python'))} functions",
             named_counts(c.of("api")) if c.counted("api") else "not counted",
             named_counts(c.of("kernel")) if c.counted("kernel") else "not counted",

@@ -225,7 +225,8 @@ def counts_section(a: Analysis) -> CountsSection | None:
                  if t.costs and t.costs.frames else "–")]
                for label, t in a.threads.items() if t.us_per_call > 0 or t.profile is not None]
     return CountsSection(pairs, ["case", "Python calls", "CUDA API calls", "kernels",
-                                 "copies, memsets, device allocations", "counted loop, host time per call"], rows, notes,
+                                 "copies, memsets, device and host allocations", "counted loop, host time per call"], rows,
+                         notes,
                          threads)
 
 

@@ -110,7 +110,7 @@ def print_counts(run, console: Console) -> None:
     if not counted:
         return
     table = titled("what one step() call does, counted (exact, per step; CUDA API calls and kernels by CUPTI)")
-    for col in ("case", "Python calls", "CUDA API calls", "kernels", "copies, memsets, device allocations"):
+    for col in ("case", "Python calls", "CUDA API calls", "kernels", "copies, memsets, device and host allocations"):
         table.add_column(col, overflow="fold")
     for label, c in counted.items():
         python, api, kernels, memory = fmt.count_cells(c)

@@ -16,16 +16,18 @@ def new_run(config: dict | None = None, env: dict | None = None) -> Run:
 
 
 def case_result(label: str, us: float, kept: int, loop: int = 0, shape=(64, 64, 64), dtype: str = "float32",
-                sample_shape=None, sample_us: float | None = None, device: str = "cpu", **extra) -> CaseResult:
-    """A sampled case whose timed loops all read `us` per call (at the sample shape: `sample_us`)."""
+                sample_shape=None, sample_us: float | None = None, device: str = "cpu", processes: int = 1,
+                **extra) -> CaseResult:
+    """A sampled case whose timed loops all read `us` per call (at the sample shape: `sample_us`), in `processes`
+    processes (two or more: enough for a --fail-above verdict)."""
     shape = list(shape)
     sample_shape = list(sample_shape) if sample_shape else shape
     at_sample = us if sample_us is None else sample_us
     r = CaseResult(label=label, factory=f"test:{label}", library=extra.pop("library", None), device=device, dtype=dtype,
-                   shape=shape, timing=Timing(shape, 200, [Loops([us])], host_bound=sample_shape == shape,
+                   shape=shape, timing=Timing(shape, 200, [Loops([us]) for _ in range(processes)], host_bound=sample_shape == shape,
                                               bound_note="hand-built"),
                    sample_shape=sample_shape, sample_shape_reason="hand-built",
-                   sample_timing=Timing(sample_shape, 200, [Loops([at_sample])], True) if sample_shape != shape else None,
+                   sample_timing=Timing(sample_shape, 200, [Loops([at_sample]) for _ in range(processes)], True) if sample_shape != shape else None,
                    profile=ProfileProcess(own=Loops([at_sample]), calls=200,
                                     sampling=Sampling(command=[], rate_hz=100, seconds=1, complete=True, kept_samples=kept,
                                                       loop_samples=loop),
@@ -35,16 +37,16 @@ def case_result(label: str, us: float, kept: int, loop: int = 0, shape=(64, 64, 
     return r
 
 
-def make_run(path: Path, cases: dict[str, tuple[str, float, int]]) -> Path:
-    """cases: label -> (folded text, time per call, loop samples)."""
+def make_run(path: Path, cases: dict[str, tuple[str, float, int]], processes: int = 1) -> Path:
+    """cases: label -> (folded text, time per call, loop samples), timed in `processes` processes."""
     path.mkdir(parents=True, exist_ok=True)
     run = new_run()
-    run.groups.append(Group(list(cases), len(cases) > 1, "hand-built", 1))
+    run.groups.append(Group(list(cases), len(cases) > 1, "hand-built", processes))
     for label, (text, us, loop) in cases.items():
         (path / f"{label}.folded").write_text(text, encoding="utf-8")
         counts = [line.rsplit(" ", 1)[-1] for line in text.splitlines() if line.strip()]
         kept = sum(int(c) for c in counts if c.isdigit()) or 1  # garbage files still claim samples
-        run.results[label] = case_result(label, us, kept, loop, group=0)
+        run.results[label] = case_result(label, us, kept, loop, group=0, processes=processes)
     run.complete = True
     rundir.save(path, run)
     return path

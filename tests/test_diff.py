@@ -90,8 +90,9 @@ def test_a_native_step_sits_under_the_root():
 
 @pytest.fixture
 def runs(tmp_path):
-    a = make_run(tmp_path / "a", {"numpy": (BASE, 6.0, 0), "torch": (BASE, 6.0, 0)})
-    b = make_run(tmp_path / "b", {"numpy": (HEAD, 8.0, 0)})
+    # two processes a side: a --fail-above verdict needs them (one process's rounds share its own speed)
+    a = make_run(tmp_path / "a", {"numpy": (BASE, 6.0, 0), "torch": (BASE, 6.0, 0)}, processes=2)
+    b = make_run(tmp_path / "b", {"numpy": (HEAD, 8.0, 0)}, processes=2)
     return a, b
 
 
@@ -154,7 +155,7 @@ def test_diff_of_two_cases_of_a_run_not_sampled_gives_the_ratio(capsys, tmp_path
     """`--no-sample`: as `diff RUN_A RUN_B` and `summary` do, the ratio and the verdict, and no layers."""
     from flametool.run import rundir
 
-    run = make_run(tmp_path / "r", {"numpy": (BASE, 6.0, 0), "torch": (HEAD, 9.0, 0)})
+    run = make_run(tmp_path / "r", {"numpy": (BASE, 6.0, 0), "torch": (HEAD, 9.0, 0)}, processes=2)
     data = rundir.load(run)
     for r in data.results.values():
         r.profile.files, r.profile.sampling = {}, None

@@ -18,8 +18,9 @@ STACK = "case.<locals>.step (tests/a.py:1);shared (lib/s.py:1) 6\n"
 def two_runs(tmp_path, head_us: float = 120.0, **change):
     """A (base) and B (head): numpy beside torch, B's numpy 20x A's; `change` sets fields of B's numpy (and
     'op': B's --op, 'complete': whether B finished, 'versions': B's library versions)."""
-    a = make_run(tmp_path / "a", {"numpy": (STACK, 6.0, 0), "torch": (STACK, 6.0, 0)})
-    b = make_run(tmp_path / "b", {"numpy": (STACK, head_us, 0), "torch": (STACK, 6.0, 0)})
+    # two processes a side: enough for a --fail-above verdict
+    a = make_run(tmp_path / "a", {"numpy": (STACK, 6.0, 0), "torch": (STACK, 6.0, 0)}, processes=2)
+    b = make_run(tmp_path / "b", {"numpy": (STACK, head_us, 0), "torch": (STACK, 6.0, 0)}, processes=2)
     for path, op in ((a, "matmul"), (b, change.pop("op", "matmul"))):
         run = rundir.load(path)
         run.config.recorded["op"] = op

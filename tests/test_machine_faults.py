@@ -345,7 +345,8 @@ def test_out_that_cannot_be_created(tmp_path):
     assert fk.error_line(proc).startswith(f"flametool: {tmp_path / 'file' / 'run'}: cannot create the run directory (")
     proc = fk.run([*QUICK, "--no-sample", "--out", str(tmp_path / "file")])
     assert proc.returncode == 2
-    assert fk.error_line(proc) == f"flametool: {tmp_path / 'file'}: already exists and is not empty; choose another --out"
+    # a file is said to be one (issue 41), not "already exists and is not empty"
+    assert fk.error_line(proc) == f"flametool: {tmp_path / 'file'}: a file, not a folder; choose another --out"
 
 
 def test_out_that_is_an_empty_folder_is_used(tmp_path):

@@ -247,15 +247,43 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
         anchored = stats.anchored_pair(run, base, head, pooled_sample)
         pair_profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
         out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, pair_profiles, anchored,
-                                      countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head),
+                                      count_pair(run, base, run, head, (base, head)),
                                       cross_library(run.results[base], run.results[head])))
     return out
 
 
 def counts_of(run, label: str):
-    """A case's counted loop (profiled.ProfileProcess.counts), None where it has none."""
+    """A case's counted loop (profiled.ProfileProcess.counts), None where it has none, or where its counts are
+    corrupted (its step removed the counting hook): those are kept in run.json, out of every diff."""
     r = run.results.get(label)
-    return r.profile.counts if r is not None and r.profile is not None else None
+    counts = r.profile.counts if r is not None and r.profile is not None else None
+    return None if counts is None or counts.corrupted else counts
+
+
+def uncounted(run, label: str) -> str | None:
+    """Why a case has no counted loop, in words (None where it has one): what is true of this run and case."""
+    r = run.results.get(label)
+    if r is None or counts_of(run, label) is not None:
+        return None
+    if r.error:
+        return "it failed"
+    held = r.profile.counts if r.profile is not None else None
+    if held is not None and held.corrupted:
+        return f"its counts are corrupted: {held.corrupted}; left out"
+    if run.config.recorded.get("count") is False:
+        return "a --no-count run"
+    if run.schema < 3:
+        return "a run recorded before flametool counted calls"
+    if r.profile is None:
+        return ("the run did not finish" if not run.complete else
+                "its profile was lost" if r.profile_error else "it was not profiled")
+    return "its counted loop did not run"
+
+
+def count_pair(run_a, a: str, run_b, b: str, names: tuple[str, str]):
+    """countdiff.diff_counts of case `a` in run_a and `b` in run_b, each side's missing loop said as it is."""
+    return countdiff.diff_counts(counts_of(run_a, a), counts_of(run_b, b), *names,
+                                 why=(uncounted(run_a, a), uncounted(run_b, b)))
 
 
 def cross_library(base: CaseResult, head: CaseResult) -> bool:

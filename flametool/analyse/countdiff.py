@@ -137,15 +137,15 @@ def _index(c: Counts) -> dict[tuple[str, str], Tally]:
 
 
 def diff_counts(base: Counts | None, head: Counts | None, base_name: str = "base",
-                head_name: str = "head") -> CountDiff | None:
+                head_name: str = "head", why: tuple[str | None, str | None] = (None, None)) -> CountDiff | None:
     """head - base of everything counted per step; None when neither side has a counted loop (a run recorded
     before counting existed, or a case that failed)."""
     if base is None and head is None:
         return None
     out = CountDiff(base_name, head_name, base_counts=base, head_counts=head)
-    for name, c in ((base_name, base), (head_name, head)):
-        if c is None:
-            out.notes.append(f"{name} has no counted loop (a run recorded before flametool counted calls)")
+    for name, c, none in ((base_name, base, why[0]), (head_name, head, why[1])):
+        if c is None:  # `why`: the caller knows (it failed, --no-count, ...); else the run is older than counting
+            out.notes.append(f"{name} has no counted loop ({none or 'a run recorded before flametool counted calls'})")
         else:
             out.notes += [f"{name}: {m}" for m in c.missing
                           if name == base_name or base is None or m not in base.missing]

@@ -12,7 +12,7 @@ from . import attribution, countdiff, treediff
 from ..run import rundir, sources, stats
 from ..errors import FlametoolError
 from .lines import LineDelta, case_lines, diff_lines
-from .compare import at_common_speed, counts_of, cross_library, speed_heading
+from .compare import at_common_speed, count_pair, cross_library, speed_heading
 from ..run.record import Run
 
 # diff exits with SLOWER_EXIT when the head got slower than --fail-above allows (2 is bad input, 1 a failed case),
@@ -85,11 +85,19 @@ def verdict(change: Change, label: str, pct: float) -> Verdict:
         return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct, f"{label}: nothing to compare; inconclusive")
     grew, iv = (change.ratio - 1) * 100, change.interval
     limit = 1 + pct / 100
-    if iv is None:  # one process a side: no interval to decide on, only the point
-        slower = grew > pct
-        return Verdict("slower" if slower else "passed", SLOWER_EXIT if slower else 0, pct,
-                       f"{label}: {grew:+.1f}% {change.how} (no interval: one process a side, decided on the point; "
-                       f"{'more' if slower else 'not more'} than --fail-above {pct:g}%)")
+    few = one_process(change)
+    if iv is None or few:
+        # one process a side: its rounds share the process's own speed, so their spread is not the spread between
+        # processes, and a verdict on them would be firmer with less evidence than with two processes a side
+        span = (f"{grew:+.1f}% (95%: {(iv.low - 1) * 100:+.1f}% to {(iv.high - 1) * 100:+.1f}%)" if iv is not None
+                else f"{grew:+.1f}%")
+        return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
+                       f"{label}: {span} {change.how}: inconclusive, {few or 'no interval to decide on'}: a verdict on "
+                       f"--fail-above {pct:g}% needs two or more processes a side; "
+                       + ("time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
+                          f"--fail-above {pct:g}" if change.between_runs else
+                          f"compare again with --fail-above {pct:g} and a longer --budget SECONDS (or --processes 2 "
+                          "or more)"))
     span = f"{grew:+.1f}% (95%: {(iv.low - 1) * 100:+.1f}% to {(iv.high - 1) * 100:+.1f}%) {change.how}"
     if iv.low > limit:
         return Verdict("slower", SLOWER_EXIT, pct, f"{label}: {span}: slower by more than --fail-above {pct:g}%")
@@ -106,7 +114,17 @@ def verdict(change: Change, label: str, pct: float) -> Verdict:
                    + (f"about {need} processes a side would settle it at the spread seen" if need else
                       "more processes would not settle it at this spread, unless the estimate moves"
                       if change.anchored is not None else
-                      "an anchor (a case timed beside it in both runs) would settle it") + again, need)
+                      "an anchor (a case timed beside it in both runs) would settle it" if change.between_runs else
+                      f"more processes would settle it: compare again with --fail-above {pct:g} (it adds processes "
+                      "until the verdict is decided)") + again, need)
+
+
+def one_process(change: Change) -> str | None:
+    """Why the change's interval cannot decide a verdict (one process on a side, its rounds the units), or None."""
+    figures = change.anchored if change.anchored is not None else change.absolute
+    if figures is None or stats.processes_a_side(figures) >= 2:
+        return None
+    return "one process a side (its rounds share that process's own speed)"
 
 
 def anchor_for(a: Run, b: Run, label: str, given: str | None) -> tuple[str | None, str | None]:
@@ -263,7 +281,7 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
     result = DiffResult(label, str(run_a), str(run_b), shapes[0] == shapes[1], figures, change=change,
                       not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare",
-                      counts=countdiff.diff_counts(counts_of(a, label), counts_of(b, label), "A", "B"),
+                      counts=count_pair(a, label, b, label, ("A", "B")),
                       differences=differences(a, b, label, found),
                       incomplete=[name for name, run in (("A", a), ("B", b)) if not run.complete])
     if sampled:
@@ -302,7 +320,7 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
                       not_sampled=None if sampled else f"{base} and {head} were not both sampled: no layers or frames to "
                                                        "compare",
                       incomplete=[] if run.complete else ["the run"],
-                      counts=countdiff.diff_counts(counts_of(run, base), counts_of(run, head), base, head))
+                      counts=count_pair(run, base, run, head, (base, head)))
     if sampled:
         result.lines = line_diff(run_dir, run, base, run_dir, run, head, got)
     return result

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 
 from ..run import stats
 from .compare import Analysis, PairAnalysis
-from .diff import Change, DiffResult, Verdict, verdict
+from .diff import INCONCLUSIVE_EXIT, Change, DiffResult, Verdict, verdict
 from .atlas import AtlasAnalysis
 from .countdiff import CountDiff
 from .lines import LineDelta
 from .sweep import SweepAnalysis, size_name
 from .treediff import FrameDelta, LayerDelta, PairDiff
 from ..errors import FlametoolError
-from ..run.record import Environment
+from ..run.record import Environment, Run
 
 # The JSON document's name and version (docs/summary-json.md): a field's meaning never changes within a version;
 # fields may be added.
@@ -66,12 +66,16 @@ class Summary:
     differences: list = field(default_factory=list)  # a diff of two runs: diff.Difference, what they did not do alike
     no_verdict: str | None = None  # why --fail-above gave no verdict (the runs measured unlike work)
     rows: list["HeadlineRow"] = field(default_factory=list)  # a sweep's or an atlas's: one per pair and size (or op)
+    # --fail-above on a run with a pair it could not compare (or none): inconclusive, and why (never a pass)
+    uncompared: Verdict | None = None
 
     @property
     def verdict(self) -> Verdict | None:
-        """The run's verdict: the worst of its pairs' (slower over inconclusive over passed)."""
+        """The run's verdict: the worst of its pairs' (slower over inconclusive over passed), a pair not compared
+        (or none at all) inconclusive."""
         rank = {"slower": 2, "inconclusive": 1, "passed": 0}
-        given = [p.verdict for p in self.pairs if p.verdict is not None]
+        given = [p.verdict for p in self.pairs if p.verdict is not None] + (
+            [self.uncompared] if self.uncompared is not None else [])
         return max(given, key=lambda v: rank[v.outcome], default=None)
 
     @property
@@ -124,14 +128,30 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
     out = Summary("run", str(a.run_dir), str(a.run_dir), environments=list(run.environments), complete=run.complete,
                   cases=stats.group_pooled(run, True),
                   counts={l: r.profile.counts for l, r in run.results.items() if r.profile and r.profile.counts})
+    missing = []
     for p in a.pairs:
         change = pair_change(p)
         if change is None:
+            missing.append(f"{p.head} vs {p.base}")
             continue
         out.pairs.append(of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff,
                                    fail_above, "not both sampled: no layer or frame differences", p.counts,
                                    a.pair_lines.get((p.base, p.head))))
+    if fail_above is not None and (missing or not out.pairs):
+        out.uncompared = Verdict("inconclusive", INCONCLUSIVE_EXIT, fail_above,
+                                 nothing_compared(run, missing, fail_above))
     return out
+
+
+def nothing_compared(run: Run, missing: list[str], pct: float) -> str:
+    """Why --fail-above has nothing (or not everything) to decide on: the pairs not compared, and what failed."""
+    failed = [f"{l} failed ({' '.join(r.error.split())[:160]})" for l, r in run.results.items() if r.error]
+    untimed = [l for l, r in run.results.items() if not r.error and r.at_sample_shape is None]
+    why = failed + [f"{l} has no timings" for l in untimed] + ([] if run.complete else ["the run did not finish"])
+    what = (f"{', '.join(missing)} not compared" if missing else
+            "nothing compared" + ("" if run.results else " (the run has no cases)"))
+    return (f"{what}" + (f": {'; '.join(why)}" if why else "") +
+            f"; inconclusive: no verdict on --fail-above {pct:g}%")
 
 
 def unlike_sentence(result: DiffResult) -> str | None:

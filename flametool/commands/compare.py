@@ -148,10 +148,24 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
         sampling = run.results[label].sampling
         assert sampling is not None  # unsampled: sampled, incompletely
         terminal.say(err, f"flametool: case {label!r}: sampling incomplete: {sampling.error}")
+    # a timing process lost is one process fewer, not a failure; a profile lost is the profile, not the verdict
+    for g in run.groups:
+        if g.lost:
+            terminal.say(err, f"warning: {'+'.join(g.cases)}: lost {len(g.lost)} timing process"
+                              f"{'' if len(g.lost) == 1 else 'es'} ({'; '.join(g.lost)}); went on from the other "
+                              f"{g.processes}")
+    for label, r in run.results.items():
+        for line in r.warnings:
+            terminal.say(err, f"warning: case {label!r}: {line}")
+    lost = [l for l, r in run.results.items() if r.profile_error]
+    for label in lost:
+        terminal.say(err, f"flametool: case {label!r}: {run.results[label].profile_error}")
     code = 0
     if not sweeping and config.fail_above is not None:
         code = decided_verdict(analysed, config, time.monotonic() - started, out)
-    return 1 if failed or unsampled else (code if written else 2)
+        if not failed:  # what was timed decides, whatever became of a profile
+            return code if written else 2
+    return 1 if failed or unsampled or lost else (code if written else 2)
 
 
 def decided_verdict(analysed, config: Config, took: float, out: Console) -> int:

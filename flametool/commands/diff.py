@@ -59,6 +59,9 @@ class Diff:
                 raise FlametoolError("diff RUN --base A --head B: one run and two of its cases (or RUN_A RUN_B [--case C])")
             if args.anchor is not None:
                 raise FlametoolError("diff RUN --base A --head B --anchor: the anchor is for two runs (RUN_A RUN_B)")
+            if args.base == args.head:
+                raise FlametoolError(f"diff RUN --base {args.base} --head {args.head}: one case against itself; name "
+                                     "two different cases of the run")
             result = diff.diff_cases(args.run_a, args.base, args.head, args.layers)
         elif args.run_b is None:
             raise FlametoolError("diff: give two runs (RUN_A RUN_B), or one run with --base A --head B")
@@ -75,6 +78,6 @@ class Diff:
         if result.unlike and not args.allow_unlike:
             raise FlametoolError(summary.unlike_sentence(result))
         decided = diff.verdict(result.change, result.label, args.fail_above)
-        if decided.exit_code:
-            terminal.say(err, f"flametool: {decided.sentence}")
+        # passed too: a CI log says what was decided, not only an exit code
+        terminal.say(err, f"flametool: {decided.sentence}")
         return decided.exit_code

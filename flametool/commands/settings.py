@@ -11,6 +11,7 @@ from ..errors import FlametoolError
 from ..measure import atlasrun, environments, machine, sources
 from ..measure.config import ATLAS_SAMPLE_SECONDS, JAX_CPUS, Config, Defaults, default_out, defaults
 from ..workload import builtins, cases, ops, workloads
+from ..run.record import base_label
 from .options import LIMITS, check_fail_above, check_limits, default_sizes, parse_device, parse_dtypes, parse_pair, parse_shape, parse_sizes
 
 
@@ -150,6 +151,8 @@ def env_config(args: argparse.Namespace, common: dict, say=lambda text: None) ->
                              "processes; leave out --isolate")
     envs = environments.parse(args.env)
     specs = common["cases"]
+    if args.anchor is not None:  # before the environments are probed: a pair of the anchor is refused at once
+        anchor_not_paired(args.anchor, [t.partition(":")[::2] for t in args.pair])
     envs = environments.probe(envs, specs)
     anchor = environments.choose_anchor(envs, specs, args.anchor)
     warning = environments.anchor_versions(envs, specs, anchor)
@@ -158,8 +161,18 @@ def env_config(args: argparse.Namespace, common: dict, say=lambda text: None) ->
     labelled = environments.expand(specs, envs)
     labels = [c.label for c in labelled]
     pairs = [parse_pair(text, labels) for text in args.pair] or environments.default_pairs(specs, envs, anchor)
+    anchor_not_paired(anchor, [tuple(p) for p in pairs])
     dtypes = {c.label: common["dtypes"][c.name] for c in labelled}
     return dict(cases=labelled, dtypes=dtypes, pairs=pairs, environments=envs, anchor=anchor)
+
+
+def anchor_not_paired(anchor: str, pairs) -> None:
+    """An anchor is what both sides of a pair are taken relative to: a pair of the anchor itself (numpy@a:numpy@b
+    anchored on numpy) would be its change relative to itself, a ratio of exactly nothing whatever it did."""
+    for base, head in pairs:
+        if anchor in (base_label(base), base_label(head)):
+            raise FlametoolError(f"--anchor {anchor}: the anchor is the case under test in --pair {base}:{head}; anchor on "
+                                 "another case, one the same in every environment (e.g. torch)")
 
 
 def sweep_config(args: argparse.Namespace, say) -> Config:

@@ -26,6 +26,7 @@ from ..workload import builtins, workloads
 from ..workload.cases import CaseSpec
 from ..errors import FlametoolError
 from ..run.record import Environment, env_label
+from .importcheck import ANSWER
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 PROBE_SECONDS = 180.0  # importing torch and cupy in a cold environment takes seconds; a hung import, not minutes
@@ -41,7 +42,7 @@ def parse(texts: list[str]) -> list[Environment]:
         if not sep or not python:
             raise FlametoolError(f"--env {text!r}: expected NAME=PYTHON, e.g. main=/path/to/venv/bin/python")
         if not NAME.fullmatch(name):
-            raise FlametoolError(f"--env {text!r}: the name must be letters, digits, '.', '_' or '-' (it labels "
+            raise FlametoolError(f"--env {text!r}: the name must be ASCII letters, digits, '.', '_' or '-' (it labels "
                                  "the cases: cupy@NAME)")
         if any(e.name == name for e in envs):
             raise FlametoolError(f"--env {text!r}: the name {name!r} is given twice")
@@ -51,6 +52,23 @@ def parse(texts: list[str]) -> list[Environment]:
         raise FlametoolError(f"--env {texts[0]!r}: give two environments or more to compare (--env A=PYTHON "
                              "--env B=PYTHON)")
     return envs
+
+
+MIN_PYTHON = (3, 10)  # pyproject's requires-python
+
+
+def too_old(python: str) -> str | None:
+    """The interpreter's version ("2.7", "3.6") when it is older than flametool runs on, else None: asked in words
+    every Python since 2.6 understands (the probe itself is a SyntaxError there)."""
+    try:
+        got = subprocess.run([python, "-c", "import sys; sys.stdout.write('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    parts = got.stdout.strip().split(".")
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
+        return None
+    return got.stdout.strip() if (int(parts[0]), int(parts[1])) < MIN_PYTHON else None
 
 
 def interpreter(text: str, python: str) -> str:
@@ -80,7 +98,7 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     # each in a process group of its own, marked (procs.MARKER): a wrapper script that runs Python without exec
     # has it as a child, which is stopped with the script however the probe ends (a timeout, SIGTERM, Ctrl-C)
     token = uuid.uuid4().hex
-    procs = [(e, subprocess.Popen([e.python, "-c", PROBE_BOOT, json.dumps(wanted)], stdin=subprocess.DEVNULL,
+    procs = [(e, subprocess.Popen([e.python, "-c", PROBE_BOOT, json.dumps(wanted), token], stdin=subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   errors="backslashreplace",  # what prints bytes is no Python
                                   env=child_env(token=token), **hygiene.own_group()))
@@ -93,15 +111,20 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
                 stdout, stderr = proc.communicate(timeout=PROBE_SECONDS)
             except subprocess.TimeoutExpired:
                 raise FlametoolError(f"{given}: importing the cases took more than {PROBE_SECONDS:.0f} s") from None
-            line = next((l for l in reversed(stdout.splitlines()) if l.startswith("{")), None)
+            frame = f"{ANSWER} {token} "  # its own answer, not any line that looks like JSON
+            line = next((l for l in reversed(stdout.splitlines()) if l.startswith(frame)), None)
             try:
-                got = json.loads(line) if line else None
+                got = json.loads(line[len(frame):]) if line else None
             except ValueError:
                 got = None
             if not isinstance(got, dict):
                 last = next((l.strip() for l in reversed(stderr.splitlines()) if l.strip()), f"exit {proc.returncode}")
+                old = too_old(e.python) if "SyntaxError" in stderr or "ImportError" in stderr else None
+                if old:
+                    raise FlametoolError(f"{given}: Python {old} is too old for flametool (it needs Python "
+                                         f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer in every environment)")
                 raise FlametoolError(f"{given}: could not be run as Python ({last[:200]})")
-            if got.get("ppid") not in (None, os.getpid()):
+            if got.get("ppid") != os.getpid():
                 raise FlametoolError(
                     f"{given}: {e.python} runs Python as a child of its own, not in its place: flametool must be "
                     "Python's parent (to stop, time and sample it); if it is a script, run Python with exec "

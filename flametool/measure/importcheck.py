@@ -89,8 +89,13 @@ def probe(cases: list[dict]) -> dict:
     return out
 
 
+ANSWER = "flametool-importcheck"  # the answer's frame: ANSWER, the nonce the parent gave, then the JSON
+
+
 def main(argv: list[str]) -> int:
     result = probe(json.loads(argv[0]))
     sys.stdout.flush()
-    print("\n" + json.dumps(result), flush=True)
+    # framed by the parent's nonce: a line a sitecustomize or a wrapper prints (a JSON log line) is not the answer
+    nonce = argv[1] if len(argv) > 1 else ""
+    print(f"\n{ANSWER} {nonce} " + json.dumps(result), flush=True)
     return 0

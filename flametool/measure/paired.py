@@ -18,6 +18,20 @@ from .protocol import PlanItem, TimeJob
 from ..run.record import Group
 from ..run.timing import Timing
 
+# A pair's ratio has settled when its 95% interval reaches no further than this from it.
+# ... and a pair of two environments (compare --env: a build against another, anchored) when it reaches no
+# further than this. Such a comparison is there to resolve a change of a microsecond or so: at ±2% the 1 us
+# plant of benchmarks/envs.py read half-widths of 0.46-0.54 us where cupy took 24-26 us a call (the H200,
+# 2026-12-01); ±1.75% is 0.49 us at 28 us, the slowest the host has run it.
+# A group whose timing processes after the first died this many times adds no more: each was one process lost
+# (the OOM killer, a flaky sitecustomize), but a group that loses every one would otherwise run to its budget.
+MOST_LOST = 3
+
+
+def process_name(i: int, asked: int) -> str:
+    """Process i of the `asked` (--processes), or one of the more added after them: "process 3 of 5", "process 7
+    (2 more after the 5 asked for)"."""
+    return f"process {i} of {asked}" if i <= asked else f"process {i} ({i - asked} more after the {asked} asked for)"
 
 
 def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = True) -> list[tuple[CaseSpec, str]]:
@@ -60,6 +74,7 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
             r.error = failed
             continue
         r.ops_per_step = 1 if mine.ops_per_step is None else mine.ops_per_step
+        r.warnings += [w for w in mine.warnings if w not in r.warnings]
         r.device_info = mine.device_info
         r.operands = list(mine.operands)
         assert mine.timing is not None  # a case that did not fail was timed at the requested shape
@@ -116,6 +131,8 @@ def _processes_after_the_first(m: Measurement, groups: list[Group]) -> None:
 
 
 def _live(m: Measurement, group: Group) -> list[str]:
+    if len(group.lost) >= MOST_LOST:
+        return []
     return [l for l in group.cases if m.run.results[l].error is None and l in m.steps]
 
 
@@ -133,23 +150,29 @@ def _one_more(m: Measurement, group: Group, i: int) -> None:
     m.spares.ahead([by_label[l] for l in live], name, i)
     job = TimeJob(**job_base(config), cases=[job_case(by_label[l], config) for l in live],
                   plan=[PlanItem(sample_shape, {l: m.steps[l] for l in live}, key)])
-    say = lambda what: m.progress(f"timing {name}", f"process {i}/{config.processes}"  # noqa: E731
-                                  + ("" if i <= config.processes else " (more, until the ratios settle)")
+    say = lambda what: m.progress(f"timing {name}", (f"process {i}/{config.processes}"  # noqa: E731
+                                  if i <= config.processes else f"process {i} (more, until the ratios settle)")
                                   + f": {what}")
     log = m.out / f"{name}-timing-{i}.log"
     got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=m.spares.take(log, live))
+    if got is None:
+        # the process died or failed as a whole (its first process ran these cases): one process lost, not the
+        # cases; the group goes on from the others (at most MOST_LOST lost)
+        group.lost.append(f"{process_name(i, config.processes)}: {error}")
+        m.save()
+        return
     for label in live:
         r = run.results[label]
-        failed = error if got is None else got.errors.get(label)
+        failed = got.errors.get(label)
         if failed:  # what the earlier processes measured stays
-            r.error = f"process {i} of {config.processes}: {failed}"
+            r.error = f"{process_name(i, config.processes)}: {failed}"
             continue
-        assert got is not None  # without a result run_child gives an error
+        r.warnings += [w for w in got.cases[label].warnings if w not in r.warnings]
         at, timed = r.at_sample_shape, got.cases[label].at(key)
         assert at is not None and timed is not None  # the first process timed it, and this one at `key`
         at.processes.append(timed.loops)
-    if got is not None and any(label not in got.errors for label in live):
-        group.processes = i  # processes that finished their loops
+    if any(label not in got.errors for label in live):
+        group.processes += 1  # processes that finished their loops (a lost one is not among them)
     m.save()
 
 
@@ -175,7 +198,8 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
                 if figures is None:
                     continue
             if fail_above is not None:
-                if not decided(figures.ratio_interval, fail_above):
+                # one process a side decides nothing (diff.verdict says inconclusive): more processes
+                if not decided(figures.ratio_interval, fail_above) or stats.processes_a_side(figures) < 2:
                     return False
                 continue
             reach, could = figures.reach, figures.reach_with(most)

@@ -25,10 +25,14 @@ def profile(m: Measurement, case: CaseSpec) -> None:
     r = m.run.results[case.label]
     assert r.sample_shape is not None  # the case's timing chose it
     got = profiled(m, case, r.sample_shape, m.steps[case.label], case.label)
-    if isinstance(got, str):
-        r.error = f"profiling alone at {','.join(map(str, r.sample_shape))}: {got}"
+    if isinstance(got, str):  # its timings stand (the verdict is theirs); only the profile is lost
+        r.profile_error = (f"profiling alone at {','.join(map(str, r.sample_shape))}: {got}; its profile is lost, its "
+                           "timings are kept")
     else:
         r.profile = got
+        if got.counts is not None and got.counts.corrupted:
+            r.warnings.append(f"its counts are corrupted ({got.counts.corrupted}): kept in run.json, left out of "
+                              "every comparison")
 
 
 def profile_points(m: Measurement, case: CaseSpec) -> None:

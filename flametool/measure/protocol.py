@@ -25,6 +25,16 @@ ACTIVE_LOOP_FILE = "flametool/measure/child/loops.py"
 # A spare's command line: MSG_FD SPARE PARENT_PID MODULES (child/entry.py), its job then read from stdin.
 SPARE = "--spare"
 MAX_PATHS = 4096  # entries of a child's sys.path (CaseProfiled.sys_path): far more than any environment has
+# A case's error as one line on the terminal and in run.json is at most this long: a 5 MB exception message
+# made a 5,000,108-character line and a 15 MB run.json. The whole message goes to the case's log.
+MESSAGE_CAP = 1000
+
+
+def capped(text: str, limit: int = MESSAGE_CAP) -> str:
+    """`text` whole if it is short, else its start and how much was left out (the whole is in the case's log)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters; the whole message is in the case's log)"
 
 
 def _shape(value: Any) -> list[int]:
@@ -204,12 +214,14 @@ class CaseTimed:
     operands: list[Operands] = field(default_factory=list)
     timing: TimedLoops | None = None
     sample_timing: TimedLoops | None = None
+    warnings: list[str] = field(default_factory=list)  # what the case did to the measuring (ownclock.Watch)
 
     @classmethod
     def from_json(cls, data: dict) -> "CaseTimed":
         at = lambda key: TimedLoops.from_json(data[key]) if data.get(key) else None  # noqa: E731
         return cls(data.get("ops_per_step"), DeviceInfo.of(data.get("device_info") or {}),
-                   [_operands(o) for o in data.get("operands", [])], at("timing"), at("sample_timing"))
+                   [_operands(o) for o in data.get("operands", [])], at("timing"), at("sample_timing"),
+                   [capped(str(w)) for w in data.get("warnings", [])])
 
     def at(self, key: str) -> TimedLoops | None:
         """The loops at the requested shape ("timing") or at the sample shape ("sample_timing")."""
@@ -231,7 +243,7 @@ class Timed:
     def from_json(cls, data: dict) -> "Timed":
         given = data.get("sample_shape")
         return cls({str(l): CaseTimed.from_json(c) for l, c in data["cases"].items()},
-                   {str(l): str(e) for l, e in data["errors"].items()},
+                   {str(l): capped(str(e)) for l, e in data["errors"].items()},
                    None if given is None else _shape(given), data.get("sample_shape_reason"))
 
 

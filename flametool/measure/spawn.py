@@ -20,7 +20,7 @@ from ..run import rundir
 from ..workload.builtins import builtin_libraries
 from ..workload.cases import CaseSpec
 from .config import Config
-from .protocol import (ACTIVE_LOOP, RESULT_OF, SPARE, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point,
+from .protocol import (ACTIVE_LOOP, RESULT_OF, SPARE, capped, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point,
     ProfileJob, SampleReady, Swept, SweepJob, Timed, TimeJob, decode, encode_job)
 from ..run.profiled import Sampling
 
@@ -255,7 +255,7 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
                 elif isinstance(msg, Done) and isinstance(msg.result, RESULT_OF[type(job)]):
                     result, error = msg.result, None  # the child's last word is the one that counts
                 elif isinstance(msg, Failed):
-                    result, error = None, msg.message
+                    result, error = None, capped(msg.message)
                 elif isinstance(msg, Point) and on_point is not None:
                     on_point(msg)
                 else:

@@ -387,7 +387,10 @@ def count_cells(c: Counts, empty: str = "") -> list[str]:
     """A case's counted loop in words, the terminal's table and the report's alike: a cell per column of
     counts.columns() (its Python calls, CUDA API calls, kernels, and copies, memsets and device allocations;
     `empty` where a listed column has none)."""
-    return [count_cell(c, col, empty) for col in columns()]
+    cells = [count_cell(c, col, empty) for col in columns()]
+    if c.corrupted:  # kept in run.json, never compared: said where its figures would be (the memory column kept)
+        return [f"corrupted: {c.corrupted}", *("-" for _ in cells[1:-1]), cells[-1]]
+    return cells
 
 
 def count_cell(c: Counts, col: Column, empty: str = "") -> str:
@@ -398,5 +401,9 @@ def count_cell(c: Counts, col: Column, empty: str = "") -> str:
         return named_counts(tallies) if all(c.counted(k) for k in col.kinds) else "not counted"
     listed = [f"{count_words(t.count)} {t.kind} {t.name}" + (f" ({count_words(t.bytes)} B)" if t.bytes is not None
                                                               else "")
-              for t in tallies if t.count]
+              for t in tallies if t.count and t.kind != "host-alloc"]
+    # host allocations (tracemalloc): the peak a step reaches, and what it keeps where that is a kibibyte or more
+    listed += [f"host {'peak' if t.name.startswith('peak') else 'kept (net)'} {count_words(t.bytes)} B a step"
+               for t in tallies if t.kind == "host-alloc" and t.bytes is not None and t.bytes
+               and (t.name.startswith("peak") or abs(t.bytes) >= 1024)]
     return "; ".join(listed) or empty

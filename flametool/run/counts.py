@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from .reader import MAX_COUNT
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -70,7 +72,7 @@ COUNTED: tuple[Kind, ...] = (
     Kind("copy", "copies", "copy", GPU_CLOCK, "tracer", summed="made", same_listed=True, column="memory"),
     Kind("memset", "memsets", "", GPU_CLOCK, "tracer", summed="made", same_listed=True, column="memory"),
     Kind("device-alloc", "device allocations", "device allocation", column="memory"),
-    Kind("host-alloc", "host allocations", "host", structural=False),
+    Kind("host-alloc", "host allocations", "host", structural=False, column="memory"),
 )
 KINDS: dict[str, Kind] = {k.name: k for k in COUNTED}
 CLOCKS = {k.name: k.clock for k in COUNTED if k.clock is not None}  # run.json's "clocks"
@@ -94,6 +96,8 @@ def columns() -> list[Column]:
             grouped.setdefault(k.column, []).append(k)
     return [Column(", ".join(k.title for k in ks), ks[0].cell, tuple(k.name for k in ks)) for ks in grouped.values()]
 
+NET_KINDS = ("device-alloc", "host-alloc")  # what a step keeps, net: the only counts that can be below 0
+
 
 def fraction_text(value: Fraction | None) -> str | None:
     """'3', '7/4'; None stays None."""
@@ -111,11 +115,18 @@ def parse_fraction(text: object) -> Fraction:
     if not isinstance(text, str) or len(text) > 64:
         raise ValueError(f"not a count: {text!r}")
     num, sep, den = text.partition("/")
-    if not (num.lstrip("-").isdigit() and (not sep or den.isdigit())):
+    # ASCII digits only: str.isdigit() takes '٣' (and int() reads it as 3), which no run writes
+    if not (_digits(num.removeprefix("-")) and (not sep or _digits(den))):
         raise ValueError(f"not a count: {text!r}")
     if sep and int(den) == 0:
         raise ValueError(f"not a count: {text!r}")
+    if abs(int(num)) > MAX_COUNT or (sep and int(den) > MAX_COUNT):  # as every count of run.json is bounded
+        raise ValueError(f"not a count: {text!r} (beyond {MAX_COUNT:.0e})")
     return Fraction(int(num), int(den) if sep else 1)
+
+
+def _digits(text: str) -> bool:
+    return bool(text) and text.isascii() and text.isdigit()
 
 
 def count_words(value: Fraction, sign: bool = False) -> str:
@@ -156,9 +167,13 @@ class Tally:
         us = data.get("us")
         if us is not None and (isinstance(us, bool) or not isinstance(us, (int, float))):
             raise ValueError(f"tally {data['name'][:60]}: us is not a number")
-        return cls(data["kind"], data["name"], parse_fraction(data.get("count")),
-                   parse_fraction(data["bytes"]) if data.get("bytes") is not None else None,
-                   float(us) if us is not None else None)
+        tally = cls(data["kind"], data["name"], parse_fraction(data.get("count")),
+                    parse_fraction(data["bytes"]) if data.get("bytes") is not None else None,
+                    float(us) if us is not None else None)
+        # only what a step keeps, net, can be below 0 (it freed more than it took); a call or a kernel cannot
+        if tally.kind not in NET_KINDS and (tally.count < 0 or (tally.bytes is not None and tally.bytes < 0)):
+            raise ValueError(f"tally {data['name'][:60]!r}: count {data.get('count')!r} is below 0")
+        return tally
 
 
 
@@ -218,6 +233,7 @@ class Counts:
     ops_per_step: int = 1
     by_line: list[LineCounts] = field(default_factory=list)  # per line of step(), in source order; [] where not
     by_line_kinds: list[str] = field(default_factory=list)  # the kinds by_line places (in COUNTED's order)
+    corrupted: str | None = None  # why these counts are not what a step does (its step removed the hook): kept apart
 
     def placed_total(self, kind: str) -> Fraction:
         """The step's count of a kind as by_line places it (the tallies of NOT_PLACED left out)."""
@@ -248,7 +264,8 @@ class Counts:
                 "clocks": CLOCKS, "tallies": [t.to_json() for t in self.tallies],
                 # only where counted per line: a run recorded before writes (and summarises) as it did
                 **({"by_line_kinds": list(self.by_line_kinds), "by_line": [l.to_json() for l in self.by_line]}
-                   if self.by_line else {})}
+                   if self.by_line else {}),
+                **({"corrupted": self.corrupted} if self.corrupted else {})}
 
     @classmethod
     def from_json(cls, data: dict) -> "Counts":
@@ -272,4 +289,5 @@ class Counts:
                    us_per_call=float(us) if isinstance(us, (int, float)) and not isinstance(us, bool) else None,
                    tracer=tracer if isinstance(tracer, str) else None, missing=list(missing),
                    ops_per_step=int(data.get("ops_per_step", 1)) if isinstance(data.get("ops_per_step", 1), int) else 1,
-                   by_line=[LineCounts.from_json(l) for l in by_line], by_line_kinds=list(kinds))
+                   by_line=[LineCounts.from_json(l) for l in by_line], by_line_kinds=list(kinds),
+                   corrupted=str(data["corrupted"])[:1000] if data.get("corrupted") else None)

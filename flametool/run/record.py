@@ -20,7 +20,7 @@ from typing import Any
 from ..workload.builtins import default_pairs
 from ..errors import RunDirError
 from .profiled import ProfileProcess, Sampling
-from .reader import Reader, is_shape
+from .reader import Reader, is_count, is_shape
 from .schema1 import from_schema1
 from .timing import Timing
 
@@ -196,6 +196,10 @@ class CaseResult:
     device_info: DeviceInfo = field(default_factory=DeviceInfo)
     profile: ProfileProcess | None = None
     error: str | None = None
+    # its profiling process failed (died, or could not write its profile): the profile is lost, the timings kept
+    profile_error: str | None = None
+    # what the run noticed the case did to the measuring (one line each: it changed flametool's clocks, ...)
+    warnings: list[str] = field(default_factory=list)
     points: list[SweepPoint] = field(default_factory=list)  # a sweep: the case at each size, in order
     operands: list[Operands] = field(default_factory=list)  # per shape built in its first timing process
     env: str | None = None  # the Run.environments entry it ran under (`compare --env`); None: flametool's own
@@ -237,6 +241,9 @@ class CaseResult:
             data.pop("operands")
         if self.env is None:  # a run of one environment reads as before
             data.pop("env")
+        for key in ("profile_error", "warnings"):  # a case without them reads as before
+            if not data[key]:
+                data.pop(key)
         return data
 
     @classmethod
@@ -246,12 +253,16 @@ class CaseResult:
         return cls(
             label=label, factory=r.text("factory", ""), library=r.text("library"), device=r.text("device", ""),
             dtype=r.text("dtype", ""), shape=r.shape("shape") or [], warmup=r.count("warmup", 0),
-            ops_per_step=max(1, r.count("ops_per_step", 1)), group=r.count("group"),
+            ops_per_step=r.get("ops_per_step", lambda v: is_count(v) and v > 0, "a count from 1", 1),
+            group=r.count("group"),
             timing=Timing.from_json(timing) if timing else None,
             sample_shape=r.shape("sample_shape"), sample_shape_reason=r.text("sample_shape_reason"),
             sample_timing=Timing.from_json(sample_timing) if sample_timing else None,
             device_info=DeviceInfo.from_json(info) if info else DeviceInfo(),
             profile=ProfileProcess.from_json(profile) if profile else None, error=r.text("error"),
+            profile_error=r.text("profile_error"),
+            warnings=list(r.get("warnings", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+                                "a list of strings", [])),
             points=[SweepPoint.from_json(p) for p in r.items("points")],
             operands=[Operands.from_json(o) for o in r.items("operands")], env=r.text("env"),
         )
@@ -265,12 +276,22 @@ class Group:
     paired: bool
     reason: str  # why these cases share processes, or why this one runs alone
     processes: int = 0  # how many processes finished their loops
+    # the timing processes after the first that died or failed (one line each: which, and why): each is one
+    # process lost, the group went on from the others
+    lost: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        if not self.lost:  # a run that lost none reads as before
+            data.pop("lost")
+        return data
 
     @classmethod
     def from_json(cls, r: Reader) -> "Group":
-        cases = r.get("cases", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of labels", [])
+        strings = lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)  # noqa: E731
+        cases = r.get("cases", strings, "a list of labels", [])
         return cls(cases=cases, paired=r.flag("paired", False), reason=r.text("reason", ""),
-                   processes=r.count("processes", 0))
+                   processes=r.count("processes", 0), lost=list(r.get("lost", strings, "a list of strings", [])))
 
 
 @dataclass
@@ -383,7 +404,7 @@ class Run:
         data = {"schema": SCHEMA, "kind": self.kind, "complete": self.complete, "started": self.started,
                 "finished": self.finished,
                 "command": self.command, "config": self.config.recorded, "env": asdict(self.env),
-                "groups": [asdict(g) for g in self.groups],
+                "groups": [g.to_json() for g in self.groups],
                 "results": {label: r.to_json() for label, r in self.results.items()}} | (
                 {"parts": [asdict(p) for p in self.parts]} if self.kind == "atlas" else {})
         if self.environments:  # an addition a reader of schema 2 without it ignores: the schema stays 2
@@ -393,8 +414,11 @@ class Run:
     @classmethod
     def from_json(cls, data: Any, file: str) -> "Run":
         r = Reader(data, "", file)
-        if not isinstance(data, dict) or not isinstance(data.get("schema"), int) or isinstance(data.get("schema"), bool):
+        if not isinstance(data, dict) or "schema" not in data:
             raise RunDirError(f"{file}: not a flametool run.json (no schema number)")
+        schema = data["schema"]
+        if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+            raise r.fail("schema", schema, f"a whole number from 1 to {SCHEMA} (the schema flametool wrote it in)")
         if data["schema"] > SCHEMA:
             raise RunDirError(f"{file}: schema {data['schema']} is newer than this flametool understands ({SCHEMA}); "
                               "upgrade flametool")
@@ -404,6 +428,8 @@ class Run:
             data = from_schema1(data, file)
             r = Reader(data, "", file)
         results = r.obj("results")
+        if any(not label.strip() for label in results.value):
+            raise RunDirError(f"{file}: results has a case with an empty label")
         config = r.obj("config", optional=True)
         if config:  # the options readers compute with (processes, shape, pairs, ...) are checked like the rest
             for key in ("iters", "warmup", "repeats", "rate_hz", "sample_seconds", "processes", "max_processes",

@@ -228,6 +228,8 @@ def ensure_new(out: Path) -> None:
         taken = out.exists() and (not out.is_dir() or any(out.iterdir()))
     except OSError as exc:  # a name longer than the file system allows (ENAMETOOLONG), a folder not readable
         raise FlametoolError(f"{shown(out)}: cannot be the run directory ({exc.strerror or exc}); choose another --out") from None
+    if taken and not out.is_dir():
+        raise FlametoolError(f"{out}: a file, not a folder; choose another --out")
     if taken:
         raise FlametoolError(f"{out}: already exists and is not empty; choose another --out")
 
@@ -270,6 +272,8 @@ def create(out: Path, unique: bool = False) -> Path:
             return path
         if not unique:
             break
+    if out.exists() and not out.is_dir():
+        raise FlametoolError(f"{out}: a file, not a folder; choose another --out")
     raise FlametoolError(f"{out}: already exists and is not empty; choose another --out")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import sys
 import stat
 from pathlib import Path
 from typing import BinaryIO
@@ -27,6 +28,9 @@ def open_regular(path: Path | str) -> BinaryIO:
     that cannot be opened, is one RunDirError naming it."""
     try:
         fd = os.open(path, os.O_RDONLY | NOFOLLOW | NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except UnicodeEncodeError:  # a ValueError too: a name this locale's file-name encoding cannot spell (LC_ALL=C)
+        raise RunDirError(f"{_shown(path)}: the name cannot be spelled in this system's file-name encoding "
+                          f"({sys.getfilesystemencoding()}); run with a UTF-8 locale (LC_ALL=C.UTF-8)") from None
     except ValueError:  # a NUL in the name
         raise RunDirError(f"{_shown(path)}: not a file name (it holds a NUL character)") from None
     except OSError as exc:

@@ -341,8 +341,19 @@ def apart(bl: str, base: tuple[Timing, ...], hl: str, head: tuple[Timing, ...], 
         method = f"bootstrap 95%, each side's {ub} / {uh} resampled independently"
         ratio_iv, diff_iv = Interval(*_percentiles(list(h / b)), method), Interval(*_percentiles(list(h - b)), method)
     return PairFigures(bl, hl, False, head_us / base_us, ratio_iv, head_us - base_us, diff_iv,
-                       min(vb.shape[1], vh.shape[1]), ub, [], [], "isolated: each case in processes of its own, so a "
+                       min(vb.shape[1], vh.shape[1]), ub if ub == uh else f"{ub} / {uh}", [], [], "isolated: each case in processes of its own, so a "
                        "process's own speed is not cancelled; ratio and difference of the pooled times", base_us)
+
+
+def processes_a_side(figures: "PairFigures | Anchored") -> int:
+    """The processes on the thinner side of a comparison, 1 where its units are the rounds of one process (which
+    share that process's own speed, so their spread is not the spread between processes): a --fail-above verdict
+    needs two or more (diff.verdict, and the runner's stopping rule, read it here)."""
+    if isinstance(figures, Anchored):
+        sides = min(figures.base_units, figures.head_units)
+    else:
+        sides = figures.units
+    return sides if figures.unit_name == "processes" else 1
 
 
 # --- anchored: one case in two sets of processes, each with an anchor beside it ------------------------------

@@ -99,3 +99,71 @@ def many_functions_case(m, k, n, dtype, device):
             f(None)
 
     return step, lambda: None
+
+
+def dying_case(m, k, n, dtype, device):
+    """Dies (os._exit(1), as a sitecustomize or the OOM killer would end it) in the processes whose number, counted
+    across the run's processes that build it, is in FAULT_DIE_AT (e.g. "2,4"); FAULT_COUNT_DIR holds the count."""
+    folder = os.environ["FAULT_COUNT_DIR"]
+    n_built = 1
+    while True:  # claim the next number: creating a file is atomic
+        try:
+            os.close(os.open(os.path.join(folder, str(n_built)), os.O_CREAT | os.O_EXCL))
+            break
+        except FileExistsError:
+            n_built += 1
+    if str(n_built) in os.environ.get("FAULT_DIE_AT", "").split(","):
+        os._exit(1)
+    return _matmul(m, k, n, dtype)
+
+
+def huge_message_case(m, k, n, dtype, device):
+    """Raises with a 5 MB message (one line)."""
+    raise ValueError("x" * 5_000_000 + " the end")
+
+
+def bogus_clock_case(m, k, n, dtype, device):
+    """A step whose device_clock is no clock flametool knows."""
+    step, sync = _matmul(m, k, n, dtype)
+    step.device_clock = "bogus"
+    return step, sync
+
+
+def generator_case(m, k, n, dtype, device):
+    """A step written as a generator: calling it runs none of its body."""
+    def step():
+        yield 1
+
+    return step, lambda: None
+
+
+def fast_clock_case(m, k, n, dtype, device):
+    """Makes time.perf_counter read 1000x (a case's own clock patched for its own reasons)."""
+    orig = time.perf_counter
+    time.perf_counter = lambda: orig() * 1000
+    return _matmul(m, k, n, dtype)
+
+
+def frozen_clock_case(m, k, n, dtype, device):
+    """Its step stops the time module's clocks (time.perf_counter and process_time read 0 from then on)."""
+    step, sync = _matmul(m, k, n, dtype)
+
+    def frozen():
+        step()
+        time.perf_counter = time.process_time = lambda: 0.0
+
+    return frozen, sync
+
+
+def unhooking_case(m, k, n, dtype, device):
+    """Its step removes the profiling hook (sys.setprofile(None)) every 50th call."""
+    step, sync = _matmul(m, k, n, dtype)
+    calls = [0]
+
+    def unhooking():
+        step()
+        calls[0] += 1
+        if calls[0] % 50 == 0:
+            sys.setprofile(None)
+
+    return unhooking, sync

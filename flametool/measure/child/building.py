@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import math
+import inspect
 import operator
 import os
 import sys
@@ -16,7 +17,7 @@ from typing import Any, Callable
 from ...workload import builtins, cases, workloads
 from .. import explain
 from ...workload.cases import CaseSpec, FactoryMisfit, Step, Sync, call_factory
-from ..protocol import JobCase
+from ..protocol import MESSAGE_CAP, JobCase, capped
 from ...run.record import Operands
 from .preload import imported
 from .reporter import Reporter
@@ -73,7 +74,24 @@ def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tupl
     if not (isinstance(made, tuple) and len(made) == 2 and all(callable(f) for f in made)):
         raise FactoryFailed(f"returned {type(made).__name__}, expected a (step, sync) pair of callables")
     check_ops(made[0])
+    check_step(made[0])
     return made
+
+
+DEVICE_CLOCKS = ("wall",)  # step.device_clock, when set: the wall time to its sync (left out: CUDA events)
+
+
+def check_step(step: Step) -> None:
+    """step.device_clock, when set, is one flametool knows; and step is a function that does its work when called,
+    not a generator function (calling one makes a generator and runs none of its body: timed, a no-op)."""
+    clock = getattr(step, "device_clock", None)
+    if clock is not None and clock not in DEVICE_CLOCKS:
+        shown = repr(clock) if len(repr(clock)) <= 40 else repr(clock)[:37] + "..."
+        raise FactoryFailed(f"step.device_clock is {shown}: it must be 'wall' (the wall time to the step's sync, for "
+                            "a library whose streams CUDA events do not see) or left out")
+    if inspect.isgeneratorfunction(step) or inspect.isasyncgenfunction(step) or inspect.iscoroutinefunction(step):
+        raise FactoryFailed("step is a generator (or async) function: calling it runs none of its body, so it would be "
+                            "timed as a no-op; make step a plain function (no yield, no async)")
 
 
 
@@ -155,7 +173,13 @@ def fingerprint(step: Step, product: list[int] | None = None) -> Operands | None
 def describe(exc: BaseException) -> str:
     # out of memory and faults of the installation are explained by explain.known_fault, before this
     first = next((l.strip() for l in str(exc).splitlines() if l.strip()), "")
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    said = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    if len(said) > MESSAGE_CAP:  # the whole of it in the log (the child's stderr), its start on the parent's line
+        try:
+            print(f"flametool: the whole message: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        except OSError:  # the log cannot be written (a full disk): the capped line still goes
+            pass
+    return capped(said)
 
 
 

@@ -9,7 +9,7 @@ import cProfile
 import os
 import select
 import statistics
-import time
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +18,7 @@ from ...workload.cases import Step, Sync
 from ..protocol import Job
 from ...run.timing import Loops, boundedness
 from .building import CaseUnavailable, describe
+from . import ownclock
 from .clocks import Events
 from .reporter import Reporter
 
@@ -37,6 +38,9 @@ MAX_ROUNDS = 400
 MIN_LOOP_SECONDS = 0.1
 MAX_LOOP_CALLS = 100_000
 CPROFILE_SECONDS = 0.5
+# ... and at most this many loops of it, whatever the clock says: a step that stops a clock (its own, or one
+# flametool cannot bind) would otherwise spin the loop until the watchdog (300 s)
+CPROFILE_MAX_LOOPS = 1000
 # A round of GPU-bound loops that hold the GPU for seconds each (the seed's shape: 250 products of 57 ms, 14 s
 # a loop) costs much and says little: the launch cost there is read off the queue, and the comparison that
 # pairs is made at the host-bound sample shape. Without --repeats such loops get LONG_ROUNDS rounds (AB BA:
@@ -62,10 +66,10 @@ def warm_up(step: Step, sync: Sync, calls: int) -> float:
     sync()
     active_loop(step, first)
     sync()
-    t0 = time.perf_counter()
+    t0 = ownclock.perf_counter()
     active_loop(step, calls - first)
     sync()
-    return (time.perf_counter() - t0) / max(calls - first, 1)
+    return (ownclock.perf_counter() - t0) / max(calls - first, 1)
 
 
 
@@ -102,15 +106,15 @@ def timed_loop(step: Step, sync: Sync, calls: int, events: Events | None) -> Loo
     if events is not None:
         start, end = events.pair()
         start.record()
-    c0, o0 = time.process_time(), time.thread_time()
-    t0 = time.perf_counter()
+    c0, o0 = ownclock.process_time(), ownclock.thread_time()
+    t0 = ownclock.perf_counter()
     active_loop(step, calls)
-    t1 = time.perf_counter()
-    c1, o1 = time.process_time(), time.thread_time()
+    t1 = ownclock.perf_counter()
+    c1, o1 = ownclock.process_time(), ownclock.thread_time()
     if events is not None:
         end.record()
     sync()
-    t2 = time.perf_counter()
+    t2 = ownclock.perf_counter()
     ops = calls * ops_per_step(step)
     wall = (t2 - t0) * 1e6 / ops
     gpu_us = events.elapsed_ms(start, end) * 1e3 / ops if events is not None else (wall if wall_clock else None)
@@ -131,22 +135,34 @@ def bound(loops: Loops) -> tuple[bool, str]:
 
 
 
-def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float, int, dict]:
-    """(host us per call under cProfile, calls profiled, its function table), the profile written to `path`."""
+def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float, int, dict, str | None]:
+    """(host us per call under cProfile, calls profiled, its function table, why its counts are corrupted or
+    None), the profile written to `path`. A step that removes or replaces the profiling hook (sys.setprofile) or
+    sets a tracing one (sys.settrace) inside the loop leaves counts that are not what a step does."""
     profiler = cProfile.Profile()
     total_calls = 0
     host = 0.0
-    deadline = time.perf_counter() + CPROFILE_SECONDS
+    corrupted: str | None = None
+    tracer = sys.gettrace()
+    deadline = ownclock.perf_counter() + CPROFILE_SECONDS
     while True:
         sync()
-        t0 = time.perf_counter()
+        t0 = ownclock.perf_counter()
         profiler.enable()
         active_loop(step, calls)
+        hook: object = sys.getprofile()
+        traced = sys.gettrace()
         profiler.disable()
-        host += time.perf_counter() - t0
+        if corrupted is None and hook is not profiler:
+            corrupted = ("step() removed the profiling hook (sys.setprofile(None))" if hook is None else
+                         f"step() replaced the profiling hook (sys.setprofile({type(hook).__name__}))")
+        elif corrupted is None and traced is not tracer:
+            corrupted = "step() changed the tracing hook (sys.settrace)"
+        sys.settrace(tracer)  # as it was, for the loops after this one
+        host += ownclock.perf_counter() - t0
         sync()
         total_calls += calls
-        if time.perf_counter() >= deadline:
+        if ownclock.perf_counter() >= deadline or total_calls >= calls * CPROFILE_MAX_LOOPS:
             break
     try:
         profiler.dump_stats(path)
@@ -156,7 +172,7 @@ def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float
         except OSError:
             pass
         raise CaseUnavailable(f"{path}: cannot be written ({exc.strerror or exc})") from None
-    return host * 1e6 / (total_calls * ops_per_step(step)), total_calls, profiler.stats
+    return host * 1e6 / (total_calls * ops_per_step(step)), total_calls, profiler.stats, corrupted
 
 
 
@@ -173,11 +189,11 @@ def sampled_phase(step: Step, sync: Sync, calls: int, max_seconds: float) -> lis
     """Run the active loop in chunks until the parent says stop; timestamps are CLOCK_MONOTONIC
     (time.monotonic), which the parent reads too, so it can tell which chunks py-spy was attached for."""
     chunks: list[list[float]] = []
-    deadline = time.monotonic() + max_seconds
+    deadline = ownclock.monotonic() + max_seconds
     while True:
-        t0 = time.monotonic()
+        t0 = ownclock.monotonic()
         active_loop(step, calls)
-        t1 = time.monotonic()
+        t1 = ownclock.monotonic()
         sync()
         chunks.append([t0, t1])
         if _stop_requested() or t1 > deadline:
@@ -213,7 +229,8 @@ def round_order(labels: list[str], r: int) -> list[str]:
 
 
 def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repeats: int, events: Events | None,
-                report: Reporter, shape: list[int], errors: dict[str, str], extend: float) -> dict[str, Loops]:
+                report: Reporter, shape: list[int], errors: dict[str, str], extend: float,
+                watch: ownclock.Watch | None = None) -> dict[str, Loops]:
     """Rounds of one timed loop of each case, in round_order; per case its loops. `repeats` rounds, and
     (with `extend` seconds, when --repeats was not given) more rounds of the host-bound cases (their loops
     take milliseconds) until each has been timed for `extend`: a handful of 4 ms loops is a noisy reading, a
@@ -240,14 +257,20 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
             report.phase("timed", repeat=r + 1, of=repeats, shape=shape, seconds=extend if r == repeats else None)
         for label in round_order(live, r):
             step, sync = made[label]
-            t0 = time.perf_counter()
+            t0 = ownclock.perf_counter()
             try:
                 t = timed_loop(step, sync, calls[label], events)
             except Exception as exc:  # noqa: BLE001 -- one case's fault ends that case, not the others
                 traceback.print_exc()
                 errors[label] = describe(exc)
                 continue
-            spent[label] += time.perf_counter() - t0
+            spent[label] += ownclock.perf_counter() - t0
+            if watch is not None:
+                watch.check(label)
+            if t.cpu <= 0:  # a clock that did not move measured nothing (run.json refuses a loop of 0 us)
+                errors[label] = (f"the host clock did not move over {calls[label]} calls of step() (a clock "
+                                 "flametool cannot bind was stopped?)")
+                continue
             # 0.1 ns is finer than any loop's figure can be read to; more digits only fill run.json
             loops[label].cpu_us.append(round(t.cpu, 4))
             loops[label].wall_us.append(round(t.wall, 4))

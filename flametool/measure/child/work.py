@@ -20,6 +20,7 @@ from ..protocol import (MAX_PATHS, CaseProfiled, CaseTimed, JobCase, PlanItem, P
     SweepJob, Swept, Timed, TimedLoops, TimeJob)
 from ...run.record import DeviceInfo, Operands
 from .building import CaseUnavailable, build, describe, load_factory, set_up
+from . import ownclock
 from .clocks import Events, device_events, device_info
 from .loops import bound, calls_for, cprofile_phase, extend_seconds, interleaved, ops_per_step, sampled_phase, warm_up
 from .reporter import Reporter
@@ -53,6 +54,7 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
     requested shape, says which cases are host-bound, and picks the one shape all of them are sampled at."""
     out = Timed(cases={c.label: CaseTimed() for c in job.cases})
     errors = out.errors
+    watch = ownclock.Watch()
     events: Events | None = None
     plan = list(job.plan)
     while plan:
@@ -62,7 +64,8 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
         given = item.calls or {}
         # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
         made, calls, ops = ready(job.cases, shape, job, report, errors, operands, lambda label, per_step, steps: (
-            given.get(label) or (steps if item.key == "timing" else calls_for(per_step, steps, extend_seconds(job)))))
+            given.get(label) or (steps if item.key == "timing" else calls_for(per_step, steps, extend_seconds(job)))),
+            watch=watch)
         if not made:
             break
         for label, found in operands.items():
@@ -74,7 +77,7 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
                 out.cases[label].device_info = info
         for label in made:
             out.cases[label].ops_per_step = ops[label]
-        loops = interleaved(made, calls, job.repeats, events, report, shape, errors, extend_seconds(job))
+        loops = interleaved(made, calls, job.repeats, events, report, shape, errors, extend_seconds(job), watch)
         for label in made:
             if label in errors:
                 continue
@@ -94,6 +97,11 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
             out.sample_shape, out.sample_shape_reason = sample_shape, reason
             if sample_shape != shape:
                 plan.insert(0, PlanItem(sample_shape, None, "sample_timing"))
+    before = ownclock.not_builtin()
+    for label in out.cases:
+        out.cases[label].warnings = ([f"{', '.join(before)} replaced before flametool's child started (a "
+                                      "sitecustomize?): its timings were read on them"] if before else []) + \
+            watch.warnings.get(label, [])
     return out
 
 
@@ -111,7 +119,8 @@ SWEEP_WARM_SECONDS = 0.5
 
 def ready(cases: list[JobCase], shape: list[int], job: TimeJob | SweepJob, report: Reporter, errors: dict[str, str],
           operands: dict[str, Operands] | None, choose: Callable[[str, float, int], int],
-          seconds: float | None = None) -> tuple[dict[str, tuple[Step, Sync]], dict[str, int], dict[str, int]]:
+          seconds: float | None = None,
+          watch: ownclock.Watch | None = None) -> tuple[dict[str, tuple[Step, Sync]], dict[str, int], dict[str, int]]:
     """Each case built (build) and warmed up (warm_all) before the next is built, so that a library still
     importing behind (preload_behind) is waited for only by its own case. Returns (made, calls, ops)."""
     made: dict[str, tuple[Step, Sync]] = {}
@@ -120,6 +129,8 @@ def ready(cases: list[JobCase], shape: list[int], job: TimeJob | SweepJob, repor
     for c in cases:
         one = build([c], shape, job.device, report, errors, operands)
         got_calls, got_ops = warm_all(one, job, report, choose, seconds)
+        if watch is not None:  # its factory and its warm-up are the case's own code
+            watch.check(c.label)
         made.update(one)
         calls.update(got_calls)
         ops.update(got_ops)
@@ -218,7 +229,7 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
     if errors:  # the loop raised; interleaved made its message
         raise CaseUnavailable(errors[c.label])
     report.phase("cprofile")
-    us_per_call, profiled_calls, table = cprofile_phase(step, sync, steps, job.prof_path)
+    us_per_call, profiled_calls, table, corrupted = cprofile_phase(step, sync, steps, job.prof_path)
     result = CaseProfiled(own[c.label], steps * ops, us_per_call, profiled_calls,
                           sys_path=[p for p in sys.path if p and "\0" not in p][:MAX_PATHS])
     if job.sample:
@@ -229,6 +240,7 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
         report.phase("count")
         result.counts = counted_loop(step, sync, steps, job.device, ops, table, profiled_calls, c.label,
                                      str(steptrace.path_for(job.prof_path)) if job.prof_path else None)
+        result.counts.corrupted = corrupted
     return result
 
 

@@ -109,7 +109,7 @@ def test_the_kinds_table_is_what_every_reader_says():
     """run/counts.py's COUNTED is the one place a counted kind is written: the table's columns, the diff's words,
     the totals line, run.json's clocks and the report's note all read it."""
     assert [c.title for c in counts.columns()] == ["Python calls", "CUDA API calls", "kernels",
-                                                   "copies, memsets, device allocations"]
+                                                   "copies, memsets, device allocations, host allocations"]
     assert list(counts.CLOCKS) == ["api", "kernel", "copy", "memset"]
     assert html.counted_by() == ("Python calls from the cProfile loop; CUDA API calls, kernels, copies and memsets "
                                  "from CUPTI in a counted loop of their own")
@@ -132,7 +132,7 @@ def test_a_new_counted_kind_is_one_row_of_the_table(monkeypatch):
     monkeypatch.setattr(counts, "CLOCKS", {k.name: k.clock for k in table if k.clock is not None})
     base = Counts(10, 10, [Tally("graph", "g", Fraction(1))], tracer="t")
     head = Counts(10, 10, [Tally("graph", "g", Fraction(2))], tracer="t")
-    assert counts.columns()[-1].title == "copies, memsets, device allocations, graph launches"
+    assert counts.columns()[-1].title == "copies, memsets, device allocations, host allocations, graph launches"
     assert fmt.count_cells(head)[-1] == "2 graph g"
     assert countdiff.lines(countdiff.diff_counts(base, head))[0] == "+1 graph g (1 -> 2)"
     assert countdiff.summary_line(head).endswith(", 2 graph launches per step")

@@ -226,11 +226,11 @@ def _logging_site(folder: Path) -> Path:
 
 def test_the_probe_reads_its_own_answer_not_a_json_line_a_sitecustomize_prints(tmp_path):
     from flametool.measure import environments
-    from flametool.workload import cases
+    from flametool.workload import builtins, cases
 
     site = _logging_site(tmp_path)
     b = _script(tmp_path / "b", f'PYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
-    specs = [cases.builtin("numpy"), cases.user_case(f"{CASES}:dying_case")]
+    specs = [builtins.builtin("numpy"), cases.user_case(f"{CASES}:dying_case")]
     envs = environments.probe(environments.parse([f"a={sys.executable}", f"b={b}"]), specs)
     assert envs[1].python_version == envs[0].python_version != "" and envs[1].versions["numpy"]
 

@@ -45,7 +45,9 @@ Sync = Callable[[], object]
 
 # the loop's own frames, left out of the Python calls (the loop is flametool's, not the case's)
 OWN_LOOPS = {"active_loop", "_loop"}
-OWN_BUILTINS = {"<method 'disable' of '_lsprof.Profiler' objects>", "{method 'disable' of '_lsprof.Profiler' objects}"}
+OWN_BUILTINS = {"<method 'disable' of '_lsprof.Profiler' objects>", "{method 'disable' of '_lsprof.Profiler' objects}",
+                # the cProfile loop's own check that step() left its hooks in place (loops.cprofile_phase)
+                "<built-in method sys.getprofile>", "<built-in method sys.gettrace>"}
 
 
 def own_frame(key: tuple[str, int, str]) -> bool:

@@ -6,6 +6,7 @@ import math
 from fractions import Fraction
 from typing import overload
 
+from ..analyse import cxxnames
 from ..analyse.attribution import CaseCosts
 from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
 from ..analyse.operands import UnlikeOperands
@@ -14,6 +15,20 @@ from ..run.record import Environment
 from ..analyse.sweep import SAME_WITHIN, PairPoint, SweepPair, size_name
 
 DASH = "–"
+
+
+def middle(name: str, width: int) -> str:
+    """A name cut to `width` characters in its middle ('ufunc_gen…(_multiarray_umath.so)'): a frame's function and
+    its library both stay in sight, and the name is never broken over two lines."""
+    if len(name) <= width or width < 5:
+        return name
+    function, sep, where = name.rpartition(" (")
+    if sep and where.endswith(")") and function:  # the library goes first: 'pthread_mutex_lock (libc.so.6)'
+        name = function
+        if len(name) <= width:
+            return name
+    keep = width - 1
+    return name[:(keep + 1) // 2] + "…" + name[len(name) - keep // 2:]
 
 
 def us(value: float | None, unit: str = " us") -> str:
@@ -269,11 +284,8 @@ def speed_note(pairs: list) -> str | None:
     if not leads:
         return None
     units = sorted({f"{f.units} {f.unit_name}" for f in leads})
-    return ("Ratios and shares of time are the figures that travel between runs: they move far less than "
-            "microseconds, though a ratio can differ a little with the host's speed, so a run that drew a slower host "
-            "may read it a few percent apart (flametool diff RUN_A RUN_B --case CASE compares two runs with the "
-            "speed each drew taken into account). Microseconds are this run's host speed: their 95% intervals cover "
-            f"this run's {' / '.join(units)}, not how the host's speed drifts between runs.")
+    return ("The ratio is the figure to compare between runs (flametool diff RUN_A RUN_B --case CASE); microseconds "
+            f"are this run's host speed, their 95% intervals over this run's {' / '.join(units)} (docs/glossary.md).")
 
 
 def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
@@ -378,9 +390,35 @@ def incomplete_text(incomplete: list[str]) -> str | None:
             "cases that finished")
 
 
-def named_counts(tallies) -> str:
-    """'6 cudaGetDevice, 2 cuKernelGetAttribute, 1 cuLaunchKernelEx': the most frequent first."""
-    return ", ".join(f"{count_words(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
+def named_counts(tallies, short: bool = False) -> str:
+    """'6 cudaGetDevice, 2 cuKernelGetAttribute, 1 cuLaunchKernelEx': the most frequent first (`short`: each
+    name demangled and shortened by template depth)."""
+    name = cxxnames.shortened if short else cxxnames.demangled
+    return ", ".join(f"{count_words(t.count)} {name(t.name)}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
+
+
+GPU_COUNTS = ("counted on the CPU: Python calls per step; a run on a GPU also counts each step's CUDA API calls, "
+              "kernels, copies, memsets and device allocations")
+
+
+def counted_columns(cases) -> tuple[list[Column], list[str]]:
+    """The counted table's columns that some case has (a CPU run has no CUDA API, kernel or copy columns, all
+    'not counted'), and the tracers that counted the CUDA parts ('cupti-python 13.4.0')."""
+    cases = list(cases)
+    kept = [col for col in columns()
+            if any(all(c.counted(k) for k in col.kinds) or any(t.kind in col.kinds for t in c.tallies) for c in cases)]
+    return kept, sorted({c.tracer for c in cases if c.tracer})
+
+
+def busy_threads(threads: dict) -> dict:
+    """The cases whose threads other than the caller did work during the loop (compare.OtherThreads): a figure
+    that reads 0.00 us with no samples of them is no work, and its row would be a row of dashes."""
+    return {l: t for l, t in threads.items() if t.costs is not None or round(t.us_per_call, 2) > 0}
+
+
+def threads_unsampled(result) -> str:
+    """Why a case's other threads have no layers: the run did not sample, or py-spy caught none of them."""
+    return "no samples of them (they ran between py-spy's samples)" if result.sampling else "not sampled"
 
 
 def count_cells(c: Counts, empty: str = "") -> list[str]:
@@ -390,12 +428,15 @@ def count_cells(c: Counts, empty: str = "") -> list[str]:
     return [count_cell(c, col, empty) for col in columns()]
 
 
-def count_cell(c: Counts, col: Column, empty: str = "") -> str:
+def count_cell(c: Counts, col: Column, empty: str = "", short: bool = False) -> str:
+    """One cell of the counted table; `short`: kernel and C++ names shortened (cxxnames.shortened), as a
+    terminal's table shows them (the report's and the JSON's keep the full name)."""
     tallies = [t for t in c.tallies if t.kind in col.kinds]
     if col.cell == "total":  # the Python calls: their sum and how many functions made them
-        return f"{count_words(sum((t.count for t in tallies), Fraction(0)))} in {len(tallies)} functions"
+        n = len(tallies)
+        return f"{count_words(sum((t.count for t in tallies), Fraction(0)))} in {n} function{'' if n == 1 else 's'}"
     if col.cell == "named":
-        return named_counts(tallies) if all(c.counted(k) for k in col.kinds) else "not counted"
+        return named_counts(tallies, short) if all(c.counted(k) for k in col.kinds) else "not counted"
     listed = [f"{count_words(t.count)} {t.kind} {t.name}" + (f" ({count_words(t.bytes)} B)" if t.bytes is not None
                                                               else "")
               for t in tallies if t.count]

@@ -39,28 +39,74 @@ def say(console: Console, line: object, **kwargs) -> None:
 def show(console: Console, table: Table) -> None:
     """Print a table whole. Where the console is narrower than the table, rich narrows columns below their
     longest word and cuts words to '…', figures too ('3.… us'); so then the table is drawn without its box,
-    every column at least as wide as its longest word (a folding column, a frame's name, excepted), and
-    where that is still wider than the console, with lines longer than it (the terminal wraps them: a
-    figure is never cut)."""
-    unbounded = console.options.update_width(1 << 20)  # a table's own measure is clamped to the width given
-    kept, table.min_width = table.min_width, None  # the width kept for a title (titled) may be wrapped
-    fits = table.__rich_measure__(console, unbounded).minimum <= console.width
-    table.min_width = kept
-    if fits:
+    and where that is still wider than the console, on a console just wide enough for every column to keep
+    its longest word (the terminal wraps the lines: a figure is never cut)."""
+    if table.min_width and table.min_width > console.width:  # a title wider than the console: rich would squeeze
+        table.min_width = console.width  # the columns below their words to keep the width the title asked for
+    if fits(console, table):
         console.print(table)
         return
-    table.box, table.show_edge, table.padding, table.min_width = box.SIMPLE_HEAD, False, (0, 1, 0, 0), None
-    for column in table.columns:
-        if column.overflow != "fold":
-            column.min_width = table._measure_column(console, unbounded, column).minimum
-    # rich's measure of a table and the width it draws it at can differ by a column or two: room for that
-    narrowest = table.__rich_measure__(console, unbounded).minimum + 2 * len(table.columns)
+    boxless(table)
     width = console.width  # print(width=) is clamped to the console's: widen the console itself, for this table
-    console.width = max(width, narrowest)
     try:
+        if not fits(console, table):
+            low, high = width, width + table.__rich_measure__(console, console.options.update_width(1 << 20)).maximum
+            while low < high:  # the narrowest console that draws every word whole
+                console.width = (low + high) // 2
+                low, high = (low, console.width) if fits(console, table) else (console.width + 1, high)
+            console.width = low
         console.print(table)
     finally:
         console.width = width
+
+
+def boxless(table: Table) -> None:
+    """A table drawn without its box and edge, one space between columns: the narrowest rich draws."""
+    table.box, table.show_edge, table.padding, table.min_width = box.SIMPLE_HEAD, False, (0, 1, 0, 0), None
+
+
+def fits(console: Console, table: Table) -> bool:
+    """Whether rich draws every column of `table` at least as wide as its longest word (header included) at the
+    console's width: else it would cut words and figures ('timed togeth…', '3.… us'). Read off the widths rich
+    itself would draw (the table's own measure and its drawn widths differ by a column or two)."""
+    unbounded = console.options.update_width(1 << 20)
+    kept, table.min_width = table.min_width, None  # the width kept for a title (titled) may be wrapped
+    try:
+        widths = table._calculate_column_widths(console, console.options.update_width(console.width - table._extra_width))
+        need = [table._measure_column(console, unbounded, column).minimum for column in table.columns]
+    finally:
+        table.min_width = kept
+    return all(w >= n for w, n in zip(widths, need))
+
+
+def fit_names(console: Console, table: Table, index: int, shortest: int = 20) -> None:
+    """Column `index` of names (frames, kernels) on one line each: where the table is wider than the console, each
+    name is cut in its middle (format.middle) to the widest that lets the table fit, never below `shortest`
+    characters; a name is never broken over lines."""
+    column = table.columns[index]
+    column.overflow, column.no_wrap = "ellipsis", True
+    names = [c.plain if isinstance(c, Text) else str(c) for c in column._cells]
+
+    drawn = (table.box, table.show_edge, table.padding, table.min_width)
+
+    def fits_at(limit: int) -> bool:  # boxed, or else without the box (as show() would draw it)
+        column._cells = [Text(fmt.middle(n, limit)) for n in names]
+        table.box, table.show_edge, table.padding, table.min_width = drawn
+        if fits(console, table):
+            return True
+        boxless(table)
+        ok = fits(console, table)
+        table.box, table.show_edge, table.padding, table.min_width = drawn
+        return ok
+
+    longest = max(map(len, names), default=0)
+    if longest <= shortest or fits_at(longest):
+        return
+    low, high = shortest, longest  # the widest limit that fits, by halves
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits_at(mid) else (low, mid - 1)
+    fits_at(low)
 
 
 def titled(title: str) -> Table:
@@ -109,15 +155,19 @@ def print_counts(run, console: Console) -> None:
     counted = {l: r.profile.counts for l, r in run.results.items() if r.profile is not None and r.profile.counts}
     if not counted:
         return
-    table = titled("what one step() call does, counted (exact, per step; CUDA API calls and kernels by CUPTI)")
-    cols = counts.columns()
+    cols, tracers = fmt.counted_columns(counted.values())
+    table = titled("what one step() call does, counted (exact, per step"
+                   + (f"; CUDA API calls and kernels by {', '.join(tracers)})" if tracers else ")"))
     for title in ("case", *(col.title for col in cols)):
         table.add_column(title, overflow="fold")
     for label, c in counted.items():
         # a total is flametool's own words and figures ('12 in 5 functions'), a name is the library's: not markup
-        table.add_row(text(label), *(cell if col.cell == "total" else text(cell)
-                                     for col, cell in zip(cols, fmt.count_cells(c, empty="-"))))
+        table.add_row(text(label), *(fmt.count_cell(c, col, "-") if col.cell == "total"
+                                     else text(fmt.count_cell(c, col, "-", short=True)) for col in cols))
     show(console, table)
+    if not tracers and fmt.run_device(run) == "cpu":  # no empty CUDA columns: one line says what a GPU run adds
+        say(console, fmt.GPU_COUNTS)
+        return
     for m in dict.fromkeys(m for c in counted.values() for m in c.missing):
         say(console, fmt.visible(m))
 
@@ -125,18 +175,19 @@ def print_counts(run, console: Console) -> None:
 def print_other_threads(a: Analysis, console: Console) -> None:
     """Each case's threads other than the caller during its loop: their CPU time per call and where it goes,
     by layer and frame (py-spy's samples of those threads; JAX's workers have their place here)."""
-    busy = {l: t for l, t in a.threads.items() if t.us_per_call > 0 or t.profile is not None}
+    busy = fmt.busy_threads(a.threads)
     if not busy:
         return
     table = titled("threads other than the caller, during the loop: CPU time per call on them (every thread's "
-                   "minus the caller's own, mean of the loops) and where it goes")
+                   "minus the caller's own, the mean of the loops) and where it goes")
     for col, right in (("case", False), ("CPU / call", True), ("samples", True), ("by layer, us per call", False),
                        ("most own time", False)):
         table.add_column(col, justify="right" if right else "left", overflow="fold")
     for label, t in busy.items():
         c = t.costs
         layers = "; ".join(f"{layer} {f.us_per_call:,.2f}" for layer, f in
-                           sorted(c.layers.items(), key=lambda kv: -kv[1].us_per_call)[:4]) if c else "not sampled"
+                           sorted(c.layers.items(), key=lambda kv: -kv[1].us_per_call)[:4]) if c else \
+            fmt.threads_unsampled(a.run.results[label])
         top = (f"{c.frames[0].display} {c.frames[0].self.us_per_call:,.2f} us" if c and c.frames else "-")
         table.add_row(text(label), fmt.us(t.us_per_call), str(t.profile.samples) if t.profile else "-", text(layers),
                       text(top))
@@ -181,10 +232,11 @@ def print_summary(a: Analysis, console: Console) -> None:
     processes = run.config.timing_processes
     for e in run.environments:
         say(console, fmt.environment_line(e))
-    for p in a.pairs:
-        print_count_diff(p.counts, console, f"{p.head} vs {p.base}")
+    on_cpu = fmt.run_device(run) == "cpu"
+    for p in a.pairs:  # the answer first: each pair's ratio and difference, then what a step does, counted
         for line in fmt.pair_lines(p, run, processes):
             say(console, line)
+        print_count_diff(p.counts, console, notes=not on_cpu)  # a CPU run's one line on what it cannot count is below
     note = fmt.speed_note(a.pairs)
     if note:
         say(console, note)
@@ -317,9 +369,10 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
 def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> None:
     head, base = fmt.visible(case_diff.head), fmt.visible(case_diff.base)
     table = titled(f"frames that differ most ({head} - {base}), us per call")
-    table.add_column("frame", overflow="fold", ratio=1)
+    table.add_column("frame")
     table.add_column("layer")
-    for col in (f"{base} self", f"{head} self", "diff self", "diff total"):
+    two = "\n" if console.width < 100 else " "  # a narrow terminal: the figures' headers on two lines, for the names
+    for col in (f"{base}{two}self", f"{head}{two}self", f"diff{two}self", f"diff{two}total"):
         table.add_column(col, justify="right", no_wrap=True)
     changed = [r for r in case_diff.frames if r.delta_us_per_call or r.delta_total_us_per_call]
     if not changed:
@@ -331,17 +384,15 @@ def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> 
                       fmt.pm(fmt.shown_delta(r.base_self_us_per_call, r.head_self_us_per_call), r.delta_se_us,
                              sign=True),
                       fmt.signed(r.delta_total_us_per_call))
+    fit_names(console, table, 0)
     show(console, table)
     say(console, FRAME_KEY.format(head=head, base=base) + (fmt.ROLE_KEY if any(r.role for r in changed) else ""))
 
 
-def print_count_diff(d: "countdiff.CountDiff | None", console: Console, label: str = "") -> None:
-    lines = countdiff.lines(d)
-    if lines:
-        assert d is not None  # lines of None are none
-        say(console, f"{fmt.visible(label) + ': ' if label else ''}per step, counted (exact, {d.head} - {d.base}):")
-        for line in lines:
-            say(console, f"  {line}")
+def print_count_diff(d: "countdiff.CountDiff | None", console: Console, notes: bool = True) -> None:
+    """What a step does on each side, counted (exact), indented under the headline it belongs to."""
+    for line in countdiff.lines(d, notes):
+        say(console, f"  counted: {line}")
 
 
 def print_run_diff(result: DiffResult, console: Console, top: int = 10, view: str = "caller") -> None:
@@ -353,9 +404,9 @@ def print_run_diff(result: DiffResult, console: Console, top: int = 10, view: st
     for note in (fmt.differences_text(result.differences), fmt.incomplete_text(result.incomplete)):
         if note:
             say(console, fmt.visible(note))
-    print_count_diff(result.counts, console)
     for line in fmt.change_lines(result.change, result.label, cases):
         say(console, line)
+    print_count_diff(result.counts, console)
     if case_diff is None:
         say(console, result.not_sampled or "no stacks to compare")
         return

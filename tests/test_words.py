@@ -84,3 +84,14 @@ def test_names_are_cut_in_the_middle_never_broken_at_80_columns():
     starts = [l for l in rows if re.search(r"[+-]\d+\.\d\d ± ", l)]
     assert len(starts) == 10
     assert not re.search(r"togeth…|cProfi…", text)  # headers whole
+
+
+def test_the_readme_tests_in_one_line_and_ci_runs_that_line():
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("Install what the tests need"):]
+    block = section[section.index("```sh\n") + 6:section.index("\n```", section.index("```sh\n"))]
+    assert block == "bash .ci/test"
+    assert "\nbash .ci/test\n" in (ROOT / ".ci" / "run").read_text()
+    script = (ROOT / ".ci" / "test").read_text()
+    assert all(step in script for step in ('pip install -q -e ".[test]"', "python3 -m mypy",
+                                           'pytest -q -n 2 -m "not serial"', "pytest -q -m serial"))

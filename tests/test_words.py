@@ -95,3 +95,37 @@ def test_the_readme_tests_in_one_line_and_ci_runs_that_line():
     script = (ROOT / ".ci" / "test").read_text()
     assert all(step in script for step in ('pip install -q -e ".[test]"', "python3 -m mypy",
                                            'pytest -q -n 2 -m "not serial"', "pytest -q -m serial"))
+
+
+def test_progress_for_a_log_is_a_line_per_phase_of_each_process(monkeypatch):
+    import io as _io
+
+    from rich.console import Console
+
+    from flametool.render import terminal
+
+    buffer = _io.StringIO()
+    clock = [0.0]
+    monkeypatch.setattr(terminal.time, "monotonic", lambda: clock[0])
+    settled = []
+    with terminal.Progress(Console(file=buffer, width=200), "auto", lambda: settled.append(True)) as progress:
+        assert progress.mode == "lines"  # not a terminal
+        for process in (1, 2):
+            for what in ("importing numpy", "numpy: setting up at 64", "numpy: warm-up (50 calls)",
+                         "timed loop 1/3 at 64", "timed loop 2/3 at 64"):
+                progress.update("timing numpy+torch", f"process {process}/2: {what}")
+        assert not settled
+        for what in ("importing numpy", "setting up at 64", "warm-up (50 calls)", "timed loop 1/3 at 64",
+                     "cProfile loop", "sampling with py-spy --native at 100 Hz for 5 s", "count"):
+            progress.update("numpy", what)
+        clock[0] = 11.0  # a phase that lasts: its line again every 10 s
+        progress.update("numpy", "count")
+    assert settled == [True]  # the timing was done when the first case's profiling began
+    assert buffer.getvalue().splitlines() == [
+        "timing numpy+torch: process 1/2: importing numpy", "timing numpy+torch: process 2/2: importing numpy",
+        "numpy: importing numpy", "numpy: cProfile loop", "numpy: sampling with py-spy --native at 100 Hz for 5 s",
+        "numpy: count", "numpy: count"]
+    quiet = _io.StringIO()
+    with terminal.Progress(Console(file=quiet), "none") as progress:
+        progress.update("numpy", "count")
+    assert quiet.getvalue() == ""

@@ -127,35 +127,44 @@ def run_device(run) -> str | None:
     return run.config.device or next((r.device for r in run.results.values() if getattr(r, "device", None)), None)
 
 
-def _unlike_parts(u: UnlikeOperands, device: str | None, op: str) -> tuple[str, str]:
-    same: dict[str, list[str]] = {}  # cases that read the same values are named together, their values once
-    for label, fp in u.cases.items():
-        same.setdefault(fp, []).append(label)
-    listed = "; ".join(f"{' and '.join(labels)} {fp} ({u.made[labels[0]]})" for fp, labels in same.items())
-    if device != "cpu" and op == "matmul":
-        return (f"at {shape(u.shape)} {u.dtype} the cases multiply different values: {listed}",
-                "A GEMM's GPU time depends on the values (power-limited clocks), so their GPU times differ by the "
-                "data too")
+def _unlike_parts(u: UnlikeOperands, device: str | None, op: str,
+                  pairs: list[tuple[str, str]] | None = None) -> tuple[str, str] | None:
+    """What a warning of unlike operands says, and why it matters; None where no compared pair (`pairs`: the
+    (base, head) of each; None: every two cases) read different values. The generator's details (SFC64, its
+    streams) stay in run.json: a reader is told which pairs differ, not how each operand was drawn."""
+    labels = list(u.cases)
+    compared = pairs if pairs is not None else [(a, b) for i, a in enumerate(labels) for b in labels[i + 1:]]
+    differ = [(b, h) for b, h in compared if b in u.cases and h in u.cases and u.cases[b] != u.cases[h]]
+    if not differ:
+        return None
     verb = "multiply" if op == "matmul" else "read"
-    return (f"at {shape(u.shape)} {u.dtype} the cases {verb} different values: {listed}",
-            "Their host times compare like with like unless the work depends on the values (special values such as "
-            "subnormals run slower)")
+    what = (f"at {shape(u.shape)} {u.dtype}, " + "; ".join(f"{h} and {b}" for b, h in differ)
+            + f" {verb} different values (how each case made its operands: run.json, each result's operands)")
+    if device != "cpu" and op == "matmul":
+        return what, ("A GEMM's GPU time depends on the values (power-limited clocks), so their GPU times differ by "
+                      "the data too")
+    return what, ("Their host times compare like with like unless the work depends on the values (special values "
+                  "such as subnormals run slower)")
 
 
-def unlike_sentence(u: UnlikeOperands, device: str | None = "cuda", op: str = "matmul") -> str:
+def unlike_sentence(u: UnlikeOperands, device: str | None = "cuda", op: str = "matmul",
+                    pairs: list[tuple[str, str]] | None = None) -> str:
     """What a report says of cases that read different values at one shape and dtype, in words that fit the
     run: a GEMM's GPU time depends on the values (power-limited clocks); elsewhere, and on the CPU, that is
     not said (a CPU run's elementwise case was told of a GEMM's GPU clocks, once per operand shape)."""
-    what, why = _unlike_parts(u, device, op)
-    return f"{what}. {why}"
+    parts = _unlike_parts(u, device, op, pairs)
+    return f"{parts[0]}. {parts[1]}" if parts else ""
 
 
-def unlike_lines(unlike: list[UnlikeOperands], device: str | None, op: str) -> list[str]:
-    """The run's operand warnings, one per shape and dtype; why it matters is said once, on the first."""
-    lines = []
-    for i, u in enumerate(unlike):
-        what, why = _unlike_parts(u, device, op)
-        lines.append(f"{what}. {why}" if i == 0 else what)
+def unlike_lines(unlike: list[UnlikeOperands], device: str | None, op: str,
+                 pairs: list[tuple[str, str]] | None = None) -> list[str]:
+    """The run's operand warnings, one per shape and dtype where a compared pair read different values; why it
+    matters is said once, on the first."""
+    lines: list[str] = []
+    for u in unlike:
+        parts = _unlike_parts(u, device, op, pairs)
+        if parts:
+            lines.append(f"{parts[0]}. {parts[1]}" if not lines else parts[0])
     return lines
 
 

@@ -401,7 +401,8 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
         if len({json.dumps(v) for v in values.values()}) > 1:
             listed = ", ".join(f"{l} {shape_text(v) if isinstance(v, list) else v}" for l, v in values.items())
             out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
-    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation,
+                                 [(p.base, p.head) for p in a.pairs]):
         out.append(Caveat("operands differ", line + "."))
     if a.new_outputs:
         out.append(Caveat("outputs differ", fmt.outputs_sentence(a.new_outputs) + "."))
@@ -648,8 +649,9 @@ def ran_rows(data: Run) -> list[tuple[str, str]]:
                      for t in [r.timing, r.sample_timing, *r.points] if t is not None for p in t.processes if p.cpu_us})
     if rounds:
         span = str(rounds[0]) if len(rounds) == 1 else f"{rounds[0]} to {rounds[-1]}"
-        rows.append(("rounds run per process", span + (f" ({asked_r} asked)" if asked_r is not None and rounds != [asked_r]
-                                                        else "")))
+        rows.append(("rounds run per process", span + (f" (at least {asked_r}, --repeats; more where a case is host-bound, "
+                                                        "until it has been timed for --timed-seconds)"
+                                                        if asked_r is not None and rounds != [asked_r] else "")))
     return rows
 
 

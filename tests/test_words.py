@@ -129,3 +129,15 @@ def test_progress_for_a_log_is_a_line_per_phase_of_each_process(monkeypatch):
     with terminal.Progress(Console(file=quiet), "none") as progress:
         progress.update("numpy", "count")
     assert quiet.getvalue() == ""
+
+
+def test_the_readme_example_is_what_compare_prints():
+    readme = (ROOT / "README.md").read_text()
+    at = readme.index("And the terminal view of `samples/h200-hostbound-1024`")
+    block = readme[readme.index("```text\n", at) + 8:readme.index("\n```", readme.index("```text\n", at))]
+    view = render.show("terminal", dispatch.analyse_dir(HOSTBOUND), Options(width=1000))
+    assert view.splitlines()[:len(block.splitlines())] == block.splitlines()
+    cpu = readme[readme.index("On this CPU machine"):]
+    first = cpu[cpu.index("```text\n") + 8:].splitlines()[0]
+    assert re.fullmatch(r"torch / numpy = \d\.\d{3}× \(95%: .+\); torch − numpy = .+ us per call \(95%: .+\), paired "
+                        r"over 5 processes", first), first

@@ -311,7 +311,8 @@ def headline(a: Analysis) -> Headline:
               + " A case's own time: a bootstrap 95% interval over its processes."
               + " Layer and frame figures are sample shares times each case's paired time per call at the sampled "
                 "shape (pooled over its timing processes at the median process's speed, as in the table); the sampled process's own unsampled time "
-                "is shown beside it in the cProfile section as a check.")
+                "is shown beside it in the cProfile section as a check. The words (host-bound, floor, anchor, "
+                "speed-adjusted, layers): docs/glossary.md in flametool's repository.")
     on_gpu = any(r.device != "cpu" for r in ok.values())
     return Headline(rows, sentence(a, ok), base,
                     "host (CPU) / call: the host's clock around the loop, per call, pooled over the case's timing "

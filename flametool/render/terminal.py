@@ -248,7 +248,7 @@ PROFILED_KEY = ("timed together: the figure above at this shape; alone: the same
                 "no profiler; under cProfile and under py-spy: that loop while profiled, and in parentheses how many "
                 "times the alone figure (py-spy's samples are spread by time, so a slower loop keeps the layers' "
                 "shares fair); counted: that loop while its calls, kernels and allocations were counted (tracing "
-                "slows it); py-spy samples: the stacks taken inside the loop")
+                "slows it); py-spy samples: the stacks taken inside the loop (why together and alone differ: docs/glossary.md)")
 
 
 def layer_key(view: str) -> str:
@@ -257,7 +257,8 @@ def layer_key(view: str) -> str:
               "lists them as a layer of their own)" if view == "caller"
               else "the C library, allocator and locks as a layer of their own")
     return ("each case's time per call (timed together) split by its share of py-spy samples in each layer; ± one "
-            "standard error from the number of samples; " + system)
+            "standard error from the number of samples; " + system + "; the layers' names (ATen glue, loop): "
+            "docs/glossary.md")
 
 
 FRAME_KEY = ("self: time in the frame's own code; total: with the frames it calls; diff: {head} minus {base} (+: "

@@ -6,7 +6,7 @@ import math
 from fractions import Fraction
 from typing import overload
 
-from ..analyse import cxxnames
+from ..analyse import countdiff, cxxnames
 from ..analyse.attribution import CaseCosts
 from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
 from ..analyse.operands import UnlikeOperands
@@ -399,10 +399,12 @@ def incomplete_text(incomplete: list[str]) -> str | None:
             "cases that finished")
 
 
-def named_counts(tallies, short: bool = False) -> str:
+def named_counts(tallies, short: bool = False, width: int = 0) -> str:
     """'6 cudaGetDevice, 2 cuKernelGetAttribute, 1 cuLaunchKernelEx': the most frequent first (`short`: each
-    name demangled and shortened by template depth)."""
-    name = cxxnames.shortened if short else cxxnames.demangled
+    name demangled and shortened by template depth; `width`: and cut in its middle to that many characters)."""
+    def name(n: str) -> str:
+        return middle(cxxnames.shortened(n), width) if short and width else cxxnames.shortened(n) if short \
+            else cxxnames.demangled(n)
     return ", ".join(f"{count_words(t.count)} {name(t.name)}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
 
 
@@ -437,16 +439,17 @@ def count_cells(c: Counts, empty: str = "") -> list[str]:
     return [count_cell(c, col, empty) for col in columns()]
 
 
-def count_cell(c: Counts, col: Column, empty: str = "", short: bool = False) -> str:
+def count_cell(c: Counts, col: Column, empty: str = "", short: bool = False, width: int = 0) -> str:
     """One cell of the counted table; `short`: kernel and C++ names shortened (cxxnames.shortened), as a
-    terminal's table shows them (the report's and the JSON's keep the full name)."""
+    terminal's table shows them, and with `width` cut in the middle to fit (the report's and the JSON's keep the
+    full name)."""
     tallies = [t for t in c.tallies if t.kind in col.kinds]
     if col.cell == "total":  # the Python calls: their sum and how many functions made them
         n = len(tallies)
         return f"{count_words(sum((t.count for t in tallies), Fraction(0)))} in {n} function{'' if n == 1 else 's'}"
     if col.cell == "named":
-        return named_counts(tallies, short) if all(c.counted(k) for k in col.kinds) else "not counted"
-    listed = [f"{count_words(t.count)} {t.kind} {t.name}" + (f" ({count_words(t.bytes)} B)" if t.bytes is not None
-                                                              else "")
+        return named_counts(tallies, short, width) if all(c.counted(k) for k in col.kinds) else "not counted"
+    listed = [countdiff.thing(t.kind, t.name, t.count) + (f" ({count_words(t.bytes)} B)" if t.bytes is not None
+                                                           else "")
               for t in tallies if t.count]
     return "; ".join(listed) or empty

@@ -198,12 +198,23 @@ def print_counts(run, console: Console) -> None:
     table = titled("what one step() call does, counted (exact, per step"
                    + (f"; CUDA API calls and kernels by {', '.join(tracers)})" if tracers else ")"))
     for title in ("case", *(col.title for col in cols)):
-        table.add_column(title, overflow="fold")
-    for label, c in counted.items():
+        table.add_column(title)
+    width = max(20, console.width - 12)  # a name longer than a line is cut in its middle (the JSON has it whole)
+    cells = {label: [fmt.count_cell(c, col, "-", short=True, width=width) for col in cols]
+             for label, c in counted.items()}
+    for label, row in cells.items():
         # a total is flametool's own words and figures ('12 in 5 functions'), a name is the library's: not markup
-        table.add_row(text(label), *(fmt.count_cell(c, col, "-") if col.cell == "total"
-                                     else text(fmt.count_cell(c, col, "-", short=True)) for col in cols))
-    show(console, table)
+        table.add_row(text(label), *(cell if col.cell == "total" else text(cell) for col, cell in zip(cols, row)))
+    drawn = (table.box, table.show_edge, table.padding, table.min_width)
+    boxless(table)
+    narrow = not fits(console, table)  # names wider than their columns: a case per line, wrapped between names
+    table.box, table.show_edge, table.padding, table.min_width = drawn
+    if narrow:
+        say(console, table.title)
+        for label, row in cells.items():
+            say(console, f"{label}: " + "; ".join(f"{col.title}: {cell}" for col, cell in zip(cols, row)))
+    else:
+        show(console, table)
     if not tracers and fmt.run_device(run) == "cpu":  # no empty CUDA columns: one line says what a GPU run adds
         say(console, fmt.GPU_COUNTS)
         return

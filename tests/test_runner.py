@@ -87,17 +87,17 @@ def test_a_sweep_says_which_size_and_how_much_is_left(monkeypatch):
     clock = [100.0]
     monkeypatch.setattr(sweeping.time, "monotonic", lambda: clock[0])
     left = sweeping.SweepLeft([[8, 8, 8], [16, 16, 16], [64, 64, 32]], processes=2)
-    assert left.line(1) == "0/6 sizes timed; size 1/3 (8) in process 1/2"
+    assert left.line(1) == "0/6 timed (3 sizes in each of 2 processes); size 1/3 (8) in process 1/2"
     for seconds in (1.0, 1.0, 8.0):  # the first process: 10 s
         clock[0] += seconds
         left.step()
-    assert left.line(2) == "3/6 sizes timed, about 10 s left; size 1/3 (8) in process 2/2"
+    assert left.line(2) == "3/6 timed (3 sizes in each of 2 processes), about 10 s left; size 1/3 (8) in process 2/2"
     clock[0] += 1.0
     left.step()
-    assert left.line(2) == "4/6 sizes timed, about 9 s left; size 2/3 (16) in process 2/2"
+    assert left.line(2) == "4/6 timed (3 sizes in each of 2 processes), about 9 s left; size 2/3 (16) in process 2/2"
     clock[0] += 1.0
     left.step()
-    assert left.line(2).startswith("5/6 sizes timed, about 8 s left; size 3/3 (64x64x32)")
+    assert left.line(2).startswith("5/6 timed (3 sizes in each of 2 processes), about 8 s left; size 3/3 (64x64x32)")
 
 
 def spare_config(out: Path, processes: int = 3) -> runner.Config:

@@ -128,7 +128,7 @@ def test_samples_one_sign_and_what_ran(run):
     assert "torch - numpy" in layers  # the terminal's table column, ASCII
     # the environment says what ran beside what was asked
     env = dict(report.environment_rows(run, a.run))
-    assert env["processes run"] == "1 (5 asked)" and env["rounds run per process"] == "1 (3 asked)"
+    assert env["processes run"] == "1 (5 asked)" and env["rounds run per process"].startswith("1 (at least 3, --repeats;")
     assert "config: processes" not in env and "config: repeats" not in env
 
 
@@ -205,7 +205,13 @@ def test_words_fit_the_device_op_and_run(run):
     assert "A GEMM's GPU time depends on the values" in gpu[0]
     same = UnlikeOperands([8], "float32", {"numpy": "aa", "torch": "aa", "mine": "bb"},
                           {"numpy": "seeded", "torch": "seeded", "mine": "its own"})
-    assert "numpy and torch aa (seeded); mine bb (its own)" in fmt.unlike_sentence(same, "cpu", "add")
+    said = fmt.unlike_sentence(same, "cpu", "add")
+    assert "torch and numpy read different values" not in said and "seeded" not in said  # the generator: run.json
+    assert "mine and numpy" in said and "mine and torch" in said
+    # only the pairs compared: torch against numpy read the same bytes, so nothing is said of them
+    assert fmt.unlike_lines([same], "cpu", "add", [("numpy", "torch")]) == []
+    assert fmt.unlike_lines([same], "cpu", "add", [("numpy", "mine")])[0].startswith(
+        "at 8 float32, mine and numpy read different values")
 
     at_five = spread_pair(10, 0.065)  # an interval that reaches 5.03%: shown as ±5%
     assert at_five.wide and f"{at_five.reach:.0%}" == "5%"

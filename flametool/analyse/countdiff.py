@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from . import cxxnames
 from ..run import counts  # the kinds' table, read when used (a test adds a kind to it)
 from ..run.counts import OUTSIDE, Counts, LineCounts, Tally, count_words, fraction_text
 
@@ -168,35 +169,83 @@ def diff_counts(base: Counts | None, head: Counts | None, base_name: str = "base
     return out
 
 
-def line(r: CountDelta) -> str:
-    """'+1 numpy.empty', '-1 cudaStreamIsCapturing', 'kernel nvjet_... x1 in both', 'kernel k: 1 in base only'."""
-    word = counts.KINDS[r.kind].word if r.kind in counts.KINDS else ""
-    name = f"{word} {r.name}" if word else r.name
+def singular(title: str) -> str:
+    """'Python calls' -> 'Python call', 'copies' -> 'copy': a kind's title for one of them."""
+    return title[:-3] + "y" if title.endswith("ies") else title[:-1] if title.endswith("s") else title
+
+
+def amount(n: Fraction, one: str, many: str) -> str:
+    """'1 Python call', '2 Python calls', '0.25 (1/4) calls': the count with its noun, singular for exactly 1."""
+    return f"{count_words(n)} {one if n == 1 else many}"
+
+
+def thing(kind: str, name: str, n: Fraction) -> str:
+    """What a count counts, in words: '1 call of torch.mm', '2 launches of kernel at::native::k<…>', '1 copy
+    HtoD', '3 device allocations from torch caching allocator'; a kind added to counts.KINDS: '2 graph g'."""
+    shown = cxxnames.shortened(name)
+    if kind in ("python", "api"):
+        return amount(n, f"call of {shown}", f"calls of {shown}")
+    if kind == "kernel":
+        return amount(n, f"launch of kernel {shown}", f"launches of kernel {shown}")
+    if kind == "copy":
+        return amount(n, f"copy {shown}", f"copies {shown}")
+    if kind == "memset":
+        return amount(n, "memset", "memsets")
+    if kind == "device-alloc":
+        return amount(n, f"device allocation from {shown}", f"device allocations from {shown}")
+    word = counts.KINDS[kind].word if kind in counts.KINDS else ""
+    return f"{count_words(n)} {word + ' ' if word else ''}{shown}"
+
+
+def _bytes(value: Fraction | None) -> str:
+    return f" ({count_words(value)} B)" if value else ""
+
+
+def line(r: CountDelta, base: str = "base", head: str = "head") -> str:
+    """One counted row in words, the side that makes more first: 'torch makes 1 call of torch.mm per step; numpy
+    makes none of it', 'both make 1 launch of kernel nvjet per step', 'torch makes 1 launch of kernel k per step
+    (numpy's kernels were not counted)'."""
     if r.base is None or r.head is None:  # a kind only one side counted
-        side, value = ("base", r.base) if r.base is not None else ("head", r.head)
-        return f"{name}: x{count_words(value or Fraction(0))} ({side} only counted {r.kind})"
-    delta = r.head - r.base
-    if delta == 0:
-        return f"{name} x{count_words(r.head)} in both"
-    nbytes = ""
-    if r.base_bytes is not None or r.head_bytes is not None:
-        nbytes = f", bytes {count_words(r.base_bytes or Fraction(0))} -> {count_words(r.head_bytes or Fraction(0))}"
-    return f"{count_words(delta, sign=True)} {name} ({count_words(r.base)} -> {count_words(r.head)}{nbytes})"
+        (side, value), other = ((base, r.base), head) if r.base is not None else ((head, r.head), base)
+        title = counts.KINDS[r.kind].title if r.kind in counts.KINDS else r.kind
+        return f"{side} makes {thing(r.kind, r.name, value or Fraction(0))} per step ({other}'s {title} were not counted)"
+    if r.head == r.base:
+        return f"both make {thing(r.kind, r.name, r.head)} per step"
+    (more, n, nb), (less, m, mb) = sorted(((head, r.head, r.head_bytes), (base, r.base, r.base_bytes)),
+                                          key=lambda side: -side[1])
+    rest = "none of it" if m == 0 else f"{count_words(m)}{_bytes(mb)}"
+    return f"{more} makes {thing(r.kind, r.name, n)}{_bytes(nb)} per step; {less} makes {rest}"
 
 
-def lines(d: CountDiff | None) -> list[str]:
-    """What a step does, counted, head - base, exact, as diff and summary lead with it: every difference, then
-    what is the same of kernels, copies and memsets, both sides' totals, and what a side could not count."""
+def lines(d: CountDiff | None, notes: bool = True) -> list[str]:
+    """What a step does, counted, exact, as every view lists it under the headline: every difference, then what
+    is the same of kernels, copies and memsets, both sides' totals, and (`notes`) what a side could not count."""
+    return [text for text, _ in named_lines(d, notes)]
+
+
+def named_lines(d: CountDiff | None, notes: bool = True) -> list[tuple[str, str]]:
+    """lines(), each with the full (demangled) name of what it counts where the line shows it shortened ('' where
+    not): the report's hover text."""
     if d is None:
         return []
-    out = [line(r) for r in d.changed]
+
+    def of(r: CountDelta) -> tuple[str, str]:
+        full = cxxnames.demangled(r.name)
+        return line(r, d.base, d.head), full if full != cxxnames.shortened(r.name) else ""
+
+    out = [of(r) for r in d.changed]
     if d.base_counts is not None and d.head_counts is not None:
         if not out:
-            out.append("no difference: the same calls per step on both sides")
-        out += [line(r) for r in d.same if r.kind in counts.KINDS and counts.KINDS[r.kind].same_listed]
-        out += [f"per step, {line_words(l)}" for l in d.by_line if l.changed]
-        out.append(f"{d.base}: {summary_line(d.base_counts)}; {d.head}: {summary_line(d.head_counts)}")
-    return out + [line(r) for r in d.one_side] + list(d.notes)
+            out.append(("no difference: the same calls per step on both sides", ""))
+        out += [of(r) for r in d.same if r.kind in counts.KINDS and counts.KINDS[r.kind].same_listed]
+        out += [(f"per step, {line_words(l)}", "") for l in d.by_line if l.changed]
+        out.append((f"{d.base}: {summary_line(d.base_counts)}; {d.head}: {summary_line(d.head_counts)}", ""))
+        alone = [name for name, c in ((d.base, d.base_counts), (d.head, d.head_counts))
+                 if [t.name for t in c.tallies if t.kind == "python"] == ["step()"]]
+        if alone:  # numpy's matmul is a ufunc, called through its type: cProfile records no call of it
+            out.append((f"{' and '.join(alone)}: the one Python call is step() itself (cProfile does not see a call "
+                        "made through a C type, such as a NumPy ufunc like numpy.matmul)", ""))
+    return out + [of(r) for r in d.one_side] + ([(n, "") for n in d.notes] if notes else [])
 
 
 def summary_line(c: Counts) -> str:
@@ -204,7 +253,7 @@ def summary_line(c: Counts) -> str:
     parts = []
     for k in counts.COUNTED:
         if k.summed and c.counted(k.name) and (k.summed == "always" or c.of(k.name)):
-            parts.append(f"{count_words(c.total(k.name))} {k.title}")
+            parts.append(amount(c.total(k.name), singular(k.title), k.title))
     return ", ".join(parts) + " per step" if parts else "nothing counted"
 
 
@@ -214,7 +263,7 @@ def to_json(d: CountDiff) -> dict:
 
     def row(r: CountDelta) -> dict:
         return {"kind": r.kind, "name": r.name, "base": f(r.base), "head": f(r.head), "delta": f(r.delta),
-                "base_bytes": f(r.base_bytes), "head_bytes": f(r.head_bytes), "text": line(r)}
+                "base_bytes": f(r.base_bytes), "head_bytes": f(r.head_bytes), "text": line(r, d.base, d.head)}
 
     def by_line(l: LineCountDelta) -> dict:
         def side(c: LineCounts | None) -> dict | None:

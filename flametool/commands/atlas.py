@@ -7,6 +7,7 @@ import argparse
 from ..measure.config import ATLAS_SAMPLE_SECONDS
 from ..workload import builtin_workloads, ops
 from .base import Context
+from .compare import progress_option
 from .options import case_options, sampling_options
 
 
@@ -26,6 +27,7 @@ class Atlas:
                             "torch, jax, jax-eager): " + ", ".join(builtin_workloads.WORKLOADS) + " or FILE.py:FUNC "
                             "(README: writing a workload)")
         sampling_options(p, ATLAS_SAMPLE_SECONDS)
+        progress_option(p)
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         """Every op measured (each op's report written after it), then the atlas's table and page."""
@@ -41,7 +43,7 @@ class Atlas:
 
         argv, err, out = ctx.argv, ctx.err, ctx.out
         config, names, found = atlas_config(args, lambda text: terminal.say(err, text))
-        with terminal.Progress(err) as progress:
+        with terminal.Progress(err, getattr(args, "progress", "auto")) as progress:
             try:
                 run_dir, run = atlasrun.atlas(config, names, ["flametool", *argv], progress.update,
                                               lambda op_dir: rundir.write_report(op_dir, page(op_dir)), found)

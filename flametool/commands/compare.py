@@ -59,6 +59,7 @@ class Compare:
                             f"(default with --env {CUDA.env_budget:g}; without, {CPU.extra_seconds:g} s past --processes)")
         p.add_argument("--timed-seconds", type=float, metavar="S",
                        help=f"seconds of rounds per case in each process at a host-bound shape (default {CPU.timed_seconds:g})")
+        progress_option(p)
         p.add_argument("--no-spares", action="store_true",
                        help="do not start the later processes ahead (on a GPU they import while another process times "
                             "its loops): for measuring whether they change the speeds drawn")
@@ -89,9 +90,23 @@ class Sweep:
                        help="also profile each case alone (cProfile and py-spy) at each size where it is host-bound, for "
                             "the host time per call by layer there (default: timings only)")
         sampling_options(p)
+        progress_option(p)
+        for action in p._actions:  # case_options' --processes speaks of compare's: a sweep adds none
+            if "--processes" in action.option_strings:
+                action.help = ("fresh processes that run the timed loops at every size; every case is built in each "
+                               "and their loops interleaved, so a process's own speed cancels out of each size's "
+                               f"ratio (default {CPU.processes}; a sweep adds no processes to narrow an interval)")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         return cmd_compare(args, ctx.argv, ctx.err, ctx.out)
+
+
+def progress_option(p: argparse.ArgumentParser) -> None:
+    """--progress, on compare, sweep and atlas (the words are render.terminal.Progress's)."""
+    p.add_argument("--progress", choices=("auto", "bar", "lines", "none"), default="auto",
+                   help="what is running, on standard error: bar, one line that changes (a terminal); lines, a line "
+                        "per phase of each process and every 10 s while one lasts (a log); none; auto (the default): "
+                        "bar in a terminal, else lines")
 
 
 def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:
@@ -100,7 +115,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     from .. import render
     from ..analyse import dispatch
     from ..measure import runner
-    from ..render import terminal
+    from ..render import format as fmt, terminal
     from ..run import rundir
     from ..run.record import size_name
     from .base import terminal_options, write_report
@@ -109,7 +124,24 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     sweeping = args.command == "sweep"
     config = (sweep_config if sweeping else compare_config)(args, lambda text: terminal.say(err, text))
     started = time.monotonic()
-    with terminal.Progress(err) as progress:
+    mode = getattr(args, "progress", "auto")
+
+    def headline_now() -> None:
+        """The headline as soon as the timing is done (a terminal's spinner: the answer need not wait for the
+        profiling); the full view after it still opens with it."""
+        try:
+            partial = rundir.load(config.out)
+            a = dispatch.analyse(config.out, partial, attribute=False)
+        except Exception:  # noqa: BLE001 - an early look that cannot be had changes nothing: the end says it all
+            return
+        lines = [line for p in getattr(a, "pairs", []) for line in fmt.pair_lines(p, partial, partial.config.timing_processes)]
+        for line in lines:
+            terminal.say(err, line)
+        if lines:
+            terminal.say(err, "(timing done; each case is now profiled alone, and the whole view follows)")
+
+    early = headline_now if not sweeping and (mode == "bar" or (mode == "auto" and err.is_terminal)) else None
+    with terminal.Progress(err, mode, early) as progress:
         try:
             run_dir, run = (runner.sweep if sweeping else runner.compare)(config, ["flametool", *argv], progress.update)
         except KeyboardInterrupt as exc:

@@ -89,8 +89,8 @@ def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True)
     p.add_argument("--pool-threads", type=int, metavar="N",
                    help="threads of the CPU thread pools (OpenMP, OpenBLAS, MKL) in each case's process; 0 leaves "
                         "them as the environment says (default 1: on CUDA the GPU does the work and each native "
-                        "sample stops every thread; on the CPU a pool of 2 made torch's small products bimodal, "
-                        "its ratio to numpy 1.26 in one run and 1.69 in the next, where 1 thread read 0.96 in each)")
+                        "sample stops every thread; on the CPU a pool of more threads makes small products bimodal, "
+                        "so a ratio moves from run to run by far more than its interval: docs/method.md)")
     p.add_argument("--keep-going", action="store_true", help="run the other cases when one fails (a workload's "
                                                              "cases always: a library fn does not port to fails alone)")
     p.add_argument("--source", action="append", default=[], metavar="DIR",

@@ -55,7 +55,8 @@ class SweepLeft:
                  if self.done < len(self.sizes) * self.processes else f"process {process}/{self.processes}")
         left = self.left_seconds()
         eta = "" if left is None else f", about {left:.0f} s left" if left < 120 else f", about {left / 60:.0f} min left"
-        return f"{self.done}/{len(self.sizes) * self.processes} sizes timed{eta}; {where}"
+        return (f"{self.done}/{len(self.sizes) * self.processes} timed ({len(self.sizes)} sizes in each of "
+                f"{self.processes} processes){eta}; {where}")
 
 
 def time_sweep(m: Measurement, cases: list[CaseSpec], reason: str) -> list[tuple[CaseSpec, str]]:

@@ -6,6 +6,7 @@ import math
 from fractions import Fraction
 from typing import overload
 
+from ..analyse import countdiff, cxxnames
 from ..analyse.attribution import CaseCosts
 from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
 from ..analyse.operands import UnlikeOperands
@@ -14,6 +15,20 @@ from ..run.record import Environment
 from ..analyse.sweep import SAME_WITHIN, PairPoint, SweepPair, size_name
 
 DASH = "–"
+
+
+def middle(name: str, width: int) -> str:
+    """A name cut to `width` characters in its middle ('ufunc_gen…(_multiarray_umath.so)'): a frame's function and
+    its library both stay in sight, and the name is never broken over two lines."""
+    if len(name) <= width or width < 5:
+        return name
+    function, sep, where = name.rpartition(" (")
+    if sep and where.endswith(")") and function:  # the library goes first: 'pthread_mutex_lock (libc.so.6)'
+        name = function
+        if len(name) <= width:
+            return name
+    keep = width - 1
+    return name[:(keep + 1) // 2] + "…" + name[len(name) - keep // 2:]
 
 
 def us(value: float | None, unit: str = " us") -> str:
@@ -112,35 +127,44 @@ def run_device(run) -> str | None:
     return run.config.device or next((r.device for r in run.results.values() if getattr(r, "device", None)), None)
 
 
-def _unlike_parts(u: UnlikeOperands, device: str | None, op: str) -> tuple[str, str]:
-    same: dict[str, list[str]] = {}  # cases that read the same values are named together, their values once
-    for label, fp in u.cases.items():
-        same.setdefault(fp, []).append(label)
-    listed = "; ".join(f"{' and '.join(labels)} {fp} ({u.made[labels[0]]})" for fp, labels in same.items())
-    if device != "cpu" and op == "matmul":
-        return (f"at {shape(u.shape)} {u.dtype} the cases multiply different values: {listed}",
-                "A GEMM's GPU time depends on the values (power-limited clocks), so their GPU times differ by the "
-                "data too")
+def _unlike_parts(u: UnlikeOperands, device: str | None, op: str,
+                  pairs: list[tuple[str, str]] | None = None) -> tuple[str, str] | None:
+    """What a warning of unlike operands says, and why it matters; None where no compared pair (`pairs`: the
+    (base, head) of each; None: every two cases) read different values. The generator's details (SFC64, its
+    streams) stay in run.json: a reader is told which pairs differ, not how each operand was drawn."""
+    labels = list(u.cases)
+    compared = pairs if pairs is not None else [(a, b) for i, a in enumerate(labels) for b in labels[i + 1:]]
+    differ = [(b, h) for b, h in compared if b in u.cases and h in u.cases and u.cases[b] != u.cases[h]]
+    if not differ:
+        return None
     verb = "multiply" if op == "matmul" else "read"
-    return (f"at {shape(u.shape)} {u.dtype} the cases {verb} different values: {listed}",
-            "Their host times compare like with like unless the work depends on the values (special values such as "
-            "subnormals run slower)")
+    what = (f"at {shape(u.shape)} {u.dtype}, " + "; ".join(f"{h} and {b}" for b, h in differ)
+            + f" {verb} different values (how each case made its operands: run.json, each result's operands)")
+    if device != "cpu" and op == "matmul":
+        return what, ("A GEMM's GPU time depends on the values (power-limited clocks), so their GPU times differ by "
+                      "the data too")
+    return what, ("Their host times compare like with like unless the work depends on the values (special values "
+                  "such as subnormals run slower)")
 
 
-def unlike_sentence(u: UnlikeOperands, device: str | None = "cuda", op: str = "matmul") -> str:
+def unlike_sentence(u: UnlikeOperands, device: str | None = "cuda", op: str = "matmul",
+                    pairs: list[tuple[str, str]] | None = None) -> str:
     """What a report says of cases that read different values at one shape and dtype, in words that fit the
     run: a GEMM's GPU time depends on the values (power-limited clocks); elsewhere, and on the CPU, that is
     not said (a CPU run's elementwise case was told of a GEMM's GPU clocks, once per operand shape)."""
-    what, why = _unlike_parts(u, device, op)
-    return f"{what}. {why}"
+    parts = _unlike_parts(u, device, op, pairs)
+    return f"{parts[0]}. {parts[1]}" if parts else ""
 
 
-def unlike_lines(unlike: list[UnlikeOperands], device: str | None, op: str) -> list[str]:
-    """The run's operand warnings, one per shape and dtype; why it matters is said once, on the first."""
-    lines = []
-    for i, u in enumerate(unlike):
-        what, why = _unlike_parts(u, device, op)
-        lines.append(f"{what}. {why}" if i == 0 else what)
+def unlike_lines(unlike: list[UnlikeOperands], device: str | None, op: str,
+                 pairs: list[tuple[str, str]] | None = None) -> list[str]:
+    """The run's operand warnings, one per shape and dtype where a compared pair read different values; why it
+    matters is said once, on the first."""
+    lines: list[str] = []
+    for u in unlike:
+        parts = _unlike_parts(u, device, op, pairs)
+        if parts:
+            lines.append(f"{parts[0]}. {parts[1]}" if not lines else parts[0])
     return lines
 
 
@@ -269,11 +293,8 @@ def speed_note(pairs: list) -> str | None:
     if not leads:
         return None
     units = sorted({f"{f.units} {f.unit_name}" for f in leads})
-    return ("Ratios and shares of time are the figures that travel between runs: they move far less than "
-            "microseconds, though a ratio can differ a little with the host's speed, so a run that drew a slower host "
-            "may read it a few percent apart (flametool diff RUN_A RUN_B --case CASE compares two runs with the "
-            "speed each drew taken into account). Microseconds are this run's host speed: their 95% intervals cover "
-            f"this run's {' / '.join(units)}, not how the host's speed drifts between runs.")
+    return ("The ratio is the figure to compare between runs (flametool diff RUN_A RUN_B --case CASE); microseconds "
+            f"are this run's host speed, their 95% intervals over this run's {' / '.join(units)} (docs/glossary.md).")
 
 
 def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
@@ -378,9 +399,37 @@ def incomplete_text(incomplete: list[str]) -> str | None:
             "cases that finished")
 
 
-def named_counts(tallies) -> str:
-    """'6 cudaGetDevice, 2 cuKernelGetAttribute, 1 cuLaunchKernelEx': the most frequent first."""
-    return ", ".join(f"{count_words(t.count)} {t.name}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
+def named_counts(tallies, short: bool = False, width: int = 0) -> str:
+    """'6 cudaGetDevice, 2 cuKernelGetAttribute, 1 cuLaunchKernelEx': the most frequent first (`short`: each
+    name demangled and shortened by template depth; `width`: and cut in its middle to that many characters)."""
+    def name(n: str) -> str:
+        return middle(cxxnames.shortened(n), width) if short and width else cxxnames.shortened(n) if short \
+            else cxxnames.demangled(n)
+    return ", ".join(f"{count_words(t.count)} {name(t.name)}" for t in sorted(tallies, key=lambda t: (-t.count, t.name)))
+
+
+GPU_COUNTS = ("counted on the CPU: Python calls per step; a run on a GPU also counts each step's CUDA API calls, "
+              "kernels, copies, memsets and device allocations")
+
+
+def counted_columns(cases) -> tuple[list[Column], list[str]]:
+    """The counted table's columns that some case has (a CPU run has no CUDA API, kernel or copy columns, all
+    'not counted'), and the tracers that counted the CUDA parts ('cupti-python 13.4.0')."""
+    cases = list(cases)
+    kept = [col for col in columns()
+            if any(all(c.counted(k) for k in col.kinds) or any(t.kind in col.kinds for t in c.tallies) for c in cases)]
+    return kept, sorted({c.tracer for c in cases if c.tracer})
+
+
+def busy_threads(threads: dict) -> dict:
+    """The cases whose threads other than the caller did work during the loop (compare.OtherThreads): a figure
+    that reads 0.00 us with no samples of them is no work, and its row would be a row of dashes."""
+    return {l: t for l, t in threads.items() if t.costs is not None or round(t.us_per_call, 2) > 0}
+
+
+def threads_unsampled(result) -> str:
+    """Why a case's other threads have no layers: the run did not sample, or py-spy caught none of them."""
+    return "no samples of them (they ran between py-spy's samples)" if result.sampling else "not sampled"
 
 
 def count_cells(c: Counts, empty: str = "") -> list[str]:
@@ -393,16 +442,19 @@ def count_cells(c: Counts, empty: str = "") -> list[str]:
     return cells
 
 
-def count_cell(c: Counts, col: Column, empty: str = "") -> str:
+def count_cell(c: Counts, col: Column, empty: str = "", short: bool = False, width: int = 0) -> str:
+    """One cell of the counted table; `short`: kernel and C++ names shortened (cxxnames.shortened), as a
+    terminal's table shows them, and with `width` cut in the middle to fit (the report's and the JSON's keep the
+    full name)."""
     tallies = [t for t in c.tallies if t.kind in col.kinds]
     if col.cell == "total":  # the Python calls: their sum and how many functions made them
-        return f"{count_words(sum((t.count for t in tallies), Fraction(0)))} in {len(tallies)} functions"
+        n = len(tallies)
+        return f"{count_words(sum((t.count for t in tallies), Fraction(0)))} in {n} function{'' if n == 1 else 's'}"
     if col.cell == "named":
-        return named_counts(tallies) if all(c.counted(k) for k in col.kinds) else "not counted"
-    listed = [f"{count_words(t.count)} {t.kind} {t.name}" + (f" ({count_words(t.bytes)} B)" if t.bytes is not None
-                                                              else "")
+        return named_counts(tallies, short, width) if all(c.counted(k) for k in col.kinds) else "not counted"
+    listed = [countdiff.thing(t.kind, t.name, t.count) + (f" ({count_words(t.bytes)} B)" if t.bytes is not None
+                                                           else "")
               for t in tallies if t.count and t.kind != "host-alloc"]
-    # host allocations (tracemalloc): the peak a step reaches, and what it keeps where that is a kibibyte or more
     listed += [f"host {'peak' if t.name.startswith('peak') else 'kept (net)'} {count_words(t.bytes)} B a step"
                for t in tallies if t.kind == "host-alloc" and t.bytes is not None and t.bytes
                and (t.name.startswith("peak") or abs(t.bytes) >= 1024)]

@@ -26,9 +26,9 @@ from markupsafe import Markup
 from .. import __version__
 from ..workload import builtins
 from ..run import counts, perturbation, rundir
-from . import atlas_page, charts, format as fmt, lines_view, sweep_page
-from ..analyse import countdiff, flamegraph as flame, naming
-from . import counted_lines
+from ..run.counts import count_words
+from . import atlas_page, charts, counted_lines, format as fmt, lines_view, sweep_page
+from ..analyse import countdiff, cxxnames, flamegraph as flame, naming
 from ..analyse.compare import Analysis, PairAnalysis
 from ..analyse.attribution import CaseCosts, Skipped
 from ..analyse.treediff import LayerDelta, PairDiff
@@ -196,9 +196,9 @@ class CProfileCase:
 class CountsSection:
     """What one step() call does, counted (exact): each pair's differences first, then each case's counts."""
 
-    pairs: list[tuple[str, list[str]]]  # ("torch vs cupy", lines)
+    pairs: list[tuple[str, list[tuple[str, str]]]]  # ("torch vs cupy", [(line, full name on hover or '')])
     headers: list[str]
-    rows: list[list[str]]
+    rows: list[list]  # a cell: text, or a named column's (shown, full name) pairs
     notes: list[str]
     # each case's threads other than the caller: case, CPU per call on them, samples, by layer, most own time
     threads: list[list[str]] = field(default_factory=list)
@@ -212,29 +212,42 @@ def counts_section(a: Analysis) -> CountsSection | None:
     if not counted:
         return None
 
-    rows = []
+    rows: list[list] = []
+    cols, tracers = fmt.counted_columns(counted.values())  # a CPU run: no CUDA columns, all 'not counted'
     for label, c in counted.items():
         own = cast(ProfileProcess, a.run.results[label].profile).own_us_per_call  # counted: its counts are its profile's
-        rows.append([label, *fmt.count_cells(c, empty="–"),
+        rows.append([label, *(named_cell(c, col) for col in cols),
                      f"{c.us_per_call:,.2f} us" + (f" ({c.us_per_call / own:.2f}× the {own:,.2f} us alone)" if own else "")
                      if c.us_per_call else "–"])
-    pairs = [(f"{p.head} vs {p.base}", countdiff.lines(p.counts)) for p in a.pairs if p.counts is not None]
-    notes = list(dict.fromkeys(m for c in counted.values() for m in c.missing))
+    on_cpu = not tracers and fmt.run_device(a.run) == "cpu"
+    pairs = [(f"{p.head} vs {p.base}", countdiff.named_lines(p.counts, notes=not on_cpu))
+             for p in a.pairs if p.counts is not None]
+    notes = [fmt.GPU_COUNTS] if on_cpu else list(dict.fromkeys(m for c in counted.values() for m in c.missing))
     threads = [[label, f"{t.us_per_call:,.2f} us", str(t.profile.samples) if t.profile else "–",
                 "; ".join(f"{layer} {f.us_per_call:,.2f} us" for layer, f in
-                          sorted(t.costs.layers.items(), key=lambda kv: -kv[1].us_per_call)) if t.costs else "not sampled",
+                          sorted(t.costs.layers.items(), key=lambda kv: -kv[1].us_per_call)) if t.costs
+                else fmt.threads_unsampled(a.run.results[label]),
                 (f"{t.costs.frames[0].display} ({t.costs.frames[0].self.us_per_call:,.2f} us)"
                  if t.costs and t.costs.frames else "–")]
-               for label, t in a.threads.items() if t.us_per_call > 0 or t.profile is not None]
-    return CountsSection(pairs, ["case", *(col.title for col in counts.columns()), "counted loop, host time per call"],
-                         rows, notes, threads, sources=counted_by(), lines=counted_lines.view(a))
+               for label, t in fmt.busy_threads(a.threads).items()]
+    return CountsSection(pairs, ["case", *(col.title for col in cols), "counted loop, host time per call"],
+                         rows, notes, threads, sources=counted_by(bool(tracers) or not on_cpu), lines=counted_lines.view(a))
 
 
-def counted_by() -> str:
+def named_cell(c, col) -> "str | list[tuple[str, str]]":
+    """A counted table's cell: a named column's as (shown, full) pairs, each name shortened by template depth and
+    its demangled whole on hover; the others as text."""
+    tallies = sorted((t for t in c.tallies if t.kind in col.kinds), key=lambda t: (-t.count, t.name))
+    if col.cell != "named" or not all(c.counted(k) for k in col.kinds) or not tallies:
+        return fmt.count_cell(c, col, "–")
+    return [(f"{count_words(t.count)} {cxxnames.shortened(t.name)}", cxxnames.demangled(t.name)) for t in tallies]
+
+
+def counted_by(traced: bool = True) -> str:
     """What counts which kind, as the report's note says it: 'Python calls from the cProfile loop; CUDA API calls,
     kernels, copies and memsets from CUPTI in a counted loop of their own' (the kinds counted always, by their
-    library's pool or tracemalloc, left to the table)."""
-    by = {"cprofile": "the cProfile loop", "tracer": "CUPTI in a counted loop of their own"}
+    library's pool or tracemalloc, left to the table; `traced`: False on a CPU run, where no tracer ran)."""
+    by = {"cprofile": "the cProfile loop", **({"tracer": "CUPTI in a counted loop of their own"} if traced else {})}
     parts = []
     for source, words in by.items():
         titles = [k.title for k in counts.COUNTED if k.counted_by == source]
@@ -286,7 +299,7 @@ def headline(a: Analysis) -> Headline:
             shape=fmt.op_shape(run.config.operation, r.shape), device=r.device_name or r.device or "–",
             cpu=us(cpu), cpu_spread=f"95%: {fmt.interval(t.interval, us)}" if t and t.interval else "",
             gpu=us(t.gpu_us) if t and t.gpu_us is not None else ("none (CPU)" if r.device == "cpu" else "–"),
-            ratio=f"{cpu / base_cpu:.2f}×" if isinstance(cpu, (int, float)) and base_cpu else "–",
+            ratio=times(cpu / base_cpu) if isinstance(cpu, (int, float)) and base_cpu else "–",
             bound=("host-bound" if r.timing.host_bound else "not host-bound") if r.timing and r.timing.host_bound is not None else "–",
             error=r.error or "",
         ))
@@ -297,14 +310,16 @@ def headline(a: Analysis) -> Headline:
         if p.headline is not None and p.headline.method not in methods:
             methods.append(p.headline.method)
     method = (" ".join(m[0].upper() + m[1:] + "." for m in methods)
+              + " A case's own time: a bootstrap 95% interval over its processes."
               + " Layer and frame figures are sample shares times each case's paired time per call at the sampled "
                 "shape (pooled over its timing processes at the median process's speed, as in the table); the sampled process's own unsampled time "
-                "is shown beside it in the cProfile section as a check.")
+                "is shown beside it in the cProfile section as a check. The words (host-bound, floor, anchor, "
+                "speed-adjusted, layers): docs/glossary.md in flametool's repository.")
     on_gpu = any(r.device != "cpu" for r in ok.values())
     return Headline(rows, sentence(a, ok), base,
                     "host (CPU) / call: the host's clock around the loop, per call, pooled over the case's timing "
                     "processes at the median process's speed (the figure its pairs' ratios and differences are taken "
-                    "at), its 95% bootstrap interval over processes below. "
+                    "at), its 95% interval below. "
                     + ("GPU / call: device time per call from CUDA events around the same calls. " if on_gpu else
                        "GPU / call: none, the run is on the CPU. ")
                     + f"× first: host time against the first case's ({base}). bound: host-bound, "
@@ -328,12 +343,15 @@ def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
     return lines
 
 
+def times(ratio: float) -> str:
+    """'× first': two decimals, or three figures below 0.1 (a CUDA graph's launch read 0.00× of cupy's)."""
+    return f"{ratio:.2f}×" if ratio >= 0.1 or ratio == 0 else f"{ratio:.2g}×"
+
+
 def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
-    # the largest gap of the run, across its compared pairs
-    def gap(p: PairAnalysis) -> float:
-        assert p.diff is not None  # only the pairs with a diff
-        return abs(p.diff.delta_us_per_call)
-    pair = max((p for p in a.pairs if p.diff), key=gap, default=None)
+    # the pair the page shows first (its pair switch selects the first pair with a diff): the prose and the view
+    # below it speak of one pair (the largest gap, cupy − cublas, was told above a view of torch − cupy)
+    pair = next((p for p in a.pairs if p.diff), None)
     if pair is not None:
         case_diff = pair.diff
         assert case_diff is not None  # only the pairs with a diff
@@ -389,7 +407,8 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
         if len({json.dumps(v) for v in values.values()}) > 1:
             listed = ", ".join(f"{l} {shape_text(v) if isinstance(v, list) else v}" for l, v in values.items())
             out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
-    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation,
+                                 [(p.base, p.head) for p in a.pairs]):
         out.append(Caveat("operands differ", line + "."))
     if a.new_outputs:
         out.append(Caveat("outputs differ", fmt.outputs_sentence(a.new_outputs) + "."))
@@ -636,8 +655,9 @@ def ran_rows(data: Run) -> list[tuple[str, str]]:
                      for t in [r.timing, r.sample_timing, *r.points] if t is not None for p in t.processes if p.cpu_us})
     if rounds:
         span = str(rounds[0]) if len(rounds) == 1 else f"{rounds[0]} to {rounds[-1]}"
-        rows.append(("rounds run per process", span + (f" ({asked_r} asked)" if asked_r is not None and rounds != [asked_r]
-                                                        else "")))
+        rows.append(("rounds run per process", span + (f" (at least {asked_r}, --repeats; more where a case is host-bound, "
+                                                        "until it has been timed for --timed-seconds)"
+                                                        if asked_r is not None and rounds != [asked_r] else "")))
     return rows
 
 

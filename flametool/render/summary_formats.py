@@ -121,12 +121,9 @@ class TextSummary(Renderer[Summary]):
         lines = [title(s)] + [fmt.environment_line(e) for e in s.environments]
         lines += [l for l in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete)) if l]
         for p in s.pairs:
-            counted = count_lines(p)
-            if counted:
-                lines.append(f"{p.label}: per step, counted (exact, {p.head} - {p.base}):")
-                lines += [f"  {c}" for c in counted]
             lines.append(f"{p.label}: {ratio_text(p)} {p.change.how}, over {p.units}; "
                          f"{p.head} − {p.base} = {diff_text(p)}")
+            lines += [f"  counted: {c}" for c in count_lines(p)]  # under the headline: exact, per step
             for extra in (beside_text(p), speed_text(p), wide_text(p)):
                 if extra:
                     lines.append(f"  {extra}")
@@ -174,11 +171,6 @@ class MarkdownSummary(Renderer[Summary]):
         for note in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete), s.no_verdict):
             if note:
                 out += [f"**{md(note)}**", ""]
-        for p in s.pairs:
-            counted = count_lines(p)
-            if counted:
-                out += [f"**{md(p.label)}: per step, counted** (exact, {md(p.head)} − {md(p.base)})", ""]
-                out += [f"- {md(c)}" for c in counted] + [""]
         verdicts = any(p.verdict is not None for p in s.pairs)
         if s.pairs:
             head = ["comparison", "ratio (95%)", "difference (95%)", "measured"] + (["verdict"] if verdicts else [])
@@ -191,6 +183,11 @@ class MarkdownSummary(Renderer[Summary]):
                                if p.verdict else "")
                 out.append("| " + " | ".join(row) + " |")
             out.append("")
+            for p in s.pairs:  # right under the table of ratios: what a step does on each side, counted (exact)
+                counted = count_lines(p)
+                if counted:
+                    out += [f"**{md(p.label)}: counted per step** (exact)", ""]
+                    out += [f"- {md(c)}" for c in counted] + [""]
         elif s.rows:
             head = ["comparison", row_where(s), "ratio (95%)", "measured"]
             out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -215,8 +212,9 @@ class MarkdownSummary(Renderer[Summary]):
         if s.environments:
             out += ["<details><summary>environments</summary>", ""]
             out += [f"- {md(fmt.environment_line(e))}" for e in s.environments] + ["", "</details>", ""]
-        out.append("Ratios relative to an anchor (or paired in one process) move far less from run to run than "
-                   "microseconds, which are the stated speed's." + ("" if s.complete else " **Run incomplete.**"))
+        out.append("Ratios relative to an anchor (or paired in the same processes) move far less from run to run "
+                   "than microseconds, which hold for the speed the host ran at in these runs (words: "
+                   "docs/glossary.md)." + ("" if s.complete else " **Run incomplete.**"))
         return "\n".join(out) + "\n"
 
 

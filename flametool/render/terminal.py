@@ -4,6 +4,7 @@ here may come from another machine's run directory: it goes through format.visib
 from __future__ import annotations
 
 import io
+import time
 from typing import Callable
 
 
@@ -40,28 +41,74 @@ def say(console: Console, line: object, **kwargs) -> None:
 def show(console: Console, table: Table) -> None:
     """Print a table whole. Where the console is narrower than the table, rich narrows columns below their
     longest word and cuts words to '…', figures too ('3.… us'); so then the table is drawn without its box,
-    every column at least as wide as its longest word (a folding column, a frame's name, excepted), and
-    where that is still wider than the console, with lines longer than it (the terminal wraps them: a
-    figure is never cut)."""
-    unbounded = console.options.update_width(1 << 20)  # a table's own measure is clamped to the width given
-    kept, table.min_width = table.min_width, None  # the width kept for a title (titled) may be wrapped
-    fits = table.__rich_measure__(console, unbounded).minimum <= console.width
-    table.min_width = kept
-    if fits:
+    and where that is still wider than the console, on a console just wide enough for every column to keep
+    its longest word (the terminal wraps the lines: a figure is never cut)."""
+    if table.min_width and table.min_width > console.width:  # a title wider than the console: rich would squeeze
+        table.min_width = console.width  # the columns below their words to keep the width the title asked for
+    if fits(console, table):
         console.print(table)
         return
-    table.box, table.show_edge, table.padding, table.min_width = box.SIMPLE_HEAD, False, (0, 1, 0, 0), None
-    for column in table.columns:
-        if column.overflow != "fold":
-            column.min_width = table._measure_column(console, unbounded, column).minimum
-    # rich's measure of a table and the width it draws it at can differ by a column or two: room for that
-    narrowest = table.__rich_measure__(console, unbounded).minimum + 2 * len(table.columns)
+    boxless(table)
     width = console.width  # print(width=) is clamped to the console's: widen the console itself, for this table
-    console.width = max(width, narrowest)
     try:
+        if not fits(console, table):
+            low, high = width, width + table.__rich_measure__(console, console.options.update_width(1 << 20)).maximum
+            while low < high:  # the narrowest console that draws every word whole
+                console.width = (low + high) // 2
+                low, high = (low, console.width) if fits(console, table) else (console.width + 1, high)
+            console.width = low
         console.print(table)
     finally:
         console.width = width
+
+
+def boxless(table: Table) -> None:
+    """A table drawn without its box and edge, one space between columns: the narrowest rich draws."""
+    table.box, table.show_edge, table.padding, table.min_width = box.SIMPLE_HEAD, False, (0, 1, 0, 0), None
+
+
+def fits(console: Console, table: Table) -> bool:
+    """Whether rich draws every column of `table` at least as wide as its longest word (header included) at the
+    console's width: else it would cut words and figures ('timed togeth…', '3.… us'). Read off the widths rich
+    itself would draw (the table's own measure and its drawn widths differ by a column or two)."""
+    unbounded = console.options.update_width(1 << 20)
+    kept, table.min_width = table.min_width, None  # the width kept for a title (titled) may be wrapped
+    try:
+        widths = table._calculate_column_widths(console, console.options.update_width(console.width - table._extra_width))
+        need = [table._measure_column(console, unbounded, column).minimum for column in table.columns]
+    finally:
+        table.min_width = kept
+    return all(w >= n for w, n in zip(widths, need))
+
+
+def fit_names(console: Console, table: Table, index: int, shortest: int = 20) -> None:
+    """Column `index` of names (frames, kernels) on one line each: where the table is wider than the console, each
+    name is cut in its middle (format.middle) to the widest that lets the table fit, never below `shortest`
+    characters; a name is never broken over lines."""
+    column = table.columns[index]
+    column.overflow, column.no_wrap = "ellipsis", True
+    names = [c.plain if isinstance(c, Text) else str(c) for c in column._cells]
+
+    drawn = (table.box, table.show_edge, table.padding, table.min_width)
+
+    def fits_at(limit: int) -> bool:  # boxed, or else without the box (as show() would draw it)
+        column._cells = [Text(fmt.middle(n, limit)) for n in names]
+        table.box, table.show_edge, table.padding, table.min_width = drawn
+        if fits(console, table):
+            return True
+        boxless(table)
+        ok = fits(console, table)
+        table.box, table.show_edge, table.padding, table.min_width = drawn
+        return ok
+
+    longest = max(map(len, names), default=0)
+    if longest <= shortest or fits_at(longest):
+        return
+    low, high = shortest, longest  # the widest limit that fits, by halves
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits_at(mid) else (low, mid - 1)
+    fits_at(low)
 
 
 def titled(title: str) -> Table:
@@ -70,15 +117,26 @@ def titled(title: str) -> Table:
     return Table(title=Text(title), title_justify="left", min_width=len(title))
 
 
-class Progress:
-    """A spinner with the phase on a terminal; plain lines elsewhere (CI logs, pipes)."""
+PROGRESS = ("auto", "bar", "lines", "none")
+EVERY_SECONDS = 10.0  # lines: the phase now, at least this often while it lasts
 
-    def __init__(self, console: Console) -> None:
+
+class Progress:
+    """What is running, as `--progress` asks: a spinner line in a terminal (bar), plain lines for a log (lines: a
+    line per phase of each process, and the current one every EVERY_SECONDS while a phase lasts), or nothing
+    (none); auto: bar in a terminal, else lines. `settled`: called once with the labels' first change from
+    timing to profiling (the timing is done: compare prints its headline then, before the profiling)."""
+
+    def __init__(self, console: Console, mode: str = "auto", settled: Callable[[], None] | None = None) -> None:
         self.console = console
+        self.mode = ("bar" if console.is_terminal else "lines") if mode == "auto" else mode
         self.status: Status | None = None
+        self.settled, self.timing = settled, False
+        self.phase: tuple[str, str] | None = None
+        self.said = 0.0  # when the last line was written (lines)
 
     def __enter__(self) -> "Progress":
-        if self.console.is_terminal:
+        if self.mode == "bar":
             self.status = self.console.status("starting")
             self.status.__enter__()
         return self
@@ -88,11 +146,38 @@ class Progress:
             self.status.__exit__(*exc)
 
     def update(self, label: str, what: str) -> None:
-        line = text((f"{label}: {what}"))
+        timing = label.startswith("timing ")
+        if self.timing and not timing and self.settled is not None:
+            settled, self.settled = self.settled, None
+            if self.status is not None:
+                self.status.stop()  # the headline is printed above the spinner, not through it
+            settled()
+            if self.status is not None:
+                self.status.start()
+        self.timing = self.timing or timing
+        line = text(f"{label}: {what}")
+        if self.mode == "none":
+            return
         if self.status is not None:
             self.status.update(line)
-        else:
+            return
+        now = time.monotonic()
+        phase = (label, phase_of(what))
+        if phase != self.phase or now - self.said >= EVERY_SECONDS:
+            self.phase, self.said = phase, now
             self.console.print(line, highlight=False)
+
+
+def phase_of(what: str) -> str:
+    """The phase an update belongs to, for a log's one line per phase: a timing process ('process 2/5: ...' ->
+    'process 2/5'), or a case's profiling process: getting ready (import, set-up, warm-up, its own timed loops),
+    the cProfile loop, sampling, counting."""
+    if what.startswith("process "):
+        return what.partition(":")[0]
+    for word in ("cProfile", "sampling", "count"):
+        if what.startswith(word):
+            return word
+    return "getting ready"
 
 
 def counted_time(prof) -> str:
@@ -110,15 +195,30 @@ def print_counts(run, console: Console) -> None:
     counted = {l: r.profile.counts for l, r in run.results.items() if r.profile is not None and r.profile.counts}
     if not counted:
         return
-    table = titled("what one step() call does, counted (exact, per step; CUDA API calls and kernels by CUPTI)")
-    cols = counts.columns()
+    cols, tracers = fmt.counted_columns(counted.values())
+    table = titled("what one step() call does, counted (exact, per step"
+                   + (f"; CUDA API calls and kernels by {', '.join(tracers)})" if tracers else ")"))
     for title in ("case", *(col.title for col in cols)):
-        table.add_column(title, overflow="fold")
-    for label, c in counted.items():
+        table.add_column(title)
+    width = max(20, console.width - 12)  # a name longer than a line is cut in its middle (the JSON has it whole)
+    cells = {label: [fmt.count_cell(c, col, "-", short=True, width=width) for col in cols]
+             for label, c in counted.items()}
+    for label, row in cells.items():
         # a total is flametool's own words and figures ('12 in 5 functions'), a name is the library's: not markup
-        table.add_row(text(label), *(cell if col.cell == "total" else text(cell)
-                                     for col, cell in zip(cols, fmt.count_cells(c, empty="-"))))
-    show(console, table)
+        table.add_row(text(label), *(cell if col.cell == "total" else text(cell) for col, cell in zip(cols, row)))
+    drawn = (table.box, table.show_edge, table.padding, table.min_width)
+    boxless(table)
+    narrow = not fits(console, table)  # names wider than their columns: a case per line, wrapped between names
+    table.box, table.show_edge, table.padding, table.min_width = drawn
+    if narrow:
+        say(console, table.title)
+        for label, row in cells.items():
+            say(console, f"{label}: " + "; ".join(f"{col.title}: {cell}" for col, cell in zip(cols, row)))
+    else:
+        show(console, table)
+    if not tracers and fmt.run_device(run) == "cpu":  # no empty CUDA columns: one line says what a GPU run adds
+        say(console, fmt.GPU_COUNTS)
+        return
     for m in dict.fromkeys(m for c in counted.values() for m in c.missing):
         say(console, fmt.visible(m))
 
@@ -126,18 +226,19 @@ def print_counts(run, console: Console) -> None:
 def print_other_threads(a: Analysis, console: Console) -> None:
     """Each case's threads other than the caller during its loop: their CPU time per call and where it goes,
     by layer and frame (py-spy's samples of those threads; JAX's workers have their place here)."""
-    busy = {l: t for l, t in a.threads.items() if t.us_per_call > 0 or t.profile is not None}
+    busy = fmt.busy_threads(a.threads)
     if not busy:
         return
     table = titled("threads other than the caller, during the loop: CPU time per call on them (every thread's "
-                   "minus the caller's own, mean of the loops) and where it goes")
+                   "minus the caller's own, the mean of the loops) and where it goes")
     for col, right in (("case", False), ("CPU / call", True), ("samples", True), ("by layer, us per call", False),
                        ("most own time", False)):
         table.add_column(col, justify="right" if right else "left", overflow="fold")
     for label, t in busy.items():
         c = t.costs
         layers = "; ".join(f"{layer} {f.us_per_call:,.2f}" for layer, f in
-                           sorted(c.layers.items(), key=lambda kv: -kv[1].us_per_call)[:4]) if c else "not sampled"
+                           sorted(c.layers.items(), key=lambda kv: -kv[1].us_per_call)[:4]) if c else \
+            fmt.threads_unsampled(a.run.results[label])
         top = (f"{c.frames[0].display} {c.frames[0].self.us_per_call:,.2f} us" if c and c.frames else "-")
         table.add_row(text(label), fmt.us(t.us_per_call), str(t.profile.samples) if t.profile else "-", text(layers),
                       text(top))
@@ -159,7 +260,7 @@ PROFILED_KEY = ("timed together: the figure above at this shape; alone: the same
                 "no profiler; under cProfile and under py-spy: that loop while profiled, and in parentheses how many "
                 "times the alone figure (py-spy's samples are spread by time, so a slower loop keeps the layers' "
                 "shares fair); counted: that loop while its calls, kernels and allocations were counted (tracing "
-                "slows it); py-spy samples: the stacks taken inside the loop")
+                "slows it); py-spy samples: the stacks taken inside the loop (why together and alone differ: docs/glossary.md)")
 
 
 def layer_key(view: str) -> str:
@@ -168,7 +269,8 @@ def layer_key(view: str) -> str:
               "lists them as a layer of their own)" if view == "caller"
               else "the C library, allocator and locks as a layer of their own")
     return ("each case's time per call (timed together) split by its share of py-spy samples in each layer; ± one "
-            "standard error from the number of samples; " + system)
+            "standard error from the number of samples; " + system + "; the layers' names (ATen glue, loop): "
+            "docs/glossary.md")
 
 
 FRAME_KEY = ("self: time in the frame's own code; total: with the frames it calls; diff: {head} minus {base} (+: "
@@ -182,10 +284,11 @@ def print_summary(a: Analysis, console: Console) -> None:
     processes = run.config.timing_processes
     for e in run.environments:
         say(console, fmt.environment_line(e))
-    for p in a.pairs:
-        print_count_diff(p.counts, console, f"{p.head} vs {p.base}")
+    on_cpu = fmt.run_device(run) == "cpu"
+    for p in a.pairs:  # the answer first: each pair's ratio and difference, then what a step does, counted
         for line in fmt.pair_lines(p, run, processes):
             say(console, line)
+        print_count_diff(p.counts, console, notes=not on_cpu)  # a CPU run's one line on what it cannot count is below
     note = fmt.speed_note(a.pairs)
     if note:
         say(console, note)
@@ -237,7 +340,8 @@ def print_summary(a: Analysis, console: Console) -> None:
     counted_lines.print_tables(a, console)
     print_other_threads(a, console)
 
-    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation,
+                                 [(p.base, p.head) for p in a.pairs]):
         say(console, f"operands differ: {line}")
     if a.new_outputs:
         say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
@@ -319,9 +423,10 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
 def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> None:
     head, base = fmt.visible(case_diff.head), fmt.visible(case_diff.base)
     table = titled(f"frames that differ most ({head} - {base}), us per call")
-    table.add_column("frame", overflow="fold", ratio=1)
+    table.add_column("frame")
     table.add_column("layer")
-    for col in (f"{base} self", f"{head} self", "diff self", "diff total"):
+    two = "\n" if console.width < 100 else " "  # a narrow terminal: the figures' headers on two lines, for the names
+    for col in (f"{base}{two}self", f"{head}{two}self", f"diff{two}self", f"diff{two}total"):
         table.add_column(col, justify="right", no_wrap=True)
     changed = [r for r in case_diff.frames if r.delta_us_per_call or r.delta_total_us_per_call]
     if not changed:
@@ -333,17 +438,15 @@ def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> 
                       fmt.pm(fmt.shown_delta(r.base_self_us_per_call, r.head_self_us_per_call), r.delta_se_us,
                              sign=True),
                       fmt.signed(r.delta_total_us_per_call))
+    fit_names(console, table, 0)
     show(console, table)
     say(console, FRAME_KEY.format(head=head, base=base) + (fmt.ROLE_KEY if any(r.role for r in changed) else ""))
 
 
-def print_count_diff(d: "countdiff.CountDiff | None", console: Console, label: str = "") -> None:
-    lines = countdiff.lines(d)
-    if lines:
-        assert d is not None  # lines of None are none
-        say(console, f"{fmt.visible(label) + ': ' if label else ''}per step, counted (exact, {d.head} - {d.base}):")
-        for line in lines:
-            say(console, f"  {line}")
+def print_count_diff(d: "countdiff.CountDiff | None", console: Console, notes: bool = True) -> None:
+    """What a step does on each side, counted (exact), indented under the headline it belongs to."""
+    for line in countdiff.lines(d, notes):
+        say(console, f"  counted: {line}")
 
 
 def print_run_diff(result: DiffResult, console: Console, top: int = 10, view: str = "caller") -> None:
@@ -355,9 +458,9 @@ def print_run_diff(result: DiffResult, console: Console, top: int = 10, view: st
     for note in (fmt.differences_text(result.differences), fmt.incomplete_text(result.incomplete)):
         if note:
             say(console, fmt.visible(note))
-    print_count_diff(result.counts, console)
     for line in fmt.change_lines(result.change, result.label, cases):
         say(console, line)
+    print_count_diff(result.counts, console)
     if case_diff is None:
         say(console, result.not_sampled or "no stacks to compare")
         return
@@ -442,7 +545,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         show(console, t)
     for label, c in a.crossovers.items():
         say(console, f"{fmt.visible(label)}: {c.text}")
-    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation):
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation,
+                                 [(p.base, p.head) for p in a.pairs]):
         say(console, f"operands differ: {line}")
     if a.new_outputs:
         say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import checks
-from shared import flametool_once
+from shared import flametool_once, workload_compare
 
 from flametool.commands import main
 from flametool.measure.child import building
@@ -23,14 +23,11 @@ from flametool.workload import builtin_workloads, workloads
 from flametool.workload.cases import CaseSpec
 
 CASES = Path(__file__).parent / "cases" / "workload_cases.py"
-SHORT = ["--device", "cpu", "--pool-threads", "1", "--iters", "100", "--warmup", "10", "--processes", "1",
-         "--sample-seconds", "1"]
 
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
-    out, proc = flametool_once(tmp_path_factory, "workload-compare", "compare", "--workload",
-                               f"{CASES}:scaled_exp_sum", *SHORT)
+    out, proc = workload_compare(tmp_path_factory)
     assert proc.returncode == 0, proc.stderr
     return out
 

@@ -18,12 +18,13 @@ from ..analyse.compare import Analysis
 from ..run.counts import KINDS, count_words, fraction_text
 
 SELF, TOTAL = "self", "total"
+WITH = "total+"  # WITH + a kind: one cell of total us and that count, '4.50 (2)' (the narrowest table)
 TITLE = "lines aligned: {file}, us per call, counts per step"
 SHORT = {"python": "Py calls", "api": "API calls", "kernel": "kernels", "copy": "copies", "memset": "memsets",
          "device-alloc": "dev allocs", "host-alloc": "host allocs"}  # the terminal's headers
 KEY = ("self: the line's own code; total: with all it calls; us per call ± one standard error, each case at its "
-       "own time per call; counts exact per step (blank: none at the line; {dash}: not counted per line, or not "
-       "sampled); the lines' sum, with what no line made, is the step's count")
+       "own time per call; counts exact per step, one that is not whole rounded here (blank: none at the line; "
+       "{dash}: not counted per line, or not sampled); the lines' sum, with what no line made, is the step's count")
 NOT_SHARING = "{label}: its step is another function; its host time at these lines only"
 NOTE = ("One row per line of the step the cases share, in source order, a column group per case: host time per call "
         "from the samples (self: the line's own code; total: with all it calls; ± one standard error), and what "
@@ -69,36 +70,54 @@ def _figure(c: Cell, which: str, spread: bool) -> str:
     return fmt.pm(f.us_per_call, f.se_us) if spread else fmt.num(f.us_per_call)
 
 
-def _count(col: Column, kind: str, got: dict[str, Fraction]) -> str:
+def words(value: Fraction, short: bool) -> str:
+    """A count as count_words writes it ('3', '0.25 (1/4)'); `short`: one that is not whole rounded ('0.25')."""
+    return f"{float(value):.3g}" if short and value.denominator != 1 else count_words(value)
+
+
+def _count(col: Column, kind: str, got: dict[str, Fraction], short: bool = False) -> str:
     if kind not in col.kinds:
         return fmt.DASH
     value = got.get(kind, Fraction(0))
-    return count_words(value) if value else ""
+    return words(value, short) if value else ""
 
 
 def view(a: Aligned, fields: list[str], spread: bool = True, code_width: int = lines_view.TEXT_WIDTH,
          short: bool = False) -> AlignedView:
     """The table with, per case, the cells `fields` names (SELF, TOTAL, kinds), `spread`: with ± one standard
-    error; `short`: the kinds' headers as the terminal writes them (SHORT)."""
+    error; `short`: as the terminal writes them, the kinds' headers (SHORT) and a count that is not whole
+    rounded."""
     names = SHORT if short else {k: KINDS[k].title for k in KINDS}
+    names.update({WITH + k: f"us ({names[k]})" for k in a.kinds})
     groups = [Group(c.label, [names.get(f, f) for f in fields]) for c in a.columns]
+
+    def both(time: str, count: str) -> str:
+        return f"{time} ({count})" if count and count != fmt.DASH else time
+
     rows = []
     for r in a.rows:
         cells = []
         for col in a.columns:
             cell = r.cells[col.label]
             got = {**{f: _figure(cell, f, spread) for f in (SELF, TOTAL)},
-                   **{k: _count(col, k, cell.counts) for k in a.kinds}}
+                   **{k: _count(col, k, cell.counts, short) for k in a.kinds}}
+            got.update({WITH + k: both(got[TOTAL], got[k]) for k in a.kinds})
             cells.append([got[f] for f in fields])
         rows.append(ViewRow(str(r.line), lines_view.short(r.text.strip(), code_width) if r.text else "", cells))
-    if any(c.outside.get(f) for c in a.columns for f in fields):  # only where a shown count has some there
-        rows.append(ViewRow("", "outside these lines", [
-            ["" if f in (SELF, TOTAL) else _count(col, f, col.outside) for f in fields] for col in a.columns],
+    counted = [f.removeprefix(WITH) for f in fields]
+    if any(c.outside.get(f) for c in a.columns for f in counted):  # only where a shown count has some there
+        rows.append(ViewRow("", lines_view.short("outside these lines", code_width), [
+            ["" if f in (SELF, TOTAL) else _count(col, f, col.outside, short) for f in counted] for col in a.columns],
             "outside"))
-    rows.append(ViewRow("step()", "(the lines' sum)", [
-        [("" if f == SELF else fmt.num(col.us_per_call) if col.us_per_call is not None else fmt.DASH)
-         if f in (SELF, TOTAL) else (count_words(col.line_sum[f]) if f in col.kinds else fmt.DASH)
-         for f in fields] for col in a.columns], "sum"))
+
+    def step_cell(col: Column, f: str) -> str:
+        us = fmt.num(col.us_per_call) if col.us_per_call is not None else fmt.DASH
+        kind = f.removeprefix(WITH)
+        count = words(col.line_sum[kind], short) if kind in col.kinds else fmt.DASH
+        return "" if f == SELF else us if f == TOTAL else both(us, count) if f.startswith(WITH) else count
+
+    rows.append(ViewRow("step()", lines_view.short("(the lines' sum)", code_width),
+                        [[step_cell(col, f) for f in fields] for col in a.columns], "sum"))
     notes = [NOT_SHARING.format(label=fmt.visible(c.label)) for c in a.columns if not c.shares_step]
     return AlignedView(TITLE.format(file=lines_view.where(a.file)), groups, rows, notes)
 
@@ -118,6 +137,9 @@ def narrowed(a: Aligned) -> list[tuple[list[str], bool, str]]:
     shown = f"total us and {KINDS[k].title} only" if k is not None else "total us only"
     out.append(([TOTAL, *main], True, f"{len(a.columns)} cases: each shows {shown}, to fit"))
     out.append(([TOTAL, *main], False, f"{len(a.columns)} cases: each shows {shown}, without its ±, to fit"))
+    if k is not None:
+        out.append(([WITH + k], False, f"{len(a.columns)} cases: each shows {shown} (in parentheses), without its "
+                                        "±, to fit"))
     return out
 
 

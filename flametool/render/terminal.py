@@ -617,7 +617,7 @@ def print_aligned(a: Analysis, console: Console) -> None:
     if a.aligned is None:
         return
     for fields, spread, left in aligned_lines.narrowed(a.aligned):
-        for width in (32, 20):  # the code cut shorter before a figure is left out
+        for width in (32, 20, 12):  # the code cut shorter before a figure is left out
             got = aligned_lines.view(a.aligned, fields, spread, code_width=width, short=True)
             table = titled(got.title)
             table.add_column("line", justify="right")

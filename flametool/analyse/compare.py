@@ -21,6 +21,7 @@ from ..run import rundir, safeopen, sources, stats
 from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - compare.unlike_operands
 from .attribution import CaseCosts, Skipped
+from .aligned import Aligned, align
 from .lines import CaseLines, LineDelta, case_lines, diff_lines, workload_source
 from .treediff import PairDiff
 from ..run.record import CaseResult, Run
@@ -162,6 +163,12 @@ class Analysis:
                     case_lines(b, self.sources, step_source=step_source(self.run, p.base)),
                     case_lines(h, self.sources, step_source=step_source(self.run, p.head)))
         return out
+
+    @functools.cached_property
+    def aligned(self) -> Aligned | None:
+        """The step lines the cases share, one row per line and a column per case (analyse/aligned.py); None
+        where no two cases run the same step lines."""
+        return align(self.lines, {l: counts_of(self.run, l) for l in self.run.results}, list(self.run.results))
 
     def view(self, name: str) -> tuple[dict[str, CaseCosts | Skipped], list[treediff.PairDiff]]:
         """(per-case attribution, the pairs' diffs) in a view of the layers ("caller" or "library")."""

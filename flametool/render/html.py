@@ -27,7 +27,7 @@ from .. import __version__
 from ..workload import builtins
 from ..run import counts, perturbation, rundir
 from ..run.counts import count_words
-from . import atlas_page, charts, counted_lines, format as fmt, lines_view, sweep_page
+from . import aligned_lines, atlas_page, charts, counted_lines, format as fmt, lines_view, sweep_page
 from ..analyse import countdiff, cxxnames, flamegraph as flame, naming
 from ..analyse.compare import Analysis, PairAnalysis
 from ..analyse.attribution import CaseCosts, Skipped
@@ -279,6 +279,7 @@ class Report:
     sections: list[tuple[str, str]] = field(default_factory=list)
     counts: CountsSection | None = None  # what each call does, counted (runs recorded before counting: None)
     lines: lines_view.LinesSection | None = None  # host time per source line (render/lines_view.py)
+    aligned: aligned_lines.AlignedSection | None = None  # the step lines the cases share (render/aligned_lines.py)
 
 
 def ok_results(run: Run) -> dict[str, CaseResult]:
@@ -706,6 +707,7 @@ def build(a: Analysis) -> Report:
         sections=sections,
         counts=counted,
         lines=by_line,
+        aligned=aligned_lines.section(a),
     )
 
 

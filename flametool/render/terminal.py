@@ -17,7 +17,7 @@ from rich.text import Text
 from . import format as fmt, lines_view
 from ..run import counts, perturbation
 from ..analyse import countdiff, sweep
-from . import counted_lines
+from . import aligned_lines, counted_lines
 from ..analyse.compare import Analysis
 from ..analyse.diff import DiffResult
 from ..analyse.attribution import CaseCosts, Skipped
@@ -610,6 +610,51 @@ def print_lines(a: Analysis, console: Console) -> None:
     say(console, lines_view.TERMINAL_KEY)
 
 
+def print_aligned(a: Analysis, console: Console) -> None:
+    """The step lines the cases share, a column group per case (render/aligned_lines.py), as much of it as fits
+    the console (every figure; one count; total us and one count; without ±: it says which), then each pair's
+    lines that differ most. Nothing for a run whose cases share no step line."""
+    if a.aligned is None:
+        return
+    for fields, spread, left in aligned_lines.narrowed(a.aligned):
+        for width in (32, 20, 12):  # the code cut shorter before a figure is left out
+            got = aligned_lines.view(a.aligned, fields, spread, code_width=width, short=True)
+            table = titled(got.title)
+            table.add_column("line", justify="right")
+            table.add_column("code", no_wrap=True)
+            for g in got.groups:
+                for h in g.headers:
+                    table.add_column(Text(f"{fmt.visible(g.label)}\n{h}"), justify="right")
+            for r in got.rows:
+                table.add_row(text(r.line), text(r.code), *(text(c) for cells in r.cells for c in cells),
+                              end_section=r.kind == "line" and r is got.rows[-2])
+            if unwrapped(console, table):
+                break
+            boxless(table)  # as show() would draw it
+            if unwrapped(console, table):
+                break
+        else:
+            continue
+        break
+    show(console, table)
+    say(console, aligned_lines.KEY.format(dash=fmt.DASH) + (f"; {left}{aligned_lines.WIDER}" if left else ""))
+    for line in got.notes:
+        say(console, line)
+    for pair, sentences in aligned_lines.pair_sentences(a):
+        say(console, f"{pair}, the lines that differ most:")
+        for line in sentences:
+            say(console, f"  {line}")
+
+
+def unwrapped(console: Console, table: Table) -> bool:
+    """Whether the table is drawn with no cell wrapped ('0.16 ±' over '0.16') at the console's width."""
+    kept, table.min_width = table.min_width, None  # the width kept for a title (titled) may be wrapped
+    try:
+        return table.__rich_measure__(console, console.options.update_width(1 << 20)).maximum <= console.width
+    finally:
+        table.min_width = kept
+
+
 def print_line_deltas(deltas: list, console: Console, base: str, head: str) -> None:
     """The source lines two cases differ most in (render/lines_view.py)."""
     rows = lines_view.delta_rows(deltas)
@@ -646,6 +691,7 @@ class TerminalCompare(Renderer[Analysis]):
             print_summary(result, console)
             print_layers(result, console, view=self.options.view)
             print_lines(result, console)
+            print_aligned(result, console)
 
         return _text(self.options, draw)
 

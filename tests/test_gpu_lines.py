@@ -55,10 +55,14 @@ def test_each_line_holds_its_own_kernels_and_api_calls_summing_to_the_steps(gpu_
         if label not in ("torch_two_ops", "cupy_two_ops"):
             continue
         c = counted(run, label)
-        assert {"python", "api", "kernel"} <= set(c.by_line_kinds)
-        for kind in c.by_line_kinds:
+        assert {"api", "kernel"} <= set(c.by_line_kinds)
+        for kind in c.by_line_kinds:  # every kind listed per line sums exactly to the step's
             assert c.line_total(kind) == c.placed_total(kind), (label, kind)
-        assert not [m for m in c.missing if "per line" in m], c.missing
+        # Python calls are listed per line only where the profile hook and cProfile agree (on the H200, cupy's
+        # Cython calls Python that the two count apart): else a line says so and they are left out of the lines
+        per_line = [m for m in c.missing if "per line" in m]
+        assert ("python" in c.by_line_kinds) != bool(per_line), (c.by_line_kinds, c.missing)
+        assert all("Python calls" in m for m in per_line), per_line
         lines = {l.line: l.counts for l in c.by_line}
         factory = label
         for tag in ("OP 1", "OP 2"):

@@ -36,7 +36,7 @@ def test_stop_during_a_later_case_keeps_the_finished_one(tmp_path, sig, group):
     process sets up: what finished is kept, the second case's profile is not there."""
     out = tmp_path / "run"
     bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--processes", "1",
-                        "--no-sample", "--case", f"{SLOW}:slow_second_build", "--out", str(out)],
+                        "--no-sample", "--case", f"{SLOW}:slow_second_build", "--progress", "all", "--out", str(out)],
                        fk.env(FLAMETOOL_TEST_BUILDS=str(tmp_path / "builds")))
     # its own profiled process (the timing process's progress lines start "timing ...")
     bg.wait_until(lambda: any(l.startswith("slow_second_build: setting up") for l in bg.err), "the second case set up")
@@ -59,7 +59,7 @@ def test_stop_during_a_later_case_keeps_the_finished_one(tmp_path, sig, group):
 def test_stop_while_py_spy_samples(tmp_path, sig, group):
     out = tmp_path / "run"
     bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--processes", "1",
-                        "--sample-seconds", "60", "--out", str(out)], fk.env())
+                        "--sample-seconds", "60", "--progress", "all", "--out", str(out)], fk.env())
     bg.wait_for("sampling with py-spy")
     bg.wait_until(lambda: any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(bg.tag)), "py-spy running")
     time.sleep(0.5)
@@ -94,7 +94,7 @@ def test_ctrl_c_during_a_sweep_keeps_what_finished(tmp_path, phase):
     timing = ["--processes", "3", "--iters", "100000", "--repeats", "20"] if phase != "sampling" else \
         ["--processes", "1", "--iters", "1000", "--repeats", "2"]
     bg = fk.Background(["sweep", "--device", "cpu", "--libs", "numpy", "--sizes", "8,16", *timing, "--sample",
-                        "--sample-seconds", "60", "--out", str(out)], fk.env())
+                        "--sample-seconds", "60", "--progress", "all", "--out", str(out)], fk.env())
     if phase == "first process":
         bg.wait_for("process 1/3: timed loop 1/20 at 16,16,16")
     elif phase == "second process":

@@ -185,7 +185,7 @@ def test_a_process_the_case_started_ends_with_the_run(tmp_path):
 def test_a_process_the_case_started_ends_when_the_run_is_stopped(tmp_path, sig, group):
     out = tmp_path / "run"
     bg = fk.Background(["compare", *F, "--libs", "numpy", "--no-sample", "--case", f"{CASES2}:spawning_slow_case",
-                        "--out", str(out)], fk.env())
+                        "--progress", "all", "--out", str(out)], fk.env())
     bg.wait_for("spawning_slow_case: setting up")
     bg.wait_until(lambda: sleeping(bg.tag), "the case's sleep 777")
     time.sleep(0.5)

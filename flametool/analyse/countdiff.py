@@ -101,7 +101,8 @@ def diff_by_line(base: Counts, head: Counts) -> list[LineCountDelta]:
 
 def line_words(d: LineCountDelta) -> str:
     """'line case.py:19 (y = a @ b): +1 kernel, +12 CUDA API calls'; a line the same on both: '... the same'."""
-    parts = [f"{count_words(d.delta(k), sign=True)} {counts.KINDS[k].title}" for k in d.kinds
+    parts = [f"{count_words(d.delta(k), sign=True)} "
+             f"{singular(counts.KINDS[k].title) if abs(d.delta(k)) == 1 else counts.KINDS[k].title}" for k in d.kinds
              if counts.KINDS[k].structural and d.delta(k) != 0]
     text = next((l.text for l in (d.head, d.base) if l is not None and l.text), None)
     return f"line {d.where}{f' ({text})' if text else ''}: {', '.join(parts) if parts else 'the same'}"
@@ -238,8 +239,8 @@ def named_lines(d: CountDiff | None, notes: bool = True) -> list[tuple[str, str]
         if not out:
             out.append(("no difference: the same calls per step on both sides", ""))
         out += [of(r) for r in d.same if r.kind in counts.KINDS and counts.KINDS[r.kind].same_listed]
-        out += [(f"per step, {line_words(l)}", "") for l in d.by_line if l.changed]
         out.append((f"{d.base}: {summary_line(d.base_counts)}; {d.head}: {summary_line(d.head_counts)}", ""))
+        out += [(f"per step, {line_words(l)}", "") for l in d.by_line if l.changed]  # the totals, then by line
         alone = [name for name, c in ((d.base, d.base_counts), (d.head, d.head_counts))
                  if [t.name for t in c.tallies if t.kind == "python"] == ["step()"]]
         if alone:  # numpy's matmul is a ufunc, called through its type: cProfile records no call of it

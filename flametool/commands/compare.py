@@ -103,10 +103,11 @@ class Sweep:
 
 def progress_option(p: argparse.ArgumentParser) -> None:
     """--progress, on compare, sweep and atlas (the words are render.terminal.Progress's)."""
-    p.add_argument("--progress", choices=("auto", "bar", "lines", "none"), default="auto",
+    p.add_argument("--progress", choices=("auto", "bar", "lines", "all", "none"), default="auto",
                    help="what is running, on standard error: bar, one line that changes (a terminal); lines, a line "
-                        "per phase of each process and every 10 s while one lasts (a log); none; auto (the default): "
-                        "bar in a terminal, else lines")
+                        "per phase of each process and every 10 s while one lasts (a log); all, a line for every step "
+                        "of every process (to see where a run hangs); none; auto (the default): bar in a terminal, "
+                        "else lines")
 
 
 def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Console) -> int:

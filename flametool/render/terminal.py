@@ -117,13 +117,14 @@ def titled(title: str) -> Table:
     return Table(title=Text(title), title_justify="left", min_width=len(title))
 
 
-PROGRESS = ("auto", "bar", "lines", "none")
+PROGRESS = ("auto", "bar", "lines", "all", "none")
 EVERY_SECONDS = 10.0  # lines: the phase now, at least this often while it lasts
 
 
 class Progress:
     """What is running, as `--progress` asks: a spinner line in a terminal (bar), plain lines for a log (lines: a
-    line per phase of each process, and the current one every EVERY_SECONDS while a phase lasts), or nothing
+    line per phase of each process, and the current one every EVERY_SECONDS while a phase lasts; all: a line for
+    every update), or nothing
     (none); auto: bar in a terminal, else lines. `settled`: called once with the labels' first change from
     timing to profiling (the timing is done: compare prints its headline then, before the profiling)."""
 
@@ -163,7 +164,7 @@ class Progress:
             return
         now = time.monotonic()
         phase = (label, phase_of(what))
-        if phase != self.phase or now - self.said >= EVERY_SECONDS:
+        if self.mode == "all" or phase != self.phase or now - self.said >= EVERY_SECONDS:
             self.phase, self.said = phase, now
             self.console.print(line, highlight=False)
 

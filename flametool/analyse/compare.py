@@ -17,7 +17,7 @@ from typing import Iterator, cast
 
 from . import attribution, countdiff, flamegraph, layers, profstats, reading, timeline, treediff
 from .. import pool
-from ..run import rundir, safeopen, sources, stats
+from ..run import anchoring, rundir, safeopen, sources, stats
 from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - compare.unlike_operands
 from .attribution import CaseCosts, Skipped
@@ -54,7 +54,7 @@ class PairAnalysis:
     timing: stats.PairFigures | None  # at the requested shape
     sample: stats.PairFigures | None  # at the sample shape, when it differs from the requested one
     profiles: tuple[attribution.Profile, attribution.Profile] | None = None  # (base, head) when both were sampled
-    anchored: stats.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
+    anchored: anchoring.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
     counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (None: neither side counted)
     cross_library: bool = False  # two libraries (not one library in two environments): frames matched by role first
 
@@ -244,7 +244,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
     for base, head in run.pairs:
         at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample)
         both = base in out.profiles and head in out.profiles
-        anchored = stats.anchored_pair(run, base, head, pooled_sample)
+        anchored = anchoring.anchored_pair(run, base, head, pooled_sample)
         pair_profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
         out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, pair_profiles, anchored,
                                       count_pair(run, base, run, head, (base, head)),
@@ -293,7 +293,7 @@ def cross_library(base: CaseResult, head: CaseResult) -> bool:
 
 
 def at_common_speed(base: attribution.Profile, head: attribution.Profile,
-                    anchored: stats.Anchored | None) -> tuple[attribution.Profile, attribution.Profile]:
+                    anchored: anchoring.Anchored | None) -> tuple[attribution.Profile, attribution.Profile]:
     """Both sides' samples at the pair's common speed, as an anchored comparison leads with: the base's time per
     call at that speed (Anchored.at_us) and the head's that times the anchored ratio. Each side's own time was
     measured at the speed the host gave its processes (another environment, another run), which the anchor
@@ -306,7 +306,7 @@ def at_common_speed(base: attribution.Profile, head: attribution.Profile,
                       for p, us in ((base, anchored.at_us), (head, anchored.at_us * anchored.ratio))))
 
 
-def speed_heading(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
+def speed_heading(anchored: anchoring.Anchored | None, base: str, head: str) -> str | None:
     """What a pair's sides are when at_common_speed put them at the pair's common speed, for the tables' readers."""
     if anchored is None:
         return None

@@ -251,7 +251,7 @@ def test_the_atlas_gains_kernels_and_api_calls_per_call(tmp_path):
     """An atlas whose sum run has counts (the H200's): a column of kernels and API calls per call, and the
     fastest library is a library, not the driver floor."""
     from flametool.render.base import Options
-    from flametool.render.terminal import TerminalAtlas
+    from flametool.render.atlas_tables import TerminalAtlas
 
     atlas = tmp_path / "atlas"
     shutil.copytree(Path(__file__).parent.parent / "samples" / "h200-atlas", atlas,
@@ -277,7 +277,7 @@ def test_a_worker_thread_gets_its_own_time_and_stacks(cli, tmp_path):
     """py-spy samples every thread: the threads other than the caller are kept apart (LABEL.threads.folded),
     with their CPU time per call from the timed loops (every thread's CPU time minus the caller's own)."""
     from flametool.render.base import Options
-    from flametool.render.terminal import TerminalCompare
+    from flametool.render.compare_tables import TerminalCompare
 
     out = tmp_path / "run"
     proc = cli("compare", "--device", "cpu", "--libs", "numpy",

@@ -17,7 +17,7 @@ import pytest
 from flametool.run import rundir
 from flametool.analyse import compare, countdiff, dispatch
 from flametool.commands import main
-from flametool.render import format as fmt, html
+from flametool.render import format as fmt, report_counts
 from flametool.run import counts
 from flametool.run.counts import Counts, Tally, count_words, fraction_text, parse_fraction
 from flametool.measure import counting
@@ -111,7 +111,7 @@ def test_the_kinds_table_is_what_every_reader_says():
     assert [c.title for c in counts.columns()] == ["Python calls", "CUDA API calls", "kernels",
                                                    "copies, memsets, device allocations, host allocations"]
     assert list(counts.CLOCKS) == ["api", "kernel", "copy", "memset"]
-    assert html.counted_by() == ("Python calls from the cProfile loop; CUDA API calls, kernels, copies and memsets "
+    assert report_counts.counted_by() == ("Python calls from the cProfile loop; CUDA API calls, kernels, copies and memsets "
                                  "from CUPTI in a counted loop of their own")
     c = Counts(10, 10, [Tally("python", "f", Fraction(2)), Tally("kernel", "k", Fraction(1)),
                         Tally("copy", "HtoD", Fraction(1), Fraction(64)), Tally("host-alloc", "blocks", Fraction(1))],
@@ -137,7 +137,7 @@ def test_a_new_counted_kind_is_one_row_of_the_table(monkeypatch):
     assert countdiff.lines(countdiff.diff_counts(base, head))[0] == "head makes 2 graph g per step; base makes 1"
     assert countdiff.summary_line(head).endswith(", 2 graph launches per step")
     assert head.to_json()["clocks"]["graph"] == "GPU us per step"
-    assert not Counts(10, 10).counted("graph") and "graph launches from CUPTI" in html.counted_by()
+    assert not Counts(10, 10).counted("graph") and "graph launches from CUPTI" in report_counts.counted_by()
 
 
 def test_a_structural_difference_is_exact_and_listed_first():

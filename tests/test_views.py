@@ -13,7 +13,7 @@ from flametool.analyse import dispatch
 from flametool.commands import main
 from flametool.run import rundir
 from flametool.run.record import RunConfig
-from flametool.render import html as report
+from flametool.render import html as report, report_environment
 from flametool.render import compare_tables
 from runbuild import make_run
 
@@ -127,7 +127,7 @@ def test_samples_one_sign_and_what_ran(run):
     assert "minus" not in model.headline.sentence and model.layers.diff_titles == ["torch − numpy"]
     assert "torch - numpy" in layers  # the terminal's table column, ASCII
     # the environment says what ran beside what was asked
-    env = dict(report.environment_rows(run, a.run))
+    env = dict(report_environment.environment_rows(run, a.run))
     assert env["processes run"] == "1 (5 asked)" and env["rounds run per process"].startswith("1 (at least 3, --repeats;")
     assert "config: processes" not in env and "config: repeats" not in env
 

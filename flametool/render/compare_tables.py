@@ -12,12 +12,14 @@ from ..run import perturbation
 from ..analyse.compare import Analysis
 from ..analyse.attribution import CaseCosts, Skipped
 from ..analyse.layers import order
+from ..run.profiled import ProfileProcess
+from ..run.record import Run
 from .base import Renderer
 from .diff_tables import layer_key, print_count_diff, print_frame_deltas
 from .terminal import boxless, console_text, fits, say, show, text, titled
 
 
-def counted_time(prof) -> str:
+def counted_time(prof: ProfileProcess) -> str:
     """The counted loop's host time per call (under tracing) and its ratio to the case's own loops."""
     c = prof.counts
     if c is None or not c.us_per_call:
@@ -26,7 +28,7 @@ def counted_time(prof) -> str:
     return fmt.us(c.us_per_call) + (f" ({c.us_per_call / own:.2f}x)" if own else "")
 
 
-def print_counts(run, console: Console) -> None:
+def print_counts(run: Run, console: Console) -> None:
     """Each case's counted loop: per step() call, the CUDA API calls and kernels by name, copies, memsets, device
     allocations and Python calls (exact counts)."""
     counted = {l: r.profile.counts for l, r in run.results.items() if r.profile is not None and r.profile.counts}

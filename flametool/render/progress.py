@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from rich.console import Console
 from rich.status import Status
@@ -12,8 +12,6 @@ from .terminal import text
 
 
 PROGRESS = ("auto", "bar", "lines", "none")
-
-
 EVERY_SECONDS = 10.0  # lines: the phase now, at least this often while it lasts
 
 
@@ -37,7 +35,7 @@ class Progress:
             self.status.__enter__()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         if self.status is not None:
             self.status.__exit__(*exc)
 

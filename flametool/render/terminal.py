@@ -6,7 +6,7 @@ atlas_tables.py; the live progress line: progress.py."""
 from __future__ import annotations
 
 import io
-from typing import Callable
+from typing import Any, Callable
 
 from rich import box
 from rich.console import Console
@@ -22,7 +22,7 @@ def text(value: object) -> Text:
     return Text(fmt.visible(value))
 
 
-def say(console: Console, line: object, **kwargs) -> None:
+def say(console: Console, line: object, **kwargs: Any) -> None:
     """Print one line of untrusted text (an error naming a path or a label)."""
     console.print(text(line), highlight=False, **kwargs)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, cast
 
-from . import attribution, countdiff, flamegraph, layers, profstats, reading, timeline, treediff
+from . import attribution, countdiff, flamegraph, profstats, reading, timeline, treediff, views
 from .. import pool
 from ..run import anchoring, rundir, safeopen, sources, stats
 from ..errors import FlametoolError, RunDirError
@@ -324,14 +324,14 @@ def prepare(run_dir: Path, run: Run, label: str, attribute: bool) -> attribution
     both views of the layers, its call tree, its aligned stacks (treediff.aligned_profile) and their figures."""
     profile = attribution.load_profile(run_dir, run, label)
     if attribute:
-        for view in layers.VIEWS:
+        for view in views.VIEWS:
             attribution.attribute(profile, view)
         flamegraph.prepare_case_graph(profile)
         # what made the figures and the graph is not needed again, and would only travel back from a worker;
         # gone before the aligned stacks make theirs (the diff graph's tree is both cases' aligned stacks merged)
         profile.drop_tree()
         aligned = treediff.aligned_profile(profile)
-        for view in layers.VIEWS:
+        for view in views.VIEWS:
             attribution.attribute(aligned, view)
         aligned.drop_tree()
     return profile

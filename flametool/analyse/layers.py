@@ -15,12 +15,9 @@ from pathlib import Path
 
 from ..errors import FlametoolError
 from .naming import Frame
+from .views import DEFAULT_VIEW  # views.py says what the views are
 
 INHERIT = "inherit"
-# Views of a stack's layers: 'caller' charges a system library's frames to the layer that called them (the
-# default: cuBLAS means cuBLAS with its locks and allocations); 'library' keeps each frame in its own library's.
-VIEWS = ("caller", "library")
-DEFAULT_VIEW = "caller"
 OTHER = "other"
 
 

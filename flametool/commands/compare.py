@@ -7,7 +7,7 @@ import time
 
 from typing import TYPE_CHECKING
 
-from ..analyse.layers import VIEWS
+from ..analyse.views import VIEWS
 from ..errors import CaseError, RunDirError, interrupt_code
 from ..measure.config import CPU, CUDA, Config
 from .base import Context

@@ -57,3 +57,15 @@ def flametool_once(factory: pytest.TempPathFactory, name: str, *args: str,
     folder = once(factory, name, make)
     kept = json.loads((folder / "command.json").read_text())
     return folder / "run", subprocess.CompletedProcess(kept["args"], kept["returncode"], kept["stdout"], kept["stderr"])
+
+
+WORKLOAD_CASES = Path(__file__).parent / "cases" / "workload_cases.py"
+CPU_SHORT = ["--device", "cpu", "--pool-threads", "1", "--iters", "100", "--warmup", "10", "--processes", "1",
+             "--sample-seconds", "1"]
+
+
+def workload_compare(factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """`compare --workload workload_cases.py:scaled_exp_sum --libs numpy,torch` on the CPU, a short run, once a
+    session: test_workloads.py and test_aligned_lines.py read the same run."""
+    return flametool_once(factory, "workload-compare", "compare", "--workload", f"{WORKLOAD_CASES}:scaled_exp_sum",
+                          "--libs", "numpy,torch", *CPU_SHORT)

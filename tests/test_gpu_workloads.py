@@ -66,7 +66,7 @@ def test_mlp_on_cupy_torch_and_jax(mlp_run):
     lines = {}
     for label in ("cupy", "torch"):
         folded = (out / f"{label}.folded").read_text()
-        lines[label] = set(re.findall(r"mlp\.<locals>\.fn \(builtin_workloads\.py:(\d+)\)", folded))
+        lines[label] = set(re.findall(r"mlp\.<locals>\.fn \([^)]*builtin_workloads\.py:(\d+)\)", folded))
     assert lines["cupy"] and lines["torch"] and lines["cupy"] & lines["torch"], lines
 
 

@@ -21,7 +21,8 @@ from ..run import anchoring, rundir, safeopen, sources, stats
 from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - compare.unlike_operands
 from .attribution import CaseCosts, Skipped
-from .lines import CaseLines, LineDelta, case_lines, diff_lines
+from .aligned import Aligned, align
+from .lines import CaseLines, LineDelta, case_lines, diff_lines, workload_source
 from .treediff import PairDiff
 from ..run.record import CaseResult, Run
 from ..run.timing import Timing
@@ -147,7 +148,8 @@ class Analysis:
     @functools.cached_property
     def lines(self) -> dict[str, CaseLines]:
         """Each sampled case's host time per call per source line (analyse/lines.py)."""
-        return {l: case_lines(p, self.sources) for l, p in self.line_profiles.items()}
+        return {l: case_lines(p, self.sources, step_source=step_source(self.run, l))
+                for l, p in self.line_profiles.items()}
 
     @functools.cached_property
     def pair_lines(self) -> dict[tuple[str, str], list[LineDelta]]:
@@ -157,9 +159,16 @@ class Analysis:
         for p in self.pairs:
             if p.base in self.line_profiles and p.head in self.line_profiles:
                 b, h = at_common_speed(self.line_profiles[p.base], self.line_profiles[p.head], p.anchored)
-                out[(p.base, p.head)] = diff_lines(case_lines(b, self.sources),
-                                                         case_lines(h, self.sources))
+                out[(p.base, p.head)] = diff_lines(
+                    case_lines(b, self.sources, step_source=step_source(self.run, p.base)),
+                    case_lines(h, self.sources, step_source=step_source(self.run, p.head)))
         return out
+
+    @functools.cached_property
+    def aligned(self) -> Aligned | None:
+        """The step lines the cases share, one row per line and a column per case (analyse/aligned.py); None
+        where no two cases run the same step lines."""
+        return align(self.lines, {l: counts_of(self.run, l) for l in self.run.results}, list(self.run.results))
 
     def view(self, name: str) -> tuple[dict[str, CaseCosts | Skipped], list[treediff.PairDiff]]:
         """(per-case attribution, the pairs' diffs) in a view of the layers ("caller" or "library")."""
@@ -407,3 +416,10 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+def step_source(run: Run, label: str) -> str | None:
+    """A workload case's file (its step is fn, in that file; lines.step_functions), None for any other case."""
+    spec = next((c for c in (run.config.recorded or {}).get("cases") or [] if isinstance(c, dict)
+                 and c.get("label") == label and c.get("xp")), None)
+    return workload_source(spec.get("module"), spec.get("file")) if spec else None

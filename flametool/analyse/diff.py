@@ -12,7 +12,7 @@ from . import attribution, countdiff, treediff
 from ..run import anchoring, rundir, sources, stats
 from ..errors import FlametoolError
 from .lines import LineDelta, case_lines, diff_lines
-from .compare import at_common_speed, count_pair, cross_library, speed_heading
+from .compare import at_common_speed, count_pair, cross_library, speed_heading, step_source
 from ..run.record import Run
 
 # diff exits with SLOWER_EXIT when the head got slower than --fail-above allows (2 is bad input, 1 a failed case),
@@ -36,7 +36,8 @@ def line_diff(base_dir: Path, base_run: Run, base: str, head_dir: Path, head_run
                            attribution.load_profile(head_dir, head_run, head, by_line=True), anchored)
     same = Path(base_dir).resolve() == Path(head_dir).resolve()
     record_b = sources.load(base_dir)
-    return diff_lines(case_lines(b, record_b), case_lines(h, record_b if same else sources.load(head_dir)))
+    return diff_lines(case_lines(b, record_b, step_source=step_source(base_run, base)),
+                      case_lines(h, record_b if same else sources.load(head_dir), step_source=step_source(head_run, head)))
 
 
 def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> str:

@@ -81,23 +81,46 @@ def _needs_lines(profile: Profile) -> None:
             raise ValueError(f"{profile.label}: a profile keyed by function, not by line (read it with by_line=True)")
 
 
-def step_functions(profile: Profile) -> set[tuple[str, str]]:
+def step_functions(profile: Profile, step_source: str | None = None) -> set[tuple[str, str]]:
     """(name, file) of the case's step(): each stack's root frame, past an unnamed address py-spy now and then
-    puts above it, when that frame is Python (a native step, step = np.matmul, has no line of its own)."""
+    puts above it, when that frame is Python (a native step, step = np.matmul, has no line of its own).
+
+    `step_source`: a workload's file (its path, or its module's as a path): flametool's own step() only calls
+    the workload's fn, so the step is the first frame of that file (fn, the same lines in every library's case);
+    a stack without one (jitted JAX: its dispatch runs, not fn's lines) has no step line."""
     out: set[tuple[str, str]] = set()
+    source = step_source.replace("\\", "/") if step_source else None
     for s in profile.stacks:
-        root = next((profile.frames[k] for k in s.frames if profile.frames[k].kind != "address"), None)
+        frames = [profile.frames[k] for k in s.frames if profile.frames[k].kind != "address"]
+        if source is not None:
+            root = next((f for f in frames if f.kind == "python" and f.file and f.line is not None
+                         and _same_file(source, f.file)), None)
+        else:
+            root = frames[0] if frames else None
         if root is not None and root.kind == "python" and root.line is not None:
             out.add((root.name, root.file))
     return out
 
 
-def case_lines(profile: Profile, record: rec.Sources = rec.Sources(), fold_pyx: bool = False) -> CaseLines:
+def _same_file(path: str, shown: str) -> bool:
+    """Whether py-spy's shortened `shown` name ('flametool/workload/builtin_workloads.py', 'mywork.py') is the
+    file at `path` (py-spy strips a sys.path entry: what is left is a tail of the path)."""
+    shown = shown.replace("\\", "/")
+    return path == shown or path.endswith("/" + shown.lstrip("/"))
+
+
+def workload_source(module: str | None, file: str | None) -> str | None:
+    """The workload file a case's spec names, as step_functions takes it: its file, else its module as a path."""
+    return file if file else (module.replace(".", "/") + ".py" if module else None)
+
+
+def case_lines(profile: Profile, record: rec.Sources = rec.Sources(), fold_pyx: bool = False,
+               step_source: str | None = None) -> CaseLines:
     """The case's figures per source line (see the module's docstring). `fold_pyx`: a generated C/C++ line
     mapped to a .pyx line counts as that .pyx line, so the lines of one .pyx line are one row (a sample
     through several of them still counts once in its total)."""
     _needs_lines(profile)
-    steps = step_functions(profile)
+    steps = step_functions(profile, step_source)
     line_of: dict[str, Key | None] = {}
     about: dict[Key, tuple[str, str, bool, rec.PyxLine | None]] = {}  # function, kind, step, pyx
     for name, f in profile.frames.items():

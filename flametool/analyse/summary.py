@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ..run import stats
 from .compare import Analysis, PairAnalysis
 from .diff import INCONCLUSIVE_EXIT, Change, DiffResult, Verdict, verdict
+from .aligned import Aligned
 from .atlas import AtlasAnalysis
 from .countdiff import CountDiff
 from .lines import LineDelta
@@ -68,6 +69,7 @@ class Summary:
     rows: list["HeadlineRow"] = field(default_factory=list)  # a sweep's or an atlas's: one per pair and size (or op)
     # --fail-above on a run with a pair it could not compare (or none): inconclusive, and why (never a pass)
     uncompared: Verdict | None = None
+    aligned: Aligned | None = None  # a run's step lines its cases share, a column per case (analyse/aligned.py)
 
     @property
     def verdict(self) -> Verdict | None:
@@ -127,7 +129,8 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
     run = a.run
     out = Summary("run", str(a.run_dir), str(a.run_dir), environments=list(run.environments), complete=run.complete,
                   cases=stats.group_pooled(run, True),
-                  counts={l: r.profile.counts for l, r in run.results.items() if r.profile and r.profile.counts})
+                  counts={l: r.profile.counts for l, r in run.results.items() if r.profile and r.profile.counts},
+                  aligned=a.aligned)
     missing = []
     for p in a.pairs:
         change = pair_change(p)

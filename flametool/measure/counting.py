@@ -44,7 +44,7 @@ Step = Callable[[], object]
 Sync = Callable[[], object]
 
 # the loop's own frames, left out of the Python calls (the loop is flametool's, not the case's)
-OWN_LOOPS = {"active_loop", "_loop"}
+OWN_LOOPS = {"active_loop", "_loop", "_profiler_tool"}
 OWN_BUILTINS = {"<method 'disable' of '_lsprof.Profiler' objects>", "{method 'disable' of '_lsprof.Profiler' objects}",
                 # the cProfile loop's own check that step() left its hooks in place (loops.cprofile_phase)
                 "<built-in method sys.getprofile>", "<built-in method sys.gettrace>"}
@@ -52,7 +52,8 @@ OWN_BUILTINS = {"<method 'disable' of '_lsprof.Profiler' objects>", "{method 'di
 
 def own_frame(key: tuple[str, int, str]) -> bool:
     file, _line, name = key
-    return name in OWN_BUILTINS or (name in OWN_LOOPS and file.replace(os.sep, "/").endswith(
+    # sys.monitoring.get_tool (3.12+: the same check) is named by cProfile as its build names a built-in
+    return name in OWN_BUILTINS or (file == "~" and "get_tool" in name) or (name in OWN_LOOPS and file.replace(os.sep, "/").endswith(
         (ACTIVE_LOOP_FILE, "flametool/measure/counting.py")))
 COUNT_STEPS_MIN, COUNT_STEPS_MAX = 16, 256
 STEP = "step()"  # the case's step function, whatever its name

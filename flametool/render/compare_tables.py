@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from . import counted_lines, format as fmt, lines_view
+from . import aligned_lines, counted_lines, format as fmt, lines_view
 from ..run import perturbation
 from ..analyse.compare import Analysis
 from ..analyse.attribution import CaseCosts, Skipped
@@ -16,7 +16,7 @@ from ..run.profiled import ProfileProcess
 from ..run.record import Run
 from .base import Renderer
 from .diff_tables import layer_key, print_count_diff, print_frame_deltas
-from .terminal import boxless, console_text, fits, say, show, text, titled
+from .terminal import boxless, console_text, fits, say, show, text, titled, unwrapped
 
 
 def counted_time(prof: ProfileProcess) -> str:
@@ -263,6 +263,42 @@ def print_lines(a: Analysis, console: Console) -> None:
     say(console, lines_view.TERMINAL_KEY)
 
 
+def print_aligned(a: Analysis, console: Console) -> None:
+    """The step lines the cases share, a column group per case (render/aligned_lines.py), as much of it as fits
+    the console (every figure; one count; total us and one count; without ±: it says which), then each pair's
+    lines that differ most. Nothing for a run whose cases share no step line."""
+    if a.aligned is None:
+        return
+    for fields, spread, left in aligned_lines.narrowed(a.aligned):
+        for width in (32, 20, 12):  # the code cut shorter before a figure is left out
+            got = aligned_lines.view(a.aligned, fields, spread, code_width=width, short=True)
+            table = titled(got.title)
+            table.add_column("line", justify="right")
+            table.add_column("code", no_wrap=True)
+            for g in got.groups:
+                for h in g.headers:
+                    table.add_column(Text(f"{fmt.visible(g.label)}\n{h}"), justify="right")
+            for r in got.rows:
+                table.add_row(text(r.line), text(r.code), *(text(c) for cells in r.cells for c in cells),
+                              end_section=r.kind == "line" and r is got.rows[-2])
+            if unwrapped(console, table):
+                break
+            boxless(table)  # as show() would draw it
+            if unwrapped(console, table):
+                break
+        else:
+            continue
+        break
+    show(console, table)
+    say(console, aligned_lines.KEY.format(dash=fmt.DASH) + (f"; {left}{aligned_lines.WIDER}" if left else ""))
+    for line in got.notes:
+        say(console, line)
+    for pair, sentences in aligned_lines.pair_sentences(a):
+        say(console, f"{pair}, the lines that differ most:")
+        for line in sentences:
+            say(console, f"  {line}")
+
+
 class TerminalCompare(Renderer[Analysis]):
     """What `flametool compare` prints at the end: the pairs, the timings, the layers and the frame deltas."""
 
@@ -273,5 +309,6 @@ class TerminalCompare(Renderer[Analysis]):
             print_summary(result, console)
             print_layers(result, console, view=self.options.view)
             print_lines(result, console)
+            print_aligned(result, console)
 
         return console_text(self.options, draw)

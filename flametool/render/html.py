@@ -21,7 +21,7 @@ from datetime import datetime
 from markupsafe import Markup
 
 from .. import __version__
-from . import atlas_page, lines_view, sweep_page
+from . import aligned_lines, atlas_page, lines_view, sweep_page
 from ..analyse.compare import Analysis
 from ..analyse.attribution import CaseCosts
 from ..analyse.sweep import SweepAnalysis
@@ -62,6 +62,7 @@ class Report:
     sections: list[tuple[str, str]] = field(default_factory=list)
     counts: CountsSection | None = None  # what each call does, counted (runs recorded before counting: None)
     lines: lines_view.LinesSection | None = None  # host time per source line (render/lines_view.py)
+    aligned: aligned_lines.AlignedSection | None = None  # the step lines the cases share (render/aligned_lines.py)
 
 
 SECTIONS = [("headline", "Headline"), ("warnings", "Fairness"), ("layers", "Layers"), ("frames", "Hot frames"),
@@ -103,6 +104,7 @@ def build(a: Analysis) -> Report:
         sections=sections,
         counts=counted,
         lines=by_line,
+        aligned=aligned_lines.section(a),
     )
 
 

@@ -8,7 +8,7 @@ import json
 import math
 from typing import Any
 
-from . import format as fmt, lines_view
+from . import aligned_lines, format as fmt, lines_view
 from ..run.stats import Interval
 from ..analyse import countdiff
 from ..analyse.summary import SCHEMA, VERSION, HeadlineRow, PairSummary, Summary
@@ -298,6 +298,7 @@ class JsonSummary(Renderer[Summary]):
                        "counts": s.counts[l].to_json() if l in s.counts else None}
                       for l, p in s.cases.items()],
             "pairs": [pair_json(p) for p in s.pairs],
+            **({"aligned_lines": aligned_lines.to_json(s.aligned)} if s.aligned is not None else {}),
             "rows": [row_json(r) for r in s.rows],
             "verdict": verdict_json(s.verdict) if s.verdict is not None else None,
         }

@@ -100,6 +100,15 @@ def fit_names(console: Console, table: Table, index: int, shortest: int = 20) ->
     fits_at(low)
 
 
+def unwrapped(console: Console, table: Table) -> bool:
+    """Whether the table is drawn with no cell wrapped ('0.16 ±' over '0.16') at the console's width."""
+    kept, table.min_width = table.min_width, None  # the width kept for a title (titled) may be wrapped
+    try:
+        return table.__rich_measure__(console, console.options.update_width(1 << 20)).maximum <= console.width
+    finally:
+        table.min_width = kept
+
+
 def titled(title: str) -> Table:
     """A table at least as wide as its title, so a long title is not folded over a narrow table."""
     title = fmt.visible(title)

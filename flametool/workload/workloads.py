@@ -5,11 +5,12 @@ then on: timed, paired, sampled and counted as a built-in is.
 A case of a workload. `xp` is the library's array-API namespace (array_api_compat.numpy / .cupy / .torch;
 jax.numpy, which implements the standard itself); FUNC is called with it at the run's shape; the inputs, NumPy
 arrays, are moved to the library's device from the same bytes (a floating input cast on the host to the case's
---dtype where NumPy has it, bfloat16 rounded by the library from float32); the step is ``fn(*arrays)``, the one
-step function below for every library, so the frames of fn (its file and lines) are the same in every case's
-stacks; the sync is the library's own (numpy none; torch cuda.synchronize; cupy its current stream's
-synchronize; jax block_until_ready on the last result). ``jax`` runs ``jax.jit(fn)`` (traced and compiled in
-set-up: its samples show jit's dispatch, not fn's lines), ``jax-eager`` fn op by op.
+--dtype where NumPy has it, bfloat16 rounded by the library from float32); the step is ``fn(*arrays)``, called
+through functools.partial (no frame of its own), so that fn's frame is the step's: fn's file and lines are the
+step's lines in every case's stacks and counts (`_step`; JAX's step is a function around fn, which keeps the
+result its sync blocks on); the sync is the library's own (numpy none; torch cuda.synchronize; cupy its current
+stream's synchronize; jax block_until_ready on the last result). ``jax`` runs ``jax.jit(fn)`` (traced and
+compiled in set-up: its samples show jit's dispatch, not fn's lines), ``jax-eager`` fn op by op.
 
 How a case travels. Its CaseSpec names FUNC as a case names its factory (the built-ins by ``module`` =
 BUILTIN_MODULE, a user's by ``file``), with ``xp`` the label above; the child (and another --env interpreter)
@@ -21,6 +22,7 @@ one line naming the library and the line of fn (WorkloadFailed); the other libra
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -227,9 +229,11 @@ def case_factory(func: Func, xp: str) -> Callable[[tuple, str, str], tuple[Step,
         arrays = tuple(place(_cast(x, dtype)) for x in inputs)
         last: list[Any] = [None]
         run = _jit(fn) if xp == "jax" else fn
-        step = _step(run, arrays, last)
+        step = _step(run, arrays, last, keeps_result=LIBRARY[xp] == "jax")
         try:  # once here: jax traces and compiles, and a library fn does not port to fails now, in set-up
-            step()
+            got = step()
+            if LIBRARY[xp] != "jax":
+                last[0] = got
             sync(last)
         except Exception as exc:
             raise WorkloadFailed(f"{xp} cannot run {getattr(fn, '__name__', 'fn')}: {_one_line(exc)}"
@@ -246,8 +250,19 @@ def case_factory(func: Func, xp: str) -> Callable[[tuple, str, str], tuple[Step,
     return factory
 
 
-def _step(fn: Callable[..., Any], arrays: tuple, last: list[Any]) -> Step:
-    # one step function for every library: the frames above fn's are the same file and line in every case
+def _step(fn: Callable[..., Any], arrays: tuple, last: list[Any], keeps_result: bool) -> Step:
+    """fn with its arrays, as the loops call it: step().
+
+    A Python fn is called through functools.partial, which adds no frame of its own: the frame the loops call is
+    fn's, so fn's lines are the step's own lines in every library's case (the sampled step() lines, and the
+    lines the counted loop counts per line, which are those of the code `step.__code__` names), and the lines
+    views align the libraries by file:line. JAX's sync blocks on the last result (`keeps_result`), which only a
+    function around fn can keep: its step is that function (and jitted, fn's lines are not run by a step)."""
+    if not keeps_result and inspect.isfunction(fn):
+        bound = functools.partial(fn, *arrays)
+        setattr(bound, "__code__", fn.__code__)  # the code of the frame the loops' call runs (counting.py reads it)
+        return bound
+
     def step() -> None:
         last[0] = fn(*arrays)
 

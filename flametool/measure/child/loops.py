@@ -135,6 +135,15 @@ def bound(loops: Loops) -> tuple[bool, str]:
 
 
 
+_MONITORING = getattr(sys, "monitoring", None)  # 3.12+; looked up once: the check below runs under cProfile
+
+
+def _profiler_tool() -> str | None:
+    """The sys.monitoring tool that holds the profiler's id (Python 3.12+: cProfile's own), None before 3.12.
+    Its call is flametool's own (counting.OWN_LOOPS), not the step's."""
+    return _MONITORING.get_tool(_MONITORING.PROFILER_ID) if _MONITORING is not None else None
+
+
 def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float, int, dict, str | None]:
     """(host us per call under cProfile, calls profiled, its function table, why its counts are corrupted or
     None), the profile written to `path`. A step that removes or replaces the profiling hook (sys.setprofile) or
@@ -149,12 +158,18 @@ def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float
         sync()
         t0 = ownclock.perf_counter()
         profiler.enable()
+        # what profiling put in place: on 3.11 the profile hook is the profiler; from 3.12 cProfile is a
+        # sys.monitoring tool and sys.getprofile() stays as it was (a step's sys.setprofile(None) then removes
+        # nothing of it, but a step that frees the tool does)
+        expected, tool = sys.getprofile(), _profiler_tool()
         active_loop(step, calls)
         hook: object = sys.getprofile()
         traced = sys.gettrace()
+        tool_after = _profiler_tool()
         profiler.disable()
-        if corrupted is None and hook is not profiler:
-            corrupted = ("step() removed the profiling hook (sys.setprofile(None))" if hook is None else
+        if corrupted is None and (hook is not expected or tool_after != tool):
+            corrupted = ("step() removed the profiling hook (sys.setprofile(None))" if hook is None or
+                         tool_after is None else
                          f"step() replaced the profiling hook (sys.setprofile({type(hook).__name__}))")
         elif corrupted is None and traced is not tracer:
             corrupted = "step() changed the tracing hook (sys.settrace)"

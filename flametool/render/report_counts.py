@@ -24,7 +24,7 @@ class CountsSection:
     notes: list[str]
     # each case's threads other than the caller: case, CPU per call on them, samples, by layer, most own time
     threads: list[list[str]] = field(default_factory=list)
-    sources: str = ""  # what counts which kind (html.counted_by), for the note above the table
+    sources: str = ""  # what counts which kind (counted_by), for the note above the table
     lines: counted_lines.CountedLines | None = None  # per line of step(), the GPU's busy share (counted_lines.py)
 
 

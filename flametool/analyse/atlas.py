@@ -150,7 +150,7 @@ def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
         return out
     try:
         op_dir = run_dir / part.dir
-        analysed = compare.analyse(op_dir, rundir.load(op_dir))
+        analysed = compare.analyse(op_dir, rundir.load(op_dir), row_only=True)
     except RunDirError as exc:
         out.error = str(exc)
         return out

@@ -64,6 +64,7 @@ class Profile:
     _total_counts: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
     _charges: dict[str, dict[str, list[str]]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _costs: dict[str, "CaseCosts"] = field(default_factory=dict, init=False, repr=False, compare=False)  # by view
+    _own_layers: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
     # made by the analysis beside the figures: the profile with its stacks aligned (treediff.aligned_profile) and
     # its flame graph, (threshold, graph and its strings) (flamegraph.prepare_case_graph)
     aligned: "Profile | None" = field(default=None, init=False, repr=False, compare=False)
@@ -95,9 +96,11 @@ class Profile:
         return [own.get(name, ly.OTHER) for name in names]
 
     def _own(self) -> dict[str, str]:
-        """Each frame's own layer, by the name it goes by on this run's device."""
-        own = ly.own_layers(self.frames)
-        return {k: self.names.get(v, v) for k, v in own.items()} if self.names else own
+        """Each frame's own layer, by the name it goes by on this run's device; made once (both views read it)."""
+        if self._own_layers is None:
+            own = ly.own_layers(self.frames)
+            self._own_layers = {k: self.names.get(v, v) for k, v in own.items()} if self.names else own
+        return self._own_layers
 
     def node_layers(self, view: str = views.DEFAULT_VIEW) -> tuple[list[str], list]:
         """The resolved layer of every node of call_tree(), in `view` (calltree.node_layers), made once per view."""

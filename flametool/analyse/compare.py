@@ -220,15 +220,17 @@ def pair_figures(run: Run, base: str, head: str, pooled: dict[str, stats.Pooled]
     return at_shape, at_sample
 
 
-def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
+def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = False) -> Analysis:
     """A compare run's analysis: every case that has stacks attributed, every compared pair figured and diffed.
     A case with nothing to analyse (failed, not sampled) gets Skipped(why); a damaged stack file is a RunDirError
-    naming it. attribute=False leaves `cases` empty (an export needs the stacks only). A sweep and an atlas have
-    analyses of their own (dispatch.analyse chooses)."""
+    naming it. attribute=False leaves `cases` empty (an export needs the stacks only). row_only: what an atlas's
+    row of the op reads, the cases' timings and their figures in the default view; no other view, aligned
+    stacks, flame graphs, cProfile tables, other threads or pairs (the op's own page has those). A sweep and an
+    atlas have analyses of their own (dispatch.analyse chooses)."""
     out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run),
                    gpu_busy=timeline.busy_by_case(run_dir, run))
     # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
-    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute)
+    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute, row_only)
     pooled, pooled_sample = stats.group_pooled(run, False), stats.group_pooled(run, True)
     for label, result in run.results.items():
         out.timings[label] = case_timing(result.timing, pooled.get(label))
@@ -241,8 +243,10 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
                 out.cases[label] = attribution.attribute(profile)
         else:
             out.cases[label] = Skipped(reason)
-        if attribute:
+        if attribute and not row_only:
             out.cprofile[label] = cprofile_table(run_dir, result)
+    if row_only:
+        return out
     for label, result in run.results.items():
         # schema 3 (runs before it have no other_threads_us): an export needs none of this
         if not attribute or result.error or result.profile is None or result.at_sample_shape is None:
@@ -328,11 +332,15 @@ def speed_heading(anchored: anchoring.Anchored | None, base: str, head: str) -> 
             + (f" ({own_head:.2f} in its own)" if own_head is not None else ""))
 
 
-def prepare(run_dir: Path, run: Run, label: str, attribute: bool) -> attribution.Profile:
+def prepare(run_dir: Path, run: Run, label: str, attribute: bool, row_only: bool = False) -> attribution.Profile:
     """A case's profile with what an analysis derives from it alone made and kept in it: its figures in
-    both views of the layers, its call tree, its aligned stacks (treediff.aligned_profile) and their figures."""
+    both views of the layers, its call tree, its aligned stacks (treediff.aligned_profile) and their figures.
+    `row_only`: its figures in the default view alone (an atlas's row reads no more)."""
     profile = attribution.load_profile(run_dir, run, label)
-    if attribute:
+    if attribute and row_only:
+        attribution.attribute(profile)
+        profile.drop_tree()
+    elif attribute:
         for view in views.VIEWS:
             attribution.attribute(profile, view)
         flamegraph.prepare_case_graph(profile)
@@ -353,18 +361,19 @@ _shared: tuple | None = None
 
 def _prepare(label: str) -> attribution.Profile:
     assert _shared is not None  # set before the workers fork
-    run_dir, run, attribute = _shared
-    return prepare(run_dir, run, label, attribute)
+    run_dir, run, attribute, row_only = _shared
+    return prepare(run_dir, run, label, attribute, row_only)
 
 
-def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool) -> dict[str, attribution.Profile]:
+def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool,
+             row_only: bool = False) -> dict[str, attribution.Profile]:
     """prepare() of each case: on large profiles, one case per worker process, the cases side by side (each
     reads its file alone then, reading.py). Whatever the workers make travels back in the profiles."""
     size = sum(_size(run_dir / cast(str, run.results[l].file("folded"))) for l in labels)  # sampled: each has it
     workers = min(len(labels), pool.cpus())
     if workers > 1 and size >= reading.PARALLEL_BYTES and not pool.in_worker:
         global _shared
-        _shared = (run_dir, run, attribute)
+        _shared = (run_dir, run, attribute, row_only)
         try:
             # results come back in order: the first damaged case in run order is the error raised
             got = pool.fork_map(_prepare, labels, workers)
@@ -374,7 +383,7 @@ def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool) -> dic
             pass
         finally:
             _shared = None
-    return {label: prepare(run_dir, run, label, attribute) for label in labels}
+    return {label: prepare(run_dir, run, label, attribute, row_only) for label in labels}
 
 
 @dataclass

@@ -6,7 +6,6 @@ the fastest library's."""
 
 from __future__ import annotations
 
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -194,7 +193,7 @@ def analyse(run_dir: Path, run: Run) -> AtlasAnalysis:
         _shared = run_dir
         try:
             got = pool.fork_map(_row, run.parts, workers)
-        except BrokenProcessPool:  # a worker died: here, one at a time
+        except pool.WorkerDied:  # a worker died: here, one at a time
             got = None
         finally:
             _shared = None

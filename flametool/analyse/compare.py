@@ -10,7 +10,6 @@ import contextlib
 import functools
 import gc
 import statistics
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, cast
@@ -379,7 +378,7 @@ def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool,
             got = pool.fork_map(_prepare, labels, workers)
             if got is not None:
                 return dict(zip(labels, got))
-        except BrokenProcessPool:  # a worker died (killed for its memory perhaps): here, one at a time
+        except pool.WorkerDied:  # a worker died (killed for its memory perhaps): here, one at a time
             pass
         finally:
             _shared = None

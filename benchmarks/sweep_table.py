@@ -19,7 +19,7 @@ from rich.console import Console  # noqa: E402
 
 from flametool.run import stats  # noqa: E402
 from flametool.run.record import Run  # noqa: E402
-from flametool.render import sweep_page, terminal  # noqa: E402
+from flametool.render import sweep_page, sweep_tables  # noqa: E402
 from flametool.analyse.sweep import PairPoint, Point, SweepAnalysis, SweepPair  # noqa: E402
 
 
@@ -43,7 +43,7 @@ def seconds(n: int, table) -> float:
 
 
 TABLES = {"report (sweep_page.cells)": sweep_page.cells,
-          "terminal (print_sweep)": lambda a: terminal.print_sweep(a, Console(file=io.StringIO(), width=200))}
+          "terminal (print_sweep)": lambda a: sweep_tables.print_sweep(a, Console(file=io.StringIO(), width=200))}
 
 
 def main() -> None:

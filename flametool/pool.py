@@ -9,13 +9,17 @@ import os
 import pickle
 import select
 import signal
-from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterator, cast
 
 from . import procs
 
 # set in a worker process: its files are read in it, not by workers of its own
 in_worker = False
+
+
+class WorkerDied(Exception):
+    """A forked worker ended before it sent its result (killed for its memory perhaps). flametool's own, not
+    concurrent.futures' BrokenProcessPool: that module's import (multiprocessing's) costs every report."""
 
 
 def as_worker() -> None:
@@ -41,7 +45,7 @@ def fork_map(fn: Callable, items: list, workers: int) -> list | None:
     items share is best left in a module global set before this is called: a forked worker has it already,
     where an argument is pickled again for every item. Each worker is handed one item at a time over a pipe
     of its own, and sends back its result or its exception; the exception of the first item in order that
-    raised is raised here, and a worker that died is BrokenProcessPool. Interrupted (Ctrl-C, SIGTERM), the
+    raised is raised here, and a worker that died is WorkerDied. Interrupted (Ctrl-C, SIGTERM), the
     workers are killed and reaped and the work left is dropped at once: no threads or queues of a pool that
     would keep the process waiting at exit, and no worker tracebacks."""
     if not hasattr(os, "fork"):
@@ -65,7 +69,7 @@ def fork_map(fn: Callable, items: list, workers: int) -> list | None:
                 try:
                     _start_worker()
                     _serve(fn, items, item_r, result_w)
-                except BaseException:  # noqa: BLE001 - the parent sees the pipe close: BrokenProcessPool
+                except BaseException:  # noqa: BLE001 - the parent sees the pipe close: WorkerDied
                     code = 1
                 finally:
                     os._exit(code)
@@ -81,7 +85,7 @@ def fork_map(fn: Callable, items: list, workers: int) -> list | None:
                 pid, item_w, i = channels[fd]
                 got = _receive(fd)
                 if got is None:
-                    raise BrokenProcessPool(f"a worker process (pid {pid}) died")
+                    raise WorkerDied(f"a worker process (pid {pid}) died")
                 results[i] = got
                 channels[fd] = (pid, item_w, _hand(item_w, todo))
     finally:

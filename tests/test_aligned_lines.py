@@ -22,7 +22,7 @@ from flametool.analyse.aligned import Aligned, align, same_file
 from flametool.analyse.attribution import Figure
 from flametool.analyse.lines import CaseLines, LineCost
 from flametool.commands.main import main
-from flametool.render import aligned_lines, terminal
+from flametool.render import aligned_lines, compare_tables
 from flametool.render.base import Options
 from flametool.run.counts import OUTSIDE, Counts, LineCounts
 
@@ -134,7 +134,7 @@ class Analysed:
 
 def drawn(a: Aligned, width: int) -> str:
     console = Console(width=width, record=True, color_system=None, soft_wrap=False, file=open("/dev/null", "w"))
-    terminal.print_aligned(Analysed(a), console)  # type: ignore[arg-type]
+    compare_tables.print_aligned(Analysed(a), console)  # type: ignore[arg-type]
     return console.export_text()
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from checks import one_line_error
 from flametool.analyse import diff, dispatch
-from flametool.run import stats
+from flametool.run import anchoring, stats
 from flametool.commands import main
 from flametool.run import rundir
 from flametool.run.record import Group
@@ -34,7 +34,7 @@ def test_the_host_speed_cancels_relative_to_the_anchor():
     # B's host runs 38% slower, and the case itself 5% slower relative to the anchor
     base = (timing(10.0, noise=NOISE), timing(8.0))
     head = (timing(10.5 * 1.38, noise=NOISE[::-1]), timing(8.0 * 1.38))
-    f = stats.anchored("cupy", "torch", base, head)
+    f = anchoring.anchored("cupy", "torch", base, head)
     assert f.ratio == pytest.approx(1.05, rel=2e-3)
     assert f.ratio_interval.low < 1.05 < f.ratio_interval.high and f.reach < 0.01
     assert f.anchor_change == pytest.approx(1.38, rel=1e-3)
@@ -57,7 +57,7 @@ def test_an_anchored_difference_reads_the_same_either_way_round():
     fast_slow, more_fast = [1.0, 1.0, 1.0, 1.55, 1.55, 1.55], [1.0, 1.0, 1.0, 1.0, 1.55, 1.55]
     base = (timing(10.0, fast_slow, NOISE), timing(8.0, fast_slow))
     head = (timing(11.0, more_fast, NOISE[::-1]), timing(8.0, more_fast))
-    f, g = stats.anchored("cupy", "torch", base, head), stats.anchored("cupy", "torch", head, base)
+    f, g = anchoring.anchored("cupy", "torch", base, head), anchoring.anchored("cupy", "torch", head, base)
     assert f.ratio == pytest.approx(1.10, rel=2e-3) and g.ratio == pytest.approx(1 / f.ratio)
     assert g.diff_us == pytest.approx(-f.diff_us) and g.at_us == pytest.approx(f.at_us * f.ratio)
     # the common speed: the geometric mean over all twelve processes, 1.55 ** (5 / 12)
@@ -111,7 +111,7 @@ def test_fail_above_decides_on_the_interval(ratio, low, high, outcome, code):
 def test_an_inconclusive_verdict_says_how_many_processes_would_settle_it():
     base = (timing(10.0, noise=NOISE), timing(8.0))
     head = (timing(10.0 * 1.04, noise=[1.02, 0.99, 1.01, 0.98, 1.0, 1.01]), timing(8.0))
-    f = stats.anchored("cupy", "torch", base, head)
+    f = anchoring.anchored("cupy", "torch", base, head)
     v = diff.verdict(diff.Change(f.ratio, f.ratio_interval, "relative to torch", f), "cupy", 3)
     assert v.outcome == "inconclusive" and v.processes and v.processes > 6
     assert f"about {v.processes} processes a side would settle it" in v.sentence
@@ -246,7 +246,7 @@ def test_the_absolute_figures_lie_inside_their_own_intervals():
         return (Timing([64] * 3, 200, [Loops([v]) for v in case], True),
                 Timing([64] * 3, 200, [Loops([v]) for v in anchor], True))
 
-    f = stats.anchored("numpy", "torch", side([6.104, 6.672, 6.678], [7.395, 9.142, 9.039]),
+    f = anchoring.anchored("numpy", "torch", side([6.104, 6.672, 6.678], [7.395, 9.142, 9.039]),
                        side([8.082, 7.304, 7.183], [8.558, 7.246, 7.082]))
     b = f.absolute
     assert b.ratio_interval.low <= b.ratio <= b.ratio_interval.high

@@ -192,13 +192,13 @@ def test_the_answers_give_every_library_s_ratio_and_the_environment_what_ran():
     from pathlib import Path
 
     from flametool.analyse import dispatch
-    from flametool.render import atlas_page, html
+    from flametool.render import atlas_page, report_environment
 
     sample = Path(__file__).resolve().parent.parent / "samples" / "h200-atlas"
     if not sample.is_dir():
         pytest.skip("samples/h200-atlas is not recorded")
     a = dispatch.analyse_dir(sample)
-    page = atlas_page.build(a, "", html.environment_rows(a.run_dir, a.run))
+    page = atlas_page.build(a, "", report_environment.environment_rows(a.run_dir, a.run))
     assert len(page.lines) == len([r for r in a.rows if r.fastest])
     for line, r in zip(page.lines, [r for r in a.rows if r.fastest]):
         for label, c in r.cells.items():

@@ -13,7 +13,7 @@ from flametool.workload.cases import CaseSpec
 from flametool.measure.protocol import JobCase
 from flametool.run.record import Operands
 from flametool.render import html as report
-from flametool.render import terminal
+from flametool.render import compare_tables
 from runbuild import make_run
 
 LINE = "step;active_loop;matmul 10\n"
@@ -72,7 +72,7 @@ def test_unlike_operands_are_flagged_in_the_terminal_and_the_report(tmp_path):
     found = compare.unlike_operands(rundir.load(out))
     assert len(found) == 1 and set(found[0].cases) == {"numpy", "mine", "same"}
     buffer = io.StringIO()
-    terminal.print_summary(dispatch.analyse_dir(out), Console(file=buffer, width=300, color_system=None))
+    compare_tables.print_summary(dispatch.analyse_dir(out), Console(file=buffer, width=300, color_system=None))
     printed = buffer.getvalue()
     assert "operands differ: at 64,64,64 float32, " in printed
     flat = " ".join(printed.split())  # the line wraps at 300

@@ -17,7 +17,7 @@ import pytest
 from flametool.run import rundir
 from flametool.analyse import compare, countdiff, dispatch
 from flametool.commands import main
-from flametool.render import format as fmt, html
+from flametool.render import format as fmt, report_counts
 from flametool.run import counts
 from flametool.run.counts import Counts, Tally, count_words, fraction_text, parse_fraction
 from flametool.measure import counting
@@ -111,7 +111,7 @@ def test_the_kinds_table_is_what_every_reader_says():
     assert [c.title for c in counts.columns()] == ["Python calls", "CUDA API calls", "kernels",
                                                    "copies, memsets, device allocations, host allocations"]
     assert list(counts.CLOCKS) == ["api", "kernel", "copy", "memset"]
-    assert html.counted_by() == ("Python calls from the cProfile loop; CUDA API calls, kernels, copies and memsets "
+    assert report_counts.counted_by() == ("Python calls from the cProfile loop; CUDA API calls, kernels, copies and memsets "
                                  "from CUPTI in a counted loop of their own")
     c = Counts(10, 10, [Tally("python", "f", Fraction(2)), Tally("kernel", "k", Fraction(1)),
                         Tally("copy", "HtoD", Fraction(1), Fraction(64)), Tally("host-alloc", "blocks", Fraction(1))],
@@ -137,7 +137,7 @@ def test_a_new_counted_kind_is_one_row_of_the_table(monkeypatch):
     assert countdiff.lines(countdiff.diff_counts(base, head))[0] == "head makes 2 graph g per step; base makes 1"
     assert countdiff.summary_line(head).endswith(", 2 graph launches per step")
     assert head.to_json()["clocks"]["graph"] == "GPU us per step"
-    assert not Counts(10, 10).counted("graph") and "graph launches from CUPTI" in html.counted_by()
+    assert not Counts(10, 10).counted("graph") and "graph launches from CUPTI" in report_counts.counted_by()
 
 
 def test_a_structural_difference_is_exact_and_listed_first():
@@ -251,7 +251,7 @@ def test_the_atlas_gains_kernels_and_api_calls_per_call(tmp_path):
     """An atlas whose sum run has counts (the H200's): a column of kernels and API calls per call, and the
     fastest library is a library, not the driver floor."""
     from flametool.render.base import Options
-    from flametool.render.terminal import TerminalAtlas
+    from flametool.render.atlas_tables import TerminalAtlas
 
     atlas = tmp_path / "atlas"
     shutil.copytree(Path(__file__).parent.parent / "samples" / "h200-atlas", atlas,
@@ -277,7 +277,7 @@ def test_a_worker_thread_gets_its_own_time_and_stacks(cli, tmp_path):
     """py-spy samples every thread: the threads other than the caller are kept apart (LABEL.threads.folded),
     with their CPU time per call from the timed loops (every thread's CPU time minus the caller's own)."""
     from flametool.render.base import Options
-    from flametool.render.terminal import TerminalCompare
+    from flametool.render.compare_tables import TerminalCompare
 
     out = tmp_path / "run"
     proc = cli("compare", "--device", "cpu", "--libs", "numpy",

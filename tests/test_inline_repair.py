@@ -10,7 +10,7 @@ import pytest
 from flametool.analyse import attribution, dispatch, naming
 from flametool.run import folded
 from flametool.render.base import Options
-from flametool.render.terminal import TerminalCompare
+from flametool.render.compare_tables import TerminalCompare
 from runbuild import make_run
 
 # the first frames of a real CuPy 14.2 stack (samples/h200-hostbound-1024/cupy.folded), then the lines

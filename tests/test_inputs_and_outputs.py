@@ -263,7 +263,7 @@ def test_compare_summary_prints_hostile_names_visibly(tmp_path):
     from rich.console import Console
 
     from flametool.analyse import dispatch
-    from flametool.render import terminal
+    from flametool.render import compare_tables
 
     label = f"ev{CLEAR}il"
     run = hostile_terminal_run(tmp_path / "run", 10.0, label)
@@ -275,9 +275,9 @@ def test_compare_summary_prints_hostile_names_visibly(tmp_path):
     evil.sample_shape_reason, evil.sample_shape = "why\x1b[1A", [128, 128, 128]
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=True, color_system=None, width=200)
-    terminal.print_summary(a, console)
+    compare_tables.print_summary(a, console)
     plain.error = None
-    terminal.print_layers(a, console)
+    compare_tables.print_layers(a, console)
     printed = buffer.getvalue()
     assert_inert(printed)
     assert "ev\\x1b[2Jil" in printed and "clear\\x1b[2Jscreen" in printed and "factory raised \\x1b[2JValueError[/]" in printed

@@ -193,14 +193,14 @@ def analysed_run(run: Path) -> dict:
     """What the report and the terminal show of a run: every case's figures in both views, every pair's diff
     in both views, and the flame graphs' data."""
     from flametool.analyse import dispatch
-    from flametool.render import html
+    from flametool.render import report_flames
 
     a = dispatch.analyse_dir(run)
     diffs = [p.diff for p in a.pairs if p.diff]
     strip = [dataclasses.replace(d, aligned=None, tree=None) for d in diffs]
     libs = [dataclasses.replace(p.diff_by_library, aligned=None, tree=None) for p in a.pairs if p.diff_by_library]
     return {"cases": a.cases, "library": a.cases_by_library, "diffs": strip, "diffs_library": libs,
-            "flames": str(html.flame_graphs(a, diffs))}
+            "flames": str(report_flames.flame_graphs(a, diffs))}
 
 
 def test_cases_prepared_in_workers_are_those_prepared_here(synthetic_run, monkeypatch):

@@ -21,7 +21,7 @@ from flametool.analyse import attribution, dispatch
 from flametool.commands import base, main
 from flametool.run import rundir
 from flametool.analyse import flamegraph as flame
-from flametool.render import html as report
+from flametool.render import html as report, jinja_env
 from flametool.run.record import Group
 from flametool.run.timing import Loops
 from reportruns import CLOSER, ROOT, XSS, cpu_run_dir, h200_run_dir, hostile_run, sample_runs
@@ -350,7 +350,7 @@ def test_pruning_threshold():
 
 
 def test_environment_is_strict_and_escaping():
-    env = report.environment()
+    env = jinja_env.environment()
     assert env.autoescape is True and env.undefined is jinja2.StrictUndefined
     with pytest.raises(jinja2.UndefinedError):
         env.from_string("{{ r.missing }}").render(r=object())
@@ -450,7 +450,7 @@ def test_installed_wheel_finds_templates(tmp_path, evil_run):
     # the unpacked wheel first on the path: flametool and its templates come from there, not from this checkout
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "import flametool, flametool.render.html as r;"
+        "import flametool, flametool.render.jinja_env as r;"
         "assert flametool.__file__.startswith(sys.argv[1]), flametool.__file__;"
         "print(r.templates_dir());"
         "from flametool.commands import main; assert main.main(['report', sys.argv[2], '-o', sys.argv[3]]) == 0"

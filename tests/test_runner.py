@@ -15,7 +15,7 @@ import faultkit as fk
 import flametool
 from flametool.workload import builtins, cases
 from flametool.run import rundir
-from flametool.run import stats
+from flametool.run import anchoring, stats
 from flametool.measure import paired, runner, sweeping
 from flametool.run.record import CaseResult, Group
 from flametool.run.timing import Loops, Timing
@@ -145,11 +145,11 @@ def test_two_environments_settle_at_a_tighter_reach_than_a_pair():
         return env_measurement([0.60 * v for v in scaled], [0.63 * v for v in scaled[::-1]])
 
     m = sides(0.73)
-    assert paired.ENV_SETTLED < stats.anchored_pair(m.run, "numpy@a", "numpy@b").reach < paired.SETTLED
+    assert paired.ENV_SETTLED < anchoring.anchored_pair(m.run, "numpy@a", "numpy@b").reach < paired.SETTLED
     assert not paired.settled(m, live, 24)
     assert paired.settled(m, live, 8)  # no more than these eight: nothing more to gain
     tight = sides(0.5)
-    assert stats.anchored_pair(tight.run, "numpy@a", "numpy@b").reach < paired.ENV_SETTLED
+    assert anchoring.anchored_pair(tight.run, "numpy@a", "numpy@b").reach < paired.ENV_SETTLED
     assert paired.settled(tight, live, 24)
 
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from flametool.run import speedfit, stats
+from flametool.run import anchoring, speedfit
 from flametool.run.timing import Loops, Timing
 
 SLOPE = 0.12  # log(case / anchor) rises this much per unit of log(anchor time): slower processes read higher
@@ -100,7 +100,7 @@ def timings(case_us: float, speeds: list[float], change: float = 1.0) -> tuple[T
 def test_an_anchored_null_whose_sides_drew_different_speeds_does_not_read_as_a_change():
     base = timings(18.0, [FAST] * 6 + [SLOW] * 2)
     head = timings(18.0, [FAST] * 2 + [SLOW] * 6)
-    f = stats.anchored("cupy", "torch", base, head)
+    f = anchoring.anchored("cupy", "torch", base, head)
     assert f.speed is not None and f.speed.adjusted
     assert f.ratio == pytest.approx(1.0, abs=0.004) and f.ratio_interval.low <= 1 <= f.ratio_interval.high
     assert not (f.speed.unadjusted_low <= 1 <= f.speed.unadjusted_high)  # unadjusted, it would read a change

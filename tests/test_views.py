@@ -13,8 +13,8 @@ from flametool.analyse import dispatch
 from flametool.commands import main
 from flametool.run import rundir
 from flametool.run.record import RunConfig
-from flametool.render import html as report
-from flametool.render import terminal
+from flametool.render import html as report, report_environment
+from flametool.render import compare_tables
 from runbuild import make_run
 
 BASE = ("step (s.py:1);ufunc_generic_fastcall (_multiarray_umath.so) 30\n"
@@ -65,7 +65,7 @@ def value(cell: str) -> float:
 @pytest.mark.parametrize("view", ["caller", "library"])
 def test_a_layer_rows_difference_is_head_minus_base_in_every_view(run, view, capsys):
     a = dispatch.analyse_dir(run)
-    table = rows(printed(lambda a, c: terminal.print_layers(a, c, view=view), a), "host time per call by layer")
+    table = rows(printed(lambda a, c: compare_tables.print_layers(a, c, view=view), a), "host time per call by layer")
     assert table, "no layer table"
     for layer, (base, head, delta) in table.items():
         # no blank difference; the difference is head - base of the two figures shown beside it
@@ -95,7 +95,7 @@ def test_a_layer_rows_difference_is_head_minus_base_in_every_view(run, view, cap
 
 def test_a_frame_called_from_several_layers_says_so(run):
     a = dispatch.analyse_dir(run)
-    text = printed(terminal.print_layers, a)
+    text = printed(compare_tables.print_layers, a)
     frames = rows(text, "frames that differ most")
     assert frames[LIBC][0] == "several: PyTorch binding, Python"
     torch = next(f for f in a.cases["torch"].frames if f.frame == LIBC)
@@ -109,8 +109,8 @@ def test_a_frame_called_from_several_layers_says_so(run):
 
 def test_samples_one_sign_and_what_ran(run):
     a = dispatch.analyse_dir(run)
-    summary = printed(terminal.print_summary, a)
-    layers = printed(terminal.print_layers, a)
+    summary = printed(compare_tables.print_summary, a)
+    layers = printed(compare_tables.print_layers, a)
     model = report.build(dispatch.analyse_dir(run))
     for label in ("numpy", "torch"):
         n = a.run.results[label].sampling.analysed_samples
@@ -127,7 +127,7 @@ def test_samples_one_sign_and_what_ran(run):
     assert "minus" not in model.headline.sentence and model.layers.diff_titles == ["torch − numpy"]
     assert "torch - numpy" in layers  # the terminal's table column, ASCII
     # the environment says what ran beside what was asked
-    env = dict(report.environment_rows(run, a.run))
+    env = dict(report_environment.environment_rows(run, a.run))
     assert env["processes run"] == "1 (5 asked)" and env["rounds run per process"].startswith("1 (at least 3, --repeats;")
     assert "config: processes" not in env and "config: repeats" not in env
 
@@ -143,7 +143,7 @@ def test_the_advice_is_the_same_in_the_terminal_and_the_report(run, pool_threads
     s.rate_hz, s.threads, s.total_samples = 25, threads, s.kept_samples
     s.sampled_us_per_call = 2.5 * r.results["torch"].profile.own_us_per_call  # sampling slowed it 2.5x
     rundir.save(run, r)
-    summary = printed(terminal.print_summary, dispatch.analyse_dir(run)).replace("\n", " ")
+    summary = printed(compare_tables.print_summary, dispatch.analyse_dir(run)).replace("\n", " ")
     assert f"torch: sampling slowed the loop 2.50x at 25 Hz (shares stay fair); {words}" in summary
     caveat = next(c for c in report.build(dispatch.analyse_dir(run)).warnings if c.kind == "sampling slowed the loop")
     assert caveat.text.endswith(f" {words}.")
@@ -155,8 +155,8 @@ def test_every_terminal_table_has_a_key_a_newcomer_reads(run):
     what they are relative to, the frame table's two differences are named apart ("delta" stood beside "delta
     total"), and a CPU run has no GPU column."""
     a = dispatch.analyse_dir(run)
-    summary = printed(terminal.print_summary, a)
-    layers = printed(terminal.print_layers, a)
+    summary = printed(compare_tables.print_summary, a)
+    layers = printed(compare_tables.print_layers, a)
     text = summary + layers
     for jargon in ("in brackets", "while sampled", "delta", "charged to their callers", " proc\n"):
         assert jargon not in text, jargon
@@ -184,7 +184,7 @@ def test_words_fit_the_device_op_and_run(run):
     from test_stats import spread_pair
 
     a = dispatch.analyse_dir(run)
-    layers = printed(terminal.print_layers, a)
+    layers = printed(compare_tables.print_layers, a)
     assert "ATen glue" in rows(layers, "host time per call by layer") and "CUDA" not in layers
     model = report.build(dispatch.analyse_dir(run))
     assert "ATen glue" in [r.layer for r in model.layers.rows] and "CUDA" not in json_of(model)
@@ -194,7 +194,7 @@ def test_words_fit_the_device_op_and_run(run):
     for result in r.results.values():
         result.device = "cuda:0"
     rundir.save(run, r)
-    assert "ATen/CUDA glue" in rows(printed(terminal.print_layers, dispatch.analyse_dir(run)), "host time per call by layer")
+    assert "ATen/CUDA glue" in rows(printed(compare_tables.print_layers, dispatch.analyse_dir(run)), "host time per call by layer")
 
     unlike = [UnlikeOperands([4096], "float32", {"numpy": "aa", "mine": "bb"}, {"numpy": "seeded", "mine": "its own"}),
               UnlikeOperands([64, 64], "float32", {"numpy": "cc", "mine": "dd"}, {"numpy": "seeded", "mine": "its own"})]

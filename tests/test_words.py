@@ -102,13 +102,13 @@ def test_progress_for_a_log_is_a_line_per_phase_of_each_process(monkeypatch):
 
     from rich.console import Console
 
-    from flametool.render import terminal
+    from flametool.render import progress as live
 
     buffer = _io.StringIO()
     clock = [0.0]
-    monkeypatch.setattr(terminal.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
     settled = []
-    with terminal.Progress(Console(file=buffer, width=200), "auto", lambda: settled.append(True)) as progress:
+    with live.Progress(Console(file=buffer, width=200), "auto", lambda: settled.append(True)) as progress:
         assert progress.mode == "lines"  # not a terminal
         for process in (1, 2):
             for what in ("importing numpy", "numpy: setting up at 64", "numpy: warm-up (50 calls)",
@@ -126,7 +126,7 @@ def test_progress_for_a_log_is_a_line_per_phase_of_each_process(monkeypatch):
         "numpy: importing numpy", "numpy: cProfile loop", "numpy: sampling with py-spy --native at 100 Hz for 5 s",
         "numpy: count", "numpy: count"]
     quiet = _io.StringIO()
-    with terminal.Progress(Console(file=quiet), "none") as progress:
+    with live.Progress(Console(file=quiet), "none") as progress:
         progress.update("numpy", "count")
     assert quiet.getvalue() == ""
 

@@ -6,7 +6,6 @@ the fastest library's."""
 
 from __future__ import annotations
 
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -150,7 +149,7 @@ def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
         return out
     try:
         op_dir = run_dir / part.dir
-        analysed = compare.analyse(op_dir, rundir.load(op_dir))
+        analysed = compare.analyse(op_dir, rundir.load(op_dir), row_only=True)
     except RunDirError as exc:
         out.error = str(exc)
         return out
@@ -194,7 +193,7 @@ def analyse(run_dir: Path, run: Run) -> AtlasAnalysis:
         _shared = run_dir
         try:
             got = pool.fork_map(_row, run.parts, workers)
-        except BrokenProcessPool:  # a worker died: here, one at a time
+        except pool.WorkerDied:  # a worker died: here, one at a time
             got = None
         finally:
             _shared = None

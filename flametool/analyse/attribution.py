@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import calltree, layers as ly, naming, reading
+from . import calltree, layers as ly, naming, reading, views
 from ..run import folded, rundir, stats
 from ..errors import RunDirError
 from ..run.record import CaseResult, Run
@@ -64,6 +64,7 @@ class Profile:
     _total_counts: dict[str, int] | None = field(default=None, init=False, repr=False, compare=False)
     _charges: dict[str, dict[str, list[str]]] = field(default_factory=dict, init=False, repr=False, compare=False)
     _costs: dict[str, "CaseCosts"] = field(default_factory=dict, init=False, repr=False, compare=False)  # by view
+    _own_layers: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)
     # made by the analysis beside the figures: the profile with its stacks aligned (treediff.aligned_profile) and
     # its flame graph, (threshold, graph and its strings) (flamegraph.prepare_case_graph)
     aligned: "Profile | None" = field(default=None, init=False, repr=False, compare=False)
@@ -73,7 +74,7 @@ class Profile:
     def samples(self) -> int:
         return sum(s.count for s in self.stacks)
 
-    def stack_layers(self, view: str = ly.DEFAULT_VIEW) -> list[tuple[str, ...]]:
+    def stack_layers(self, view: str = views.DEFAULT_VIEW) -> list[tuple[str, ...]]:
         """The resolved layers of every stack (ly.stack_layers) in `view`, each frame classified once; equal
         layer sequences share one tuple."""
         if view not in self._layers:
@@ -95,11 +96,13 @@ class Profile:
         return [own.get(name, ly.OTHER) for name in names]
 
     def _own(self) -> dict[str, str]:
-        """Each frame's own layer, by the name it goes by on this run's device."""
-        own = ly.own_layers(self.frames)
-        return {k: self.names.get(v, v) for k, v in own.items()} if self.names else own
+        """Each frame's own layer, by the name it goes by on this run's device; made once (both views read it)."""
+        if self._own_layers is None:
+            own = ly.own_layers(self.frames)
+            self._own_layers = {k: self.names.get(v, v) for k, v in own.items()} if self.names else own
+        return self._own_layers
 
-    def node_layers(self, view: str = ly.DEFAULT_VIEW) -> tuple[list[str], list]:
+    def node_layers(self, view: str = views.DEFAULT_VIEW) -> tuple[list[str], list]:
         """The resolved layer of every node of call_tree(), in `view` (calltree.node_layers), made once per view."""
         if view not in self._node_layers:
             t = self.call_tree()
@@ -329,7 +332,7 @@ def total_counts(profile: Profile) -> dict[str, int]:
     return profile._total_counts
 
 
-def frame_layers(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, str]:
+def frame_layers(profile: Profile, view: str = views.DEFAULT_VIEW) -> dict[str, str]:
     """Each frame's layer in `view`: where its own samples went, the most of them (a tie: the layer of the
     first stack that ends there); a frame with no samples of its own (a caller only) takes the layer it is
     first seen in (the first stack that holds it, the first place in it). Inherited layers can differ by
@@ -348,7 +351,7 @@ def frame_layers(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, str
     return out
 
 
-def frame_charges(profile: Profile, view: str = ly.DEFAULT_VIEW) -> dict[str, list[str]]:
+def frame_charges(profile: Profile, view: str = views.DEFAULT_VIEW) -> dict[str, list[str]]:
     """Each frame that ends stacks: the layers its own samples were charged to in `view`, most samples first (a
     tie: the layer of the first stack that ends there). A system library called from several layers (libc
     under Python and under cuBLAS) has several: one label would say its time is one layer's."""
@@ -379,7 +382,7 @@ def layer_label(charged: list[str]) -> str:
     return charged[0] if len(charged) == 1 else f"several: {', '.join(charged)}"
 
 
-def attribute(profile: Profile, view: str = ly.DEFAULT_VIEW) -> CaseCosts:
+def attribute(profile: Profile, view: str = views.DEFAULT_VIEW) -> CaseCosts:
     """A case's time per call by layer and by frame, in `view`, from its call tree (every node's counts and
     layer; each distinct path is one node, however many stacks go through it). Made once per view: the
     case tables and every diff the profile is in read the same figures."""

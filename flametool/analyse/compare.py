@@ -10,14 +10,13 @@ import contextlib
 import functools
 import gc
 import statistics
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, cast
 
-from . import attribution, countdiff, flamegraph, layers, profstats, reading, timeline, treediff
+from . import attribution, countdiff, flamegraph, profstats, reading, timeline, treediff, views
 from .. import pool
-from ..run import rundir, safeopen, sources, stats
+from ..run import anchoring, rundir, safeopen, sources, stats
 from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - compare.unlike_operands
 from .attribution import CaseCosts, Skipped
@@ -55,7 +54,7 @@ class PairAnalysis:
     timing: stats.PairFigures | None  # at the requested shape
     sample: stats.PairFigures | None  # at the sample shape, when it differs from the requested one
     profiles: tuple[attribution.Profile, attribution.Profile] | None = None  # (base, head) when both were sampled
-    anchored: stats.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
+    anchored: anchoring.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
     counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (None: neither side counted)
     cross_library: bool = False  # two libraries (not one library in two environments): frames matched by role first
 
@@ -220,15 +219,17 @@ def pair_figures(run: Run, base: str, head: str, pooled: dict[str, stats.Pooled]
     return at_shape, at_sample
 
 
-def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
+def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = False) -> Analysis:
     """A compare run's analysis: every case that has stacks attributed, every compared pair figured and diffed.
     A case with nothing to analyse (failed, not sampled) gets Skipped(why); a damaged stack file is a RunDirError
-    naming it. attribute=False leaves `cases` empty (an export needs the stacks only). A sweep and an atlas have
-    analyses of their own (dispatch.analyse chooses)."""
+    naming it. attribute=False leaves `cases` empty (an export needs the stacks only). row_only: what an atlas's
+    row of the op reads, the cases' timings and their figures in the default view; no other view, aligned
+    stacks, flame graphs, cProfile tables, other threads or pairs (the op's own page has those). A sweep and an
+    atlas have analyses of their own (dispatch.analyse chooses)."""
     out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run),
                    gpu_busy=timeline.busy_by_case(run_dir, run))
     # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
-    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute)
+    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute, row_only)
     pooled, pooled_sample = stats.group_pooled(run, False), stats.group_pooled(run, True)
     for label, result in run.results.items():
         out.timings[label] = case_timing(result.timing, pooled.get(label))
@@ -241,8 +242,10 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
                 out.cases[label] = attribution.attribute(profile)
         else:
             out.cases[label] = Skipped(reason)
-        if attribute:
+        if attribute and not row_only:
             out.cprofile[label] = cprofile_table(run_dir, result)
+    if row_only:
+        return out
     for label, result in run.results.items():
         # schema 3 (runs before it have no other_threads_us): an export needs none of this
         if not attribute or result.error or result.profile is None or result.at_sample_shape is None:
@@ -253,7 +256,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> Analysis:
     for base, head in run.pairs:
         at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample)
         both = base in out.profiles and head in out.profiles
-        anchored = stats.anchored_pair(run, base, head, pooled_sample)
+        anchored = anchoring.anchored_pair(run, base, head, pooled_sample)
         pair_profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
         out.pairs.append(PairAnalysis(base, head, at_shape, at_sample, pair_profiles, anchored,
                                       count_pair(run, base, run, head, (base, head)),
@@ -302,7 +305,7 @@ def cross_library(base: CaseResult, head: CaseResult) -> bool:
 
 
 def at_common_speed(base: attribution.Profile, head: attribution.Profile,
-                    anchored: stats.Anchored | None) -> tuple[attribution.Profile, attribution.Profile]:
+                    anchored: anchoring.Anchored | None) -> tuple[attribution.Profile, attribution.Profile]:
     """Both sides' samples at the pair's common speed, as an anchored comparison leads with: the base's time per
     call at that speed (Anchored.at_us) and the head's that times the anchored ratio. Each side's own time was
     measured at the speed the host gave its processes (another environment, another run), which the anchor
@@ -315,7 +318,7 @@ def at_common_speed(base: attribution.Profile, head: attribution.Profile,
                       for p, us in ((base, anchored.at_us), (head, anchored.at_us * anchored.ratio))))
 
 
-def speed_heading(anchored: stats.Anchored | None, base: str, head: str) -> str | None:
+def speed_heading(anchored: anchoring.Anchored | None, base: str, head: str) -> str | None:
     """What a pair's sides are when at_common_speed put them at the pair's common speed, for the tables' readers."""
     if anchored is None:
         return None
@@ -328,19 +331,23 @@ def speed_heading(anchored: stats.Anchored | None, base: str, head: str) -> str 
             + (f" ({own_head:.2f} in its own)" if own_head is not None else ""))
 
 
-def prepare(run_dir: Path, run: Run, label: str, attribute: bool) -> attribution.Profile:
+def prepare(run_dir: Path, run: Run, label: str, attribute: bool, row_only: bool = False) -> attribution.Profile:
     """A case's profile with what an analysis derives from it alone made and kept in it: its figures in
-    both views of the layers, its call tree, its aligned stacks (treediff.aligned_profile) and their figures."""
+    both views of the layers, its call tree, its aligned stacks (treediff.aligned_profile) and their figures.
+    `row_only`: its figures in the default view alone (an atlas's row reads no more)."""
     profile = attribution.load_profile(run_dir, run, label)
-    if attribute:
-        for view in layers.VIEWS:
+    if attribute and row_only:
+        attribution.attribute(profile)
+        profile.drop_tree()
+    elif attribute:
+        for view in views.VIEWS:
             attribution.attribute(profile, view)
         flamegraph.prepare_case_graph(profile)
         # what made the figures and the graph is not needed again, and would only travel back from a worker;
         # gone before the aligned stacks make theirs (the diff graph's tree is both cases' aligned stacks merged)
         profile.drop_tree()
         aligned = treediff.aligned_profile(profile)
-        for view in layers.VIEWS:
+        for view in views.VIEWS:
             attribution.attribute(aligned, view)
         aligned.drop_tree()
     return profile
@@ -353,28 +360,29 @@ _shared: tuple | None = None
 
 def _prepare(label: str) -> attribution.Profile:
     assert _shared is not None  # set before the workers fork
-    run_dir, run, attribute = _shared
-    return prepare(run_dir, run, label, attribute)
+    run_dir, run, attribute, row_only = _shared
+    return prepare(run_dir, run, label, attribute, row_only)
 
 
-def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool) -> dict[str, attribution.Profile]:
+def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool,
+             row_only: bool = False) -> dict[str, attribution.Profile]:
     """prepare() of each case: on large profiles, one case per worker process, the cases side by side (each
     reads its file alone then, reading.py). Whatever the workers make travels back in the profiles."""
     size = sum(_size(run_dir / cast(str, run.results[l].file("folded"))) for l in labels)  # sampled: each has it
     workers = min(len(labels), pool.cpus())
     if workers > 1 and size >= reading.PARALLEL_BYTES and not pool.in_worker:
         global _shared
-        _shared = (run_dir, run, attribute)
+        _shared = (run_dir, run, attribute, row_only)
         try:
             # results come back in order: the first damaged case in run order is the error raised
             got = pool.fork_map(_prepare, labels, workers)
             if got is not None:
                 return dict(zip(labels, got))
-        except BrokenProcessPool:  # a worker died (killed for its memory perhaps): here, one at a time
+        except pool.WorkerDied:  # a worker died (killed for its memory perhaps): here, one at a time
             pass
         finally:
             _shared = None
-    return {label: prepare(run_dir, run, label, attribute) for label in labels}
+    return {label: prepare(run_dir, run, label, attribute, row_only) for label in labels}
 
 
 @dataclass

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import attribution, countdiff, treediff
-from ..run import rundir, sources, stats
+from ..run import anchoring, rundir, sources, stats
 from ..errors import FlametoolError
 from .lines import LineDelta, case_lines, diff_lines
 from .compare import at_common_speed, count_pair, cross_library, speed_heading, step_source
@@ -20,7 +20,7 @@ from ..run.record import Run
 from ..errors import INCONCLUSIVE_EXIT, SLOWER_EXIT  # noqa: E402
 
 
-def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored: stats.Anchored | None, view: str,
+def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored: anchoring.Anchored | None, view: str,
                   names: tuple[str, str], by_role: bool = False) -> treediff.PairDiff:
     """treediff.diff of two profiles, both at the pair's common speed when the comparison is anchored, the tables
     told so under `names` (base, head): `flametool diff` of two runs, or of two cases of one run."""
@@ -29,7 +29,7 @@ def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored
 
 
 def line_diff(base_dir: Path, base_run: Run, base: str, head_dir: Path, head_run: Run, head: str,
-              anchored: stats.Anchored | None) -> list[LineDelta]:
+              anchored: anchoring.Anchored | None) -> list[LineDelta]:
     """The lines of two sampled cases (of one run or two), head - base, at their common speed when anchored,
     each side's texts from its own run's record."""
     b, h = at_common_speed(attribution.load_profile(base_dir, base_run, base, by_line=True),
@@ -62,7 +62,7 @@ class Change:
     ratio: float | None
     interval: stats.Interval | None
     how: str  # in words: what the ratio is of
-    anchored: stats.Anchored | None = None
+    anchored: anchoring.Anchored | None = None
     absolute: stats.PairFigures | None = None  # not anchored: the pooled times, head against base
     no_anchor: str | None = None  # why there is no anchor
     between_runs: bool = False  # two stored runs (diff RUN_A RUN_B): a decision needs a new run
@@ -123,7 +123,7 @@ def verdict(change: Change, label: str, pct: float) -> Verdict:
 def one_process(change: Change) -> str | None:
     """Why the change's interval cannot decide a verdict (one process on a side, its rounds the units), or None."""
     figures = change.anchored if change.anchored is not None else change.absolute
-    if figures is None or stats.processes_a_side(figures) >= 2:
+    if figures is None or anchoring.processes_a_side(figures) >= 2:
         return None
     return "one process a side (its rounds share that process's own speed)"
 
@@ -156,7 +156,7 @@ def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | 
     if anchor is not None:
         xa, xb = a.results[anchor].at_sample_shape, b.results[anchor].at_sample_shape
         assert xa is not None and xb is not None  # anchor_for: timed beside it in both runs
-        got = stats.anchored(label, anchor, (ta, xa), (tb, xb),
+        got = anchoring.anchored(label, anchor, (ta, xa), (tb, xb),
                              pa[label].us if label in pa else None,
                              (pa[anchor].us, pb[anchor].us) if anchor in pa and anchor in pb else None,
                              pb[label].us if label in pb else None)
@@ -302,7 +302,7 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
         if r.error or r.at_sample_shape is None:
             raise FlametoolError(f"--base/--head {label!r}: it has no timings in {run_dir} (it failed there)")
     pooled = stats.group_pooled(run, True, intervals=False)
-    got = stats.anchored_pair(run, base, head, pooled)
+    got = anchoring.anchored_pair(run, base, head, pooled)
     # two environments: both sides' samples at their common speed, as in the run's own report; a run (or a case)
     # that was not sampled still has its ratio, as `diff RUN_A RUN_B` and `summary` give it
     sampled = base in attribution.sampled_labels(run) and head in attribution.sampled_labels(run)

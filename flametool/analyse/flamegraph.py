@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import calltree, layers as ly
+from . import calltree, layers as ly, views
 from .attribution import Profile
 from .treediff import PairDiff
 
@@ -108,7 +108,7 @@ def diff_graph(case_diff: PairDiff, strings: Strings, gid: str, threshold: float
     aligned = case_diff.aligned
     t = calltree.build([p.stacks for p in aligned])
     # a node's layer is the one its first stack resolves it to: the base's when a base stack goes through it
-    layers = [calltree.node_layers(t, p.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), ly.DEFAULT_VIEW)
+    layers = [calltree.node_layers(t, p.own_layers(t.names), ly.INHERIT, ly.OTHER, ly.charged(), views.DEFAULT_VIEW)
               for p in aligned]
     ub, uh = case_diff.us_per_sample
     base, head = case_diff.base, case_diff.head

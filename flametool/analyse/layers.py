@@ -15,12 +15,9 @@ from pathlib import Path
 
 from ..errors import FlametoolError
 from .naming import Frame
+from .views import DEFAULT_VIEW  # views.py says what the views are
 
 INHERIT = "inherit"
-# Views of a stack's layers: 'caller' charges a system library's frames to the layer that called them (the
-# default: cuBLAS means cuBLAS with its locks and allocations); 'library' keeps each frame in its own library's.
-VIEWS = ("caller", "library")
-DEFAULT_VIEW = "caller"
 OTHER = "other"
 
 
@@ -180,7 +177,24 @@ def own_layers(frames: dict[str, Frame], rules: list[Rule] | None = None) -> dic
         with _alarm():  # one handler for them all; each frame's rules bounded in time
             rules = current()[0]
             return {name: _bounded(frame, rules) for name, frame in frames.items()}
-    return {name: classify(frame, rules) for name, frame in frames.items()}
+    if rules is not None:
+        return {name: classify(frame, rules) for name, frame in frames.items()}
+    global _classified
+    if _classified[0] is not current()[0]:  # other rules in force (read again): what was classified is not theirs
+        _classified = (current()[0], {})
+    known = _classified[1]
+    out = {}
+    for name, frame in frames.items():
+        layer = known.get(frame)
+        if layer is None:
+            layer = known[frame] = classify(frame)
+        out[name] = layer
+    return out
+
+
+# Each frame's own layer under the rules in force, kept while they are: a frame's layer is its rules' alone, and a
+# profile, its aligned stacks and the other cases of a run (an atlas's ops) share most frames.
+_classified: tuple[list[Rule] | None, dict[Frame, str]] = (None, {})
 
 
 def resolve(names: tuple[str, ...], own: dict[str, str], view: str = DEFAULT_VIEW) -> list[str]:

@@ -3,6 +3,7 @@ functions demangled, C++ and library frames, runs of bare addresses), and the sh
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -288,8 +289,13 @@ def repair_sandwiches(stacks: list[Stack], frames: dict[str, Frame]) -> tuple[li
 
 # --- display: long C++ names shortened, the full name kept elsewhere -------------------------------------
 
+# pure, and asked of the same names again and again (every case of a run, every op of an atlas, each table of a
+# page): a name is folded once a process
+@functools.lru_cache(maxsize=1 << 16)
 def strip_templates(name: str) -> str:
     """Replace each outermost '<...>' with '<…>' (operator<, operator<< are left alone)."""
+    if "<" not in name:
+        return name
     out, depth = [], 0
     i = 0
     while i < len(name):
@@ -306,6 +312,7 @@ def strip_templates(name: str) -> str:
     return "".join(out) if depth == 0 else name
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure: as strip_templates
 def display_name(name: str, width: int = 72) -> str:
     """A short form for tables: templates folded, '(anonymous namespace)' as '{anon}', and when still too
     long, the leading namespaces dropped ('…::Class::method')."""

@@ -11,7 +11,6 @@ order, and per normalized name the Frame of its first raw frame."""
 from __future__ import annotations
 
 import os
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -172,7 +171,7 @@ def read_ranges(path: Path, by_line: bool, seen_modules: dict[str, set[str]] | N
         if got is not None:
             return got
         return [read_range(path, 0, None, by_line, seen_modules)]  # no fork here (not Linux): one process
-    except (RunDirError, BrokenProcessPool):
+    except (RunDirError, pool.WorkerDied):
         # a bad line: read it again here, which numbers the line as a whole-file read does (and a worker that
         # died, killed for its memory perhaps: one process needs less)
         return [read_range(path, 0, None, by_line, seen_modules)]

@@ -22,7 +22,7 @@ from ..run.record import Environment, Run
 # fields may be added.
 # 2: an anchored pair's difference_us, at_us and layer figures at the common speed of both sides' processes
 # (1: at the base side's speed). 3: an anchored pair's ratio (and so its difference and verdict) is speed-adjusted
-# with two or more processes a side (stats.Anchored.speed; `speed_adjustment` says what the adjustment did),
+# with two or more processes a side (anchoring.Anchored.speed; `speed_adjustment` says what the adjustment did),
 # and each pair's counts (what a step does, counted, exact: every count of both sides and every difference),
 # and every layer and frame difference (layers, frames), not only the largest.
 SCHEMA = "flametool-summary"

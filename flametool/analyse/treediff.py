@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from . import layers as ly, naming, nodetree, roles as rl
+from . import layers as ly, naming, nodetree, roles as rl, views
 from ..run import folded
 from .attribution import FrameCost, Profile, attribute, layer_label
 
@@ -158,7 +158,7 @@ def role_rows(base: Profile, head: Profile, by_name_b: dict[str, FrameCost],
     return rows, taken
 
 
-def diff(base: Profile, head: Profile, view: str = ly.DEFAULT_VIEW, with_tree: bool = False,
+def diff(base: Profile, head: Profile, view: str = views.DEFAULT_VIEW, with_tree: bool = False,
          at_speed: str | None = None, by_role: bool = False) -> PairDiff:
     """Layers and frames, head minus base, and the aligned profiles the differential flame graph is drawn
     from. with_tree: also the merged call tree as nodetree.Node objects, for a caller that walks it (the tests

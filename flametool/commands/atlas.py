@@ -36,14 +36,14 @@ class Atlas:
         from ..analyse import dispatch
         from ..errors import interrupt_code
         from ..measure import atlasrun
-        from ..render import terminal
+        from ..render import progress as live, terminal
         from ..run import rundir
         from .base import page, terminal_options, write_report
         from .settings import atlas_config
 
         argv, err, out = ctx.argv, ctx.err, ctx.out
         config, names, found = atlas_config(args, lambda text: terminal.say(err, text))
-        with terminal.Progress(err, getattr(args, "progress", "auto")) as progress:
+        with live.Progress(err, getattr(args, "progress", "auto")) as progress:
             try:
                 run_dir, run = atlasrun.atlas(config, names, ["flametool", *argv], progress.update,
                                               lambda op_dir: rundir.write_report(op_dir, page(op_dir)), found)

@@ -7,7 +7,7 @@ import time
 
 from typing import TYPE_CHECKING
 
-from ..analyse.layers import VIEWS
+from ..analyse.views import VIEWS
 from ..errors import CaseError, RunDirError, interrupt_code
 from ..measure.config import CPU, CUDA, Config
 from .base import Context
@@ -102,7 +102,7 @@ class Sweep:
 
 
 def progress_option(p: argparse.ArgumentParser) -> None:
-    """--progress, on compare, sweep and atlas (the words are render.terminal.Progress's)."""
+    """--progress, on compare, sweep and atlas (the words are render.progress.Progress's)."""
     p.add_argument("--progress", choices=("auto", "bar", "lines", "all", "none"), default="auto",
                    help="what is running, on standard error: bar, one line that changes (a terminal); lines, a line "
                         "per phase of each process and every 10 s while one lasts (a log); all, a line for every step "
@@ -116,7 +116,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     from .. import render
     from ..analyse import dispatch
     from ..measure import runner
-    from ..render import format as fmt, terminal
+    from ..render import format as fmt, progress as live, terminal
     from ..run import rundir
     from ..run.record import size_name
     from .base import terminal_options, write_report
@@ -142,7 +142,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
             terminal.say(err, "(timing done; each case is now profiled alone, and the whole view follows)")
 
     early = headline_now if not sweeping and (mode == "bar" or (mode == "auto" and err.is_terminal)) else None
-    with terminal.Progress(err, mode, early) as progress:
+    with live.Progress(err, mode, early) as progress:
         try:
             run_dir, run = (runner.sweep if sweeping else runner.compare)(config, ["flametool", *argv], progress.update)
         except KeyboardInterrupt as exc:

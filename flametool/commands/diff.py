@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from .. import errors, render
-from ..analyse.layers import VIEWS
+from ..analyse.views import VIEWS
 from ..errors import FlametoolError
 from .base import Context, paused, terminal_options
 from .options import check_fail_above, check_limits

@@ -24,7 +24,6 @@ from ..analyse import profstats
 from ..errors import FlametoolError, RunDirError
 
 HOST = "127.0.0.1"  # never another interface: a profile holds paths and code names
-DEFAULT_PORT = 8080
 START_SECONDS = 30
 
 

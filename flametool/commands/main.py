@@ -15,7 +15,7 @@ from typing import TextIO, cast
 
 from typing import TYPE_CHECKING
 
-from .. import __version__, procs
+from .. import __version__
 from ..errors import FlametoolError, Interrupted, interrupt_code
 from .atlas import Atlas
 from .base import Command, Context
@@ -133,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         return parse_error.exit_code
     previous = take_stop_signals()
     previous_int = take_ctrl_c()
+    from .. import procs  # ctypes and subprocess: not for --help (parse_args exits above)
+
     previous_tstp = procs.take_ctrl_z()
     try:
         return COMMANDS[args.command].run(args, Context(err, out, argv))

@@ -6,8 +6,11 @@ import argparse
 from pathlib import Path
 
 from ..errors import FlametoolError
-from ..run import rundir
 from .base import Context, page, paused
+
+# rundir.REPORT_FILE, written out: rundir reads run.json (run/record.py), which --help need not import (issue 42);
+# tests/test_help_imports.py checks the two agree
+REPORT_FILE = "report.html"
 
 
 class Report:
@@ -18,7 +21,7 @@ class Report:
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("run", type=Path, metavar="RUN_DIR", help="run directory")
-        p.add_argument("-o", "--output", type=Path, help=f"HTML file to write, - for standard output (default: RUN_DIR/{rundir.REPORT_FILE})")
+        p.add_argument("-o", "--output", type=Path, help=f"HTML file to write, - for standard output (default: RUN_DIR/{REPORT_FILE})")
         p.add_argument("--open", action="store_true", help="open the report in a web browser when there is one")
 
     @paused
@@ -26,6 +29,7 @@ class Report:
         """The page to RUN/report.html, to -o FILE, or with `-o -` to standard output; the line saying where it went
         goes to standard error, so that `-o /dev/stdout > page.html` is the page alone."""
         from ..render import terminal  # the analyses' formatting (numpy), not for `flametool --help`
+        from ..run import rundir
 
         err, out = ctx.err, ctx.out
         if args.output == Path("-"):

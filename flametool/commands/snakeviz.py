@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import drilldown
 from .base import Context
+
+DEFAULT_PORT = 8080
 
 
 class Snakeviz:
@@ -18,11 +19,12 @@ class Snakeviz:
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("run", type=Path, metavar="RUN_DIR", help="run directory")
         p.add_argument("--case", help="case label (default: the first case with a .prof)")
-        p.add_argument("--port", type=int, default=drilldown.DEFAULT_PORT,
-                       help=f"port to ask for (default {drilldown.DEFAULT_PORT}; snakeviz takes a nearby one if it is in use)")
+        p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                       help=f"port to ask for (default {DEFAULT_PORT}; snakeviz takes a nearby one if it is in use)")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         from ..render import terminal  # the analyses' formatting (numpy), not for `flametool --help`
+        from . import drilldown  # a process, its temporary files and the profile reader: when it runs
 
         out = ctx.out
         target = drilldown.target(args.run, args.case)

@@ -5,13 +5,16 @@ and a Config built in code without them gets the CPU's."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..workload import ops
-from ..workload.cases import CaseSpec
 from ..workload.inputs import OPERAND_SEED
-from ..run.record import Environment
+
+if TYPE_CHECKING:  # annotations only: the command line reads the defaults here for --help, which need not
+    # import the case loader or the run record (issue 42: --help in under 0.15 s)
+    from ..workload.cases import CaseSpec
+    from ..run.record import Environment
 
 SEED_SHAPE = list(ops.SEED_SHAPE)
 
@@ -113,6 +116,8 @@ def defaults(device: str) -> Defaults:
 
 
 def default_out() -> Path:
+    from datetime import datetime  # noqa: PLC0415 -- not for --help
+
     return Path("flametool-runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
 
 

@@ -5,7 +5,7 @@ Each process of an environment also times an anchor: a case that is the same in 
 default the last case of the run whose library has one version in all of them; --anchor CASE chooses). A
 process's host speed multiplies the case and the anchor beside it alike, and fresh processes (and two
 environments' processes) run at speeds of their own, so the comparison of cupy@main and cupy@pr is made of
-each process's cupy/torch ratio (stats.anchored), not of their microseconds.
+each process's cupy/torch ratio (anchoring.anchored), not of their microseconds.
 
 Everything is checked before anything runs: a NAME=PYTHON that is not one, an interpreter that is missing or
 cannot import a case's library (or flametool's child), in one line and exit 2."""

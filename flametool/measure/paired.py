@@ -12,7 +12,7 @@ from .spawn import run_child
 from .config import ENV_SETTLED, SETTLED  # when a pair's ratio has settled (set beside the defaults)
 from .jobs import as_timing, job_base, job_case, others
 from .measurement import Measurement, stop_if_failed
-from ..run import stats
+from ..run import anchoring, stats
 from ..workload.cases import CaseSpec
 from .protocol import PlanItem, TimeJob
 from ..run.record import Group
@@ -187,19 +187,19 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
     at most 24 a side stopped null A/Bs at 5 processes: 24 would not settle them)."""
     timings = cast("dict[str, Timing]", {l: m.run.results[l].at_sample_shape for l in live})  # live: timed
     fail_above = m.config.fail_above
-    figures: stats.PairFigures | stats.Anchored | None
+    figures: stats.PairFigures | anchoring.Anchored | None
     for base, head in m.run.pairs:
         if base in timings and head in timings:
             together = m.run.paired(base, head)
             if together:
                 figures, limit = stats.pair(base, timings[base], head, timings[head], True), SETTLED
             else:
-                figures, limit = stats.anchored_pair(m.run, base, head), ENV_SETTLED
+                figures, limit = anchoring.anchored_pair(m.run, base, head), ENV_SETTLED
                 if figures is None:
                     continue
             if fail_above is not None:
                 # one process a side decides nothing (diff.verdict says inconclusive): more processes
-                if not decided(figures.ratio_interval, fail_above) or stats.processes_a_side(figures) < 2:
+                if not decided(figures.ratio_interval, fail_above) or anchoring.processes_a_side(figures) < 2:
                     return False
                 continue
             reach, could = figures.reach, figures.reach_with(most)

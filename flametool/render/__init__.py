@@ -33,10 +33,10 @@ class Registered:
 
 
 REGISTRY: tuple[Registered, ...] = (
-    Registered("terminal", "Analysis", "terminal.TerminalCompare"),
-    Registered("terminal", "SweepAnalysis", "terminal.TerminalSweep"),
-    Registered("terminal", "AtlasAnalysis", "terminal.TerminalAtlas"),
-    Registered("terminal", "DiffResult", "terminal.TerminalDiff", "the layer and frame tables"),
+    Registered("terminal", "Analysis", "compare_tables.TerminalCompare"),
+    Registered("terminal", "SweepAnalysis", "sweep_tables.TerminalSweep"),
+    Registered("terminal", "AtlasAnalysis", "atlas_tables.TerminalAtlas"),
+    Registered("terminal", "DiffResult", "diff_tables.TerminalDiff", "the layer and frame tables"),
     Registered("html", "Analysis", "html.HtmlCompare"),
     Registered("html", "SweepAnalysis", "html.HtmlSweep"),
     Registered("html", "AtlasAnalysis", "html.HtmlAtlas"),

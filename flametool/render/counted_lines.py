@@ -1,7 +1,7 @@
 """The counted loop per line of step() (issue 39, item 4) and the GPU's busy share of one step (issue 40, item 4),
 for the terminal and the report: one small table per case that was counted per line (the line, its text, each
 kind counted per line, exact per step) and one line per case with a timeline. Hooked into the counted sections
-of render/terminal.py (print_tables) and render/html.py (view: its tables and lines, the partial
+of render/compare_tables.py (print_tables) and render/html.py (view: its tables and lines, the partial
 counts_by_line.html.j2). A run recorded before either has neither: the views are as they were."""
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ from typing import overload
 
 from ..analyse import countdiff, cxxnames
 from ..analyse.attribution import CaseCosts
-from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Anchored, Interval, PairFigures, processes_for
+from ..run.anchoring import Anchored
+from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Interval, PairFigures, processes_for
 from ..analyse.operands import UnlikeOperands
 from ..run.counts import Column, Counts, columns, count_words
 from ..run.record import Environment
@@ -207,7 +208,7 @@ def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[s
             f"at the common speed of both sides' processes ({base} {us(a.at_us)} there), anchored on {a.anchor} over "
             f"{a.base_units} + {a.head_units} {a.unit_name}")
     b = a.absolute
-    assert b.base_us is not None  # stats.anchored gives apart() the base's time
+    assert b.base_us is not None  # anchoring.anchored gives apart() the base's time
     absolute = (f"not anchored: {base} {us(b.base_us)} → {head} {us(b.base_us * b.ratio) if b.ratio else DASH} "
                 f"per call, {signed(b.diff_us) if b.diff_us is not None else DASH} us"
                 + (f" (95%: {interval(b.diff_interval, signed)})" if b.diff_interval else "")

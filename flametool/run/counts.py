@@ -35,7 +35,7 @@ class Kind:
     """One kind of tally and everything its readers say of it: measure/counting.py (whether its tallies carry a
     time), analyse/countdiff.py (its order, whether it makes two sides differ, its word in a diff's line, the
     totals), render/format.py (the counted loop's table: its column and how the column's cell is written),
-    render/terminal.py and render/html.py (the table's headers) and the report's note (what counts it). A new
+    render/compare_tables.py and render/report_counts.py (the table's headers) and the report's note (what counts it). A new
     counted kind is a row of ``COUNTED`` (and the code in measure/counting.py that makes its tallies).
 
     name: ``Tally.kind`` in run.json. title: what people call a kind's tallies ('kernels'). word: put before a

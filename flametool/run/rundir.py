@@ -197,6 +197,8 @@ def check_tree(data: Any) -> str | None:
     """What is wrong with the document as a whole: nesting deeper than MAX_DEPTH, or a number that is not
     finite (NaN, Infinity and 1e400 are accepted by Python's json but are no JSON number). Iterative, so
     that no depth can make it recurse; the path to the value is named."""
+    if _clean(data, 1):  # the document as it nearly always is: nothing to name, found without building paths
+        return None
     todo: list[tuple[Any, int, Any]] = [(data, 1, None)]
     while todo:
         value, depth, trail = todo.pop()
@@ -209,6 +211,37 @@ def check_tree(data: Any) -> str | None:
         elif isinstance(value, list):
             todo.extend((v, depth + 1, (trail, i)) for i, v in enumerate(value))
     return None
+
+
+def _clean(value: Any, depth: int) -> bool:
+    """True only where check_tree finds nothing (False: let it walk and name the problem): `value`, at `depth`,
+    nested no deeper than MAX_DEPTH and holding no float that is not finite. Recursing at most MAX_DEPTH levels
+    (deeper is False before it is entered); json's own types by identity, anything else left to check_tree."""
+    kind = type(value)
+    if kind is float:
+        return math.isfinite(value)
+    if kind is dict:
+        items = value.values()
+    elif kind is list:
+        items = value
+    else:
+        return not isinstance(value, (dict, list, float))
+    if not items:
+        return True
+    if depth >= MAX_DEPTH:  # its items are deeper than MAX_DEPTH
+        return False
+    for v in items:
+        kind = type(v)
+        if kind is float:
+            if not math.isfinite(v):
+                return False
+        elif kind is dict or kind is list:
+            if not _clean(v, depth + 1):
+                return False
+        elif kind is not str and kind is not int and kind is not bool and v is not None:
+            if isinstance(v, (dict, list, float)):
+                return False
+    return True
 
 
 def _path(trail: Any) -> str:

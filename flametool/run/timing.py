@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from .reader import MAX_NUMBER, MIN_NUMBER, Reader, is_count, is_number
+from .reader import MAX_NUMBER, MIN_NUMBER, Reader, all_numbers, is_count
 
 # The GPU is "well above" the host when its time per call exceeds the host's by this factor; below it,
 # the GPU waited on the CPU and launch cost sets the pace.
@@ -56,7 +56,7 @@ class Loops:
     def from_json(cls, r: Reader) -> "Loops":
         slots = r.get("slots", lambda v: isinstance(v, list) and all(is_count(x) for x in v), "a list of counts", [])
         # a loop's host time is never 0: a clock that did not move measured nothing (docs: below 1e-6 us refused)
-        cpu = r.get("cpu_us", lambda v: isinstance(v, list) and all(is_number(x) and x > 0 for x in v),
+        cpu = r.get("cpu_us", lambda v: isinstance(v, list) and all_numbers(v, positive=True),
                     f"a list of numbers, times per call from {MIN_NUMBER:g} to {MAX_NUMBER:g} us (a loop is never 0 us)", [])
         return cls([float(x) for x in cpu], r.numbers("gpu_us"), slots, r.numbers("wall_us"),
                    r.numbers("all_threads_us"), r.numbers("other_threads_us"))

@@ -1,0 +1,53 @@
+"""What `flametool atlas` prints: per op and library the host time per call, the ratio to the op's fastest
+library, the layer that differs most, and where each op's report is."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from . import format as fmt
+from ..analyse.atlas import AtlasAnalysis
+from .base import Renderer
+from .terminal import console_text, say, show, text, titled
+
+
+def print_atlas(a: AtlasAnalysis, console: Console) -> None:
+    """An atlas: per op and library the host time per call, the CPU time of all threads, the ratio to the op's
+    fastest library and the layer that differs most from it; where each op's report is."""
+    table = titled("atlas: host time per call at each op's host-bound size (pooled over the processes at the median "
+                   "process's speed, 95% interval), the ratio to the op's fastest library (paired) and the layer that differs most from it")
+    counted = any(c.counted for row in a.rows for c in row.cells.values())  # runs before counting: as they were
+    cols = (("op", False), ("size", False), ("library", False), ("host / call", True), ("all threads / call", True),
+            ("x fastest", True), ("layer that differs most", False)) + ((("kernels, API calls / call", False),)
+                                                                       if counted else ())
+    for col, right in cols:
+        table.add_column(col, justify="right" if right else "left")
+    for row in a.rows:
+        if row.error and not row.cells:
+            table.add_row(text(row.op), "-", "-", text(row.error), "", "", "", *([""] if counted else []))
+            continue
+        for i, (label, c) in enumerate(row.cells.items()):
+            first = i == 0
+            table.add_row(text(row.op if first else ""), text(fmt.shape(row.shape) if first else ""), text(label),
+                          text(f"failed: {c.error}") if c.error else fmt.us(c.us) + (f" ({fmt.interval(c.interval)})"
+                                                                                    if c.interval else ""),
+                          fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, "" if c.error else row.fastest or "")),
+                          text(fmt.differs_most(c)), *([text(c.counted or "-")] if counted else []))
+    show(console, table)
+    say(console, "host / call: the calling thread's clock around the loop (what a program waits for); all threads: "
+                 "CPU time of every thread of the process during the loop, per call (a library's worker threads "
+                 "included); layers: the calling thread's samples")
+    for row in a.rows:
+        if not row.error:
+            say(console, f"{row.op}: each library against the first, layers and frames: {a.run_dir / row.report}")
+    if not a.run.complete:
+        say(console, "the atlas is incomplete (interrupted): the ops it did not finish are marked so")
+
+
+class TerminalAtlas(Renderer[AtlasAnalysis]):
+    """What `flametool atlas` prints: the table of ops and libraries."""
+
+    name, kind = "terminal", AtlasAnalysis
+
+    def render(self, result: AtlasAnalysis) -> str:
+        return console_text(self.options, lambda console: print_atlas(result, console))

@@ -1,0 +1,314 @@
+"""What `flametool compare` prints at the end: each pair's answer, the timing and profiled-loop tables, the
+counts, the other threads, the layers with each pair's frame deltas, and the hottest lines."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from . import aligned_lines, counted_lines, format as fmt, lines_view
+from ..run import perturbation
+from ..analyse.compare import Analysis
+from ..analyse.attribution import CaseCosts, Skipped
+from ..analyse.layers import order
+from ..run.profiled import ProfileProcess
+from ..run.record import Run
+from .base import Renderer
+from .diff_tables import layer_key, print_count_diff, print_frame_deltas
+from .terminal import boxless, console_text, fits, say, show, text, titled, unwrapped
+
+
+def counted_time(prof: ProfileProcess) -> str:
+    """The counted loop's host time per call (under tracing) and its ratio to the case's own loops."""
+    c = prof.counts
+    if c is None or not c.us_per_call:
+        return "-"
+    own = prof.own_us_per_call
+    return fmt.us(c.us_per_call) + (f" ({c.us_per_call / own:.2f}x)" if own else "")
+
+
+def print_counts(run: Run, console: Console) -> None:
+    """Each case's counted loop: per step() call, the CUDA API calls and kernels by name, copies, memsets, device
+    allocations and Python calls (exact counts)."""
+    counted = {l: r.profile.counts for l, r in run.results.items() if r.profile is not None and r.profile.counts}
+    if not counted:
+        return
+    cols, tracers = fmt.counted_columns(counted.values())
+    table = titled("what one step() call does, counted (exact, per step"
+                   + (f"; CUDA API calls and kernels by {', '.join(tracers)})" if tracers else ")"))
+    for title in ("case", *(col.title for col in cols)):
+        table.add_column(title)
+    width = max(20, console.width - 12)  # a name longer than a line is cut in its middle (the JSON has it whole)
+    cells = {label: [fmt.count_cell(c, col, "-", short=True, width=width) for col in cols]
+             for label, c in counted.items()}
+    for label, row in cells.items():
+        # a total is flametool's own words and figures ('12 in 5 functions'), a name is the library's: not markup
+        table.add_row(text(label), *(cell if col.cell == "total" else text(cell) for col, cell in zip(cols, row)))
+    drawn = (table.box, table.show_edge, table.padding, table.min_width)
+    boxless(table)
+    narrow = not fits(console, table)  # names wider than their columns: a case per line, wrapped between names
+    table.box, table.show_edge, table.padding, table.min_width = drawn
+    if narrow:
+        say(console, table.title)
+        for label, row in cells.items():
+            say(console, f"{label}: " + "; ".join(f"{col.title}: {cell}" for col, cell in zip(cols, row)))
+    else:
+        show(console, table)
+    if not tracers and fmt.run_device(run) == "cpu":  # no empty CUDA columns: one line says what a GPU run adds
+        say(console, fmt.GPU_COUNTS)
+        return
+    for m in dict.fromkeys(m for c in counted.values() for m in c.missing):
+        say(console, fmt.visible(m))
+
+
+def print_other_threads(a: Analysis, console: Console) -> None:
+    """Each case's threads other than the caller during its loop: their CPU time per call and where it goes,
+    by layer and frame (py-spy's samples of those threads; JAX's workers have their place here)."""
+    busy = fmt.busy_threads(a.threads)
+    if not busy:
+        return
+    table = titled("threads other than the caller, during the loop: CPU time per call on them (every thread's "
+                   "minus the caller's own, the mean of the loops) and where it goes")
+    for col, right in (("case", False), ("CPU / call", True), ("samples", True), ("by layer, us per call", False),
+                       ("most own time", False)):
+        table.add_column(col, justify="right" if right else "left", overflow="fold")
+    for label, t in busy.items():
+        c = t.costs
+        layers = "; ".join(f"{layer} {f.us_per_call:,.2f}" for layer, f in
+                           sorted(c.layers.items(), key=lambda kv: -kv[1].us_per_call)[:4]) if c else \
+            fmt.threads_unsampled(a.run.results[label])
+        top = (f"{c.frames[0].display} {c.frames[0].self.us_per_call:,.2f} us" if c and c.frames else "-")
+        table.add_row(text(label), fmt.us(t.us_per_call), str(t.profile.samples) if t.profile else "-", text(layers),
+                      text(top))
+    show(console, table)
+
+
+# One line under each table says what its columns are, in words a first reader knows.
+def timing_key(gpu: bool) -> str:
+    """The key under the timing table; `gpu`: the run has GPU times (a CPU run's key says nothing of a GPU)."""
+    host = ("host (CPU) / call: the host's clock around the loop until its calls return (before any wait for the "
+            "GPU), per call" if gpu else "host (CPU) / call: the host's clock around the loop, per call")
+    return (host + "; each case's figure is pooled over the processes at the median process's speed (so two cases "
+            "stand in their paired ratio), 95% interval in parentheses; "
+            + ("GPU / call: the median of every loop's GPU time per call; " if gpu else "")
+            + "timed loops: how many, in how many processes; bound: "
+            + ("host, the GPU waited for the host's launches (what flametool measures), or device, the host waited "
+               "for the GPU" if gpu else "host, the loop's time is the host's own work"))
+
+
+PROFILED_KEY = ("timed together: the figure above at this shape; alone: the same loop in the profiling process with "
+                "no profiler; under cProfile and under py-spy: that loop while profiled, and in parentheses how many "
+                "times the alone figure (py-spy's samples are spread by time, so a slower loop keeps the layers' "
+                "shares fair); counted: that loop while its calls, kernels and allocations were counted (tracing "
+                "slows it); py-spy samples: the stacks taken inside the loop (why together and alone differ: docs/glossary.md)")
+
+
+def print_summary(a: Analysis, console: Console) -> None:
+    """The headline (each pair's paired ratio and difference with intervals), the cases' timings, the
+    profiled loops, and what to be careful about."""
+    run = a.run
+    processes = run.config.timing_processes
+    for e in run.environments:
+        say(console, fmt.environment_line(e))
+    on_cpu = fmt.run_device(run) == "cpu"
+    for p in a.pairs:  # the answer first: each pair's ratio and difference, then what a step does, counted
+        for line in fmt.pair_lines(p, run, processes):
+            say(console, line)
+        print_count_diff(p.counts, console, notes=not on_cpu)  # a CPU run's one line on what it cannot count is below
+    note = fmt.speed_note(a.pairs)
+    if note:
+        say(console, note)
+
+    op = run.config.operation
+    timing = titled("time per call, as timed with the cases together in fresh processes")
+    # a run on the CPU has no GPU time: no column for it, and no word of it in the key
+    gpu = any(t is not None and t.gpu_us is not None for t in a.timings.values())
+    for col, right in (("case", False), ("dtype", False), ("shape", False), ("host (CPU) / call", True),
+                       ("GPU / call", True), ("timed loops", True), ("bound", False)):
+        if col != "GPU / call" or gpu:
+            timing.add_column(col, justify="right" if right else "left")
+    for label, r in run.results.items():
+        t = a.timings.get(label)
+        if r.error or t is None:
+            timing.add_row(text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)), "failed" if r.error else "-",
+                           *[""] * (len(timing.columns) - 4))
+            continue
+        assert r.timing is not None  # t is made from it
+        timing.add_row(
+            text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)),
+            fmt.us(t.cpu_us) + (f" ({fmt.interval(t.interval)})" if t.interval else ""),
+            *([fmt.us(t.gpu_us)] if gpu else []), f"{len(t.loops)} in {t.processes} process{'' if t.processes == 1 else 'es'}",
+            "host" if r.timing.host_bound else "device",
+        )
+    show(console, timing)
+    say(console, timing_key(gpu))
+
+    profiling = titled("profiled loops: each case alone in a process of its own, at the sampled shape, us per call")
+    for col, right in (("case", False), ("sampled at", False), ("timed together", True), ("alone", True),
+                       ("under cProfile", True), ("counted", True), ("under py-spy", True), ("py-spy samples", True)):
+        profiling.add_column(col, justify="right" if right else "left")
+    for label, r in run.results.items():
+        if r.error or r.profile is None:
+            continue
+        prof, s = r.profile, r.sampling
+        at = a.sample_timings.get(label)
+        profiling.add_row(
+            text((label)), text(fmt.op_shape(op, r.sample_shape)), fmt.us(at.cpu_us if at else None),
+            fmt.us(prof.own_us_per_call),
+            f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
+            counted_time(prof),
+            f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
+            f"{s.analysed_samples} at {s.rate_hz} Hz" if s else "-",
+        )
+    show(console, profiling)
+    say(console, PROFILED_KEY)
+    print_counts(run, console)
+    counted_lines.print_tables(a, console)
+    print_other_threads(a, console)
+
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation,
+                                 [(p.base, p.head) for p in a.pairs]):
+        say(console, f"operands differ: {line}")
+    if a.new_outputs:
+        say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
+    for label, r in run.results.items():
+        name = fmt.visible(label)
+        if r.error:
+            say(console, (f"{name}: failed: {fmt.visible(r.error)}"))
+            continue
+        group = run.group_of(label)
+        if group is not None and not group.paired and len(run.results) > 1:
+            say(console, (f"{name}: {fmt.visible(group.reason)}"))
+        if r.timing and not r.timing.host_bound:
+            say(console, (f"{name}: {r.timing.bound_note}"))
+        if r.sample_shape != r.shape and r.sample_shape_reason:
+            say(console, (f"{name}: {r.sample_shape_reason}"))
+        s = r.sampling
+        if s and not s.complete:
+            say(console, (f"{name}: sampling incomplete: {fmt.visible(s.error or '')}"))
+        elif s:
+            assert r.profile is not None  # s is its sampling
+            advice = perturbation.perturbation_advice(s, r.profile.slowdown, run.config.pool_threads,
+                                                 run.config.sample_seconds or s.seconds)
+            if advice:
+                why = (f"py-spy fell {s.behind_seconds:.1f} s behind" if s.behind
+                       else f"sampling slowed the loop {r.profile.slowdown:.2f}x")
+                say(console, (f"{name}: {why} at {s.rate_hz} Hz (shares stay fair); {advice}"))
+    if not run.complete:
+        say(console, ("run incomplete: run.json holds what finished"))
+    say(console, (f"run directory: {a.run_dir}"))
+
+
+def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "caller") -> None:
+    """Host time per call by layer, side by side for every analysed case with a column per compared pair,
+    then, for each pair, the frames that differ most. `view`: "caller" charges a system library (libc,
+    malloc, locks) to the layer that called it, "library" keeps it as a layer of its own."""
+    analysis, diffs = a.view(view)
+    done = {l: x for l, x in analysis.items() if isinstance(x, CaseCosts)}
+    for label, x in analysis.items():
+        if isinstance(x, Skipped):
+            say(console, (f"{fmt.visible(label)}: no stack analysis: {fmt.visible(x.reason)}"))
+    if not done:
+        return
+    table = titled("host time per call by layer, us")
+    table.add_column("layer")
+    for label in done:
+        table.add_column(text(label), justify="right")
+    for d in diffs:
+        table.add_column(text(f"{d.head} - {d.base}"), justify="right")
+    deltas = [{r.layer: r for r in d.layers} for d in diffs]
+    for layer in order({l for x in done.values() for l in x.layers}):
+        row: list[Text | str] = [text(layer)]
+        for x in done.values():
+            f = x.layers.get(layer)
+            row.append(fmt.pm(f.us_per_call, f.se_us) if f is not None else "-")
+        for by_layer in deltas:
+            delta = by_layer.get(layer)
+            row.append(fmt.pm(fmt.shown_delta(delta.base_us_per_call, delta.head_us_per_call), delta.delta_se_us,
+                              sign=True) if delta else "-")
+        table.add_row(*row)
+    row = [Text("total (measured)")] + [fmt.num(x.us_per_call) for x in done.values()]
+    row += [fmt.signed(fmt.shown_delta(d.base_us_per_call, d.head_us_per_call)) for d in diffs]
+    table.add_row(*row, end_section=True)
+    show(console, table)
+    say(console, layer_key(view))
+    for d in diffs:
+        if d.at_speed:
+            say(console, f"{fmt.visible(d.head)} - {fmt.visible(d.base)}: {fmt.visible(d.at_speed)}")
+    for label, x in done.items():
+        c = x.closure()
+        flag = "" if c.within_tolerance else f" (outside {c.tolerance:.0%}: samples were lost)"
+        libc = x.called_from.get("C library/allocator") or {}
+        callers = ", ".join(f"{k} {v:,.2f}" for k, v in list(libc.items())[:3])
+        say(console, (f"{fmt.visible(label)}: {fmt.closure_sentence(x)}{flag}"
+                           + (f"; C library called from: {callers}" if callers else "")))
+    for d in diffs:
+        print_frame_deltas(d, console, top)
+
+
+def print_lines(a: Analysis, console: Console) -> None:
+    """Each sampled case's step() lines and hottest lines (render/lines_view.py chooses and writes them)."""
+    rows = lines_view.terminal_rows(a)
+    if not rows:
+        return
+    table = titled(lines_view.TERMINAL_TITLE)
+    texts = any(r.code for r in rows)  # a run recorded before lines were kept has none: no column for them
+    for col, right in (("case", False), ("line", False), ("code", False), ("self", True), ("total", True)):
+        if col != "code" or texts:
+            table.add_column(col, justify="right" if right else "left", overflow="ellipsis" if col == "code" else "fold")
+    for r in rows:
+        table.add_row(text(r.case), text(r.where), *([text(r.code)] if texts else []), r.self, r.total)
+    show(console, table)
+    say(console, lines_view.TERMINAL_KEY)
+
+
+def print_aligned(a: Analysis, console: Console) -> None:
+    """The step lines the cases share, a column group per case (render/aligned_lines.py), as much of it as fits
+    the console (every figure; one count; total us and one count; without ±: it says which), then each pair's
+    lines that differ most. Nothing for a run whose cases share no step line."""
+    if a.aligned is None:
+        return
+    for fields, spread, left in aligned_lines.narrowed(a.aligned):
+        for width in (32, 20, 12):  # the code cut shorter before a figure is left out
+            got = aligned_lines.view(a.aligned, fields, spread, code_width=width, short=True)
+            table = titled(got.title)
+            table.add_column("line", justify="right")
+            table.add_column("code", no_wrap=True)
+            for g in got.groups:
+                for h in g.headers:
+                    table.add_column(Text(f"{fmt.visible(g.label)}\n{h}"), justify="right")
+            for r in got.rows:
+                table.add_row(text(r.line), text(r.code), *(text(c) for cells in r.cells for c in cells),
+                              end_section=r.kind == "line" and r is got.rows[-2])
+            if unwrapped(console, table):
+                break
+            boxless(table)  # as show() would draw it
+            if unwrapped(console, table):
+                break
+        else:
+            continue
+        break
+    show(console, table)
+    say(console, aligned_lines.KEY.format(dash=fmt.DASH) + (f"; {left}{aligned_lines.WIDER}" if left else ""))
+    for line in got.notes:
+        say(console, line)
+    for pair, sentences in aligned_lines.pair_sentences(a):
+        say(console, f"{pair}, the lines that differ most:")
+        for line in sentences:
+            say(console, f"  {line}")
+
+
+class TerminalCompare(Renderer[Analysis]):
+    """What `flametool compare` prints at the end: the pairs, the timings, the layers and the frame deltas."""
+
+    name, kind = "terminal", Analysis
+
+    def render(self, result: Analysis) -> str:
+        def draw(console: Console) -> None:
+            print_summary(result, console)
+            print_layers(result, console, view=self.options.view)
+            print_lines(result, console)
+            print_aligned(result, console)
+
+        return console_text(self.options, draw)

@@ -1,0 +1,147 @@
+"""The report's headline (the compare page's first section): each case's timing row, the sentence that says the
+answer for the pair the page shows first, each pair's lines, and how far each case is above the floors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import format as fmt
+from ..workload import builtins
+from ..analyse.compare import Analysis
+from ..run.record import CaseResult, Run
+
+us, num, shape_text = fmt.us, fmt.num, fmt.shape
+
+
+@dataclass
+class CaseRow:
+    label: str
+    library: str
+    dtype: str
+    shape: str
+    device: str
+    cpu: str
+    cpu_spread: str
+    gpu: str
+    ratio: str
+    bound: str
+    error: str
+
+
+@dataclass
+class Headline:
+    cases: list[CaseRow]
+    sentence: str
+    base: str
+    note: str
+    floors: list[str] = field(default_factory=list)
+    pairs: list[str] = field(default_factory=list)  # each compared pair: ratio and difference with intervals
+    method: str = ""  # how those were computed, and which time the layer and frame figures use
+    speed_note: str = ""  # which figures hold across runs, and what the intervals of microseconds cover
+
+
+def ok_results(run: Run) -> dict[str, CaseResult]:
+    return {l: r for l, r in run.results.items() if not r.error}
+
+
+def headline(a: Analysis) -> Headline:
+    run = a.run
+    ok = ok_results(run)
+    base = next(iter(ok), "")
+    base_cpu = t.cpu_us if base and (t := a.timings.get(base)) else None
+    rows = []
+    for label, r in run.results.items():
+        t = a.timings.get(label)
+        cpu = t.cpu_us if t else None
+        rows.append(CaseRow(
+            label=label, library=r.library or r.factory or "", dtype=r.dtype or "–",
+            shape=fmt.op_shape(run.config.operation, r.shape), device=r.device_name or r.device or "–",
+            cpu=us(cpu), cpu_spread=f"95%: {fmt.interval(t.interval, us)}" if t and t.interval else "",
+            gpu=us(t.gpu_us) if t and t.gpu_us is not None else ("none (CPU)" if r.device == "cpu" else "–"),
+            ratio=times(cpu / base_cpu) if isinstance(cpu, (int, float)) and base_cpu else "–",
+            bound=("host-bound" if r.timing.host_bound else "not host-bound") if r.timing and r.timing.host_bound is not None else "–",
+            error=r.error or "",
+        ))
+    processes = run.config.timing_processes
+    pairs, methods = [], []
+    for p in a.pairs:
+        pairs += fmt.pair_lines(p, run, processes)
+        if p.headline is not None and p.headline.method not in methods:
+            methods.append(p.headline.method)
+    method = (" ".join(m[0].upper() + m[1:] + "." for m in methods)
+              + " A case's own time: a bootstrap 95% interval over its processes."
+              + " Layer and frame figures are sample shares times each case's paired time per call at the sampled "
+                "shape (pooled over its timing processes at the median process's speed, as in the table); the sampled process's own unsampled time "
+                "is shown beside it in the cProfile section as a check. The words (host-bound, floor, anchor, "
+                "speed-adjusted, layers): docs/glossary.md in flametool's repository.")
+    on_gpu = any(r.device != "cpu" for r in ok.values())
+    return Headline(rows, sentence(a, ok), base,
+                    "host (CPU) / call: the host's clock around the loop, per call, pooled over the case's timing "
+                    "processes at the median process's speed (the figure its pairs' ratios and differences are taken "
+                    "at), its 95% interval below. "
+                    + ("GPU / call: device time per call from CUDA events around the same calls. " if on_gpu else
+                       "GPU / call: none, the run is on the CPU. ")
+                    + f"× first: host time against the first case's ({base}). bound: host-bound, "
+                    + ("the GPU waited for the host's launches (what flametool measures), or not, the host waited "
+                       "for the GPU." if on_gpu else "the loop's time is the host's own work."),
+                    against_floors(a, ok), pairs, method, fmt.speed_note(a.pairs) or "")
+
+
+def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:
+    """How far each library case is above each floor measured in the same run, at the same shape and dtype."""
+    cpu = {l: t.cpu_us for l in ok if (t := a.timings.get(l))}
+    floors = {l: r for l, r in ok.items() if builtins.is_floor(l, r.factory) and l in cpu}
+    lines = []
+    for label, r in ok.items():
+        if label in floors or label not in cpu:
+            continue
+        parts = [f"{fmt.shown_delta(cpu[fl], cpu[label]):+,.2f} us against {fl} ({us(cpu[fl])}: {builtins.FLOORS[fl]})"
+                 for fl, f in floors.items() if (f.shape, f.dtype) == (r.shape, r.dtype)]
+        if parts:
+            lines.append(f"{label} ({us(cpu[label])} per call): " + "; ".join(parts) + ".")
+    return lines
+
+
+def times(ratio: float) -> str:
+    """'× first': two decimals, or three figures below 0.1 (a CUDA graph's launch read 0.00× of cupy's)."""
+    return f"{ratio:.2f}×" if ratio >= 0.1 or ratio == 0 else f"{ratio:.2g}×"
+
+
+def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
+    # the pair the page shows first (its pair switch selects the first pair with a diff): the prose and the view
+    # below it speak of one pair (the largest gap, cupy − cublas, was told above a view of torch − cupy)
+    pair = next((p for p in a.pairs if p.diff), None)
+    if pair is not None:
+        case_diff = pair.diff
+        assert case_diff is not None  # only the pairs with a diff
+        base, head = case_diff.base, case_diff.head
+        b, h = case_diff.base_us_per_call, case_diff.head_us_per_call
+        # one sign convention everywhere: head − base of the pair BASE:HEAD, as the pair's line and the charts
+        delta = fmt.shown_delta(b, h)
+        shape = shape_text(ok[head].sample_shape if head in ok else None)
+        text = (f"At the sampled shape ({shape}) {head} − {base} = {delta:+,.2f} us per call on the host ({head} "
+                f"{num(h)} us against {base} {num(b)} us" + (f", {h / b:.2f}×" if b else "") + "; the pooled times, as "
+                "the pair's figure above).")
+        layers = sorted(case_diff.layers, key=lambda r: -abs(r.delta_us_per_call))
+        frames = [r for r in case_diff.frames if r.delta_us_per_call]
+        parts = []
+        if layers and layers[0].delta_us_per_call:
+            l0 = layers[0]
+            parts.append(f"largest layer difference: {l0.layer} "
+                         f"({fmt.shown_delta(l0.base_us_per_call, l0.head_us_per_call):+,.2f} us)")
+        if frames:
+            f0 = frames[0]
+            parts.append(f"largest frame difference: {f0.display} "
+                         f"({fmt.shown_delta(f0.base_self_us_per_call, f0.head_self_us_per_call):+,.2f} us of "
+                         "its own time)")
+        if parts:
+            text += f" In {head} − {base}, the " + "; the ".join(parts) + "."
+        return text
+    timed = [(l, t.cpu_us) for l in ok if (t := a.timings.get(l))]
+    if len(timed) >= 2:
+        (x, tx), (y, ty) = timed[:2]
+        return (f"{y} takes {ty:,.2f} us per call on the host against {x}'s {tx:,.2f} us ({ty / tx:.2f}×); "
+                "there is no stack diff to say where (fewer than two cases were sampled).")
+    if timed:
+        return f"One case measured: {timed[0][0]}, {timed[0][1]:,.2f} us per call on the host."
+    return "No case finished; nothing was measured."

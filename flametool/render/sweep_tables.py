@@ -1,0 +1,98 @@
+"""What `flametool sweep` prints: per size each case's host, GPU and wall time, per pair the wall-time ratio and
+the extra host time in it, the layers at the sampled sizes, each case's crossover."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from . import format as fmt
+from ..analyse import sweep
+from ..analyse.layers import order
+from ..analyse.sweep import SweepAnalysis
+from .base import Renderer
+from .terminal import console_text, say, show, text, titled
+
+
+def print_sweep(a: SweepAnalysis, console: Console) -> None:
+    """A sweep: per size, each case's host, GPU and wall time per call; per pair, the wall-time ratio and the
+    extra host time in it; each case's crossover."""
+    run = a.run
+    # a CPU sweep has no GPU times and every size is the host's: no GPU or bound columns
+    cols = ("host", "GPU", "wall", "bound") if a.on_gpu else ("host", "wall")
+    table = titled(f"{run.config.operation}: " + (
+                   "time per call at each size: host (CPU), GPU and wall (to the sync after the loop), median of "
+                   "every loop; bound: host, the GPU waited on the host's launches, or GPU, the host waited on the GPU"
+                   if a.on_gpu else
+                   "time per call at each size on the CPU, which does all the work: host clock around the loop and "
+                   "wall (to the end of the loop), median of every loop"))
+    table.add_column("size")
+    for label in a.curves:
+        for col in cols:
+            table.add_column(f"{fmt.visible(label)} {col}", justify="right" if col != "bound" else "left")
+    for shape in a.shapes:
+        row = [sweep.size_name(shape)]
+        for label in a.curves:
+            p = a.at(label, shape)
+            if p is None or p.cpu_us is None:
+                row += ["failed" if p is not None and p.error else "-"] + [""] * (len(cols) - 1)
+                continue
+            shown = {"host": fmt.us(p.cpu_us), "GPU": fmt.us(p.gpu_us), "wall": fmt.us(p.wall_us),
+                     "bound": "host" if p.host_bound else "GPU"}
+            row += [shown[c] for c in cols]
+        table.add_row(*row)
+    show(console, table)
+    for sp in a.pairs:
+        t = titled(f"{sp.head} against {sp.base}: wall time per call, " + ("paired" if sp.paired else "not paired")
+                   + "; extra host: the slower case's host time beyond the other's, and the share of its wall time "
+                     "that shows it")
+        for col in ("size", "wall ratio (95%)", "wall difference", "slower", "extra host", "share of wall"):
+            t.add_column(col, justify="left" if col in ("size", "slower") else "right")
+        for pp in sp.points:
+            w = pp.wall
+            if w is None or w.ratio is None:
+                t.add_row(sweep.size_name(pp.shape), "-", "", "", "", "")
+                continue
+            assert w.diff_us is not None  # a ratio comes with its difference
+            iv = f" ({fmt.interval(w.ratio_interval, lambda v: f'{v:.3f}')})" if w.ratio_interval else ""
+            ratio = "inconclusive" if sweep.side(pp) is None else fmt.ratio(w.ratio)  # the interval says nothing
+            t.add_row(sweep.size_name(pp.shape), ratio + iv, fmt.signed(w.diff_us) + " us", text(pp.slower),
+                      fmt.us(pp.extra_host_us), f"{pp.share:.0%}" if pp.share is not None else "-")
+        show(console, t)
+        for line in fmt.sweep_pair_lines(sp, run.config.timing_processes):
+            say(console, line)
+    if a.layers:
+        layers = order({k for by_case in a.layers.values() for x in by_case.values() for k in x.layers})
+        t = titled("host time per call by layer at each sampled (host-bound) size, us: each layer's share of the "
+                   "samples times the case's paired time there")
+        for col in ("size", "case", "total", *layers):
+            t.add_column(text(col), justify="left" if col in ("size", "case") else "right")
+        for size, by_case in a.layers.items():
+            for label, x in by_case.items():
+                t.add_row(size, text(label), fmt.num(x.us_per_call),
+                          *[fmt.num(x.layers[k].us_per_call) if k in x.layers else "-" for k in layers])
+        show(console, t)
+    for label, c in a.crossovers.items():
+        say(console, f"{fmt.visible(label)}: {c.text}")
+    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation,
+                                 [(p.base, p.head) for p in a.pairs]):
+        say(console, f"operands differ: {line}")
+    if a.new_outputs:
+        say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
+    for label, r in run.results.items():
+        failed = [p for p in r.points if p.error]
+        if r.error:
+            say(console, f"{fmt.visible(label)}: failed: {fmt.visible(r.error)}")
+        for point in failed:
+            say(console, f"{fmt.visible(label)} at {sweep.size_name(point.shape)}: {fmt.visible(point.error)}")
+    if not run.complete:
+        say(console, "run incomplete: run.json holds what finished")
+    say(console, f"run directory: {a.run_dir}")
+
+
+class TerminalSweep(Renderer[SweepAnalysis]):
+    """What `flametool sweep` prints: its tables."""
+
+    name, kind = "terminal", SweepAnalysis
+
+    def render(self, result: SweepAnalysis) -> str:
+        return console_text(self.options, lambda console: print_sweep(result, console))

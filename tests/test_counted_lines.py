@@ -257,7 +257,7 @@ def test_per_line_differences_match_by_file_and_line_then_by_step_order():
     assert [(l.where, l.matched_by, l.delta("api"), l.delta("kernel")) for l in d.by_line] == [
         ("case.py:19", "file and line", 0, 0), ("case.py:20", "file and line", 24, 1), ("case.py:21", "file and line", 0, 0)]
     lines = countdiff.lines(d)
-    assert "per step, line case.py:20 (y = a @ b): +24 CUDA API calls, +1 kernels" in lines
+    assert "per step, line case.py:20 (y = a @ b): +24 CUDA API calls, +1 kernel" in lines
     doc = countdiff.to_json(d)
     assert [r["delta"] for r in doc["by_line"]] == [{}, {"api": "24", "kernel": "1"}, {}]
     # two different files (cupy's case against torch's): by the order of the step's lines

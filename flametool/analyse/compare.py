@@ -124,6 +124,15 @@ class Analysis:
     threads: dict[str, "OtherThreads"] = field(default_factory=dict)
     gpu_busy: dict[str, timeline.Busy] = field(default_factory=dict)  # a step's GPU busy share, from its timeline
 
+    def complete(self) -> "Analysis":
+        """Every figure a view may show, made now rather than when a renderer first asks: analysis is done before
+        anything is laid out (the walk from analyse/ to render/ and back is then made once), and what a view shows
+        is what was computed here. Returns itself."""
+        for p in self.pairs:
+            p.diff, p.diff_by_library  # noqa: B018 - cached properties, evaluated for their side effect
+        self.cases_by_library, self.lines, self.pair_lines, self.aligned  # noqa: B018
+        return self
+
     @property
     def first_diff(self) -> treediff.PairDiff | None:
         return next((p.diff for p in self.pairs if p.diff), None)

@@ -19,7 +19,8 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True) -> AnyAnalysis:
         return sweep.analyse(run_dir, run)
     if run.kind == "atlas":
         return atlas.analyse(run_dir, run)
-    return compare.analyse(run_dir, run, attribute)
+    made = compare.analyse(run_dir, run, attribute)
+    return made.complete() if attribute else made  # everything the views show, before any of them runs
 
 
 def analyse_dir(run_dir: Path | str, attribute: bool = True) -> AnyAnalysis:

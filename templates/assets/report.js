@@ -1,5 +1,5 @@
 /* flametool report: sortable tables and interactive flame graphs. No dependencies, nothing fetched;
-   the data is the JSON block #flame-data, written by flametool/report.py. Names from profiles are only
+   the data is the JSON block #flame-data, written by flametool/render/report_flames.py. Names from profiles are only
    ever set with textContent, never as HTML. */
 (function () {
   "use strict";

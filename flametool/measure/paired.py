@@ -51,7 +51,14 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
     first = TimeJob(**job_base(config), cases=[job_case(c, config) for c in cases], sample_shape=config.sample_shape,
                     plan=[PlanItem(config.shape, None, "timing", decide=True)], op=config.op)
     say = lambda what: m.progress(f"timing {name}", f"process 1/{config.processes}: {what}")  # noqa: E731
-    got, error, _ = run_child(first, config, name, m.out / f"{name}-timing.log", lambda _l, t: say(t))
+    lost: list[str] = []
+    while True:
+        got, error, _ = run_child(first, config, name, m.out / f"{name}-timing.log", lambda _l, t: say(t))
+        # a first process that died (os._exit in a sitecustomize, the OOM killer's SIGKILL) is one process lost,
+        # as a later one is: another takes its place (at most MOST_LOST); one that reported a failure is not
+        if got is not None or not died(error) or len(lost) + 1 >= MOST_LOST:
+            break
+        lost.append(f"{process_name(1, config.processes)}: {error}")
     if got is None:
         if paired:
             run.groups.pop()  # nothing was measured together: each case gets a group of its own
@@ -90,10 +97,16 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
     if paired and not group.paired:
         group.reason = "alone: the other cases of the run could not share its processes"
     group.processes = 1
+    group.lost += lost
     m.save()
     if more:
         more_processes(m, [group])
     return retry
+
+
+def died(error: str | None) -> bool:
+    """Whether a child's error says it ended before reporting (spawn.ended_early's words), not that it failed."""
+    return error is not None and "before reporting" in error
 
 
 def more_processes(m: Measurement, groups: list[Group]) -> None:

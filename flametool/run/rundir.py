@@ -159,8 +159,15 @@ def load(run: Path | str) -> record.Run:
     path = run / RUN_FILE
     if not (path.exists() or path.is_symlink()):
         raise RunDirError(f"{path}: missing (is {run} a flametool run directory?)")
+    return record.Run.from_json(read_json(path, MAX_RUN_JSON), str(path))
+
+
+def read_json(path: Path, limit: int) -> object:
+    """A JSON file of the run directory (run.json, sources.json, a timeline), as its writer wrote it: a regular
+    file only (never through a link), at most `limit` bytes, UTF-8 JSON whose tree check_tree passes; else one
+    RunDirError naming the file."""
     try:
-        raw = safeopen.read_bytes(path, MAX_RUN_JSON)  # a regular file only, never through a link
+        raw = safeopen.read_bytes(path, limit)
         data = json.loads(raw.decode("utf-8"))
     except MemoryError:
         raise RunDirError(f"{path}: too large to read in the memory this process may use "
@@ -172,7 +179,7 @@ def load(run: Path | str) -> record.Run:
     problem = check_tree(data)
     if problem:
         raise RunDirError(f"{path}: {problem}")
-    return record.Run.from_json(data, str(path))
+    return data
 
 
 def load_profiled(run: Path | str, what: str) -> record.Run:

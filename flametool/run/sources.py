@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import rundir, safeopen
+from . import rundir
 from ..errors import RunDirError
 
 SOURCES_FILE = "sources.json"
@@ -188,14 +188,4 @@ def load(run: Path | str) -> Sources:
     file = path(Path(run))
     if not (file.exists() or file.is_symlink()):
         return Sources()
-    raw = safeopen.read_bytes(file, MAX_SOURCES_JSON)
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise RunDirError(f"{file}: cannot be read as JSON ({str(exc)[:100]})") from None
-    except RecursionError:
-        raise RunDirError(f"{file}: cannot be read as JSON (nested too deeply)") from None
-    problem = rundir.check_tree(data)
-    if problem:
-        raise RunDirError(f"{file}: {problem}")
-    return Sources.from_json(data, str(file))
+    return Sources.from_json(rundir.read_json(file, MAX_SOURCES_JSON), str(file))

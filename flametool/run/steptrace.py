@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import rundir, safeopen
+from . import rundir
 from .sources import clean_text
 from ..errors import RunDirError
 
@@ -153,14 +153,4 @@ def save(file: Path | str, record: StepTrace) -> None:
 
 def load(file: Path | str) -> StepTrace:
     """One timeline file; a link, FIFO or device is refused (safeopen), as is anything not as save writes it."""
-    raw = safeopen.read_bytes(Path(file), MAX_TIMELINE_JSON)
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise RunDirError(f"{file}: cannot be read as JSON ({str(exc)[:100]})") from None
-    except RecursionError:
-        raise RunDirError(f"{file}: cannot be read as JSON (nested too deeply)") from None
-    problem = rundir.check_tree(data)
-    if problem:
-        raise RunDirError(f"{file}: {problem}")
-    return StepTrace.from_json(data, str(file))
+    return StepTrace.from_json(rundir.read_json(Path(file), MAX_TIMELINE_JSON), str(file))

@@ -76,7 +76,7 @@ BY_FILE_LINE, BY_STEP_ORDER = "file and line", "step order"
 
 def diff_by_line(base: Counts, head: Counts) -> list[LineCountDelta]:
     """The two sides' lines matched (see the module's note), in the head's (else the base's) source order;
-    [] where a side has no per-line counts."""
+    [] where a side has no per-line counts, or where no line of one step matches a line of the other."""
     if not base.by_line or not head.by_line:
         return []
     kinds = tuple(k for k in counts.KINDS if k in base.by_line_kinds and k in head.by_line_kinds)
@@ -88,6 +88,10 @@ def diff_by_line(base: Counts, head: Counts) -> list[LineCountDelta]:
         pairs += [(b, h, BY_STEP_ORDER) for b, h in zip(sorted(left.values(), key=lambda l: l.line),
                                                         sorted(right.values(), key=lambda l: l.line))]
         left, right = {}, {}
+    if not any(how for _, _, how in pairs):
+        # two steps that share no line (numpy's and torch's built-in steps, two functions of one file): their
+        # lines are not one step's lines compared, and a line of one beside nothing of the other says nothing
+        return []
     pairs += [(None, h, "") for h in right.values()] + [(b, None, "") for b in left.values()]
 
     def order(p: tuple[LineCounts | None, LineCounts | None, str]) -> tuple[bool, int, int]:

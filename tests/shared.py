@@ -44,13 +44,14 @@ def once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None
     return folder
 
 
-def flametool_once(factory: pytest.TempPathFactory, name: str, *args: str,
-                   timeout: float = 300) -> tuple[Path, subprocess.CompletedProcess]:
-    """`flametool ARGS --out RUN` in a process of its own (as conftest's cli runs it), once a session: the run
-    directory and the finished command (its exit code, stdout and stderr as it printed them)."""
+def flametool_once(factory: pytest.TempPathFactory, name: str, *args: str, timeout: float = 300,
+                   env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[Path, subprocess.CompletedProcess]:
+    """`flametool ARGS --out RUN` in a process of its own (as conftest's cli runs it, or faultkit's run with its
+    `env` and `cwd`), once a session: the run directory and the finished command (its exit code, stdout and
+    stderr as it printed them)."""
     def make(folder: Path) -> None:
         argv = [sys.executable, "-m", "flametool", *args, "--out", str(folder / "run")]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
         (folder / "command.json").write_text(json.dumps({"args": argv, "returncode": proc.returncode,
                                                          "stdout": proc.stdout, "stderr": proc.stderr}))
 

@@ -21,9 +21,10 @@ ANCHOR = Path(__file__).parent / "cases" / "env_cases.py"
 
 
 def calibrate(out: Path, *more: str) -> subprocess.CompletedProcess:
+    # --no-count: the counted loop (a process per case and environment) is nothing calibrate reads or keeps
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.run([sys.executable, str(SCRIPT), "--lib", "numpy", "--anchor-case", f"{ANCHOR}:dot",
-                           "--out", str(out), "--compare-args", "--processes 2 --repeats 3 --iters 100", *more],
+                           "--out", str(out), "--compare-args", "--processes 2 --repeats 3 --iters 100 --no-count", *more],
                           capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
 
 

@@ -19,6 +19,7 @@ from flametool.render import counted_lines, perfetto
 from flametool.run import steptrace
 from flametool.run.counts import OUTSIDE, Counts, LineCounts, Tally
 from flametool.run.steptrace import ApiCall, GpuOp, LineSpan, StepTrace
+from shared import flametool_once
 
 CASES = Path(__file__).parent / "cases" / "counted_line_cases.py"
 SOURCE = CASES.read_text().splitlines()
@@ -283,9 +284,10 @@ def test_the_per_line_table_is_shown_with_its_sum(three):
 
 @pytest.fixture(scope="module")
 def cpu_run(cli, tmp_path_factory):
-    out = tmp_path_factory.mktemp("lines") / "run"
-    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--case", f"{CASES}:three_lines", "--no-sample", "--processes", "1",
-               "--repeats", "2", "--iters", "50", "--out", str(out))
+    # made once in the session, by whichever worker asks first (tests/shared.py), and only read
+    out, proc = flametool_once(tmp_path_factory, "counted-lines-cpu", "compare", "--device", "cpu", "--libs", "numpy",
+                               "--case", f"{CASES}:three_lines", "--no-sample", "--processes", "1", "--repeats", "2",
+                               "--iters", "50")
     assert proc.returncode == 0, proc.stderr
     return out, proc
 

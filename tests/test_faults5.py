@@ -5,6 +5,7 @@ run.json files where they do; real CPU runs with tiny settings where only a run 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from flametool.analyse import diff
 from flametool.commands import main
 from flametool.run import rundir
 from runbuild import make_run
-from shared import flametool_once
+from shared import flametool_once, session_folder
 
 STACK = "case.<locals>.step (tests/a.py:1);shared (lib/s.py:1) 6\n"
 # the issue's settings
@@ -121,12 +122,16 @@ def dying(tmp_path_factory):
     """dying_case beside numpy in 4 timing processes: its 2nd process (os._exit(1)) and its profiling process
     (the 5th to build it) die. (Three kept: with two, Student's t of one degree of freedom widens the interval
     past any threshold on a loaded machine.)"""
-    counts = tmp_path_factory.mktemp("counts")
-    out = tmp_path_factory.mktemp("dying") / "run"
-    environ = fk.env(FAULT_COUNT_DIR=str(counts), FAULT_DIE_AT="2,5")
-    proc = fk.run(["compare", *O[:-1], "4", "--no-sample", "--no-count", "--libs", "numpy", "--case",
-                   f"{CASES}:dying_case", "--pair", "numpy:dying_case", "--fail-above", "10000", "--out", str(out)],
-                  environ)
+    # made once in the session, by whichever worker asks first (tests/shared.py), and only read: the count folder
+    # and the process tag are the session's, so both workers' tests read the same environment the run had
+    root = session_folder(tmp_path_factory)
+    counts = root / "faults5-dying-counts"
+    counts.mkdir(exist_ok=True)
+    environ = fk.env(FAULT_COUNT_DIR=str(counts), FAULT_DIE_AT="2,5",
+                     **{fk.TAG: "faults5-dying-" + hashlib.sha256(str(root).encode()).hexdigest()[:16]})
+    out, proc = flametool_once(tmp_path_factory, "faults5-dying", "compare", *O[:-1], "4", "--no-sample", "--no-count",
+                               "--libs", "numpy", "--case", f"{CASES}:dying_case", "--pair", "numpy:dying_case",
+                               "--fail-above", "10000", env=environ, cwd=fk.ROOT)
     return out, proc, environ
 
 

@@ -167,11 +167,8 @@ def print_summary(a: Analysis, console: Console) -> None:
     counted_lines.print_tables(a, console)
     print_other_threads(a, console)
 
-    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation,
-                                 [(p.base, p.head) for p in a.pairs]):
-        say(console, f"operands differ: {line}")
-    if a.new_outputs:
-        say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
+    for what, line in fmt.fairness(a, run):
+        say(console, f"{what}: {line}")
     for label, r in run.results.items():
         name = fmt.visible(label)
         if r.error:

@@ -157,6 +157,14 @@ def unlike_sentence(u: UnlikeOperands, device: str | None = "cuda", op: str = "m
     return f"{parts[0]}. {parts[1]}" if parts else ""
 
 
+def fairness(a, run) -> list[tuple[str, str]]:
+    """(what differs, the sentence) of a compare's or a sweep's analysis `a`, as every view says it: the operand
+    values each compared pair read ("operands differ"), and jax's new output buffers ("outputs differ")."""
+    out = [("operands differ", line) for line in unlike_lines(a.unlike, run_device(run), run.config.operation,
+                                                               [(p.base, p.head) for p in a.pairs])]
+    return out + ([("outputs differ", outputs_sentence(a.new_outputs))] if a.new_outputs else [])
+
+
 def unlike_lines(unlike: list[UnlikeOperands], device: str | None, op: str,
                  pairs: list[tuple[str, str]] | None = None) -> list[str]:
     """The run's operand warnings, one per shape and dtype where a compared pair read different values; why it

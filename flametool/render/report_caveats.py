@@ -47,11 +47,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
         if len({json.dumps(v) for v in values.values()}) > 1:
             listed = ", ".join(f"{l} {shape_text(v) if isinstance(v, list) else v}" for l, v in values.items())
             out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
-    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation,
-                                 [(p.base, p.head) for p in a.pairs]):
-        out.append(Caveat("operands differ", line + "."))
-    if a.new_outputs:
-        out.append(Caveat("outputs differ", fmt.outputs_sentence(a.new_outputs) + "."))
+    out += [Caveat(what, line + ".") for what, line in fmt.fairness(a, run)]
     for label, r in ok.items():
         group = run.group_of(label)
         if group is not None and not group.paired and len(run.results) > 1:

@@ -131,10 +131,7 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
     lines = [f"{label}: {c.text}" for label, c in a.crossovers.items()]
     for sp in a.pairs:
         lines += fmt.sweep_pair_lines(sp, run.config.timing_processes)
-    lines += [f"operands differ: {line}" for line in fmt.unlike_lines(a.unlike, fmt.run_device(a.run),
-                                                                       a.run.config.operation,
-                                                                       [(p.base, p.head) for p in a.pairs])]
-    lines += [f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}"] if a.new_outputs else []
+    lines += [f"{what}: {line}" for what, line in fmt.fairness(a, a.run)]
     failures = [f"{label}: failed: {r.error}" for label, r in run.results.items() if r.error]
     failures += [f"{label} at {size_name(p.shape)}: {p.error}" for label, r in run.results.items() for p in r.points if p.error]
     columns, rows = cells(a)

@@ -73,11 +73,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         show(console, t)
     for label, c in a.crossovers.items():
         say(console, f"{fmt.visible(label)}: {c.text}")
-    for line in fmt.unlike_lines(a.unlike, fmt.run_device(run), run.config.operation,
-                                 [(p.base, p.head) for p in a.pairs]):
-        say(console, f"operands differ: {line}")
-    if a.new_outputs:
-        say(console, f"outputs differ: {fmt.outputs_sentence(a.new_outputs)}")
+    for what, line in fmt.fairness(a, run):
+        say(console, f"{what}: {line}")
     for label, r in run.results.items():
         failed = [p for p in r.points if p.error]
         if r.error:

@@ -23,7 +23,7 @@ from fractions import Fraction
 from typing import Mapping, Sequence
 
 from .attribution import Figure
-from .lines import CaseLines, LineCost
+from .lines import CaseLines, LineCost, same_file
 from ..run.counts import COUNTED, OUTSIDE, Counts
 
 Key = tuple[str, int]  # (file as the table names it, line)
@@ -79,10 +79,6 @@ class Aligned:
         """Every kind any column counted per line, in COUNTED's order."""
         got = {k for c in self.columns for k in c.kinds}
         return [k.name for k in COUNTED if k.name in got]
-
-
-def same_file(a: str, b: str) -> bool:
-    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
 def _names(sampled: set[str], steps: set[str], counted: set[str]) -> dict[str, str]:

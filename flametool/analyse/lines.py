@@ -94,7 +94,7 @@ def step_functions(profile: Profile, step_source: str | None = None) -> set[tupl
         frames = [profile.frames[k] for k in s.frames if profile.frames[k].kind != "address"]
         if source is not None:
             root = next((f for f in frames if f.kind == "python" and f.file and f.line is not None
-                         and _same_file(source, f.file)), None)
+                         and same_file(source, f.file)), None)
         else:
             root = frames[0] if frames else None
         if root is not None and root.kind == "python" and root.line is not None:
@@ -102,11 +102,12 @@ def step_functions(profile: Profile, step_source: str | None = None) -> set[tupl
     return out
 
 
-def _same_file(path: str, shown: str) -> bool:
-    """Whether py-spy's shortened `shown` name ('flametool/workload/builtin_workloads.py', 'mywork.py') is the
-    file at `path` (py-spy strips a sys.path entry: what is left is a tail of the path)."""
-    shown = shown.replace("\\", "/")
-    return path == shown or path.endswith("/" + shown.lstrip("/"))
+def same_file(a: str, b: str) -> bool:
+    """Whether two names of a file name one file: py-spy strips a sys.path entry from a Python file's path, the
+    counted loop and a case's spec keep more of it ('flametool/workload/builtin_workloads.py', 'mywork.py',
+    '/home/me/mywork.py'), so one is the other or a tail of it."""
+    a, b = a.replace("\\", "/"), b.replace("\\", "/")
+    return a == b or a.endswith("/" + b.lstrip("/")) or b.endswith("/" + a.lstrip("/"))
 
 
 def workload_source(module: str | None, file: str | None) -> str | None:

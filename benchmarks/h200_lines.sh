@@ -1,11 +1,11 @@
 #!/bin/bash
 # Issues 39 and 40 on the H200: the GPU tests of lines, per-line counts, workloads and the timeline, then the runs
 # a user would make, each one's output under $OUT as it finishes (a device call cut short keeps what finished):
-#   gpu-tests.txt     pytest -m gpu: test_gpu_lines, test_gpu_workloads first, then test_gpu, test_gpu_ops
+#   gpu-tests.txt     pytest -m gpu: test_gpu_lines, test_gpu_workloads (but its atlas) first, then test_gpu, test_gpu_ops
 #   mlp.txt           compare --workload mlp --libs cupy,torch,jax: per-line host time and counts, aligned
 #   mlp-trace.txt     export --format perfetto of the mlp run's cupy and torch steps, read back with json
 #   lines-1024.txt    compare cupy,torch at 1024^3: CuPy's Cython .cpp lines with us per call
-#   atlas-wl.txt      atlas --workloads mlp,softmax,layernorm,adam --libs cupy,torch,jax
+#   atlas-wl.txt      atlas --workloads mlp,softmax,layernorm,adam --libs cupy,torch,jax, its test, each one's lines
 #   runs.tgz          the run directories (run.json, sources.json, timelines, reports; no .prof/.folded)
 # Run from the repository root after the wheels are installed (the device README's lines):
 #   WHAT="tests mlp lines atlas" bash benchmarks/h200_lines.sh
@@ -23,7 +23,7 @@ for w in ${WHAT:-tests mlp lines atlas}; do
         # written as it goes, not through tail: a call cut off at its limit keeps what the tests printed
         # (2026-12-02: the lines and workloads tests took over 4 minutes with the workloads' GPU atlas)
         { echo "# H200 $(date -u +%F) $(git describe --always --dirty 2>/dev/null)"
-          python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_lines.py tests/test_gpu_workloads.py
+          python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_lines.py tests/test_gpu_workloads.py -k "not atlas"
           python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu.py tests/test_gpu_ops.py
         } > "$out/gpu-tests.txt" 2>&1 ;;
     mlp)
@@ -54,8 +54,13 @@ PY
         { ft compare --libs cupy,torch --shape 1024,1024,1024 --processes 5 --sample-seconds 6 --out "$out/runs/lines-1024"
           echo "rc $?"; ft summary "$out/runs/lines-1024" --format markdown; } > "$out/lines-1024.txt" 2>&1 ;;
     atlas)
+        # the atlas once, then its test reads it (FLAMETOOL_GPU_ATLAS) and each workload's lines are printed
         { ft atlas --workloads mlp,softmax,layernorm,adam --libs cupy,torch,jax --processes 2 --sample-seconds 3 \
-              --out "$out/runs/atlas-wl"; echo "rc $?"; } > "$out/atlas-wl.txt" 2>&1 ;;
+              --out "$out/runs/atlas-wl"; echo "rc $?"
+          FLAMETOOL_GPU_ATLAS="$out/runs/atlas-wl" python3 -m pytest -q -s -m gpu -p no:cacheprovider \
+              tests/test_gpu_workloads.py -k atlas
+          for w in mlp softmax layernorm adam; do ft summary "$out/runs/atlas-wl/$w"; done
+        } > "$out/atlas-wl.txt" 2>&1 ;;
     esac
     echo "$w: $((SECONDS - t0)) s" | tee -a "$out/times.txt"
     pack

@@ -4,7 +4,10 @@ stacks of cupy and torch; jax's jitted step shows jit's dispatch instead); the f
 
 from __future__ import annotations
 
+import json
+import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,14 +73,44 @@ def test_mlp_on_cupy_torch_and_jax(mlp_run):
     assert lines["cupy"] and lines["torch"] and lines["cupy"] & lines["torch"], lines
 
 
-def test_the_four_builtins_in_a_gpu_atlas(cli, tmp_path_factory):
+def atlas_run(cli, tmp_path_factory) -> Path:
+    """The four built-ins' atlas: the one benchmarks/h200_lines.sh made (FLAMETOOL_GPU_ATLAS, so a device call
+    measures it once), else one of its own (about 4 minutes on the H200, 2 s of sampling a case)."""
+    given = os.environ.get("FLAMETOOL_GPU_ATLAS")
+    if given:
+        return Path(given)
     out = tmp_path_factory.mktemp("gpuworkloadatlas") / "run"
     proc = cli("atlas", "--workloads", ",".join(builtin_workloads.WORKLOADS), "--libs", "cupy,torch,jax",
-               "--iters", "500", "--repeats", "2", "--processes", "2", "--out", str(out))
+               "--iters", "500", "--repeats", "2", "--processes", "2", "--sample-seconds", "2", "--out", str(out),
+               timeout=540)
     assert proc.returncode == 0, proc.stderr
     print(proc.stdout)
+    return out
+
+
+def test_the_four_builtins_in_a_gpu_atlas_per_line(cli, tmp_path_factory):
+    """Every workload on cupy, torch and jax (jitted): no error, and per line of fn, host time and kernels for
+    cupy and torch, the lines' kernels summing to the step's (issue 40: per-line host time and kernels)."""
+    out = atlas_run(cli, tmp_path_factory)
     run = rundir.load(out)
     assert [p.op for p in run.parts] == list(builtin_workloads.WORKLOADS)
     for part in run.parts:
         results = rundir.load(out / part.dir).results
+        assert list(results) == ["cupy", "torch", "jax"], part.op
         assert all(r.error is None for r in results.values()), {l: r.error for l, r in results.items()}
+        proc = cli("summary", str(out / part.dir), "--format", "json")
+        assert proc.returncode == 0, proc.stderr
+        aligned = json.loads(proc.stdout)["aligned_lines"]
+        assert aligned["file"].endswith("builtin_workloads.py"), aligned["file"]
+        by_label = {c["label"]: c for c in aligned["cases"]}
+        for label in ("cupy", "torch"):
+            case = by_label[label]
+            assert case["us_per_call"] and case["us_per_call"] > 0, (part.op, label)
+            assert "kernel" in case["kinds"], (part.op, label, case["kinds"])
+            assert case["lines_sum"]["kernel"] == case["step"]["kernel"], (part.op, label)
+            timed = [r for r in aligned["rows"] if (r["cases"].get(label) or {}).get("total_us")]
+            kernels = [r for r in aligned["rows"] if "kernel" in ((r["cases"].get(label) or {}).get("counts") or {})]
+            assert timed and kernels, (part.op, label)
+            print(part.op, label, f"{case['us_per_call']:.1f} us;", len(timed), "lines with host time,",
+                  len(kernels), "with kernels, step kernels", case["step"]["kernel"])
+        assert "jax" in by_label, part.op

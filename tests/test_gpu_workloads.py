@@ -89,8 +89,9 @@ def atlas_run(cli, tmp_path_factory) -> Path:
 
 
 def test_the_four_builtins_in_a_gpu_atlas_per_line(cli, tmp_path_factory):
-    """Every workload on cupy, torch and jax (jitted): no error, and per line of fn, host time and kernels for
-    cupy and torch, the lines' kernels summing to the step's (issue 40: per-line host time and kernels)."""
+    """Every workload on cupy, torch and jax (jitted): no error; per line of fn, host time and kernels for cupy
+    and torch, the lines' kernels summing to the step's (issue 40). Jitted jax runs fn only while it traces it:
+    its step is jit's dispatch, with no line of fn to put beside the others (H200, 2026-12-02: not in the table)."""
     out = atlas_run(cli, tmp_path_factory)
     run = rundir.load(out)
     assert [p.op for p in run.parts] == list(builtin_workloads.WORKLOADS)
@@ -113,4 +114,3 @@ def test_the_four_builtins_in_a_gpu_atlas_per_line(cli, tmp_path_factory):
             assert timed and kernels, (part.op, label)
             print(part.op, label, f"{case['us_per_call']:.1f} us;", len(timed), "lines with host time,",
                   len(kernels), "with kernels, step kernels", case["step"]["kernel"])
-        assert "jax" in by_label, part.op

@@ -29,7 +29,7 @@ class Builtin:
     label: str  # as --libs names it
     library: str  # whose version and device events apply
     needs_cuda: bool
-    matmul: Factory | None  # its own matmul factory; None: matmul is one of its ops (its row in ops.py names it)
+    matmul: Factory | None  # its own matmul factory; None: matmul is one of its ops (made by `ops`)
     ops: Callable[[str, tuple, str, str], tuple[Step, Sync]] | None = None  # OP_FACTORY(op, shape, dtype, device)
     floor: str = ""  # a floor: what its time per call means, for the report's comparison against it
     any_op: bool = False  # a floor that launches the same thing whatever the op: built for every op by `matmul`

@@ -74,6 +74,36 @@ def test_matmul_through_the_old_factories_is_still_the_product():
     assert np.allclose(step.out, a @ b)
 
 
+def fortran_place(host, dtype, device):
+    """A made-up library's placement: numpy's arrays laid out in Fortran order."""
+    if device != "cpu":
+        raise ValueError("numpy-f runs on the CPU only")
+    return np, tuple(np.asfortranarray(x) for x in host), lambda: None
+
+
+def test_a_new_library_is_its_row_alone():
+    """A row of libraries.py is all a library's built-in needs: its case of every op (matmul too, through the op
+    row, where it has no matmul factory of its own) computes what numpy does, and each row of LIBRARIES is a
+    built-in case with a factory LIBRARY_OP for each of its ops."""
+    row = libraries.Library("numpy-f", "numpy", False, "numpy", fortran_place)
+    made = builtins.of_library(row)
+    assert made.op_names == tuple(ops.OPS) and made.factory == "numpy-f_matmul" and made.library == "numpy"
+    step, _ = made.ops("matmul", (4, 5, 3), "float64", "cpu")
+    step()
+    a, b = step.operands
+    assert a.flags.f_contiguous and step.out.shape == (4, 3) and np.allclose(step.out, a @ b)
+    for op in ELEMENT_OPS:
+        step, _ = made.ops(op, (6, 20), "float32", "cpu")
+        assert np.allclose(result_of(step), reference(op, [6, 20], "float32"), rtol=2e-5, atol=1e-4), op
+    for label in libraries.LIBRARIES:
+        assert label in builtins.BUILTIN and builtins.BUILTIN[label].op_names
+        for op in builtins.BUILTIN[label].op_names:
+            assert builtins.factory_name(label, op) in builtins.factories()
+    lacking = builtins.of_library(libraries.Library("numpy-f", "numpy", False, "numpy", fortran_place,
+                                                    calls={"fft": None}))
+    assert "fft" not in lacking.op_names
+
+
 @pytest.mark.parametrize("op", ELEMENT_OPS)
 def test_numpy_and_torch_read_the_same_values(op):
     from flametool.measure.child import building

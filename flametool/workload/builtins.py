@@ -1,7 +1,8 @@
 """The built-in cases (``--libs``), one row each: the label, the library whose version and device events apply,
-whether it needs CUDA, its matmul factory, its op factory (LIBRARY_OP for every op whose row in ops.py names the
-library), and for a floor what its time per call means. A new library's built-in is its row here (its functions
-beside the others' in libraries.py); a new op is its row in ops.py.
+whether it needs CUDA, its matmul factory, its op factory (LIBRARY_OP for every op of ops.py the library has),
+and for a floor what its time per call means. The libraries' rows are made from theirs in libraries.py (a new
+library's built-in is its row there), the floors' are here (their factories in floors.py); a new op is its row
+in ops.py.
 
 The child loads a built-in exactly as a user's case: ``flametool.cases:NAME`` (cases.MODULE), NAME as
 `factory_name` gives it and `factory` finds it: the matmul factories by their own names (numpy_matmul, torch_mm,
@@ -11,6 +12,7 @@ cupy_matmul, cublas_gemm...: what run.json recorded before there were other ops)
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from functools import cache
 from typing import Callable
@@ -27,10 +29,11 @@ class Builtin:
     label: str  # as --libs names it
     library: str  # whose version and device events apply
     needs_cuda: bool
-    matmul: Factory | None  # its own matmul factory; None: matmul is one of its ops (its row in ops.py names it)
+    matmul: Factory | None  # its own matmul factory; None: matmul is one of its ops (made by `ops`)
     ops: Callable[[str, tuple, str, str], tuple[Step, Sync]] | None = None  # OP_FACTORY(op, shape, dtype, device)
     floor: str = ""  # a floor: what its time per call means, for the report's comparison against it
     any_op: bool = False  # a floor that launches the same thing whatever the op: built for every op by `matmul`
+    op_names: tuple[str, ...] = ()  # the ops `ops` makes (a library's: every op of ops.py its row does not lack)
 
     @property
     def factory(self) -> str:
@@ -38,16 +41,19 @@ class Builtin:
         return self.matmul.__name__ if self.matmul else f"{self.label}_{ops.DEFAULT_OP}"
 
 
+def of_library(row: libraries.Library) -> Builtin:
+    """A library's built-in case, from its row in libraries.py."""
+    return Builtin(row.label, row.imports, row.needs_cuda, row.matmul, functools.partial(libraries.op_case, row),
+                   op_names=tuple(op for op in ops.OPS if row.has(op)))
+
+
 BUILTIN: dict[str, Builtin] = {b.label: b for b in (
-    Builtin("cupy", "cupy", True, libraries.cupy_matmul, libraries._cupy_op),
-    Builtin("torch", "torch", False, libraries.torch_mm, libraries._torch_op),
-    Builtin("numpy", "numpy", False, libraries.numpy_matmul, libraries._numpy_op),
+    *(of_library(row) for row in libraries.LIBRARIES.values()),
     Builtin("cublas", "cupy", True, floors.cublas_gemm, floor="cublasGemmEx called with the least Python"),
     Builtin("torch-graph", "torch", True, floors.torch_graph,
             floor="host cost per product of replaying a CUDA graph from PyTorch"),
     Builtin("cupy-graph", "cupy", True, floors.cupy_graph,
             floor="host cost per product of launching a CUDA graph from CuPy"),
-    Builtin("jax", "jax", True, None, libraries._jax_op),
     Builtin("cuda-launch", "cuda.bindings", True, floors.cuda_launch, any_op=True,
             floor="an empty kernel launched with cuLaunchKernel from cuda.bindings: the launch itself"),
 )}
@@ -65,8 +71,8 @@ def factory_name(label: str, op: str) -> str:
         return BUILTIN[label].factory
     if row is None or row.ops is None:
         raise FlametoolError(f"case {label!r} is a matmul floor: it has no --op {op} (leave it out of --libs)")
-    if label not in ops.OPS[op].calls:
-        raise FlametoolError(f"case {label!r} has no --op {op}: its row in ops.py names no {label} function "
+    if op not in row.op_names:
+        raise FlametoolError(f"case {label!r} has no --op {op}: its row in libraries.py has none "
                              "(leave it out of --libs)")
     return f"{label}_{op}"
 
@@ -76,9 +82,9 @@ def factories() -> dict[str, Factory]:
     """Every built-in factory by the name flametool.cases gives it (made once, so a name is one function)."""
     found: dict[str, Factory] = {b.factory: b.matmul for b in BUILTIN.values() if b.matmul}
     for b in BUILTIN.values():
-        for op in ops.OPS.values():
-            if b.ops and b.label in op.calls and f"{b.label}_{op.name}" not in found:
-                found[f"{b.label}_{op.name}"] = _op_factory(b.ops, b.label, op.name)
+        for op in b.op_names:
+            if b.ops and f"{b.label}_{op}" not in found and not (op == ops.DEFAULT_OP and b.matmul):
+                found[f"{b.label}_{op}"] = _op_factory(b.ops, b.label, op)
     return found
 
 

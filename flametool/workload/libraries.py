@@ -1,20 +1,29 @@
-"""The libraries' built-in cases: numpy, torch, cupy and jax. Each library's matmul factory (numpy_matmul,
-torch_mm, cupy_matmul: the names run.json records), how it places the operands on its device and waits for it,
-and its op factory: the step of any op (ops.py) from that op's row, the row's function for this library called
-as the row's ``call`` says (kit_step). jax jits the row's function instead, and its matmul is that op's row.
+"""The libraries' built-in cases: numpy, torch, cupy and jax, one row each (`Library`, in `LIBRARIES`): its
+label (--libs), what it imports, whether it needs CUDA, the namespace an op's function is found in, where it
+places the operands and how it waits for its device (`place`), how it spells an op where its namespace does not
+have the op row's name (`calls`), its own matmul factory (numpy_matmul, torch_mm, cupy_matmul: the names
+run.json records), and whether it jits the op (jax). A new library's built-in is its row here (and its place
+function beside it where its arrays go somewhere no other row puts them): builtins.py makes the built-in case
+of every row, and LIBRARY_OP of every op of ops.py for it.
 
-The factories follow the case protocol (cases.py) and are loaded by the child exactly as a user's are: by
-``flametool.cases:NAME`` (builtins.py says which name is which). Nothing here imports a library until a case
-is built.
+The step of an op is the op row's function for this library called as the row's ``call`` says (kit_step); a
+jitting library compiles the function with the op's operands instead (jit_step). The factories follow the case
+protocol (cases.py) and are loaded by the child exactly as a user's are: by ``flametool.cases:NAME``
+(builtins.py says which name is which). Nothing here imports a library until a case is built.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from . import ops
 from .cases import Step, Sync, cuda_index
 from .inputs import host_operands, made_by, op_operands, op_operands_made
+
+# place(host operands, dtype, device) -> (namespace, the operands where the library runs, sync; None: made by
+# the step, as a jitting library's is)
+Place = Callable[[tuple, str, str], "tuple[Any, tuple, Sync | None]"]
 
 
 def _no_sync() -> None:
@@ -24,10 +33,7 @@ def _no_sync() -> None:
 def numpy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
     import numpy as np
 
-    if device != "cpu":
-        raise ValueError("numpy runs on the CPU only; use --device cpu (or leave numpy out of --libs)")
-    if not hasattr(np, dtype):
-        raise ValueError(f"numpy has no {dtype}")
+    _numpy_device(device, dtype)
     a, b = host_operands(m, k, n, dtype)
     out = np.empty((m, n), dtype=dtype)
     matmul = np.matmul
@@ -36,6 +42,22 @@ def numpy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step,
         matmul(a, b, out=out)
 
     return made_by(step, dtype, a, b, out), _no_sync
+
+
+def _numpy_device(device: str, dtype: str) -> None:
+    import numpy as np
+
+    if device != "cpu":
+        raise ValueError("numpy runs on the CPU only; use --device cpu (or leave numpy out of --libs)")
+    if not hasattr(np, dtype):
+        raise ValueError(f"numpy has no {dtype}")
+
+
+def _numpy_place(host: tuple, dtype: str, device: str) -> tuple[Any, tuple, Sync | None]:
+    import numpy as np
+
+    _numpy_device(device, dtype)
+    return np, host, _no_sync
 
 
 def torch_mm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
@@ -75,6 +97,13 @@ def _torch_arrays(host: tuple, dtype: str, dev) -> tuple:
                  for x in host)
 
 
+def _torch_place(host: tuple, dtype: str, device: str) -> tuple[Any, tuple, Sync | None]:
+    import torch
+
+    dev, sync = _torch_device(device)
+    return torch, _torch_arrays(host, dtype, dev), sync
+
+
 def cupy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Sync]:
     import cupy as cp
 
@@ -111,18 +140,94 @@ def _cupy_device(device: str, dtype: str) -> None:
     cp.cuda.Device(index).use()
 
 
-# --- the other ops (ops.py): numpy, torch and cupy share one step per form; jax has its own (jit, no out=) -------
+def _cupy_place(host: tuple, dtype: str, device: str) -> tuple[Any, tuple, Sync | None]:
+    import cupy as cp
 
-def kit_step(op: ops.Op, xp: Any, arrays: tuple, dtype: str, library: str) -> Step:
-    """One step of `op` on arrays already where they run (xp: the library's namespace), calling the op row's
-    function for `library` as the row's ``call`` says, marked as made_by marks the matmul steps. The function is
-    looked up once here, so the step holds the call alone; it returns the op's result (which the loop drops at
-    once, as a program that ignores it would; a test reads it)."""
-    f = op.function(library)
+    _cupy_device(device, dtype)
+    return cp, tuple(to_cupy(x) for x in host), cp.cuda.runtime.deviceSynchronize
+
+
+def _jax_place(host: tuple, dtype: str, device: str) -> tuple[Any, tuple, Sync | None]:
+    """The operands on the CUDA device jax sees as `device`: the host's bytes where numpy has the dtype, bfloat16
+    rounded from the float32 values on the device."""
+    index = cuda_index(device)
+    if index is None:
+        raise ValueError("jax is built in for a CUDA device only; use --device cuda:N (or leave jax out of --libs)")
+    import jax
+    import jax.numpy  # noqa: F401  (where the ops' jax functions are)
+
+    gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda")]
+    if len(gpus) <= index:
+        raise RuntimeError(f"this jax ({jax.__version__}) has {len(gpus)} CUDA device(s) "
+                           f"(backend {jax.default_backend()}); install jax[cuda12] or jax[cuda13]")
+    dev = gpus[index]
+    arrays = tuple(jax.device_put(x, dev) for x in host)
+    arrays = tuple(x if x.dtype.kind == "c" or str(x.dtype) == dtype else x.astype(dtype) for x in arrays)
+    return jax.numpy, arrays, None
+
+
+# --- the rows: one a library ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Library:
+    label: str  # as --libs names it
+    imports: str  # the library whose version and device events apply
+    needs_cuda: bool
+    namespace: str  # the module an op row's xp_name is looked up in ("jax.numpy")
+    place: Place
+    matmul: Callable[..., tuple[Step, Sync]] | None = None  # its own matmul factory; None: matmul is an op as any
+    # how it spells an op otherwise than the op row's xp_name: a name in `namespace`, INFIX, the function jax.jit
+    # compiles, or None where it has no such op
+    calls: dict[str, str | Callable[..., Any] | None] = field(default_factory=dict)
+    jit: bool = False  # the op's function jitted (jit_step), not called as the op row's `call` says (kit_step)
+
+    def has(self, op: str) -> bool:
+        return self.calls.get(op, "") is not None
+
+    def function(self, op: ops.Op) -> Any:
+        """What its step calls (``f``), looked up in its namespace now: the library's own function, the same
+        object its namespace gives (``numpy.fft.fft`` is ``np.fft.fft``); None for INFIX."""
+        found = self.calls.get(op.name, op.xp_name)
+        if found == ops.INFIX:
+            return None
+        return found if callable(found) else ops.dotted(f"{self.namespace}.{found}")
+
+
+LIBRARIES: dict[str, Library] = {l.label: l for l in (
+    Library("cupy", "cupy", True, "cupy", _cupy_place, cupy_matmul),
+    Library("torch", "torch", False, "torch", _torch_place, torch_mm, calls={"copy": "Tensor.contiguous"}),
+    Library("numpy", "numpy", False, "numpy", _numpy_place, numpy_matmul),
+    # JAX has no out= (every call returns a new array, which the fairness list says), and jits the op: scale's
+    # operator and copy's transpose (which XLA makes as a copy into the transposed layout) as functions
+    Library("jax", "jax", True, "jax.numpy", _jax_place, jit=True,
+            calls={"scale": lambda x: x * 2.0, "copy": lambda x: x.T}),
+)}
+
+
+def op_case(library: Library, op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
+    """The built-in case of `op` in `library` (LIBRARY_OP(shape, dtype, device) of builtins.py): the op's
+    operands placed where the library runs, and its step."""
+    row = ops.OPS[op]
+    xp, arrays, sync = library.place(op_operands(op, list(shape), dtype), dtype, device)
+    if library.jit:
+        return jit_step(row, library.function(row), arrays, dtype)
+    assert sync is not None  # a library that does not jit waits on its device itself
+    return kit_step(row, xp, arrays, dtype, library.function(row)), sync
+
+
+
+# --- the step of an op (ops.py): one step per form of call; a jitting library's its own (jit, no out=) -------
+
+def kit_step(op: ops.Op, xp: Any, arrays: tuple, dtype: str, f: Any) -> Step:
+    """One step of `op` on arrays already where they run (xp: the library's namespace), calling `f` (the
+    library's function for the op, Library.function, looked up once before, so the step holds the call alone)
+    as the op row's ``call`` says, marked as made_by marks the matmul steps. It returns the op's result (which
+    the loop drops at once, as a program that ignores it would; a test reads it)."""
     a = arrays[0]
     out = None
     if op.call == "f(a, b, out=out)":
-        b, out = arrays[1], xp.empty_like(a)
+        b = arrays[1]
+        out = xp.empty_like(f(a, b))  # the output as the op makes it (a product's is MxN)
 
         def step():
             return f(a, b, out=out)
@@ -145,53 +250,15 @@ def kit_step(op: ops.Op, xp: Any, arrays: tuple, dtype: str, library: str) -> St
     return step
 
 
-def _numpy_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
-    import numpy as np
-
-    if device != "cpu":
-        raise ValueError("numpy runs on the CPU only; use --device cpu (or leave numpy out of --libs)")
-    if not hasattr(np, dtype):
-        raise ValueError(f"numpy has no {dtype}")
-    return kit_step(ops.OPS[op], np, op_operands(op, list(shape), dtype), dtype, "numpy"), _no_sync
-
-
-def _torch_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
-    import torch
-
-    dev, sync = _torch_device(device)
-    arrays = _torch_arrays(op_operands(op, list(shape), dtype), dtype, dev)
-    return kit_step(ops.OPS[op], torch, arrays, dtype, "torch"), sync
-
-
-def _cupy_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
-    import cupy as cp
-
-    _cupy_device(device, dtype)
-    arrays = tuple(to_cupy(x) for x in op_operands(op, list(shape), dtype))
-    return kit_step(ops.OPS[op], cp, arrays, dtype, "cupy"), cp.cuda.runtime.deviceSynchronize
-
-
-def _jax_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
-    """The op row's jax function (what jax.jit compiles; JAX has no out=, every call returns a new array)
-    jitted and traced once here, called on device arrays. JAX queues work on streams of its own,
+def jit_step(op: ops.Op, f: Any, arrays: tuple, dtype: str) -> tuple[Step, Sync]:
+    """`f` (the library's function for the op: what jax.jit compiles; JAX has no out=, every call returns a new
+    array) jitted and traced once here, called on device arrays. JAX queues work on streams of its own,
     which the CUDA events of cupy or torch do not see: the step says ``device_clock = "wall"``, and its device
     time per call is read as the loop's time to block_until_ready (the GPU's time where the GPU sets the pace;
     at a host-bound size, the host's)."""
-    index = cuda_index(device)
-    if index is None:
-        raise ValueError("jax is built in for a CUDA device only; use --device cuda:N (or leave jax out of --libs)")
     import jax
-    import jax.numpy  # noqa: F401  (where the rows' jax functions are)
 
-    gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda")]
-    if len(gpus) <= index:
-        raise RuntimeError(f"this jax ({jax.__version__}) has {len(gpus)} CUDA device(s) "
-                           f"(backend {jax.default_backend()}); install jax[cuda12] or jax[cuda13]")
-    dev = gpus[index]
-    # the host's bytes where numpy has the dtype; bfloat16 rounded from the float32 values on the device
-    arrays = tuple(jax.device_put(x, dev) for x in op_operands(op, list(shape), dtype))
-    arrays = tuple(x if x.dtype.kind == "c" or str(x.dtype) == dtype else x.astype(dtype) for x in arrays)
-    jitted = jax.jit(ops.OPS[op].function("jax"))
+    jitted = jax.jit(f)
     last: list = [jitted(*arrays)]  # traced and compiled here, not in the first timed call
     last[0].block_until_ready()
     if len(arrays) == 2:
@@ -210,7 +277,7 @@ def _jax_op(op: str, shape: tuple, dtype: str, device: str) -> tuple[Step, Sync]
         last[0].block_until_ready()
 
     setattr(step, "operands", arrays)
-    setattr(step, "operands_made", op_operands_made(op, dtype))
+    setattr(step, "operands_made", op_operands_made(op.name, dtype))
     setattr(step, "device_clock", "wall")
     setattr(step, "jitted", jitted)  # the last result: what sync waits for, and what a test reads
     setattr(step, "last", last)

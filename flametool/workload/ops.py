@@ -1,14 +1,16 @@
 """The built-in operations (``--op``), one row each: what it does, the shape it takes, the sizes compare, sweep and
-the atlas use by default, the operands it reads, and per library the function its step calls. A new op is its
-row in `OPS` (and its test); the built-ins (builtins.py) make LIBRARY_OP for every library its row names.
+the atlas use by default, the operands it reads, and the function its step calls. A new op is its
+row in `OPS` (and its test); the built-ins (builtins.py) make LIBRARY_OP of it for every library (libraries.py).
 
-The step. ``call`` is how the step of numpy, torch and cupy calls the op, written as the step's own line
-(libraries.kit_step holds one step per form: ``f(a)``, ``f(a, b, out=out)``, ``f(a.T)``, ``a * 2.0``), and
-``calls`` says per library what ``f`` is: a dotted name looked up in that library's namespace when its case is
-built (so nothing here imports a library), or for jax the function ``jax.jit`` compiles (JAX has no ``out=``:
-every call returns a new array, which the fairness list says). `INFIX` marks a form that is Python's operator on
-the library's own array, with no function. matmul's steps for numpy, torch and cupy are factories of their own
-(numpy_matmul, torch_mm, cupy_matmul: the names run.json records), so its row names jax alone.
+The step. ``call`` is how a library's step calls the op, written as the step's own line (libraries.kit_step
+holds one step per form: ``f(a)``, ``f(a, b, out=out)``, ``f(a.T)``, ``a * 2.0``), and ``xp_name`` what ``f``
+is: the function's name in an array library's namespace (``fft.fft``: numpy.fft.fft, torch.fft.fft,
+cupy.fft.fft, jax.numpy.fft.fft), looked up there when a case is built (so nothing here imports a library).
+`INFIX` marks a form that is Python's operator on the library's own array, with no function. A library that
+spells an op otherwise says so in its own row (libraries.py: torch's copy is ``Tensor.contiguous``; jax, which
+jits the op and has no ``out=``, gives the function jax.jit compiles where the name is not one). matmul's steps
+for numpy, torch and cupy are factories of their own (numpy_matmul, torch_mm, cupy_matmul: the names run.json
+records), so its ``xp_name`` is jax's.
 
 A shape is a list of positive integers: M,K,N (three) for matmul, and N elements or R,C (one or two) for
 every other op. So the number of figures alone tells a product from an array (record.size_name and
@@ -26,15 +28,15 @@ from __future__ import annotations
 
 import math
 import importlib
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any
 
-# the step's forms (libraries.kit_step): how numpy's, torch's and cupy's step calls `f`
+# the step's forms (libraries.kit_step): how a library's step calls `f`
 CALLS = ("f(a)", "f(a, b, out=out)", "f(a.T)", "a * 2.0")
 # what an op reads of the built-in operands (inputs.op_operands): matmul's a (MxK) and b (KxN); N values of a, or
 # of a and b; a and b as one complex array a + ib
 READS = ("a (MxK), b (KxN)", "a", "a, b", "a + ib")
-INFIX = "the operator itself"  # a `calls` entry whose form (a * 2.0) calls no function
+INFIX = "the operator itself"  # an `xp_name` whose form (a * 2.0) calls no function
 
 
 @dataclass(frozen=True)
@@ -47,20 +49,11 @@ class Op:
     ladder: dict[str, tuple[tuple[int, ...], ...]]  # "cuda" / "cpu": sweep's default sizes
     reads: str  # one of READS
     call: str  # one of CALLS
-    # per library: a dotted name in its namespace ("torch.fft.fft"), INFIX, or (jax) the function jax.jit compiles
-    calls: dict[str, str | Callable[..., Any]] = field(default_factory=dict)
+    xp_name: str  # f: its name in an array library's namespace ("fft.fft"), or INFIX; a library's row may differ
     matrix: bool = False  # N elements laid out as R x C (as_matrix) before the op reads them
 
     def shape_help(self) -> str:
         return "M,K,N" if self.ranks == (3,) else "N elements or R,C"
-
-    def function(self, library: str) -> Any:
-        """What `library`'s step calls (``f``), looked up in the library's namespace now: the library's own
-        function, the same object its namespace gives (``numpy.fft.fft`` is ``np.fft.fft``); None for INFIX."""
-        found = self.calls[library]
-        if found == INFIX:
-            return None
-        return found if callable(found) else dotted(found)
 
 
 def dotted(name: str) -> Any:
@@ -92,31 +85,24 @@ OPS: dict[str, Op] = {o.name: o for o in (
        # host-bound for every library, 16384^3 takes about 13 ms), then the seed's own; on the CPU from 8 to a
        # size that already takes milliseconds of BLAS
        {"cuda": _squares(64, 9) + (SEED_SHAPE,), "cpu": _squares(8, 7)},
-       reads="a (MxK), b (KxN)", call="f(a, b, out=out)", calls={"jax": "jax.numpy.matmul"}),
+       reads="a (MxK), b (KxN)", call="f(a, b, out=out)", xp_name="matmul"),
     Op("add", "out = a + b, elementwise", "into a preallocated out (jax: a new array each call)", (1, 2),
        {"cuda": (2**20,), "cpu": (4096,)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU},
-       reads="a, b", call="f(a, b, out=out)",
-       calls={"numpy": "numpy.add", "torch": "torch.add", "cupy": "cupy.add", "jax": "jax.numpy.add"}),
+       reads="a, b", call="f(a, b, out=out)", xp_name="add"),
     Op("scale", "a * 2.0, elementwise", "a new array each call, in every library (an allocation a call)", (1, 2),
        {"cuda": (2**20,), "cpu": (4096,)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU},
-       reads="a", call="a * 2.0",
-       calls={"numpy": INFIX, "torch": INFIX, "cupy": INFIX, "jax": lambda x: x * 2.0}),
+       reads="a", call="a * 2.0", xp_name=INFIX),
     Op("sum", "the sum of every element of a (a full reduction to one value)", "a new 0-d array each call", (1, 2),
        {"cuda": (2**20,), "cpu": (4096,)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU},
-       reads="a", call="f(a)",
-       calls={"numpy": "numpy.sum", "torch": "torch.sum", "cupy": "cupy.sum", "jax": "jax.numpy.sum"}),
+       reads="a", call="f(a)", xp_name="sum"),
     Op("copy", "a transposed array made contiguous (a.T copied to C order; N elements are laid out as R x C, "
                "R the largest divisor of N up to its square root)", "a new array each call", (1, 2),
        {"cuda": (1024, 1024), "cpu": (64, 64)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU},
-       # jax: a transpose, which XLA makes as a copy into the transposed layout
-       reads="a", call="f(a.T)", matrix=True,
-       calls={"numpy": "numpy.ascontiguousarray", "torch": "torch.Tensor.contiguous",
-              "cupy": "cupy.ascontiguousarray", "jax": lambda x: x.T}),
+       reads="a", call="f(a.T)", xp_name="ascontiguousarray", matrix=True),
     Op("fft", "a 1-D complex FFT along the last axis (a + ib as complex64; complex128 for float64)",
        "a new array each call", (1, 2),
        {"cuda": (2**16,), "cpu": (1024,)}, {"cuda": _counts(2**10, 2**26), "cpu": ELEMENTS_CPU},
-       reads="a + ib", call="f(a)",
-       calls={"numpy": "numpy.fft.fft", "torch": "torch.fft.fft", "cupy": "cupy.fft.fft", "jax": "jax.numpy.fft.fft"}),
+       reads="a + ib", call="f(a)", xp_name="fft.fft"),
 )}
 DEFAULT_OP = "matmul"
 

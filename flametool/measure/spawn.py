@@ -71,6 +71,9 @@ def child_sample_grace() -> float:
 
 
 Progress = Callable[[str, str], None]  # (label, what is happening)
+# The update a child's result gives (a line with --progress all only, render.progress): the time from it to the next
+# process's first line is the child's exit and the parent's work between processes (benchmarks/compare_floor.py).
+RESULT_IN = "result received"
 
 
 # The CPU thread pools the array libraries start at import (numpy's OpenBLAS, torch's OpenMP, MKL): one
@@ -254,6 +257,7 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
                         pass  # the child is gone; it sends no result, and that is reported below
                 elif isinstance(msg, Done) and isinstance(msg.result, RESULT_OF[type(job)]):
                     result, error = msg.result, None  # the child's last word is the one that counts
+                    progress(label, RESULT_IN)  # what follows until the next process is its exit (--progress all)
                 elif isinstance(msg, Failed):
                     result, error = None, capped(msg.message)
                 elif isinstance(msg, Point) and on_point is not None:

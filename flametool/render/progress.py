@@ -68,7 +68,7 @@ class Progress:
 
 def phase_of(what: str) -> str:
     """The phase an update belongs to, for a log's one line per phase: a timing process ('process 2/5: ...' ->
-    'process 2/5'), or a case's profiling process: getting ready (import, set-up, warm-up, its own timed loops),
+    'process 2/5'), or a case's profiling process: getting ready (import, set-up, warm-up, waiting its turn, its own timed loops),
     the cProfile loop, sampling, counting."""
     if what.startswith("process "):
         return what.partition(":")[0]

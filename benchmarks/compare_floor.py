@@ -114,11 +114,12 @@ def phase_of(line: str, requested: str, last: str) -> str | None:
             return "profiled: waiting its turn"
         if "timed loop" in what:
             return "profiled: own timed loops"
-        for word, phase in (("cProfile", "cProfile"), ("sampling", "sampling"), ("py-spy", "sampling"),
-                            ("count", "counting")):
+        # the words spawn.describe_phase and run_child say (a table's title after the run, "counted per line", is none)
+        for word, phase in (("cProfile loop", "cProfile"), ("sampling with py-spy", "sampling"),
+                            ("py-spy fell", "sampling")):
             if what.startswith(word):
                 return phase
-        return None
+        return "counting" if what == "count" else None
     if "setting up" in what:
         return "set-up at the requested shape" if here == requested else "set-up and warm-up at the sample shape"
     if "warm-up" in what:

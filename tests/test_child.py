@@ -65,3 +65,35 @@ def test_a_built_in_case_is_known_as_built_in_to_the_child(monkeypatch):
     job = ProfileJob(device="cpu", iters=10, warmup=1, repeats=1, case=JobCase("numpy", builtins.builtin("numpy"), "float32"),
                      shape=[8, 8, 8])
     assert preload.start_operands(job) == ["numpy"] and asked == [([8, 8, 8], "float32")]
+
+
+def test_a_spares_job_and_the_go_after_it_read_alike_when_they_come_in_one_read():
+    """A spare reads its job as the first line of its stdin (entry.read_job); what came with it in the same read (the
+    GO a child given its job ahead waits for, even the STOP of its sampled loop) is kept for the loops that read
+    stdin next (loops.wait_go, the sampled loop's stop check), not lost with the job's line."""
+    import subprocess
+    import sys
+
+    from flametool.measure.protocol import GO, STOP, JobCase, ProfileJob, encode_job
+    from flametool.workload import builtins
+
+    job = ProfileJob(device="cpu", iters=10, warmup=1, repeats=1, case=JobCase("numpy", builtins.builtin("numpy"),
+                     "float32"), shape=[4, 4, 4], prof_path="x.prof", ahead=True)
+    code = ("from flametool.measure.child import entry, loops; job = entry.read_job(); "
+            "print(type(job).__name__, job.ahead, loops.wait_go(), loops._stop_requested())")
+    got = subprocess.run([sys.executable, "-c", code], input=encode_job(job).encode() + b"\n" + GO + STOP,
+                         capture_output=True, timeout=60, env=child_env())
+    assert got.stdout.decode().split() == ["ProfileJob", "True", "True", "True"], got.stderr.decode()
+    # a parent that closes the pipe instead of GO: no turn
+    code = "from flametool.measure.child import entry, loops; entry.read_job(); print(loops.wait_go())"
+    got = subprocess.run([sys.executable, "-c", code], input=encode_job(job).encode() + b"\n", capture_output=True,
+                         timeout=60, env=child_env())
+    assert got.stdout.decode().split() == ["False"], got.stderr.decode()
+
+
+def child_env() -> dict:
+    import os
+
+    from flametool.measure import spawn
+
+    return spawn.child_env() | {"PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}

@@ -10,7 +10,7 @@ import pytest
 
 from flametool.analyse import dispatch
 from flametool.measure.child import loops as child_loops
-from flametool.measure import spawn
+from flametool.measure import profiling, spawn
 from flametool.run import folded, rundir
 from flametool.measure.config import CPU
 from shared import flametool_once
@@ -73,8 +73,13 @@ def test_run_json_contract(run):
         assert r.at_sample_shape is t
         prof = r.profile
         assert prof.cprofile_us_per_call > 0 and prof.cprofile_calls >= 200 and prof.cprofile_inflation > 0
-        # the profiled process timed its own unsampled loops (--repeats of them at least) before cProfile and py-spy
-        assert rounds_of([prof.own]) and prof.own.slots == list(range(len(prof.own.cpu_us)))
+        # a sampled case's unsampled time per call is its sampled loop's after py-spy's window (profiling.unsampled):
+        # a figure a chunk of `calls`, the loop run on unsampled for ALONE_SECONDS before it was told to stop; the
+        # profiled process times no loops of its own
+        own = prof.own
+        assert own.cpu_us and own.slots == list(range(len(own.cpu_us))) and own.wall_us == own.cpu_us
+        assert own.gpu_us == [] and sum(own.cpu_us) * prof.calls / 1e6 >= profiling.ALONE_SECONDS / 2
+        assert len(own.cpu_us) < r.sampling.chunks
         assert prof.own_us_per_call > 0 and prof.calls == 200
         assert prof.files == {"prof": f"{label}.prof", "folded": f"{label}.folded"}
         s = r.sampling

@@ -54,3 +54,57 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
     assert [job for job, got in taken if got] == ["time", "time", "profile", "profile"]
     assert list(out.glob("*.log")) == []
     assert fk.none_left(os.environ[fk.TAG]) == []
+
+
+def test_the_next_profiled_process_is_readied_while_one_is_sampled_and_samples_while_it_counts(tmp_path, monkeypatch):
+    """compare's profiling on a host with spares (profiling.profile_all): the second case's process is given its job
+    as the first one's py-spy is about to attach; it sets up, warms up and says it is ready; once the first one's
+    sampled loop is told to stop, the second gets GO: its cProfile loop and its sampling run while the first runs its
+    counted loop (its result comes after the second's sampling). Neither times loops of its own: each one's
+    unsampled time per call is its sampled loop's after py-spy's window."""
+    monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
+    events: list[tuple[str, str]] = []  # (who, what), in the order the parent saw them
+    take, record = spawn.Spare.take, spawn.sampler.record_keeping_up
+
+    def taking(spare: spawn.Spare, job):
+        events.append((spare.labels[0], f"take {job.kind}{' ahead' if getattr(job, 'ahead', False) else ''}"))
+        return take(spare, job)
+
+    def recording(pid, *args, **kwargs):
+        events.append((str(pid), "py-spy begins"))
+        got = record(pid, *args, **kwargs)
+        events.append((str(pid), "py-spy ends"))
+        return got
+
+    monkeypatch.setattr(spawn.Spare, "take", taking)
+    monkeypatch.setattr(spawn.sampler, "record_keeping_up", recording)
+    specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
+    config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
+                           iters=50, warmup=5, repeats=1, extend_rounds=False, processes=1, rate_hz=50,
+                           sample_seconds=1, out=tmp_path / "run", spares=True)
+    out, run = runner.compare(config, ["flametool", "test"],
+                              lambda label, what: events.append((label, what)))
+    assert run.complete
+    pids = {who for who, what in events if what == "py-spy begins"}
+    assert len(pids) == 2
+    seen = [(("py-spy" if who in pids else who), what) for who, what in events if not who.startswith("timing ")]
+    first, second = seen.index(("add_case", "take profile ahead")), seen.index(("py-spy", "py-spy begins"))
+    # given its job just before the first case's py-spy begins (numpy's own turn began with its spare's job)
+    assert seen[:first] == [("numpy", "take profile"), ("numpy", "setting up at 16,16,16"),
+                            ("numpy", "warm-up (5 calls)"), ("numpy", "cProfile loop"),
+                            ("numpy", "sampling with py-spy --native at 50 Hz for 1 s")]
+    assert second == first + 1 and seen[second + 1] == ("py-spy", "py-spy ends")
+    rest = seen[second + 2:]
+    # the second case's lines, read after the first one's stop: set up ahead, then its turn; the first one's
+    # counted loop and result come after the second one's sampling
+    assert rest == [("add_case", "setting up at 16,16,16"), ("add_case", "warm-up (5 calls)"),
+                    ("add_case", "ready (set up ahead), waiting for its turn"), ("add_case", "cProfile loop"),
+                    ("add_case", "sampling with py-spy --native at 50 Hz for 1 s"), ("py-spy", "py-spy begins"),
+                    ("py-spy", "py-spy ends"), ("add_case", "count"), ("add_case", spawn.RESULT_IN),
+                    ("numpy", "count"), ("numpy", spawn.RESULT_IN)]
+    for r in run.results.values():
+        p = r.profile
+        assert p.sampling.complete and p.sampling.kept_samples > 0 and p.counts is not None
+        assert p.own.cpu_us and p.own_us_per_call > 0 and p.slowdown > 0
+    assert list(out.glob("*.log")) == []
+    assert fk.none_left(os.environ[fk.TAG]) == []

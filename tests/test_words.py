@@ -131,6 +131,32 @@ def test_progress_for_a_log_is_a_line_per_phase_of_each_process(monkeypatch):
     assert quiet.getvalue() == ""
 
 
+def test_a_childs_result_is_a_line_with_progress_all_only():
+    """spawn.run_child's update when a child's result is in: where a process's work ends (the rest until the next
+    process is its exit: benchmarks/compare_floor.py reads it), a line of --progress all, not of a log's lines."""
+    import io as _io
+
+    from rich.console import Console
+
+    from flametool.measure import spawn
+    from flametool.render import progress as live
+
+    assert live.RESULT_IN == spawn.RESULT_IN  # render does not import measure: the words are kept in step here
+    printed = {}
+    for mode in ("lines", "all"):
+        buffer = _io.StringIO()
+        with live.Progress(Console(file=buffer, width=200), mode) as progress:
+            progress.update("timing numpy+torch", "process 1/2: timed loop 1/3 at 64")
+            progress.update("timing numpy+torch", f"process 1/2: {spawn.RESULT_IN}")
+            progress.update("numpy", "count")
+            progress.update("numpy", spawn.RESULT_IN)
+        printed[mode] = buffer.getvalue().splitlines()
+    assert printed["lines"] == ["timing numpy+torch: process 1/2: timed loop 1/3 at 64", "numpy: count"]
+    assert printed["all"] == ["timing numpy+torch: process 1/2: timed loop 1/3 at 64",
+                              "timing numpy+torch: process 1/2: result received", "numpy: count",
+                              "numpy: result received"]
+
+
 def test_the_readme_example_is_what_compare_prints():
     readme = (ROOT / "README.md").read_text()
     at = readme.index("And the terminal view of `samples/h200-hostbound-1024`")

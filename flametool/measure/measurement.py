@@ -25,15 +25,19 @@ class Measurement:
         self.steps: dict[str, int] = {}  # calls of step() per loop at the sample shape, per case
         self.spares = Spares(config, self.out)
         self.timing_started: float | None = None  # time.monotonic() when the first timing process started
-        self.sources: list[rec.Sources] = []  # each profiled process's line texts (profiling.line_texts)
+        # each profiled process's line texts (profiling.line_texts), by its name (LABEL, or LABEL@SIZE in a sweep)
+        self.sources: dict[str, rec.Sources] = {}
 
     def save(self) -> None:
         rundir.save(self.out, self.run)
 
     def save_sources(self) -> None:
         """sources.json of the lines every profiled case's samples name (none sampled: no file, as before)."""
-        if self.sources:
-            rec.save(self.out, rec.merge(self.sources))
+        if self.sources:  # merged in the cases' order (compare profiles the next case from inside the one before)
+            labels = [c.label for c in self.config.cases]
+            first = {name: (labels.index(name.split("@")[0]) if name.split("@")[0] in labels else len(labels), i)
+                     for i, name in enumerate(self.sources)}
+            rec.save(self.out, rec.merge([self.sources[n] for n in sorted(self.sources, key=first.__getitem__)]))
 
     def case_groups(self) -> list[list[CaseSpec]]:
         """The cases that share processes: all of them, or with --env those of each environment."""

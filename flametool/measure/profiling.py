@@ -1,30 +1,121 @@
-"""Each case alone: its own loops, the loop under cProfile, and py-spy --native on it (compare: at the sample
+"""Each case alone: the loop under cProfile, py-spy --native on it and the counted loop (compare: at the sample
 shape; sweep --sample: at each host-bound size), into the run directory's .prof and .folded files; and the text
-of the source lines its samples name (measure/sources.py), kept in the Measurement until sources.json is saved."""
+of the source lines its samples name (measure/sources.py), kept in the Measurement until sources.json is saved.
+
+The loop's unsampled time per call (the "alone" figure that cProfile's and py-spy's are read against) comes from
+the sampled loop itself, from its chunks after py-spy's window (unsampled): the same loop, in the same process,
+right after it was sampled. It used to come from timed loops of its own before the cProfile loop (a second of
+them a case on the H200, repeating what the paired timing measures). A case not sampled still times its own.
+
+compare profiles its cases in turn (profile_all); on a GPU host, where each case's process was started ahead and
+has imported its libraries (spawn.Spares), the next case's process is given its job while py-spy samples this one:
+it sets up and warms up meanwhile (py-spy's attach, the first seconds of the window) and waits, and when this
+case's sampled loop is told to stop the next one is told GO and its turn begins at once (its cProfile loop, then
+its sampling), while this one runs its counted loop: nothing waits for a set-up or a counted loop but the last
+case's. Nothing runs beside a paired timing process: profiling starts after the last one."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 from . import sampler, sources
-from .spawn import child_sample_grace, run_child
+from .spawn import During, Started, child_sample_grace, run_child
 from .jobs import job_base, job_case
 from .measurement import Measurement, stop_if_refused
 from ..errors import RunDirError
 from ..run import folded, rundir, steptrace
 from ..run import sources as rec
 from ..workload.cases import CaseSpec
-from .protocol import ProfileJob
-from ..run.profiled import ProfileProcess
+from .protocol import GO, CaseProfiled, ProfileJob
+from ..run.profiled import ProfileProcess, Sampling
 from ..run.record import size_name
-from ..run.timing import host_bound
+from ..run.timing import Loops, host_bound
+
+# After py-spy's window the sampled loop runs on unsampled for at least this long before it is told to stop: its
+# chunks there are the case's unsampled time per call (about 100 chunks of 2.5 ms at 1024^3 on the H200).
+ALONE_SECONDS = 0.25
 
 
-def profile(m: Measurement, case: CaseSpec) -> None:
-    """The case alone at the sample shape: its own loops, cProfile, and py-spy."""
+def profile_all(m: Measurement, cases: list[CaseSpec]) -> None:
+    """compare's profiling: each case in turn (profile), the next one's process readied while this one is sampled
+    (see the module's docstring); run.json saved after each. A case whose py-spy the kernel refused stops the run
+    (stop_if_refused) once the cases begun are done: it would refuse every one alike."""
+    todo = [c for c in cases if m.run.results[c.label].error is None and c.label in m.steps]
+    _profile_from(m, todo, 0, None)
+
+
+def _profile_from(m: Measurement, todo: list[CaseSpec], i: int, started: Started | None) -> None:
+    """todo[i] profiled (its process `started` already when it was readied ahead), todo[i + 1] readied during its
+    sampling and profiled from inside it (after its sampled loop was told to stop), and so on."""
+    case, later = todo[i], todo[i + 1:]
+    ahead: dict[str, Started] = {}  # the next case's child, once given its job
+    done = [False]  # the next case was profiled from inside this one's run
+
+    def during(what: str, sampling: Sampling | None) -> None:
+        if what == "sampling" and later:  # py-spy is about to attach: the next case sets up and warms up now
+            child = _ready_ahead(m, later[0])
+            if child is not None:
+                ahead["next"] = child
+        elif what == "sampled" and sampling is not None and sampling.window is not None:
+            # unsampled chunks after the window: the loop's time per call alone (unsampled)
+            time.sleep(max(0.0, sampling.window[1] + ALONE_SECONDS - time.monotonic()))
+        elif what == "stopped" and "next" in ahead:
+            child = ahead.pop("next")
+            if sampling is not None and sampling.refused:  # the next would be refused alike: the run stops
+                _stop(child)
+                return
+            try:
+                assert child.proc.stdin is not None  # start_child gives every child a pipe on its stdin
+                child.proc.stdin.write(GO)
+                child.proc.stdin.flush()
+            except OSError:
+                pass  # it is gone: run_child reads its end and says why
+            done[0] = True
+            _profile_from(m, todo, i + 1, child)
+
+    try:
+        profile(m, case, started, during)
+    finally:
+        if "next" in ahead:  # readied, but this case's sampling never reached its stop (it died, or the run stops)
+            _stop(ahead.pop("next"))
+    m.save()
+    r = m.run.results[case.label]
+    if r.profile is not None:
+        stop_if_refused(case.label, r.profile, m.out)
+    if later and not done[0]:
+        _profile_from(m, todo, i + 1, None)
+
+
+def _ready_ahead(m: Measurement, case: CaseSpec) -> Started | None:
+    """The case's spare (started with the run, its libraries imported) given its job now, to set up, warm up and
+    wait for GO; None where it has no spare (the CPU, --isolate) or the spare is gone: it starts in its turn."""
+    r = m.run.results[case.label]
+    if r.sample_shape is None:
+        return None
+    log = m.out / f"{case.label}.log"
+    spare = m.spares.take(log, [case.label])
+    if spare is None:
+        return None
+    return spare.take(_job(m, case, r.sample_shape, m.steps[case.label], case.label, ahead=True))
+
+
+def _stop(child: Started) -> None:
+    """A child readied ahead that gets no turn: stopped, with whatever it started, and its pipe closed."""
+    child.end()
+    try:
+        os.close(child.read_fd)
+    except OSError:
+        pass
+
+
+def profile(m: Measurement, case: CaseSpec, started: Started | None = None, during: During | None = None) -> None:
+    """The case alone at the sample shape: cProfile, py-spy and the counted loop (`started`: its process, given
+    its job ahead; `during`: run_child's, for what happens beside its sampling)."""
     r = m.run.results[case.label]
     assert r.sample_shape is not None  # the case's timing chose it
-    got = profiled(m, case, r.sample_shape, m.steps[case.label], case.label)
+    got = profiled(m, case, r.sample_shape, m.steps[case.label], case.label, started, during)
     if isinstance(got, str):  # its timings stand (the verdict is theirs); only the profile is lost
         r.profile_error = (f"profiling alone at {','.join(map(str, r.sample_shape))}: {got}; its profile is lost, its "
                            "timings are kept")
@@ -52,17 +143,26 @@ def profile_points(m: Measurement, case: CaseSpec) -> None:
             stop_if_refused(case.label, got, m.out)
 
 
-def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name: str) -> ProfileProcess | str:
-    """The case alone at `shape`, `steps` calls a loop: its own loops, cProfile and py-spy, into NAME.prof
-    and NAME.folded. Returns what it measured, or why it could not."""
+def _job(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name: str, ahead: bool = False) -> ProfileJob:
     config = m.config
-    job = ProfileJob(**job_base(config), case=job_case(case, config), shape=shape, steps=steps, sample=config.sample,
-                     count=config.count,
-                     prof_path=str(rundir.prof_path(m.out, name).resolve()),
-                     max_sample_seconds=config.sample_seconds + child_sample_grace())
+    return ProfileJob(**job_base(config), case=job_case(case, config), shape=shape, steps=steps, sample=config.sample,
+                      count=config.count, prof_path=str(rundir.prof_path(m.out, name).resolve()),
+                      max_sample_seconds=config.sample_seconds + child_sample_grace(), ahead=ahead)
+
+
+def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name: str, started: Started | None = None,
+             during: During | None = None) -> ProfileProcess | str:
+    """The case alone at `shape`, `steps` calls a loop: cProfile, py-spy and the counted loop, into NAME.prof
+    and NAME.folded (`started`: its process, given the job already). Returns what it measured, or why it could
+    not."""
+    config = m.config
+    job = _job(m, case, shape, steps, name)
     log = m.out / f"{name}.log"
+    if during is None:  # the sweep's: each size alone, the unsampled stretch after the window all the same
+        during = _alone_after
     got, error, sampling = run_child(job, config, name, log, m.progress, rundir.folded_path(m.out, name),
-                                     spare=m.spares.take(log, [case.label]))
+                                     spare=None if started else m.spares.take(log, [case.label]), started=started,
+                                     during=during)
     if got is None:
         assert error is not None  # without a result run_child gives an error
         return error
@@ -72,16 +172,36 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
         files["timeline"] = timeline.name
     if sampling is not None:
         files["folded"] = rundir.folded_path(m.out, name).name
-        m.sources.append(line_texts(rundir.folded_path(m.out, name), case, got.sys_path, m.config.source_roots))
+        m.sources[name] = line_texts(rundir.folded_path(m.out, name), case, got.sys_path, m.config.source_roots)
         if sampling.other_samples:
             files["threads"] = rundir.threads_path(rundir.folded_path(m.out, name)).name
         sampling.calls_per_chunk = got.calls_per_chunk
         sampling.chunks = len(got.chunks or [])
         sampling.sampled_us_per_call = sampler.sampled_us_per_call(got.chunks or [], got.calls_per_chunk or 1,
                                                                    sampling.window)
-    return ProfileProcess(own=got.own, calls=got.calls, cprofile_us_per_call=got.cprofile_us_per_call,
+    own = got.own if not job.sample else unsampled(got, sampling)
+    return ProfileProcess(own=own, calls=got.calls, cprofile_us_per_call=got.cprofile_us_per_call,
                           cprofile_calls=got.cprofile_calls, sampling=sampling, files=files,
                           counts=got.counts)
+
+
+def _alone_after(what: str, sampling: Sampling | None) -> None:
+    if what == "sampled" and sampling is not None and sampling.window is not None:
+        time.sleep(max(0.0, sampling.window[1] + ALONE_SECONDS - time.monotonic()))
+
+
+def unsampled(got: CaseProfiled, sampling: Sampling | None) -> Loops:
+    """The sampled loop's unsampled time per call, one figure a chunk, as the case's own loops: its chunks after
+    py-spy's window (nothing sampled them, and nothing else ran: the next case's process was set up and waits);
+    where none ran wholly after it, those before it; where py-spy never sampled (no window), every chunk."""
+    chunks, calls = got.chunks or [], got.calls_per_chunk or 1
+    window = sampling.window if sampling is not None else None
+    if window is None:
+        alone = chunks
+    else:
+        alone = [c for c in chunks if c[0] >= window[1]] or [c for c in chunks if c[1] <= window[0]]
+    us = [round((t1 - t0) * 1e6 / calls, 4) for t0, t1 in alone if t1 > t0]
+    return Loops(cpu_us=us, slots=list(range(len(us))), wall_us=list(us))
 
 
 # A function's lines between its first and last sampled line are kept too, when it spans at most this many, so a

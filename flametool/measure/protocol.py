@@ -24,6 +24,9 @@ ACTIVE_LOOP = "active_loop"
 ACTIVE_LOOP_FILE = "flametool/measure/child/loops.py"
 # A spare's command line: MSG_FD SPARE PARENT_PID MODULES (child/entry.py), its job then read from stdin.
 SPARE = "--spare"
+# What the parent writes on a profiled child's stdin: GO, to a child given its job ahead (ProfileJob.ahead), for its
+# loops to begin; STOP ends the sampled loop (child/loops.py reads both).
+GO, STOP = b"go\n", b"stop\n"
 MAX_PATHS = 4096  # entries of a child's sys.path (CaseProfiled.sys_path): far more than any environment has
 # A case's error as one line on the terminal and in run.json is at most this long: a 5 MB exception message
 # made a 5,000,108-character line and a 15 MB run.json. The whole message goes to the case's log.
@@ -165,12 +168,16 @@ class ProfileJob(Job):
     prof_path: str = ""
     max_sample_seconds: float = 0.0
     count: bool = True  # the counted loop after the others (counting.py)
+    # given ahead of its turn (while the case before it is sampled): set up and warmed up, the child then waits
+    # for GO on its stdin before its loops
+    ahead: bool = False
 
     @classmethod
     def from_json(cls, data: dict) -> "ProfileJob":
         return cls(**cls._common(data), case=JobCase.from_json(data["case"]), shape=_shape(data["shape"]),
                    steps=data.get("steps"), sample=bool(data.get("sample", True)), prof_path=str(data["prof_path"]),
-                   max_sample_seconds=float(data["max_sample_seconds"]), count=bool(data.get("count", True)))
+                   max_sample_seconds=float(data["max_sample_seconds"]), count=bool(data.get("count", True)),
+                   ahead=bool(data.get("ahead", False)))
 
 
 JOBS: dict[str, type[AnyJob]] = {j.kind: j for j in (TimeJob, SweepJob, ProfileJob)}
@@ -261,8 +268,9 @@ class Swept:
 
 @dataclass
 class CaseProfiled:
-    """A ProfileJob's result: the case's own loops, its cProfile loop and, when sampled, the sampled loop's
-    chunks (start and end on CLOCK_MONOTONIC, which the parent reads too)."""
+    """A ProfileJob's result: the case's own loops (none when sampled: the parent reads the unsampled time per
+    call off the sampled loop's chunks after py-spy's window, profiling.unsampled), its cProfile loop and, when
+    sampled, the sampled loop's chunks (start and end on CLOCK_MONOTONIC, which the parent reads too)."""
 
     job: ClassVar[str] = "profile"
     own: Loops = field(default_factory=lambda: Loops([]))

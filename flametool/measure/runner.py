@@ -20,7 +20,7 @@ from typing import Callable
 from . import machine, paired, profiling, sampler, sweeping
 from .spawn import Progress, step_timeout
 from .jobs import blank_result
-from .measurement import Measurement, stop_if_failed, stop_if_refused
+from .measurement import Measurement, stop_if_failed
 from .. import procs
 from ..run import rundir
 from ..workload.cases import CaseSpec
@@ -85,15 +85,8 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
         else:
             time_all(m, functools.partial(paired.time_group, m))
         try:
-            for case in config.cases:
-                r = run.results[case.label]
-                if r.error is not None or case.label not in m.steps:
-                    continue
-                profiling.profile(m, case)
-                m.save()
-                if r.profile is not None:
-                    stop_if_refused(case.label, r.profile, out)
-                stop_if_failed(run, config)
+            profiling.profile_all(m, config.cases)  # each case in turn, the next readied during its sampling
+            stop_if_failed(run, config)
         finally:  # the lines of the cases profiled so far, whatever stopped the run
             m.save_sources()
     return out, run

@@ -20,7 +20,7 @@ from ..run import rundir
 from ..workload.builtins import builtin_libraries
 from ..workload.cases import CaseSpec
 from .config import Config
-from .protocol import (ACTIVE_LOOP, RESULT_OF, SPARE, capped, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point,
+from .protocol import (ACTIVE_LOOP, RESULT_OF, SPARE, STOP, capped, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point,
     ProfileJob, SampleReady, Swept, SweepJob, Timed, TimeJob, decode, encode_job)
 from ..run.profiled import Sampling
 
@@ -71,6 +71,10 @@ def child_sample_grace() -> float:
 
 
 Progress = Callable[[str, str], None]  # (label, what is happening)
+During = Callable[[str, "Sampling | None"], None]  # run_child's `during`: (what, the sampling once it is done)
+# The update a child's result gives (a line with --progress all only, render.progress): the time from it to the next
+# process's first line is the child's exit and the parent's work between processes (benchmarks/compare_floor.py).
+RESULT_IN = "result received"
 
 
 # The CPU thread pools the array libraries start at import (numpy's OpenBLAS, torch's OpenMP, MKL): one
@@ -206,22 +210,28 @@ class Spare:
 @overload
 def run_child(job: TimeJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
-              spare: Spare | None = None) -> tuple[Timed | None, str | None, Sampling | None]: ...
+              spare: Spare | None = None, started: Started | None = None,
+              during: During | None = None) -> tuple[Timed | None, str | None, Sampling | None]: ...
 @overload
 def run_child(job: SweepJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
-              spare: Spare | None = None) -> tuple[Swept | None, str | None, Sampling | None]: ...
+              spare: Spare | None = None, started: Started | None = None,
+              during: During | None = None) -> tuple[Swept | None, str | None, Sampling | None]: ...
 @overload
 def run_child(job: ProfileJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
-              spare: Spare | None = None) -> tuple[CaseProfiled | None, str | None, Sampling | None]: ...
+              spare: Spare | None = None, started: Started | None = None,
+              during: During | None = None) -> tuple[CaseProfiled | None, str | None, Sampling | None]: ...
 def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
-              spare: Spare | None = None) -> tuple[AnyResult | None, str | None, Sampling | None]:
-    """One child process for `job` (`spare`, when one was started for it), sampled into `folded` when it
-    says it is ready: (result or None, error, sampling). `on_point` takes a sweep's sizes as they come, each
-    kept as soon as it is measured."""
-    taken = spare.take(job) if spare is not None else None
+              spare: Spare | None = None, started: Started | None = None,
+              during: During | None = None) -> tuple[AnyResult | None, str | None, Sampling | None]:
+    """One child process for `job` (`spare`, when one was started for it; `started`: a child given the job
+    already), sampled into `folded` when it says it is ready: (result or None, error, sampling). `on_point` takes
+    a sweep's sizes as they come, each kept as soon as it is measured. `during` is told when py-spy is about to
+    sample ("sampling"), has sampled ("sampled", the loop still running unsampled) and the loop was told to stop
+    ("stopped"), with the sampling from "sampled" on (profiling.py readies the next case's process then)."""
+    taken = started or (spare.take(job) if spare is not None else None)
     child = taken or start_child([encode_job(job)], config, log_path, job_env(job))
     proc, read_fd = child.proc, child.read_fd
     result: AnyResult | None = None
@@ -244,16 +254,23 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
                 elif isinstance(msg, SampleReady) and msg.pid == proc.pid:
                     progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
                     assert folded is not None  # a job that samples is given the file its stacks go to
+                    if during is not None:
+                        during("sampling", None)
                     sampling = sampler.record_keeping_up(msg.pid, config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
                                                          folded, lambda t: progress(label, t))
+                    if during is not None:
+                        during("sampled", sampling)
                     try:
                         assert proc.stdin is not None  # start_child gives every child a pipe on its stdin
-                        proc.stdin.write(b"stop\n")
+                        proc.stdin.write(STOP)
                         proc.stdin.flush()
                     except BrokenPipeError:
                         pass  # the child is gone; it sends no result, and that is reported below
+                    if during is not None:
+                        during("stopped", sampling)
                 elif isinstance(msg, Done) and isinstance(msg.result, RESULT_OF[type(job)]):
                     result, error = msg.result, None  # the child's last word is the one that counts
+                    progress(label, RESULT_IN)  # what follows until the next process is its exit (--progress all)
                 elif isinstance(msg, Failed):
                     result, error = None, capped(msg.message)
                 elif isinstance(msg, Point) and on_point is not None:
@@ -319,6 +336,8 @@ def describe_phase(msg: Phase) -> str:
         return f"{who}setting up{at}"
     if phase == "import":
         return f"importing {msg.label}"
+    if phase == "ready":
+        return "ready (set up ahead), waiting for its turn"
     return {"cprofile": "cProfile loop"}.get(phase, phase)
 
 

@@ -13,6 +13,9 @@ from .terminal import text
 
 PROGRESS = ("auto", "bar", "lines", "all", "none")
 EVERY_SECONDS = 10.0  # lines: the phase now, at least this often while it lasts
+# A child's result is in (measure.spawn.RESULT_IN, its words; render does not import measure): a line for `all` only,
+# where it marks the end of a process's work (the rest, to the next line, is its exit)
+RESULT_IN = "result received"
 
 
 class Progress:
@@ -51,7 +54,7 @@ class Progress:
                 self.status.start()
         self.timing = self.timing or timing
         line = text(f"{label}: {what}")
-        if self.mode == "none":
+        if self.mode == "none" or (self.mode != "all" and what.endswith(RESULT_IN)):
             return
         if self.status is not None:
             self.status.update(line)
@@ -65,7 +68,7 @@ class Progress:
 
 def phase_of(what: str) -> str:
     """The phase an update belongs to, for a log's one line per phase: a timing process ('process 2/5: ...' ->
-    'process 2/5'), or a case's profiling process: getting ready (import, set-up, warm-up, its own timed loops),
+    'process 2/5'), or a case's profiling process: getting ready (import, set-up, warm-up, waiting its turn, its own timed loops),
     the cProfile loop, sampling, counting."""
     if what.startswith("process "):
         return what.partition(":")[0]

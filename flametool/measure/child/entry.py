@@ -15,6 +15,7 @@ from ..protocol import (SPARE, CaseProfiled, Done, Failed, JobCase, ProfileJob, 
     decode_job)
 from .building import CaseUnavailable, FactoryFailed, describe
 from .preload import preload, preload_behind, start_operands
+from . import loops
 from .reporter import Reporter
 from .work import profile_case, sweep_cases, time_cases
 
@@ -26,14 +27,17 @@ JOBS: dict[type, Callable[[Any, Reporter], Timed | Swept | CaseProfiled]] = {
 
 
 def read_job() -> TimeJob | SweepJob | ProfileJob | None:
-    """A spare's job: the first line on stdin (None when the parent closed it: the spare was not needed)."""
+    """A spare's job: the first line on stdin (None when the parent closed it: the spare was not needed); what came
+    after it in the same read (a GO) is kept for the loops that read stdin next (loops.stdin_line)."""
     data = b""
-    while not data.endswith(b"\n"):
+    while b"\n" not in data:
         chunk = os.read(0, 1 << 16)
         if not chunk:
             return None
         data += chunk
-    return decode_job(data)
+    line, _, rest = data.partition(b"\n")
+    loops.keep_read(rest)
+    return decode_job(line)
 
 
 

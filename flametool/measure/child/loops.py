@@ -191,12 +191,36 @@ def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float
 
 
 
+_read_ahead = b""  # what read_job read past its line (entry.read_job)
+
+
+def keep_read(data: bytes) -> None:
+    global _read_ahead
+    _read_ahead += data
+
+
 def _stop_requested() -> bool:
+    global _read_ahead
+    if b"stop" in _read_ahead:
+        return True
     ready, _, _ = select.select([0], [], [], 0)
     if not ready:
         return False
     data = os.read(0, 64)
     return data == b"" or b"stop" in data
+
+
+def wait_go() -> bool:
+    """A child given its job ahead of its turn (ProfileJob.ahead) waits here, set up and warmed up, until the
+    parent writes GO on its stdin; False when the parent closed it instead (the run stops, or no turn came)."""
+    global _read_ahead
+    while b"\n" not in _read_ahead:
+        data = os.read(0, 64)
+        if not data:
+            return False
+        _read_ahead += data
+    line, _, _read_ahead = _read_ahead.partition(b"\n")
+    return line.strip() == b"go"
 
 
 

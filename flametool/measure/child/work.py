@@ -19,10 +19,12 @@ from ...workload.cases import Step, Sync, cuda_index
 from ..protocol import (MAX_PATHS, CaseProfiled, CaseTimed, JobCase, PlanItem, Point, PointCase, ProfileJob, SampleReady,
     SweepJob, Swept, Timed, TimedLoops, TimeJob)
 from ...run.record import DeviceInfo, Operands
+from ...run.timing import Loops
 from .building import CaseUnavailable, build, describe, load_factory, set_up
 from . import ownclock
 from .clocks import Events, device_events, device_info
-from .loops import bound, calls_for, cprofile_phase, extend_seconds, interleaved, ops_per_step, sampled_phase, warm_up
+from .loops import (bound, calls_for, cprofile_phase, extend_seconds, interleaved, ops_per_step, sampled_phase, wait_go,
+    warm_up)
 from .reporter import Reporter
 
 
@@ -211,8 +213,10 @@ def sweep_cases(job: SweepJob, report: Reporter) -> Swept:
 
 
 def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
-    """The profiled process of one case, at the sample shape: its own unsampled loops (a check on the
-    paired figure), the cProfile loop, then the loop py-spy samples until the parent says stop."""
+    """The profiled process of one case, at the sample shape: set up and warmed up (given ahead of its turn: then
+    it waits for the parent's GO), its own unsampled loops when it is not sampled (a sampled one's unsampled time
+    per call is read off its sampled loop after py-spy's window: profiling.unsampled), the cProfile loop, the loop
+    py-spy samples until the parent says stop, then the counted loop."""
     c, shape = job.case, job.shape
     assert c is not None  # a ProfileJob has its case (from_json; the field's None is the dataclass's order)
     report.phase("setup", shape=shape)
@@ -223,14 +227,20 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
     report.phase("warmup", calls=warm)
     per_step = warm_up(step, sync, warm)
     steps = job.steps or calls_for(per_step, max(1, math.ceil(job.iters / ops)), extend_seconds(job))
-    errors: dict[str, str] = {}
-    own = interleaved({c.label: (step, sync)}, {c.label: steps}, job.repeats, events, report, shape, errors,
-                      extend_seconds(job))
-    if errors:  # the loop raised; interleaved made its message
-        raise CaseUnavailable(errors[c.label])
+    if job.ahead:
+        report.phase("ready")
+        if not wait_go():
+            raise CaseUnavailable("stopped before its turn came")
+    own = Loops(cpu_us=[])
+    if not job.sample:
+        errors: dict[str, str] = {}
+        own = interleaved({c.label: (step, sync)}, {c.label: steps}, job.repeats, events, report, shape, errors,
+                          extend_seconds(job))[c.label]
+        if errors:  # the loop raised; interleaved made its message
+            raise CaseUnavailable(errors[c.label])
     report.phase("cprofile")
     us_per_call, profiled_calls, table, corrupted = cprofile_phase(step, sync, steps, job.prof_path)
-    result = CaseProfiled(own[c.label], steps * ops, us_per_call, profiled_calls,
+    result = CaseProfiled(own, steps * ops, us_per_call, profiled_calls,
                           sys_path=[p for p in sys.path if p and "\0" not in p][:MAX_PATHS])
     if job.sample:
         report.send(SampleReady(os.getpid()))

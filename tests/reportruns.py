@@ -12,7 +12,7 @@ import pytest
 from flametool.run import rundir
 from h200run import make_h200_run
 from runbuild import make_run
-from shared import flametool_once
+from shared import cpu_compare
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -23,12 +23,12 @@ _made: dict[str, Path] = {}
 
 
 def cpu_run_dir(factory: pytest.TempPathFactory) -> Path:
-    """`flametool compare --device cpu`, as a user runs it; made once in the test session and shared by every
-    test module, whichever xdist worker runs it (tests/shared.py)."""
+    """`flametool compare --device cpu` (numpy and torch, the defaults, and add_case of one's own); made once in the
+    test session and shared by every test module, test_compare_cpu.py's too, whichever xdist worker runs it
+    (tests/shared.py)."""
     if not shutil.which("py-spy"):
         pytest.fail("py-spy must be installed for the tests (pip install py-spy)")
-    out, proc = flametool_once(factory, "cpu", "compare", "--device", "cpu", "--sample-seconds", "1", "--repeats", "1",
-                               "--processes", "2")
+    out, proc = cpu_compare(factory)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 

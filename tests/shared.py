@@ -70,3 +70,16 @@ def workload_compare(factory: pytest.TempPathFactory) -> tuple[Path, subprocess.
     session: test_workloads.py and test_aligned_lines.py read the same run."""
     return flametool_once(factory, "workload-compare", "compare", "--workload", f"{WORKLOAD_CASES}:scaled_exp_sum",
                           "--libs", "numpy,torch", *CPU_SHORT)
+
+
+USER_CASES = Path(__file__).parent / "cases" / "user_cases.py"
+CPU_COMPARE = {"processes": 2, "repeats": 2, "iters": 200}
+
+
+def cpu_compare(factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    """`compare --device cpu` with its default libraries (numpy and torch) and a case of one's own (add_case), two
+    processes, once a session: test_compare_cpu.py checks its run.json and the report, snakeviz and browser tests
+    (tests/reportruns.py) read the same run (each made its own, 8-10 s of a worker each)."""
+    return flametool_once(factory, "compare-cpu", "compare", "--device", "cpu", "--case", f"{USER_CASES}:add_case",
+                          "--iters", str(CPU_COMPARE["iters"]), "--repeats", str(CPU_COMPARE["repeats"]),
+                          "--processes", str(CPU_COMPARE["processes"]), "--sample-seconds", "1", "--rate", "200")

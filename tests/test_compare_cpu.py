@@ -13,10 +13,10 @@ from flametool.measure.child import loops as child_loops
 from flametool.measure import profiling, spawn
 from flametool.run import folded, rundir
 from flametool.measure.config import CPU
-from shared import flametool_once
+from shared import CPU_COMPARE, cpu_compare
 
 CASES = Path(__file__).parent / "cases" / "user_cases.py"
-PROCESSES, REPEATS = 2, 2
+PROCESSES, REPEATS = CPU_COMPARE["processes"], CPU_COMPARE["repeats"]
 
 
 def rounds_of(loops: list) -> int:
@@ -39,9 +39,7 @@ def interleaved_rounds(results: dict, labels: list[str], i: int) -> list[list[st
 @pytest.fixture(scope="module")
 def run(cli, tmp_path_factory):
     # made once in the session, by whichever worker asks first (tests/shared.py), and only read
-    out, proc = flametool_once(tmp_path_factory, "compare-cpu", "compare", "--device", "cpu", "--case", f"{CASES}:add_case",
-                               "--iters", "200", "--repeats", str(REPEATS), "--processes", str(PROCESSES),
-                               "--sample-seconds", "1", "--rate", "200")
+    out, proc = cpu_compare(tmp_path_factory)  # the report, snakeviz and browser tests read it too
     assert proc.returncode == 0, proc.stderr
     return out, proc, json.loads((out / "run.json").read_text())
 

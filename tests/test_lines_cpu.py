@@ -1,8 +1,9 @@
-"""Lines measured for real on the CPU (issue 39), in one compare run shared by the tests here: a step of four lines
-with one planted to busy-wait PLANTED_US beside cheap numpy lines reads that line as its hottest, within 15% of
-the plant, in compare's terminal, the report and the JSON summary; a Cython module built here with -g, its
-generated .c beside it, reads its hot .pyx line (py-spy maps it); another, its .c moved away and given as
---source, reads the same .pyx line through flametool's own mapping."""
+"""Lines measured for real on the CPU (issue 39), in two compare runs each shared by the tests that read it: a
+step of four lines with one planted to busy-wait PLANTED_US beside cheap numpy lines reads that line as its
+hottest, within 15% of the plant, in compare's terminal, the report and the JSON summary (serial: the plant is
+read against its size); a Cython module built here with -g, its generated .c beside it, reads its hot .pyx line
+(py-spy maps it); another, its .c moved away and given as --source, reads the same .pyx line through flametool's
+own mapping (which line is hottest, not how hot: run beside the other tests)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ CASES = Path(__file__).parent / "cases" / "line_cases.py"
 sys.path.insert(0, str(CASES.parent))
 from line_cases import PLANTED_TEXT, PLANTED_US  # noqa: E402
 
-pytestmark = pytest.mark.serial  # a planted cost read against its size: a second worker beside it moves it
+serial = pytest.mark.serial  # a planted cost read against its size: a second worker beside it moves it
 WITHIN = 0.15
 
 
@@ -44,12 +45,26 @@ def built(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def run(built, tmp_path_factory):
-    cases = built / "build" / "line_cases.py"
+def run(tmp_path_factory):
+    # 0.3 s of rounds a case and process (not the default 1 s): the line's figure is its share of 200 samples
+    # times the case's paired time per call, which 0.3 s of 25 us calls (some 12,000 a process) puts within a
+    # fraction of a percent; the Cython cases have a run of their own (cython_run), beside the other tests
     out, proc = flametool_once(tmp_path_factory, "lines-cpu", "compare", "--device", "cpu", "--libs", "numpy",
-                               "--case", f"{cases}:planted_lines", "--case", f"{cases}:cython_beside",
-                               "--case", f"{cases}:cython_apart", "--source", str(built / "src"),
-                               "--processes", "2", "--sample-seconds", "2")
+                               "--case", f"{CASES}:planted_lines", "--processes", "2", "--sample-seconds", "2",
+                               "--timed-seconds", "0.3")
+    assert proc.returncode == 0, proc.stderr
+    return out, proc
+
+
+@pytest.fixture(scope="module")
+def cython_run(built, tmp_path_factory):
+    """The two Cython cases, paired with each other (no library case): which of their lines is hottest, not
+    how hot, so one process, one round and no counted loop; 1 s of samples at 200 Hz."""
+    cases = built / "build" / "line_cases.py"
+    out, proc = flametool_once(tmp_path_factory, "lines-cython", "compare", "--device", "cpu", "--libs", "",
+                               "--case", f"{cases}:cython_beside", "--case", f"{cases}:cython_apart",
+                               "--source", str(built / "src"), "--processes", "1", "--repeats", "1",
+                               "--sample-seconds", "1", "--rate", "200", "--no-count")
     assert proc.returncode == 0, proc.stderr
     return out, proc
 
@@ -63,6 +78,7 @@ def figures(row: str) -> list[float]:
     return [float(v.replace(",", "")) for v in re.findall(r"(-?[\d,]+\.\d+) ± [\d,.]+", row)]
 
 
+@serial
 def test_the_planted_line_is_the_hottest_step_line_in_the_terminal(run):
     _, proc = run
     rows = [r for r in proc.stdout.splitlines() if "planted_lines" in r and "line_cases.py:" in r]
@@ -72,6 +88,7 @@ def test_the_planted_line_is_the_hottest_step_line_in_the_terminal(run):
     assert near_plant(step[planted_line()]), step
 
 
+@serial
 def test_the_planted_line_is_the_hottest_step_line_in_the_report(run):
     out, _ = run
     html = (out / "report.html").read_text()
@@ -86,6 +103,7 @@ def test_the_planted_line_is_the_hottest_step_line_in_the_report(run):
         (int(n), text) for n, _, text in rows)[planted_line()]
 
 
+@serial
 def test_the_planted_line_is_the_hottest_step_line_in_the_json_summary(run):
     out, _ = run
     proc = subprocess.run([sys.executable, "-m", "flametool", "summary", str(out), "--format", "json"],
@@ -97,19 +115,25 @@ def test_the_planted_line_is_the_hottest_step_line_in_the_json_summary(run):
     assert near_plant(hottest["total_us"]), hottest
 
 
-def test_sources_json_holds_the_sampled_lines_where_they_were_found(run, built):
+@serial
+def test_sources_json_holds_the_case_s_sampled_lines(run):
     out, _ = run
-    doc = json.loads((out / "sources.json").read_text())
-    files = doc["files"]
+    files = json.loads((out / "sources.json").read_text())["files"]
     case = next(f for name, f in files.items() if name.endswith("line_cases.py"))
     assert case["origin"] == "case" and case["lines"][str(planted_line())].strip() == PLANTED_TEXT
+
+
+def test_sources_json_holds_a_source_file_where_it_was_found(cython_run, built):
+    files = json.loads((cython_run[0] / "sources.json").read_text())["files"]
+    case = next(f for name, f in files.items() if name.endswith("line_cases.py"))
+    assert case["origin"] == "case"
     assert files["hot2.c"]["origin"] == "source" and files["hot2.c"]["path"] == str(built / "src" / "hot2.c")
 
 
-def test_a_cython_module_with_its_c_beside_it_reads_its_hot_pyx_line(run):
+def test_a_cython_module_with_its_c_beside_it_reads_its_hot_pyx_line(cython_run):
     from flametool.analyse import dispatch
 
-    lines = dispatch.analyse_dir(str(run[0])).lines["cython_beside"]
+    lines = dispatch.analyse_dir(str(cython_run[0])).lines["cython_beside"]
     hot = [l for l in lines.lines if not l.step][:2]  # by own time
     pyx = {(l.pyx.file, l.pyx.line) if l.pyx else (l.file, l.line) for l in hot}
     assert ("hot.pyx", cythonbuild.HOT_LINE) in pyx or ("hot.pyx", cythonbuild.HOT_LINE - 1) in pyx, hot
@@ -117,10 +141,10 @@ def test_a_cython_module_with_its_c_beside_it_reads_its_hot_pyx_line(run):
     assert body.text == cythonbuild.HOT_TEXT and body.kind == "cython" and body.self.us_per_call > 0
 
 
-def test_a_cython_module_whose_c_is_under_source_reads_its_hot_pyx_line(run):
+def test_a_cython_module_whose_c_is_under_source_reads_its_hot_pyx_line(cython_run):
     from flametool.analyse import dispatch
 
-    lines = dispatch.analyse_dir(str(run[0])).lines["cython_apart"]
+    lines = dispatch.analyse_dir(str(cython_run[0])).lines["cython_apart"]
     mapped = [l for l in lines.lines if l.file == "hot2.c" and l.pyx is not None and l.self.samples]
     assert mapped and {l.kind for l in mapped} == {"cython"}
     body = [l for l in mapped if l.pyx is not None and l.pyx.line == cythonbuild.HOT_LINE]

@@ -226,8 +226,10 @@ def test_ctrl_z_stops_the_children_and_py_spy_and_fg_resumes_them(tmp_path):
 
     out = tmp_path / "run"
     environ = fk.env()
-    shell = subprocess.Popen([sys.executable, "-c", SHELL, sys.executable, "-m", "flametool", "compare", *O[:-1], "4",
-                              "--libs", "numpy", "--out", str(out)], cwd=fk.ROOT, env=environ, stdout=subprocess.PIPE,
+    # 3 s of sampling: py-spy is seen within a poll or two of its start, so the stop lands inside them with time to
+    # spare; stopped, they are read again after half a second (a process that was not stopped has run on by then)
+    shell = subprocess.Popen([sys.executable, "-c", SHELL, sys.executable, "-m", "flametool", "compare", *O[:-1], "3",
+                              "--libs", "numpy", "--no-count", "--out", str(out)], cwd=fk.ROOT, env=environ, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     job = int(shell.stdout.readline())
     try:
@@ -243,7 +245,7 @@ def test_ctrl_z_stops_the_children_and_py_spy_and_fg_resumes_them(tmp_path):
         while not all(state(p) in STOPPED for p in (job, pyspy, child)):
             assert time.monotonic() < deadline, [state(p) for p in (job, pyspy, child)]
             time.sleep(0.05)
-        time.sleep(1)
+        time.sleep(0.5)
         assert all(state(p) in STOPPED for p in (job, pyspy, child)), [state(p) for p in (job, pyspy, child)]
         os.killpg(job, signal.SIGCONT)
         # each runs again: seen running or asleep within the deadline (the sampled child is in 't' for a moment at

@@ -158,7 +158,9 @@ def test_cpu_run_report(cpu_run):
     pairs = report.build(dispatch.analyse_dir(cpu_run)).headline.pairs
     assert pairs[0].startswith("torch / numpy = ") and pairs[0].endswith(", paired over 2 processes"), pairs
     assert text.index(pairs[0]) < text.index("us per call on the host (torch ")
-    assert len(data["graphs"]) == 3
+    # a graph for each of the three cases and a differential one for each of the two pairs (torch and add_case,
+    # each against numpy): no other thread's graph
+    assert [p.head for p in dispatch.analyse_dir(cpu_run).pairs] == ["torch", "add_case"] and len(data["graphs"]) == 5
     assert sum(1 for t, _ in page.tags if t == "rect") > 0  # the layer chart is drawn, server-side
 
 

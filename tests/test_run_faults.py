@@ -21,6 +21,7 @@ import faultkit as fk
 from flametool.run import rundir
 
 CASES2 = fk.CASES / "run_fault_cases.py"
+USER_CASES = fk.CASES / "user_cases.py"
 SAMPLES = fk.ROOT / "samples"
 # the issue's settings, "F"
 F = ["--device", "cpu", "--shape", "16,16,16", "--iters", "200", "--warmup", "20", "--repeats", "1", "--processes", "1",
@@ -63,9 +64,11 @@ def test_ctrl_c_well_into_a_long_sampling_phase(tmp_path, start):
     out = tmp_path / "run"
     # one timing process, one round, one thread per pool: the default timing phase before the sampling (5 to 12
     # processes, torch's pool at 2 threads beside other jobs) took 90 to 150 s of the test suite on the loaded
-    # 2-core machine, and what is tested comes after it
-    args = ["compare", "--device", "cpu", "--iters", "2000", "--warmup", "100", "--sample-seconds", "60",
-            "--processes", "1", "--repeats", "1", "--pool-threads", "1", "--out", str(out)]
+    # 2-core machine, and what is tested comes after it. numpy, then a case of the tests' (add_case) to be profiled
+    # after it: not torch, whose import cost the timing process 1-1.5 s of this test
+    args = ["compare", "--device", "cpu", "--libs", "numpy", "--case", f"{USER_CASES}:add_case", "--iters", "2000",
+            "--warmup", "100", "--sample-seconds", "60", "--processes", "1", "--repeats", "1", "--pool-threads", "1",
+            "--out", str(out)]
     bg = SetsidInScript(args, fk.env()) if start == "setsid-in-a-script" else fk.Background(args, fk.env())
     bg.wait_for("numpy: sampling with py-spy", timeout=300)
     bg.wait_until(lambda: any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(bg.tag)), "py-spy running")
@@ -75,26 +78,28 @@ def test_ctrl_c_well_into_a_long_sampling_phase(tmp_path, start):
     code = bg.finish(timeout=60)
     assert time.monotonic() - t0 < 20, "Ctrl-C did not stop the sampling phase"
     data = interrupted(bg, out, code)
-    # the paired timings finished; numpy was being sampled (its profile had not finished) and torch's never began
+    # the paired timings finished; numpy was being sampled (its profile had not finished) and add_case's never began
     assert all(r.profile is None for r in data.results.values()) and data.results["numpy"].timing
-    assert not any(line.startswith("torch:") for line in bg.err)  # and torch's own (profiled) process never started
+    assert not any(line.startswith("add_case:") for line in bg.err)  # its own (profiled) process never started
 
 
 # --- 2: two runs on one --out --------------------------------------------------------------------------------
 
 def test_two_runs_started_at_once_on_one_out(tmp_path):
-    """`flametool compare F --libs numpy --out R & flametool compare F --libs torch --out R`: exactly one
+    """`flametool compare F --libs numpy --out R & flametool compare F --case add_case --out R`: exactly one
     gets R, the other is refused in one line, and R holds the winner's result. (One race of whole runs: the
-    claim itself is raced by eight processes at once in test_claiming_a_run_directory_is_atomic.)"""
+    claim itself is raced by eight processes at once in test_claiming_a_run_directory_is_atomic.) The second
+    run's case is the tests' add_case, not torch, whose import cost each of its processes 1-1.5 s."""
     out = tmp_path / "run"
     environ = fk.env()
-    procs = [subprocess.Popen([sys.executable, "-m", "flametool", "compare", *F, "--libs", lib, "--out", str(out)],
+    cases = {"numpy": ["--libs", "numpy"], "add_case": ["--libs", "", "--case", f"{USER_CASES}:add_case"]}
+    procs = [subprocess.Popen([sys.executable, "-m", "flametool", "compare", *F, *cases[label], "--out", str(out)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environ, cwd=fk.ROOT)
-             for lib in ("numpy", "torch")]
+             for label in cases]
     done = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
     codes = [c for c, _, _ in done]
     assert sorted(codes) == [0, 2], done
-    winner = ("numpy", "torch")[codes.index(0)]
+    winner = list(cases)[codes.index(0)]
     loser_err = done[codes.index(2)][2]
     assert "Traceback" not in loser_err
     assert [l for l in loser_err.splitlines() if l.startswith("flametool:")] == [

@@ -50,12 +50,17 @@ def markup_case(m, k, n, dtype, device):
     raise ValueError("[/bold] <b>bold</b> [red]unclosed \"quoted\" 'x'")
 
 
-def not_beside_torch(m, k, n, dtype, device):
-    """Refuses to be built in a process where torch is already loaded (as a library that claims a device or
-    a thread pool for itself can); alone it works. Nothing in flametool's child imports torch, so this fails
-    exactly when a torch case was built before it in the same process."""
-    if "torch" in sys.modules:
-        raise RuntimeError("torch is already loaded in this process")
+# what claims_the_process leaves in sys.modules: the mark of a library that has taken its process for itself
+CLAIM = "fault_cases_claimed_process"
+
+
+def claims_the_process(m, k, n, dtype, device):
+    """Claims its process as a library that takes a device or a thread pool for itself does (torch, say; the mark
+    is a module in sys.modules), and works wherever it is built. Nothing in flametool's child makes the mark, so
+    the two cases below fail exactly when this one was built before them in the same process."""
+    import types
+
+    sys.modules.setdefault(CLAIM, types.ModuleType(CLAIM))
     data = list(range(m))
 
     def step():
@@ -64,10 +69,22 @@ def not_beside_torch(m, k, n, dtype, device):
     return step, lambda: None
 
 
-def exits_beside_torch(m, k, n, dtype, device):
-    """Ends its whole process when torch is already loaded there (as a library that aborts on a conflict
-    does): the process it shares with a torch case dies before reporting anything. Alone it works."""
-    if "torch" in sys.modules:
+def not_beside_a_claim(m, k, n, dtype, device):
+    """Refuses to be built in a process that claims_the_process has claimed; alone it works."""
+    if CLAIM in sys.modules:
+        raise RuntimeError("another case has claimed this process")
+    data = list(range(m))
+
+    def step():
+        sum(data)
+
+    return step, lambda: None
+
+
+def exits_beside_a_claim(m, k, n, dtype, device):
+    """Ends its whole process where claims_the_process has claimed it (as a library that aborts on a conflict
+    does): the process it shares dies before reporting anything. Alone it works."""
+    if CLAIM in sys.modules:
         import os
 
         os._exit(3)

@@ -63,6 +63,10 @@ class Compare:
         p.add_argument("--no-spares", action="store_true",
                        help="do not start the later processes ahead (on a GPU they import while another process times "
                             "its loops): for measuring whether they change the speeds drawn")
+        p.add_argument("--fresh-processes", action="store_true",
+                       help="start every timing process as a fresh interpreter that imports the libraries itself, "
+                            "instead of forking it from a server per environment that imported them once (about 10x "
+                            "sooner at its first loop with cupy and torch on a GPU; run.json says how each started)")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         return cmd_compare(args, ctx.argv, ctx.err, ctx.out)

@@ -139,7 +139,8 @@ def compare_config(args: argparse.Namespace, say) -> Config:
         max_processes=args.processes if args.processes and not stopping else max(most, common["processes"]),
         extra_seconds=d.extra_seconds * max(1, envs), sample_shape=sample_shape, sample=not args.no_sample,
         count=not getattr(args, "no_count", False),
-        spares=d.spares and not args.no_spares, budget=budget, fail_above=args.fail_above,
+        spares=d.spares and not args.no_spares, fork_server=d.fork_server and not args.fresh_processes,
+        budget=budget, fail_above=args.fail_above,
     )
 
 
@@ -216,4 +217,4 @@ def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str], dict
     if args.sample_seconds is None:
         sampling["sample_seconds"] = ATLAS_SAMPLE_SECONDS[ops.kind(common["device"])]
     return Config(**common, **sampling, shape=list(d.shape), max_processes=common["processes"], extra_seconds=0.0,
-                  spares=d.spares), names + list(found), found
+                  spares=d.spares, fork_server=d.fork_server), names + list(found), found

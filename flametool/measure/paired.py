@@ -6,6 +6,7 @@ environment is a group and the groups take turns."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import cast
 
 from .spawn import run_child
@@ -53,7 +54,8 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
     say = lambda what: m.progress(f"timing {name}", f"process 1/{config.processes}: {what}")  # noqa: E731
     lost: list[str] = []
     while True:
-        got, error, _ = run_child(first, config, name, m.out / f"{name}-timing.log", lambda _l, t: say(t))
+        got, error, _ = run_child(first, config, name, m.out / f"{name}-timing.log", lambda _l, t: say(t),
+                                  forks=m.forks.get(cases[0].env))
         # a first process that died (os._exit in a sitecustomize, the OOM killer's SIGKILL) is one process lost,
         # as a later one is: another takes its place (at most MOST_LOST); one that reported a failure is not
         if got is not None or not died(error) or len(lost) + 1 >= MOST_LOST:
@@ -85,10 +87,10 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
         r.device_info = mine.device_info
         r.operands = list(mine.operands)
         assert mine.timing is not None  # a case that did not fail was timed at the requested shape
-        r.timing = as_timing(mine.timing)
+        r.timing = as_timing(mine.timing, got.started)
         r.sample_shape, r.sample_shape_reason = got.sample_shape, got.sample_shape_reason
         if mine.sample_timing is not None:
-            r.sample_timing = as_timing(mine.sample_timing)
+            r.sample_timing = as_timing(mine.sample_timing, got.started)
         m.steps[c.label] = (mine.sample_timing or mine.timing).steps
     if not group.cases:  # every case is to be timed alone: nothing was measured together
         run.groups.pop()
@@ -167,7 +169,8 @@ def _one_more(m: Measurement, group: Group, i: int) -> None:
                                   if i <= config.processes else f"process {i} (more, until the ratios settle)")
                                   + f": {what}")
     log = m.out / f"{name}-timing-{i}.log"
-    got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=m.spares.take(log, live))
+    got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=m.spares.take(log, live),
+                              forks=m.forks.get(by_label[live[0]].env))
     if got is None:
         # the process died or failed as a whole (its first process ran these cases): one process lost, not the
         # cases; the group goes on from the others (at most MOST_LOST lost)
@@ -183,7 +186,7 @@ def _one_more(m: Measurement, group: Group, i: int) -> None:
         r.warnings += [w for w in got.cases[label].warnings if w not in r.warnings]
         at, timed = r.at_sample_shape, got.cases[label].at(key)
         assert at is not None and timed is not None  # the first process timed it, and this one at `key`
-        at.processes.append(timed.loops)
+        at.processes.append(replace(timed.loops, started=got.started))
     if any(label not in got.errors for label in live):
         group.processes += 1  # processes that finished their loops (a lost one is not among them)
     m.save()

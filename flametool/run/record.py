@@ -59,6 +59,7 @@ class SweepPoint(Timing):
 
     def to_json(self) -> dict:
         data = asdict(self)
+        data["processes"] = [p.to_json() for p in self.processes]
         data["profile"] = self.profile.to_json() if self.profile else None
         return data
 
@@ -230,8 +231,8 @@ class CaseResult:
 
     def to_json(self) -> dict:
         data = asdict(self)
-        data["timing"] = asdict(self.timing) if self.timing else None
-        data["sample_timing"] = asdict(self.sample_timing) if self.sample_timing else None
+        data["timing"] = self.timing.to_json() if self.timing else None
+        data["sample_timing"] = self.sample_timing.to_json() if self.sample_timing else None
         data["profile"] = self.profile.to_json() if self.profile else None
         if self.points:
             data["points"] = [p.to_json() for p in self.points]

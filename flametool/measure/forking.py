@@ -1,0 +1,267 @@
+"""Fork servers, from the parent's side: per environment a child (child/forkserver.py) that has imported the
+cases' libraries once and forks each timing process of compare, instead of a fresh interpreter that imports
+them again (3.7-5.1 s a process on the H200 before its first timed loop; 0.36-0.51 s forked). What it forks is
+a timing child as a fresh one is (entry.forked runs the same code from its job on), and the parent sees it
+through Forked, the part of subprocess.Popen that spawn.run_child and procs.kill_tree use.
+
+A server that dies (or cannot fork, or made a CUDA context) forks no more: each later process starts fresh and
+its log says why; a process it had forked dies with it (its parent-death signal) and is run again fresh
+(spawn.run_child). `compare --fresh-processes` starts none."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Callable
+
+from .. import procs
+from ..run import rundir
+from ..workload.builtins import builtin_libraries
+from ..workload.cases import CaseSpec
+from .config import Config
+from .protocol import FORKSERVER, AnyJob, encode_job
+from .spawn import Started, child_command, child_env, next_cpus, step_timeout, stop
+
+# Libraries a server does not import ahead: jax starts threads of its own at import, and a fork keeps only
+# the thread that forked (the child imports it itself, after the fork, as a fresh process would).
+NOT_BEFORE_FORK = {"jax"}
+MAX_MESSAGE = 1 << 16
+
+
+class Forked:
+    """A process forked by a fork server, as the parent handles a subprocess.Popen: its pid, the write end of
+    its stdin, poll(), wait() and signals. Its fork server reaps it and says how it ended (returncode: -N
+    when signal N killed it, as Popen says)."""
+
+    def __init__(self, server: "ForkServer", pid: int, stdin: IO[bytes]) -> None:
+        self.server, self.pid, self.stdin = server, pid, stdin
+        self.returncode: int | None = None
+        self.orphaned = False  # its server died before it ended: no one can say how it ended
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.server.pump(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if self.server.gone is not None:
+                self._wait_orphan(left)
+            else:
+                self.server.pump(left if left is not None else 1.0)
+            if self.returncode is None and deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"forked process {self.pid}", timeout or 0)
+        return self.returncode
+
+    def _wait_orphan(self, timeout: float | None) -> None:
+        """Its server is gone, and with it the parent-death signal took it (SIGTERM): wait until it is."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not gone(self.pid):
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            time.sleep(0.01)
+        self.orphaned = True
+        self.returncode = -signal.SIGTERM
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+def gone(pid: int) -> bool:
+    """No such process, or only its zombie (a server's child, reparented when the server died)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rpartition(b")")[2].split()[:1]
+        return state in ([b"Z"], [b"X"])
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+
+class ForkServer:
+    """One environment's fork server: started with the run, importing while nothing waits on it."""
+
+    def __init__(self, cases: list[CaseSpec], config: Config, log_path: Path) -> None:
+        self.libraries = [m for m in builtin_libraries(cases) if m not in NOT_BEFORE_FORK]
+        self.log_path = log_path
+        self.ready = False
+        self.gone: str | None = None  # why it forks no more
+        self.children: dict[int, Forked] = {}
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.token = uuid.uuid4().hex
+        try:
+            log = open(log_path, "w", encoding="utf-8")
+        except OSError as exc:
+            raise rundir.cannot_write(log_path, exc) from None
+        with log, theirs:
+            self.proc = subprocess.Popen(
+                child_command(str(theirs.fileno()), FORKSERVER, str(os.getpid()), ",".join(self.libraries),
+                              python=config.python(cases[0].env)),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
+                env=child_env(config.pool_threads, self.token), **procs.own_group())
+        procs.track(self.proc.pid)  # Ctrl-Z stops it with flametool
+
+    def pump(self, timeout: float | None) -> dict | None:
+        """Read what the server says for at most `timeout` seconds (None: until it says something): the ends of
+        its children and its readiness are taken in here; a fork's answer is returned."""
+        if self.gone is not None:
+            return None
+        ready, _, _ = select.select([self.sock], [], [], timeout)
+        while ready:
+            try:
+                data = self.sock.recv(MAX_MESSAGE)
+            except OSError as exc:
+                data = b""
+                self.lost(f"the fork server's socket failed ({exc})")
+                return None
+            if not data:
+                self.lost(f"the fork server ended ({describe_end(self.proc)})")
+                return None
+            try:
+                message = json.loads(data)
+            except ValueError:
+                message = {}
+            if "exited" in message:
+                child = self.children.pop(int(message["exited"]), None)
+                if child is not None:
+                    child.returncode = int(message["code"])
+            elif message.get("ready"):
+                self.ready = True
+            elif "forked" in message or "failed" in message:
+                return message
+            ready, _, _ = select.select([self.sock], [], [], 0)
+        return None
+
+    def fork(self, job: AnyJob, config: Config, log_path: Path, say: Callable[[str], None]) -> Started | None:
+        """A timing child for `job`, forked, its output to `log_path`; None when this server forks no more (gone
+        says why: the job then runs in a fresh process)."""
+        self.pump(0)
+        if self.gone is not None:
+            return None
+        if not self.ready and self.libraries:
+            say(f"importing {', '.join(self.libraries)} (the fork server, once for every timing process)")
+        try:
+            log = open(log_path, "w", encoding="utf-8")
+        except OSError as exc:
+            raise rundir.cannot_write(log_path, exc) from None
+        read_fd, write_fd = os.pipe()
+        stdin_r, stdin_w = os.pipe()
+        token = uuid.uuid4().hex
+        request = {"job": encode_job(job), "token": token,
+                   "cpus": ",".join(map(str, next_cpus(config.cpus))) if config.cpus else None}
+        try:
+            with log:
+                socket.send_fds(self.sock, [json.dumps(request).encode()], [write_fd, log.fileno(), stdin_r])
+        except OSError as exc:
+            self.lost(f"the fork server could not be sent a job ({exc})")
+        finally:
+            os.close(write_fd)
+            os.close(stdin_r)
+        answer = None
+        limit = step_timeout()
+        deadline = time.monotonic() + limit
+        while answer is None and self.gone is None:
+            paused = procs.paused_seconds()
+            answer = self.pump(max(0.0, deadline - time.monotonic()))
+            if procs.paused_seconds() > paused:  # stopped by Ctrl-Z meanwhile: the wait starts again
+                deadline = time.monotonic() + limit
+            elif answer is None and time.monotonic() >= deadline:
+                self.lost(f"the fork server said nothing for {limit:g} s")
+        if answer is None or "forked" not in answer:
+            if answer is not None:
+                self.lost(f"the fork server could not fork ({answer.get('failed')})")
+            os.close(read_fd)
+            os.close(stdin_w)
+            return None
+        proc = Forked(self, int(answer["forked"]), os.fdopen(stdin_w, "wb"))
+        self.children[proc.pid] = proc
+        procs.track(proc.pid)  # Ctrl-Z stops it with flametool
+        return Started(proc, read_fd, token)
+
+    def lost(self, why: str) -> None:
+        """It forks no more: stopped (with whatever it still runs), and every later process starts fresh."""
+        if self.gone is None:
+            self.gone = why
+            self.stop()
+
+    def stop(self) -> None:
+        with procs.signals_deferred():
+            stop(self.proc)
+            procs.untrack(self.proc.pid)
+            procs.kill_marked(self.token)  # its forked children carry its MARKER too
+            self.sock.close()
+        if self.gone is None:
+            self.gone = "the fork server was stopped"
+
+
+def describe_end(proc: subprocess.Popen) -> str:
+    code = proc.poll()
+    if code is None:
+        return "its socket closed"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+@dataclass
+class ForkServers:
+    """A fork server per environment of the run (config.fork_server; compare --fresh-processes: none)."""
+
+    config: Config
+    out: Path
+    started: dict[str | None, ForkServer] = field(default_factory=dict)
+
+    def start(self, groups: list[list[CaseSpec]]) -> None:
+        if not self.config.fork_server:
+            return
+        for cases in groups:
+            env = cases[0].env
+            if cases and env not in self.started:
+                self.started[env] = ForkServer(cases, self.config, self.out / log_name(env))
+
+    def get(self, env: str | None) -> ForkServer | None:
+        return self.started.get(env)
+
+    def stop(self) -> None:
+        """Every server stopped, and its log removed when it says nothing."""
+        for env in list(self.started):
+            server = self.started.pop(env)
+            if server.sock.fileno() != -1:
+                server.stop()
+            try:
+                if server.log_path.stat().st_size == 0:
+                    server.log_path.unlink()
+            except OSError:
+                pass
+
+
+def log_name(env: str | None) -> str:
+    return "fork-server.log" if env is None else f"fork-server@{env}.log"

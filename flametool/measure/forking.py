@@ -106,14 +106,15 @@ def gone(pid: int) -> bool:
 class ForkServer:
     """One environment's fork server: started with the run, importing while nothing waits on it."""
 
-    def __init__(self, cases: list[CaseSpec], config: Config, log_path: Path) -> None:
-        self.libraries = [m for m in builtin_libraries(cases) if m not in NOT_BEFORE_FORK]
+    def __init__(self, env: str | None, libraries: list[str], config: Config, log_path: Path) -> None:
+        self.libraries = libraries
         self.log_path = log_path
         self.ready = False
         self.gone: str | None = None  # why it forks no more
         self.children: dict[int, Forked] = {}
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.token = uuid.uuid4().hex
+        environ = child_env(config.pool_threads)
+        environ.pop(procs.MARKER, None)  # see below
         try:
             log = open(log_path, "w", encoding="utf-8")
         except OSError as exc:
@@ -121,9 +122,11 @@ class ForkServer:
         with log, theirs:
             self.proc = subprocess.Popen(
                 child_command(str(theirs.fileno()), FORKSERVER, str(os.getpid()), ",".join(self.libraries),
-                              python=config.python(cases[0].env)),
+                              python=config.python(env)),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, pass_fds=(theirs.fileno(),),
-                env=child_env(config.pool_threads, self.token), **procs.own_group())
+                # no MARKER of its own: its children's processes would all carry it (a fork keeps the environment
+                # the server was started with), and stopping what carries it would take their guardians too
+                env=environ, **procs.own_group())
         procs.track(self.proc.pid)  # Ctrl-Z stops it with flametool
 
     def pump(self, timeout: float | None) -> dict | None:
@@ -212,8 +215,7 @@ class ForkServer:
     def stop(self) -> None:
         with procs.signals_deferred():
             stop(self.proc)
-            procs.untrack(self.proc.pid)
-            procs.kill_marked(self.token)  # its forked children carry its MARKER too
+            procs.untrack(self.proc.pid)  # what it forked dies with it (tie_to_parent(via)), each stopped by its own end()
             self.sock.close()
         if self.gone is None:
             self.gone = "the fork server was stopped"
@@ -231,29 +233,46 @@ def describe_end(proc: subprocess.Popen) -> str:
     return f"exit code {code}"
 
 
+def preloaded(cases: list[CaseSpec]) -> list[str]:
+    """The libraries a server for these cases imports ahead: their own, and no other (a case timed alone because
+    it could not be built beside another library must not find that library imported)."""
+    return [m for m in builtin_libraries(cases) if m not in NOT_BEFORE_FORK]
+
+
 @dataclass
 class ForkServers:
-    """A fork server per environment of the run (config.fork_server; compare --fresh-processes: none)."""
+    """The run's fork servers (config.fork_server; compare --fresh-processes: none): one per environment and the
+    libraries its processes import, those of each group started with the run, another (a case timed alone) when
+    a job first needs it."""
 
     config: Config
     out: Path
-    started: dict[str | None, ForkServer] = field(default_factory=dict)
+    started: dict[tuple[str | None, frozenset[str]], ForkServer] = field(default_factory=dict)
 
     def start(self, groups: list[list[CaseSpec]]) -> None:
-        if not self.config.fork_server:
-            return
-        for cases in groups:
-            env = cases[0].env
-            if cases and env not in self.started:
-                self.started[env] = ForkServer(cases, self.config, self.out / log_name(env))
+        """Each group's server started now, importing beside whatever runs first (another environment's first
+        process): where the spares are (config.spares, a GPU host, where the imports take no GPU from the loops).
+        On the CPU each is started when its first process is due, so no import shares the cores with a timed
+        loop (2 on the CI machine)."""
+        if self.config.spares and not self.config.isolate:
+            for cases in groups:
+                self.get(cases)
 
-    def get(self, env: str | None) -> ForkServer | None:
-        return self.started.get(env)
+    def get(self, cases: list[CaseSpec]) -> ForkServer | None:
+        """The server that forks a process for `cases` (one environment's): it has imported their libraries."""
+        if not self.config.fork_server or not cases:
+            return None
+        env, libraries = cases[0].env, preloaded(cases)
+        key = (env, frozenset(libraries))
+        if key not in self.started:
+            name = log_name(env, len([k for k in self.started if k[0] == env]))
+            self.started[key] = ForkServer(env, libraries, self.config, self.out / name)
+        return self.started[key]
 
     def stop(self) -> None:
         """Every server stopped, and its log removed when it says nothing."""
-        for env in list(self.started):
-            server = self.started.pop(env)
+        for key in list(self.started):
+            server = self.started.pop(key)
             if server.sock.fileno() != -1:
                 server.stop()
             try:
@@ -263,5 +282,6 @@ class ForkServers:
                 pass
 
 
-def log_name(env: str | None) -> str:
-    return "fork-server.log" if env is None else f"fork-server@{env}.log"
+def log_name(env: str | None, before: int) -> str:
+    """fork-server.log, fork-server@ENV.log; a second server of an environment's: fork-server-2.log."""
+    return f"fork-server{'' if env is None else '@' + env}{'' if not before else f'-{before + 1}'}.log"

@@ -55,7 +55,7 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
     lost: list[str] = []
     while True:
         got, error, _ = run_child(first, config, name, m.out / f"{name}-timing.log", lambda _l, t: say(t),
-                                  forks=m.forks.get(cases[0].env))
+                                  forks=m.forks.get(cases))
         # a first process that died (os._exit in a sitecustomize, the OOM killer's SIGKILL) is one process lost,
         # as a later one is: another takes its place (at most MOST_LOST); one that reported a failure is not
         if got is not None or not died(error) or len(lost) + 1 >= MOST_LOST:
@@ -170,7 +170,7 @@ def _one_more(m: Measurement, group: Group, i: int) -> None:
                                   + f": {what}")
     log = m.out / f"{name}-timing-{i}.log"
     got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=m.spares.take(log, live),
-                              forks=m.forks.get(by_label[live[0]].env))
+                              forks=m.forks.get([by_label[l] for l in live]))
     if got is None:
         # the process died or failed as a whole (its first process ran these cases): one process lost, not the
         # cases; the group goes on from the others (at most MOST_LOST lost)

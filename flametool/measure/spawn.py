@@ -226,7 +226,7 @@ def first_child(job: AnyJob, config: Config, label: str, log_path: Path, progres
         forked = forks.fork(job, config, log_path, lambda text: progress(label, text))
         if forked is not None:
             return forked
-    note = f"{forks.gone}; this process was started fresh instead" if forks is not None else None
+    note = f"{forks.gone}; this process was started fresh instead" if forks is not None and forks.gone else None
     return start_child([encode_job(job)], config, log_path, job_env(job), note)
 
 

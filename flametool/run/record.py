@@ -392,6 +392,12 @@ class Run:
         beside = next((l for l, x in self.results.items() if x.env == r.env and base_label(l) == anchor), None)
         return beside if beside != label and beside is not None and self.paired(label, beside) else None
 
+    def process_starts(self) -> set[str]:
+        """How the timing processes were started, as their loops say (Loops.started: fresh, forked); empty for a
+        run from before it was recorded."""
+        return {p.started for r in self.results.values() for t in (r.timing, r.sample_timing) if t is not None
+                for p in t.processes if p.started is not None}
+
     def paired(self, a: str, b: str) -> bool:
         """Cases a and b were timed in the same processes, their loops interleaved."""
         ga, gb = self.group_of(a), self.group_of(b)

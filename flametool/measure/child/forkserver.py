@@ -42,6 +42,10 @@ def serve(sock_fd: int, parent_pid: int, modules: list[str], run_forked: Forked)
     if made:
         send(sock, {"failed": f"{made}: a forked child could not make its own CUDA context"})
         return 1
+    threads = native_threads()
+    if threads > 1:  # said in its log (kept when not empty): what a library started as it was imported
+        print(f"flametool: the fork server has {threads} threads after importing {', '.join(modules)}; a forked "
+              "child keeps only the one that forks (OpenBLAS and OpenMP pools start again in it)", file=sys.stderr)
     send(sock, {"ready": True})
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -124,6 +128,7 @@ def child(request: dict, msg_fd: int, log_fd: int, stdin_fd: int, sock: socket.s
     os.close(stdin_fd)
     os.close(log_fd)
     os.environ[procs.MARKER] = str(request["token"])  # what the case starts carries it
+    sys.argv[1:] = [str(msg_fd), str(request["job"])]  # as a fresh child's command line has them
     cpus = request.get("cpus")
     if cpus:
         os.environ[CPUS_ENV] = str(cpus)
@@ -155,6 +160,13 @@ def send(sock: socket.socket, message: dict) -> None:
         sock.send(json.dumps(message).encode())
     except OSError:  # the parent is gone: it stops this process too
         pass
+
+
+def native_threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
 
 
 def cuda_made() -> str | None:

@@ -79,6 +79,8 @@ def test_the_timing_processes_are_forked_by_one_server_and_measure(forked_run):
     fresh = [pid for pid, _, command in seen if FORKSERVER not in command.split()]
     assert len(forked) == 3 and len({pid for pid, _ in forked}) == 3 and len({parent for _, parent in forked}) == 1
     assert len(fresh) == 1
+    (server,) = {parent for _, parent in forked}
+    assert {p.forked_from for r in run.results.values() for p in r.timing.processes} == {server}
     assert not list(out.glob("*.log"))  # the server's log and the children's, empty, are not kept
 
 
@@ -87,7 +89,7 @@ def test_how_a_process_started_is_checked_when_read_and_optional(forked_run, tmp
     doc = json.loads((out / "run.json").read_text())
     for r in doc["results"].values():  # a run from before it: nothing said
         for p in r["timing"]["processes"]:
-            del p["started"]
+            del p["started"], p["forked_from"]
     old = tmp_path / "old"
     old.mkdir()
     (old / "run.json").write_text(json.dumps(doc))
@@ -114,6 +116,22 @@ def test_each_environment_forks_from_a_server_of_its_own_interpreter(tmp_path):
     assert sorted(side for _, side in forked) == ["-", "-", "b", "b"]
     assert len({parent for parent, _ in forked}) == 2  # two servers
     assert all(len({side for p, side in forked if p == parent}) == 1 for parent, _ in forked)
+
+
+def test_forks_per_server_draws_new_servers(tmp_path):
+    """--forks-per-server 2, 5 processes: three servers in turn (2, 2, 1), each process's loops naming its own."""
+    who, out = tmp_path / "who.txt", tmp_path / "run"
+    proc = fk.run(["compare", *SMALL, "--libs", "numpy", "--case", f"{WHO}:who", "--processes", "5",
+                   "--forks-per-server", "2", "--timed-seconds", "0.2", "--out", str(out)],
+                  fk.env(FLAMETOOL_TEST_WHO=str(who)))
+    assert proc.returncode == 0, proc.stderr
+    servers_of = [p.forked_from for p in rundir.load(out).results["numpy"].timing.processes]
+    assert len(servers_of) == 5 and None not in servers_of
+    assert [servers_of.count(s) for s in dict.fromkeys(servers_of)] == [2, 2, 1]
+    forked = [parent for _, parent, command in parents(who) if FORKSERVER in command.split()]
+    assert forked == servers_of  # `who` says the same of its parent, process by process
+    refused = fk.run(["compare", *SMALL, "--libs", "numpy", "--forks-per-server", "0", "--out", str(tmp_path / "r2")])
+    assert refused.returncode != 0 and "--forks-per-server 0" in fk.error_line(refused)
 
 
 def test_a_forked_child_killed_by_a_signal_reads_as_that_signal(tmp_path):

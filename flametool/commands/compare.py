@@ -67,6 +67,10 @@ class Compare:
                        help="start every timing process as a fresh interpreter that imports the libraries itself, "
                             "instead of forking it from a server per environment that imported them once (about 10x "
                             "sooner at its first loop with cupy and torch on a GPU; run.json says how each started)")
+        p.add_argument("--forks-per-server", type=int, metavar="N",
+                       help="a fork server forks at most N timing processes, then a new one (imported afresh) takes "
+                            "over: its children share one memory layout, where fresh processes each draw their own "
+                            "(default: one server per environment for the run)")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         return cmd_compare(args, ctx.argv, ctx.err, ctx.out)

@@ -154,6 +154,9 @@ class Config:
     isolate: bool = False  # each case's timed loops in processes of its own (not paired)
     spares: bool = False  # compare starts its later processes ahead (spawn.Spares): on a GPU
     fork_server: bool = CPU.fork_server  # compare's timing processes forked (forking.py); False: fresh processes
+    # --forks-per-server: a fork server forks at most this many, then another takes over (its children share the
+    # memory layout of its imports, a fresh process draws its own); None: one server for the whole run
+    forks_per_server: int | None = None
     pairs: list[list[str]] | None = None  # [base, head] pairs to compare; None: the first two cases
     out: Path = field(default_factory=default_out)
     out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)

@@ -110,6 +110,7 @@ class ForkServer:
         self.libraries = libraries
         self.log_path = log_path
         self.ready = False
+        self.forks = 0  # children forked so far
         self.gone: str | None = None  # why it forks no more
         self.children: dict[int, Forked] = {}
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -201,6 +202,7 @@ class ForkServer:
             os.close(read_fd)
             os.close(stdin_w)
             return None
+        self.forks += 1
         proc = Forked(self, int(answer["forked"]), os.fdopen(stdin_w, "wb"))
         self.children[proc.pid] = proc
         procs.track(proc.pid)  # Ctrl-Z stops it with flametool
@@ -248,6 +250,11 @@ class ForkServers:
     config: Config
     out: Path
     started: dict[tuple[str | None, frozenset[str]], ForkServer] = field(default_factory=dict)
+    # --forks-per-server: the successor of a server that has forked its last child, started with that child
+    # where the spares are (it imports while that child's loops run), else when the next child is due
+    following: dict[tuple[str | None, frozenset[str]], ForkServer] = field(default_factory=dict)
+    retired: list[ForkServer] = field(default_factory=list)
+    names: dict[str | None, int] = field(default_factory=dict)  # servers started so far, per environment
 
     def start(self, groups: list[list[CaseSpec]]) -> None:
         """Each group's server started now, importing beside whatever runs first (another environment's first
@@ -264,15 +271,28 @@ class ForkServers:
             return None
         env, libraries = cases[0].env, preloaded(cases)
         key = (env, frozenset(libraries))
-        if key not in self.started:
-            name = log_name(env, len([k for k in self.started if k[0] == env]))
-            self.started[key] = ForkServer(env, libraries, self.config, self.out / name)
-        return self.started[key]
+        most = self.config.forks_per_server
+        server = self.started.get(key)
+        if server is not None and most is not None and server.forks >= most:  # its children share one layout
+            server.stop()
+            self.retired.append(server)
+            server = self.started[key] = self.following.pop(key) if key in self.following else self.new(env, libraries)
+        if server is None:
+            server = self.started[key] = self.new(env, libraries)
+        if (most is not None and server.forks + 1 >= most and self.config.spares and key not in self.following):
+            self.following[key] = self.new(env, libraries)  # importing while this server's last child runs
+        return server
+
+    def new(self, env: str | None, libraries: list[str]) -> ForkServer:
+        before = self.names.get(env, 0)
+        self.names[env] = before + 1
+        return ForkServer(env, libraries, self.config, self.out / log_name(env, before))
 
     def stop(self) -> None:
         """Every server stopped, and its log removed when it says nothing."""
-        for key in list(self.started):
-            server = self.started.pop(key)
+        servers = [*self.started.values(), *self.following.values(), *self.retired]
+        self.started, self.following, self.retired = {}, {}, []
+        for server in servers:
             if server.sock.fileno() != -1:
                 server.stop()
             try:
@@ -283,5 +303,5 @@ class ForkServers:
 
 
 def log_name(env: str | None, before: int) -> str:
-    """fork-server.log, fork-server@ENV.log; a second server of an environment's: fork-server-2.log."""
+    """fork-server.log, fork-server@ENV.log; an environment's second server and after: fork-server-2.log, ..."""
     return f"fork-server{'' if env is None else '@' + env}{'' if not before else f'-{before + 1}'}.log"

@@ -35,9 +35,9 @@ def blank_result(case: CaseSpec, config: Config) -> CaseResult:
     )
 
 
-def as_timing(timed: TimedLoops, started: str | None = None) -> Timing:
-    """A case's timing from its first process's loops (`started`: how that process was, protocol.Timed.started)."""
-    loops = timed.loops if started is None else replace(timed.loops, started=started)
+def as_timing(timed: TimedLoops, process: dict | None = None) -> Timing:
+    """A case's timing from its first process's loops (`process`: how that process started, Timed.process())."""
+    loops = timed.loops if process is None else replace(timed.loops, **process)
     return Timing(shape=timed.shape, calls=timed.calls, processes=[loops], host_bound=timed.host_bound,
                   bound_note=timed.bound_note)
 

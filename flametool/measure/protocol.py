@@ -244,6 +244,11 @@ class Timed:
     # how the process was started (run.timing.STARTED: fresh or forked): it says so itself (child/entry.py), and
     # run.json records it with each case's loops from it (Loops.started)
     started: str = "fresh"
+    forked_from: int | None = None  # forked: its fork server's pid
+
+    def process(self) -> dict:
+        """How the process started, as run.json records it with its loops (Loops' fields)."""
+        return {"started": self.started, "forked_from": self.forked_from}
 
     @classmethod
     def from_json(cls, data: dict) -> "Timed":
@@ -253,7 +258,8 @@ class Timed:
             raise ValueError(f"not how a process starts: {started!r}")
         return cls({str(l): CaseTimed.from_json(c) for l, c in data["cases"].items()},
                    {str(l): capped(str(e)) for l, e in data["errors"].items()},
-                   None if given is None else _shape(given), data.get("sample_shape_reason"), started)
+                   None if given is None else _shape(given), data.get("sample_shape_reason"), started,
+                   None if data.get("forked_from") is None else int(data["forked_from"]))
 
 
 @dataclass

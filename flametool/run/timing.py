@@ -58,11 +58,15 @@ class Loops:
     # server that had imported the libraries, measure/forking.py); None: not said (runs before 2026-12-02, and
     # the loops of a profiled process or a sweep, which always start fresh)
     started: str | None = None
+    # forked: the pid of the fork server that forked it, so the processes of one server can be told from another's
+    # (a server's children share its imports' memory layout; --forks-per-server draws new ones)
+    forked_from: int | None = None
 
     def to_json(self) -> dict:
         data = asdict(self)
-        if self.started is None:  # loops that do not say read as before
-            data.pop("started")
+        for key in ("started", "forked_from"):  # loops that do not say read as before
+            if data[key] is None:
+                data.pop(key)
         return data
 
     @classmethod
@@ -73,7 +77,7 @@ class Loops:
                     f"a list of numbers, times per call from {MIN_NUMBER:g} to {MAX_NUMBER:g} us (a loop is never 0 us)", [])
         started = r.get("started", lambda v: v in STARTED, " or ".join(map(repr, STARTED)))
         return cls([float(x) for x in cpu], r.numbers("gpu_us"), slots, r.numbers("wall_us"),
-                   r.numbers("all_threads_us"), r.numbers("other_threads_us"), started)
+                   r.numbers("all_threads_us"), r.numbers("other_threads_us"), started, r.count("forked_from"))
 
     def figures(self, metric: str) -> list[float]:
         """The loops' figures of one kind: "cpu_us", "gpu_us" or "wall_us"."""

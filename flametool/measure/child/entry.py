@@ -78,7 +78,7 @@ def forked(msg_fd: int, job_line: str, server_pid: int) -> int:
     job = decode_job(job_line)
     procs.tie_to_parent(job.parent_pid, via=server_pid)  # a fork keeps no parent-death signal: set it again
     begin(job, report)  # the server imported the libraries: this finds them imported
-    return run(job, report, started="forked")
+    return run(job, report, started="forked", forked_from=server_pid)
 
 
 def begin(job: TimeJob | SweepJob | ProfileJob, report: Reporter) -> None:
@@ -89,7 +89,8 @@ def begin(job: TimeJob | SweepJob | ProfileJob, report: Reporter) -> None:
     preload_behind(libraries)  # the imports while the operands are made
 
 
-def run(job: TimeJob | SweepJob | ProfileJob, report: Reporter, started: str = "fresh") -> int:
+def run(job: TimeJob | SweepJob | ProfileJob, report: Reporter, started: str = "fresh",
+        forked_from: int | None = None) -> int:
     """The job run, its result or the one line of its failure sent; then the process ends (exit_now)."""
     try:
         result = JOBS[type(job)](job, report)
@@ -110,7 +111,7 @@ def run(job: TimeJob | SweepJob | ProfileJob, report: Reporter, started: str = "
         report.send(Failed(known or describe(exc)))
         return 1
     if isinstance(result, Timed):
-        result.started = started
+        result.started, result.forked_from = started, forked_from
     report.send(Done(result))
     exit_now(0)
     return 0

@@ -15,7 +15,22 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Iterator
+from typing import IO, Any, Iterator, Protocol
+
+
+class Process(Protocol):
+    """What stopping a child needs of it: a subprocess.Popen, or a process forked by a fork server
+    (measure/forking.Forked), which this process cannot wait for itself."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def returncode(self) -> int | None: ...
+    @property
+    def stdin(self) -> IO[Any] | None: ...
+    def poll(self) -> int | None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+    def send_signal(self, sig: int) -> None: ...
 
 PR_SET_PDEATHSIG = 1
 PR_SET_PTRACER = 0x59616D61  # Yama's "this process may trace me"
@@ -36,14 +51,16 @@ def die_with_parent() -> None:
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def tie_to_parent(parent_pid: int | None) -> None:
+def tie_to_parent(parent_pid: int | None, via: int | None = None) -> None:
     """Called first thing in a child. If the parent dies without cleaning up (SIGKILL, a crash) the kernel
     sends the child SIGTERM, so a case never runs on alone. And the parent's descendants (py-spy) may
     attach to it under Yama's ptrace_scope=1, the default on Ubuntu, where only ancestors may otherwise:
-    py-spy is the child's sibling, not its ancestor, so without this a non-root run could not sample."""
+    py-spy is the child's sibling, not its ancestor, so without this a non-root run could not sample.
+    `via`: the process that forked this one for the parent (a fork server, itself tied to the parent): the
+    child dies with it, and so with the parent."""
     die_with_parent()
     if parent_pid is not None:
-        if os.getppid() != parent_pid:  # the parent died before the line above took effect
+        if os.getppid() != (via or parent_pid):  # the parent died before the line above took effect
             os._exit(1)
         _prctl(PR_SET_PTRACER, parent_pid)
     # Ctrl-C in a terminal reaches the whole process group; the parent decides when a case stops (it
@@ -196,11 +213,12 @@ def guard_group() -> None:
         os._exit(code)
 
 
-def wait_exited(proc: subprocess.Popen, timeout: float | None = None) -> bool:
+def wait_exited(proc: Process, timeout: float | None = None) -> bool:
     """Wait until `proc` has exited, without reaping it: until it is reaped, its pid still names its process
     group, so the group (what it started) can be signalled without hitting a stranger that got the pid.
-    True when it has exited."""
-    if not hasattr(os, "waitid"):
+    True when it has exited. A forked one (not this process's child) is reaped by its fork server, which
+    kills its group first."""
+    if not hasattr(os, "waitid") or not isinstance(proc, subprocess.Popen):
         try:
             proc.wait(timeout)
             return True
@@ -221,7 +239,7 @@ def wait_exited(proc: subprocess.Popen, timeout: float | None = None) -> bool:
     return True
 
 
-def kill_tree(proc: subprocess.Popen, grace: float = 5.0, first: int = signal.SIGTERM, group: bool = False) -> None:
+def kill_tree(proc: Process, grace: float = 5.0, first: int = signal.SIGTERM, group: bool = False) -> None:
     """Stop `proc`: `first`, then SIGKILL after `grace` seconds; returns once it is reaped. With `group`
     (it was started with start_new_session=True) its whole process group is signalled, so anything it
     started goes too, even after it is gone itself."""

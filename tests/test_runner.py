@@ -104,7 +104,8 @@ def spare_config(out: Path, processes: int = 3) -> runner.Config:
     specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     return runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
                          iters=50, warmup=5, repeats=1, extend_rounds=False, processes=processes,
-                         max_processes=processes, rate_hz=50, sample_seconds=1, out=out, spares=True)
+                         max_processes=processes, rate_hz=50, sample_seconds=1, out=out, spares=True,
+                         fork_server=False)  # the spares of --fresh-processes
 
 
 def test_spares_no_job_took_are_stopped_without_a_trace(tmp_path, monkeypatch):

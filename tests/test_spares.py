@@ -41,7 +41,8 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
     specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
                            iters=50, warmup=5, repeats=1, extend_rounds=False, processes=2, max_processes=4,
-                           extra_seconds=600, rate_hz=50, sample_seconds=1, out=tmp_path / "run", spares=True)
+                           extra_seconds=600, rate_hz=50, sample_seconds=1, out=tmp_path / "run", spares=True,
+                           fork_server=False)  # --fresh-processes: the timing processes are spares too
     out, run = runner.compare(config, ["flametool", "test"], lambda *_: None)
     assert checks == [2, 3]
     assert run.complete and run.groups[0].processes == 3

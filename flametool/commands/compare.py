@@ -63,6 +63,14 @@ class Compare:
         p.add_argument("--no-spares", action="store_true",
                        help="do not start the later processes ahead (on a GPU they import while another process times "
                             "its loops): for measuring whether they change the speeds drawn")
+        p.add_argument("--fresh-processes", action="store_true",
+                       help="start every timing process as a fresh interpreter that imports the libraries itself, "
+                            "instead of forking it from a server per environment that imported them once (about 10x "
+                            "sooner at its first loop with cupy and torch on a GPU; run.json says how each started)")
+        p.add_argument("--forks-per-server", type=int, metavar="N",
+                       help="a fork server forks at most N timing processes, then a new one (imported afresh) takes "
+                            "over: its children share one memory layout, where fresh processes each draw their own "
+                            "(default: one server per environment for the run)")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         return cmd_compare(args, ctx.argv, ctx.err, ctx.out)

@@ -139,8 +139,19 @@ def compare_config(args: argparse.Namespace, say) -> Config:
         max_processes=args.processes if args.processes and not stopping else max(most, common["processes"]),
         extra_seconds=d.extra_seconds * max(1, envs), sample_shape=sample_shape, sample=not args.no_sample,
         count=not getattr(args, "no_count", False),
-        spares=d.spares and not args.no_spares, budget=budget, fail_above=args.fail_above,
+        spares=d.spares and not args.no_spares, fork_server=d.fork_server and not args.fresh_processes,
+        forks_per_server=forks_per_server(args),
+        budget=budget, fail_above=args.fail_above,
     )
+
+
+def forks_per_server(args: argparse.Namespace) -> int | None:
+    n = args.forks_per_server
+    if n is not None and n < 1:
+        raise FlametoolError(f"--forks-per-server {n}: must be a whole number from 1")
+    if n is not None and args.fresh_processes:
+        raise FlametoolError("--forks-per-server with --fresh-processes: fresh processes are forked by no server; give one of them")
+    return n
 
 
 def env_config(args: argparse.Namespace, common: dict, say=lambda text: None) -> dict:
@@ -216,4 +227,4 @@ def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str], dict
     if args.sample_seconds is None:
         sampling["sample_seconds"] = ATLAS_SAMPLE_SECONDS[ops.kind(common["device"])]
     return Config(**common, **sampling, shape=list(d.shape), max_processes=common["processes"], extra_seconds=0.0,
-                  spares=d.spares), names + list(found), found
+                  spares=d.spares, fork_server=d.fork_server), names + list(found), found

@@ -4,6 +4,7 @@ it, the record a case starts from, and a timing read from a child's loops."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from ..workload.builtins import BUILTIN
 from ..workload.workloads import LIBRARY
@@ -34,8 +35,10 @@ def blank_result(case: CaseSpec, config: Config) -> CaseResult:
     )
 
 
-def as_timing(timed: TimedLoops) -> Timing:
-    return Timing(shape=timed.shape, calls=timed.calls, processes=[timed.loops], host_bound=timed.host_bound,
+def as_timing(timed: TimedLoops, process: dict | None = None) -> Timing:
+    """A case's timing from its first process's loops (`process`: how that process started, Timed.process())."""
+    loops = timed.loops if process is None else replace(timed.loops, **process)
+    return Timing(shape=timed.shape, calls=timed.calls, processes=[loops], host_bound=timed.host_bound,
                   bound_note=timed.bound_note)
 
 

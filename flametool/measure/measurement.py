@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .forking import ForkServers
 from .spawn import Progress, Spares
 from ..run import rundir
 from ..run import sources as rec
@@ -24,6 +25,7 @@ class Measurement:
         self.out = config.out
         self.steps: dict[str, int] = {}  # calls of step() per loop at the sample shape, per case
         self.spares = Spares(config, self.out)
+        self.forks = ForkServers(config, self.out)  # compare's timing processes, forked (none for a sweep)
         self.timing_started: float | None = None  # time.monotonic() when the first timing process started
         # each profiled process's line texts (profiling.line_texts), by its name (LABEL, or LABEL@SIZE in a sweep)
         self.sources: dict[str, rec.Sources] = {}

@@ -5,7 +5,9 @@ environment is a group and the groups take turns."""
 
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import replace
 from typing import cast
 
 from .spawn import run_child
@@ -26,6 +28,16 @@ from ..run.timing import Timing
 # A group whose timing processes after the first died this many times adds no more: each was one process lost
 # (the OOM killer, a flaky sitecustomize), but a group that loses every one would otherwise run to its budget.
 MOST_LOST = 3
+# The first process of a group at a shape whose operand values take seconds to make (the seed's product: 1.9
+# billion values, 1.3 s on the H200 host's 16 threads) starts fresh: it makes them while it imports
+# (preload.start_operands), where a forked one would start them only after its fork server's imports. The
+# processes after it (the sample shape) are forked.
+FRESH_FIRST_VALUES = 10**8
+
+
+def operand_values(shape: list[int]) -> int:
+    """The built-in cases' operand values at `shape` (inputs.prefetch_shape: a M x K and b K x N; or 2 x N)."""
+    return shape[0] * shape[1] + shape[1] * shape[2] if len(shape) == 3 else 2 * math.prod(shape)
 
 
 def process_name(i: int, asked: int) -> str:
@@ -53,7 +65,8 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
     say = lambda what: m.progress(f"timing {name}", f"process 1/{config.processes}: {what}")  # noqa: E731
     lost: list[str] = []
     while True:
-        got, error, _ = run_child(first, config, name, m.out / f"{name}-timing.log", lambda _l, t: say(t))
+        forks = m.forks.get(cases) if operand_values(config.shape) < FRESH_FIRST_VALUES else None
+        got, error, _ = run_child(first, config, name, m.out / f"{name}-timing.log", lambda _l, t: say(t), forks=forks)
         # a first process that died (os._exit in a sitecustomize, the OOM killer's SIGKILL) is one process lost,
         # as a later one is: another takes its place (at most MOST_LOST); one that reported a failure is not
         if got is not None or not died(error) or len(lost) + 1 >= MOST_LOST:
@@ -85,10 +98,10 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
         r.device_info = mine.device_info
         r.operands = list(mine.operands)
         assert mine.timing is not None  # a case that did not fail was timed at the requested shape
-        r.timing = as_timing(mine.timing)
+        r.timing = as_timing(mine.timing, got.process())
         r.sample_shape, r.sample_shape_reason = got.sample_shape, got.sample_shape_reason
         if mine.sample_timing is not None:
-            r.sample_timing = as_timing(mine.sample_timing)
+            r.sample_timing = as_timing(mine.sample_timing, got.process())
         m.steps[c.label] = (mine.sample_timing or mine.timing).steps
     if not group.cases:  # every case is to be timed alone: nothing was measured together
         run.groups.pop()
@@ -167,7 +180,8 @@ def _one_more(m: Measurement, group: Group, i: int) -> None:
                                   if i <= config.processes else f"process {i} (more, until the ratios settle)")
                                   + f": {what}")
     log = m.out / f"{name}-timing-{i}.log"
-    got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=m.spares.take(log, live))
+    got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=m.spares.take(log, live),
+                              forks=m.forks.get([by_label[l] for l in live]))
     if got is None:
         # the process died or failed as a whole (its first process ran these cases): one process lost, not the
         # cases; the group goes on from the others (at most MOST_LOST lost)
@@ -183,7 +197,7 @@ def _one_more(m: Measurement, group: Group, i: int) -> None:
         r.warnings += [w for w in got.cases[label].warnings if w not in r.warnings]
         at, timed = r.at_sample_shape, got.cases[label].at(key)
         assert at is not None and timed is not None  # the first process timed it, and this one at `key`
-        at.processes.append(timed.loops)
+        at.processes.append(replace(timed.loops, **got.process()))
     if any(label not in got.errors for label in live):
         group.processes += 1  # processes that finished their loops (a lost one is not among them)
     m.save()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 from ..workload.cases import CaseSpec
 from ..run.counts import Counts
 from ..run.record import DeviceInfo, Operands
-from ..run.timing import Loops
+from ..run.timing import STARTED, Loops
 
 # The loop every job of the child runs (child/loops.py): py-spy's stacks are kept from it on (sampler), and
 # counting leaves it out of a case's Python calls; the parent finds it by this name in this file.
@@ -27,6 +27,9 @@ SPARE = "--spare"
 # What the parent writes on a profiled child's stdin: GO, to a child given its job ahead (ProfileJob.ahead), for its
 # loops to begin; STOP ends the sampled loop (child/loops.py reads both).
 GO, STOP = b"go\n", b"stop\n"
+# A fork server's command line: SOCKET_FD FORKSERVER PARENT_PID MODULES (child/forkserver.py): it imports MODULES,
+# then forks a timing child for each job the parent sends on the socket (measure/forking.py, the parent's side).
+FORKSERVER = "--fork-server"
 MAX_PATHS = 4096  # entries of a child's sys.path (CaseProfiled.sys_path): far more than any environment has
 # A case's error as one line on the terminal and in run.json is at most this long: a 5 MB exception message
 # made a 5,000,108-character line and a 15 MB run.json. The whole message goes to the case's log.
@@ -245,13 +248,25 @@ class Timed:
     errors: dict[str, str] = field(default_factory=dict)
     sample_shape: list[int] | None = None
     sample_shape_reason: str | None = None
+    # how the process was started (run.timing.STARTED: fresh or forked): it says so itself (child/entry.py), and
+    # run.json records it with each case's loops from it (Loops.started)
+    started: str = "fresh"
+    forked_from: int | None = None  # forked: its fork server's pid
+
+    def process(self) -> dict:
+        """How the process started, as run.json records it with its loops (Loops' fields)."""
+        return {"started": self.started, "forked_from": self.forked_from}
 
     @classmethod
     def from_json(cls, data: dict) -> "Timed":
         given = data.get("sample_shape")
+        started = data.get("started", "fresh")
+        if started not in STARTED:
+            raise ValueError(f"not how a process starts: {started!r}")
         return cls({str(l): CaseTimed.from_json(c) for l, c in data["cases"].items()},
                    {str(l): capped(str(e)) for l, e in data["errors"].items()},
-                   None if given is None else _shape(given), data.get("sample_shape_reason"))
+                   None if given is None else _shape(given), data.get("sample_shape_reason"), started,
+                   None if data.get("forked_from") is None else int(data["forked_from"]))
 
 
 @dataclass

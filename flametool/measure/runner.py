@@ -56,6 +56,7 @@ def finishing(m: Measurement):
     finally:
         with procs.signals_deferred():  # a second Ctrl-C must not lose run.json
             m.spares.stop()
+            m.forks.stop()
             m.run.finished = _now()
             m.save()
 
@@ -79,6 +80,7 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
     m = start(config, argv, progress)
     run, out = m.run, config.out
     with finishing(m):
+        m.forks.start(m.case_groups())  # first: they import while the spares start
         m.spares.start_for_compare(m.case_groups())
         if config.environments:
             paired.time_envs(m)

@@ -12,7 +12,7 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, overload
+from typing import Callable, Iterator, Protocol, overload
 
 from . import sampler
 from .. import procs
@@ -115,7 +115,7 @@ class Started:
     """A child process, the read end of its message pipe, and the token what it starts inherits
     (procs.MARKER: found and killed with it, even out of its process group)."""
 
-    proc: subprocess.Popen
+    proc: procs.Process  # a subprocess.Popen, or forking.Forked for one a fork server forked
     read_fd: int
     token: str
 
@@ -143,11 +143,15 @@ def next_cpus(count: int) -> list[int]:
     return [allowed[(start + i) % len(allowed)] for i in range(count)]
 
 
-def start_child(args: list[str], config: Config, log_path: Path, environment: str | None = None) -> Started:
+def start_child(args: list[str], config: Config, log_path: Path, environment: str | None = None,
+                note: str | None = None) -> Started:
     """A child process (`child_command(MSG_FD, *ARGS)`) in the interpreter of `environment` (`compare --env`;
-    None: this one's), its output to `log_path`."""
+    None: this one's), its output to `log_path` (after `note`, a line of flametool's own)."""
     try:
         log = open(log_path, "w", encoding="utf-8")
+        if note:
+            log.write(f"flametool: {note}\n")
+            log.flush()
     except OSError as exc:
         raise rundir.cannot_write(log_path, exc) from None
     read_fd, write_fd = os.pipe()
@@ -182,7 +186,7 @@ class Spare:
                    [c.label for c in cases])
 
     @property
-    def proc(self) -> subprocess.Popen:
+    def proc(self) -> procs.Process:
         return self.child.proc
 
     def take(self, job: AnyJob) -> Started | None:
@@ -206,33 +210,58 @@ class Spare:
             pass
 
 
+class Forker(Protocol):
+    """A fork server (forking.ForkServer): a timing child forked for a job, or None when it forks no more (`gone`
+    says why)."""
+
+    gone: str | None
+
+    def fork(self, job: AnyJob, config: Config, log_path: Path, say: Callable[[str], None]) -> Started | None: ...
+
+
+def first_child(job: AnyJob, config: Config, label: str, log_path: Path, progress: Progress, spare: Spare | None,
+                forks: Forker | None) -> Started:
+    """The process for `job`: the spare started for it, forked by the fork server, or else started fresh (its log
+    says why it was not forked, when it would have been)."""
+    taken = spare.take(job) if spare is not None else None
+    if taken is not None:
+        return taken
+    if forks is not None:
+        forked = forks.fork(job, config, log_path, lambda text: progress(label, text))
+        if forked is not None:
+            return forked
+    note = f"{forks.gone}; this process was started fresh instead" if forks is not None and forks.gone else None
+    return start_child([encode_job(job)], config, log_path, job_env(job), note)
+
+
 # run_child's overloads: the result it returns is the one its job's kind returns (RESULT_OF), checked as it is read
 @overload
 def run_child(job: TimeJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
               spare: Spare | None = None, started: Started | None = None,
-              during: During | None = None) -> tuple[Timed | None, str | None, Sampling | None]: ...
+              during: During | None = None, forks: Forker | None = None) -> tuple[Timed | None, str | None, Sampling | None]: ...
 @overload
 def run_child(job: SweepJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
               spare: Spare | None = None, started: Started | None = None,
-              during: During | None = None) -> tuple[Swept | None, str | None, Sampling | None]: ...
+              during: During | None = None, forks: Forker | None = None) -> tuple[Swept | None, str | None, Sampling | None]: ...
 @overload
 def run_child(job: ProfileJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
               spare: Spare | None = None, started: Started | None = None,
-              during: During | None = None) -> tuple[CaseProfiled | None, str | None, Sampling | None]: ...
+              during: During | None = None, forks: Forker | None = None) -> tuple[CaseProfiled | None, str | None, Sampling | None]: ...
 def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
               spare: Spare | None = None, started: Started | None = None,
-              during: During | None = None) -> tuple[AnyResult | None, str | None, Sampling | None]:
-    """One child process for `job` (`spare`, when one was started for it; `started`: a child given the job
-    already), sampled into `folded` when it says it is ready: (result or None, error, sampling). `on_point` takes
-    a sweep's sizes as they come, each kept as soon as it is measured. `during` is told when py-spy is about to
-    sample ("sampling"), has sampled ("sampled", the loop still running unsampled) and the loop was told to stop
-    ("stopped"), with the sampling from "sampled" on (profiling.py readies the next case's process then)."""
-    taken = started or (spare.take(job) if spare is not None else None)
-    child = taken or start_child([encode_job(job)], config, log_path, job_env(job))
+              during: During | None = None, forks: Forker | None = None) -> tuple[AnyResult | None, str | None, Sampling | None]:
+    """One child process for `job` (`started`: a child given the job already; else `spare`, when one was
+    started for it; else forked by `forks`, a fork server, when it can), sampled into `folded` when it says it
+    is ready: (result or None, error, sampling). `on_point` takes a sweep's sizes as they come, each kept as soon
+    as it is measured. `during` is told when py-spy is about to sample ("sampling"), has sampled ("sampled", the
+    loop still running unsampled) and the loop was told to stop ("stopped"), with the sampling from "sampled" on
+    (profiling.py readies the next case's process then). A forked child whose server died under it (it dies
+    with it) is run again in a fresh process."""
+    child = started or first_child(job, config, label, log_path, progress, spare, forks)
     proc, read_fd = child.proc, child.read_fd
     result: AnyResult | None = None
     error: str | None = None
@@ -289,9 +318,12 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
             procs.wait_exited(proc)  # not reaped yet: stop() then takes along whatever the case started
     finally:
         child.end()
+    if result is None and getattr(proc, "orphaned", False) and forks is not None:
+        return run_child(job, config, label, log_path, progress, folded, on_point, during=during, forks=forks)  # fresh: it is gone
     if result is None:
         stray = f"; {ignored} line(s) on its message pipe were not messages" if ignored else ""
-        return None, error or f"{exit_story(proc.returncode, log_path)}{stray}", None
+        code = proc.returncode if proc.returncode is not None else proc.wait()  # child.end() waited for it
+        return None, error or f"{exit_story(code, log_path)}{stray}", None
     try:
         if log_path.stat().st_size == 0:
             log_path.unlink()
@@ -341,7 +373,7 @@ def describe_phase(msg: Phase) -> str:
     return {"cprofile": "cProfile loop"}.get(phase, phase)
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: procs.Process) -> None:
     """Never leave a child behind, nor anything it started (its process group): terminate, then kill."""
     procs.kill_tree(proc, grace=5, group=True)
     if proc.stdin:
@@ -371,6 +403,11 @@ class Spares:
     def wanted(self) -> bool:
         return self.config.spares and not self.config.isolate
 
+    @property
+    def timing(self) -> bool:
+        """Spares for the timing processes too: not when a fork server forks them (forking.py)."""
+        return self.wanted and not self.config.fork_server
+
     def start_for_compare(self, groups: list[list[CaseSpec]]) -> None:
         """Every process compare will run after the first, started now, each importing its cases' libraries
         beside the first process's own imports and its GPU-bound loops: the timing processes 2..N of each
@@ -379,7 +416,7 @@ class Spares:
             return
         config = self.config
         jobs = []
-        for cases in groups:
+        for cases in groups if self.timing else []:
             name = "+".join(c.label for c in cases)
             jobs += [(cases, self.out / f"{name}-timing-{i}.log") for i in range(2, config.processes + 1)]
         jobs += [([c], self.out / f"{c.label}.log") for c in config.cases]
@@ -391,7 +428,7 @@ class Spares:
         settle"), SPARES_AHEAD of them: each imports while the processes before it run (4-5 s on the H200
         host, where a process's loops at the sample shape take about 2.5 s), so no process waits for its
         interpreter and imports. Those not taken are stopped with the others."""
-        if not self.wanted:
+        if not self.timing:
             return
         config = self.config
         assert config.max_processes is not None  # Config.__post_init__ sets it

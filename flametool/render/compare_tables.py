@@ -121,7 +121,10 @@ def print_summary(a: Analysis, console: Console) -> None:
         say(console, note)
 
     op = run.config.operation
-    timing = titled("time per call, as timed with the cases together in fresh processes")
+    started = run.process_starts()
+    how = ("processes forked from one that imported the libraries" if started == {"forked"} else
+           "fresh and forked processes" if "forked" in started else "fresh processes")
+    timing = titled(f"time per call, as timed with the cases together in {how}")
     # a run on the CPU has no GPU time: no column for it, and no word of it in the key
     gpu = any(t is not None and t.gpu_us is not None for t in a.timings.values())
     for col, right in (("case", False), ("dtype", False), ("shape", False), ("host (CPU) / call", True),

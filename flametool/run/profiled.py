@@ -104,7 +104,7 @@ class ProfileProcess:
         return sampled / own if sampled and own else None
 
     def to_json(self) -> dict:
-        return {"own": asdict(self.own), "calls": self.calls, "cprofile_us_per_call": self.cprofile_us_per_call,
+        return {"own": self.own.to_json(), "calls": self.calls, "cprofile_us_per_call": self.cprofile_us_per_call,
                 "cprofile_calls": self.cprofile_calls, "files": self.files,
                 "sampling": self.sampling.to_json() if self.sampling else None} | (
                     {"counts": self.counts.to_json()} if self.counts is not None else {})

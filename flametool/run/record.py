@@ -59,6 +59,7 @@ class SweepPoint(Timing):
 
     def to_json(self) -> dict:
         data = asdict(self)
+        data["processes"] = [p.to_json() for p in self.processes]
         data["profile"] = self.profile.to_json() if self.profile else None
         return data
 
@@ -230,8 +231,8 @@ class CaseResult:
 
     def to_json(self) -> dict:
         data = asdict(self)
-        data["timing"] = asdict(self.timing) if self.timing else None
-        data["sample_timing"] = asdict(self.sample_timing) if self.sample_timing else None
+        data["timing"] = self.timing.to_json() if self.timing else None
+        data["sample_timing"] = self.sample_timing.to_json() if self.sample_timing else None
         data["profile"] = self.profile.to_json() if self.profile else None
         if self.points:
             data["points"] = [p.to_json() for p in self.points]
@@ -390,6 +391,12 @@ class Run:
             return None
         beside = next((l for l, x in self.results.items() if x.env == r.env and base_label(l) == anchor), None)
         return beside if beside != label and beside is not None and self.paired(label, beside) else None
+
+    def process_starts(self) -> set[str]:
+        """How the timing processes were started, as their loops say (Loops.started: fresh, forked); empty for a
+        run from before it was recorded."""
+        return {p.started for r in self.results.values() for t in (r.timing, r.sample_timing) if t is not None
+                for p in t.processes if p.started is not None}
 
     def paired(self, a: str, b: str) -> bool:
         """Cases a and b were timed in the same processes, their loops interleaved."""

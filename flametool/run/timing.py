@@ -4,13 +4,16 @@ the host-bound rule read from them."""
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from .reader import MAX_NUMBER, MIN_NUMBER, Reader, all_numbers, is_count
 
 # The GPU is "well above" the host when its time per call exceeds the host's by this factor; below it,
 # the GPU waited on the CPU and launch cost sets the pace.
 HOST_BOUND_FACTOR = 1.2
+
+# How a timing process was started (Loops.started; measure/protocol.STARTED says the same to the parent).
+STARTED = ("fresh", "forked")
 
 
 def boundedness(cpu_us: float, gpu_us: float | None) -> tuple[bool, str]:
@@ -51,6 +54,20 @@ class Loops:
     # of those, the threads other than the caller: all threads' CPU time minus the caller's own (thread_time);
     # schema 3 (runs before it: none)
     other_threads_us: list[float] = field(default_factory=list)
+    # how the process that ran them was started: "fresh" (an interpreter of its own) or "forked" (from a fork
+    # server that had imported the libraries, measure/forking.py); None: not said (runs before 2026-12-02, and
+    # the loops of a profiled process or a sweep, which always start fresh)
+    started: str | None = None
+    # forked: the pid of the fork server that forked it, so the processes of one server can be told from another's
+    # (a server's children share its imports' memory layout; --forks-per-server draws new ones)
+    forked_from: int | None = None
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        for key in ("started", "forked_from"):  # loops that do not say read as before
+            if data[key] is None:
+                data.pop(key)
+        return data
 
     @classmethod
     def from_json(cls, r: Reader) -> "Loops":
@@ -58,8 +75,9 @@ class Loops:
         # a loop's host time is never 0: a clock that did not move measured nothing (docs: below 1e-6 us refused)
         cpu = r.get("cpu_us", lambda v: isinstance(v, list) and all_numbers(v, positive=True),
                     f"a list of numbers, times per call from {MIN_NUMBER:g} to {MAX_NUMBER:g} us (a loop is never 0 us)", [])
+        started = r.get("started", lambda v: v in STARTED, " or ".join(map(repr, STARTED)))
         return cls([float(x) for x in cpu], r.numbers("gpu_us"), slots, r.numbers("wall_us"),
-                   r.numbers("all_threads_us"), r.numbers("other_threads_us"))
+                   r.numbers("all_threads_us"), r.numbers("other_threads_us"), started, r.count("forked_from"))
 
     def figures(self, metric: str) -> list[float]:
         """The loops' figures of one kind: "cpu_us", "gpu_us" or "wall_us"."""
@@ -103,6 +121,9 @@ class Timing:
     @property
     def process_medians(self) -> list[float]:
         return [statistics.median(p.cpu_us) for p in self.processes if p.cpu_us]
+
+    def to_json(self) -> dict:
+        return asdict(self) | {"processes": [p.to_json() for p in self.processes]}
 
     @classmethod
     def from_json(cls, r: Reader) -> "Timing":

@@ -1,6 +1,8 @@
 """The child's entry point, main(argv), run by spawn.child_command (and by `python -m flametool.measure.child`):
 the CPUs pinned, the job read (from the command line; a spare's from stdin, after its preloading), run, and its
-result or the one line of its failure sent; then the process ends without the interpreter's teardown."""
+result or the one line of its failure sent; then the process ends without the interpreter's teardown. A fork
+server (FORKSERVER, child/forkserver.py) imports once and forks a child per job, which runs `forked`: from the
+job on, the same code as a fresh child's (begin, then run)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from typing import Any, Callable, cast
 
 from ... import procs
 from .. import explain
-from ..protocol import (SPARE, CaseProfiled, Done, Failed, JobCase, ProfileJob, SweepJob, Swept, Timed, TimeJob,
+from ..protocol import (FORKSERVER, SPARE, CaseProfiled, Done, Failed, JobCase, ProfileJob, SweepJob, Swept, Timed, TimeJob,
     decode_job)
 from .building import CaseUnavailable, FactoryFailed, describe
+from . import forkserver
 from .preload import preload, preload_behind, start_operands
 from . import loops
 from .reporter import Reporter
@@ -53,6 +56,8 @@ def pin_cpus() -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv[1] == FORKSERVER:  # SOCKET_FD FORKSERVER PARENT_PID MODULES: it forks the children, each runs `forked`
+        return forkserver.serve(int(argv[0]), int(argv[2]), [m for m in argv[3].split(",") if m], forked)
     pin_cpus()
     report = Reporter(int(argv[0]))
     if argv[1] == SPARE:
@@ -65,10 +70,32 @@ def main(argv: list[str]) -> int:
     else:
         job = decode_job(argv[1])
         procs.tie_to_parent(job.parent_pid)
-        libraries = start_operands(job)
-        if libraries:  # seconds (import torch: 6 s on the H200 host) before the first other line
-            report.phase("import", label=", ".join(libraries))
-        preload_behind(libraries)  # the imports while the operands are made
+        begin(job, report)
+    return run(job, report)
+
+
+def forked(msg_fd: int, job_line: str, server_pid: int) -> int:
+    """A child forked by the fork server (its process group, standard streams, CPU list and MARKER set there):
+    from its job on, what a fresh child does."""
+    pin_cpus()
+    report = Reporter(msg_fd)
+    job = decode_job(job_line)
+    procs.tie_to_parent(job.parent_pid, via=server_pid)  # a fork keeps no parent-death signal: set it again
+    begin(job, report)  # the server imported the libraries: this finds them imported
+    return run(job, report, started="forked", forked_from=server_pid)
+
+
+def begin(job: TimeJob | SweepJob | ProfileJob, report: Reporter) -> None:
+    """A child given its job at start: the operands started, and its libraries imported beside them."""
+    libraries = start_operands(job)
+    if libraries:  # seconds (import torch: 6 s on the H200 host) before the first other line
+        report.phase("import", label=", ".join(libraries))
+    preload_behind(libraries)  # the imports while the operands are made
+
+
+def run(job: TimeJob | SweepJob | ProfileJob, report: Reporter, started: str = "fresh",
+        forked_from: int | None = None) -> int:
+    """The job run, its result or the one line of its failure sent; then the process ends (exit_now)."""
     try:
         result = JOBS[type(job)](job, report)
     except CaseUnavailable as exc:
@@ -87,6 +114,8 @@ def main(argv: list[str]) -> int:
                  if isinstance(job, ProfileJob) else None)
         report.send(Failed(known or describe(exc)))
         return 1
+    if isinstance(result, Timed):
+        result.started, result.forked_from = started, forked_from
     report.send(Done(result))
     exit_now(0)
     return 0

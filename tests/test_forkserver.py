@@ -1,0 +1,195 @@
+"""compare's timing processes forked from a fork server per environment (measure/forking.py, child/forkserver.py):
+real CPU runs as a user makes them. The forked children are the server's (each case says who its parent is), a
+signal that kills one reads as that signal, a server killed mid-run leaves the run whole (fresh processes from
+then on), --fresh-processes starts no server, and a stopped run leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import faultkit as fk
+from flametool.errors import RunDirError
+from flametool.measure.protocol import FORKSERVER
+from flametool.run import rundir
+
+WHO = fk.CASES / "fork_cases.py"
+SMALL = ["--device", "cpu", "--shape", "16,16,16", "--iters", "100", "--warmup", "5", "--no-sample", "--no-count"]
+
+
+def sides(who: Path) -> list[tuple[int, int, str, str]]:
+    """(pid, parent's pid, $FLAMETOOL_TEST_SIDE, parent's command line) of every process that built a fork_cases
+    case."""
+    return [(int(pid), int(ppid), side, command) for pid, ppid, side, command in
+            (line.split(" ", 3) for line in who.read_text().splitlines())]
+
+
+def parents(who: Path) -> list[tuple[int, int, str]]:
+    """(pid, parent's pid, parent's command line) of every process that built a fork_cases case."""
+    return [(pid, ppid, command) for pid, ppid, _, command in sides(who)]
+
+
+def started(out: Path) -> dict[str, list[str | None]]:
+    """How each process of each case's timed loops was started, as run.json says."""
+    run = rundir.load(out)
+    return {label: [p.started for p in r.at_sample_shape.processes] for label, r in run.results.items()
+            if r.at_sample_shape is not None}
+
+
+def ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def servers(bg: fk.Background) -> list[int]:
+    """The run's fork servers (its forked children carry the server's command line, but not flametool as parent)."""
+    return [pid for pid, cmd in fk.tagged(bg.tag) if FORKSERVER in cmd.split() and ppid(pid) == bg.pid]
+
+
+@pytest.fixture(scope="module")
+def forked_run(tmp_path_factory):
+    """numpy, torch and `who` timed together in 3 processes, forked by default."""
+    folder = tmp_path_factory.mktemp("forked")
+    out, who = folder / "run", folder / "who.txt"
+    proc = fk.run(["compare", *SMALL, "--libs", "numpy,torch", "--case", f"{WHO}:who", "--processes", "3",
+                   "--out", str(out)], fk.env(FLAMETOOL_TEST_WHO=str(who)))
+    assert proc.returncode == 0, proc.stderr
+    return out, who
+
+
+def test_the_timing_processes_are_forked_by_one_server_and_measure(forked_run):
+    out, who = forked_run
+    run = rundir.load(out)
+    assert run.complete and run.groups[0].processes == 3 and run.groups[0].lost == []
+    for r in run.results.values():
+        assert r.error is None and len(r.timing.processes) == 3 and r.timing.cpu_us_per_call > 0
+        assert r.profile is not None and r.profile.cprofile_calls > 0
+    assert started(out) == {label: ["forked"] * 3 for label in ("numpy", "torch", "who")}
+    # `who` built in 3 timing processes, each a child of one fork server, and in its profiled process (fresh)
+    seen = parents(who)
+    forked = [(pid, parent) for pid, parent, command in seen if FORKSERVER in command.split()]
+    fresh = [pid for pid, _, command in seen if FORKSERVER not in command.split()]
+    assert len(forked) == 3 and len({pid for pid, _ in forked}) == 3 and len({parent for _, parent in forked}) == 1
+    assert len(fresh) == 1
+    (server,) = {parent for _, parent in forked}
+    assert {p.forked_from for r in run.results.values() for p in r.timing.processes} == {server}
+    assert not list(out.glob("*.log"))  # the server's log and the children's, empty, are not kept
+
+
+def test_how_a_process_started_is_checked_when_read_and_optional(forked_run, tmp_path):
+    out, _ = forked_run
+    doc = json.loads((out / "run.json").read_text())
+    for r in doc["results"].values():  # a run from before it: nothing said
+        for p in r["timing"]["processes"]:
+            del p["started"], p["forked_from"]
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "run.json").write_text(json.dumps(doc))
+    assert set(sum(started(old).values(), [])) == {None}
+    doc["results"]["numpy"]["timing"]["processes"][1]["started"] = "spawned"
+    (old / "run.json").write_text(json.dumps(doc))
+    with pytest.raises(RunDirError, match=r"results\.numpy\.timing\.processes\[1\]\.started"):
+        rundir.load(old)
+
+
+def test_each_environment_forks_from_a_server_of_its_own_interpreter(tmp_path):
+    """--env a=PYTHON --env b=WRAPPER (the same interpreter, started by a script that sets a variable): b's
+    timing processes are forked from a server the script started, a's from one of its own."""
+    who, out = tmp_path / "who.txt", tmp_path / "run"
+    wrapper = tmp_path / "python-b"
+    wrapper.write_text(f'#!/bin/sh\nFLAMETOOL_TEST_SIDE=b exec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
+    proc = fk.run(["compare", *SMALL, "--libs", "numpy", "--case", f"{WHO}:who", "--anchor", "numpy",
+                   "--env", f"a={sys.executable}", "--env", f"b={wrapper}", "--processes", "2", "--out", str(out)],
+                  fk.env(FLAMETOOL_TEST_WHO=str(who)))
+    assert proc.returncode == 0, proc.stderr
+    assert set(sum(started(out).values(), [])) == {"forked"}
+    forked = [(parent, side) for _, parent, side, command in sides(who) if FORKSERVER in command.split()]
+    assert sorted(side for _, side in forked) == ["-", "-", "b", "b"]
+    assert len({parent for parent, _ in forked}) == 2  # two servers
+    assert all(len({side for p, side in forked if p == parent}) == 1 for parent, _ in forked)
+
+
+def test_forks_per_server_draws_new_servers(tmp_path):
+    """--forks-per-server 2, 5 processes: three servers in turn (2, 2, 1), each process's loops naming its own."""
+    who, out = tmp_path / "who.txt", tmp_path / "run"
+    proc = fk.run(["compare", *SMALL, "--libs", "numpy", "--case", f"{WHO}:who", "--processes", "5",
+                   "--forks-per-server", "2", "--timed-seconds", "0.2", "--out", str(out)],
+                  fk.env(FLAMETOOL_TEST_WHO=str(who)))
+    assert proc.returncode == 0, proc.stderr
+    servers_of = [p.forked_from for p in rundir.load(out).results["numpy"].timing.processes]
+    assert len(servers_of) == 5 and None not in servers_of
+    assert [servers_of.count(s) for s in dict.fromkeys(servers_of)] == [2, 2, 1]
+    forked = [parent for _, parent, command in parents(who) if FORKSERVER in command.split()]
+    assert forked == servers_of  # `who` says the same of its parent, process by process
+    refused = fk.run(["compare", *SMALL, "--libs", "numpy", "--forks-per-server", "0", "--out", str(tmp_path / "r2")])
+    assert refused.returncode != 0 and "--forks-per-server 0" in fk.error_line(refused)
+
+
+def test_a_forked_child_killed_by_a_signal_reads_as_that_signal(tmp_path):
+    who = tmp_path / "who.txt"
+    proc = fk.run(["compare", *SMALL, "--libs", "", "--case", f"{WHO}:who_then_segfault", "--processes", "1",
+                   "--out", str(tmp_path / "run")], fk.env(FLAMETOOL_TEST_WHO=str(who)))
+    assert proc.returncode == 1
+    line = fk.error_line(proc)
+    assert "the child process was killed by SIGSEGV (exit code -11) before reporting" in line, line
+    seen = parents(who)
+    assert seen and all(FORKSERVER in command.split() for _, _, command in seen)  # forked, each of them
+
+
+def test_a_server_killed_mid_run_leaves_the_run_whole_with_fresh_processes(tmp_path):
+    who, out = tmp_path / "who.txt", tmp_path / "run"
+    bg = fk.Background(["compare", *SMALL, "--libs", "numpy", "--case", f"{WHO}:who", "--processes", "6",
+                        "--timed-seconds", "0.3", "--out", str(out)], fk.env(FLAMETOOL_TEST_WHO=str(who)))
+    bg.wait_for("process 3/6")
+    (server,) = servers(bg)
+    os.kill(server, signal.SIGKILL)
+    assert bg.finish() == 0, bg.err
+    assert fk.none_left(bg.tag) == []
+    run = rundir.load(out)
+    assert run.complete and run.groups[0].processes == 6 and run.groups[0].lost == []  # nothing lost
+    how = started(out)
+    assert how["numpy"] == how["who"]
+    first_fresh = how["numpy"].index("fresh")
+    assert 2 <= first_fresh and set(how["numpy"][:first_fresh]) == {"forked"} and set(how["numpy"][first_fresh:]) == {"fresh"}
+    notes = [log for log in out.glob("*-timing-*.log") if "this process was started fresh instead" in log.read_text()]
+    assert notes, "no log says the process was started fresh"
+    seen = parents(who)  # the server's children until it died, then flametool's own
+    assert any(parent == server for _, parent, _ in seen) and any(parent == bg.pid for _, parent, _ in seen)
+
+
+def test_fresh_processes_start_no_server(tmp_path):
+    who, out = tmp_path / "who.txt", tmp_path / "run"
+    bg = fk.Background(["compare", *SMALL, "--libs", "numpy", "--case", f"{WHO}:who", "--processes", "3",
+                        "--fresh-processes", "--out", str(out)], fk.env(FLAMETOOL_TEST_WHO=str(who)))
+    commands: set[str] = set()
+    while bg.proc.poll() is None:
+        commands |= {cmd for _, cmd in fk.tagged(bg.tag)}
+        time.sleep(0.05)
+    assert bg.finish() == 0, bg.err
+    assert commands and not [c for c in commands if FORKSERVER in c.split()]
+    assert started(out) == {"numpy": ["fresh"] * 3, "who": ["fresh"] * 3}
+    assert {parent for _, parent, _ in parents(who)} == {bg.pid}
+
+
+@pytest.mark.parametrize("sig, group", [(signal.SIGINT, True), (signal.SIGKILL, False)], ids=["ctrl-c", "sigkill"])
+def test_a_stopped_run_leaves_no_server_or_child(tmp_path, sig, group):
+    """Ctrl-C (to the terminal's process group), or flametool killed outright: the server ends with flametool
+    (its parent-death signal), the child it forked with the server."""
+    who, out = tmp_path / "who.txt", tmp_path / "run"
+    bg = fk.Background(["compare", *SMALL, "--libs", "numpy", "--case", f"{WHO}:who", "--processes", "6",
+                        "--out", str(out)], fk.env(FLAMETOOL_TEST_WHO=str(who)))
+    bg.wait_for("process 2/6")
+    assert servers(bg)
+    bg.signal(sig, group)
+    assert bg.finish() == (130 if sig == signal.SIGINT else -signal.SIGKILL), bg.err
+    assert fk.none_left(bg.tag) == []
+    assert json.loads((out / "run.json").read_text())["complete"] is False

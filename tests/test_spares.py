@@ -82,7 +82,8 @@ def test_the_next_profiled_process_is_readied_while_one_is_sampled_and_samples_w
     specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
                            iters=50, warmup=5, repeats=1, extend_rounds=False, processes=1, rate_hz=50,
-                           sample_seconds=1, out=tmp_path / "run", spares=True)
+                           sample_seconds=1, out=tmp_path / "run", spares=True,
+                           fork_server=False)  # the profiled spares alone: no fork server and its log
     out, run = runner.compare(config, ["flametool", "test"],
                               lambda label, what: events.append((label, what)))
     assert run.complete

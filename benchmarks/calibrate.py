@@ -11,9 +11,9 @@ Prints, as each run finishes and again over all the runs kept:
 - plant: the share of intervals that hold the plant, the median error on it (relative to the plant);
 - the unadjusted figure (speedfit's `unadjusted`) beside each, the same runs without the speed term;
 - minutes per run, and what a minute buys (a null's half-width times sqrt(minutes): to choose --compare-args
-  settings such as --timed-seconds, --no-spares or --fresh-processes by, each in an --out of its own; since
-  2026-12-02 the timing processes are forked from a fork server by default, and '--fresh-processes' is the
-  calibration of fresh interpreters);
+  settings such as --timed-seconds, --no-spares or --fork-processes by, each in an --out of its own; forked
+  timing processes failed it on the H200 on 2026-12-02 (two nulls of two excluded 1: docs/calibration.md), so
+  fresh interpreters stay the default);
 - `diff NULL_i NULL_j --case LIB@a --fail-above 5` for disjoint pairs of the null runs (two runs of one build):
   decided, and not exit 3?
 
@@ -232,8 +232,8 @@ def main() -> int:
     p.add_argument("--plant-us", type=float, default=None,
                    help="the busy-wait planted in pr's matmul, us (default 1.0 for cupy, 5.0 for numpy)")
     p.add_argument("--compare-args", default="", help="more options for every compare (e.g. '--timed-seconds 0.5 "
-                                                      "--no-spares', or '--fresh-processes': fresh interpreters instead "
-                                                      "of forked timing processes): what the defaults are chosen against")
+                                                      "--no-spares', or '--fork-processes': timing processes forked "
+                                                      "from a fork server instead of fresh interpreters): what the defaults are chosen against")
     p.add_argument("--out", type=Path, required=True, help="where the runs are kept (and resumed from)")
     p.add_argument("--max-minutes", type=float, default=None,
                    help="start no run after this many minutes of this call (a device call is at most 10)")

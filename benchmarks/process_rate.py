@@ -1,5 +1,5 @@
 """Issue 42 item 2: timing processes per minute of `compare --env a=PY --env b=PY --no-sample`, forked from a fork
-server per environment (the default) against fresh interpreters (`--fresh-processes`), from one run of each.
+server per environment (`--fork-processes`) against fresh interpreters (the default), from one run of each.
 
 Each run is `compare --env a=PY --env b=PY --libs LIBS --shape SHAPE --no-sample --no-count --processes N` (N
 exactly, a side) and its progress lines (`--progress all`), each stamped as it arrives: the timing phase runs
@@ -43,7 +43,7 @@ def run_compare(out: Path, args: argparse.Namespace, fresh: bool) -> tuple[float
     cmd = [py, "-m", "flametool", "compare", *device, "--libs", args.libs, "--shape", args.shape,
            *(["--dtype", args.dtype] if args.dtype else []), "--env", f"a={py}", "--env", f"b={py}", "--no-sample",
            "--no-count", "--processes", str(args.processes), "--progress", "all", "--out", str(out),
-           *(["--fresh-processes"] if fresh else []), *shlex.split(args.compare_args)]
+           *(["--fresh-processes"] if fresh else ["--fork-processes"]), *shlex.split(args.compare_args)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     stamped: list[tuple[float, str]] = []
     stdout: list[str] = []

@@ -20,7 +20,8 @@ from flametool.measure.protocol import FORKSERVER
 from flametool.run import rundir
 
 WHO = fk.CASES / "fork_cases.py"
-SMALL = ["--device", "cpu", "--shape", "16,16,16", "--iters", "100", "--warmup", "5", "--no-sample", "--no-count"]
+PLAIN = ["--device", "cpu", "--shape", "16,16,16", "--iters", "100", "--warmup", "5", "--no-sample", "--no-count"]
+SMALL = [*PLAIN, "--fork-processes"]  # forking is an opt-in (the H200's calibration: docs/calibration.md)
 
 
 def sides(who: Path) -> list[tuple[int, int, str, str]]:
@@ -132,6 +133,10 @@ def test_forks_per_server_draws_new_servers(tmp_path):
     assert forked == servers_of  # `who` says the same of its parent, process by process
     refused = fk.run(["compare", *SMALL, "--libs", "numpy", "--forks-per-server", "0", "--out", str(tmp_path / "r2")])
     assert refused.returncode != 0 and "--forks-per-server 0" in fk.error_line(refused)
+    alone = fk.run(["compare", *PLAIN, "--libs", "numpy", "--forks-per-server", "2", "--out", str(tmp_path / "r3")])
+    assert alone.returncode != 0 and "needs --fork-processes" in fk.error_line(alone)
+    both = fk.run(["compare", *SMALL, "--libs", "numpy", "--fresh-processes", "--out", str(tmp_path / "r4")])
+    assert both.returncode != 0 and "give one of them" in fk.error_line(both)
 
 
 def test_a_forked_child_killed_by_a_signal_reads_as_that_signal(tmp_path):
@@ -166,10 +171,12 @@ def test_a_server_killed_mid_run_leaves_the_run_whole_with_fresh_processes(tmp_p
     assert any(parent == server for _, parent, _ in seen) and any(parent == bg.pid for _, parent, _ in seen)
 
 
-def test_fresh_processes_start_no_server(tmp_path):
+@pytest.mark.parametrize("flag", [[], ["--fresh-processes"]], ids=["default", "fresh-processes"])
+def test_fresh_processes_start_no_server(tmp_path, flag):
+    """Fresh processes are the default (and --fresh-processes says so): no server, each process flametool's child."""
     who, out = tmp_path / "who.txt", tmp_path / "run"
-    bg = fk.Background(["compare", *SMALL, "--libs", "numpy", "--case", f"{WHO}:who", "--processes", "3",
-                        "--fresh-processes", "--out", str(out)], fk.env(FLAMETOOL_TEST_WHO=str(who)))
+    bg = fk.Background(["compare", *PLAIN, "--libs", "numpy", "--case", f"{WHO}:who", "--processes", "3",
+                        *flag, "--out", str(out)], fk.env(FLAMETOOL_TEST_WHO=str(who)))
     commands: set[str] = set()
     while bg.proc.poll() is None:
         commands |= {cmd for _, cmd in fk.tagged(bg.tag)}

@@ -64,13 +64,15 @@ class Compare:
                        help="do not start the later processes ahead (on a GPU they import while another process times "
                             "its loops): for measuring whether they change the speeds drawn")
         p.add_argument("--fresh-processes", action="store_true",
-                       help="start every timing process as a fresh interpreter that imports the libraries itself, "
-                            "instead of forking it from a server per environment that imported them once (about 10x "
-                            "sooner at its first loop with cupy and torch on a GPU; run.json says how each started)")
+                       help="start every timing process as a fresh interpreter that imports the libraries itself "
+                            "(the default; with the spares above on a GPU)")
+        p.add_argument("--fork-processes", action="store_true",
+                       help="fork the timing processes from a server per environment that imported the libraries "
+                            "once (faster on a CPU; not calibrated: on the H200 its children shared one server's "
+                            "memory layout and two null A/Bs of two excluded 1, docs/calibration.md)")
         p.add_argument("--forks-per-server", type=int, metavar="N",
-                       help="a fork server forks at most N timing processes, then a new one (imported afresh) takes "
-                            "over: its children share one memory layout, where fresh processes each draw their own "
-                            "(default: one server per environment for the run)")
+                       help="with --fork-processes: a fork server forks at most N timing processes, then a new one "
+                            "(imported afresh) takes over (default: one server per environment for the run)")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         return cmd_compare(args, ctx.argv, ctx.err, ctx.out)

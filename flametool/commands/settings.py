@@ -139,18 +139,26 @@ def compare_config(args: argparse.Namespace, say) -> Config:
         max_processes=args.processes if args.processes and not stopping else max(most, common["processes"]),
         extra_seconds=d.extra_seconds * max(1, envs), sample_shape=sample_shape, sample=not args.no_sample,
         count=not getattr(args, "no_count", False),
-        spares=d.spares and not args.no_spares, fork_server=d.fork_server and not args.fresh_processes,
+        spares=d.spares and not args.no_spares, fork_server=fork_processes(args),
         forks_per_server=forks_per_server(args),
         budget=budget, fail_above=args.fail_above,
     )
+
+
+def fork_processes(args: argparse.Namespace) -> bool:
+    """--fork-processes: timing processes forked from fork servers, an opt-in since the H200's calibration
+    (2026-12-02: two null A/Bs of two excluded 1 with forked processes, none of ten with fresh ones)."""
+    if args.fork_processes and args.fresh_processes:
+        raise FlametoolError("--fork-processes with --fresh-processes: give one of them")
+    return bool(args.fork_processes)
 
 
 def forks_per_server(args: argparse.Namespace) -> int | None:
     n = args.forks_per_server
     if n is not None and n < 1:
         raise FlametoolError(f"--forks-per-server {n}: must be a whole number from 1")
-    if n is not None and args.fresh_processes:
-        raise FlametoolError("--forks-per-server with --fresh-processes: fresh processes are forked by no server; give one of them")
+    if n is not None and not args.fork_processes:
+        raise FlametoolError("--forks-per-server needs --fork-processes: fresh processes are forked by no server")
     return n
 
 

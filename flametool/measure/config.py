@@ -88,10 +88,10 @@ class Defaults:
 # A sweep's default ladder: matmul's in ops.py (the other ops have theirs there too).
 CPU = Defaults(libs=("numpy", "torch"), dtype="float32", shape=(64, 64, 64),
                sweep_sizes=ops.OPS["matmul"].ladder["cpu"],
-               rate_hz=100, sample_seconds=5, pool_threads=1, spares=False, fork_server=True)
+               rate_hz=100, sample_seconds=5, pool_threads=1, spares=False, fork_server=False)
 CUDA = Defaults(libs=("cupy", "torch"), dtype="float16", shape=tuple(SEED_SHAPE),
                 sweep_sizes=ops.OPS["matmul"].ladder["cuda"],
-                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True, fork_server=True)
+                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True, fork_server=False)
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it (paired.py runs more

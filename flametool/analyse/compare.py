@@ -16,7 +16,7 @@ from typing import Iterator, cast
 
 from . import attribution, countdiff, flamegraph, profstats, reading, timeline, treediff, views
 from .. import pool
-from ..run import anchoring, rundir, safeopen, sources, stats
+from ..run import anchoring, loaded, rundir, sources, stats
 from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - compare.unlike_operands
 from .attribution import CaseCosts, Skipped
@@ -145,7 +145,8 @@ class Analysis:
 
     @functools.cached_property
     def sources(self) -> sources.Sources:
-        """The run's record of line texts (sources.json; a run recorded before it: an empty one)."""
+        """The run's record of line texts (sources.json; a run recorded before it: an empty one). analyse() sets
+        it from the run directory as read (loaded.read); an Analysis built otherwise reads it when first asked."""
         return sources.load(self.run_dir)
 
     @functools.cached_property
@@ -212,14 +213,15 @@ def other_threads(run_dir: Path, run: Run, label: str, attribute: bool) -> Other
 
 
 def pair_figures(run: Run, base: str, head: str, pooled: dict[str, stats.Pooled] | None = None,
-                 pooled_sample: dict[str, stats.Pooled] | None = None
+                 pooled_sample: dict[str, stats.Pooled] | None = None, together: bool | None = None
                  ) -> tuple[stats.PairFigures | None, stats.PairFigures | None]:
     """The pair at the requested shape and at the sample shape (when another), its difference taken at the
-    base's pooled time in its group (`pooled`, `pooled_sample`: stats.group_pooled of the run)."""
+    base's pooled time in its group (`pooled`, `pooled_sample`: stats.group_pooled of the run). `together`:
+    whether they were timed in the same processes (Loaded.together; None: asked of the run)."""
     rb, rh = run.results[base], run.results[head]
     if rb.error or rh.error:
         return None, None
-    together = run.paired(base, head)
+    together = run.paired(base, head) if together is None else together
     us = lambda p: p[base].us if p is not None and base in p else None  # noqa: E731
     at_shape = stats.pair(base, rb.timing, head, rh.timing, together, base_us=us(pooled)) if rb.timing and rh.timing else None
     at_sample = None
@@ -235,10 +237,15 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = Fa
     row of the op reads, the cases' timings and their figures in the default view; no other view, aligned
     stacks, flame graphs, cProfile tables, other threads or pairs (the op's own page has those). A sweep and an
     atlas have analyses of their own (dispatch.analyse chooses)."""
-    out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run),
+    # the run directory read first, whole (the record's derived values, the stack files' sizes, sources.json):
+    # what follows computes from it; a view of lines is made only where the cases are attributed
+    got = loaded.read(run_dir, run, with_sources=attribute and not row_only)
+    out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run, got.op),
                    gpu_busy=timeline.busy_by_case(run_dir, run))
+    if attribute and not row_only:
+        out.sources = got.sources
     # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
-    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute, row_only)
+    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute, row_only, got.folded_bytes)
     pooled, pooled_sample = stats.group_pooled(run, False), stats.group_pooled(run, True)
     for label, result in run.results.items():
         out.timings[label] = case_timing(result.timing, pooled.get(label))
@@ -262,8 +269,8 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = Fa
         found = other_threads(run_dir, run, label, attribute)
         if found is not None:
             out.threads[label] = found
-    for base, head in run.pairs:
-        at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample)
+    for base, head in got.pairs:
+        at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample, got.together[(base, head)])
         both = base in out.profiles and head in out.profiles
         anchored = anchoring.anchored_pair(run, base, head, pooled_sample)
         pair_profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
@@ -373,11 +380,13 @@ def _prepare(label: str) -> attribution.Profile:
     return prepare(run_dir, run, label, attribute, row_only)
 
 
-def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool,
-             row_only: bool = False) -> dict[str, attribution.Profile]:
+def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool, row_only: bool = False,
+             folded_bytes: dict[str, int] | None = None) -> dict[str, attribution.Profile]:
     """prepare() of each case: on large profiles, one case per worker process, the cases side by side (each
-    reads its file alone then, reading.py). Whatever the workers make travels back in the profiles."""
-    size = sum(_size(run_dir / cast(str, run.results[l].file("folded"))) for l in labels)  # sampled: each has it
+    reads its file alone then, reading.py). Whatever the workers make travels back in the profiles.
+    `folded_bytes`: the stack files' sizes (Loaded.folded_bytes; None: read here)."""
+    sizes = folded_bytes if folded_bytes is not None else loaded.read(run_dir, run, with_sources=False).folded_bytes
+    size = sum(sizes.get(l, 0) for l in labels)  # sampled: each has its file
     workers = min(len(labels), pool.cpus())
     if workers > 1 and size >= reading.PARALLEL_BYTES and not pool.in_worker:
         global _shared
@@ -412,13 +421,6 @@ def stacks(run_dir: Path, run: Run, case: str | None = None, by_line: bool = Fal
         return Stacks(run_dir, [attribution.load_profile(run_dir, run, label, by_line=True) for label in labels])
     return Stacks(run_dir, [analysed.profiles[l] if l in analysed.profiles else attribution.load_profile(run_dir, run, l)
                             for l in labels])
-
-
-def _size(path: Path) -> int:
-    try:
-        return safeopen.size(path)
-    except RunDirError:  # load_profile says what is wrong with it
-        return 0
 
 
 @contextlib.contextmanager

@@ -57,6 +57,11 @@ class PairAnalysis:
     anchored: anchoring.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
     counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (None: neither side counted)
     cross_library: bool = False  # two libraries (not one library in two environments): frames matched by role first
+    # the figure to lead with (lead_figure): made with the pair, so that a view reads it rather than asks for it
+    headline: stats.PairFigures | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.headline = lead_figure(self.timing, self.sample)
 
     @functools.cached_property
     def diff(self) -> treediff.PairDiff | None:
@@ -76,14 +81,15 @@ class PairAnalysis:
         return treediff.diff(*self.profiles, view=view, at_speed=speed_heading(self.anchored, self.base, self.head),
                              by_role=self.cross_library)
 
-    @property
-    def headline(self) -> stats.PairFigures | None:
-        """The figure to lead with: the one pooled over the most processes (the sample shape's, when the
-        requested shape was too slow a loop to time in more than one). Rounds of one process count below
-        any number of processes: they share the one process's speed, which is what pooling processes
-        cancels (49 rounds of one process read 0.169 (0.164-0.174) on the H200 beside 3 processes)."""
-        options = [f for f in (self.timing, self.sample) if f is not None and f.ratio is not None]
-        return max(options, key=lambda f: (f.unit_name == "processes", f.units), default=None) if options else None
+
+
+def lead_figure(timing: stats.PairFigures | None, sample: stats.PairFigures | None) -> stats.PairFigures | None:
+    """A pair's figure to lead with: the one pooled over the most processes (the sample shape's, when the
+    requested shape was too slow a loop to time in more than one). Rounds of one process count below
+    any number of processes: they share the one process's speed, which is what pooling processes
+    cancels (49 rounds of one process read 0.169 (0.164-0.174) on the H200 beside 3 processes)."""
+    options = [f for f in (timing, sample) if f is not None and f.ratio is not None]
+    return max(options, key=lambda f: (f.unit_name == "processes", f.units), default=None) if options else None
 
 
 @dataclass
@@ -123,6 +129,8 @@ class Analysis:
     # caller's, pooled as the caller's is) and its stacks by layer
     threads: dict[str, "OtherThreads"] = field(default_factory=dict)
     gpu_busy: dict[str, timeline.Busy] = field(default_factory=dict)  # a step's GPU busy share, from its timeline
+    # each view of the layers (views.VIEWS): (per-case attribution, the pairs' diffs), made by complete()
+    views: dict[str, tuple[dict[str, CaseCosts | Skipped], list[treediff.PairDiff]]] = field(default_factory=dict)
 
     def complete(self) -> "Analysis":
         """Every figure a view may show, made now rather than when a renderer first asks: analysis is done before
@@ -131,6 +139,7 @@ class Analysis:
         for p in self.pairs:
             p.diff, p.diff_by_library  # noqa: B018 - cached properties, evaluated for their side effect
         self.cases_by_library, self.lines, self.pair_lines, self.aligned  # noqa: B018
+        self.views = {name: self.view(name) for name in views.VIEWS}
         return self
 
     @property
@@ -180,7 +189,10 @@ class Analysis:
         return align(self.lines, {l: counts_of(self.run, l) for l in self.run.results}, list(self.run.results))
 
     def view(self, name: str) -> tuple[dict[str, CaseCosts | Skipped], list[treediff.PairDiff]]:
-        """(per-case attribution, the pairs' diffs) in a view of the layers ("caller" or "library")."""
+        """(per-case attribution, the pairs' diffs) in a view of the layers ("caller" or "library"); a completed
+        analysis holds each in `views`, which the renderers read."""
+        if name in self.views:
+            return self.views[name]
         if name == "library":
             return self.cases_by_library, [p.diff_by_library for p in self.pairs if p.diff_by_library]
         return self.cases, [p.diff for p in self.pairs if p.diff]

@@ -131,6 +131,7 @@ class Analysis:
     gpu_busy: dict[str, timeline.Busy] = field(default_factory=dict)  # a step's GPU busy share, from its timeline
     # each view of the layers (views.VIEWS): (per-case attribution, the pairs' diffs), made by complete()
     views: dict[str, tuple[dict[str, CaseCosts | Skipped], list[treediff.PairDiff]]] = field(default_factory=dict)
+    flames: flamegraph.FlameSet | None = None  # the report's flame graphs (of the default view's diffs), by complete()
 
     def complete(self) -> "Analysis":
         """Every figure a view may show, made now rather than when a renderer first asks: analysis is done before
@@ -140,6 +141,8 @@ class Analysis:
             p.diff, p.diff_by_library  # noqa: B018 - cached properties, evaluated for their side effect
         self.cases_by_library, self.lines, self.pair_lines, self.aligned  # noqa: B018
         self.views = {name: self.view(name) for name in views.VIEWS}
+        self.flames = flamegraph.flame_set(self.profiles.values(), [t.profile for t in self.threads.values()],
+                                           self.views["caller"][1])
         return self
 
     @property

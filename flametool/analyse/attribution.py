@@ -243,10 +243,10 @@ class Closure:
     samples_recorded: int
     ratio: float | None
     tolerance: float = CLOSURE_TOLERANCE
+    within_tolerance: bool = field(init=False)  # the ratio is within `tolerance` of 1
 
-    @property
-    def within_tolerance(self) -> bool:
-        return self.ratio is not None and abs(self.ratio - 1) <= self.tolerance
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "within_tolerance", self.ratio is not None and abs(self.ratio - 1) <= self.tolerance)
 
 
 @dataclass
@@ -260,11 +260,13 @@ class CaseCosts:
     frames: list[FrameCost]  # every frame, by self time, largest first
     called_from: dict[str, dict[str, float]] = field(default_factory=dict)
     repaired_samples: int = 0
+    # do the layers add up to the measured time? Made with the figures, so that a view reads it rather than asks
+    closure: Closure = field(init=False)
 
-    def closure(self) -> Closure:
+    def __post_init__(self) -> None:
         total = sum(f.us_per_call for f in self.layers.values())
-        return Closure(self.us_per_call, total, self.samples, self.recorded,
-                       total / self.us_per_call if self.us_per_call else None)
+        self.closure = Closure(self.us_per_call, total, self.samples, self.recorded,
+                               total / self.us_per_call if self.us_per_call else None)
 
 
 @dataclass(frozen=True)

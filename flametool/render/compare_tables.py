@@ -234,7 +234,7 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
         if d.at_speed:
             say(console, f"{fmt.visible(d.head)} - {fmt.visible(d.base)}: {fmt.visible(d.at_speed)}")
     for label, x in done.items():
-        c = x.closure()
+        c = x.closure
         flag = "" if c.within_tolerance else f" (outside {c.tolerance:.0%}: samples were lost)"
         libc = x.called_from.get("C library/allocator") or {}
         callers = ", ".join(f"{k} {v:,.2f}" for k, v in list(libc.items())[:3])

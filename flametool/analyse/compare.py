@@ -100,14 +100,17 @@ class CProfileTable:
     functions: int
 
 
-def cprofile_table(run_dir: Path, result: CaseResult) -> CProfileTable | RunDirError | None:
+def cprofile_table(run_dir: Path, result: CaseResult, raw: bytes | RunDirError | None = None) -> CProfileTable | RunDirError | None:
     """The table of a case's .prof (None: it has none); a file that cannot be read is kept as its error, for
-    the view that shows the table to raise (the terminal does not show it, and runs on)."""
+    the view that shows the table to raise (the terminal does not show it, and runs on). `raw`: the file as the
+    run directory was read (Loaded.prof; None: read here)."""
     name = result.file("prof")
     if not rundir.is_file_name(name):
         return None
+    if isinstance(raw, RunDirError):
+        return raw
     try:
-        stats = profstats.read(run_dir / name)
+        stats = profstats.parse(raw, run_dir / name) if raw is not None else profstats.read(run_dir / name)
     except RunDirError as exc:
         return exc
     return CProfileTable(*profstats.top(stats, result.profile.cprofile_calls if result.profile else None))
@@ -254,7 +257,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = Fa
     atlas have analyses of their own (dispatch.analyse chooses)."""
     # the run directory read first, whole (the record's derived values, the stack files' sizes, sources.json):
     # what follows computes from it; a view of lines is made only where the cases are attributed
-    got = loaded.read(run_dir, run, with_sources=attribute and not row_only)
+    got = loaded.read(run_dir, run, whole=attribute and not row_only)
     out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run, got.op),
                    gpu_busy=timeline.busy_by_case(run_dir, run))
     if attribute and not row_only:
@@ -274,7 +277,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = Fa
         else:
             out.cases[label] = Skipped(reason)
         if attribute and not row_only:
-            out.cprofile[label] = cprofile_table(run_dir, result)
+            out.cprofile[label] = cprofile_table(run_dir, result, got.prof.get(label))
     if row_only:
         return out
     for label, result in run.results.items():
@@ -400,7 +403,7 @@ def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool, row_on
     """prepare() of each case: on large profiles, one case per worker process, the cases side by side (each
     reads its file alone then, reading.py). Whatever the workers make travels back in the profiles.
     `folded_bytes`: the stack files' sizes (Loaded.folded_bytes; None: read here)."""
-    sizes = folded_bytes if folded_bytes is not None else loaded.read(run_dir, run, with_sources=False).folded_bytes
+    sizes = folded_bytes if folded_bytes is not None else loaded.read(run_dir, run, whole=False).folded_bytes
     size = sum(sizes.get(l, 0) for l in labels)  # sampled: each has its file
     workers = min(len(labels), pool.cpus())
     if workers > 1 and size >= reading.PARALLEL_BYTES and not pool.in_worker:

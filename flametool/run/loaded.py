@@ -30,20 +30,37 @@ class Loaded:
     # each case with a stack file: its size in bytes (0 where it cannot be read: the reading says why)
     folded_bytes: dict[str, int] = field(default_factory=dict)
     sources: sources.Sources = field(default_factory=sources.Sources)  # sources.json (empty: none, or not read)
+    # each case's cProfile file (files.prof, a name in the run directory), its bytes or why they cannot be read
+    prof: dict[str, bytes | RunDirError] = field(default_factory=dict)
 
 
-def read(run_dir: Path, run: Run, with_sources: bool = True) -> Loaded:
-    """The record `run` of `run_dir` with what its analysis reads of it. with_sources=False leaves sources.json
-    unread (an atlas's row of an op shows no lines)."""
-    folded_bytes = {}
+def read(run_dir: Path, run: Run, whole: bool = True) -> Loaded:
+    """The record `run` of `run_dir` with what its analysis reads of it. whole=False leaves sources.json and the
+    cProfile files unread (an export of stacks, an atlas's row of an op: no lines, no cProfile tables)."""
+    folded_bytes: dict[str, int] = {}
+    prof: dict[str, bytes | RunDirError] = {}
     for label, result in run.results.items():
         name = result.file("folded")
         if name is not None:
             folded_bytes[label] = _size(run_dir / name)
-    record = sources.load(run_dir) if with_sources else sources.Sources()
+        name = result.file("prof")
+        if whole and rundir.is_file_name(name):
+            try:
+                prof[label] = file_bytes(run_dir / name)
+            except RunDirError as exc:  # kept: the view that shows its table says why it has none
+                prof[label] = exc
+    record = sources.load(run_dir) if whole else sources.Sources()
     pairs = run.pairs
     return Loaded(run_dir, run, run.config.operation, pairs, {(a, b): run.paired(a, b) for a, b in pairs},
-                  {label: run.anchor_beside(label) for label in run.results}, folded_bytes, record)
+                  {label: run.anchor_beside(label) for label in run.results}, folded_bytes, record, prof)
+
+
+def file_bytes(path: Path) -> bytes:
+    """A file of the run directory, whole: a regular file only, never through a link (safeopen); missing or not
+    readable is one RunDirError naming it."""
+    if not (path.exists() or path.is_symlink()):
+        raise RunDirError(f"{path}: missing")
+    return safeopen.read_bytes(path)
 
 
 def load(run_dir: Path | str) -> Loaded:

@@ -157,14 +157,15 @@ def skip_reason(result: CaseResult) -> str | None:
     return None
 
 
-def load_profile(run_dir: Path, run: Run, label: str, by_line: bool = False) -> Profile:
+def load_profile(run_dir: Path, run: Run, label: str, by_line: bool = False,
+                 scale: dict[str, stats.Pooled] | None = None) -> Profile:
     """A case's profile from its run directory, scaled by its paired time per call at the sample shape
-    (stats.group_pooled: pooled over its group's processes, the figure every view shows); any problem is a
-    RunDirError naming it."""
+    (stats.group_pooled: pooled over its group's processes, the figure every view shows; `scale`: those of the
+    run, made once by the caller, None: made here); any problem is a RunDirError naming it."""
     result = run.results.get(label)
     if result is None:
         raise RunDirError(f"{run_dir}: no case {label!r} (cases: {', '.join(run.results) or 'none'})")
-    pooled = stats.group_pooled(run, True, intervals=False).get(label)
+    pooled = (scale if scale is not None else stats.group_pooled(run, True, intervals=False)).get(label)
     return profile_of(run_dir, result, label, by_line, pooled.us if pooled else None)
 
 

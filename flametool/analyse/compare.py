@@ -262,9 +262,12 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = Fa
                    gpu_busy=timeline.busy_by_case(run_dir, run))
     if attribute and not row_only:
         out.sources = got.sources
-    # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
-    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute, row_only, got.folded_bytes)
+    # the cases' pooled times in their groups, made once: what their figures, their pairs and their profiles'
+    # scale (the sample shape's, without intervals, as load_profile reads it) are read at
     pooled, pooled_sample = stats.group_pooled(run, False), stats.group_pooled(run, True)
+    scale = stats.group_pooled(run, True, intervals=False)
+    # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
+    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute, row_only, got.folded_bytes, scale)
     for label, result in run.results.items():
         out.timings[label] = case_timing(result.timing, pooled.get(label))
         out.sample_timings[label] = (case_timing(result.sample_timing, pooled_sample.get(label))
@@ -365,11 +368,12 @@ def speed_heading(anchored: anchoring.Anchored | None, base: str, head: str) -> 
             + (f" ({own_head:.2f} in its own)" if own_head is not None else ""))
 
 
-def prepare(run_dir: Path, run: Run, label: str, attribute: bool, row_only: bool = False) -> attribution.Profile:
+def prepare(run_dir: Path, run: Run, label: str, attribute: bool, row_only: bool = False,
+            scale: dict[str, stats.Pooled] | None = None) -> attribution.Profile:
     """A case's profile with what an analysis derives from it alone made and kept in it: its figures in
     both views of the layers, its call tree, its aligned stacks (treediff.aligned_profile) and their figures.
     `row_only`: its figures in the default view alone (an atlas's row reads no more)."""
-    profile = attribution.load_profile(run_dir, run, label)
+    profile = attribution.load_profile(run_dir, run, label, scale=scale)
     if attribute and row_only:
         attribution.attribute(profile)
         profile.drop_tree()
@@ -394,12 +398,13 @@ _shared: tuple | None = None
 
 def _prepare(label: str) -> attribution.Profile:
     assert _shared is not None  # set before the workers fork
-    run_dir, run, attribute, row_only = _shared
-    return prepare(run_dir, run, label, attribute, row_only)
+    run_dir, run, attribute, row_only, scale = _shared
+    return prepare(run_dir, run, label, attribute, row_only, scale)
 
 
 def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool, row_only: bool = False,
-             folded_bytes: dict[str, int] | None = None) -> dict[str, attribution.Profile]:
+             folded_bytes: dict[str, int] | None = None,
+             scale: dict[str, stats.Pooled] | None = None) -> dict[str, attribution.Profile]:
     """prepare() of each case: on large profiles, one case per worker process, the cases side by side (each
     reads its file alone then, reading.py). Whatever the workers make travels back in the profiles.
     `folded_bytes`: the stack files' sizes (Loaded.folded_bytes; None: read here)."""
@@ -408,7 +413,7 @@ def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool, row_on
     workers = min(len(labels), pool.cpus())
     if workers > 1 and size >= reading.PARALLEL_BYTES and not pool.in_worker:
         global _shared
-        _shared = (run_dir, run, attribute, row_only)
+        _shared = (run_dir, run, attribute, row_only, scale)
         try:
             # results come back in order: the first damaged case in run order is the error raised
             got = pool.fork_map(_prepare, labels, workers)
@@ -418,7 +423,7 @@ def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool, row_on
             pass
         finally:
             _shared = None
-    return {label: prepare(run_dir, run, label, attribute, row_only) for label in labels}
+    return {label: prepare(run_dir, run, label, attribute, row_only, scale) for label in labels}
 
 
 @dataclass

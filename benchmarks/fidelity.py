@@ -46,7 +46,7 @@ def main() -> None:
             continue
         prof, s = r.profile, r.sampling
         costs = analysed.cases.get(label)
-        ratio = costs.closure().ratio if isinstance(costs, attribution.CaseCosts) else None
+        ratio = costs.closure.ratio if isinstance(costs, attribution.CaseCosts) else None
         slowdown = prof.slowdown  # sampled against the same process's own unsampled loops
         print(f"{label:6s} unsampled {num(prof.own_us_per_call, '7.2f')} us, sampled "
               f"{num(s.sampled_us_per_call if s else None, '7.2f')} us: slowdown {num(slowdown, '.2f')}x "

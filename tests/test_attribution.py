@@ -80,15 +80,15 @@ def test_binomial_standard_error():
 
 def test_closure():
     c = costs()
-    closure = c.closure()
+    closure = c.closure
     assert closure.ratio == pytest.approx(1.0)
     assert closure.within_tolerance
     assert closure.layers_sum_us_per_call == pytest.approx(10.0)
     # samples lost on the way show up as a ratio below 1: here the sampler recorded 12, the file holds 9 + 1
     lost = at.attribute(at.make_profile("c", folded.parse(FOLDED), 1, 10.0, recorded_samples=12))
-    assert lost.closure().ratio == pytest.approx(10 / 12)
-    assert not lost.closure().within_tolerance
-    assert lost.closure().samples_read == 10 and lost.closure().samples_recorded == 12
+    assert lost.closure.ratio == pytest.approx(10 / 12)
+    assert not lost.closure.within_tolerance
+    assert lost.closure.samples_read == 10 and lost.closure.samples_recorded == 12
 
 
 def test_recursion_counts_a_sample_once_in_total():
@@ -116,7 +116,7 @@ def test_the_hottest_frame_comes_first_with_its_layer_and_samples():
     hot = c.frames[0]
     assert hot.frame == "lib.m.inner" and hot.self.samples == 6 and hot.layer_label == hot.layer
     assert c.layers["Python"].us_per_call == pytest.approx(6.0)
-    assert c.closure().ratio == pytest.approx(1.0)
+    assert c.closure.ratio == pytest.approx(1.0)
 
 
 def test_load_profile_reads_the_run_directory(tmp_path):
@@ -135,8 +135,8 @@ def test_a_truncated_folded_file_fails_closure(tmp_path):
     run = make_run(tmp_path / "run", {"a": (FOLDED, 10.0, 1)})
     (run / "a.folded").write_text(FOLDED.splitlines()[0] + "\n")  # 6 of the 9 kept samples remain
     c = at.attribute(at.load_profile(run, rundir.load(run), "a"))
-    assert c.closure().ratio == pytest.approx(7 / 10)
-    assert not c.closure().within_tolerance
+    assert c.closure.ratio == pytest.approx(7 / 10)
+    assert not c.closure.within_tolerance
 
 
 def test_garbage_folded_is_a_run_dir_error(tmp_path):
@@ -165,7 +165,7 @@ def h200():
 
 def test_h200_layers_close(h200):
     for c in h200.values():
-        assert abs(c.closure().ratio - 1) < 0.10
+        assert abs(c.closure.ratio - 1) < 0.10
 
 
 def test_h200_cublas_about_equal(h200):

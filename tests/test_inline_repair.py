@@ -41,7 +41,7 @@ def test_sandwiches_are_repaired_and_counted():
     costs = attribution.attribute(p)
     totals = {f.frame: f.total.us_per_call for f in costs.frames}
     assert totals[decref] == pytest.approx(3.0)  # not 10: it no longer holds the launches
-    assert costs.repaired_samples == 7 and costs.closure().ratio == pytest.approx(1.0)
+    assert costs.repaired_samples == 7 and costs.closure.ratio == pytest.approx(1.0)
 
 
 def test_no_sandwich_no_change():

@@ -41,7 +41,7 @@ def test_compare_analyses_and_diffs(planted_run):
     a = dispatch.analyse_dir(out)
     assert set(a.cases) == set(a.profiles) == {"numpy", "numpy_plus_planted"}
     for label, x in a.cases.items():
-        assert x.closure().within_tolerance, x.closure()
+        assert x.closure.within_tolerance, x.closure
         # layers add up to the case's paired time per call at the sampled shape (pooled over its processes)
         assert sum(f.us_per_call for f in x.layers.values()) == pytest.approx(a.sample_timings[label].cpu_us)
         assert x.frames and x.frames[0].self.samples > 0 and x.frames[0].layer

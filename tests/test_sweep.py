@@ -315,7 +315,7 @@ def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
         x = by_case["numpy"]
         # the layers add up to the paired time per call at that size
         assert x.us_per_call == pytest.approx(a.curves["numpy"][["8", "64"].index(size)].cpu_us)
-        assert abs(x.closure().ratio - 1) < 0.05 and "NumPy" in x.layers
+        assert abs(x.closure.ratio - 1) < 0.05 and "NumPy" in x.layers
     assert "host time per call by layer at each sampled (host-bound) size" in proc.stdout
     html = (out / "report.html").read_text()
     assert 'id="layers"' in html and "numpy 64" in html and "numpy 8" in html

@@ -73,12 +73,11 @@ class Aligned:
     file: str  # the step lines' file
     columns: list[Column]
     rows: list[Row]
+    kinds: list[str] = field(init=False)  # every kind any column counted per line, in COUNTED's order
 
-    @property
-    def kinds(self) -> list[str]:
-        """Every kind any column counted per line, in COUNTED's order."""
+    def __post_init__(self) -> None:
         got = {k for c in self.columns for k in c.kinds}
-        return [k.name for k in COUNTED if k.name in got]
+        object.__setattr__(self, "kinds", [k.name for k in COUNTED if k.name in got])  # frozen: set once, here
 
 
 def _names(sampled: set[str], steps: set[str], counted: set[str]) -> dict[str, str]:

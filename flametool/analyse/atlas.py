@@ -47,14 +47,15 @@ class AtlasCell:
     kernels: Fraction | None = None  # kernels per call (the counted loop; None: not counted, or an older run)
     api_calls: Fraction | None = None  # CUDA API calls per call, likewise
     error: str | None = None
+    counted: str = ""  # '1 kernel, 8 API calls' per call (counted_words), '' where they were not counted
 
-    @property
-    def counted(self) -> str:
-        """'1 kernel, 8 API calls' per call, or '' where they were not counted."""
-        if self.kernels is None or self.api_calls is None:
-            return ""
-        return (f"{count_words(self.kernels)} kernel{'' if self.kernels == 1 else 's'}, "
-                f"{count_words(self.api_calls)} API call{'' if self.api_calls == 1 else 's'}")
+
+def counted_words(kernels: Fraction | None, api_calls: Fraction | None) -> str:
+    """'1 kernel, 8 API calls' per call, or '' where they were not counted."""
+    if kernels is None or api_calls is None:
+        return ""
+    return (f"{count_words(kernels)} kernel{'' if kernels == 1 else 's'}, "
+            f"{count_words(api_calls)} API call{'' if api_calls == 1 else 's'}")
 
 
 @dataclass
@@ -71,11 +72,11 @@ class AtlasRow:
     error: str | None = None  # the op's run could not be made or read
     processes: list[int] = field(default_factory=list)  # the timing processes its run ran (one per group)
     rounds: list[int] = field(default_factory=list)  # the rounds of timed loops its processes ran
+    # the op's own report, relative to the atlas's page (its pairs' diffs are there): made with the row
+    report: str = field(init=False)
 
-    @property
-    def report(self) -> str:
-        """The op's own report, relative to the atlas's page: its pairs' diffs are there."""
-        return f"{self.dir}/{rundir.REPORT_FILE}"
+    def __post_init__(self) -> None:
+        self.report = f"{self.dir}/{rundir.REPORT_FILE}"
 
 
 @dataclass
@@ -124,6 +125,7 @@ def cell(analysed, label: str, fastest: str | None, threads: dict[str, stats.Poo
         if c is not None and c.counted("kernel") and c.counted("api"):
             per = max(c.ops_per_step, 1)  # per call: a step of N operations (a graph) does N calls' work
             out.kernels, out.api_calls = c.total("kernel") / per, c.total("api") / per
+            out.counted = counted_words(out.kernels, out.api_calls)
     return out
 
 

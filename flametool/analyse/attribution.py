@@ -157,14 +157,15 @@ def skip_reason(result: CaseResult) -> str | None:
     return None
 
 
-def load_profile(run_dir: Path, run: Run, label: str, by_line: bool = False) -> Profile:
+def load_profile(run_dir: Path, run: Run, label: str, by_line: bool = False,
+                 scale: dict[str, stats.Pooled] | None = None) -> Profile:
     """A case's profile from its run directory, scaled by its paired time per call at the sample shape
-    (stats.group_pooled: pooled over its group's processes, the figure every view shows); any problem is a
-    RunDirError naming it."""
+    (stats.group_pooled: pooled over its group's processes, the figure every view shows; `scale`: those of the
+    run, made once by the caller, None: made here); any problem is a RunDirError naming it."""
     result = run.results.get(label)
     if result is None:
         raise RunDirError(f"{run_dir}: no case {label!r} (cases: {', '.join(run.results) or 'none'})")
-    pooled = stats.group_pooled(run, True, intervals=False).get(label)
+    pooled = (scale if scale is not None else stats.group_pooled(run, True, intervals=False)).get(label)
     return profile_of(run_dir, result, label, by_line, pooled.us if pooled else None)
 
 
@@ -243,10 +244,10 @@ class Closure:
     samples_recorded: int
     ratio: float | None
     tolerance: float = CLOSURE_TOLERANCE
+    within_tolerance: bool = field(init=False)  # the ratio is within `tolerance` of 1
 
-    @property
-    def within_tolerance(self) -> bool:
-        return self.ratio is not None and abs(self.ratio - 1) <= self.tolerance
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "within_tolerance", self.ratio is not None and abs(self.ratio - 1) <= self.tolerance)
 
 
 @dataclass
@@ -260,11 +261,13 @@ class CaseCosts:
     frames: list[FrameCost]  # every frame, by self time, largest first
     called_from: dict[str, dict[str, float]] = field(default_factory=dict)
     repaired_samples: int = 0
+    # do the layers add up to the measured time? Made with the figures, so that a view reads it rather than asks
+    closure: Closure = field(init=False)
 
-    def closure(self) -> Closure:
+    def __post_init__(self) -> None:
         total = sum(f.us_per_call for f in self.layers.values())
-        return Closure(self.us_per_call, total, self.samples, self.recorded,
-                       total / self.us_per_call if self.us_per_call else None)
+        self.closure = Closure(self.us_per_call, total, self.samples, self.recorded,
+                               total / self.us_per_call if self.us_per_call else None)
 
 
 @dataclass(frozen=True)

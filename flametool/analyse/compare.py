@@ -16,7 +16,7 @@ from typing import Iterator, cast
 
 from . import attribution, countdiff, flamegraph, profstats, reading, timeline, treediff, views
 from .. import pool
-from ..run import anchoring, rundir, safeopen, sources, stats
+from ..run import anchoring, loaded, rundir, sources, stats
 from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - compare.unlike_operands
 from .attribution import CaseCosts, Skipped
@@ -57,6 +57,11 @@ class PairAnalysis:
     anchored: anchoring.Anchored | None = None  # two environments of `compare --env`: relative to the anchor beside each
     counts: countdiff.CountDiff | None = None  # what a step does, counted, head - base (None: neither side counted)
     cross_library: bool = False  # two libraries (not one library in two environments): frames matched by role first
+    # the figure to lead with (lead_figure): made with the pair, so that a view reads it rather than asks for it
+    headline: stats.PairFigures | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.headline = lead_figure(self.timing, self.sample)
 
     @functools.cached_property
     def diff(self) -> treediff.PairDiff | None:
@@ -76,14 +81,15 @@ class PairAnalysis:
         return treediff.diff(*self.profiles, view=view, at_speed=speed_heading(self.anchored, self.base, self.head),
                              by_role=self.cross_library)
 
-    @property
-    def headline(self) -> stats.PairFigures | None:
-        """The figure to lead with: the one pooled over the most processes (the sample shape's, when the
-        requested shape was too slow a loop to time in more than one). Rounds of one process count below
-        any number of processes: they share the one process's speed, which is what pooling processes
-        cancels (49 rounds of one process read 0.169 (0.164-0.174) on the H200 beside 3 processes)."""
-        options = [f for f in (self.timing, self.sample) if f is not None and f.ratio is not None]
-        return max(options, key=lambda f: (f.unit_name == "processes", f.units), default=None) if options else None
+
+
+def lead_figure(timing: stats.PairFigures | None, sample: stats.PairFigures | None) -> stats.PairFigures | None:
+    """A pair's figure to lead with: the one pooled over the most processes (the sample shape's, when the
+    requested shape was too slow a loop to time in more than one). Rounds of one process count below
+    any number of processes: they share the one process's speed, which is what pooling processes
+    cancels (49 rounds of one process read 0.169 (0.164-0.174) on the H200 beside 3 processes)."""
+    options = [f for f in (timing, sample) if f is not None and f.ratio is not None]
+    return max(options, key=lambda f: (f.unit_name == "processes", f.units), default=None) if options else None
 
 
 @dataclass
@@ -94,14 +100,17 @@ class CProfileTable:
     functions: int
 
 
-def cprofile_table(run_dir: Path, result: CaseResult) -> CProfileTable | RunDirError | None:
+def cprofile_table(run_dir: Path, result: CaseResult, raw: bytes | RunDirError | None = None) -> CProfileTable | RunDirError | None:
     """The table of a case's .prof (None: it has none); a file that cannot be read is kept as its error, for
-    the view that shows the table to raise (the terminal does not show it, and runs on)."""
+    the view that shows the table to raise (the terminal does not show it, and runs on). `raw`: the file as the
+    run directory was read (Loaded.prof; None: read here)."""
     name = result.file("prof")
     if not rundir.is_file_name(name):
         return None
+    if isinstance(raw, RunDirError):
+        return raw
     try:
-        stats = profstats.read(run_dir / name)
+        stats = profstats.parse(raw, run_dir / name) if raw is not None else profstats.read(run_dir / name)
     except RunDirError as exc:
         return exc
     return CProfileTable(*profstats.top(stats, result.profile.cprofile_calls if result.profile else None))
@@ -123,6 +132,9 @@ class Analysis:
     # caller's, pooled as the caller's is) and its stacks by layer
     threads: dict[str, "OtherThreads"] = field(default_factory=dict)
     gpu_busy: dict[str, timeline.Busy] = field(default_factory=dict)  # a step's GPU busy share, from its timeline
+    # each view of the layers (views.VIEWS): (per-case attribution, the pairs' diffs), made by complete()
+    views: dict[str, tuple[dict[str, CaseCosts | Skipped], list[treediff.PairDiff]]] = field(default_factory=dict)
+    flames: flamegraph.FlameSet | None = None  # the report's flame graphs (of the default view's diffs), by complete()
 
     def complete(self) -> "Analysis":
         """Every figure a view may show, made now rather than when a renderer first asks: analysis is done before
@@ -131,6 +143,9 @@ class Analysis:
         for p in self.pairs:
             p.diff, p.diff_by_library  # noqa: B018 - cached properties, evaluated for their side effect
         self.cases_by_library, self.lines, self.pair_lines, self.aligned  # noqa: B018
+        self.views = {name: self.view(name) for name in views.VIEWS}
+        self.flames = flamegraph.flame_set(self.profiles.values(), [t.profile for t in self.threads.values()],
+                                           self.views["caller"][1])
         return self
 
     @property
@@ -145,7 +160,8 @@ class Analysis:
 
     @functools.cached_property
     def sources(self) -> sources.Sources:
-        """The run's record of line texts (sources.json; a run recorded before it: an empty one)."""
+        """The run's record of line texts (sources.json; a run recorded before it: an empty one). analyse() sets
+        it from the run directory as read (loaded.read); an Analysis built otherwise reads it when first asked."""
         return sources.load(self.run_dir)
 
     @functools.cached_property
@@ -179,7 +195,10 @@ class Analysis:
         return align(self.lines, {l: counts_of(self.run, l) for l in self.run.results}, list(self.run.results))
 
     def view(self, name: str) -> tuple[dict[str, CaseCosts | Skipped], list[treediff.PairDiff]]:
-        """(per-case attribution, the pairs' diffs) in a view of the layers ("caller" or "library")."""
+        """(per-case attribution, the pairs' diffs) in a view of the layers ("caller" or "library"); a completed
+        analysis holds each in `views`, which the renderers read."""
+        if name in self.views:
+            return self.views[name]
         if name == "library":
             return self.cases_by_library, [p.diff_by_library for p in self.pairs if p.diff_by_library]
         return self.cases, [p.diff for p in self.pairs if p.diff]
@@ -212,14 +231,15 @@ def other_threads(run_dir: Path, run: Run, label: str, attribute: bool) -> Other
 
 
 def pair_figures(run: Run, base: str, head: str, pooled: dict[str, stats.Pooled] | None = None,
-                 pooled_sample: dict[str, stats.Pooled] | None = None
+                 pooled_sample: dict[str, stats.Pooled] | None = None, together: bool | None = None
                  ) -> tuple[stats.PairFigures | None, stats.PairFigures | None]:
     """The pair at the requested shape and at the sample shape (when another), its difference taken at the
-    base's pooled time in its group (`pooled`, `pooled_sample`: stats.group_pooled of the run)."""
+    base's pooled time in its group (`pooled`, `pooled_sample`: stats.group_pooled of the run). `together`:
+    whether they were timed in the same processes (Loaded.together; None: asked of the run)."""
     rb, rh = run.results[base], run.results[head]
     if rb.error or rh.error:
         return None, None
-    together = run.paired(base, head)
+    together = run.paired(base, head) if together is None else together
     us = lambda p: p[base].us if p is not None and base in p else None  # noqa: E731
     at_shape = stats.pair(base, rb.timing, head, rh.timing, together, base_us=us(pooled)) if rb.timing and rh.timing else None
     at_sample = None
@@ -235,11 +255,19 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = Fa
     row of the op reads, the cases' timings and their figures in the default view; no other view, aligned
     stacks, flame graphs, cProfile tables, other threads or pairs (the op's own page has those). A sweep and an
     atlas have analyses of their own (dispatch.analyse chooses)."""
-    out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run),
+    # the run directory read first, whole (the record's derived values, the stack files' sizes, sources.json):
+    # what follows computes from it; a view of lines is made only where the cases are attributed
+    got = loaded.read(run_dir, run, whole=attribute and not row_only)
+    out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run, got.op),
                    gpu_busy=timeline.busy_by_case(run_dir, run))
-    # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
-    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute, row_only)
+    if attribute and not row_only:
+        out.sources = got.sources
+    # the cases' pooled times in their groups, made once: what their figures, their pairs and their profiles'
+    # scale (the sample shape's, without intervals, as load_profile reads it) are read at
     pooled, pooled_sample = stats.group_pooled(run, False), stats.group_pooled(run, True)
+    scale = stats.group_pooled(run, True, intervals=False)
+    # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
+    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute, row_only, got.folded_bytes, scale)
     for label, result in run.results.items():
         out.timings[label] = case_timing(result.timing, pooled.get(label))
         out.sample_timings[label] = (case_timing(result.sample_timing, pooled_sample.get(label))
@@ -252,7 +280,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = Fa
         else:
             out.cases[label] = Skipped(reason)
         if attribute and not row_only:
-            out.cprofile[label] = cprofile_table(run_dir, result)
+            out.cprofile[label] = cprofile_table(run_dir, result, got.prof.get(label))
     if row_only:
         return out
     for label, result in run.results.items():
@@ -262,8 +290,8 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = Fa
         found = other_threads(run_dir, run, label, attribute)
         if found is not None:
             out.threads[label] = found
-    for base, head in run.pairs:
-        at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample)
+    for base, head in got.pairs:
+        at_shape, at_sample = pair_figures(run, base, head, pooled, pooled_sample, got.together[(base, head)])
         both = base in out.profiles and head in out.profiles
         anchored = anchoring.anchored_pair(run, base, head, pooled_sample)
         pair_profiles = at_common_speed(out.profiles[base], out.profiles[head], anchored) if both else None
@@ -340,11 +368,12 @@ def speed_heading(anchored: anchoring.Anchored | None, base: str, head: str) -> 
             + (f" ({own_head:.2f} in its own)" if own_head is not None else ""))
 
 
-def prepare(run_dir: Path, run: Run, label: str, attribute: bool, row_only: bool = False) -> attribution.Profile:
+def prepare(run_dir: Path, run: Run, label: str, attribute: bool, row_only: bool = False,
+            scale: dict[str, stats.Pooled] | None = None) -> attribution.Profile:
     """A case's profile with what an analysis derives from it alone made and kept in it: its figures in
     both views of the layers, its call tree, its aligned stacks (treediff.aligned_profile) and their figures.
     `row_only`: its figures in the default view alone (an atlas's row reads no more)."""
-    profile = attribution.load_profile(run_dir, run, label)
+    profile = attribution.load_profile(run_dir, run, label, scale=scale)
     if attribute and row_only:
         attribution.attribute(profile)
         profile.drop_tree()
@@ -369,19 +398,22 @@ _shared: tuple | None = None
 
 def _prepare(label: str) -> attribution.Profile:
     assert _shared is not None  # set before the workers fork
-    run_dir, run, attribute, row_only = _shared
-    return prepare(run_dir, run, label, attribute, row_only)
+    run_dir, run, attribute, row_only, scale = _shared
+    return prepare(run_dir, run, label, attribute, row_only, scale)
 
 
-def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool,
-             row_only: bool = False) -> dict[str, attribution.Profile]:
+def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool, row_only: bool = False,
+             folded_bytes: dict[str, int] | None = None,
+             scale: dict[str, stats.Pooled] | None = None) -> dict[str, attribution.Profile]:
     """prepare() of each case: on large profiles, one case per worker process, the cases side by side (each
-    reads its file alone then, reading.py). Whatever the workers make travels back in the profiles."""
-    size = sum(_size(run_dir / cast(str, run.results[l].file("folded"))) for l in labels)  # sampled: each has it
+    reads its file alone then, reading.py). Whatever the workers make travels back in the profiles.
+    `folded_bytes`: the stack files' sizes (Loaded.folded_bytes; None: read here)."""
+    sizes = folded_bytes if folded_bytes is not None else loaded.read(run_dir, run, whole=False).folded_bytes
+    size = sum(sizes.get(l, 0) for l in labels)  # sampled: each has its file
     workers = min(len(labels), pool.cpus())
     if workers > 1 and size >= reading.PARALLEL_BYTES and not pool.in_worker:
         global _shared
-        _shared = (run_dir, run, attribute, row_only)
+        _shared = (run_dir, run, attribute, row_only, scale)
         try:
             # results come back in order: the first damaged case in run order is the error raised
             got = pool.fork_map(_prepare, labels, workers)
@@ -391,7 +423,7 @@ def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool,
             pass
         finally:
             _shared = None
-    return {label: prepare(run_dir, run, label, attribute, row_only) for label in labels}
+    return {label: prepare(run_dir, run, label, attribute, row_only, scale) for label in labels}
 
 
 @dataclass
@@ -412,13 +444,6 @@ def stacks(run_dir: Path, run: Run, case: str | None = None, by_line: bool = Fal
         return Stacks(run_dir, [attribution.load_profile(run_dir, run, label, by_line=True) for label in labels])
     return Stacks(run_dir, [analysed.profiles[l] if l in analysed.profiles else attribution.load_profile(run_dir, run, l)
                             for l in labels])
-
-
-def _size(path: Path) -> int:
-    try:
-        return safeopen.size(path)
-    except RunDirError:  # load_profile says what is wrong with it
-        return 0
 
 
 @contextlib.contextmanager

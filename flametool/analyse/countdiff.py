@@ -123,6 +123,10 @@ class CountDiff:
     head_counts: Counts | None = None
     notes: list[str] = field(default_factory=list)
     by_line: list[LineCountDelta] = field(default_factory=list)  # per line of step(), where both sides have it
+    # its lines in words (named_lines), made by diff_counts so that every view reads them: with the notes on what a
+    # side could not count, and without them
+    listed: list[tuple[str, str]] = field(default_factory=list)
+    listed_bare: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def changed(self) -> list[CountDelta]:
@@ -159,7 +163,7 @@ def diff_counts(base: Counts | None, head: Counts | None, base_name: str = "base
         out.notes = [f"both: {n.partition(': ')[2]}" if n.startswith(f"{base_name}: ") and
                      n.partition(": ")[2] in head.missing else n for n in out.notes]
     if base is None or head is None:
-        return out
+        return _worded(out)
     ib, ih = _index(base), _index(head)
     order = {k: i for i, k in enumerate(counts.KINDS)}
     for key in sorted(set(ib) | set(ih), key=lambda k: (order.get(k[0], 99), k[1])):
@@ -171,7 +175,12 @@ def diff_counts(base: Counts | None, head: Counts | None, base_name: str = "base
     out.rows.sort(key=lambda r: (not r.changed, r.delta is None, order.get(r.kind, 99),
                                  -abs(r.delta or 0), r.name))
     out.by_line = diff_by_line(base, head)
-    return out
+    return _worded(out)
+
+
+def _worded(d: CountDiff) -> CountDiff:
+    d.listed, d.listed_bare = named_lines(d, notes=True), named_lines(d, notes=False)
+    return d
 
 
 def singular(title: str) -> str:

@@ -11,6 +11,7 @@ page can say so.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from . import calltree, layers as ly, views
 from .attribution import Profile
@@ -52,6 +53,34 @@ class Strings:
             i = self.index[text] = len(self.items)
             self.items.append(text)
         return i
+
+
+@dataclass
+class FlameSet:
+    """A compare run's flame graphs as its report draws them: each sampled case's, each one's other threads', and
+    one differential graph per compared pair that has one, in that order, over one string table; `pair_of`: the
+    compared pair (its index among the diffs) of each differential graph, by graph id; `rows`: each graph as the
+    page's script reads it (Graph.to_json)."""
+
+    strings: Strings
+    graphs: list[Graph]
+    pair_of: dict[str, int]
+    rows: list[dict]
+
+
+def flame_set(profiles: Iterable[Profile], threads: Iterable[Profile | None], diffs: list[PairDiff]) -> FlameSet:
+    """The flame graphs of the cases' `profiles`, of their other threads' (a case's None: none sampled; its graph
+    id keeps its place) and of the pairs' `diffs`."""
+    strings = Strings()
+    graphs = [case_graph(p, strings, f"fg-{i}") for i, p in enumerate(profiles)]
+    graphs += [case_graph(p, strings, f"fg-threads-{i}") for i, p in enumerate(threads) if p is not None]
+    pair_of: dict[str, int] = {}
+    for i, d in enumerate(diffs):
+        g = diff_graph(d, strings, f"fg-diff-{i}")
+        if g:
+            graphs.append(g)
+            pair_of[g.id] = i
+    return FlameSet(strings, graphs, pair_of, [g.to_json() for g in graphs])
 
 
 def case_graph(profile: Profile, strings: Strings, gid: str, threshold: float = DISPLAY_THRESHOLD) -> Graph:

@@ -124,12 +124,15 @@ def case_lines(profile: Profile, record: rec.Sources = rec.Sources(), fold_pyx: 
     steps = step_functions(profile, step_source)
     line_of: dict[str, Key | None] = {}
     about: dict[Key, tuple[str, str, bool, rec.PyxLine | None]] = {}  # function, kind, step, pyx
+    # the record's texts of every line the frames name, asked for at once
+    known = record.look_up({(f.file, f.line) for f in profile.frames.values()
+                            if f.line is not None and f.file and f.kind not in ("address", "loop")})
     for name, f in profile.frames.items():
         if f.line is None or not f.file or f.kind in ("address", "loop"):
             line_of[name] = None
             continue
         key: Key = (f.file, f.line)
-        pyx = record.pyx(*key)
+        pyx = known[key].pyx
         kind = CYTHON if pyx is not None or f.file.endswith(".pyx") else PYTHON if f.kind == "python" else NATIVE
         if fold_pyx and pyx is not None:
             key, pyx = (pyx.file, pyx.line), None
@@ -145,11 +148,14 @@ def case_lines(profile: Profile, record: rec.Sources = rec.Sources(), fold_pyx: 
         for key in {k for k in map(line_of.__getitem__, s.frames) if k is not None}:
             total_n[key] = total_n.get(key, 0) + s.count
 
+    if fold_pyx:  # the .pyx lines the generated ones count as
+        known |= record.look_up(k for k in total_n if k not in known)
+
     def fig(n: int) -> Figure:
         return Figure(profile.us(n), profile.se(n), n)
 
     lines = [LineCost(file, line, function, kind, fig(self_n.get((file, line), 0)), fig(n),
-                      record.text(file, line), pyx, step, record.origin(file))
+                      known[(file, line)].text, pyx, step, known[(file, line)].origin)
              for (file, line), n in total_n.items()
              for function, kind, step, pyx in [about[(file, line)]]]
     lines.sort(key=lambda l: (-l.self.samples, -l.total.samples, l.key))

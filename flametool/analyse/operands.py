@@ -42,10 +42,10 @@ class NewOutputs:
     into_out: list[str]  # the built-in cases that write into a preallocated out
 
 
-def new_outputs(run: Run) -> NewOutputs | None:
+def new_outputs(run: Run, op: str | None = None) -> NewOutputs | None:
     from ..workload import ops
 
-    op = run.config.operation
+    op = op if op is not None else run.config.operation  # Loaded.op where the run was read whole
     if op not in ops.OPS or "preallocated out" not in ops.OPS[op].output:
         return None
     builtin = {l: r for l, r in run.results.items() if not r.error and r.factory.startswith("flametool.cases:")}

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from ..run import safeopen
+from ..run import loaded
 from ..errors import RunDirError
 
 if TYPE_CHECKING:
@@ -29,9 +29,11 @@ class Row:
 
 def read(path: Path) -> pstats.Stats:
     """pstats.Stats of a .prof file; any reason it cannot be read is one RunDirError naming the file."""
-    if not (path.exists() or path.is_symlink()):
-        raise RunDirError(f"{path}: missing")
-    raw = safeopen.read_bytes(path)  # a regular file only, never through a link
+    return parse(loaded.file_bytes(path), path)
+
+
+def parse(raw: bytes, path: Path) -> pstats.Stats:
+    """pstats.Stats of a .prof file's bytes (read from `path`, which errors name): a RunDirError if it is not one."""
     try:
         table = marshal.loads(raw)
     except Exception as exc:  # unmarshalling a foreign or truncated file raises almost anything

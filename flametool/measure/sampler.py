@@ -172,13 +172,8 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     raw, others = split_threads(raw, loop_function)
     kept, sampling.loop_samples, sampling.outside_samples = keep_inside(raw, loop_function)
     sampling.kept_samples = sum(s.count for s in kept)
-    rundir.write_atomic(out, folded.dumps(kept))  # a full disk: one line, and no half file
     sampling.other_samples = sum(s.count for s in others)
-    threads_out = rundir.threads_path(out)
-    if others:
-        rundir.write_atomic(threads_out, folded.dumps(others))
-    else:  # a retry that saw none: no file left from the attempt before it
-        threads_out.unlink(missing_ok=True)
+    rundir.write_stacks(out, kept, others)  # the stacks handed to the run directory at once, both files
     if not sampling.complete and sampling.total_samples and not sampling.refused:
         assert sampling.error is not None  # run_bounded says why it did not complete
         sampling.error += f"; kept the {sampling.total_samples} samples it wrote"

@@ -204,7 +204,7 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
     """Host time per call by layer, side by side for every analysed case with a column per compared pair,
     then, for each pair, the frames that differ most. `view`: "caller" charges a system library (libc,
     malloc, locks) to the layer that called it, "library" keeps it as a layer of its own."""
-    analysis, diffs = a.view(view)
+    analysis, diffs = a.views.get(view) or a.view(view)  # a completed analysis holds each view
     done = {l: x for l, x in analysis.items() if isinstance(x, CaseCosts)}
     for label, x in analysis.items():
         if isinstance(x, Skipped):
@@ -237,7 +237,7 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
         if d.at_speed:
             say(console, f"{fmt.visible(d.head)} - {fmt.visible(d.base)}: {fmt.visible(d.at_speed)}")
     for label, x in done.items():
-        c = x.closure()
+        c = x.closure
         flag = "" if c.within_tolerance else f" (outside {c.tolerance:.0%}: samples were lost)"
         libc = x.called_from.get("C library/allocator") or {}
         callers = ", ".join(f"{k} {v:,.2f}" for k, v in list(libc.items())[:3])

@@ -369,7 +369,7 @@ def environment_line(e: Environment) -> str:
 
 def closure_sentence(x: CaseCosts) -> str:
     """A case attribution's closure check in words."""
-    c = x.closure()
+    c = x.closure
     repaired = x.repaired_samples
     return (f"layers sum to {c.layers_sum_us_per_call:,.2f} of {c.measured_us_per_call:,.2f} us per call "
             f"measured ({c.ratio:.1%}: every sample counted in a layer once), from {x.samples} samples"

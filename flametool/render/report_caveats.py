@@ -93,7 +93,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
             out.append(Caveat("noisy timing", f"{label}: the timed loops ranged from {us(min(t.loops))} to {us(max(t.loops))} "
                                                "per call; the median is shown. Was the machine busy?"))
     for label, x in analysed.items():
-        c = x.closure()
+        c = x.closure
         if not c.within_tolerance and c.ratio is not None:
             out.append(Caveat("samples lost", f"{label}: layers sum to {c.ratio:.0%} of the measured time per call "
                                                "(stacks went missing between the sampler and the analysis)."))

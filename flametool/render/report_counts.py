@@ -9,7 +9,7 @@ from typing import cast
 from . import counted_lines, format as fmt
 from ..run import counts
 from ..run.counts import Column, Counts, count_words
-from ..analyse import countdiff, cxxnames
+from ..analyse import cxxnames
 from ..analyse.compare import Analysis
 from ..run.profiled import ProfileProcess
 
@@ -42,7 +42,7 @@ def counts_section(a: Analysis) -> CountsSection | None:
                      f"{c.us_per_call:,.2f} us" + (f" ({c.us_per_call / own:.2f}× the {own:,.2f} us alone)" if own else "")
                      if c.us_per_call else "–"])
     on_cpu = not tracers and fmt.run_device(a.run) == "cpu"
-    pairs = [(f"{p.head} vs {p.base}", countdiff.named_lines(p.counts, notes=not on_cpu))
+    pairs = [(f"{p.head} vs {p.base}", p.counts.listed_bare if on_cpu else p.counts.listed)
              for p in a.pairs if p.counts is not None]
     notes = [fmt.GPU_COUNTS] if on_cpu else list(dict.fromkeys(m for c in counted.values() for m in c.missing))
     threads = [[label, f"{t.us_per_call:,.2f} us", str(t.profile.samples) if t.profile else "–",

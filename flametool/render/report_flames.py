@@ -23,19 +23,12 @@ class FlameGraphs:
 
 
 def flame_graphs(a: Analysis, diffs: list[PairDiff]) -> FlameGraphs:
-    strings = flame.Strings()
-    graphs: list[flame.Graph] = []
-    for i, (label, profile) in enumerate(a.profiles.items()):
-        graphs.append(flame.case_graph(profile, strings, f"fg-{i}"))
-    for i, (label, t) in enumerate(a.threads.items()):  # each case's threads other than the caller
-        if t.profile is not None:
-            graphs.append(flame.case_graph(t.profile, strings, f"fg-threads-{i}"))
-    pair_of: dict[str, int] = {}
-    for i, d in enumerate(diffs):  # one differential graph per compared pair
-        g = flame.diff_graph(d, strings, f"fg-diff-{i}")
-        if g:
-            graphs.append(g)
-            pair_of[g.id] = i
+    """The page's flame graphs: those the analysis made (Analysis.flames, of the default view's diffs), or made
+    here for an analysis that was not completed or for other diffs."""
+    made = a.flames
+    if made is None or [id(d) for d in diffs] != [id(d) for d in a.views["caller"][1]]:
+        made = flame.flame_set(a.profiles.values(), [t.profile for t in a.threads.values()], diffs)
+    strings, graphs, pair_of = made.strings, made.graphs, made.pair_of
     diff_graph = bool(pair_of)
     pct = f"{flame.DISPLAY_THRESHOLD:.1%}"
     meta = []
@@ -51,7 +44,7 @@ def flame_graphs(a: Analysis, diffs: list[PairDiff]) -> FlameGraphs:
         # sorted: the same run gives the same page, byte for byte, whichever process renders it
         "colours": {layer: charts.colour(layer) for layer in sorted({strings.items[r[2]] for g in graphs for r in g.rows})},
         "more": charts.MORE, "less": charts.LESS,
-        "graphs": [g.to_json() for g in graphs],
+        "graphs": made.rows,
     }
     note = "" if graphs else "No case has stacks to draw (not sampled, or every sampled case failed)."
     if not diff_graph and graphs:

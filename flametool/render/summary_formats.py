@@ -83,7 +83,7 @@ def line_texts(p: PairSummary) -> list[str]:
 
 
 def count_lines(p: PairSummary) -> list[str]:
-    return countdiff.lines(p.counts)
+    return [text for text, _ in p.counts.listed] if p.counts is not None else []  # made by the analysis
 
 
 def title(s: Summary) -> str:

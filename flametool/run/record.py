@@ -313,24 +313,23 @@ class RunConfig:
     anchor: str | None = None  # `compare --env`: the case (as named in --libs) every environment's processes time
     op: str | None = None  # --op (ops.py); runs before it are matmul runs
     recorded: dict[str, Any] = field(default_factory=dict, repr=False)
+    # made with the record, so that a reader reads them rather than asks: the op the run measured (matmul where
+    # run.json does not say: runs before --op), and the processes asked for as the figures' notes count them (1
+    # for a run that does not say)
+    operation: str = field(init=False, repr=False, compare=False)
+    timing_processes: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.recorded:  # built in code: recorded as given
-            self.recorded = {k: v for k, v in asdict(self).items() if k != "recorded" and v is not None}
+        self.operation = self.op or "matmul"
+        self.timing_processes = self.processes or 1
+        if not self.recorded:  # built in code: recorded as given (the options, not what is made from them)
+            given = {f.name for f in fields(self) if f.init and f.name != "recorded"}
+            self.recorded = {k: v for k, v in asdict(self).items() if k in given and v is not None}
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> "RunConfig":
-        return cls(**{f.name: data.get(f.name) for f in fields(cls) if f.name != "recorded"}, recorded=dict(data))
-
-    @property
-    def operation(self) -> str:
-        """The op the run measured: matmul where run.json does not say (runs before --op)."""
-        return self.op or "matmul"
-
-    @property
-    def timing_processes(self) -> int:
-        """The processes asked for, as the figures' notes count them (1 for a run that does not say)."""
-        return self.processes or 1
+        return cls(**{f.name: data.get(f.name) for f in fields(cls) if f.init and f.name != "recorded"},
+                   recorded=dict(data))
 
 
 @dataclass

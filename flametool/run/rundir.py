@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from . import record, safeopen
+from . import folded, record, safeopen
 from ..errors import FlametoolError, RunDirError, WriteError
 
 SCHEMA = record.SCHEMA
@@ -34,6 +34,18 @@ def folded_path(run: Path, label: str) -> Path:
 def threads_path(folded: Path) -> Path:
     """Where the stacks of the threads other than the caller go, beside the case's own: LABEL.threads.folded."""
     return folded.with_name(folded.name.removesuffix(".folded") + ".threads.folded")
+
+
+def write_stacks(folded_file: Path, kept: list[folded.Stack], others: list[folded.Stack]) -> None:
+    """A sampled case's stack files, each written atomically (write_atomic: a full disk is one line, and no half
+    file): its own stacks to LABEL.folded, its other threads' to LABEL.threads.folded (none: no file left from an
+    attempt before it)."""
+    write_atomic(folded_file, folded.dumps(kept))
+    threads = threads_path(folded_file)
+    if others:
+        write_atomic(threads, folded.dumps(others))
+    else:
+        threads.unlink(missing_ok=True)
 
 
 def is_file_name(name: object) -> TypeGuard[str]:

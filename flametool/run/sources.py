@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from . import rundir
 from ..errors import RunDirError
@@ -77,9 +77,24 @@ class SourceFile:
 
 
 @dataclass(frozen=True)
+class LineText:
+    """What the record holds of one file:line: its text (None: its file was not found), where its file was read
+    (ORIGINS; None: not found), and the .pyx line a generated C/C++ line came from."""
+
+    text: str | None
+    origin: str | None
+    pyx: PyxLine | None
+
+
+@dataclass(frozen=True)
 class Sources:
     files: dict[str, SourceFile] = field(default_factory=dict)
     version: int = VERSION
+
+    def look_up(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], LineText]:
+        """Each file:line's text, origin and .pyx line, all at once: what a reader of many lines asks."""
+        return {(file, line): LineText(self.text(file, line), self.origin(file), self.pyx(file, line))
+                for file, line in keys}
 
     def text(self, file: str, line: int) -> str | None:
         """The line's text, or None where its file was not found (the views show file:line alone)."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
@@ -134,6 +134,13 @@ def case_interval(timing: Timing, seed: int = 0, metric: str = "cpu_us") -> Inte
     return Interval(lo, hi, f"bootstrap 95% over {len(groups)} {units}")
 
 
+def reach_of(ratio: float | None, interval: Interval | None) -> float | None:
+    """How far a ratio's interval reaches from the ratio, relative (0.02: ±2%); None without one."""
+    if ratio is None or interval is None:
+        return None
+    return max(interval.high / ratio - 1, 1 - interval.low / ratio)
+
+
 @dataclass
 class PairFigures:
     """head against base: ratio (head / base) and difference (head - base, us per call), with intervals."""
@@ -151,13 +158,14 @@ class PairFigures:
     per_process_diff_us: list[float]
     method: str
     base_us: float | None = None  # the base's pooled time: the difference is base_us * (ratio - 1)
+    # made with the figures (reach_of), so that a view reads them rather than asks: how far the ratio's interval
+    # reaches from the ratio, relative (0.02: ±2%; None without one), and whether that is more than WIDE
+    reach: float | None = field(init=False, repr=False)
+    wide: bool = field(init=False, repr=False)
 
-    @property
-    def reach(self) -> float | None:
-        """How far the ratio's interval reaches from the ratio, relative (0.02: ±2%); None without one."""
-        if self.ratio is None or self.ratio_interval is None:
-            return None
-        return max(self.ratio_interval.high / self.ratio - 1, 1 - self.ratio_interval.low / self.ratio)
+    def __post_init__(self) -> None:
+        self.reach = reach_of(self.ratio, self.ratio_interval)
+        self.wide = self.reach is None or self.reach > WIDE
 
     def reach_with(self, units: int) -> float | None:
         """The reach the ratio's interval would have over `units` processes (or rounds) that spread as these
@@ -168,10 +176,6 @@ class PairFigures:
             return None
         return math.exp(t975(units - 1) * statistics.stdev(logs) / math.sqrt(units)) - 1
 
-    @property
-    def wide(self) -> bool:
-        """The ratio's interval reaches more than WIDE from the ratio (or there is none)."""
-        return self.reach is None or self.reach > WIDE
 
 
 # The most processes advice may name (cli's limit on --processes)

@@ -85,4 +85,6 @@ def main(out_dir: str) -> int:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1].startswith("-")):  # `--help` is not a folder
+        sys.exit("usage: python3 benchmarks/golden.py [OUT_DIR]   (default /tmp/golden; then diff -r BEFORE AFTER)")
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/golden"))

@@ -95,7 +95,7 @@ def begin(job: TimeJob | SweepJob | ProfileJob, report: Reporter) -> None:
 
 def run(job: TimeJob | SweepJob | ProfileJob, report: Reporter, started: str = "fresh",
         forked_from: int | None = None) -> int:
-    """The job run, its result or the one line of its failure sent; then the process ends (exit_now)."""
+    """The job run, its result or the one line of its failure sent; then the process ends (procs.exit_now)."""
     try:
         result = JOBS[type(job)](job, report)
     except CaseUnavailable as exc:
@@ -117,19 +117,5 @@ def run(job: TimeJob | SweepJob | ProfileJob, report: Reporter, started: str = "
     if isinstance(result, Timed):
         result.started, result.forked_from = started, forked_from
     report.send(Done(result))
-    exit_now(0)
+    procs.exit_now(0)
     return 0
-
-
-
-def exit_now(code: int) -> None:
-    """End the child once its result is sent, without the interpreter's teardown: unloading the libraries
-    took 0.8 s a process for torch on the CPU (more with CUDA contexts), and the parent waits for the
-    message pipe to close. Nothing after the result is needed; what the case started is stopped by the
-    group's guardian (procs.guard_group)."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(code)

@@ -103,12 +103,7 @@ def fork_one(data: bytes, fds: list[int], sock: socket.socket, wake: tuple[int, 
             except OSError:
                 pass
         finally:
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except (OSError, ValueError):
-                    pass
-            os._exit(code)
+            procs.exit_now(code)
     send(sock, {"forked": pid})
     return pid
 

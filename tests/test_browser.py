@@ -74,9 +74,15 @@ def test_report_in_chromium(chromium_path, report_page, tmp_path):
         graphs = browser.eval("Object.keys(window.flametoolGraphs)")
         data = json.loads(browser.eval("document.getElementById('flame-data').textContent"))
         assert sorted(graphs) == sorted(g["id"] for g in data["graphs"]) and graphs
-        for gid in graphs:
+        for gid in graphs:  # a pair's differential graph shows once its pair is chosen (one pair at a time)
+            browser.eval(f"""(() => {{
+              const p = document.getElementById('{gid}').getAttribute('data-pair');
+              const b = p === null ? null : document.querySelector('[data-show-pair="' + p + '"]');
+              if (b) b.click();  // a page of one pair has no buttons: its graph shows
+            }})()""")
             drawn = browser.eval(f"[...document.querySelectorAll('#{gid} .fg-node')].filter(e => e.style.display !== 'none' && e.offsetWidth > 0).length")
             assert drawn > 1, gid
+        browser.eval("""(() => { const b = document.querySelector('[data-show-pair="0"]'); if (b) b.click(); })()""")
 
         # click a frame below the root that is narrower than the graph: it becomes the full width
         gid = graphs[0]

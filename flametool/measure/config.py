@@ -168,7 +168,7 @@ class Config:
     environments: list[Environment] = field(default_factory=list)
     anchor: str | None = None
     op: str = "matmul"  # --op: what the built-in cases launch (ops.py); `shape` and `sizes` are this op's
-    cpus: int | None = None  # CPUs each child may run on (spawn.CPUS_ENV; a run with jax: JAX_CPUS); None: all
+    cpus: int | None = None  # CPUs each child may run on (protocol.CPUS_ENV; a run with jax: JAX_CPUS); None: all
     # --source: folders (resolved, checked by measure.sources.check_source_roots) where the files the samples name
     # are looked for besides the case's folder and the child's sys.path: a library's checkout or build tree
     source_roots: list[str] = field(default_factory=list)

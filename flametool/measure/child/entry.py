@@ -31,7 +31,8 @@ JOBS: dict[type, Callable[[Any, Reporter], Timed | Swept | CaseProfiled]] = {
 
 def read_job() -> TimeJob | SweepJob | ProfileJob | None:
     """A spare's job: the first line on stdin (None when the parent closed it: the spare was not needed); what came
-    after it in the same read (a GO) is kept for the loops that read stdin next (loops.stdin_line)."""
+    after it in the same read (a GO) is kept for the loops that read stdin next (loops.wait_go, then the sampled
+    loop's stop)."""
     data = b""
     while b"\n" not in data:
         chunk = os.read(0, 1 << 16)

@@ -171,7 +171,8 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
         files["timeline"] = timeline.name
     if sampling is not None:
         files["folded"] = rundir.folded_path(m.out, name).name
-        m.sources[name] = line_texts(rundir.folded_path(m.out, name), case, got.sys_path, m.config.source_roots)
+        m.sources[case.label, name] = line_texts(rundir.folded_path(m.out, name), case, got.sys_path,
+                                                 m.config.source_roots)
         if sampling.other_samples:
             files["threads"] = rundir.threads_path(rundir.folded_path(m.out, name)).name
         sampling.calls_per_chunk = got.calls_per_chunk

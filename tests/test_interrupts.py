@@ -120,3 +120,43 @@ def test_ctrl_c_during_a_sweep_keeps_what_finished(tmp_path, phase):
     expected = {"first process": [1, 0], "second process": [1, 1], "sampling": [1, 1]}[phase]
     assert [len(p.processes) for p in points] == expected
     assert all(p.profile is None for p in points)  # py-spy was stopped before a size's profile finished
+
+
+# A sitecustomize for flametool's own process (`python -m flametool`; its children run `python -c`): compare's
+# CPU defaults with the spares on, as on a GPU host, so that each case's profiled process is started with the run
+# and the next one is given its job ahead while the one before is sampled (profiling.profile_all).
+SPARES_ON = """import sys
+if sys.argv[:1] == ["-m"]:
+    import dataclasses
+    from flametool.measure import config
+    config.CPU = dataclasses.replace(config.CPU, spares=True)
+"""
+
+
+@pytest.mark.parametrize("second", ["counted_build", "slow_second_build"], ids=["waits for its turn", "sets up"])
+def test_ctrl_c_while_the_next_profiled_process_is_readied_ahead(tmp_path, second):
+    """Profiling with spares (the CPU's defaults given spares, as a GPU host's are): Ctrl-C (SIGINT to the whole
+    process group) while numpy's profiled process is sampled and the second case's, given its job ahead, waits
+    for its GO set up and warmed up, or is still setting up: exit 130, run.json kept with both cases' timings,
+    neither profile, and nothing left running (the readied process, its spare's pipe, py-spy)."""
+    out, builds = tmp_path / "run", tmp_path / "builds"
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SPARES_ON)
+    environ = fk.env(FLAMETOOL_TEST_BUILDS=str(builds))
+    environ["PYTHONPATH"] = ":".join([str(site), str(fk.ROOT), *filter(None, [environ.get("PYTHONPATH")])])
+    bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--processes", "1",
+                        "--sample-seconds", "60", "--case", f"{SLOW}:{second}", "--progress", "all", "--out", str(out)],
+                       environ)
+    bg.wait_for("numpy: sampling with py-spy")
+    # its second build is its profiled process's, given its job as numpy's py-spy attached: ahead of its turn
+    bg.wait_until(lambda: builds.exists() and builds.read_text() == "2", "the second case's process readied ahead")
+    time.sleep(0.5)  # set up and warmed up, waiting for GO (counted_build); inside the factory's sleep (slow_second_build)
+    assert any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(bg.tag))  # numpy still being sampled
+    bg.signal(signal.SIGINT, True)
+    data = finished(bg, out)
+    assert list(data.results) == ["numpy", second]
+    for r in data.results.values():
+        assert r.error is None and r.timing.cpu_us_per_call > 0  # timed together before the stop, kept
+        assert r.profile is None  # numpy's sampling and the second's turn were stopped
+    assert not (out / f"{second}.prof").exists()  # its turn (the cProfile loop first) never came

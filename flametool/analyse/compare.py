@@ -267,7 +267,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = Fa
     pooled, pooled_sample = stats.group_pooled(run, False), stats.group_pooled(run, True)
     scale = stats.group_pooled(run, True, intervals=False)
     # a case that should have stacks and whose file is damaged is an error, named (the first in run order)
-    profiles = prepared(run_dir, run, attribution.sampled_labels(run), attribute, row_only, got.folded_bytes, scale)
+    profiles = prepared(run_dir, run, attribution.sampled_labels(run), got.folded_bytes, attribute, row_only, scale)
     for label, result in run.results.items():
         out.timings[label] = case_timing(result.timing, pooled.get(label))
         out.sample_timings[label] = (case_timing(result.sample_timing, pooled_sample.get(label))
@@ -402,14 +402,12 @@ def _prepare(label: str) -> attribution.Profile:
     return prepare(run_dir, run, label, attribute, row_only, scale)
 
 
-def prepared(run_dir: Path, run: Run, labels: list[str], attribute: bool, row_only: bool = False,
-             folded_bytes: dict[str, int] | None = None,
-             scale: dict[str, stats.Pooled] | None = None) -> dict[str, attribution.Profile]:
+def prepared(run_dir: Path, run: Run, labels: list[str], folded_bytes: dict[str, int], attribute: bool,
+             row_only: bool = False, scale: dict[str, stats.Pooled] | None = None) -> dict[str, attribution.Profile]:
     """prepare() of each case: on large profiles, one case per worker process, the cases side by side (each
     reads its file alone then, reading.py). Whatever the workers make travels back in the profiles.
-    `folded_bytes`: the stack files' sizes (Loaded.folded_bytes; None: read here)."""
-    sizes = folded_bytes if folded_bytes is not None else loaded.read(run_dir, run, whole=False).folded_bytes
-    size = sum(sizes.get(l, 0) for l in labels)  # sampled: each has its file
+    `folded_bytes`: the stack files' sizes (Loaded.folded_bytes), which say whether the profiles are large."""
+    size = sum(folded_bytes.get(l, 0) for l in labels)  # sampled: each has its file
     workers = min(len(labels), pool.cpus())
     if workers > 1 and size >= reading.PARALLEL_BYTES and not pool.in_worker:
         global _shared

@@ -124,14 +124,15 @@ def case_lines(profile: Profile, record: rec.Sources = rec.Sources(), fold_pyx: 
     steps = step_functions(profile, step_source)
     line_of: dict[str, Key | None] = {}
     about: dict[Key, tuple[str, str, bool, rec.PyxLine | None]] = {}  # function, kind, step, pyx
-    # the record's texts of every line the frames name, asked for at once
-    known = record.look_up({(f.file, f.line) for f in profile.frames.values()
-                            if f.line is not None and f.file and f.kind not in ("address", "loop")})
+    # the line each frame names (none for an address or the loop), and the record's texts of them all, at once
+    named: dict[str, Key] = {name: (f.file, f.line) for name, f in profile.frames.items()
+                             if f.line is not None and f.file and f.kind not in ("address", "loop")}
+    known = record.look_up(set(named.values()))
     for name, f in profile.frames.items():
-        if f.line is None or not f.file or f.kind in ("address", "loop"):
+        if name not in named:
             line_of[name] = None
             continue
-        key: Key = (f.file, f.line)
+        key: Key = named[name]
         pyx = known[key].pyx
         kind = CYTHON if pyx is not None or f.file.endswith(".pyx") else PYTHON if f.kind == "python" else NATIVE
         if fold_pyx and pyx is not None:

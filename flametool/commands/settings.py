@@ -235,4 +235,4 @@ def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str], dict
     if args.sample_seconds is None:
         sampling["sample_seconds"] = ATLAS_SAMPLE_SECONDS[ops.kind(common["device"])]
     return Config(**common, **sampling, shape=list(d.shape), max_processes=common["processes"], extra_seconds=0.0,
-                  spares=d.spares, fork_server=d.fork_server), names + list(found), found
+                  spares=d.spares), names + list(found), found

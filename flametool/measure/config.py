@@ -40,10 +40,6 @@ class Defaults:
     # from run to run.
     pool_threads: int
     spares: bool  # compare starts its later processes ahead (spawn.Spares): on a GPU
-    # compare's timing processes forked from a fork server per environment that imported the libraries once
-    # (forking.py; --fresh-processes: none). On the H200 a process that imports cupy and torch took 3.7-5.1 s
-    # before its first timed loop, a forked one 0.36-0.51 s.
-    fork_server: bool
     iters: int = 250
     warmup: int = 50
     # Timing processes. On the H200 host the cupy/torch ratio of one process varied by about ±1.5% between
@@ -88,10 +84,10 @@ class Defaults:
 # A sweep's default ladder: matmul's in ops.py (the other ops have theirs there too).
 CPU = Defaults(libs=("numpy", "torch"), dtype="float32", shape=(64, 64, 64),
                sweep_sizes=ops.OPS["matmul"].ladder["cpu"],
-               rate_hz=100, sample_seconds=5, pool_threads=1, spares=False, fork_server=False)
+               rate_hz=100, sample_seconds=5, pool_threads=1, spares=False)
 CUDA = Defaults(libs=("cupy", "torch"), dtype="float16", shape=tuple(SEED_SHAPE),
                 sweep_sizes=ops.OPS["matmul"].ladder["cuda"],
-                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True, fork_server=False)
+                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True)
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it (paired.py runs more
@@ -153,7 +149,10 @@ class Config:
     keep_going: bool = False
     isolate: bool = False  # each case's timed loops in processes of its own (not paired)
     spares: bool = False  # compare starts its later processes ahead (spawn.Spares): on a GPU
-    fork_server: bool = CPU.fork_server  # compare's timing processes forked (forking.py); False: fresh processes
+    # compare's timing processes forked from a fork server per environment that imported the libraries once
+    # (forking.py; compare --fork-processes). On the H200 a process that imports cupy and torch took 3.7-5.1 s
+    # before its first timed loop, a forked one 0.36-0.51 s. False: fresh processes, on every device
+    fork_server: bool = False
     # --forks-per-server: a fork server forks at most this many, then another takes over (its children share the
     # memory layout of its imports, a fresh process draws its own); None: one server for the whole run
     forks_per_server: int | None = None
@@ -168,7 +167,7 @@ class Config:
     environments: list[Environment] = field(default_factory=list)
     anchor: str | None = None
     op: str = "matmul"  # --op: what the built-in cases launch (ops.py); `shape` and `sizes` are this op's
-    cpus: int | None = None  # CPUs each child may run on (spawn.CPUS_ENV; a run with jax: JAX_CPUS); None: all
+    cpus: int | None = None  # CPUs each child may run on (protocol.CPUS_ENV; a run with jax: JAX_CPUS); None: all
     # --source: folders (resolved, checked by measure.sources.check_source_roots) where the files the samples name
     # are looked for besides the case's folder and the child's sys.path: a library's checkout or build tree
     source_roots: list[str] = field(default_factory=list)

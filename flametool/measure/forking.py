@@ -6,7 +6,7 @@ through Forked, the part of subprocess.Popen that spawn.run_child and procs.kill
 
 A server that dies (or cannot fork, or made a CUDA context) forks no more: each later process starts fresh and
 its log says why; a process it had forked dies with it (its parent-death signal) and is run again fresh
-(spawn.run_child). `compare --fresh-processes` starts none."""
+(spawn.run_child). Only `compare --fork-processes` starts them (config.fork_server)."""
 
 from __future__ import annotations
 
@@ -243,7 +243,7 @@ def preloaded(cases: list[CaseSpec]) -> list[str]:
 
 @dataclass
 class ForkServers:
-    """The run's fork servers (config.fork_server; compare --fresh-processes: none): one per environment and the
+    """The run's fork servers (config.fork_server: compare --fork-processes; else none): one per environment and the
     libraries its processes import, those of each group started with the run, another (a case timed alone) when
     a job first needs it."""
 

@@ -27,19 +27,20 @@ class Measurement:
         self.spares = Spares(config, self.out)
         self.forks = ForkServers(config, self.out)  # compare's timing processes, forked (none for a sweep)
         self.timing_started: float | None = None  # time.monotonic() when the first timing process started
-        # each profiled process's line texts (profiling.line_texts), by its name (LABEL, or LABEL@SIZE in a sweep)
-        self.sources: dict[str, rec.Sources] = {}
+        # each profiled process's line texts (profiling.line_texts), by its case's label and its name (LABEL, or
+        # LABEL@SIZE in a sweep)
+        self.sources: dict[tuple[str, str], rec.Sources] = {}
 
     def save(self) -> None:
         rundir.save(self.out, self.run)
 
     def save_sources(self) -> None:
         """sources.json of the lines every profiled case's samples name (none sampled: no file, as before)."""
-        if self.sources:  # merged in the cases' order (compare profiles the next case from inside the one before)
-            labels = [c.label for c in self.config.cases]
-            first = {name: (labels.index(name.split("@")[0]) if name.split("@")[0] in labels else len(labels), i)
-                     for i, name in enumerate(self.sources)}
-            rec.save(self.out, rec.merge([self.sources[n] for n in sorted(self.sources, key=first.__getitem__)]))
+        if self.sources:  # merged in the cases' order (compare profiles the next case from inside the one before),
+            # a case's processes in the order they ended (sorted() keeps it)
+            order = {c.label: i for i, c in enumerate(self.config.cases)}
+            kept = sorted(self.sources, key=lambda key: order.get(key[0], len(order)))
+            rec.save(self.out, rec.merge([self.sources[key] for key in kept]))
 
     def case_groups(self) -> list[list[CaseSpec]]:
         """The cases that share processes: all of them, or with --env those of each environment."""

@@ -58,9 +58,8 @@ def _profile_from(m: Measurement, todo: list[CaseSpec], i: int, started: Started
             child = _ready_ahead(m, later[0])
             if child is not None:
                 ahead["next"] = child
-        elif what == "sampled" and sampling is not None and sampling.window is not None:
-            # unsampled chunks after the window: the loop's time per call alone (unsampled)
-            time.sleep(max(0.0, sampling.window[1] + ALONE_SECONDS - time.monotonic()))
+        elif what == "sampled":  # unsampled chunks after the window: the loop's time per call alone (unsampled)
+            _alone_after(what, sampling)
         elif what == "stopped" and "next" in ahead:
             child = ahead.pop("next")
             if sampling is not None and sampling.refused:  # the next would be refused alike: the run stops
@@ -172,7 +171,8 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
         files["timeline"] = timeline.name
     if sampling is not None:
         files["folded"] = rundir.folded_path(m.out, name).name
-        m.sources[name] = line_texts(rundir.folded_path(m.out, name), case, got.sys_path, m.config.source_roots)
+        m.sources[case.label, name] = line_texts(rundir.folded_path(m.out, name), case, got.sys_path,
+                                                 m.config.source_roots)
         if sampling.other_samples:
             files["threads"] = rundir.threads_path(rundir.folded_path(m.out, name)).name
         sampling.calls_per_chunk = got.calls_per_chunk
@@ -186,6 +186,8 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
 
 
 def _alone_after(what: str, sampling: Sampling | None) -> None:
+    """Once py-spy has sampled ("sampled"), the loop runs on unsampled for ALONE_SECONDS past the window before it
+    is told to stop (unsampled() reads those chunks)."""
     if what == "sampled" and sampling is not None and sampling.window is not None:
         time.sleep(max(0.0, sampling.window[1] + ALONE_SECONDS - time.monotonic()))
 

@@ -30,6 +30,9 @@ GO, STOP = b"go\n", b"stop\n"
 # A fork server's command line: SOCKET_FD FORKSERVER PARENT_PID MODULES (child/forkserver.py): it imports MODULES,
 # then forks a timing child for each job the parent sends on the socket (measure/forking.py, the parent's side).
 FORKSERVER = "--fork-server"
+# The CPUs a child may run on (config.cpus of them): set by the parent (spawn.start_child; a forked child's by its
+# fork server), read by child/entry.pin_cpus before it imports anything.
+CPUS_ENV = "FLAMETOOL_CPUS"
 MAX_PATHS = 4096  # entries of a child's sys.path (CaseProfiled.sys_path): far more than any environment has
 # A case's error as one line on the terminal and in run.json is at most this long: a 5 MB exception message
 # made a 5,000,108-character line and a 15 MB run.json. The whole message goes to the case's log.

@@ -20,7 +20,7 @@ from ..run import rundir
 from ..workload.builtins import builtin_libraries
 from ..workload.cases import CaseSpec
 from .config import Config
-from .protocol import (ACTIVE_LOOP, RESULT_OF, SPARE, STOP, capped, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point,
+from .protocol import (ACTIVE_LOOP, CPUS_ENV, RESULT_OF, SPARE, STOP, capped, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point,
     ProfileJob, SampleReady, Swept, SweepJob, Timed, TimeJob, decode, encode_job)
 from ..run.profiled import Sampling
 
@@ -127,8 +127,6 @@ class Started:
             procs.kill_marked(self.token)
 
 
-# The CPUs a child may run on (config.cpus of them), for child.main to set before it imports anything.
-CPUS_ENV = "FLAMETOOL_CPUS"
 _cpu_turn = 0
 
 

@@ -204,7 +204,7 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
     """Host time per call by layer, side by side for every analysed case with a column per compared pair,
     then, for each pair, the frames that differ most. `view`: "caller" charges a system library (libc,
     malloc, locks) to the layer that called it, "library" keeps it as a layer of its own."""
-    analysis, diffs = a.views.get(view) or a.view(view)  # a completed analysis holds each view
+    analysis, diffs = a.view(view)  # a completed analysis holds each view (Analysis.views)
     done = {l: x for l, x in analysis.items() if isinstance(x, CaseCosts)}
     for label, x in analysis.items():
         if isinstance(x, Skipped):

@@ -91,8 +91,8 @@ def build(a: Analysis) -> Report:
         complete=data.complete,
         headline=headline(a),
         warnings=warnings(a, analysed_cases),
-        layers=layer_section(*(a.views.get("caller") or a.view("caller"))),  # a completed analysis holds both
-        layers_library=layer_section(*(a.views.get("library") or a.view("library"))),
+        layers=layer_section(*a.view("caller")),  # a completed analysis holds both (Analysis.views)
+        layers_library=layer_section(*a.view("library")),
         layer_rule=LAYER_RULE,
         frame_tables=frame_tables(a.cases),
         diff_tables=[diff_table(d, i) for i, d in enumerate(diffs)],

@@ -1,7 +1,7 @@
 """A run directory read whole, before its analysis starts: run.json's records (rundir.load), sources.json
 (sources.load), the sizes of the cases' stack files, and what an analysis asks of the record at every turn,
-derived from it once here: the op it measured, the compared pairs, which of them were timed in the same
-processes, and the anchor beside each case (`compare --env`).
+derived from it once here: the op it measured, the compared pairs, and which of them were timed in the same
+processes.
 
 The analysis reads these fields and computes; it does not go back to the record's methods or the run
 directory's files one question at a time as it works. This module sits above rundir.py and sources.py (it
@@ -26,7 +26,6 @@ class Loaded:
     op: str  # RunConfig.operation
     pairs: list[tuple[str, str]]  # Run.pairs, (base, head)
     together: dict[tuple[str, str], bool]  # each pair: its cases timed in the same processes (Run.paired)
-    anchors: dict[str, str | None]  # each case: the anchor timed beside it (Run.anchor_beside)
     # each case with a stack file: its size in bytes (0 where it cannot be read: the reading says why)
     folded_bytes: dict[str, int] = field(default_factory=dict)
     sources: sources.Sources = field(default_factory=sources.Sources)  # sources.json (empty: none, or not read)
@@ -52,7 +51,7 @@ def read(run_dir: Path, run: Run, whole: bool = True) -> Loaded:
     record = sources.load(run_dir) if whole else sources.Sources()
     pairs = run.pairs
     return Loaded(run_dir, run, run.config.operation, pairs, {(a, b): run.paired(a, b) for a, b in pairs},
-                  {label: run.anchor_beside(label) for label in run.results}, folded_bytes, record, prof)
+                  folded_bytes, record, prof)
 
 
 def file_bytes(path: Path) -> bytes:

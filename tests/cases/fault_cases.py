@@ -24,26 +24,42 @@ def slow_setup_case(m, k, n, dtype, device):
     raise AssertionError("the test should have stopped this case")
 
 
-def slow_second_build(m, k, n, dtype, device):
-    """Builds at once the first time, then sets up slowly (to be interrupted): with --processes 1 the first
-    build is the timing process, the second the case's profiled process. Counts its builds in the file
-    $FLAMETOOL_TEST_BUILDS names."""
+def _count_build() -> int:
+    """This build's number, counted in the file $FLAMETOOL_TEST_BUILDS names."""
     import os
     from pathlib import Path
 
     builds = Path(os.environ["FLAMETOOL_TEST_BUILDS"])
     count = int(builds.read_text() or 0) + 1 if builds.exists() else 1
     builds.write_text(str(count))
-    if count > 1:
-        print("slow_second_build: setting up slowly", flush=True)
-        time.sleep(120)
-        raise AssertionError("the test should have stopped this case")
+    return count
+
+
+def _summing(m):
     data = list(range(m))
 
     def step():
         sum(data)
 
     return step, lambda: None
+
+
+def slow_second_build(m, k, n, dtype, device):
+    """Builds at once the first time, then sets up slowly (to be interrupted): with --processes 1 the first
+    build is the timing process, the second the case's profiled process. Counts its builds in the file
+    $FLAMETOOL_TEST_BUILDS names."""
+    if _count_build() > 1:
+        print("slow_second_build: setting up slowly", flush=True)
+        time.sleep(120)
+        raise AssertionError("the test should have stopped this case")
+    return _summing(m)
+
+
+def counted_build(m, k, n, dtype, device):
+    """Builds at once every time, counting its builds in the file $FLAMETOOL_TEST_BUILDS names: with --processes 1
+    the second is its profiled process's (given its job ahead where there are spares)."""
+    _count_build()
+    return _summing(m)
 
 
 def markup_case(m, k, n, dtype, device):

@@ -13,7 +13,7 @@ from typing import Any, Callable, cast
 
 from ... import procs
 from .. import explain
-from ..protocol import (FORKSERVER, SPARE, CaseProfiled, Done, Failed, JobCase, ProfileJob, SweepJob, Swept, Timed, TimeJob,
+from ..protocol import (CPUS_ENV, FORKSERVER, SPARE, CaseProfiled, Done, Failed, JobCase, ProfileJob, SweepJob, Swept, Timed, TimeJob,
     decode_job)
 from .building import CaseUnavailable, FactoryFailed, describe
 from . import forkserver
@@ -31,7 +31,8 @@ JOBS: dict[type, Callable[[Any, Reporter], Timed | Swept | CaseProfiled]] = {
 
 def read_job() -> TimeJob | SweepJob | ProfileJob | None:
     """A spare's job: the first line on stdin (None when the parent closed it: the spare was not needed); what came
-    after it in the same read (a GO) is kept for the loops that read stdin next (loops.stdin_line)."""
+    after it in the same read (a GO) is kept for the loops that read stdin next (loops.wait_go, then the sampled
+    loop's stop)."""
     data = b""
     while b"\n" not in data:
         chunk = os.read(0, 1 << 16)
@@ -45,8 +46,8 @@ def read_job() -> TimeJob | SweepJob | ProfileJob | None:
 
 
 def pin_cpus() -> None:
-    """Run on the CPUs the parent chose (spawn.CPUS_ENV), before any library sizes its thread pools."""
-    given = os.environ.get("FLAMETOOL_CPUS")
+    """Run on the CPUs the parent chose (CPUS_ENV), before any library sizes its thread pools."""
+    given = os.environ.get(CPUS_ENV)
     if given:
         try:
             os.sched_setaffinity(0, {int(c) for c in given.split(",")})

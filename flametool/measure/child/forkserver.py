@@ -25,11 +25,11 @@ import traceback
 from typing import Callable
 
 from ... import procs
+from ..protocol import CPUS_ENV
 from .preload import preload
 
 # the most a request holds: a job's line (its cases' paths and labels) is a few kilobytes
 MAX_REQUEST = 1 << 20
-CPUS_ENV = "FLAMETOOL_CPUS"  # what entry.pin_cpus reads (spawn.CPUS_ENV)
 
 Forked = Callable[[int, str, int], int]  # (message fd, job line, this server's pid) -> exit code
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...workload.cases import Step, Sync
-from ..protocol import Job
+from ..protocol import GO, STOP, Job
 from ...run.timing import Loops, boundedness
 from .building import CaseUnavailable, describe
 from . import ownclock
@@ -200,14 +200,13 @@ def keep_read(data: bytes) -> None:
 
 
 def _stop_requested() -> bool:
-    global _read_ahead
-    if b"stop" in _read_ahead:
+    if STOP.strip() in _read_ahead:
         return True
     ready, _, _ = select.select([0], [], [], 0)
     if not ready:
         return False
     data = os.read(0, 64)
-    return data == b"" or b"stop" in data
+    return data == b"" or STOP.strip() in data
 
 
 def wait_go() -> bool:
@@ -220,7 +219,7 @@ def wait_go() -> bool:
             return False
         _read_ahead += data
     line, _, _read_ahead = _read_ahead.partition(b"\n")
-    return line.strip() == b"go"
+    return line.strip() == GO.strip()
 
 
 

@@ -23,12 +23,11 @@ from pathlib import Path
 from typing import IO, Callable
 
 from .. import procs
-from ..run import rundir
 from ..workload.builtins import builtin_libraries
 from ..workload.cases import CaseSpec
 from .config import Config
 from .protocol import FORKSERVER, AnyJob, encode_job
-from .spawn import Started, child_command, child_env, next_cpus, step_timeout, stop
+from .spawn import Started, child_command, child_env, cpus_for, open_log, step_timeout, stop
 
 # Libraries a server does not import ahead: jax starts threads of its own at import, and a fork keeps only
 # the thread that forked (the child imports it itself, after the fork, as a fresh process would).
@@ -116,10 +115,7 @@ class ForkServer:
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         environ = child_env(config.pool_threads)
         environ.pop(procs.MARKER, None)  # see below
-        try:
-            log = open(log_path, "w", encoding="utf-8")
-        except OSError as exc:
-            raise rundir.cannot_write(log_path, exc) from None
+        log = open_log(log_path)
         with log, theirs:
             self.proc = subprocess.Popen(
                 child_command(str(theirs.fileno()), FORKSERVER, str(os.getpid()), ",".join(self.libraries),
@@ -169,15 +165,12 @@ class ForkServer:
             return None
         if not self.ready and self.libraries:
             say(f"importing {', '.join(self.libraries)} (the fork server, once for every timing process)")
-        try:
-            log = open(log_path, "w", encoding="utf-8")
-        except OSError as exc:
-            raise rundir.cannot_write(log_path, exc) from None
+        log = open_log(log_path)
         read_fd, write_fd = os.pipe()
         stdin_r, stdin_w = os.pipe()
         token = uuid.uuid4().hex
         request = {"job": encode_job(job), "token": token,
-                   "cpus": ",".join(map(str, next_cpus(config.cpus))) if config.cpus else None}
+                   "cpus": cpus_for(config)}
         try:
             with log:
                 socket.send_fds(self.sock, [json.dumps(request).encode()], [write_fd, log.fileno(), stdin_r])

@@ -16,7 +16,6 @@ case's. Nothing runs beside a paired timing process: profiling starts after the 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -50,20 +49,21 @@ def _profile_from(m: Measurement, todo: list[CaseSpec], i: int, started: Started
     """todo[i] profiled (its process `started` already when it was readied ahead), todo[i + 1] readied during its
     sampling and profiled from inside it (after its sampled loop was told to stop), and so on."""
     case, later = todo[i], todo[i + 1:]
-    ahead: dict[str, Started] = {}  # the next case's child, once given its job
-    done = [False]  # the next case was profiled from inside this one's run
+    ahead: Started | None = None  # the next case's child, once given its job
+    done = False  # the next case was profiled from inside this one's run
 
     def during(what: str, sampling: Sampling | None) -> None:
+        nonlocal ahead, done
         if what == "sampling" and later:  # py-spy is about to attach: the next case sets up and warms up now
             child = _ready_ahead(m, later[0])
             if child is not None:
-                ahead["next"] = child
+                ahead = child
         elif what == "sampled":  # unsampled chunks after the window: the loop's time per call alone (unsampled)
             _alone_after(what, sampling)
-        elif what == "stopped" and "next" in ahead:
-            child = ahead.pop("next")
+        elif what == "stopped" and ahead is not None:
+            child, ahead = ahead, None
             if sampling is not None and sampling.refused:  # the next would be refused alike: the run stops
-                _stop(child)
+                child.discard()
                 return
             try:
                 assert child.proc.stdin is not None  # start_child gives every child a pipe on its stdin
@@ -71,19 +71,19 @@ def _profile_from(m: Measurement, todo: list[CaseSpec], i: int, started: Started
                 child.proc.stdin.flush()
             except OSError:
                 pass  # it is gone: run_child reads its end and says why
-            done[0] = True
+            done = True
             _profile_from(m, todo, i + 1, child)
 
     try:
         profile(m, case, started, during)
     finally:
-        if "next" in ahead:  # readied, but this case's sampling never reached its stop (it died, or the run stops)
-            _stop(ahead.pop("next"))
+        if ahead is not None:  # readied, but this case's sampling never reached its stop (it died, or the run stops)
+            ahead.discard()
     m.save()
     r = m.run.results[case.label]
     if r.profile is not None:
         stop_if_refused(case.label, r.profile, m.out)
-    if later and not done[0]:
+    if later and not done:
         _profile_from(m, todo, i + 1, None)
 
 
@@ -98,15 +98,6 @@ def _ready_ahead(m: Measurement, case: CaseSpec) -> Started | None:
     if spare is None:
         return None
     return spare.take(_job(m, case, r.sample_shape, m.steps[case.label], case.label, ahead=True))
-
-
-def _stop(child: Started) -> None:
-    """A child readied ahead that gets no turn: stopped, with whatever it started, and its pipe closed."""
-    child.end()
-    try:
-        os.close(child.read_fd)
-    except OSError:
-        pass
 
 
 def profile(m: Measurement, case: CaseSpec, started: Started | None = None, during: During | None = None) -> None:

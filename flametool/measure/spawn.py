@@ -12,7 +12,7 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Protocol, overload
+from typing import Callable, Iterator, Protocol, TextIO, overload
 
 from . import sampler
 from .. import procs
@@ -126,6 +126,14 @@ class Started:
             procs.untrack(self.proc.pid)
             procs.kill_marked(self.token)
 
+    def discard(self) -> None:
+        """A child that gets no (more) work: stopped with whatever it started, its message pipe closed."""
+        self.end()
+        try:
+            os.close(self.read_fd)
+        except OSError:
+            pass
+
 
 _cpu_turn = 0
 
@@ -141,10 +149,9 @@ def next_cpus(count: int) -> list[int]:
     return [allowed[(start + i) % len(allowed)] for i in range(count)]
 
 
-def start_child(args: list[str], config: Config, log_path: Path, environment: str | None = None,
-                note: str | None = None) -> Started:
-    """A child process (`child_command(MSG_FD, *ARGS)`) in the interpreter of `environment` (`compare --env`;
-    None: this one's), its output to `log_path` (after `note`, a line of flametool's own)."""
+def open_log(log_path: Path, note: str | None = None) -> TextIO:
+    """A child's (or a fork server's) log, opened for it to write to, `note` (a line of flametool's own) first;
+    one line when the run directory cannot be written."""
     try:
         log = open(log_path, "w", encoding="utf-8")
         if note:
@@ -152,11 +159,25 @@ def start_child(args: list[str], config: Config, log_path: Path, environment: st
             log.flush()
     except OSError as exc:
         raise rundir.cannot_write(log_path, exc) from None
+    return log
+
+
+def cpus_for(config: Config) -> str | None:
+    """The CPUs the next child runs on, as CPUS_ENV gives them (None: config.cpus not set, every CPU)."""
+    return ",".join(map(str, next_cpus(config.cpus))) if config.cpus else None
+
+
+def start_child(args: list[str], config: Config, log_path: Path, environment: str | None = None,
+                note: str | None = None) -> Started:
+    """A child process (`child_command(MSG_FD, *ARGS)`) in the interpreter of `environment` (`compare --env`;
+    None: this one's), its output to `log_path` (after `note`, a line of flametool's own)."""
+    log = open_log(log_path, note)
     read_fd, write_fd = os.pipe()
     token = uuid.uuid4().hex
     env = child_env(config.pool_threads, token)
-    if config.cpus:
-        env[CPUS_ENV] = ",".join(map(str, next_cpus(config.cpus)))
+    cpus = cpus_for(config)
+    if cpus:
+        env[CPUS_ENV] = cpus
     with log:
         proc = subprocess.Popen(
             child_command(str(write_fd), *args, python=config.python(environment)),
@@ -201,11 +222,7 @@ class Spare:
         return None
 
     def stop(self) -> None:
-        self.child.end()
-        try:
-            os.close(self.child.read_fd)
-        except OSError:
-            pass
+        self.child.discard()
 
 
 class Forker(Protocol):

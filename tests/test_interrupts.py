@@ -160,3 +160,18 @@ def test_ctrl_c_while_the_next_profiled_process_is_readied_ahead(tmp_path, secon
         assert r.error is None and r.timing.cpu_us_per_call > 0  # timed together before the stop, kept
         assert r.profile is None  # numpy's sampling and the second's turn were stopped
     assert not (out / f"{second}.prof").exists()  # its turn (the cProfile loop first) never came
+
+
+def test_ctrl_c_while_two_timing_processes_run_at_once(tmp_path):
+    """--processes-at-once 2: Ctrl-C while processes 2 and 3 both time their loops: exit 130, both stopped with
+    everything they started, the first process's loops kept."""
+    out = tmp_path / "run"
+    bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--processes", "3", "--processes-at-once",
+                        "2", "--iters", "400000", "--repeats", "1", "--no-sample", "--progress", "all", "--out",
+                        str(out)], fk.env())
+    bg.wait_until(lambda: any(l.startswith("timing numpy: process 1/3: result") for l in bg.err), "process 1's result")
+    bg.wait_until(lambda: all(any(l.startswith(f"timing numpy: process {i}/3: timed loop") for l in bg.err)
+                              for i in (2, 3)), "processes 2 and 3 timing at once")
+    bg.signal(signal.SIGINT, True)
+    data = finished(bg, out)
+    assert len(data.results["numpy"].timing.processes) == 1  # the first one's; 2 and 3 had not finished

@@ -176,11 +176,12 @@ def test_the_budget_stops_adding_processes_before_a_step_would_overrun_it(monkey
     monkeypatch.setattr(paired, "settled", lambda m, live, most: False)  # never settled: the budget stops it
     monkeypatch.setattr(paired, "_live", lambda m, g: list(g.cases))
 
-    def one_more(m, group, i):
-        steps.append((group.cases[0], i))
-        clock[0] += 10.0
+    def at_once(m, tasks):  # one process at a time (the default --processes-at-once 1)
+        for group, i in tasks:
+            steps.append((group.cases[0], i))
+            clock[0] += 10.0
 
-    monkeypatch.setattr(paired, "_one_more", one_more)
+    monkeypatch.setattr(paired, "_at_once", at_once)
     m = env_measurement([0.6] * 2, [0.6] * 2)
     m.config.processes, m.config.max_processes, m.config.budget = 1, 60, 50.0
     m.timing_started = 0.0

@@ -110,3 +110,40 @@ def test_the_next_profiled_process_is_readied_while_one_is_sampled_and_samples_w
         assert p.own.cpu_us and p.own_us_per_call > 0 and p.slowdown > 0
     assert list(out.glob("*.log")) == []
     assert fk.none_left(os.environ[fk.TAG]) == []
+
+
+def test_processes_at_once_run_side_by_side_and_all_are_kept(tmp_path, monkeypatch):
+    """--processes-at-once 2: processes 2 and 3 (spares, given their jobs together) run at once, their messages
+    read side by side (process 3 sets up before process 2's result is in), and both processes' loops are recorded,
+    in their order; nothing is left behind."""
+    monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
+    events: list[tuple[str, str]] = []
+    specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
+    config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
+                           iters=50, warmup=5, repeats=2, extend_rounds=False, processes=3, sample=False, count=False,
+                           out=tmp_path / "run", spares=True, fork_server=False, at_once=2)
+    out, run = runner.compare(config, ["flametool", "test"], lambda label, what: events.append((label, what)))
+    assert run.complete and run.groups[0].processes == 3
+    for r in run.results.values():
+        assert r.error is None and len(r.timing.processes) == 3
+        assert all(len(p.cpu_us) == 2 for p in r.timing.processes)
+    timing = [what for label, what in events if label.startswith("timing ")]
+    second_in = timing.index(f"process 2/3: {spawn.RESULT_IN}")
+    third_set_up = timing.index("process 3/3: numpy: setting up at 16,16,16")
+    assert timing.index("process 1/3: " + spawn.RESULT_IN) < third_set_up < second_in
+    assert run.to_json()["config"]["at_once"] == 2
+    assert list(out.glob("*.log")) == []
+    assert fk.none_left(os.environ[fk.TAG]) == []
+
+
+def test_the_later_environments_first_processes_are_spares_too(tmp_path, monkeypatch):
+    """compare --env (spare_firsts): the first timing process of each environment after the first is started with
+    the run, beside processes 2..N of each and the profiled ones; the first environment's is not (it starts at once)."""
+    started: list[str] = []
+    monkeypatch.setattr(spawn.Spare, "start", classmethod(lambda cls, specs, config, log: started.append(log.name)))
+    groups = [[cases.CaseSpec(f"{lib}@{env}", "", env=env) for lib in ("cupy", "torch")] for env in ("a", "b")]
+    config = runner.Config(cases=[c for g in groups for c in g], device="cuda", shape=[1024] * 3, dtypes={},
+                           processes=2, out=tmp_path, spares=True)
+    spawn.Spares(config, tmp_path).start_for_compare(groups, firsts=True)
+    assert started == ["cupy@a+torch@a-timing-2.log", "cupy@b+torch@b-timing.log", "cupy@b+torch@b-timing-2.log",
+                       "cupy@a.log", "torch@a.log", "cupy@b.log", "torch@b.log"]

@@ -70,6 +70,9 @@ class Compare:
                        help="fork the timing processes from a server per environment that imported the libraries "
                             "once (faster on a CPU; not calibrated: on the H200 its children shared one server's "
                             "memory layout and two null A/Bs of two excluded 1, docs/calibration.md)")
+        p.add_argument("--processes-at-once", type=int, metavar="N",
+                       help="run the timing processes after each environment's first N at a time, each on CPUs of "
+                            "its own (with --env 2: the environments' processes side by side); default 1")
         p.add_argument("--forks-per-server", type=int, metavar="N",
                        help="with --fork-processes: a fork server forks at most N timing processes, then a new one "
                             "(imported afresh) takes over (default: one server per environment for the run)")

@@ -20,7 +20,7 @@ MAX_SIZES = 64
 # The most each count may be: far beyond any useful run, far below one that would run for days (a call takes a
 # microsecond at the least) or overflow a float.
 LIMITS = {"iters": 10_000_000, "warmup": 10_000_000, "repeats": 1000, "processes": 100, "sample_seconds": 3600,
-          "pool_threads": 4096, "top": 100_000}
+          "pool_threads": 4096, "top": 100_000, "processes_at_once": 16}
 
 
 class Parser(argparse.ArgumentParser):

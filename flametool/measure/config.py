@@ -156,6 +156,9 @@ class Config:
     # --forks-per-server: a fork server forks at most this many, then another takes over (its children share the
     # memory layout of its imports, a fresh process draws its own); None: one server for the whole run
     forks_per_server: int | None = None
+    # --processes-at-once: the timing processes after each group's first run this many at a time (each on CPUs of
+    # its own, each with its own CUDA context on the one GPU); 1: one at a time, as calibrated on the H200
+    at_once: int = 1
     pairs: list[list[str]] | None = None  # [base, head] pairs to compare; None: the first two cases
     out: Path = field(default_factory=default_out)
     out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
@@ -187,6 +190,8 @@ class Config:
             data.pop("anchor")
         if not self.source_roots:  # as before --source
             data.pop("source_roots")
+        if self.at_once == 1:  # as before --processes-at-once
+            data.pop("at_once")
         return data
 
     def python(self, env: str | None) -> str:

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import cast
 
-from .spawn import run_child
-from .config import ENV_SETTLED, SETTLED  # when a pair's ratio has settled (set beside the defaults)
+from .spawn import Forker, Progress, Started, first_child, run_child
+from .. import procs
+from .config import ENV_SETTLED, SETTLED, Config  # when a pair's ratio has settled (set beside the defaults)
 from .jobs import as_timing, job_base, job_case, others
 from .measurement import Measurement, stop_if_failed
 from ..run import anchoring, stats
@@ -40,6 +43,13 @@ def operand_values(shape: list[int]) -> int:
     return shape[0] * shape[1] + shape[1] * shape[2] if len(shape) == 3 else 2 * math.prod(shape)
 
 
+def spare_firsts(config: Config) -> bool:
+    """Whether the first processes of the groups after the first are started ahead (spawn.Spares.start_for_compare):
+    with --env, where each environment's first process would otherwise import after the one before has ended; not
+    at a shape whose operand values take seconds to make (a fresh first process makes them while it imports)."""
+    return bool(config.environments) and operand_values(config.shape) < FRESH_FIRST_VALUES
+
+
 def process_name(i: int, asked: int) -> str:
     """Process i of the `asked` (--processes), or one of the more added after them: "process 3 of 5", "process 7
     (2 more after the 5 asked for)"."""
@@ -64,9 +74,12 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
                     plan=[PlanItem(config.shape, None, "timing", decide=True)], op=config.op)
     say = lambda what: m.progress(f"timing {name}", f"process 1/{config.processes}: {what}")  # noqa: E731
     lost: list[str] = []
+    log = m.out / f"{name}-timing.log"
+    spare = m.spares.take(log, [c.label for c in cases])  # started ahead (spare_firsts), or None
     while True:
         forks = m.forks.get(cases) if operand_values(config.shape) < FRESH_FIRST_VALUES else None
-        got, error, _ = run_child(first, config, name, m.out / f"{name}-timing.log", lambda _l, t: say(t), forks=forks)
+        got, error, _ = run_child(first, config, name, log, lambda _l, t: say(t), spare=spare, forks=forks)
+        spare = None  # a first process lost is started afresh
         # a first process that died (os._exit in a sitecustomize, the OOM killer's SIGKILL) is one process lost,
         # as a later one is: another takes its place (at most MOST_LOST); one that reported a failure is not
         if got is not None or not died(error) or len(lost) + 1 >= MOST_LOST:
@@ -139,7 +152,10 @@ def _processes_after_the_first(m: Measurement, groups: list[Group]) -> None:
     assert config.max_processes is not None  # Config.__post_init__ sets it
     started = time.monotonic()
     first = getattr(m, "timing_started", None) or started  # when the first timing process started
-    step = 0.0  # the longest step so far (one process of each group): the budget is not overrun by one more
+    step = 0.0  # the longest round so far: the budget is not overrun by one more
+    # --processes-at-once K: a round is the next K // len(groups) processes of every group (at least one), all run
+    # at once; K = 1 (the default): one process at a time, the groups taking turns
+    per_round = max(1, config.at_once // max(1, len(groups)))
     i = 1
     while i < config.max_processes:
         live = [l for g in groups for l in _live(m, g)]
@@ -150,9 +166,11 @@ def _processes_after_the_first(m: Measurement, groups: list[Group]) -> None:
                  else now - started > config.extra_seconds)
         if i >= config.processes and (spent or settled(m, live, config.max_processes)):
             return
-        i += 1
-        for group in (groups if i % 2 else groups[::-1]):
-            _one_more(m, group, i)
+        last = min(i + per_round, config.max_processes)
+        tasks = [(group, j) for j in range(i + 1, last + 1) for group in (groups if j % 2 else groups[::-1])]
+        for k in range(0, len(tasks), config.at_once):
+            _at_once(m, tasks[k:k + config.at_once])
+        i = last
         step = max(step, time.monotonic() - now)
 
 
@@ -162,12 +180,90 @@ def _live(m: Measurement, group: Group) -> list[str]:
     return [l for l in group.cases if m.run.results[l].error is None and l in m.steps]
 
 
-def _one_more(m: Measurement, group: Group, i: int) -> None:
-    """Process i of a group, at the sample shape, the calls per loop its first process chose."""
+@dataclass
+class Prepared:
+    """Process i of a group, ready to run: its job, the cases it times, its child (started, a spare given the job,
+    or forked) and what its progress lines say."""
+
+    group: Group
+    i: int
+    live: list[str]
+    key: str  # the loops it adds to: "timing" (the sample shape is the requested one) or "sample_timing"
+    job: TimeJob
+    name: str
+    log: Path
+    child: Started
+    say: Progress
+
+
+def _at_once(m: Measurement, tasks: list[tuple[Group, int]]) -> None:
+    """Each task's process; more than one: all at once (--processes-at-once), their messages read on threads of
+    this process, what they measured recorded here in the tasks' order once every one has ended."""
+    if len(tasks) == 1:
+        ready = _prepare(m, *tasks[0])
+        if ready is not None:
+            _record(m, ready, run_child(ready.job, m.config, ready.name, ready.log, ready.say, started=ready.child,
+                                        forks=_forks(m, ready)))
+        return
+    lock = threading.Lock()
+
+    def locked(label: str, what: str) -> None:
+        with lock:
+            m.progress(label, what)
+
+    prepared = []
+    try:
+        for group, i in tasks:
+            ready = _prepare(m, group, i, locked)
+            if ready is not None:
+                prepared.append(ready)
+    except BaseException:
+        for ready in prepared:
+            ready.child.discard()
+        raise
+    got: list[tuple | BaseException | None] = [None] * len(prepared)
+
+    def read(k: int, ready: Prepared) -> None:
+        try:
+            got[k] = run_child(ready.job, m.config, ready.name, ready.log, ready.say, started=ready.child,
+                               forks=_forks(m, ready))
+        except BaseException as exc:  # raised here once every thread is done
+            got[k] = exc
+
+    threads = [threading.Thread(target=read, args=(k, ready), name=f"flametool-{ready.log.stem}", daemon=True)
+               for k, ready in enumerate(prepared)]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)  # in slices: a Ctrl-C reaches this (the main) thread meanwhile
+    except BaseException:
+        with procs.signals_deferred():  # stopped: every child of the round with it, then their readers end
+            for ready in prepared:
+                ready.child.end()
+        for t in threads:
+            t.join(10)
+        raise
+    for ready, result in zip(prepared, got):
+        if isinstance(result, BaseException):
+            raise result
+        assert result is not None  # every thread has ended and set its result
+        _record(m, ready, result)
+
+
+def _forks(m: Measurement, ready: Prepared) -> Forker | None:
+    by_label = {c.label: c for c in m.config.cases}
+    return m.forks.get([by_label[l] for l in ready.live])
+
+
+def _prepare(m: Measurement, group: Group, i: int, progress: Progress | None = None) -> Prepared | None:
+    """Process i of a group, at the sample shape, the calls per loop its first process chose: its child started
+    (or taken from the spares); None when the group has no case left to time."""
     config, run = m.config, m.run
     live = _live(m, group)
     if not live:
-        return
+        return None
     sample_shape = run.results[live[0]].sample_shape
     assert sample_shape is not None  # the first process chose it (decide)
     key = "timing" if sample_shape == config.shape else "sample_timing"
@@ -176,12 +272,21 @@ def _one_more(m: Measurement, group: Group, i: int) -> None:
     m.spares.ahead([by_label[l] for l in live], name, i)
     job = TimeJob(**job_base(config), cases=[job_case(by_label[l], config) for l in live],
                   plan=[PlanItem(sample_shape, {l: m.steps[l] for l in live}, key)])
-    say = lambda what: m.progress(f"timing {name}", (f"process {i}/{config.processes}"  # noqa: E731
-                                  if i <= config.processes else f"process {i} (more, until the ratios settle)")
-                                  + f": {what}")
+    tell = progress or m.progress
+    say = lambda _label, what: tell(f"timing {name}", (f"process {i}/{config.processes}"  # noqa: E731
+                                    if i <= config.processes else f"process {i} (more, until the ratios settle)")
+                                    + f": {what}")
     log = m.out / f"{name}-timing-{i}.log"
-    got, error, _ = run_child(job, config, name, log, lambda _l, t: say(t), spare=m.spares.take(log, live),
-                              forks=m.forks.get([by_label[l] for l in live]))
+    child = first_child(job, config, name, log, say, m.spares.take(log, live),
+                        m.forks.get([by_label[l] for l in live]))
+    return Prepared(group, i, live, key, job, name, log, child, say)
+
+
+def _record(m: Measurement, ready: Prepared, result: tuple) -> None:
+    """What process i of a group measured, added to its cases' loops; run.json saved."""
+    config, run = m.config, m.run
+    group, i, live, key = ready.group, ready.i, ready.live, ready.key
+    got, error, _ = result
     if got is None:
         # the process died or failed as a whole (its first process ran these cases): one process lost, not the
         # cases; the group goes on from the others (at most MOST_LOST lost)

@@ -423,16 +423,20 @@ class Spares:
         """Spares for the timing processes too: not when a fork server forks them (forking.py)."""
         return self.wanted and not self.config.fork_server
 
-    def start_for_compare(self, groups: list[list[CaseSpec]]) -> None:
+    def start_for_compare(self, groups: list[list[CaseSpec]], firsts: bool = False) -> None:
         """Every process compare will run after the first, started now, each importing its cases' libraries
         beside the first process's own imports and its GPU-bound loops: the timing processes 2..N of each
-        group and each case's profiled process."""
+        group and each case's profiled process; with `firsts`, the first processes of the groups after the first
+        too (compare --env: the second environment's first process imported for 6 s on the H200 while nothing
+        else ran)."""
         if not self.wanted:
             return
         config = self.config
         jobs = []
-        for cases in groups if self.timing else []:
+        for k, cases in enumerate(groups if self.timing else []):
             name = "+".join(c.label for c in cases)
+            if firsts and k > 0:
+                jobs.append((cases, self.out / f"{name}-timing.log"))
             jobs += [(cases, self.out / f"{name}-timing-{i}.log") for i in range(2, config.processes + 1)]
         jobs += [([c], self.out / f"{c.label}.log") for c in config.cases]
         for cases, log in jobs:

@@ -115,7 +115,7 @@ def test_the_next_profiled_process_is_readied_while_one_is_sampled_and_samples_w
 def test_processes_at_once_run_side_by_side_and_all_are_kept(tmp_path, monkeypatch):
     """--processes-at-once 2: processes 2 and 3 (spares, given their jobs together) run at once, their messages
     read side by side (process 3 sets up before process 2's result is in), and both processes' loops are recorded,
-    in their order; nothing is left behind."""
+    in their order; with --no-sample the profiled processes run two at once as well; nothing is left behind."""
     monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
     events: list[tuple[str, str]] = []
     specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
@@ -132,6 +132,10 @@ def test_processes_at_once_run_side_by_side_and_all_are_kept(tmp_path, monkeypat
     third_set_up = timing.index("process 3/3: numpy: setting up at 16,16,16")
     assert timing.index("process 1/3: " + spawn.RESULT_IN) < third_set_up < second_in
     assert run.to_json()["config"]["at_once"] == 2
+    # not sampled: the two cases' profiled processes (cProfile) at once too, each one's profile kept
+    alone = [(label, what) for label, what in events if not label.startswith("timing ")]
+    assert alone.index(("add_case", "setting up at 16,16,16")) < alone.index(("numpy", spawn.RESULT_IN))
+    assert all(r.profile is not None and r.profile.cprofile_calls > 0 for r in run.results.values())
     assert list(out.glob("*.log")) == []
     assert fk.none_left(os.environ[fk.TAG]) == []
 

@@ -5,21 +5,22 @@ environment is a group and the groups take turns."""
 
 from __future__ import annotations
 
+import functools
 import math
 import time
-import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import cast
 
+from . import sidebyside
 from .spawn import Forker, Progress, Started, first_child, run_child
-from .. import procs
 from .config import ENV_SETTLED, SETTLED, Config  # when a pair's ratio has settled (set beside the defaults)
 from .jobs import as_timing, job_base, job_case, others
 from .measurement import Measurement, stop_if_failed
 from ..run import anchoring, stats
 from ..workload.cases import CaseSpec
-from .protocol import PlanItem, TimeJob
+from .protocol import PlanItem, Timed, TimeJob
+from ..run.profiled import Sampling
 from ..run.record import Group
 from ..run.timing import Timing
 
@@ -197,59 +198,18 @@ class Prepared:
 
 
 def _at_once(m: Measurement, tasks: list[tuple[Group, int]]) -> None:
-    """Each task's process; more than one: all at once (--processes-at-once), their messages read on threads of
-    this process, what they measured recorded here in the tasks' order once every one has ended."""
-    if len(tasks) == 1:
-        ready = _prepare(m, *tasks[0])
-        if ready is not None:
-            _record(m, ready, run_child(ready.job, m.config, ready.name, ready.log, ready.say, started=ready.child,
-                                        forks=_forks(m, ready)))
-        return
-    lock = threading.Lock()
+    """Each task's process; more than one: all at once (--processes-at-once, measure/sidebyside.py), what they
+    measured recorded here in the tasks' order once every one has ended."""
+    say = sidebyside.locked(m.progress) if len(tasks) > 1 else m.progress
+    ready = sidebyside.started_all([functools.partial(_prepare, m, group, i, say) for group, i in tasks],
+                                   lambda r: r.child.discard())
+    got = sidebyside.run_all([r.child for r in ready], [functools.partial(_run, m, r) for r in ready])
+    for r, result in zip(ready, got):
+        _record(m, r, result)
 
-    def locked(label: str, what: str) -> None:
-        with lock:
-            m.progress(label, what)
 
-    prepared = []
-    try:
-        for group, i in tasks:
-            ready = _prepare(m, group, i, locked)
-            if ready is not None:
-                prepared.append(ready)
-    except BaseException:
-        for ready in prepared:
-            ready.child.discard()
-        raise
-    got: list[tuple | BaseException | None] = [None] * len(prepared)
-
-    def read(k: int, ready: Prepared) -> None:
-        try:
-            got[k] = run_child(ready.job, m.config, ready.name, ready.log, ready.say, started=ready.child,
-                               forks=_forks(m, ready))
-        except BaseException as exc:  # raised here once every thread is done
-            got[k] = exc
-
-    threads = [threading.Thread(target=read, args=(k, ready), name=f"flametool-{ready.log.stem}", daemon=True)
-               for k, ready in enumerate(prepared)]
-    for t in threads:
-        t.start()
-    try:
-        for t in threads:
-            while t.is_alive():
-                t.join(0.2)  # in slices: a Ctrl-C reaches this (the main) thread meanwhile
-    except BaseException:
-        with procs.signals_deferred():  # stopped: every child of the round with it, then their readers end
-            for ready in prepared:
-                ready.child.end()
-        for t in threads:
-            t.join(10)
-        raise
-    for ready, result in zip(prepared, got):
-        if isinstance(result, BaseException):
-            raise result
-        assert result is not None  # every thread has ended and set its result
-        _record(m, ready, result)
+def _run(m: Measurement, ready: Prepared) -> tuple[Timed | None, str | None, Sampling | None]:
+    return run_child(ready.job, m.config, ready.name, ready.log, ready.say, started=ready.child, forks=_forks(m, ready))
 
 
 def _forks(m: Measurement, ready: Prepared) -> Forker | None:
@@ -282,7 +242,7 @@ def _prepare(m: Measurement, group: Group, i: int, progress: Progress | None = N
     return Prepared(group, i, live, key, job, name, log, child, say)
 
 
-def _record(m: Measurement, ready: Prepared, result: tuple) -> None:
+def _record(m: Measurement, ready: Prepared, result: tuple[Timed | None, str | None, Sampling | None]) -> None:
     """What process i of a group measured, added to its cases' loops; run.json saved."""
     config, run = m.config, m.run
     group, i, live, key = ready.group, ready.i, ready.live, ready.key

@@ -16,11 +16,12 @@ case's. Nothing runs beside a paired timing process: profiling starts after the 
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
-from . import sampler, sources
-from .spawn import During, Started, child_sample_grace, run_child
+from . import sampler, sidebyside, sources
+from .spawn import During, Progress, Started, child_sample_grace, first_child, run_child
 from .jobs import job_base, job_case
 from .measurement import Measurement, stop_if_refused
 from ..errors import RunDirError
@@ -42,7 +43,32 @@ def profile_all(m: Measurement, cases: list[CaseSpec]) -> None:
     (see the module's docstring); run.json saved after each. A case whose py-spy the kernel refused stops the run
     (stop_if_refused) once the cases begun are done: it would refuse every one alike."""
     todo = [c for c in cases if m.run.results[c.label].error is None and c.label in m.steps]
-    _profile_from(m, todo, 0, None)
+    if not m.config.sample and m.config.at_once > 1:
+        _unsampled_at_once(m, todo)
+    else:
+        _profile_from(m, todo, 0, None)
+
+
+def _unsampled_at_once(m: Measurement, todo: list[CaseSpec]) -> None:
+    """--no-sample with --processes-at-once N: the cases' cProfile and counted loops, N processes at a time (nothing
+    is sampled, so none has to run alone; their timings, N at a time too, are done); run.json saved after each."""
+    config, say = m.config, sidebyside.locked(m.progress)
+
+    def start(case: CaseSpec) -> Started:
+        r = m.run.results[case.label]
+        assert r.sample_shape is not None  # the case's timing chose it
+        job = _job(m, case, r.sample_shape, m.steps[case.label], case.label)
+        log = m.out / f"{case.label}.log"
+        return first_child(job, config, case.label, log, say, m.spares.take(log, [case.label]), None)
+
+    for k in range(0, len(todo), config.at_once):
+        batch = todo[k:k + config.at_once]
+        children = sidebyside.started_all([functools.partial(start, case) for case in batch], Started.discard)
+        try:
+            sidebyside.run_all(children, [functools.partial(profile, m, case, child, progress=say)
+                                          for case, child in zip(batch, children)])
+        finally:
+            m.save()
 
 
 def _profile_from(m: Measurement, todo: list[CaseSpec], i: int, started: Started | None) -> None:
@@ -100,12 +126,13 @@ def _ready_ahead(m: Measurement, case: CaseSpec) -> Started | None:
     return spare.take(_job(m, case, r.sample_shape, m.steps[case.label], case.label, ahead=True))
 
 
-def profile(m: Measurement, case: CaseSpec, started: Started | None = None, during: During | None = None) -> None:
+def profile(m: Measurement, case: CaseSpec, started: Started | None = None, during: During | None = None,
+            progress: Progress | None = None) -> None:
     """The case alone at the sample shape: cProfile, py-spy and the counted loop (`started`: its process, given
     its job ahead; `during`: run_child's, for what happens beside its sampling)."""
     r = m.run.results[case.label]
     assert r.sample_shape is not None  # the case's timing chose it
-    got = profiled(m, case, r.sample_shape, m.steps[case.label], case.label, started, during)
+    got = profiled(m, case, r.sample_shape, m.steps[case.label], case.label, started, during, progress)
     if isinstance(got, str):  # its timings stand (the verdict is theirs); only the profile is lost
         r.profile_error = (f"profiling alone at {','.join(map(str, r.sample_shape))}: {got}; its profile is lost, its "
                            "timings are kept")
@@ -141,7 +168,7 @@ def _job(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name: str
 
 
 def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name: str, started: Started | None = None,
-             during: During | None = None) -> ProfileProcess | str:
+             during: During | None = None, progress: Progress | None = None) -> ProfileProcess | str:
     """The case alone at `shape`, `steps` calls a loop: cProfile, py-spy and the counted loop, into NAME.prof
     and NAME.folded (`started`: its process, given the job already). Returns what it measured, or why it could
     not."""
@@ -150,7 +177,7 @@ def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name:
     log = m.out / f"{name}.log"
     if during is None:  # the sweep's: each size alone, the unsampled stretch after the window all the same
         during = _alone_after
-    got, error, sampling = run_child(job, config, name, log, m.progress, rundir.folded_path(m.out, name),
+    got, error, sampling = run_child(job, config, name, log, progress or m.progress, rundir.folded_path(m.out, name),
                                      spare=None if started else m.spares.take(log, [case.label]), started=started,
                                      during=during)
     if got is None:

@@ -72,7 +72,8 @@ class Compare:
                             "memory layout and two null A/Bs of two excluded 1, docs/calibration.md)")
         p.add_argument("--processes-at-once", type=int, metavar="N",
                        help="run the timing processes after each environment's first N at a time, each on CPUs of "
-                            "its own (with --env 2: the environments' processes side by side); default 1")
+                            "its own, and with --no-sample the profiled ones too (default with --env on a GPU "
+                            f"{CUDA.env_at_once}, the environments side by side, as calibrated on the H200; otherwise 1)")
         p.add_argument("--forks-per-server", type=int, metavar="N",
                        help="with --fork-processes: a fork server forks at most N timing processes, then a new one "
                             "(imported afresh) takes over (default: one server per environment for the run)")

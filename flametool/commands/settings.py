@@ -140,7 +140,7 @@ def compare_config(args: argparse.Namespace, say) -> Config:
         extra_seconds=d.extra_seconds * max(1, envs), sample_shape=sample_shape, sample=not args.no_sample,
         count=not getattr(args, "no_count", False),
         spares=d.spares and not args.no_spares, fork_server=fork_processes(args),
-        forks_per_server=forks_per_server(args), at_once=processes_at_once(args),
+        forks_per_server=forks_per_server(args), at_once=processes_at_once(args, d.env_at_once if envs else 1),
         budget=budget, fail_above=args.fail_above,
     )
 
@@ -153,10 +153,10 @@ def fork_processes(args: argparse.Namespace) -> bool:
     return bool(args.fork_processes)
 
 
-def processes_at_once(args: argparse.Namespace) -> int:
+def processes_at_once(args: argparse.Namespace, default: int) -> int:
     n = getattr(args, "processes_at_once", None)
     if n is None:
-        return 1
+        return default
     if not 1 <= n <= LIMITS["processes_at_once"]:
         raise FlametoolError(f"--processes-at-once {n}: must be a whole number from 1 to {LIMITS['processes_at_once']}")
     return n

@@ -68,6 +68,13 @@ class Defaults:
     env_processes: int = 8
     env_budget: float = 180.0
     env_max_processes: int = 60
+    # With --env, the timing processes after each environment's first run this many at a time (--processes-at-once):
+    # on the H200 (2026-12-02, docs/calibration.md) two at a time, the environments side by side, held five null
+    # A/Bs of five at 1 (half-widths 1.05-1.68%) and three plants of three, in 0.7-1.0 min a null against 1.3 one
+    # at a time. Not without --env: there the unanchored cupy/torch ratio read 0.670-0.673 two at a time against
+    # 0.653-0.655 one at a time, alternated in one call (a host slowed by its neighbour moves that ratio; the
+    # anchored one carries the speed term). On the CPU (2 cores) one at a time.
+    env_at_once: int = 1
     # Rounds of timed loops at a host-bound shape go on until each case had this long (child.interleaved). On
     # the H200 (benchmarks/noise.py on a default compare, 2026-12-01) half of it would do for the noise: with
     # 1 s a process's ratio kept 0.29% of its own beside 1.88% between processes, from the first half of the
@@ -87,7 +94,7 @@ CPU = Defaults(libs=("numpy", "torch"), dtype="float32", shape=(64, 64, 64),
                rate_hz=100, sample_seconds=5, pool_threads=1, spares=False)
 CUDA = Defaults(libs=("cupy", "torch"), dtype="float16", shape=tuple(SEED_SHAPE),
                 sweep_sizes=ops.OPS["matmul"].ladder["cuda"],
-                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True)
+                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True, env_at_once=2)
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it (paired.py runs more

@@ -151,3 +151,21 @@ def test_the_later_environments_first_processes_are_spares_too(tmp_path, monkeyp
     spawn.Spares(config, tmp_path).start_for_compare(groups, firsts=True)
     assert started == ["cupy@a+torch@a-timing-2.log", "cupy@b+torch@b-timing.log", "cupy@b+torch@b-timing-2.log",
                        "cupy@a.log", "torch@a.log", "cupy@b.log", "torch@b.log"]
+
+
+def test_processes_at_once_defaults_and_bad_values():
+    """--processes-at-once: by default 2 with --env on a GPU (as calibrated there), else 1; 0 or past the limit is a
+    one-line error, exit 2, before anything runs."""
+    import argparse
+
+    from flametool.commands import settings
+    from flametool.measure.config import CPU, CUDA
+
+    given = lambda n: argparse.Namespace(processes_at_once=n)  # noqa: E731
+    assert settings.processes_at_once(given(None), CUDA.env_at_once) == 2
+    assert settings.processes_at_once(given(None), CPU.env_at_once) == 1
+    assert settings.processes_at_once(given(3), 1) == 3
+    for bad in ("0", "17"):
+        refused = fk.run(["compare", "--device", "cpu", "--processes-at-once", bad, "--out", "/nonexistent/run"])
+        assert refused.returncode == 2 and fk.error_line(refused).startswith(f"flametool: --processes-at-once {bad}")
+        assert "Traceback" not in refused.stderr

@@ -195,6 +195,7 @@ class Prepared:
     log: Path
     child: Started
     say: Progress
+    forks: Forker | None  # its fork server (--fork-processes), which run_child starts a fresh one for if it dies
 
 
 def _at_once(m: Measurement, tasks: list[tuple[Group, int]]) -> None:
@@ -209,12 +210,7 @@ def _at_once(m: Measurement, tasks: list[tuple[Group, int]]) -> None:
 
 
 def _run(m: Measurement, ready: Prepared) -> tuple[Timed | None, str | None, Sampling | None]:
-    return run_child(ready.job, m.config, ready.name, ready.log, ready.say, started=ready.child, forks=_forks(m, ready))
-
-
-def _forks(m: Measurement, ready: Prepared) -> Forker | None:
-    by_label = {c.label: c for c in m.config.cases}
-    return m.forks.get([by_label[l] for l in ready.live])
+    return run_child(ready.job, m.config, ready.name, ready.log, ready.say, started=ready.child, forks=ready.forks)
 
 
 def _prepare(m: Measurement, group: Group, i: int, progress: Progress | None = None) -> Prepared | None:
@@ -237,9 +233,10 @@ def _prepare(m: Measurement, group: Group, i: int, progress: Progress | None = N
                                     if i <= config.processes else f"process {i} (more, until the ratios settle)")
                                     + f": {what}")
     log = m.out / f"{name}-timing-{i}.log"
-    child = first_child(job, config, name, log, say, m.spares.take(log, live),
-                        m.forks.get([by_label[l] for l in live]))
-    return Prepared(group, i, live, key, job, name, log, child, say)
+    # asked once: asked again after the fork, a server at its --forks-per-server would retire under its child
+    forks = m.forks.get([by_label[l] for l in live])
+    child = first_child(job, config, name, log, say, m.spares.take(log, live), forks)
+    return Prepared(group, i, live, key, job, name, log, child, say, forks)
 
 
 def _record(m: Measurement, ready: Prepared, result: tuple[Timed | None, str | None, Sampling | None]) -> None:

@@ -12,7 +12,8 @@ has imported its libraries (spawn.Spares), the next case's process is given its 
 it sets up and warms up meanwhile (py-spy's attach, the first seconds of the window) and waits, and when this
 case's sampled loop is told to stop the next one is told GO and its turn begins at once (its cProfile loop, then
 its sampling), while this one runs its counted loop: nothing waits for a set-up or a counted loop but the last
-case's. Nothing runs beside a paired timing process: profiling starts after the last one."""
+case's. Nothing runs beside a paired timing process: profiling starts after the last one. With --no-sample and
+--processes-at-once N (the default 2 with --env on a GPU) the cases' processes run N at a time: nothing is sampled."""
 
 from __future__ import annotations
 

@@ -154,6 +154,24 @@ def test_two_environments_settle_at_a_tighter_reach_than_a_pair():
     assert paired.settled(tight, live, 24)
 
 
+def test_settle_moves_the_reach_a_ratio_settles_at():
+    """--settle PCT: the pair of one process and the pair of two environments settle when their interval reaches no
+    further than PCT%, not SETTLED or ENV_SETTLED: the same processes are settled or not by what was asked."""
+    m = measurement([10.0] * 5, [6.3, 6.7, 6.5, 6.4, 6.6])  # about +-3%: not settled at the default +-2%
+    assert not paired.settled(m, ["a", "b"], 12)
+    m.config.settle = 0.04
+    assert paired.settled(m, ["a", "b"], 12)
+    spread = [1.0, 1.03, 0.97, 1.02, 0.98, 1.025, 0.975, 1.0]
+    scaled = [1 + (v - 1) * 0.5 for v in spread]
+    env = env_measurement([0.60 * v for v in scaled], [0.63 * v for v in scaled[::-1]])
+    live = ["numpy@a", "torch@a", "numpy@b", "torch@b"]
+    reach = anchoring.anchored_pair(env.run, "numpy@a", "numpy@b").reach
+    assert reach < paired.ENV_SETTLED and paired.settled(env, live, 60)  # settled at the default
+    env.config.settle = reach * 0.8  # asked for a narrower interval, one that 60 processes a side would give
+    assert anchoring.anchored_pair(env.run, "numpy@a", "numpy@b").reach_with(60) < env.config.settle
+    assert not paired.settled(env, live, 60)
+
+
 def test_with_fail_above_more_processes_until_the_verdict_is_decided():
     """compare --env --fail-above: a pair is settled when its verdict is decided, whatever `most` says."""
     spread = [1.0, 1.003, 0.997, 1.002, 0.998, 1.0]

@@ -169,3 +169,12 @@ def test_processes_at_once_defaults_and_bad_values():
         refused = fk.run(["compare", "--device", "cpu", "--processes-at-once", bad, "--out", "/nonexistent/run"])
         assert refused.returncode == 2 and fk.error_line(refused).startswith(f"flametool: --processes-at-once {bad}")
         assert "Traceback" not in refused.stderr
+
+
+def test_settle_bad_values_are_one_line_before_anything_runs():
+    """--settle PCT: more than 0 and at most 50 (an interval half the ratio wide answers nothing), checked before
+    anything runs: one line, exit 2."""
+    for bad in ("0", "51", "nan", "-1"):
+        refused = fk.run(["compare", "--device", "cpu", "--settle", bad, "--out", "/nonexistent/run"])
+        assert refused.returncode == 2 and fk.error_line(refused).startswith(f"flametool: --settle {float(bad):g}")
+        assert "Traceback" not in refused.stderr

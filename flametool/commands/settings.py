@@ -107,6 +107,7 @@ def workload_shape(workload: workloads.Workload, text: str | None, option: str =
 
 def compare_config(args: argparse.Namespace, say) -> Config:
     check_fail_above(args)  # before anything is probed
+    settle = settle_fraction(args)
     if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
         raise FlametoolError(f"--budget {args.budget}: must be a number of seconds, more than 0")
     if args.timed_seconds is not None and not (math.isfinite(args.timed_seconds) and 0 < args.timed_seconds <= 60):
@@ -131,7 +132,8 @@ def compare_config(args: argparse.Namespace, say) -> Config:
     if args.timed_seconds is not None:
         common["timed_seconds"] = args.timed_seconds
     budget = args.budget if args.budget is not None else (d.env_budget if envs else None)
-    stopping = args.fail_above is not None or args.budget is not None
+    # --settle, like --fail-above and --budget: processes past --processes until it is met (or the budget spent)
+    stopping = args.fail_above is not None or args.budget is not None or settle is not None
     most = d.env_max_processes if envs else (LIMITS["processes"] if stopping else d.max_processes)
     return Config(
         **common, **sampling_config(args, d), shape=shape,
@@ -141,8 +143,18 @@ def compare_config(args: argparse.Namespace, say) -> Config:
         count=not getattr(args, "no_count", False),
         spares=d.spares and not args.no_spares, fork_server=fork_processes(args),
         forks_per_server=forks_per_server(args), at_once=processes_at_once(args, d.env_at_once if envs else 1),
-        budget=budget, fail_above=args.fail_above,
+        budget=budget, fail_above=args.fail_above, settle=settle,
     )
+
+
+def settle_fraction(args: argparse.Namespace) -> float | None:
+    """--settle PCT as a fraction (None: not given). At most 50%: an interval half the ratio wide is no answer."""
+    pct = getattr(args, "settle", None)
+    if pct is None:
+        return None
+    if not (math.isfinite(pct) and 0 < pct <= 50):
+        raise FlametoolError(f"--settle {pct:g}: must be a percentage more than 0 and at most 50")
+    return pct / 100
 
 
 def fork_processes(args: argparse.Namespace) -> bool:

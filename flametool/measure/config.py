@@ -148,6 +148,9 @@ class Config:
     # None: extra_seconds. --fail-above: more processes until every pair's verdict is decided (or the budget is spent)
     budget: float | None = None
     fail_above: float | None = None
+    # --settle: a pair's ratio has settled when its 95% interval reaches no further than this (a fraction) from it;
+    # None: SETTLED, or ENV_SETTLED for a pair of two environments
+    settle: float | None = None
     # CPU thread pools in the child (spawn.POOL_THREAD_VARS); None: as the environment says
     pool_threads: int | None = None
     sample_shape: list[int] | None = None
@@ -199,6 +202,8 @@ class Config:
             data.pop("source_roots")
         if self.at_once == 1:  # as before --processes-at-once
             data.pop("at_once")
+        if self.settle is None:  # as before --settle
+            data.pop("settle")
         return data
 
     def python(self, env: str | None) -> str:

@@ -269,7 +269,7 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
     """No more processes are needed. With --fail-above: every pair's verdict is decided (its 95% interval
     wholly above 1 + PCT/100, or wholly at or below it), however many processes that takes (the budget
     bounds it). Otherwise every pair of these cases has a ratio whose interval reaches no further than SETTLED
-    from it, or would still reach further with `most` processes that spread as these do (on a host where
+    (--settle) from it, or would still reach further with `most` processes that spread as these do (on a host where
     processes disagree by ±7%, seven more would not settle it, and would cost a minute). A pair of two
     environments is read by its anchored (speed-adjusted) ratio, against ENV_SETTLED; `most` is then up to
     Defaults.env_max_processes (60) a side and the budget bounds the run (on the H200 the unadjusted spread with
@@ -286,6 +286,7 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
                 figures, limit = anchoring.anchored_pair(m.run, base, head), ENV_SETTLED
                 if figures is None:
                     continue
+            limit = m.config.settle or limit  # --settle
             if fail_above is not None:
                 # one process a side decides nothing (diff.verdict says inconclusive): more processes
                 if not decided(figures.ratio_interval, fail_above) or anchoring.processes_a_side(figures) < 2:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -175,3 +177,19 @@ def test_ctrl_c_while_two_timing_processes_run_at_once(tmp_path):
     bg.signal(signal.SIGINT, True)
     data = finished(bg, out)
     assert len(data.results["numpy"].timing.processes) == 1  # the first one's; 2 and 3 had not finished
+
+
+def test_ctrl_c_while_the_environments_first_processes_run_at_once(tmp_path):
+    """compare --env --processes-at-once 2 at the host-bound shape: Ctrl-C while both environments' first processes
+    time their loops (paired.firsts_at_once): exit 130, both stopped with everything they started, nothing timed."""
+    out = tmp_path / "run"
+    cases = Path(__file__).parent / "cases" / "env_cases.py"
+    bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--case", f"{cases}:dot", "--anchor", "dot",
+                        "--env", f"a={sys.executable}", "--env", f"b={sys.executable}", "--processes", "2",
+                        "--processes-at-once", "2", "--iters", "400000", "--repeats", "1", "--no-sample", "--out",
+                        str(out)], fk.env())
+    bg.wait_until(lambda: all(any(l.startswith(f"timing numpy@{e}+dot@{e}: process 1/2: timed loop") for l in bg.err)
+                              for e in ("a", "b")), "both first processes timing at once")
+    bg.signal(signal.SIGINT, True)
+    data = finished(bg, out)
+    assert all(r.timing is None for r in data.results.values())

@@ -4,10 +4,14 @@ ratios settle (spawn.Spares.ahead) and each case's profiled process."""
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 import faultkit as fk
+from flametool.run import rundir
 from flametool.workload import builtins, cases
 from flametool.measure import spawn, paired, runner
 
@@ -178,3 +182,29 @@ def test_settle_bad_values_are_one_line_before_anything_runs():
         refused = fk.run(["compare", "--device", "cpu", "--settle", bad, "--out", "/nonexistent/run"])
         assert refused.returncode == 2 and fk.error_line(refused).startswith(f"flametool: --settle {float(bad):g}")
         assert "Traceback" not in refused.stderr
+
+
+ENV_CASES = Path(__file__).parent / "cases" / "env_cases.py"
+
+
+@pytest.mark.parametrize("shape, side_by_side", [("64,64,64", True), ("32,32,32", False)])
+def test_the_environments_first_processes_run_side_by_side_at_the_host_bound_shape(tmp_path, shape, side_by_side):
+    """compare --env --processes-at-once 2: at the op's host-bound shape (64^3 on the CPU), which every process
+    after the firsts times side by side anyway, the two environments' first processes run at once (b's sets up
+    before a's result is in); at another shape one after another (a first times the requested shape, which two
+    side by side would share the device for). Either way both are recorded, each in its environment's group."""
+    out = tmp_path / "run"
+    proc = fk.run(["compare", "--device", "cpu", "--libs", "numpy", "--case", f"{ENV_CASES}:dot", "--anchor", "dot",
+                   "--env", f"a={sys.executable}", "--env", f"b={sys.executable}", "--shape", shape,
+                   "--processes", "2", "--processes-at-once", "2", "--repeats", "2", "--iters", "50",
+                   "--no-sample", "--no-count", "--progress", "all", "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    a_in = lines.index(f"timing numpy@a+dot@a: process 1/2: {spawn.RESULT_IN}")
+    b_set_up = next(i for i, l in enumerate(lines) if l.startswith("timing numpy@b+dot@b: process 1/2: ")
+                    and "setting up" in l)
+    assert (b_set_up < a_in) == side_by_side
+    run = rundir.load(out)
+    assert [g.cases for g in run.groups] == [["numpy@a", "dot@a"], ["numpy@b", "dot@b"]]
+    assert all(run.results[l].group == k for k, g in enumerate(run.groups) for l in g.cases)
+    assert all(r.error is None and len(r.timing.processes) == 2 for r in run.results.values())

@@ -76,7 +76,8 @@ class Compare:
                             "memory layout and two null A/Bs of two excluded 1, docs/calibration.md)")
         p.add_argument("--processes-at-once", type=int, metavar="N",
                        help="run the timing processes after each environment's first N at a time, each on CPUs of "
-                            "its own, and with --no-sample the profiled ones too (default with --env on a GPU "
+                            "its own (the environments' firsts too at the op's host-bound shape), and with --no-sample "
+                            "the profiled ones too (default with --env on a GPU "
                             f"{CUDA.env_at_once}, the environments side by side, as calibrated on the H200; otherwise 1)")
         p.add_argument("--forks-per-server", type=int, metavar="N",
                        help="with --fork-processes: a fork server forks at most N timing processes, then a new one "

@@ -8,20 +8,21 @@ from __future__ import annotations
 import functools
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import cast
+from typing import Callable, cast
 
 from . import sidebyside
-from .spawn import Forker, Progress, Started, first_child, run_child
+from .spawn import Forker, Progress, Spare, Started, first_child, run_child
 from .config import ENV_SETTLED, SETTLED, Config  # when a pair's ratio has settled (set beside the defaults)
 from .jobs import as_timing, job_base, job_case, others
 from .measurement import Measurement, stop_if_failed
 from ..run import anchoring, stats
+from ..workload import ops
 from ..workload.cases import CaseSpec
 from .protocol import PlanItem, Timed, TimeJob
 from ..run.profiled import Sampling
-from ..run.record import Group
+from ..run.record import Group, Run
 from ..run.timing import Timing
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
@@ -61,36 +62,81 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
     """The timed loops of `cases` in config.processes processes (more=False: the first only; time_envs runs
     the others). Returns the cases to time again alone (they could not be built beside the others, or the
     shared process failed), with why."""
+    first = _first(m, cases, reason)
+    got, error = _run_first(m, first)
+    return _record_first(m, first, got, error, more)
+
+
+@dataclass
+class First:
+    """A group's first process, ready to run: its group (in run.groups), its job (the requested shape, and the
+    choice of the sample shape), its log and progress, the spare started for it (or None) and the processes of
+    it lost so far (each died before reporting: another takes its place)."""
+
+    group: Group
+    cases: list[CaseSpec]
+    job: TimeJob
+    name: str
+    log: Path
+    say: Callable[[str], None]
+    child: Started | None  # started (run_first_at_once), or None: run_child starts it
+    spare: Spare | None
+    lost: list[str] = field(default_factory=list)
+
+    def progress(self, _label: str, what: str) -> None:
+        self.say(what)
+
+    def end(self) -> None:
+        """Stop its child (sidebyside.run_all, on Ctrl-C), the one it runs now."""
+        if self.child is not None:
+            self.child.end()
+
+
+def _first(m: Measurement, cases: list[CaseSpec], reason: str, progress: Progress | None = None) -> First:
     config, run = m.config, m.run
     if getattr(m, "timing_started", None) is None:
         m.timing_started = time.monotonic()  # --budget counts from the first timing process
-    paired = len(cases) > 1
-    group = Group([c.label for c in cases], paired, reason)
+    group = Group([c.label for c in cases], len(cases) > 1, reason)
     run.groups.append(group)
-    index = len(run.groups) - 1
-    name = "+".join(group.cases)
     for c in cases:
-        run.results[c.label].group = index
-    first = TimeJob(**job_base(config), cases=[job_case(c, config) for c in cases], sample_shape=config.sample_shape,
-                    plan=[PlanItem(config.shape, None, "timing", decide=True)], op=config.op)
-    say = lambda what: m.progress(f"timing {name}", f"process 1/{config.processes}: {what}")  # noqa: E731
-    lost: list[str] = []
+        run.results[c.label].group = len(run.groups) - 1
+    name = "+".join(group.cases)
+    job = TimeJob(**job_base(config), cases=[job_case(c, config) for c in cases], sample_shape=config.sample_shape,
+                  plan=[PlanItem(config.shape, None, "timing", decide=True)], op=config.op)
+    tell = progress or m.progress
+    say = lambda what: tell(f"timing {name}", f"process 1/{config.processes}: {what}")  # noqa: E731
     log = m.out / f"{name}-timing.log"
     spare = m.spares.take(log, [c.label for c in cases])  # started ahead (spare_firsts), or None
+    return First(group, cases, job, name, log, say, None, spare)
+
+
+def _run_first(m: Measurement, first: First) -> tuple[Timed | None, str | None]:
+    """The group's first process, run to its end; one that died before reporting is one process lost, and
+    another takes its place (at most MOST_LOST)."""
+    config = m.config
     while True:
-        forks = m.forks.get(cases) if operand_values(config.shape) < FRESH_FIRST_VALUES else None
-        got, error, _ = run_child(first, config, name, log, lambda _l, t: say(t), spare=spare, forks=forks)
-        spare = None  # a first process lost is started afresh
+        forks = m.forks.get(first.cases) if operand_values(config.shape) < FRESH_FIRST_VALUES else None
+        if first.child is None:
+            first.child = first_child(first.job, config, first.name, first.log, first.progress, first.spare, forks)
+        got, error, _ = run_child(first.job, config, first.name, first.log, first.progress, started=first.child,
+                                  forks=forks)
+        first.spare = first.child = None  # a first process lost is started afresh
         # a first process that died (os._exit in a sitecustomize, the OOM killer's SIGKILL) is one process lost,
         # as a later one is: another takes its place (at most MOST_LOST); one that reported a failure is not
-        if got is not None or not died(error) or len(lost) + 1 >= MOST_LOST:
-            break
-        lost.append(f"{process_name(1, config.processes)}: {error}")
+        if got is not None or not died(error) or len(first.lost) + 1 >= MOST_LOST:
+            return got, error
+        first.lost.append(f"{process_name(1, config.processes)}: {error}")
+
+
+def _record_first(m: Measurement, first: First, got: Timed | None, error: str | None,
+                  more: bool) -> list[tuple[CaseSpec, str]]:
+    """What a group's first process measured, in its cases' results (the sample shape it chose, the calls per
+    loop the processes after it run); run.json saved. Returns the cases to time again alone, with why."""
+    config, run = m.config, m.run
+    group, cases, paired = first.group, first.cases, first.group.paired
     if got is None:
         if paired:
-            run.groups.pop()  # nothing was measured together: each case gets a group of its own
-            for c in cases:
-                run.results[c.label].group = None
+            _drop(run, group)  # nothing was measured together: each case gets a group of its own
             return [(c, f"the process shared with {others(c, cases)} failed ({error}); timed alone") for c in cases]
         run.results[cases[0].label].error = error
         return []
@@ -118,17 +164,28 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
             r.sample_timing = as_timing(mine.sample_timing, got.process())
         m.steps[c.label] = (mine.sample_timing or mine.timing).steps
     if not group.cases:  # every case is to be timed alone: nothing was measured together
-        run.groups.pop()
+        _drop(run, group)
         return retry
     group.paired = len(group.cases) > 1
     if paired and not group.paired:
         group.reason = "alone: the other cases of the run could not share its processes"
     group.processes = 1
-    group.lost += lost
+    group.lost += first.lost
     m.save()
     if more:
         more_processes(m, [group])
     return retry
+
+
+def _drop(run: Run, group: Group) -> None:
+    """A group that measured nothing together, out of run.groups: the results of the groups after it renumbered."""
+    index = next(k for k, g in enumerate(run.groups) if g is group)
+    run.groups.pop(index)
+    for r in run.results.values():
+        if r.group is not None and r.group > index:
+            r.group -= 1
+        elif r.group == index:
+            r.group = None
 
 
 def died(error: str | None) -> bool:
@@ -305,21 +362,58 @@ def decided(interval: stats.Interval | None, pct: float) -> bool:
     return interval is not None and (interval.low > limit or interval.high <= limit)
 
 
+def firsts_at_once(config: Config) -> int:
+    """How many of the environments' first processes run side by side (compare --env): --processes-at-once
+    where the later environments' firsts are spares (spare_firsts) and the requested shape is the one every
+    process after them times side by side anyway: the op's host-bound shape, or the --sample-shape given (a
+    first process times the requested shape, and at a GPU-bound one two of them would share the GPU their
+    loops read). Else 1: one after another."""
+    if len(config.environments) < 2 or config.at_once < 2 or not spare_firsts(config):
+        return 1
+    sampled_as_is = (config.sample_shape == config.shape or
+                     (config.op in ops.OPS and ops.host_bound_shape(config.op, config.device) == config.shape))
+    return config.at_once if sampled_as_is else 1
+
+
 def time_envs(m: Measurement) -> None:
     """`compare --env`: each environment's cases (its anchor among them) in processes of their own, each
     process's loops interleaved as time_group does, the environments taking turns (more_processes). After
-    --processes each, more while a pair's anchored ratio has not settled."""
+    --processes each, more while a pair's anchored ratio has not settled. The environments' first processes
+    run firsts_at_once at a time."""
     config, run = m.config, m.run
     m.timing_started = time.monotonic()  # --budget counts from here
     groups: list[Group] = []
-    for cases in m.case_groups():
-        env, before = cases[0].env, len(run.groups)
-        retry = time_group(m, cases, f"paired: the cases of environment {env} in the same processes, loops "
-                                       "interleaved", more=False)
-        for case, why in retry:  # the anchored comparison needs every case beside the anchor: no timing alone
-            run.results[case.label].error = f"environment {env}: {why.removesuffix('; timed alone')}"
-        if len(run.groups) > before:
-            groups.append(run.groups[before])
+    envs = m.case_groups()
+    at_once = firsts_at_once(config)
+    for k in range(0, len(envs), at_once):
+        batch = envs[k:k + at_once]
+        say = sidebyside.locked(m.progress) if len(batch) > 1 else m.progress
+        firsts = [_first(m, cases, f"paired: the cases of environment {cases[0].env} in the same processes, loops "
+                                   "interleaved", say) for cases in batch]
+        for first, (got, error) in zip(firsts, _run_firsts(m, firsts)):
+            retry = _record_first(m, first, got, error, more=False)
+            for case, why in retry:  # the anchored comparison needs every case beside the anchor: no timing alone
+                run.results[case.label].error = (f"environment {first.cases[0].env}: "
+                                                  f"{why.removesuffix('; timed alone')}")
+            if any(g is first.group for g in run.groups):
+                groups.append(first.group)
     m.save()
     more_processes(m, groups)
     stop_if_failed(run, config)
+
+
+def _run_firsts(m: Measurement, firsts: list[First]) -> list[tuple[Timed | None, str | None]]:
+    """The first processes of `firsts`, more than one side by side (sidebyside.run_all: each started here, its
+    messages read on a thread of its own, every one stopped on Ctrl-C)."""
+    if len(firsts) == 1:
+        return [_run_first(m, firsts[0])]
+    config = m.config
+    for first in firsts:
+        try:
+            forks = m.forks.get(first.cases) if operand_values(config.shape) < FRESH_FIRST_VALUES else None
+            first.child = first_child(first.job, config, first.name, first.log, first.progress, first.spare, forks)
+        except BaseException:
+            for started in firsts:
+                started.end()
+            raise
+    return sidebyside.run_all(firsts, [functools.partial(_run_first, m, f) for f in firsts])

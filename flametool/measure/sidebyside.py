@@ -6,12 +6,18 @@ to record in that order; a thread's exception is raised once all have ended."""
 from __future__ import annotations
 
 import threading
-from typing import Callable, TypeVar
+from typing import Callable, Protocol, Sequence, TypeVar
 
 from .. import procs
-from .spawn import Progress, Started
+from .spawn import Progress
 
 T = TypeVar("T")
+
+
+class Ends(Protocol):
+    """What run_all stops when the parent is interrupted: a child (spawn.Started), or what holds the one it runs."""
+
+    def end(self) -> None: ...
 
 
 def locked(progress: Progress) -> Progress:
@@ -25,7 +31,7 @@ def locked(progress: Progress) -> Progress:
     return say
 
 
-def run_all(children: list[Started], work: list[Callable[[], T]]) -> list[T]:
+def run_all(children: Sequence[Ends], work: list[Callable[[], T]]) -> list[T]:
     """Each of `work` (reading children[k]'s messages to its end) on a thread of its own, all at once: what each
     returned, in order."""
     got: list[T | None] = [None] * len(work)

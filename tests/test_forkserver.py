@@ -200,3 +200,21 @@ def test_a_stopped_run_leaves_no_server_or_child(tmp_path, sig, group):
     assert bg.finish() == (130 if sig == signal.SIGINT else -signal.SIGKILL), bg.err
     assert fk.none_left(bg.tag) == []
     assert json.loads((out / "run.json").read_text())["complete"] is False
+
+
+def test_the_environments_firsts_side_by_side_are_forked_each_from_its_server_once(tmp_path):
+    """--env --processes-at-once 2 --forks-per-server 1 at the host-bound shape (64^3 on the CPU): the two first
+    processes, started side by side, are each forked by a server of its environment, and every process of the run
+    by a server of its own."""
+    out = tmp_path / "run"
+    env_cases = fk.CASES / "env_cases.py"
+    proc = fk.run(["compare", *PLAIN, "--shape", "64,64,64", "--fork-processes", "--forks-per-server", "1",
+                   "--libs", "numpy", "--case", f"{env_cases}:dot", "--anchor", "dot", "--env", f"a={sys.executable}",
+                   "--env", f"b={sys.executable}", "--processes", "2", "--processes-at-once", "2", "--repeats", "2",
+                   "--timed-seconds", "0.2", "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    run = rundir.load(out)
+    firsts = [run.results[f"numpy@{e}"].timing.processes[0] for e in ("a", "b")]
+    assert [p.started for p in firsts] == ["forked", "forked"]
+    servers = [p.forked_from for r in run.results.values() if r.label.startswith("numpy") for p in r.timing.processes]
+    assert len(servers) == 4 and None not in servers and len(set(servers)) == 4  # one fork a server

@@ -82,6 +82,7 @@ class First:
     child: Started | None  # started (run_first_at_once), or None: run_child starts it
     spare: Spare | None
     lost: list[str] = field(default_factory=list)
+    forks: Forker | None = None  # the fork server its child was asked of (--fork-processes)
 
     def progress(self, _label: str, what: str) -> None:
         self.say(what)
@@ -115,17 +116,24 @@ def _run_first(m: Measurement, first: First) -> tuple[Timed | None, str | None]:
     another takes its place (at most MOST_LOST)."""
     config = m.config
     while True:
-        forks = m.forks.get(first.cases) if operand_values(config.shape) < FRESH_FIRST_VALUES else None
         if first.child is None:
-            first.child = first_child(first.job, config, first.name, first.log, first.progress, first.spare, forks)
+            _start_first(m, first)
         got, error, _ = run_child(first.job, config, first.name, first.log, first.progress, started=first.child,
-                                  forks=forks)
+                                  forks=first.forks)
         first.spare = first.child = None  # a first process lost is started afresh
         # a first process that died (os._exit in a sitecustomize, the OOM killer's SIGKILL) is one process lost,
         # as a later one is: another takes its place (at most MOST_LOST); one that reported a failure is not
         if got is not None or not died(error) or len(first.lost) + 1 >= MOST_LOST:
             return got, error
         first.lost.append(f"{process_name(1, config.processes)}: {error}")
+
+
+def _start_first(m: Measurement, first: First) -> None:
+    """Its child: the spare started for it, forked, or fresh. The fork server is asked once a process (asked
+    again after the fork, a server at --forks-per-server would retire under its child)."""
+    config = m.config
+    first.forks = m.forks.get(first.cases) if operand_values(config.shape) < FRESH_FIRST_VALUES else None
+    first.child = first_child(first.job, config, first.name, first.log, first.progress, first.spare, first.forks)
 
 
 def _record_first(m: Measurement, first: First, got: Timed | None, error: str | None,
@@ -407,11 +415,9 @@ def _run_firsts(m: Measurement, firsts: list[First]) -> list[tuple[Timed | None,
     messages read on a thread of its own, every one stopped on Ctrl-C)."""
     if len(firsts) == 1:
         return [_run_first(m, firsts[0])]
-    config = m.config
     for first in firsts:
         try:
-            forks = m.forks.get(first.cases) if operand_values(config.shape) < FRESH_FIRST_VALUES else None
-            first.child = first_child(first.job, config, first.name, first.log, first.progress, first.spare, forks)
+            _start_first(m, first)
         except BaseException:
             for started in firsts:
                 started.end()

@@ -34,9 +34,9 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from envs import ROOT, ab_defaults, ab_options  # noqa: E402 - ROOT: flametool on sys.path
 from flametool.run import anchoring, rundir  # noqa: E402
 from flametool.run.record import Run  # noqa: E402
 
@@ -84,18 +84,12 @@ def cut(run: Run, k: int) -> Run:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", help="cpu, or cuda:N (default: flametool's: a GPU when there is one)")
-    p.add_argument("--libs", help="the cases (default: cupy,torch; numpy,torch with --device cpu)")
-    p.add_argument("--shape", help="default 1024,1024,1024; 64,64,64 with --device cpu")
-    p.add_argument("--dtype", help="default float16; flametool's (float32) with --device cpu")
+    ab_options(p)
     p.add_argument("--compare-args", default="", help="more options for compare (e.g. '--settle 1')")
     p.add_argument("--target", type=float, default=1.0, help="the half-width to reach, percent (default 1)")
     p.add_argument("--out", type=Path, help="the run's directory (default: in a temporary folder)")
     args = p.parse_args()
-    cpu = args.device == "cpu"
-    args.libs = args.libs or ("numpy,torch" if cpu else "cupy,torch")
-    args.shape = args.shape or ("64,64,64" if cpu else "1024,1024,1024")
-    args.dtype = args.dtype or (None if cpu else "float16")
+    ab_defaults(args)
     out = args.out or Path(tempfile.mkdtemp(prefix="flametool-ab-")) / "run"
     wall, stamped = run_compare(out, args)
     run = rundir.load(out)

@@ -88,6 +88,22 @@ def make_env(root: Path, name: str, lib: str, us: float) -> Path:
     return script
 
 
+def ab_options(p: argparse.ArgumentParser) -> None:
+    """The options of a script that runs a null A/B of this interpreter against itself (process_rate.py,
+    ab_speed.py): --device, --libs, --shape, --dtype; ab_defaults fills in what is not given."""
+    p.add_argument("--device", help="cpu, or cuda:N (default: flametool's: a GPU when there is one)")
+    p.add_argument("--libs", help="the cases (default: cupy,torch; numpy,torch with --device cpu)")
+    p.add_argument("--shape", help="default 1024,1024,1024; 64,64,64 with --device cpu")
+    p.add_argument("--dtype", help="default float16; flametool's (float32) with --device cpu")
+
+
+def ab_defaults(args: argparse.Namespace) -> None:
+    cpu = args.device == "cpu"
+    args.libs = args.libs or ("numpy,torch" if cpu else "cupy,torch")
+    args.shape = args.shape or ("64,64,64" if cpu else "1024,1024,1024")
+    args.dtype = args.dtype or (None if cpu else "float16")
+
+
 def flametool(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "flametool", *args], capture_output=True, text=True, cwd=ROOT)
 

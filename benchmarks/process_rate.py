@@ -33,7 +33,9 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from envs import ROOT, ab_defaults, ab_options  # noqa: E402
 
 
 def run_compare(out: Path, args: argparse.Namespace, fresh: bool) -> tuple[float, list[str]]:
@@ -86,18 +88,12 @@ def figures(out: Path, seconds: float) -> dict:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--device", help="cpu, or cuda:N (default: flametool's: a GPU when there is one)")
-    p.add_argument("--libs", help="the cases (default: cupy,torch; numpy,torch with --device cpu)")
-    p.add_argument("--shape", help="default 1024,1024,1024; 64,64,64 with --device cpu")
-    p.add_argument("--dtype", help="default float16; flametool's (float32) with --device cpu")
+    ab_options(p)
     p.add_argument("--processes", type=int, default=8, help="timing processes a side, exactly (default 8)")
     p.add_argument("--compare-args", default="", help="more options for both compares (e.g. '--timed-seconds 0.5')")
     p.add_argument("--out", type=Path, help="where the two runs are kept (default: a temporary folder)")
     args = p.parse_args()
-    cpu = args.device == "cpu"
-    args.libs = args.libs or ("numpy,torch" if cpu else "cupy,torch")
-    args.shape = args.shape or ("64,64,64" if cpu else "1024,1024,1024")
-    args.dtype = args.dtype or (None if cpu else "float16")
+    ab_defaults(args)
     out = args.out or Path(tempfile.mkdtemp(prefix="flametool-rate-"))
     out.mkdir(parents=True, exist_ok=True)
     print(f"compare --env a --env b --libs {args.libs} --shape {args.shape} --processes {args.processes} --no-sample "

@@ -202,7 +202,7 @@ def test_a_stopped_run_leaves_no_server_or_child(tmp_path, sig, group):
     assert json.loads((out / "run.json").read_text())["complete"] is False
 
 
-def test_the_environments_firsts_side_by_side_are_forked_each_from_its_server_once(tmp_path):
+def test_the_environments_firsts_side_by_side_are_forked_one_fork_a_server(tmp_path):
     """--env --processes-at-once 2 --forks-per-server 1 at the host-bound shape (64^3 on the CPU): the two first
     processes, started side by side, are each forked by a server of its environment, and every process of the run
     by a server of its own."""

@@ -79,7 +79,7 @@ class First:
     name: str
     log: Path
     say: Callable[[str], None]
-    child: Started | None  # started (run_first_at_once), or None: run_child starts it
+    child: Started | None  # started (_start_first; _run_firsts starts each before any runs), or None
     spare: Spare | None
     lost: list[str] = field(default_factory=list)
     forks: Forker | None = None  # the fork server its child was asked of (--fork-processes)

@@ -79,6 +79,37 @@ def test_builtin_gpu_cases_compute_the_product(label):
     assert np.allclose(host(out), host(a) @ host(b), rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.parametrize("order", [("cupy", "torch"), ("torch", "cupy")])
+def test_second_library_copies_the_first_ones_operands_on_the_device(order):
+    """Built one after the other in a process, the second library copies the operands from the first's device copy
+    (inputs.on_device), and each holds the host's bytes exactly; a new shape forgets the copies."""
+    import numpy as np
+
+    from flametool.measure.child.building import _cupy_strided_get, fingerprint
+    from flametool.workload import builtins, inputs
+
+    factories = builtins.factories()
+    made = {}
+    for label in order:
+        made[label] = factories[builtins.BUILTIN[label].factory](48, 40, 24, "float16", "cuda:0")
+    host_a, host_b = inputs.host_operands(48, 40, 24, "float16")
+    for label, (step, _) in made.items():
+        a, b = step.operands
+        for dev, host in ((a, host_a), (b, host_b)):
+            got = dev.cpu().numpy() if hasattr(dev, "cpu") else dev.get()
+            assert got.tobytes() == host.tobytes(), label
+    first_a = made[order[0]][0].operands[0]
+    assert inputs.on_device(host_a, "cuda:0") is first_a  # the first one's copy is the one kept
+    assert fingerprint(made["cupy"][0]).fingerprint == fingerprint(made["torch"][0]).fingerprint
+    # the strided read of a cupy array (cudaMemcpy2D) reads what cupy's own strided copy reads
+    cupy_a = made["cupy"][0].operands[0]
+    for stride in (1, 7, 1000, 1920, 5000):
+        assert _cupy_strided_get(cupy_a, stride).tobytes() == cupy_a.reshape(-1)[::stride].get().tobytes(), stride
+    inputs.host_operands(8, 8, 8, "float16")
+    assert inputs.on_device(host_a, "cuda:0") is None
+    assert np.array_equal(host_a, inputs._make(48, 40, 24, "float16")[0])
+
+
 def test_floors_run_as_cases(cli, tmp_path):
     out = tmp_path / "floors"
     proc = cli("compare", "--libs", "cublas,torch-graph,cupy-graph", "--shape", "1024,1024,1024", "--iters", "1000",

@@ -68,3 +68,18 @@ def test_a_child_starts_the_builtin_cases_operands_for_its_first_shape(monkeypat
     # a user's case: nothing made ahead, nothing to import
     assert preload.start_operands(TimeJob(**base, cases=[mine], plan=[PlanItem([8, 8, 8], None, "timing")])) == []
     assert len(asked) == 3
+
+
+def test_a_device_copy_is_found_by_the_host_bytes_it_holds_until_the_next_shape():
+    """inputs.keep_on_device / on_device: found by where the host's bytes are (a view of other bytes, or the same
+    bytes in another shape, is not it), per device, and forgotten when another shape's values are asked for."""
+    a, b = inputs.host_operands(6, 5, 4, "float32")
+    copy = object()
+    inputs.keep_on_device(a, "cuda:0", copy)
+    assert inputs.on_device(a, "cuda:0") is copy
+    assert inputs.on_device(a[:0], "cuda:0") is None and inputs.on_device(a.reshape(-1), "cuda:0") is None
+    assert inputs.on_device(a, "cuda:1") is None and inputs.on_device(b, "cuda:0") is None
+    inputs.host_operands(6, 5, 4, "float32")  # the same values: kept
+    assert inputs.on_device(a, "cuda:0") is copy
+    inputs.host_operands(3, 5, 4, "float32")
+    assert inputs.on_device(a, "cuda:0") is None

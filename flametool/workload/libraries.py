@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from . import ops
 from .cases import Step, Sync, cuda_index
-from .inputs import host_operands, made_by, op_operands, op_operands_made
+from .inputs import host_operands, keep_on_device, made_by, on_device, op_operands, op_operands_made
 
 # place(host operands, dtype, device) -> (namespace, the operands where the library runs, sync; None: made by
 # the step, as a jitting library's is)
@@ -64,8 +64,9 @@ def torch_mm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Syn
     import torch
 
     dev, sync = _torch_device(device)
-    a, b = _torch_arrays(host_operands(m, k, n, dtype), dtype, dev)
+    # the device memory before the values are waited for (see cupy_matmul)
     out = torch.empty(m, n, dtype=getattr(torch, dtype), device=dev)
+    a, b = _torch_arrays(host_operands(m, k, n, dtype), dtype, dev)
     mm = torch.mm
 
     def step() -> None:
@@ -88,13 +89,27 @@ def _torch_device(device: str):
 
 
 def _torch_arrays(host: tuple, dtype: str, dev) -> tuple:
-    """The host's bytes as they are where numpy has the dtype; bfloat16 rounded from float32 by torch; complex
-    operands (fft) kept complex."""
+    """The host's bytes as they are where numpy has the dtype (copied on the device from another library's copy of
+    them where this process has one: inputs.on_device); bfloat16 rounded from float32 by torch; complex operands
+    (fft) kept complex."""
     import torch
 
     dt = getattr(torch, dtype)
-    return tuple(torch.from_numpy(x).to(device=dev, copy=True, **({} if x.dtype.kind == "c" else {"dtype": dt}))
-                 for x in host)
+    out = []
+    for x in host:
+        same = dev.type == "cuda" and str(x.dtype) == dtype  # the host's bytes as they are
+        shared = on_device(x, str(dev)) if same else None
+        if shared is not None:
+            copy = torch.empty(x.shape, dtype=dt, device=dev)
+            torch.cuda.synchronize(dev)  # the other library's copy is done (its own stream)
+            copy.copy_(torch.as_tensor(shared, device=dev))  # __cuda_array_interface__: a view until this copy
+            torch.cuda.synchronize(dev)
+        else:
+            copy = torch.from_numpy(x).to(device=dev, copy=True, **({} if x.dtype.kind == "c" else {"dtype": dt}))
+            if same:
+                keep_on_device(x, str(dev), copy)
+        out.append(copy)
+    return tuple(out)
 
 
 def _torch_place(host: tuple, dtype: str, device: str) -> tuple[Any, tuple, Sync | None]:
@@ -108,8 +123,12 @@ def cupy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
     import cupy as cp
 
     _cupy_device(device, dtype)
-    a, b = (to_cupy(x) for x in host_operands(m, k, n, dtype))
+    # the device memory first, and the CUDA context with it, while the operand values are still being made
+    # (inputs.prefetch_operands): at the seed's shape the factory waited 1.35 s for them on the H200 host
     out = cp.empty((m, n), dtype=dtype)
+    a, b = cp.empty((m, k), dtype=dtype), cp.empty((k, n), dtype=dtype)
+    for on, host in zip((a, b), host_operands(m, k, n, dtype)):
+        fill_cupy(on, host)
     matmul = cp.matmul
 
     def step() -> None:
@@ -119,14 +138,32 @@ def cupy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
 
 
 def to_cupy(host):
-    """A numpy array's bytes on the current device. cupy.asarray stages them through page-locked memory it
-    allocates for the call, which cost 4.3 s for the seed's 2.2 GB of operands on the H200 host (torch's
-    copy of the same: 0.6 s, benchmarks/startup.py); set() copies from the array as it is."""
+    """A numpy array's bytes on the current device (fill_cupy)."""
     import cupy as cp
 
     out = cp.empty(host.shape, dtype=host.dtype)
-    out.set(host)
+    fill_cupy(out, host)
     return out
+
+
+def fill_cupy(out, host) -> None:
+    """host's bytes into `out` (a C-contiguous cupy array of its shape and dtype): from another library's copy of
+    them on this device where this process has one (inputs.on_device), else from the host. cupy.asarray stages
+    them through page-locked memory it allocates for the call, which cost 4.3 s for the seed's 2.2 GB of operands
+    on the H200 host (torch's copy of the same: 0.6 s, benchmarks/startup.py); set() copies from the array as
+    it is."""
+    import cupy as cp
+
+    device = f"cuda:{out.device.id}"
+    shared = on_device(host, device)
+    if shared is not None:
+        cp.cuda.runtime.deviceSynchronize()  # the other library's copy is done (its own stream)
+        src = cp.asarray(shared)  # __cuda_array_interface__: a view, no copy
+        out.data.copy_from_device(src.data, out.nbytes)
+        cp.cuda.runtime.deviceSynchronize()
+    else:
+        out.set(host)
+        keep_on_device(host, device, out)
 
 
 def _cupy_device(device: str, dtype: str) -> None:

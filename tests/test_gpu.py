@@ -105,6 +105,12 @@ def test_second_library_copies_the_first_ones_operands_on_the_device(order):
     cupy_a = made["cupy"][0].operands[0]
     for stride in (1, 7, 1000, 1920, 5000):
         assert _cupy_strided_get(cupy_a, stride).tobytes() == cupy_a.reshape(-1)[::stride].get().tobytes(), stride
+    # to_cupy (a user's case, a workload) may write what it is given: nothing it makes is shared
+    from flametool.workload import libraries
+
+    other = np.arange(12, dtype=np.float16)
+    libraries.to_cupy(other)
+    assert inputs.on_device(other, "cuda:0") is None
     inputs.host_operands(8, 8, 8, "float16")
     assert inputs.on_device(host_a, "cuda:0") is None
     assert np.array_equal(host_a, inputs._make(48, 40, 24, "float16")[0])

@@ -66,7 +66,7 @@ def torch_mm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Syn
     dev, sync = _torch_device(device)
     # the device memory before the values are waited for (see cupy_matmul)
     out = torch.empty(m, n, dtype=getattr(torch, dtype), device=dev)
-    a, b = _torch_arrays(host_operands(m, k, n, dtype), dtype, dev)
+    a, b = _torch_arrays(host_operands(m, k, n, dtype), dtype, dev, share=True)
     mm = torch.mm
 
     def step() -> None:
@@ -88,16 +88,16 @@ def _torch_device(device: str):
                                                                         else _no_sync)
 
 
-def _torch_arrays(host: tuple, dtype: str, dev) -> tuple:
-    """The host's bytes as they are where numpy has the dtype (copied on the device from another library's copy of
-    them where this process has one: inputs.on_device); bfloat16 rounded from float32 by torch; complex operands
-    (fft) kept complex."""
+def _torch_arrays(host: tuple, dtype: str, dev, share: bool = False) -> tuple:
+    """The host's bytes as they are where numpy has the dtype; bfloat16 rounded from float32 by torch; complex
+    operands (fft) kept complex. With `share` (operands no step writes: matmul's a and b), copied on the device from
+    another library's copy of them where this process has one, and this copy kept for the next (inputs.on_device)."""
     import torch
 
     dt = getattr(torch, dtype)
     out = []
     for x in host:
-        same = dev.type == "cuda" and str(x.dtype) == dtype  # the host's bytes as they are
+        same = share and dev.type == "cuda" and str(x.dtype) == dtype  # the host's bytes as they are
         shared = on_device(x, str(dev)) if same else None
         if shared is not None:
             copy = torch.empty(x.shape, dtype=dt, device=dev)
@@ -128,7 +128,7 @@ def cupy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
     out = cp.empty((m, n), dtype=dtype)
     a, b = cp.empty((m, k), dtype=dtype), cp.empty((k, n), dtype=dtype)
     for on, host in zip((a, b), host_operands(m, k, n, dtype)):
-        fill_cupy(on, host)
+        fill_cupy(on, host, share=True)
     matmul = cp.matmul
 
     def step() -> None:
@@ -138,7 +138,7 @@ def cupy_matmul(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, 
 
 
 def to_cupy(host):
-    """A numpy array's bytes on the current device (fill_cupy)."""
+    """A numpy array's bytes on the current device (fill_cupy; a case may write them: not shared)."""
     import cupy as cp
 
     out = cp.empty(host.shape, dtype=host.dtype)
@@ -146,16 +146,17 @@ def to_cupy(host):
     return out
 
 
-def fill_cupy(out, host) -> None:
-    """host's bytes into `out` (a C-contiguous cupy array of its shape and dtype): from another library's copy of
-    them on this device where this process has one (inputs.on_device), else from the host. cupy.asarray stages
+def fill_cupy(out, host, share: bool = False) -> None:
+    """host's bytes into `out` (a C-contiguous cupy array of its shape and dtype). With `share` (operands no step
+    writes: matmul's a and b; a workload's arrays are written by its steps), from another library's copy of them on
+    this device where this process has one, and `out` kept for the next (inputs.on_device). cupy.asarray stages
     them through page-locked memory it allocates for the call, which cost 4.3 s for the seed's 2.2 GB of operands
     on the H200 host (torch's copy of the same: 0.6 s, benchmarks/startup.py); set() copies from the array as
     it is."""
     import cupy as cp
 
     device = f"cuda:{out.device.id}"
-    shared = on_device(host, device)
+    shared = on_device(host, device) if share else None
     if shared is not None:
         cp.cuda.runtime.deviceSynchronize()  # the other library's copy is done (its own stream)
         src = cp.asarray(shared)  # __cuda_array_interface__: a view, no copy
@@ -163,7 +164,8 @@ def fill_cupy(out, host) -> None:
         cp.cuda.runtime.deviceSynchronize()
     else:
         out.set(host)
-        keep_on_device(host, device, out)
+        if share:
+            keep_on_device(host, device, out)
 
 
 def _cupy_device(device: str, dtype: str) -> None:

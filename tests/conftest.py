@@ -12,6 +12,12 @@ import pytest
 # what runs is the same source (a stale .pyc is recompiled), so no test's meaning changes.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
+# Each profiled case's cProfile loop runs 0.5 s (loops.CPROFILE_SECONDS); what a test reads of a profile (its
+# functions, calls per step, counts) needs calls under cProfile, not half a second of them: 0.1 s keeps at least one
+# whole loop of --iters calls (the loop ends past its deadline, never inside a loop) and takes some hundreds of
+# profiled cases' 0.4 s off the suite. Every run's processes inherit it; a test that sets its own environment
+# starts from os.environ (faultkit.env), so has it too.
+os.environ.setdefault("FLAMETOOL_CPROFILE_SECONDS", "0.1")
 
 
 def pytest_collection_modifyitems(config, items):

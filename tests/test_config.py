@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from flametool.commands import main, options, settings
 from flametool.measure import config, protocol
 from flametool.measure.config import CPU, CUDA, Config
@@ -49,3 +51,24 @@ def test_the_devices_differ_where_they_should():
     assert CUDA.spares and not CPU.spares
     assert list(CUDA.sweep_sizes[-1]) == config.SEED_SHAPE
     assert options.default_sizes("cpu") == [list(s) for s in CPU.sweep_sizes]
+
+
+def test_the_cprofile_loop_s_seconds_come_from_the_environment_where_set(monkeypatch):
+    """FLAMETOOL_CPROFILE_SECONDS (the suite sets it in conftest.py: a shorter cProfile loop): unset, the default;
+    a number of seconds in (0, 60], that; anything else one line, from the command before anything runs."""
+    from flametool.errors import FlametoolError
+    from flametool.measure.child import loops
+
+    monkeypatch.delenv(loops.CPROFILE_SECONDS_ENV, raising=False)
+    assert loops.cprofile_seconds() == loops.CPROFILE_SECONDS == 0.5
+    monkeypatch.setenv(loops.CPROFILE_SECONDS_ENV, "0.05")
+    assert loops.cprofile_seconds() == 0.05
+    assert parsed().cases  # a good value is taken
+    for bad in ("", "abc", "0", "-1", "61", "nan", "inf"):
+        monkeypatch.setenv(loops.CPROFILE_SECONDS_ENV, bad)
+        with pytest.raises(ValueError) as raised:
+            loops.cprofile_seconds()
+        assert str(raised.value) == (f"FLAMETOOL_CPROFILE_SECONDS={bad!r}: must be a number of seconds, more than 0 "
+                                     "and at most 60")
+        with pytest.raises(FlametoolError, match="^FLAMETOOL_CPROFILE_SECONDS=.*: must be a number of seconds"):
+            parsed()

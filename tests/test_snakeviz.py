@@ -67,9 +67,17 @@ def listening_addresses(port: int) -> set[str]:
     return found
 
 
+def default_ctrl_c() -> None:
+    """SIGINT as a terminal's shell leaves it to the command it starts. A test session started in the background
+    (`bash .ci/test &`, a script's `nohup`) runs with SIGINT ignored, which flametool would inherit, and a
+    flametool that is not its group's leader keeps it ignored (main.take_ctrl_c): the SIGINT test then waited out its
+    30 s for a stop that never came."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(run: Path, *args: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "flametool", "snakeviz", str(run), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_ctrl_c)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         line = proc.stdout.readline()

@@ -9,6 +9,7 @@ from typing import cast
 
 from ..errors import FlametoolError
 from ..measure import atlasrun, environments, machine, sources
+from ..measure.child import loops
 from ..measure.config import ATLAS_SAMPLE_SECONDS, JAX_CPUS, Config, Defaults, default_out, defaults
 from ..workload import builtins, cases, ops, workloads
 from ..run.record import base_label
@@ -32,6 +33,10 @@ def case_config(args: argparse.Namespace, say, command: str) -> tuple[dict, work
         raise FlametoolError(f"--warmup {args.warmup}: must be 0 or more")
     if args.pool_threads is not None and args.pool_threads < 0:
         raise FlametoolError(f"--pool-threads {args.pool_threads}: must be 0 (as the environment says) or more")
+    try:
+        loops.cprofile_seconds()  # read again in each child: a bad value is one line here, before anything runs
+    except ValueError as exc:
+        raise FlametoolError(str(exc)) from None
 
     gpus = machine.cuda_device_count()
     cpu_fallback = False

@@ -83,12 +83,16 @@ class First:
     spare: Spare | None
     lost: list[str] = field(default_factory=list)
     forks: Forker | None = None  # the fork server its child was asked of (--fork-processes)
+    # ended (sidebyside.run_all, on Ctrl-C): the child it ran is not one lost, started again in its place (that one
+    # ran its loops to their end, 10 s at --iters 400000, while Ctrl-C waited for its thread)
+    ended: bool = False
 
     def progress(self, _label: str, what: str) -> None:
         self.say(what)
 
     def end(self) -> None:
-        """Stop its child (sidebyside.run_all, on Ctrl-C), the one it runs now."""
+        """Stop its child (sidebyside.run_all, on Ctrl-C), the one it runs now, and start no other."""
+        self.ended = True
         if self.child is not None:
             self.child.end()
 
@@ -118,9 +122,14 @@ def _run_first(m: Measurement, first: First) -> tuple[Timed | None, str | None]:
     while True:
         if first.child is None:
             _start_first(m, first)
+            if first.ended:  # ended while it started (on a thread of its own: _run_firsts)
+                first.end()
+                return None, "stopped"
         got, error, _ = run_child(first.job, config, first.name, first.log, first.progress, started=first.child,
                                   forks=first.forks)
         first.spare = first.child = None  # a first process lost is started afresh
+        if first.ended:  # stopped on Ctrl-C: not lost; the main thread raises the interrupt
+            return got, error
         # a first process that died (os._exit in a sitecustomize, the OOM killer's SIGKILL) is one process lost,
         # as a later one is: another takes its place (at most MOST_LOST); one that reported a failure is not
         if got is not None or not died(error) or len(first.lost) + 1 >= MOST_LOST:

@@ -6,6 +6,7 @@ loop that runs until the parent says stop."""
 from __future__ import annotations
 
 import cProfile
+import math
 import os
 import select
 import statistics
@@ -38,6 +39,9 @@ MAX_ROUNDS = 400
 MIN_LOOP_SECONDS = 0.1
 MAX_LOOP_CALLS = 100_000
 CPROFILE_SECONDS = 0.5
+# The tests shorten the cProfile loop with this (tests/conftest.py): what they check of a profile needs calls in
+# it, not half a second of them, and the suite runs some hundreds of profiled cases. Users leave it unset.
+CPROFILE_SECONDS_ENV = "FLAMETOOL_CPROFILE_SECONDS"
 # ... and at most this many loops of it, whatever the clock says: a step that stops a clock (its own, or one
 # flametool cannot bind) would otherwise spin the loop until the watchdog (300 s)
 CPROFILE_MAX_LOOPS = 1000
@@ -144,6 +148,22 @@ def _profiler_tool() -> str | None:
     return _MONITORING.get_tool(_MONITORING.PROFILER_ID) if _MONITORING is not None else None
 
 
+def cprofile_seconds() -> float:
+    """How long the cProfile loop runs: CPROFILE_SECONDS, or FLAMETOOL_CPROFILE_SECONDS where it is set. A value
+    that is not a number of seconds more than 0 and at most 60 is a ValueError of one line (the command checks it
+    before anything runs: settings.case_config)."""
+    text = os.environ.get(CPROFILE_SECONDS_ENV)
+    if text is None:
+        return CPROFILE_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= 60):
+        raise ValueError(f"{CPROFILE_SECONDS_ENV}={text!r}: must be a number of seconds, more than 0 and at most 60")
+    return value
+
+
 def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float, int, dict, str | None]:
     """(host us per call under cProfile, calls profiled, its function table, why its counts are corrupted or
     None), the profile written to `path`. A step that removes or replaces the profiling hook (sys.setprofile) or
@@ -153,7 +173,7 @@ def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float
     host = 0.0
     corrupted: str | None = None
     tracer = sys.gettrace()
-    deadline = ownclock.perf_counter() + CPROFILE_SECONDS
+    deadline = ownclock.perf_counter() + cprofile_seconds()
     while True:
         sync()
         t0 = ownclock.perf_counter()

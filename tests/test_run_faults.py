@@ -72,7 +72,9 @@ def test_ctrl_c_well_into_a_long_sampling_phase(tmp_path, start):
     bg = SetsidInScript(args, fk.env()) if start == "setsid-in-a-script" else fk.Background(args, fk.env())
     bg.wait_for("numpy: sampling with py-spy", timeout=300)
     bg.wait_until(lambda: any("py-spy" in cmd and "record" in cmd for _, cmd in fk.tagged(bg.tag)), "py-spy running")
-    time.sleep(2)  # well into the sampling phase (py-spy is running), as in the issue
+    # into the sampling phase (py-spy is recording, waited for above), as in the issue: half a second of its 60,
+    # not the 2 s it was (what is tested is that SIGINT stops it, however far in)
+    time.sleep(0.5)
     t0 = time.monotonic()
     bg.signal(signal.SIGINT, group=True)
     code = bg.finish(timeout=60)
@@ -227,8 +229,10 @@ def tiny_disk(tmp_path):
 
 
 @pytest.mark.parametrize("size, extra, file", [
-    ("20k", [], "numpy.folded"),  # the issue's: sampled stacks do not fit
-    ("20k", ["--no-sample"], "run.json"),  # both cases measured, the last save does not fit
+    # numpy and the tests' add_case, not the default numpy and torch: torch's import cost each of these runs' timing
+    # processes 2 s, and neither case is what is tested
+    ("20k", ["--libs", "numpy", "--case", f"{USER_CASES}:add_case"], "numpy.folded"),  # the issue's: sampled stacks do not fit
+    ("20k", ["--no-sample", "--libs", "numpy", "--case", f"{USER_CASES}:add_case"], "run.json"),  # both cases measured, the last save does not fit
     ("20k", ["--no-sample", "--libs", "numpy"], "report.html"),
     ("4k", ["--no-sample", "--libs", "numpy"], "run.json"),  # no room for anything beyond the first page
     ("20k", ["--no-sample", "--libs", "", "--case", f"{CASES2}:loud_case"], None),  # the case's log fills it
@@ -250,7 +254,7 @@ def test_full_disk_is_one_line(tiny_disk, size, extra, file):
     if file == "report.html":
         assert data.complete is True and data.results["numpy"].timing.cpu_us_per_call > 0
     if "--no-sample" in extra and file == "run.json" and size == "20k":
-        assert set(data.results) == {"numpy", "torch"}  # both cases kept
+        assert set(data.results) == {"numpy", "add_case"}  # both cases kept
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 

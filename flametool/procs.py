@@ -259,7 +259,7 @@ def kill_tree(proc: Process, grace: float = 5.0, first: int = signal.SIGTERM, gr
             send(first)
             wait_exited(proc, grace)
         send(signal.SIGKILL)
-        proc.wait()
+        _reap_killed(proc)
         return
     if proc.poll() is None:
         send(first)
@@ -269,7 +269,24 @@ def kill_tree(proc: Process, grace: float = 5.0, first: int = signal.SIGTERM, gr
             pass
     send(signal.SIGKILL)
     if proc.poll() is None:
-        proc.wait()
+        _reap_killed(proc)
+
+
+# How long a SIGKILLed process may take to be reaped (a forked one: until its fork server says it ended). Past it
+# a stop goes on without it: a clean-up that waited for ever hung Ctrl-C (tests/test_forkserver.py).
+REAP_SECONDS = 5.0
+
+
+def _reap_killed(proc: Process) -> None:
+    """Wait (at most REAP_SECONDS) for `proc`, SIGKILLed, to be reaped. Past it: a forked one whose server said
+    nothing is given up (Forked.unreported stops that server, which takes the process along); a Popen (in an
+    uninterruptible sleep, the only thing SIGKILL waits on) is left to subprocess, which reaps it later."""
+    try:
+        proc.wait(REAP_SECONDS)
+    except subprocess.TimeoutExpired:
+        unreported = getattr(proc, "unreported", None)
+        if unreported is not None:
+            unreported()
 
 
 @contextlib.contextmanager

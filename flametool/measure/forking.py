@@ -10,12 +10,14 @@ its log says why; a process it had forked dies with it (its parent-death signal)
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import select
 import signal
 import socket
 import subprocess
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ from .spawn import Started, child_command, child_env, cpus_for, open_log, step_t
 # the thread that forked (the child imports it itself, after the fork, as a fresh process would).
 NOT_BEFORE_FORK = {"jax"}
 MAX_MESSAGE = 1 << 16
+ORPHAN_WAIT = 5.0  # the most Forked.unreported waits for a process whose server was stopped to be gone
 
 
 class Forked:
@@ -61,6 +64,15 @@ class Forked:
             if self.returncode is None and deadline is not None and time.monotonic() >= deadline:
                 raise subprocess.TimeoutExpired(f"forked process {self.pid}", timeout or 0)
         return self.returncode
+
+    def unreported(self) -> None:
+        """procs.kill_tree's last resort: SIGKILLed, yet its server did not say it ended in time. The server is
+        stopped (it forks no more: every later process starts fresh), which takes this process along (its
+        parent-death signal), and it counts as killed."""
+        self.server.lost(f"the fork server did not say how process {self.pid} ended")
+        self._wait_orphan(ORPHAN_WAIT)
+        if self.returncode is None:
+            self.orphaned, self.returncode = True, -signal.SIGKILL
 
     def _wait_orphan(self, timeout: float | None) -> None:
         """Its server is gone, and with it the parent-death signal took it (SIGTERM): wait until it is."""
@@ -112,6 +124,10 @@ class ForkServer:
         self.forks = 0  # children forked so far
         self.gone: str | None = None  # why it forks no more
         self.children: dict[int, Forked] = {}
+        self.news = threading.Condition()  # guards what pump takes in; notified as it takes something in
+        self.reading = False  # a thread is in pump's select and recv (one at a time: see pump)
+        self.answers: collections.deque[dict] = collections.deque()  # forks' answers, in order, for fork()
+        self.exits: dict[int, int] = {}  # how children ended that pump read of before fork() took them in
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         environ = child_env(config.pool_threads)
         environ.pop(procs.MARKER, None)  # see below
@@ -126,36 +142,69 @@ class ForkServer:
                 env=environ, **procs.own_group())
         procs.track(self.proc.pid)  # Ctrl-Z stops it with flametool
 
-    def pump(self, timeout: float | None) -> dict | None:
-        """Read what the server says for at most `timeout` seconds (None: until it says something): the ends of
-        its children and its readiness are taken in here; a fork's answer is returned."""
-        if self.gone is not None:
-            return None
-        ready, _, _ = select.select([self.sock], [], [], timeout)
-        while ready:
+    def pump(self, timeout: float | None) -> None:
+        """Read what the server says for at most `timeout` seconds (None: until it says something), and take it in:
+        the ends of its children (their returncode), its readiness, and a fork's answer (`answers`, for fork()).
+
+        Several threads may pump at once: a run_child thread waits for its child's "exited" while the main thread,
+        on Ctrl-C, stops that child (kill_tree waits for the same message). One reads at a time (`reading`) and
+        takes in every message for all of them; the others wait on `news` until it has read something or is
+        done, then look again for what they wait on. Two readers would lose messages: the one that did not get
+        the "exited" slept out its whole select (5 s), or, both woken by one message, blocked for ever in a recv
+        that the other had emptied (Ctrl-C hung)."""
+        with self.news:
+            if self.gone is not None:
+                return
+            if self.reading:  # another thread reads: it takes in what comes, for this one too
+                self.news.wait(timeout)
+                return
+            self.reading = True
+        try:
+            self._read(timeout)
+        finally:
+            with self.news:
+                self.reading = False
+                self.news.notify_all()  # what it read, or that it no longer reads: a waiter may read next
+
+    def _read(self, timeout: float | None) -> None:
+        """pump's reading, by the one thread that reads: messages until none is waiting, after a first wait of at
+        most `timeout`."""
+        wait: float | None = timeout
+        while True:
             try:
-                data = self.sock.recv(MAX_MESSAGE)
+                ready, _, _ = select.select([self.sock], [], [], wait)
+            except (OSError, ValueError):  # the socket was closed meanwhile (stop() on another thread)
+                return
+            if not ready:
+                return
+            try:  # MSG_DONTWAIT: a socket that said it is ready never blocks this thread after all
+                data = self.sock.recv(MAX_MESSAGE, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                return
             except OSError as exc:
-                data = b""
                 self.lost(f"the fork server's socket failed ({exc})")
-                return None
+                return
             if not data:
                 self.lost(f"the fork server ended ({describe_end(self.proc)})")
-                return None
+                return
             try:
                 message = json.loads(data)
             except ValueError:
                 message = {}
-            if "exited" in message:
-                child = self.children.pop(int(message["exited"]), None)
-                if child is not None:
-                    child.returncode = int(message["code"])
-            elif message.get("ready"):
-                self.ready = True
-            elif "forked" in message or "failed" in message:
-                return message
-            ready, _, _ = select.select([self.sock], [], [], 0)
-        return None
+            with self.news:
+                if "exited" in message:
+                    pid, code = int(message["exited"]), int(message["code"])
+                    child = self.children.pop(pid, None)
+                    if child is not None:
+                        child.returncode = code
+                    else:  # read with its "forked" answer, before fork() made its Forked: kept for it
+                        self.exits[pid] = code
+                elif message.get("ready"):
+                    self.ready = True
+                elif "forked" in message or "failed" in message:
+                    self.answers.append(message)
+                self.news.notify_all()
+            wait = 0
 
     def fork(self, job: AnyJob, config: Config, log_path: Path, say: Callable[[str], None]) -> Started | None:
         """A timing child for `job`, forked, its output to `log_path`; None when this server forks no more (gone
@@ -182,13 +231,19 @@ class ForkServer:
         answer = None
         limit = step_timeout()
         deadline = time.monotonic() + limit
-        while answer is None and self.gone is None:
-            paused = procs.paused_seconds()
-            answer = self.pump(max(0.0, deadline - time.monotonic()))
-            if procs.paused_seconds() > paused:  # stopped by Ctrl-Z meanwhile: the wait starts again
-                deadline = time.monotonic() + limit
-            elif answer is None and time.monotonic() >= deadline:
-                self.lost(f"the fork server said nothing for {limit:g} s")
+        try:
+            while answer is None and self.gone is None:
+                paused = procs.paused_seconds()
+                self.pump(max(0.0, deadline - time.monotonic()))
+                answer = self.answer_for(token)
+                if procs.paused_seconds() > paused:  # stopped by Ctrl-Z meanwhile: the wait starts again
+                    deadline = time.monotonic() + limit
+                elif answer is None and time.monotonic() >= deadline:
+                    self.lost(f"the fork server said nothing for {limit:g} s")
+        except BaseException:  # Ctrl-C before the answer: no Started holds the pipes' ends
+            os.close(read_fd)
+            os.close(stdin_w)
+            raise
         if answer is None or "forked" not in answer:
             if answer is not None:
                 self.lost(f"the fork server could not fork ({answer.get('failed')})")
@@ -197,9 +252,22 @@ class ForkServer:
             return None
         self.forks += 1
         proc = Forked(self, int(answer["forked"]), os.fdopen(stdin_w, "wb"))
-        self.children[proc.pid] = proc
+        with self.news:
+            proc.returncode = self.exits.pop(proc.pid, None)
+            if proc.returncode is None:
+                self.children[proc.pid] = proc
         procs.track(proc.pid)  # Ctrl-Z stops it with flametool
         return Started(proc, read_fd, token)
+
+    def answer_for(self, token: str) -> dict | None:
+        """The server's answer to the job sent with `token`, once it has come. One to another job is dropped: a
+        fork() cut short (Ctrl-C) before its answer came (what was forked for it is stopped with the server)."""
+        with self.news:
+            while self.answers:
+                answer = self.answers.popleft()
+                if answer.get("token") in (token, None):  # None: what the server says before any job
+                    return answer
+        return None
 
     def lost(self, why: str) -> None:
         """It forks no more: stopped (with whatever it still runs), and every later process starts fresh."""

@@ -10,7 +10,8 @@ starts fresh processes). Nor does it start a thread: only the thread that forks 
 On the socket (AF_UNIX, SOCK_SEQPACKET: one message a JSON object), parent -> server: {"job": LINE, "token":
 MARKER's value, "cpus": "0,1" or null} with three file descriptors: the write end of the child's message pipe,
 its log (its stdout and stderr) and the read end of its stdin. Server -> parent: {"ready": true} once imported;
-{"forked": PID} or {"failed": WHY} for each job, in order; {"exited": PID, "code": CODE} when a child has ended
+{"forked": PID, "token": ITS} or {"failed": WHY, "token": ITS} for each job, in order (the token the job came with:
+the parent takes no other job's answer for its own); {"exited": PID, "code": CODE} when a child has ended
 (CODE as Popen.returncode says it: -N for signal N), its process group killed before it is reaped."""
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def fork_one(data: bytes, fds: list[int], sock: socket.socket, wake: tuple[int, 
     try:
         pid = os.fork()
     except OSError as exc:
-        send(sock, {"failed": f"fork: {exc}"})
+        send(sock, {"failed": f"fork: {exc}", "token": request.get("token")})
         return None
     if pid == 0:
         code = 1
@@ -104,7 +105,11 @@ def fork_one(data: bytes, fds: list[int], sock: socket.socket, wake: tuple[int, 
                 pass
         finally:
             procs.exit_now(code)
-    send(sock, {"forked": pid})
+    try:  # its group made here too (as the child does first thing): the parent, told the pid, may signal the group at once
+        os.setpgid(pid, pid)
+    except OSError:  # the child made it already and went on, or has ended
+        pass
+    send(sock, {"forked": pid, "token": request.get("token")})
     return pid
 
 

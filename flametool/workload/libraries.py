@@ -64,7 +64,7 @@ def torch_mm(m: int, k: int, n: int, dtype: str, device: str) -> tuple[Step, Syn
     import torch
 
     dev, sync = _torch_device(device)
-    # the device memory before the values are waited for (see cupy_matmul)
+    # its out (and the CUDA context, where torch is the process's first library) before the values are waited for
     out = torch.empty(m, n, dtype=getattr(torch, dtype), device=dev)
     a, b = _torch_arrays(host_operands(m, k, n, dtype), dtype, dev, share=True)
     mm = torch.mm

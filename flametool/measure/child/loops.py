@@ -74,17 +74,12 @@ def warm_up(step: Step, sync: Sync, calls: int) -> float:
     active_loop(step, first)
     sync()
     rest = calls - first
-    if rest < 2:
-        t0 = ownclock.perf_counter()
-        active_loop(step, rest)
-        sync()
-        return (ownclock.perf_counter() - t0) / max(rest, 1)
     rates = []
-    for part in (rest // 2, rest - rest // 2):
+    for part in (rest // 2, rest - rest // 2) if rest >= 2 else (rest,):
         t0 = ownclock.perf_counter()
         active_loop(step, part)
         sync()
-        rates.append((ownclock.perf_counter() - t0) / part)
+        rates.append((ownclock.perf_counter() - t0) / max(part, 1))
     return min(rates)
 
 

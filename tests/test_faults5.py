@@ -345,8 +345,9 @@ def test_a_case_that_moves_the_clock_moves_only_its_own(clocks):
     numpy = data.results["numpy"].timing.cpu_us_per_call
     for label in ("fast_clock_case", "frozen_clock_case"):
         r = data.results[label]
-        # the same product as numpy's case: its time per call is numpy's, not 1000x it, nor 0
-        assert 0.2 * numpy < r.timing.cpu_us_per_call < 5 * numpy, (label, r.timing.cpu_us_per_call, numpy)
+        # the same product as numpy's case: its time per call is numpy's, not 1000x it, nor 0 (within 20x either
+        # way: on a loaded machine, four test workers on two cores, numpy's 16^3 read 16 us where this case read 2)
+        assert numpy / 20 < r.timing.cpu_us_per_call < 20 * numpy, (label, r.timing.cpu_us_per_call, numpy)
         assert r.profile is not None and r.profile.cprofile_us_per_call > 0  # the cProfile loop ended on its own
     assert data.results["fast_clock_case"].warnings[0].startswith("it replaced time.perf_counter; flametool's clocks")
     # perf_counter was replaced already (by fast_clock_case, built first in the same process): what is new is charged

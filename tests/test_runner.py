@@ -17,6 +17,7 @@ from flametool.workload import builtins, cases
 from flametool.run import rundir
 from flametool.run import anchoring, stats
 from flametool.measure import paired, runner, sweeping
+from flametool.measure.config import CPU, CUDA
 from flametool.run.record import CaseResult, Group
 from flametool.run.timing import Loops, Timing
 from runbuild import new_run
@@ -152,6 +153,21 @@ def test_two_environments_settle_at_a_tighter_reach_than_a_pair():
     tight = sides(0.5)
     assert anchoring.anchored_pair(tight.run, "numpy@a", "numpy@b").reach < paired.ENV_SETTLED
     assert paired.settled(tight, live, 24)
+
+
+def test_on_a_gpu_two_environments_settle_at_the_gpu_s_reach():
+    """compare --env on a GPU settles at Defaults.env_settle (+-1%, calibrated on the H200), not the CPU's +-1.75%:
+    the same processes that settle a CPU's A/B do not settle a GPU's while more would narrow them."""
+    spread = [1.0, 1.03, 0.97, 1.02, 0.98, 1.025, 0.975, 1.0]
+    scaled = [1 + (v - 1) * 0.5 for v in spread]
+    env = env_measurement([0.60 * v for v in scaled], [0.63 * v for v in scaled[::-1]])
+    live = ["numpy@a", "torch@a", "numpy@b", "torch@b"]
+    figures = anchoring.anchored_pair(env.run, "numpy@a", "numpy@b")
+    assert CUDA.env_settle < figures.reach < CPU.env_settle == paired.ENV_SETTLED
+    assert env.config.env_settle == CPU.env_settle and paired.settled(env, live, 60)
+    env.config.env_settle = CUDA.env_settle
+    assert figures.reach_with(60) < CUDA.env_settle and not paired.settled(env, live, 60)
+    assert paired.settled(env, live, 8)  # no more than these eight would narrow it: nothing more to gain
 
 
 def test_settle_moves_the_reach_a_ratio_settles_at():

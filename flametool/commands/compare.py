@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..analyse.views import VIEWS
 from ..errors import CaseError, RunDirError, interrupt_code
-from ..measure.config import CPU, CUDA, ENV_SETTLED, SETTLED, Config
+from ..measure.config import CPU, CUDA, SETTLED, Config
 from .base import Context
 from .options import case_options, sampling_options
 
@@ -59,7 +59,8 @@ class Compare:
                             f"(default with --env {CUDA.env_budget:g}; without, {CPU.extra_seconds:g} s past --processes)")
         p.add_argument("--settle", type=float, metavar="PCT",
                        help="add processes until each pair's 95%% interval reaches no further than PCT%% from its ratio "
-                            f"(default {SETTLED * 100:g}; with --env {ENV_SETTLED * 100:g}, the anchored ratio's), within "
+                            f"(default {SETTLED * 100:g}; with --env the anchored ratio's, {CUDA.env_settle * 100:g} on a GPU and "
+                            f"{CPU.env_settle * 100:g} on the CPU), within "
                             "--budget: a smaller PCT, a narrower interval and a longer run")
         p.add_argument("--timed-seconds", type=float, metavar="S",
                        help=f"seconds of rounds per case in each process at a host-bound shape (default {CPU.timed_seconds:g})")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import cast
 
 from ..errors import FlametoolError
-from ..measure.config import CPU, CUDA, ENV_SETTLED, SETTLED
+from ..measure.config import CPU, CUDA, SETTLED
 from ..workload import builtin_workloads, builtins, cases, ops, workloads
 
 
@@ -72,7 +72,7 @@ def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True)
                         f"{CPU.processes}, and in compare up to {CPU.max_processes} while a ratio's interval is wider "
                         f"than ±{SETTLED * 100:.0f}%%, for at most {CPU.extra_seconds:g} s more, while that many would narrow it so; "
                         f"with --env {CPU.env_processes} per environment and more until the anchored ratio's interval "
-                        f"reaches ±{ENV_SETTLED * 100:g}%% (or --fail-above is decided), up to {CPU.env_max_processes} per "
+                        f"reaches ±{CUDA.env_settle * 100:g}%% on a GPU, ±{CPU.env_settle * 100:g}%% on the CPU (or --fail-above is decided), up to {CPU.env_max_processes} per "
                         "environment, within --budget)")  # %%: argparse formats help
     # the atlas takes --pair only to refuse it with what to do instead; its --help does not list it
     p.add_argument("--pair", action="append", default=[], metavar="BASE:HEAD",

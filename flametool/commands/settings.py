@@ -148,7 +148,7 @@ def compare_config(args: argparse.Namespace, say) -> Config:
         count=not getattr(args, "no_count", False),
         spares=d.spares and not args.no_spares, fork_server=fork_processes(args),
         forks_per_server=forks_per_server(args), at_once=processes_at_once(args, d.env_at_once if envs else 1),
-        budget=budget, fail_above=args.fail_above, settle=settle,
+        budget=budget, fail_above=args.fail_above, settle=settle, env_settle=d.env_settle,
     )
 
 

@@ -75,6 +75,12 @@ class Defaults:
     # 0.653-0.655 one at a time, alternated in one call (a host slowed by its neighbour moves that ratio; the
     # anchored one carries the speed term). On the CPU (2 cores) one at a time.
     env_at_once: int = 1
+    # ... and the anchored ratio's interval settles at this reach (ENV_SETTLED, below, on the CPU). On the H200
+    # (benchmarks/calibrate.py --compare-args '--settle 1', 2026-12-03 and 2026-12-04, docs/calibration.md) +-1%
+    # held six null A/Bs of six at 1 and three plants of three, each run 1.0-1.5 minutes but one (2.4, a noisy
+    # stretch of the host): the resolution a build's A/B is for (issue 42: +-1% within 90 s), for 0.3-0.5 min more
+    # than +-1.75%.
+    env_settle: float = 0.0175
     # Rounds of timed loops at a host-bound shape go on until each case had this long (child.interleaved). On
     # the H200 (benchmarks/noise.py on a default compare, 2026-12-01) half of it would do for the noise: with
     # 1 s a process's ratio kept 0.29% of its own beside 1.88% between processes, from the first half of the
@@ -94,7 +100,7 @@ CPU = Defaults(libs=("numpy", "torch"), dtype="float32", shape=(64, 64, 64),
                rate_hz=100, sample_seconds=5, pool_threads=1, spares=False)
 CUDA = Defaults(libs=("cupy", "torch"), dtype="float16", shape=tuple(SEED_SHAPE),
                 sweep_sizes=ops.OPS["matmul"].ladder["cuda"],
-                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True, env_at_once=2)
+                rate_hz=25, sample_seconds=16, pool_threads=1, spares=True, env_at_once=2, env_settle=0.01)
 
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it (paired.py runs more
@@ -103,8 +109,8 @@ SETTLED = 0.02
 # ... and a pair of two environments (compare --env: a build against another, anchored) when it reaches no
 # further than this. Such a comparison is there to resolve a change of a microsecond or so: at ±2% the 1 us
 # plant of benchmarks/envs.py read half-widths of 0.46-0.54 us where cupy took 24-26 us a call (the H200,
-# 2026-12-01); ±1.75% is 0.49 us at 28 us, the slowest the host has run it.
-ENV_SETTLED = 0.0175
+# 2026-12-01); ±1.75% is 0.49 us at 28 us, the slowest the host has run it. On a GPU Defaults.env_settle (1%).
+ENV_SETTLED = CPU.env_settle
 # Sampling per case and op in an atlas (atlasrun.py): an atlas samples every library at every op (18 cases for
 # three libraries), so a shorter window than compare's default; at 25 Hz on CUDA 6 s is about 150 samples a case.
 ATLAS_SAMPLE_SECONDS = {"cuda": 6, "cpu": 2}
@@ -169,6 +175,9 @@ class Config:
     # --processes-at-once: the timing processes after each group's first run this many at a time (each on CPUs of
     # its own, each with its own CUDA context on the one GPU); 1: one at a time, as calibrated on the H200
     at_once: int = 1
+    # a pair of two environments has settled when its anchored ratio's interval reaches no further than this
+    # (Defaults.env_settle: the device's; --settle replaces it, as it does SETTLED)
+    env_settle: float = ENV_SETTLED
     pairs: list[list[str]] | None = None  # [base, head] pairs to compare; None: the first two cases
     out: Path = field(default_factory=default_out)
     out_is_default: bool = False  # out is default_out(): a name already taken gets a suffix (rundir.create)
@@ -204,6 +213,8 @@ class Config:
             data.pop("at_once")
         if self.settle is None:  # as before --settle
             data.pop("settle")
+        if not self.environments or self.env_settle == ENV_SETTLED:  # as before the device's own
+            data.pop("env_settle")
         return data
 
     def python(self, env: str | None) -> str:

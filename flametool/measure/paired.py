@@ -345,7 +345,7 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
     bounds it). Otherwise every pair of these cases has a ratio whose interval reaches no further than SETTLED
     (--settle) from it, or would still reach further with `most` processes that spread as these do (on a host where
     processes disagree by ±7%, seven more would not settle it, and would cost a minute). A pair of two
-    environments is read by its anchored (speed-adjusted) ratio, against ENV_SETTLED; `most` is then up to
+    environments is read by its anchored (speed-adjusted) ratio, against Config.env_settle; `most` is then up to
     Defaults.env_max_processes (60) a side and the budget bounds the run (on the H200 the unadjusted spread with
     at most 24 a side stopped null A/Bs at 5 processes: 24 would not settle them)."""
     timings = cast("dict[str, Timing]", {l: m.run.results[l].at_sample_shape for l in live})  # live: timed
@@ -357,7 +357,7 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
             if together:
                 figures, limit = stats.pair(base, timings[base], head, timings[head], True), SETTLED
             else:
-                figures, limit = anchoring.anchored_pair(m.run, base, head), ENV_SETTLED
+                figures, limit = anchoring.anchored_pair(m.run, base, head), m.config.env_settle
                 if figures is None:
                     continue
             limit = m.config.settle or limit  # --settle

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 
 from flametool.measure.child import loops
@@ -111,3 +112,37 @@ def child_env() -> dict:
     from flametool.measure import spawn
 
     return spawn.child_env() | {"PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+
+
+class _Finalized:
+    """Garbage in a cycle with a finalizer: collecting it calls Python (__del__)."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        pass
+
+
+def test_the_cprofile_loop_counts_the_step_s_calls_not_the_garbage_left_before_it(tmp_path):
+    """Cyclic garbage with finalizers left by what ran before the cProfile loop (a set-up, another case) is
+    collected before the loop starts, so its __del__ calls are not in the step's counts: the step calls helper
+    twice a call, and the table says 2, with no __del__ in it."""
+    def helper() -> None:
+        pass
+
+    kept: list[list] = []
+
+    def step() -> None:
+        helper()
+        helper()
+        kept.append([])  # an object the collector tracks, kept: enough of them start a collection in the loop
+
+    gc.collect()
+    left = [_Finalized() for _ in range(500)]  # fewer than a collection's threshold (700): left for later
+    del left
+    _, calls, table, corrupted = loops.cprofile_phase(step, lambda: None, 200, str(tmp_path / "p.prof"))
+    assert corrupted is None
+    per_call = {func[2]: stat[1] / calls for func, stat in table.items()}
+    assert per_call["helper"] == 2 and per_call["step"] == 1
+    assert "__del__" not in per_call

@@ -81,7 +81,10 @@ def test_run_json_contract(run):
         assert prof.own_us_per_call > 0 and prof.calls == 200
         assert prof.files == {"prof": f"{label}.prof", "folded": f"{label}.folded"}
         s = r.sampling
-        assert s.rate_hz == 200 and s.sampled_us_per_call > 0 and prof.slowdown > 0
+        # --rate 200, or half of it where py-spy fell behind (a loaded machine) and sampled again, the first
+        # attempt kept (sampler.record_keeping_up)
+        assert s.rate_hz == 200 or (s.rate_hz == 100 and [e.rate_hz for e in s.earlier] == [200]), s
+        assert s.sampled_us_per_call > 0 and prof.slowdown > 0
         assert s.complete is True and s.exit_code == 0
         # the child's threads when py-spy attached: the main thread at least, and torch starts its pool
         assert s.threads >= 1

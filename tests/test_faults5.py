@@ -116,6 +116,13 @@ def test_summary_fail_above_never_passes_a_run_that_compared_nothing(capsys, tmp
 # --- 3: one dead timing process is one process lost; a dead profiling process loses its profile only ---------
 
 CASES = fk.CASES / "run_fault_cases.py"
+# Loops of 20000 calls (about 30 ms at 16^3), three a process: the verdict of --fail-above 10000 is decided at the
+# processes the tests expect, however loaded the machine. At one loop of 200 calls, or three of 2000, a process's
+# ratio of two identical products read 0.2-3 ms loops that a time slice lost to another process could make several
+# times slower, and with two or three processes (t at 1 degree of freedom is 12.7) even 10000% stayed open on a
+# loaded machine (four test workers on two cores, or three busy loops beside them): a process was added, which is
+# not what these tests are about, and the dying case's 5th build was then a timing process, not the profiling one.
+STEADY = [*O[:O.index("--iters")], "--iters", "20000", "--warmup", "20", "--repeats", "3"]
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +137,8 @@ def dying(tmp_path_factory):
     counts.mkdir(exist_ok=True)
     environ = fk.env(FAULT_COUNT_DIR=str(counts), FAULT_DIE_AT="2,5",
                      **{fk.TAG: "faults5-dying-" + hashlib.sha256(str(root).encode()).hexdigest()[:16]})
-    out, proc = flametool_once(tmp_path_factory, "faults5-dying", "compare", *O[:-1], "4", "--no-sample", "--no-count",
+    out, proc = flametool_once(tmp_path_factory, "faults5-dying", "compare", *STEADY, "--processes", "4", "--no-sample",
+                               "--no-count",
                                "--libs", "numpy", "--case", f"{CASES}:dying_case", "--pair", "numpy:dying_case",
                                "--fail-above", "10000", env=environ, cwd=fk.ROOT)
     return out, proc, environ
@@ -400,10 +408,7 @@ def test_a_dead_first_timing_process_is_one_process_lost_too(tmp_path):
     counts = tmp_path / "counts"
     counts.mkdir()
     out = tmp_path / "run"
-    # three loops of 2000 calls a process, not one of 200: with two processes (t at 1 degree of freedom is 12.7) one
-    # 0.2 ms loop a case read on a loaded machine left even --fail-above 10000's verdict open once, and a third
-    # process was added, which is not what this test is about
-    steady = [*O[:O.index("--iters")], "--iters", "2000", "--warmup", "20", "--repeats", "3", "--processes", "2"]
+    steady = [*STEADY, "--processes", "2"]
     proc = fk.run(["compare", *steady, "--no-sample", "--no-count", "--libs", "numpy", "--case",
                    f"{CASES}:dying_case", "--pair", "numpy:dying_case", "--fail-above", "10000", "--out", str(out)],
                   fk.env(FAULT_COUNT_DIR=str(counts), FAULT_DIE_AT="1"))

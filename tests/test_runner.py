@@ -170,6 +170,21 @@ def test_on_a_gpu_two_environments_settle_at_the_gpu_s_reach():
     assert paired.settled(env, live, 8)  # no more than these eight would narrow it: nothing more to gain
 
 
+def test_run_json_records_the_gpu_s_reach_for_two_environments_only():
+    """Config.to_json: a run of two environments on a GPU records env_settle (0.01), read back as it was; a run
+    of one environment, or one at the CPU's reach, records the options as before (no env_settle)."""
+    from flametool.measure.config import Config
+    from flametool.measure.environments import Environment
+    from flametool.run.record import RunConfig
+
+    envs = [Environment("a", sys.executable), Environment("b", sys.executable)]
+    gpu = Config(cases=[], device="cuda:0", shape=[8, 8, 8], dtypes={}, environments=envs, env_settle=CUDA.env_settle)
+    assert gpu.to_json()["env_settle"] == 0.01 == RunConfig.of(gpu.to_json()).recorded["env_settle"]
+    assert "env_settle" not in Config(cases=[], device="cpu", shape=[8, 8, 8], dtypes={}, environments=envs).to_json()
+    assert "env_settle" not in Config(cases=[], device="cuda:0", shape=[8, 8, 8], dtypes={},
+                                      env_settle=CUDA.env_settle).to_json()
+
+
 def test_settle_moves_the_reach_a_ratio_settles_at():
     """--settle PCT: the pair of one process and the pair of two environments settle when their interval reaches no
     further than PCT%, not SETTLED or ENV_SETTLED: the same processes are settled or not by what was asked."""

@@ -17,6 +17,7 @@ from flametool.workload import builtins, cases
 from flametool.run import rundir
 from flametool.run import anchoring, stats
 from flametool.measure import paired, runner, sweeping
+from flametool.measure import config
 from flametool.measure.config import CPU, CUDA
 from flametool.run.record import CaseResult, Group
 from flametool.run.timing import Loops, Timing
@@ -136,38 +137,38 @@ def env_measurement(ratios_a: list[float], ratios_b: list[float]) -> runner.Meas
                               lambda *_: None)
 
 
+SPREAD = [1.0, 1.03, 0.97, 1.02, 0.98, 1.025, 0.975, 1.0]
+LIVE = ["numpy@a", "torch@a", "numpy@b", "torch@b"]
+
+
+def sides(k: float) -> runner.Measurement:
+    """Eight processes a side, numpy / torch 0.60 in a and 0.63 in b, spread as SPREAD scaled by k (b's in reverse)."""
+    scaled = [1 + (v - 1) * k for v in SPREAD]
+    return env_measurement([0.60 * v for v in scaled], [0.63 * v for v in scaled[::-1]])
+
+
 def test_two_environments_settle_at_a_tighter_reach_than_a_pair():
     # eight processes a side whose anchored ratio reaches about ±1.9%: settled for a pair of one process
     # (±2%), not for a build against another (±1.75%: a microsecond resolved at up to 28 us a call)
-    spread = [1.0, 1.03, 0.97, 1.02, 0.98, 1.025, 0.975, 1.0]
-    live = ["numpy@a", "torch@a", "numpy@b", "torch@b"]
-
-    def sides(k: float) -> runner.Measurement:
-        scaled = [1 + (v - 1) * k for v in spread]
-        return env_measurement([0.60 * v for v in scaled], [0.63 * v for v in scaled[::-1]])
-
     m = sides(0.73)
-    assert paired.ENV_SETTLED < anchoring.anchored_pair(m.run, "numpy@a", "numpy@b").reach < paired.SETTLED
-    assert not paired.settled(m, live, 24)
-    assert paired.settled(m, live, 8)  # no more than these eight: nothing more to gain
+    assert config.ENV_SETTLED < anchoring.anchored_pair(m.run, "numpy@a", "numpy@b").reach < config.SETTLED
+    assert not paired.settled(m, LIVE, 24)
+    assert paired.settled(m, LIVE, 8)  # no more than these eight: nothing more to gain
     tight = sides(0.5)
-    assert anchoring.anchored_pair(tight.run, "numpy@a", "numpy@b").reach < paired.ENV_SETTLED
-    assert paired.settled(tight, live, 24)
+    assert anchoring.anchored_pair(tight.run, "numpy@a", "numpy@b").reach < config.ENV_SETTLED
+    assert paired.settled(tight, LIVE, 24)
 
 
 def test_on_a_gpu_two_environments_settle_at_the_gpu_s_reach():
     """compare --env on a GPU settles at Defaults.env_settle (+-1%, calibrated on the H200), not the CPU's +-1.75%:
     the same processes that settle a CPU's A/B do not settle a GPU's while more would narrow them."""
-    spread = [1.0, 1.03, 0.97, 1.02, 0.98, 1.025, 0.975, 1.0]
-    scaled = [1 + (v - 1) * 0.5 for v in spread]
-    env = env_measurement([0.60 * v for v in scaled], [0.63 * v for v in scaled[::-1]])
-    live = ["numpy@a", "torch@a", "numpy@b", "torch@b"]
+    env = sides(0.5)
     figures = anchoring.anchored_pair(env.run, "numpy@a", "numpy@b")
-    assert CUDA.env_settle < figures.reach < CPU.env_settle == paired.ENV_SETTLED
-    assert env.config.env_settle == CPU.env_settle and paired.settled(env, live, 60)
+    assert CUDA.env_settle < figures.reach < CPU.env_settle == config.ENV_SETTLED
+    assert env.config.env_settle == CPU.env_settle and paired.settled(env, LIVE, 60)
     env.config.env_settle = CUDA.env_settle
-    assert figures.reach_with(60) < CUDA.env_settle and not paired.settled(env, live, 60)
-    assert paired.settled(env, live, 8)  # no more than these eight would narrow it: nothing more to gain
+    assert figures.reach_with(60) < CUDA.env_settle and not paired.settled(env, LIVE, 60)
+    assert paired.settled(env, LIVE, 8)  # no more than these eight would narrow it: nothing more to gain
 
 
 def test_run_json_records_the_gpu_s_reach_for_two_environments_only():
@@ -192,15 +193,12 @@ def test_settle_moves_the_reach_a_ratio_settles_at():
     assert not paired.settled(m, ["a", "b"], 12)
     m.config.settle = 0.04
     assert paired.settled(m, ["a", "b"], 12)
-    spread = [1.0, 1.03, 0.97, 1.02, 0.98, 1.025, 0.975, 1.0]
-    scaled = [1 + (v - 1) * 0.5 for v in spread]
-    env = env_measurement([0.60 * v for v in scaled], [0.63 * v for v in scaled[::-1]])
-    live = ["numpy@a", "torch@a", "numpy@b", "torch@b"]
+    env = sides(0.5)
     reach = anchoring.anchored_pair(env.run, "numpy@a", "numpy@b").reach
-    assert reach < paired.ENV_SETTLED and paired.settled(env, live, 60)  # settled at the default
+    assert reach < config.ENV_SETTLED and paired.settled(env, LIVE, 60)  # settled at the default
     env.config.settle = reach * 0.8  # asked for a narrower interval, one that 60 processes a side would give
     assert anchoring.anchored_pair(env.run, "numpy@a", "numpy@b").reach_with(60) < env.config.settle
-    assert not paired.settled(env, live, 60)
+    assert not paired.settled(env, LIVE, 60)
 
 
 def test_with_fail_above_more_processes_until_the_verdict_is_decided():

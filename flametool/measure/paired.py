@@ -14,7 +14,7 @@ from typing import Callable, cast
 
 from . import sidebyside
 from .spawn import Forker, Progress, Spare, Started, first_child, run_child
-from .config import ENV_SETTLED, SETTLED, Config  # when a pair's ratio has settled (set beside the defaults)
+from .config import SETTLED, Config  # when a pair's ratio has settled (set beside the defaults)
 from .jobs import as_timing, job_base, job_case, others
 from .measurement import Measurement, stop_if_failed
 from ..run import anchoring, stats

@@ -77,8 +77,8 @@ class Defaults:
     env_at_once: int = 1
     # ... and the anchored ratio's interval settles at this reach (ENV_SETTLED, below, on the CPU). On the H200
     # (benchmarks/calibrate.py --compare-args '--settle 1', 2026-12-03 and 2026-12-04, docs/calibration.md) +-1%
-    # held six null A/Bs of six at 1 and three plants of three; the nulls' whole runs took 61, 66, 74, 77 and 93 s
-    # and 144 s (a noisy stretch of the host): the resolution a build's A/B is for (issue 42: +-1% within 90 s), for
+    # held six null A/Bs of six at 1 and three plants of three; the nulls' whole runs took 61, 66, 74, 77, 93 and
+    # 144 s (the last in a noisy stretch of the host): the resolution a build's A/B is for (issue 42: +-1% within 90 s), for
     # 0.3-0.5 min more than +-1.75%.
     env_settle: float = 0.0175
     # Rounds of timed loops at a host-bound shape go on until each case had this long (child.interleaved). On

@@ -123,9 +123,12 @@ def test_processes_at_once_run_side_by_side_and_all_are_kept(tmp_path, monkeypat
     monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
     events: list[tuple[str, str]] = []
     specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
+    # loops of 30000 calls (tens of ms each), so that process 2 still times when process 3 sets up, however loaded
+    # the machine: with 50 calls process 2's loops took microseconds and its result came first once (a full suite
+    # on four workers), as the side-by-side firsts test found with its own (ITERS_FIRSTS)
     config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
-                           iters=50, warmup=5, repeats=2, extend_rounds=False, processes=3, sample=False, count=False,
-                           out=tmp_path / "run", spares=True, fork_server=False, at_once=2)
+                           iters=30000, warmup=5, repeats=2, extend_rounds=False, processes=3, sample=False,
+                           count=False, out=tmp_path / "run", spares=True, fork_server=False, at_once=2)
     out, run = runner.compare(config, ["flametool", "test"], lambda label, what: events.append((label, what)))
     assert run.complete and run.groups[0].processes == 3
     for r in run.results.values():

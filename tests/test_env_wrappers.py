@@ -12,7 +12,7 @@ import pytest
 
 import faultkit as fk
 from checks import one_line_error
-from flametool.errors import FlametoolError
+from flametool.errors import FlametoolError, Interrupted
 from flametool.measure import environments
 from flametool.run.record import Environment
 from flametool.workload import builtins
@@ -88,6 +88,33 @@ def test_the_import_check_that_runs_out_of_time_stops_the_wrapper_s_python(tmp_p
         with pytest.raises(FlametoolError, match="importing the cases took more than 2 s"):
             environments.probe([Environment("b", str(wrapper))], [builtins.builtin("numpy")])
         assert fk.none_left(tag) == []
+    finally:
+        for pid, _ in fk.tagged(tag):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_stop_right_after_an_import_check_started_leaves_none_behind(tmp_path, monkeypatch):
+    """SIGTERM can come while the checks are still being started (CI, 2026-12-04: with the second one just
+    started, its shell and Python were left running). The stop is raised here right after the second start."""
+    import subprocess
+
+    wrapper = no_exec_wrapper(tmp_path, SLOW_SITE)
+    monkeypatch.setenv(fk.TAG, tag := uuid.uuid4().hex)
+    started = []
+
+    class PopenThenStop(subprocess.Popen):  # a Popen still: the clean-up waits on Popens as such
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+            if len(started) == 2:
+                raise Interrupted()
+
+    monkeypatch.setattr(subprocess, "Popen", PopenThenStop)
+    try:
+        with pytest.raises(Interrupted):
+            environments.probe([Environment("a", sys.executable), Environment("b", str(wrapper))],
+                               [builtins.builtin("numpy")])
+        assert len(started) == 2 and fk.none_left(tag) == []
     finally:
         for pid, _ in fk.tagged(tag):
             os.kill(pid, signal.SIGKILL)

@@ -98,13 +98,17 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     # each in a process group of its own, marked (procs.MARKER): a wrapper script that runs Python without exec
     # has it as a child, which is stopped with the script however the probe ends (a timeout, SIGTERM, Ctrl-C)
     token = uuid.uuid4().hex
-    procs = [(e, subprocess.Popen([e.python, "-c", PROBE_BOOT, json.dumps(wanted), token], stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  errors="backslashreplace",  # what prints bytes is no Python
-                                  env=child_env(token=token), **hygiene.own_group()))
-             for e in envs]
+    procs: list[tuple[Environment, subprocess.Popen]] = []
     found = []
+    # started inside the try: a SIGTERM between one start and the next (CI, 2026-12-04: right after the second
+    # started) skipped the clean-up, and left a wrapper's shell and its Python running; one that comes inside a
+    # Popen, before it returns, is found by the token (kill_marked)
     try:
+        for e in envs:
+            procs.append((e, subprocess.Popen([e.python, "-c", PROBE_BOOT, json.dumps(wanted), token],
+                                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                              text=True, errors="backslashreplace",  # what prints bytes is no Python
+                                              env=child_env(token=token), **hygiene.own_group())))
         for e, proc in procs:
             given = f"--env {e.name + '=' + e.python!r}"
             try:

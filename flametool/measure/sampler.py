@@ -247,11 +247,11 @@ def run_bounded(sampling: Sampling, pass_fds: tuple[int, ...] = ()) -> bool:
     except OSError as exc:
         sampling.error = f"py-spy could not start: {exc}"
         return False
-    procs.track(proc.pid)  # its own session and group: Ctrl-Z stops it with flametool
-    output = Output(proc)
-    started = time.monotonic()
-    allowance = attach_seconds()
-    try:
+    try:  # from here on a stop (Ctrl-C, SIGTERM) stops py-spy too, however soon it comes
+        procs.track(proc.pid)  # its own session and group: Ctrl-Z stops it with flametool
+        output = Output(proc)
+        started = time.monotonic()
+        allowance = attach_seconds()
         wait_unpaused(proc, seconds + allowance)
         sampling.complete = True
     except subprocess.TimeoutExpired:

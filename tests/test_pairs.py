@@ -69,7 +69,8 @@ def test_diff_two_cases_of_one_run(chosen, capsys):
     printed = capsys.readouterr().out
     assert "p4 - p3: host time per call by layer" in printed and BUSY in printed
     # --fail-above as for two runs: p4 is far slower than p3
-    assert main.main(["diff", str(out), "--base", "p3", "--head", "p4", "--fail-above", "10"]) == diff.SLOWER_EXIT
+    code = main.main(["diff", str(out), "--base", "p3", "--head", "p4", "--fail-above", "10"])
+    assert code == diff.SLOWER_EXIT, capsys.readouterr()
     assert snapshot(out) == before
 
 

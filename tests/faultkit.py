@@ -137,7 +137,11 @@ class Background:
             os.kill(self.pid, sig)
 
     def finish(self, timeout: float = 60) -> int:
-        code = self.proc.wait(timeout=timeout)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:  # say what it printed (a stop it never acted on, or a clean-up that hung)
+            self.kill()
+            raise AssertionError(f"flametool still running {timeout:.0f} s on; stderr: {self.err[-15:]}") from None
         for r in self.readers:
             r.join(timeout=5)
         return code

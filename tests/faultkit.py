@@ -85,6 +85,10 @@ def none_left(tag: str, within: float = 15.0) -> list[tuple[int, str]]:
         time.sleep(0.2)
 
 
+def _hup_default() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 class Background:
     """flametool running in its own session (as from a terminal), its stderr collected line by line."""
 
@@ -93,9 +97,12 @@ class Background:
         # the tests wait for progress lines of each step (a log's default is a line per phase): every one of them
         if args and args[0] in ("compare", "sweep", "atlas") and "--progress" not in args:
             args = [args[0], "--progress", "all", *args[1:]]
+        # SIGHUP at its default, as from a terminal, even where the tests run under nohup: flametool keeps an
+        # ignored SIGHUP ignored (nohup's meaning), so a suite started with nohup saw its closed-terminal test run
+        # on for the whole 60 s of sampling
         self.proc = subprocess.Popen([sys.executable, "-m", "flametool", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, env=environ, cwd=ROOT,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_hup_default)
         self.pid = self.proc.pid  # flametool's, and its process group's
         self._collect()
 

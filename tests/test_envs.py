@@ -81,9 +81,10 @@ def test_the_planted_cost_is_found(env_run):
     # the wrapper costs its 5 us busy-wait plus its own call (0.5-1.6 us here): found, and resolved (an interval
     # at most half as wide again as the plant, above half of it: in CI, 2026-12-04, a loaded machine's 3 + 3
     # processes gave 4.2-9.4 us, wider than the plant by 3%). How close a run reads a plant, and whether its
-    # intervals hold it as often as they say, is benchmarks/calibrate.py's (nulls and plants, the plant measured in
-    # the run's own processes): held against a yardstick timed in processes of its own, this test failed in 4 of some 40
-    # serial runs here, the yardstick reading 5.5 us where the run's processes paid 6.2-6.3 (or 6.6 against 5.5)
+    # intervals hold it as often as they say, is benchmarks/calibrate.py's (nulls and plants, the plant measured
+    # in the run's own processes): held against a yardstick timed in processes of its own, this test failed in 4
+    # of some 40 serial runs here, the yardstick reading 5.5 us where the run's processes paid 6.2-6.3 (or 6.6
+    # against 5.5)
     assert PLANTED_US * 0.9 <= f.diff_us <= PLANTED_US * 1.5, (f.diff_us, f.diff_interval)
     assert f.diff_interval.low <= f.diff_us <= f.diff_interval.high
     assert f.diff_interval.low > PLANTED_US / 2 and f.diff_interval.high - f.diff_interval.low < 1.5 * PLANTED_US

@@ -285,6 +285,8 @@ def test_loops_at_another_sample_shape_are_short_and_many(cli, tmp_path, repeats
         # the calls are chosen from the warm-up's time a call, which a loaded machine can double (CI, 2026-12-04:
         # 1167 calls, 1.19 ms a loop against the 2.5 ms they were chosen for); --iters' 200 calls are 0.2 ms
         assert t.calls > 200 and 0.25 * short < loop_s < 4 * short, (t.calls, loop_s)
-        assert len(loops.cpu_us) > child_loops.MAX_ROUNDS / 4
+        # many rounds, not --repeats' 3: with two busy loops beside four workers the loops ran long (calls chosen
+        # from a warm-up slowed by the load) and 87 rounds filled the second
+        assert len(loops.cpu_us) > child_loops.MAX_ROUNDS / 8
     else:
         assert loop_s > 0.5 * child_loops.MIN_LOOP_SECONDS and len(loops.cpu_us) == repeats, (t.calls, loop_s)

@@ -75,6 +75,15 @@ def tagged(tag: str) -> list[tuple[int, str]]:
     return found
 
 
+def kill_tagged(tag: str) -> None:
+    """SIGKILL every live process whose environment carries `tag` (a test's clean-up, whatever it left)."""
+    for pid, _ in tagged(tag):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:  # gone since it was listed
+            pass
+
+
 def none_left(tag: str, within: float = 15.0) -> list[tuple[int, str]]:
     """Waits (at most `within` seconds) until no tagged process is alive; returns those still alive."""
     deadline = time.monotonic() + within
@@ -154,11 +163,7 @@ class Background:
         return code
 
     def kill(self) -> None:
-        for pid, _ in tagged(self.tag):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_tagged(self.tag)
 
 
 def no_pyspy_python(folder: Path) -> tuple[str, dict[str, str]]:

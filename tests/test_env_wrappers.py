@@ -3,7 +3,6 @@ are no text, and wrapper scripts that run Python without `exec` (the shell stays
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import uuid
@@ -89,8 +88,7 @@ def test_the_import_check_that_runs_out_of_time_stops_the_wrapper_s_python(tmp_p
             environments.probe([Environment("b", str(wrapper))], [builtins.builtin("numpy")])
         assert fk.none_left(tag) == []
     finally:
-        for pid, _ in fk.tagged(tag):
-            os.kill(pid, signal.SIGKILL)
+        fk.kill_tagged(tag)
 
 
 def test_a_stop_right_after_an_import_check_started_leaves_none_behind(tmp_path, monkeypatch):
@@ -116,8 +114,7 @@ def test_a_stop_right_after_an_import_check_started_leaves_none_behind(tmp_path,
                                [builtins.builtin("numpy")])
         assert len(started) == 2 and fk.none_left(tag) == []
     finally:
-        for pid, _ in fk.tagged(tag):
-            os.kill(pid, signal.SIGKILL)
+        fk.kill_tagged(tag)
 
 
 def test_an_anchor_whose_library_differs_between_environments_is_warned_about():

@@ -258,11 +258,7 @@ def test_ctrl_z_stops_the_children_and_py_spy_and_fg_resumes_them(tmp_path):
         assert shell.wait(timeout=120) == 0
     finally:  # a failure above leaves nothing stopped or running behind
         if shell.poll() is None:
-            for pid, _ in fk.tagged(environ[fk.TAG]):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            fk.kill_tagged(environ[fk.TAG])
     data = rundir.load(out)
     assert data.complete and data.results["numpy"].sampling.complete
     assert fk.none_left(environ[fk.TAG], within=5) == []

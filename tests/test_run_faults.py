@@ -367,8 +367,7 @@ def test_absurd_counts_are_refused(tmp_path, option, value, most):
         proc = fk.run(["compare", "--device", "cpu", "--libs", "numpy", option, value, "--out", str(out)], environ,
                       timeout=60)
     finally:
-        for pid, _ in fk.tagged(environ[fk.TAG]):
-            os.kill(pid, signal.SIGKILL)
+        fk.kill_tagged(environ[fk.TAG])
     assert proc.returncode == 2
     line = fk.error_line(proc)
     assert line.startswith(f"flametool: {option} ") and line.endswith(f"at most {most}"), line

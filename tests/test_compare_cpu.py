@@ -78,7 +78,8 @@ def test_run_json_contract(run):
         assert own.cpu_us and own.slots == list(range(len(own.cpu_us))) and own.wall_us == own.cpu_us
         assert own.gpu_us == [] and sum(own.cpu_us) * prof.calls / 1e6 >= profiling.ALONE_SECONDS / 2
         assert len(own.cpu_us) < r.sampling.chunks
-        assert prof.own_us_per_call > 0 and prof.calls == 200
+        # the profiled loop runs the calls of the timing processes after the first (balanced: test below)
+        assert prof.own_us_per_call > 0 and prof.calls == (t.processes[-1].calls or 200)
         assert prof.files == {"prof": f"{label}.prof", "folded": f"{label}.folded"}
         s = r.sampling
         # --rate 200, or half of it where py-spy fell behind (a loaded machine) and sampled again, the first
@@ -88,6 +89,32 @@ def test_run_json_contract(run):
         assert s.complete is True and s.exit_code == 0
         # the child's threads when py-spy attached: the main thread at least, and torch starts its pool
         assert s.threads >= 1
+
+
+def loop_seconds(t, i: int) -> float:
+    """A process's median loop of a case, in seconds (its own calls where it ran other than the Timing's)."""
+    p = t.processes[i]
+    return statistics.median(p.cpu_us) * (p.calls or t.calls) / 1e6
+
+
+def test_the_processes_after_the_first_time_loops_of_one_length(cli, tmp_path):
+    """A host-bound requested shape: the processes after the first time it again, each case's calls per loop
+    balanced by the first process's times per call (timing.balanced_calls), so that their loops take about as long
+    and the rounds end when each has had its second; a faster case runs more calls, none fewer than --iters, and
+    run.json says so per process (Loops.calls). Without it numpy's 64^3 product and add_case's 64x64 add, 200 calls
+    each, differ some 10x in length."""
+    out = tmp_path / "run"
+    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--case", f"{CASES}:add_case", "--shape", "64,64,64",
+               "--processes", "2", "--no-sample", "--no-count", "--iters", "200", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    results = rundir.load(out).results
+    numpy, add = results["numpy"].timing, results["add_case"].timing
+    assert numpy.calls == add.calls == 200 and numpy.processes[0].calls is None is add.processes[0].calls
+    assert numpy.processes[1].calls is None and add.processes[1].calls > 200  # the add is the faster: more calls
+    before, after = (loop_seconds(numpy, i) / loop_seconds(add, i) for i in (0, 1))
+    assert before > 3, before
+    # from the first process's medians, so a loaded machine can move it; the first process's own ratio is 10x
+    assert 0.5 < after < 2, (before, after)
 
 
 def test_timing_is_paired_and_interleaved(run):
@@ -273,11 +300,16 @@ def test_loops_at_another_sample_shape_are_short_and_many(cli, tmp_path, repeats
     1/MAX_ROUNDS of the CPU's timed_seconds, so that the rounds (up to timed_seconds) are many; with
     --repeats (no rounds added) each loop runs at least loops.MIN_LOOP_SECONDS."""
     out = tmp_path / "run"
-    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--shape", "64,64,64", "--sample-shape", "16,16,16",
-               "--processes", "1", "--no-sample", "--iters", "200", *(["--repeats", str(repeats)] if repeats else []),
-               "--out", str(out))
+    proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--case", f"{CASES}:add_case", "--shape", "64,64,64",
+               "--sample-shape", "16,16,16", "--processes", "1", "--no-sample", "--no-count", "--iters", "200",
+               *(["--repeats", str(repeats)] if repeats else []), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    t = rundir.load(out).results["numpy"].sample_timing
+    results = rundir.load(out).results
+    t = results["numpy"].sample_timing
+    add = results["add_case"].sample_timing
+    if repeats is None:
+        # the two cases' loops balanced there (timing.balanced_calls): the faster one, the add, runs more calls
+        assert add.calls > t.calls and 0.5 < loop_seconds(t, 0) / loop_seconds(add, 0) < 2, (t.calls, add.calls)
     (loops,) = t.processes
     loop_s = statistics.median(loops.cpu_us) * t.calls / 1e6
     if repeats is None:

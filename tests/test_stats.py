@@ -1,5 +1,5 @@
-"""The statistics of paired timing, on hand-made loops: pooling within processes, the intervals, and the
-interleaving order."""
+"""The statistics of paired timing, on hand-made loops: pooling within processes, the intervals, the
+interleaving order and the calls per loop that make the paired loops one length."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from flametool.run import stats
 from flametool.measure.child.loops import round_order
 from flametool.run.record import DeviceInfo
-from flametool.run.timing import Loops, Timing
+from flametool.run.timing import BALANCED_ROUNDS, MAX_LOOP_CALLS, Loops, Timing, balanced_calls
 
 
 def timing(*processes: list[float]) -> Timing:
@@ -194,3 +194,24 @@ def test_reach_with_more_processes_follows_the_spread():
     assert tight.reach_with(12) < tight.reach_with(5) < tight.reach
     assert tight.reach_with(12) < 0.02 < wide.reach_with(12)
     assert stats.pair("a", timing([10.0]), "b", timing([6.0]), True).reach_with(12) is None  # one process: no spread
+
+
+def test_balanced_calls_give_the_faster_case_loops_as_long_as_the_slower_ones():
+    # the H200's seed pair at 1024^3: cupy 19 us a call, torch 12.5 us, 250 calls each
+    got = balanced_calls({"cupy": 250, "torch": 250}, {"cupy": 19e-6, "torch": 12.5e-6}, 1.0)
+    assert got == {"cupy": 250, "torch": 380}
+    assert got["torch"] * 12.5e-6 == pytest.approx(got["cupy"] * 19e-6, rel=0.01)
+    # never fewer calls than a case had, whichever case is listed first
+    assert balanced_calls({"a": 100, "b": 1000}, {"a": 1e-6, "b": 1e-6}, 1.0) == {"a": 1000, "b": 1000}
+
+
+def test_balanced_calls_leave_alone_what_they_cannot_balance():
+    # one case, or no rate for the other: as they were
+    assert balanced_calls({"a": 250}, {"a": 1e-5}, 1.0) == {"a": 250}
+    assert balanced_calls({"a": 250, "b": 250}, {"a": 1e-5}, 1.0) == {"a": 250, "b": 250}
+    assert balanced_calls({"a": 250, "b": 250}, {"a": 1e-5, "b": 0.0}, 1.0) == {"a": 250, "b": 250}
+    # a long loop (a case GPU-bound at the sample shape) stretches the others only to seconds / BALANCED_ROUNDS
+    got = balanced_calls({"slow": 250, "fast": 250}, {"slow": 1e-3, "fast": 1e-6}, 1.0)
+    assert got == {"slow": 250, "fast": round(1.0 / BALANCED_ROUNDS / 1e-6)}
+    # and never past MAX_LOOP_CALLS
+    assert balanced_calls({"a": 10, "b": 10}, {"a": 1.0, "b": 1e-9}, 1e6)["b"] == MAX_LOOP_CALLS

@@ -23,7 +23,7 @@ from ..workload.cases import CaseSpec
 from .protocol import PlanItem, Timed, TimeJob
 from ..run.profiled import Sampling
 from ..run.record import Group, Run
-from ..run.timing import Timing
+from ..run.timing import Timing, balanced_calls, host_bound
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
 # ... and a pair of two environments (compare --env: a build against another, anchored) when it reaches no
@@ -183,6 +183,7 @@ def _record_first(m: Measurement, first: First, got: Timed | None, error: str | 
     if not group.cases:  # every case is to be timed alone: nothing was measured together
         _drop(run, group)
         return retry
+    _balance_requested(m, group)
     group.paired = len(group.cases) > 1
     if paired and not group.paired:
         group.reason = "alone: the other cases of the run could not share its processes"
@@ -192,6 +193,27 @@ def _record_first(m: Measurement, first: First, got: Timed | None, error: str | 
     if more:
         more_processes(m, [group])
     return retry
+
+
+def _balance_requested(m: Measurement, group: Group) -> None:
+    """Where the group's processes after the first time the requested shape (host-bound: it is the sample shape),
+    their calls per loop balanced by the first process's times per call (timing.balanced_calls: loops of one
+    length, so the rounds end when each case has had its seconds). The first process ran --iters calls of each:
+    it could not know the shape was host-bound until it had timed it. At another sample shape the first process
+    balanced its own loops there (child.work.time_cases), which the later ones are given as they are."""
+    config, run = m.config, m.run
+    live = [l for l in group.cases if run.results[l].error is None and l in m.steps]
+    timings = [run.results[l].timing for l in live]
+    if (len(live) < 2 or not config.extend_rounds or any(run.results[l].sample_timing is not None for l in live)
+            or any(t is None or not host_bound(t) for t in timings)):
+        return
+    per_step = {}
+    for label, t in zip(live, timings):
+        assert t is not None  # checked above
+        median = t.median("cpu_us")
+        if median:
+            per_step[label] = median * run.results[label].ops_per_step / 1e6
+    m.steps.update(balanced_calls({l: m.steps[l] for l in live}, per_step, config.timed_seconds))
 
 
 def _drop(run: Run, group: Group) -> None:
@@ -333,7 +355,7 @@ def _record(m: Measurement, ready: Prepared, result: tuple[Timed | None, str | N
         r.warnings += [w for w in got.cases[label].warnings if w not in r.warnings]
         at, timed = r.at_sample_shape, got.cases[label].at(key)
         assert at is not None and timed is not None  # the first process timed it, and this one at `key`
-        at.processes.append(replace(timed.loops, **got.process()))
+        at.processes.append(replace(timed.loops, **got.process(), calls=None if timed.calls == at.calls else timed.calls))
     if any(label not in got.errors for label in live):
         group.processes += 1  # processes that finished their loops (a lost one is not among them)
     m.save()

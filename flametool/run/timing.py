@@ -37,6 +37,28 @@ def host_bound(timing: Timing) -> bool | None:
     return boundedness(cpu, timing.median("gpu_us"))[0] if cpu is not None else None
 
 
+# A timed loop runs at most this many calls (the child's calls_for; balanced_calls)
+MAX_LOOP_CALLS = 100_000
+# Calls per loop are balanced (balanced_calls) only up to loops this many times shorter than the seconds each case
+# is timed for: a case whose loop is long (one left GPU-bound at the sample shape) does not stretch the others'.
+BALANCED_ROUNDS = 20
+
+
+def balanced_calls(calls: dict[str, int], seconds_per_call: dict[str, float], seconds: float) -> dict[str, int]:
+    """Calls per loop that make each case's loop about as long as the longest one's (at most `seconds` /
+    BALANCED_ROUNDS): a faster case gets more calls, never fewer than it had, at most MAX_LOOP_CALLS. Rounds of paired
+    loops go on until each case has been timed for `seconds`, so with loops of unequal length the slower case's
+    rounds run on past its own seconds until the faster one has had its: on the H200 (2026-12-03) cupy's 4.4 ms
+    loops beside torch's 3.0 ms (250 calls each at 1024^3) took 2.47 s a process for 1 s of each. Balanced,
+    every round pairs loops of one length and the rounds end when both have had theirs (2 s)."""
+    known = {label: s for label, s in seconds_per_call.items() if label in calls and s > 0}
+    if len(known) < 2:
+        return dict(calls)
+    longest = min(max(calls[label] * s for label, s in known.items()), seconds / BALANCED_ROUNDS)
+    return {label: max(n, min(MAX_LOOP_CALLS, round(longest / known[label]))) if label in known else n
+            for label, n in calls.items()}
+
+
 @dataclass
 class Loops:
     """One process's timed loops of one case at one shape: one figure per loop, us per operation: the host's
@@ -61,10 +83,13 @@ class Loops:
     # forked: the pid of the fork server that forked it, so the processes of one server can be told from another's
     # (a server's children share its imports' memory layout; --forks-per-server draws new ones)
     forked_from: int | None = None
+    # operations per loop where this process ran other than its Timing's `calls`: a host-bound requested shape's
+    # processes after the first run balanced calls (balanced_calls; the first ran --iters); None: the Timing's
+    calls: int | None = None
 
     def to_json(self) -> dict:
         data = asdict(self)
-        for key in ("started", "forked_from"):  # loops that do not say read as before
+        for key in ("started", "forked_from", "calls"):  # loops that do not say read as before
             if data[key] is None:
                 data.pop(key)
         return data
@@ -77,7 +102,8 @@ class Loops:
                     f"a list of numbers, times per call from {MIN_NUMBER:g} to {MAX_NUMBER:g} us (a loop is never 0 us)", [])
         started = r.get("started", lambda v: v in STARTED, " or ".join(map(repr, STARTED)))
         return cls([float(x) for x in cpu], r.numbers("gpu_us"), slots, r.numbers("wall_us"),
-                   r.numbers("all_threads_us"), r.numbers("other_threads_us"), started, r.count("forked_from"))
+                   r.numbers("all_threads_us"), r.numbers("other_threads_us"), started, r.count("forked_from"),
+                   r.count("calls"))
 
     def figures(self, metric: str) -> list[float]:
         """The loops' figures of one kind: "cpu_us", "gpu_us" or "wall_us"."""
@@ -90,7 +116,7 @@ class Timing:
     host clock and device events around ``calls`` operations)."""
 
     shape: list[int]
-    calls: int  # operations per loop
+    calls: int  # operations per loop (the first process's; a later one's own where it ran other: Loops.calls)
     processes: list[Loops]
     host_bound: bool | None = None
     bound_note: str | None = None

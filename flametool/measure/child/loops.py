@@ -18,7 +18,7 @@ from typing import Any
 
 from ...workload.cases import Step, Sync
 from ..protocol import GO, STOP, Job
-from ...run.timing import Loops, boundedness
+from ...run.timing import MAX_LOOP_CALLS, Loops, boundedness
 from .building import CaseUnavailable, describe
 from . import ownclock
 from .clocks import Events
@@ -38,7 +38,6 @@ MAX_ROUNDS = 400
 # With --repeats (rounds exactly as given, none added) each loop at such a shape runs at least this long, so
 # that the figure the samples are scaled by is not a few-millisecond reading.
 MIN_LOOP_SECONDS = 0.1
-MAX_LOOP_CALLS = 100_000
 CPROFILE_SECONDS = 0.5
 # The tests shorten the cProfile loop with this (tests/conftest.py): what they check of a profile needs calls in
 # it, not half a second of them, and the suite runs some hundreds of profiled cases. Users leave it unset.

@@ -19,7 +19,7 @@ from ...workload.cases import Step, Sync, cuda_index
 from ..protocol import (MAX_PATHS, CaseProfiled, CaseTimed, JobCase, PlanItem, Point, PointCase, ProfileJob, SampleReady,
     SweepJob, Swept, Timed, TimedLoops, TimeJob)
 from ...run.record import DeviceInfo, Operands
-from ...run.timing import Loops
+from ...run.timing import Loops, balanced_calls
 from .building import CaseUnavailable, build, describe, load_factory, set_up
 from . import ownclock
 from .clocks import Events, device_events, device_info
@@ -64,12 +64,21 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
         shape = item.shape
         operands: dict[str, Operands] = {}
         given = item.calls or {}
-        # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
-        made, calls, ops = ready(job.cases, shape, job, report, errors, operands, lambda label, per_step, steps: (
-            given.get(label) or (steps if item.key == "timing" else calls_for(per_step, steps, extend_seconds(job)))),
-            watch=watch)
+        rates: dict[str, float] = {}
+
+        def choose(label: str, per_step: float, steps: int) -> int:
+            # --iters counts operations at the requested shape; elsewhere a loop runs long enough to be read
+            rates[label] = per_step
+            return given.get(label) or (steps if item.key == "timing" else
+                                        calls_for(per_step, steps, extend_seconds(job)))
+
+        made, calls, ops = ready(job.cases, shape, job, report, errors, operands, choose, watch=watch)
         if not made:
             break
+        if item.key != "timing" and not given and extend_seconds(job):
+            # loops of one length at the sample shape (timing.balanced_calls: the rounds end sooner); the processes
+            # after this one are given these calls
+            calls = balanced_calls(calls, {l: rates[l] for l in made if l in rates}, extend_seconds(job))
         for label, found in operands.items():
             out.cases[label].operands.append(found)
         if events is None:  # every case built: every library imported

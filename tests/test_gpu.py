@@ -13,7 +13,7 @@ pytestmark = pytest.mark.gpu
 @pytest.fixture(scope="module")
 def gpu_run(cli, tmp_path_factory):
     return real_compare(cli, tmp_path_factory, "gpu", "--libs", "cupy,torch", "--shape", "1024,1024,1024", "--iters",
-                        "1000", "--repeats", "2", "--processes", "2", "--sample-seconds", "3", "--rate", "100")
+                        "1000", "--repeats", "2", "--processes", "2", "--sample-seconds", "5", "--rate", "100")
 
 
 def test_cuda_cases_measure_host_and_device(gpu_run):
@@ -45,6 +45,20 @@ def test_cuda_stacks_reach_cublas(gpu_run):
         assert "cublas" in text.lower(), label
         for s in folded.read(out / f"{label}.folded"):
             assert "synchronize" not in folded.frame_function(s.frames[0])
+
+
+def test_the_last_case_counts_before_its_turn_and_cupti_stays_out_of_its_stacks(gpu_run):
+    """torch, the last case profiled, was given its job while cupy was sampled (a 5 s window: profiling.
+    COUNT_FIRST_SECONDS) and ran its cProfile and counted loops before its turn: its counts are whole (the same
+    calls per step as cupy's process, which counted after its sampling, counts of its own), and CUPTI, attached with
+    its tracing off, put no frame in the stacks sampled after it (nor in cupy's, whose count came after them)."""
+    out, data = gpu_run
+    for label in ("cupy", "torch"):
+        counts = data.results[label].profile.counts
+        assert counts is not None and counts.tracer and counts.tracer.startswith("cupti-python"), label
+        # one kernel and one launch a step, whichever order the process counted in
+        assert counts.total("kernel") == 1 and counts.total("api") >= 1, (label, counts.tallies)
+        assert "cupti" not in (out / f"{label}.folded").read_text().lower(), label
 
 
 def test_gpu_bound_shape_samples_at_a_host_bound_shape(cli, tmp_path):

@@ -13,7 +13,7 @@ import pytest
 import faultkit as fk
 from flametool.run import rundir
 from flametool.workload import builtins, cases
-from flametool.measure import spawn, paired, runner
+from flametool.measure import paired, profiling, runner, spawn
 
 USER = Path(__file__).parent / "cases" / "user_cases.py"
 
@@ -61,13 +61,19 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
     assert fk.none_left(os.environ[fk.TAG]) == []
 
 
-def test_the_next_profiled_process_is_readied_while_one_is_sampled_and_samples_while_it_counts(tmp_path, monkeypatch):
+@pytest.mark.parametrize("count_first", [False, True])
+def test_the_next_profiled_process_is_readied_while_one_is_sampled_and_samples_while_it_counts(tmp_path, monkeypatch,
+                                                                                               count_first):
     """compare's profiling on a host with spares (profiling.profile_all): the second case's process is given its job
     as the first one's py-spy is about to attach; it sets up, warms up and says it is ready; once the first one's
     sampled loop is told to stop, the second gets GO: its cProfile loop and its sampling run while the first runs its
     counted loop (its result comes after the second's sampling). Neither times loops of its own: each one's
-    unsampled time per call is its sampled loop's after py-spy's window."""
+    unsampled time per call is its sampled loop's after py-spy's window. Where the window is at least
+    profiling.COUNT_FIRST_SECONDS (the GPU's 16 s; 1 s here with count_first), the second, the last case, runs its
+    cProfile and counted loops before it says it is ready, so its result comes as its sampling ends."""
     monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
+    if count_first:
+        monkeypatch.setattr(profiling, "COUNT_FIRST_SECONDS", 1)
     events: list[tuple[str, str]] = []  # (who, what), in the order the parent saw them
     take, record = spawn.Spare.take, spawn.sampler.record_keeping_up
 
@@ -103,11 +109,16 @@ def test_the_next_profiled_process_is_readied_while_one_is_sampled_and_samples_w
     rest = seen[second + 2:]
     # the second case's lines, read after the first one's stop: set up ahead, then its turn; the first one's
     # counted loop and result come after the second one's sampling
-    assert rest == [("add_case", "setting up at 16,16,16"), ("add_case", "warm-up (5 calls)"),
-                    ("add_case", "ready (set up ahead), waiting for its turn"), ("add_case", "cProfile loop"),
-                    ("add_case", "sampling with py-spy --native at 50 Hz for 1 s"), ("py-spy", "py-spy begins"),
-                    ("py-spy", "py-spy ends"), ("add_case", "count"), ("add_case", spawn.RESULT_IN),
-                    ("numpy", "count"), ("numpy", spawn.RESULT_IN)]
+    ready = ("add_case", "ready (set up ahead), waiting for its turn")
+    sampling = [("add_case", "sampling with py-spy --native at 50 Hz for 1 s"), ("py-spy", "py-spy begins"),
+                ("py-spy", "py-spy ends")]
+    set_up = [("add_case", "setting up at 16,16,16"), ("add_case", "warm-up (5 calls)")]
+    if count_first:
+        assert rest == set_up + [("add_case", "cProfile loop"), ("add_case", "count"), ready] + sampling + [
+            ("add_case", spawn.RESULT_IN), ("numpy", "count"), ("numpy", spawn.RESULT_IN)]
+    else:
+        assert rest == set_up + [ready, ("add_case", "cProfile loop")] + sampling + [
+            ("add_case", "count"), ("add_case", spawn.RESULT_IN), ("numpy", "count"), ("numpy", spawn.RESULT_IN)]
     for r in run.results.values():
         p = r.profile
         assert p.sampling.complete and p.sampling.kept_samples > 0 and p.counts is not None

@@ -11,8 +11,11 @@ compare profiles its cases in turn (profile_all); on a GPU host, where each case
 has imported its libraries (spawn.Spares), the next case's process is given its job while py-spy samples this one:
 it sets up and warms up meanwhile (py-spy's attach, the first seconds of the window) and waits, and when this
 case's sampled loop is told to stop the next one is told GO and its turn begins at once (its cProfile loop, then
-its sampling), while this one runs its counted loop: nothing waits for a set-up or a counted loop but the last
-case's. Nothing runs beside a paired timing process: profiling starts after the last one. With --no-sample and
+its sampling), while this one runs its counted loop. The last case, given ahead, runs its cProfile and counted
+loops before it waits (ProfileJob.count_first: beside the sampling of the case before it, as each counted loop
+runs beside the sampling of the case after it), so nothing waits for a set-up, a cProfile or a counted loop
+(on the H200 the last counted loop was 0.9-1.6 s and cProfile 0.5 s after the last sampling, 2026-12-04).
+Nothing runs beside a paired timing process: profiling starts after the last one. With --no-sample and
 --processes-at-once N (the default 2 with --env on a GPU) the cases' processes run N at a time: nothing is sampled."""
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ from ..run.timing import Loops, host_bound
 # After py-spy's window the sampled loop runs on unsampled for at least this long before it is told to stop: its
 # chunks there are the case's unsampled time per call (about 100 chunks of 2.5 ms at 1024^3 on the H200).
 ALONE_SECONDS = 0.25
+# The last case runs its cProfile and counted loops before its turn (ProfileJob.count_first) only where the window
+# of the case before it is at least this long: they must be done before that window ends and its unsampled stretch
+# (ALONE_SECONDS) begins, which nothing may run beside. On the H200 the set-up, cProfile and counted loops took
+# about 2 s at 1024^3 (2026-12-04); the GPU's default window is 16 s.
+COUNT_FIRST_SECONDS = 5
 
 
 def profile_all(m: Measurement, cases: list[CaseSpec]) -> None:
@@ -82,7 +90,7 @@ def _profile_from(m: Measurement, todo: list[CaseSpec], i: int, started: Started
     def during(what: str, sampling: Sampling | None) -> None:
         nonlocal ahead, done
         if what == "sampling" and later:  # py-spy is about to attach: the next case sets up and warms up now
-            child = _ready_ahead(m, later[0])
+            child = _ready_ahead(m, later[0], last=len(later) == 1)
             if child is not None:
                 ahead = child
         elif what == "sampled":  # unsampled chunks after the window: the loop's time per call alone (unsampled)
@@ -114,9 +122,10 @@ def _profile_from(m: Measurement, todo: list[CaseSpec], i: int, started: Started
         _profile_from(m, todo, i + 1, None)
 
 
-def _ready_ahead(m: Measurement, case: CaseSpec) -> Started | None:
+def _ready_ahead(m: Measurement, case: CaseSpec, last: bool) -> Started | None:
     """The case's spare (started with the run, its libraries imported) given its job now, to set up, warm up and
-    wait for GO; None where it has no spare (the CPU, --isolate) or the spare is gone: it starts in its turn."""
+    wait for GO (the `last` case profiled: its cProfile and counted loops first, ProfileJob.count_first); None where
+    it has no spare (the CPU, --isolate) or the spare is gone: it starts in its turn."""
     r = m.run.results[case.label]
     if r.sample_shape is None:
         return None
@@ -124,7 +133,8 @@ def _ready_ahead(m: Measurement, case: CaseSpec) -> Started | None:
     spare = m.spares.take(log, [case.label])
     if spare is None:
         return None
-    return spare.take(_job(m, case, r.sample_shape, m.steps[case.label], case.label, ahead=True))
+    first = last and m.config.sample_seconds >= COUNT_FIRST_SECONDS
+    return spare.take(_job(m, case, r.sample_shape, m.steps[case.label], case.label, ahead=True, count_first=first))
 
 
 def profile(m: Measurement, case: CaseSpec, started: Started | None = None, during: During | None = None,
@@ -161,11 +171,13 @@ def profile_points(m: Measurement, case: CaseSpec) -> None:
             stop_if_refused(case.label, got, m.out)
 
 
-def _job(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name: str, ahead: bool = False) -> ProfileJob:
+def _job(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name: str, ahead: bool = False,
+         count_first: bool = False) -> ProfileJob:
     config = m.config
     return ProfileJob(**job_base(config), case=job_case(case, config), shape=shape, steps=steps, sample=config.sample,
                       count=config.count, prof_path=str(rundir.prof_path(m.out, name).resolve()),
-                      max_sample_seconds=config.sample_seconds + child_sample_grace(), ahead=ahead)
+                      max_sample_seconds=config.sample_seconds + child_sample_grace(), ahead=ahead,
+                      count_first=count_first)
 
 
 def profiled(m: Measurement, case: CaseSpec, shape: list[int], steps: int, name: str, started: Started | None = None,

@@ -177,13 +177,17 @@ class ProfileJob(Job):
     # given ahead of its turn (while the case before it is sampled): set up and warmed up, the child then waits
     # for GO on its stdin before its loops
     ahead: bool = False
+    # ... and, given ahead as the last case profiled, its cProfile and counted loops run before it waits for GO
+    # (beside the case before it, which py-spy samples: as that case's counted loop runs beside this one's sampling),
+    # so that nothing of the run is left after its own sampled loop (profiling.py)
+    count_first: bool = False
 
     @classmethod
     def from_json(cls, data: dict) -> "ProfileJob":
         return cls(**cls._common(data), case=JobCase.from_json(data["case"]), shape=_shape(data["shape"]),
                    steps=data.get("steps"), sample=bool(data.get("sample", True)), prof_path=str(data["prof_path"]),
                    max_sample_seconds=float(data["max_sample_seconds"]), count=bool(data.get("count", True)),
-                   ahead=bool(data.get("ahead", False)))
+                   ahead=bool(data.get("ahead", False)), count_first=bool(data.get("count_first", False)))
 
 
 JOBS: dict[str, type[AnyJob]] = {j.kind: j for j in (TimeJob, SweepJob, ProfileJob)}

@@ -49,15 +49,16 @@ def test_cuda_stacks_reach_cublas(gpu_run):
 
 def test_the_last_case_counts_before_its_turn_and_cupti_stays_out_of_its_stacks(gpu_run):
     """torch, the last case profiled, was given its job while cupy was sampled (a 5 s window: profiling.
-    COUNT_FIRST_SECONDS) and ran its cProfile and counted loops before its turn: its counts are whole (the same
-    calls per step as cupy's process, which counted after its sampling, counts of its own), and CUPTI, attached with
-    its tracing off, put no frame in the stacks sampled after it (nor in cupy's, whose count came after them)."""
+    COUNT_FIRST_SECONDS) and ran its cProfile and counted loops before its turn: its counts are whole, and CUPTI,
+    detached after them, put no frame in the stacks sampled after it (left attached with its tracing off, it did:
+    libcupti in torch's launch path, 2026-12-04), nor in cupy's, whose count came after its sampling."""
     out, data = gpu_run
     for label in ("cupy", "torch"):
         counts = data.results[label].profile.counts
         assert counts is not None and counts.tracer and counts.tracer.startswith("cupti-python"), label
         # one kernel and one launch a step, whichever order the process counted in
         assert counts.total("kernel") == 1 and counts.total("api") >= 1, (label, counts.tallies)
+        assert not any("detached" in line for line in counts.missing), counts.missing
         assert "cupti" not in (out / f"{label}.folded").read_text().lower(), label
 
 

@@ -182,11 +182,12 @@ def _per_step(a, b, n: int) -> Fraction:
 
 def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1,
           python: tuple[dict, int] | None = None, use_tracer: bool = True, per_line: bool = True,
-          label: str = "", timeline_to: str | None = None) -> Counts:
+          label: str = "", timeline_to: str | None = None, detach: bool = False) -> Counts:
     """The counted loop of one case: two windows of `steps` and 2 x `steps` calls, traced, then the same two
     under tracemalloc; `python`: the cProfile loop's (table, steps), for the Python calls. `per_line`: the
     counts by line of step() as well (two more windows for the Python calls and the pools; steplines.py);
-    `timeline_to`: where one step's CUPTI records go (run/steptrace.py), when cupti-python traced them."""
+    `timeline_to`: where one step's CUPTI records go (run/steptrace.py), when cupti-python traced them; `detach`:
+    the tracer detached at the end (CuptiTracer.close), where the process's sampled loop comes after."""
     n = steps
     tallies: list[Tally] = []
     missing: list[str] = []
@@ -232,7 +233,10 @@ def count(step: Step, sync: Sync, steps: int, device: str, ops_per_step: int = 1
     finally:
         pools.close()
         if tracer is not None:
-            tracer.close()
+            kept = tracer.close(detach)
+            if kept:
+                missing.append(f"CUPTI could not be detached after the counted loop ({kept}): the stacks sampled after "
+                               "it may show its library")
     (w1, b1, a1), (w2, b2, a2) = windows
     if w1 is not None and w2 is not None:
         for key in sorted(set(w1.count) | set(w2.count)):

@@ -135,8 +135,12 @@ class CuptiTracer:
             w, self.window = self.window, None
         return w or Window()
 
-    def close(self) -> None:
-        """Tracing off (CUPTI stays attached: finalizing and attaching again within a process is not relied on)."""
+    def close(self, detach: bool = False) -> str | None:
+        """Tracing off; returns why CUPTI could not be detached, None where it was or was not asked to be. CUPTI stays attached (finalizing and attaching again within a process is not relied on)
+        unless `detach`: the process counts nothing after this, but times or samples the same calls, and CUPTI left
+        attached with its activity kinds off is still in every API call's path (the H200, 2026-12-04: libcupti's
+        frames in torch's stacks sampled after its counted loop). cuptiFinalize detaches it: called here after the
+        caller's synchronisation and this flush, on the only thread that calls CUDA, as CUPTI asks of it."""
         for kind in self.enabled:
             try:
                 self.cupti.activity_disable(kind)
@@ -146,6 +150,17 @@ class CuptiTracer:
             self.cupti.activity_flush_all(1)
         except Exception:  # noqa: BLE001
             pass
+        if not detach:
+            return None
+        global _REGISTERED
+        with self.lock:
+            self.window = None
+        try:
+            self.cupti.finalize()
+        except Exception as exc:  # noqa: BLE001 -- the counts stand; the stacks after them may show CUPTI
+            return f"{type(exc).__name__}: {str(exc)[:120]}"
+        _REGISTERED = None  # a later tracer would register its callbacks again
+        return None
 
 
 _REGISTERED: CuptiTracer | None = None
@@ -201,8 +216,8 @@ class TorchTracer:
                 w.add("api", name, ns)
         return w
 
-    def close(self) -> None:
-        pass
+    def close(self, detach: bool = False) -> str | None:
+        return None  # torch.profiler's CUPTI is kineto's to tear down
 
 
 def api_name(name: str) -> str:

@@ -254,13 +254,13 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
     def count() -> None:
         report.phase("count")
         result.counts = counted_loop(step, sync, steps, job.device, ops, table, profiled_calls, c.label,
-                                     str(steptrace.path_for(job.prof_path)) if job.prof_path else None)
+                                     str(steptrace.path_for(job.prof_path)) if job.prof_path else None, detach=first)
         result.counts.corrupted = corrupted
 
     if first:
-        # CUPTI's tracing is set up and torn down before the sampled loop: it stays attached with its activity kinds
-        # off (tracers.CuptiTracer.close), and its library adds no frame to the stacks sampled after it (checked on
-        # the H200: tests/test_gpu.py)
+        # CUPTI's tracing is set up and torn down before the sampled loop, and CUPTI detached (left attached with its
+        # tracing off it stayed in every API call's path: tracers.CuptiTracer.close), so that its library puts no
+        # frame in the stacks sampled after it (tests/test_gpu.py, on the GPU)
         if job.count:
             count()
         wait_turn(report)
@@ -282,12 +282,13 @@ def wait_turn(report: Reporter) -> None:
 
 
 def counted_loop(step: Step, sync: Sync, steps: int, device: str, ops: int, table: dict, profiled: int,
-                 label: str = "", timeline_to: str | None = None) -> Counts:
+                 label: str = "", timeline_to: str | None = None, detach: bool = False) -> Counts:
     """counting.count() of the case; a counted loop that fails is one line in its record, not a failed case.
-    `timeline_to`: where one step's CUPTI records go (LABEL.timeline.json beside LABEL.prof)."""
+    `timeline_to`: where one step's CUPTI records go (LABEL.timeline.json beside LABEL.prof); `detach`: CUPTI
+    detached after it (a sampled loop follows)."""
     try:
         return counting.count(step, sync, counting.count_steps(steps), device, ops, python=(table, profiled),
-                              label=label, timeline_to=timeline_to)
+                              label=label, timeline_to=timeline_to, detach=detach)
     except Exception as exc:  # noqa: BLE001 -- the other loops' figures stand without the counts
         return Counts(steps=0, python_steps=profiled, tallies=counting.python_tallies(table, profiled),
                       missing=[f"the counted loop failed: {describe(exc)}"], ops_per_step=ops)

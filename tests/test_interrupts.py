@@ -161,7 +161,9 @@ def test_ctrl_c_while_the_next_profiled_process_is_readied_ahead(tmp_path, secon
     for r in data.results.values():
         assert r.error is None and r.timing.cpu_us_per_call > 0  # timed together before the stop, kept
         assert r.profile is None  # numpy's sampling and the second's turn were stopped
-    assert not (out / f"{second}.prof").exists()  # its turn (the cProfile loop first) never came
+    # its turn never came; the last case's cProfile and counted loops run before it (ProfileJob.count_first, at
+    # this 60 s window), so a process that had set up may have written its .prof, which run.json does not name
+    assert second == "counted_build" or not (out / f"{second}.prof").exists()
 
 
 def test_ctrl_c_while_two_timing_processes_run_at_once(tmp_path):

@@ -58,8 +58,9 @@ def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True)
                         "device)) returns (step, sync); repeatable")
     if op:
         op_option(p)
-    p.add_argument("--iters", type=int, default=CPU.iters, help=f"timed calls per loop (default {CPU.iters}; where the rounds go on until each "
-                   "case was timed long enough, a faster case's loops get more, so that a round's loops are one length)")
+    p.add_argument("--iters", type=int, default=CPU.iters,
+                   help=f"timed calls per loop (default {CPU.iters}; where the rounds go on until each case was timed "
+                        "long enough, a faster case's loops get more, so that a round's loops are one length)")
     p.add_argument("--warmup", type=int, default=CPU.warmup, help=f"warm-up calls (default {CPU.warmup})")
     p.add_argument("--repeats", type=int,
                    help="rounds of timed loops per process (one loop of each case a round); a case's figure in a "

@@ -355,7 +355,8 @@ def _record(m: Measurement, ready: Prepared, result: tuple[Timed | None, str | N
         r.warnings += [w for w in got.cases[label].warnings if w not in r.warnings]
         at, timed = r.at_sample_shape, got.cases[label].at(key)
         assert at is not None and timed is not None  # the first process timed it, and this one at `key`
-        at.processes.append(replace(timed.loops, **got.process(), calls=None if timed.calls == at.calls else timed.calls))
+        own_calls = None if timed.calls == at.calls else timed.calls  # balanced (_balance_requested)
+        at.processes.append(replace(timed.loops, **got.process(), calls=own_calls))
     if any(label not in got.errors for label in live):
         group.processes += 1  # processes that finished their loops (a lost one is not among them)
     m.save()

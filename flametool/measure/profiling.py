@@ -10,11 +10,12 @@ them a case on the H200, repeating what the paired timing measures). A case not 
 compare profiles its cases in turn (profile_all); on a GPU host, where each case's process was started ahead and
 has imported its libraries (spawn.Spares), the next case's process is given its job while py-spy samples this one:
 it sets up and warms up meanwhile (py-spy's attach, the first seconds of the window) and waits, and when this
-case's sampled loop is told to stop the next one is told GO and its turn begins at once (its cProfile loop, then
-its sampling), while this one runs its counted loop. The last case, given ahead, runs its cProfile and counted
+case's sampled loop is told to stop the next one is told GO and its sampling begins at once, while this one runs
+its cProfile and counted loops (a case's come after its sampled loop: child.work.profile_case). The last case, given ahead, runs its cProfile and counted
 loops before it waits (ProfileJob.count_first: beside the sampling of the case before it, as each counted loop
 runs beside the sampling of the case after it), so nothing waits for a set-up, a cProfile or a counted loop
-(on the H200 the last counted loop was 0.9-1.6 s and cProfile 0.5 s after the last sampling, 2026-12-04).
+(on the H200 the last counted loop was 0.9-1.6 s after the last sampling, and each cProfile loop 0.5 s before its
+case's, 2026-12-04).
 Nothing runs beside a paired timing process: profiling starts after the last one. With --no-sample and
 --processes-at-once N (the default 2 with --env on a GPU) the cases' processes run N at a time: nothing is sampled."""
 

@@ -46,8 +46,8 @@ BALANCED_ROUNDS = 20
 
 def balanced_calls(calls: dict[str, int], seconds_per_call: dict[str, float], seconds: float) -> dict[str, int]:
     """Calls per loop that make each case's loop about as long as the longest one's (at most `seconds` /
-    BALANCED_ROUNDS): a faster case gets more calls, never fewer than it had, at most MAX_LOOP_CALLS. Rounds of paired
-    loops go on until each case has been timed for `seconds`, so with loops of unequal length the slower case's
+    BALANCED_ROUNDS): a faster case gets more calls, never fewer than it had, at most MAX_LOOP_CALLS. Rounds of
+    paired loops go on until each case has been timed for `seconds`, so with loops of unequal length the slower case's
     rounds run on past its own seconds until the faster one has had its: on the H200 (2026-12-03) cupy's 4.4 ms
     loops beside torch's 3.0 ms (250 calls each at 1024^3) took 2.47 s a process for 1 s of each. Balanced,
     every round pairs loops of one length and the rounds end when both have had theirs (2 s)."""

@@ -224,8 +224,10 @@ def sweep_cases(job: SweepJob, report: Reporter) -> Swept:
 def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
     """The profiled process of one case, at the sample shape: set up and warmed up (given ahead of its turn: then
     it waits for the parent's GO), its own unsampled loops when it is not sampled (a sampled one's unsampled time
-    per call is read off its sampled loop after py-spy's window: profiling.unsampled), the cProfile loop, the loop
-    py-spy samples until the parent says stop, then the counted loop."""
+    per call is read off its sampled loop after py-spy's window: profiling.unsampled), the loop py-spy samples until
+    the parent says stop, then the cProfile loop and the counted loop. After the sampled loop they run beside the
+    next case's turn (the parent tells it GO as this one is told to stop), not before the parent can move on; the
+    last case given its job ahead (count_first) runs them before its turn instead."""
     c, shape = job.case, job.shape
     assert c is not None  # a ProfileJob has its case (from_json; the field's None is the dataclass's order)
     report.phase("setup", shape=shape)
@@ -239,37 +241,38 @@ def profile_case(job: ProfileJob, report: Reporter) -> CaseProfiled:
     first = job.ahead and job.count_first and job.sample  # its loops but the sampled one before its turn
     if job.ahead and not first:
         wait_turn(report)
-    own = Loops(cpu_us=[])
+    result = CaseProfiled(Loops(cpu_us=[]), steps * ops,
+                          sys_path=[p for p in sys.path if p and "\0" not in p][:MAX_PATHS])
     if not job.sample:
         errors: dict[str, str] = {}
-        own = interleaved({c.label: (step, sync)}, {c.label: steps}, job.repeats, events, report, shape, errors,
-                          extend_seconds(job))[c.label]
+        result.own = interleaved({c.label: (step, sync)}, {c.label: steps}, job.repeats, events, report, shape, errors,
+                                 extend_seconds(job))[c.label]
         if errors:  # the loop raised; interleaved made its message
             raise CaseUnavailable(errors[c.label])
-    report.phase("cprofile")
-    us_per_call, profiled_calls, table, corrupted = cprofile_phase(step, sync, steps, job.prof_path)
-    result = CaseProfiled(own, steps * ops, us_per_call, profiled_calls,
-                          sys_path=[p for p in sys.path if p and "\0" not in p][:MAX_PATHS])
 
-    def count() -> None:
-        report.phase("count")
-        result.counts = counted_loop(step, sync, steps, job.device, ops, table, profiled_calls, c.label,
-                                     str(steptrace.path_for(job.prof_path)) if job.prof_path else None, detach=first)
-        result.counts.corrupted = corrupted
+    def profile_and_count() -> None:
+        report.phase("cprofile")
+        result.cprofile_us_per_call, result.cprofile_calls, table, corrupted = cprofile_phase(step, sync, steps,
+                                                                                              job.prof_path)
+        if job.count:  # after the cProfile loop, whose table gives its Python calls
+            report.phase("count")
+            result.counts = counted_loop(step, sync, steps, job.device, ops, table, result.cprofile_calls, c.label,
+                                         str(steptrace.path_for(job.prof_path)) if job.prof_path else None,
+                                         detach=first)
+            result.counts.corrupted = corrupted
 
     if first:
         # CUPTI's tracing is set up and torn down before the sampled loop, and CUPTI detached (left attached with its
         # tracing off it stayed in every API call's path: tracers.CuptiTracer.close), so that its library puts no
         # frame in the stacks sampled after it (tests/test_gpu.py, on the GPU)
-        if job.count:
-            count()
+        profile_and_count()
         wait_turn(report)
     if job.sample:
         report.send(SampleReady(os.getpid()))
         result.chunks = sampled_phase(step, sync, steps, job.max_sample_seconds)
         result.calls_per_chunk = steps * ops
-    if job.count and not first:  # last: CUPTI's tracing is set up and torn down after every other loop
-        count()
+    if not first:  # CUPTI's tracing set up and torn down after every other loop of the process
+        profile_and_count()
     return result
 
 

@@ -147,6 +147,9 @@ def test_a_cython_module_whose_c_is_under_source_reads_its_hot_pyx_line(cython_r
     lines = dispatch.analyse_dir(str(cython_run[0])).lines["cython_apart"]
     mapped = [l for l in lines.lines if l.file == "hot2.c" and l.pyx is not None and l.self.samples]
     assert mapped and {l.kind for l in mapped} == {"cython"}
-    body = [l for l in mapped if l.pyx is not None and l.pyx.line == cythonbuild.HOT_LINE]
-    assert body and body[0].pyx is not None and body[0].pyx.text == cythonbuild.HOT_TEXT
+    # the loop's .pyx lines, as the module beside its .c reads them: at -O0 most samples land on the `for` line's C
+    # (about 180 of 195 at 200 Hz), the body's own C line got 0-5 (none in some runs on a loaded machine)
+    hottest = max(mapped, key=lambda l: l.self.samples)
+    assert hottest.pyx is not None and hottest.pyx.line in (cythonbuild.HOT_LINE - 1, cythonbuild.HOT_LINE), mapped
+    assert hottest.pyx.text == cythonbuild.HOT_PYX.splitlines()[hottest.pyx.line - 1]
     assert lines.lines[0].file == "hot2.c"  # the hottest line by own time is the module's loop

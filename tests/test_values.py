@@ -83,3 +83,28 @@ def test_a_device_copy_is_found_by_the_host_bytes_it_holds_until_the_next_shape(
     assert inputs.on_device(a, "cuda:0") is copy
     inputs.host_operands(3, 5, 4, "float32")
     assert inputs.on_device(a, "cuda:0") is None
+
+
+def test_small_operands_are_made_by_the_thread_that_asks_and_large_ones_ahead(monkeypatch):
+    """Below a chunk of values no thread of their own (it would still be exiting as a profiled process's loops
+    begin); at a chunk or more a background thread makes them while the process imports. The same bytes either way."""
+    import threading
+
+    made_in: list[str] = []
+    real = inputs._make
+
+    def make(*args):
+        made_in.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(inputs, "_make", make)
+    monkeypatch.setattr(values, "CHUNK", 1 << 12)
+    inputs.prefetch_operands(16, 16, 16, "float32")  # 512 values
+    assert made_in == []  # nothing made until asked
+    small = inputs.host_operands(16, 16, 16, "float32")
+    assert made_in == ["MainThread"]
+    inputs.prefetch_operands(64, 64, 64, "float32")  # 8192 values: two chunks
+    big = inputs.host_operands(64, 64, 64, "float32")
+    assert made_in == ["MainThread", "flametool-values-ahead"]
+    assert np.array_equal(big[1], values.uniform((64, 64), "float32", 0, stream=1))
+    assert np.array_equal(small[0], values.uniform((16, 16), "float32", 0, stream=0))

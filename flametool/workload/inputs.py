@@ -46,7 +46,7 @@ def prefetch_operands(m: int, k: int, n: int, dtype: str) -> None:
     if key not in _made:
         _made.clear()
         _on_device.clear()
-        _made[key] = values.Ahead(lambda: _make(m, k, n, dtype))
+        _made[key] = values.Ahead(lambda: _make(m, k, n, dtype), background=m * k + k * n >= values.CHUNK)
 
 
 def _make(m: int, k: int, n: int, dtype: str) -> tuple[Any, Any]:

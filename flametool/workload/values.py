@@ -85,15 +85,24 @@ def uniform(shape: int | tuple[int, ...], dtype: str, seed: int, stream: int = 0
 
 class Ahead:
     """Values being made in a background thread while the process does something else (imports its
-    libraries): `get` waits for them."""
+    libraries): `get` waits for them. With `background` False they are made by the first `get`, in the thread
+    that asks: values of less than a chunk take milliseconds, and a thread of their own is one more thread in the
+    process when its loops begin (a profiled process sampled right after its warm-up counted it, still exiting,
+    in 3 runs of 5 on a loaded machine, 2026-12-04)."""
 
-    def __init__(self, make: Callable[[], object]) -> None:
+    def __init__(self, make: Callable[[], object], background: bool = True) -> None:
         # numpy imported here, in the thread that asks, as the child imported it before values.py deferred it:
         # the background thread then does not import it while this one imports the case's libraries
         import numpy  # noqa: F401
 
         self._future: Future = Future()
-        threading.Thread(target=self._run, args=(make,), name="flametool-values-ahead", daemon=True).start()
+        self._thread: threading.Thread | None = None
+        self._make: Callable[[], object] | None = None
+        if background:
+            self._thread = threading.Thread(target=self._run, args=(make,), name="flametool-values-ahead", daemon=True)
+            self._thread.start()
+        else:
+            self._make = make
 
     def _run(self, make: Callable[[], object]) -> None:
         try:
@@ -102,4 +111,7 @@ class Ahead:
             self._future.set_exception(exc)
 
     def get(self) -> object:
+        if self._make is not None:
+            make, self._make = self._make, None
+            self._run(make)
         return self._future.result()

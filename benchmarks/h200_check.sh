@@ -17,7 +17,13 @@
 #   envs.txt           benchmarks/envs.py, three runs of three environments (issue 19's targets)
 #   calibrate.txt      benchmarks/calibrate.py, issue 31's null and planted A/Bs (cal/: the runs, to carry
 #                      into the next call as .cal-runs: `timeout 590 bash benchmarks/h200_check.sh calibrate`)
-# Run from the repository root, after the device README's lines that put py-spy on PATH:
+# The wheels the device lacks, downloaded here into the ignored .whl/ for Python 3.12 (the device README's pip
+# download line) and carried: py-spy, snakeviz, tornado, cxxfilt, array-api-compat, websocket-client, cupti-python,
+# nvidia-cuda-cupti==13.4.* and pyelftools (cupti-python imports it: without it the counted loops fell back to
+# torch.profiler, and the workloads' GPU atlas test failed, 2026-12-04). Each call starts with
+#   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+#   export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
+# Run from the repository root, after those lines:
 #   bash benchmarks/h200_check.sh [gpu|compare|repro|envs|calibrate ...]  (default: the first four, in order)
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -49,9 +49,10 @@ def test_cuda_stacks_reach_cublas(gpu_run):
 
 def test_the_last_case_counts_before_its_turn_and_cupti_stays_out_of_its_stacks(gpu_run):
     """torch, the last case profiled, was given its job while cupy was sampled (a 5 s window: profiling.
-    COUNT_FIRST_SECONDS) and ran its cProfile and counted loops before its turn: its counts are whole, and CUPTI,
-    detached after them, put no frame in the stacks sampled after it (left attached with its tracing off, it did:
-    libcupti in torch's launch path, 2026-12-04), nor in cupy's, whose count came after its sampling."""
+    COUNT_FIRST_SECONDS) and ran its cProfile and counted loops before its turn (the order itself is
+    tests/test_spares.py's, on the CPU): its counts are whole, and CUPTI, detached after them, put no frame in the
+    stacks sampled after it (left attached with its tracing off, it did: libcupti in torch's launch path, the H200,
+    2026-12-04), nor in cupy's, whose count came after its sampling."""
     out, data = gpu_run
     for label in ("cupy", "torch"):
         counts = data.results[label].profile.counts

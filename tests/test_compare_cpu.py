@@ -104,8 +104,10 @@ def test_the_processes_after_the_first_time_loops_of_one_length(cli, tmp_path):
     run.json says so per process (Loops.calls). Without it numpy's 64^3 product and add_case's 64x64 add, 200 calls
     each, differ some 10x in length."""
     out = tmp_path / "run"
+    # 0.3 s of rounds a case (not 1 s): what is read is the loops' lengths, not their figures
     proc = cli("compare", "--device", "cpu", "--libs", "numpy", "--case", f"{CASES}:add_case", "--shape", "64,64,64",
-               "--processes", "2", "--no-sample", "--no-count", "--iters", "200", "--out", str(out))
+               "--processes", "2", "--no-sample", "--no-count", "--iters", "200", "--timed-seconds", "0.3",
+               "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     results = rundir.load(out).results
     numpy, add = results["numpy"].timing, results["add_case"].timing

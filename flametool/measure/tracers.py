@@ -138,10 +138,10 @@ class CuptiTracer:
     def close(self, detach: bool = False) -> str | None:
         """Tracing off; returns why CUPTI could not be detached (None: it was, or was not asked to be). CUPTI stays
         attached (finalizing and attaching again within a process is not relied on) unless `detach`: the process
-        counts nothing after this, but times or samples the same calls, and CUPTI left
-        attached with its activity kinds off is still in every API call's path (the H200, 2026-12-04: libcupti's
-        frames in torch's stacks sampled after its counted loop). cuptiFinalize detaches it: called here after the
-        caller's synchronisation and this flush, on the only thread that calls CUDA, as CUPTI asks of it."""
+        counts nothing after this, but times or samples the same calls, and CUPTI left attached with its activity
+        kinds off is still in every API call's path (the H200, 2026-12-04: libcupti's frames in torch's stacks
+        sampled after its counted loop). cuptiFinalize detaches it: called here after the caller's synchronisation
+        and this flush, on the only thread that calls CUDA, as CUPTI asks of it."""
         for kind in self.enabled:
             try:
                 self.cupti.activity_disable(kind)

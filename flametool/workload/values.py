@@ -96,11 +96,9 @@ class Ahead:
         import numpy  # noqa: F401
 
         self._future: Future = Future()
-        self._thread: threading.Thread | None = None
-        self._make: Callable[[], object] | None = None
+        self._make: Callable[[], object] | None = None  # made by the first get (not in the background)
         if background:
-            self._thread = threading.Thread(target=self._run, args=(make,), name="flametool-values-ahead", daemon=True)
-            self._thread.start()
+            threading.Thread(target=self._run, args=(make,), name="flametool-values-ahead", daemon=True).start()
         else:
             self._make = make
 

@@ -148,3 +148,16 @@ def test_the_cprofile_loop_counts_the_step_s_calls_not_the_garbage_left_before_i
     per_call = {func[2]: stat[1] / calls for func, stat in table.items()}
     assert per_call["helper"] == 2 and per_call["step"] == 1
     assert "__del__" not in per_call
+
+
+def test_a_spare_opening_a_device_it_cannot_is_no_failure():
+    """open_device is best effort, as the imports are: on a machine without CUDA (this one's torch is the CPU build)
+    it returns, and the case's factory is the one to say what is wrong; on the CPU it touches no library."""
+    import sys
+
+    from flametool.measure.child import preload
+
+    before = set(sys.modules)
+    preload.open_device(["cupy", "torch"], "cpu")
+    assert "cupy" not in set(sys.modules) - before and "torch" not in set(sys.modules) - before
+    preload.open_device(["torch", "not_a_library_flametool_knows"], "cuda:0")  # raises nothing

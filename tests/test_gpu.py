@@ -190,3 +190,34 @@ def test_sweep_on_the_gpu_finds_each_crossover(cli, tmp_path):
     # at 8192^3 both wait on the same GEMM: their wall times agree within 10%
     assert 0.9 < pair.points[-1].wall.ratio < 1.1
     assert "<polyline" in (out / "report.html").read_text()
+
+
+def test_a_spare_opens_its_cuda_context_before_its_job(tmp_path):
+    """A spare for cupy and torch, given no job, has its CUDA context on the device once its imports are done (child/
+    preload.open_device): the GPU lists its pid among its compute processes. (The seconds it saves a timing
+    process are benchmarks/setup_split.py's and compare_floor.py's to say.)"""
+    import shutil
+    import subprocess
+    import time
+
+    from flametool.measure import runner, spawn
+    from flametool.workload import builtins
+
+    if shutil.which("nvidia-smi") is None:
+        pytest.skip("needs nvidia-smi to list the GPU's processes")
+    specs = [builtins.builtin("cupy"), builtins.builtin("torch")]
+    config = runner.Config(cases=specs, device="cuda:0", shape=[1024, 1024, 1024],
+                           dtypes={s.label: "float16" for s in specs}, out=tmp_path, spares=True)
+    spare = spawn.Spare.start(specs, config, tmp_path / "spare.log")
+    try:
+        pids: list[str] = []
+        deadline = time.monotonic() + 90  # torch's import took 4-6 s on the H200 host; a loaded host more
+        while time.monotonic() < deadline and str(spare.proc.pid) not in pids:
+            assert spare.proc.poll() is None, (tmp_path / "spare.log").read_text()
+            listed = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"],
+                                    capture_output=True, text=True, timeout=30)
+            pids = listed.stdout.split()
+            time.sleep(0.5)
+        assert str(spare.proc.pid) in pids, pids
+    finally:
+        spare.stop()

@@ -22,7 +22,7 @@ from ..run.timing import STARTED, Loops
 # counting leaves it out of a case's Python calls; the parent finds it by this name in this file.
 ACTIVE_LOOP = "active_loop"
 ACTIVE_LOOP_FILE = "flametool/measure/child/loops.py"
-# A spare's command line: MSG_FD SPARE PARENT_PID MODULES (child/entry.py), its job then read from stdin.
+# A spare's command line: MSG_FD SPARE PARENT_PID MODULES DEVICE (child/entry.py), its job then read from stdin.
 SPARE = "--spare"
 # What the parent writes on a profiled child's stdin: GO, to a child given its job ahead (ProfileJob.ahead), for its
 # loops to begin; STOP ends the sampled loop (child/loops.py reads both).

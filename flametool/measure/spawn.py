@@ -200,8 +200,8 @@ class Spare:
 
     @classmethod
     def start(cls, cases: list[CaseSpec], config: Config, log_path: Path) -> "Spare":
-        return cls(start_child([SPARE, str(os.getpid()), ",".join(builtin_libraries(cases))], config, log_path,
-                               cases[0].env),
+        return cls(start_child([SPARE, str(os.getpid()), ",".join(builtin_libraries(cases)), config.device], config,
+                               log_path, cases[0].env),
                    [c.label for c in cases])
 
     @property

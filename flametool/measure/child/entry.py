@@ -17,7 +17,7 @@ from ..protocol import (CPUS_ENV, FORKSERVER, SPARE, CaseProfiled, Done, Failed,
     decode_job)
 from .building import CaseUnavailable, FactoryFailed, describe
 from . import forkserver
-from .preload import preload, preload_behind, start_operands
+from .preload import open_device, preload, preload_behind, start_operands
 from . import loops
 from .reporter import Reporter
 from .work import profile_case, sweep_cases, time_cases
@@ -63,7 +63,10 @@ def main(argv: list[str]) -> int:
     report = Reporter(int(argv[0]))
     if argv[1] == SPARE:
         procs.tie_to_parent(int(argv[2]))
-        preload([m for m in argv[3].split(",") if m])
+        modules = [m for m in argv[3].split(",") if m]
+        preload(modules)
+        if len(argv) > 4:
+            open_device(modules, argv[4])
         job = read_job()
         if job is None:
             return 0

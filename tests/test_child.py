@@ -108,6 +108,27 @@ def test_a_spares_job_and_the_go_after_it_read_alike_when_they_come_in_one_read(
     assert got.stdout.decode().split() == ["False"], got.stderr.decode()
 
 
+def test_a_spare_told_to_open_its_device_reads_its_job_after_it():
+    """OPEN lines before a spare's job (spawn.Spare.open: make the CUDA context now) call read_job's on_open, each
+    one; the job and the GO after it are read as without them; a parent that closes the pipe after OPEN gives no
+    job."""
+    import subprocess
+    import sys
+
+    from flametool.measure.protocol import GO, OPEN, JobCase, ProfileJob, encode_job
+    from flametool.workload import builtins
+
+    job = ProfileJob(device="cpu", iters=10, warmup=1, repeats=1, case=JobCase("numpy", builtins.builtin("numpy"),
+                     "float32"), shape=[4, 4, 4], prof_path="x.prof", ahead=True)
+    code = ("from flametool.measure.child import entry, loops; opened = []; "
+            "job = entry.read_job(lambda: opened.append(1)); print(len(opened), type(job).__name__, loops.wait_go())")
+    for given in (OPEN + encode_job(job).encode() + b"\n" + GO, OPEN + OPEN + encode_job(job).encode() + b"\n" + GO):
+        got = subprocess.run([sys.executable, "-c", code], input=given, capture_output=True, timeout=60, env=child_env())
+        assert got.stdout.decode().split() == [str(given.count(OPEN)), "ProfileJob", "True"], got.stderr.decode()
+    got = subprocess.run([sys.executable, "-c", code], input=OPEN, capture_output=True, timeout=60, env=child_env())
+    assert got.stdout.decode().split() == ["1", "NoneType", "False"], got.stderr.decode()
+
+
 def child_env() -> dict:
     import os
 

@@ -192,10 +192,11 @@ def test_sweep_on_the_gpu_finds_each_crossover(cli, tmp_path):
     assert "<polyline" in (out / "report.html").read_text()
 
 
-def test_a_spare_opens_its_cuda_context_before_its_job(tmp_path):
-    """A spare for cupy and torch, given no job, has its CUDA context on the device once its imports are done (child/
-    preload.open_device): the GPU lists its pid among its compute processes. (The seconds it saves a timing
-    process are benchmarks/setup_split.py's and compare_floor.py's to say.)"""
+def test_a_spare_opens_its_cuda_context_before_its_job_when_told(tmp_path):
+    """A spare for cupy and torch, told to open (Spare.open: it runs next) but given no job, has its CUDA context on
+    the device once its imports are done (child/preload.open_device): the GPU lists its pid among its compute
+    processes. (Which spares are told is tests/test_spares.py's, on the CPU; the seconds it saves a timing process
+    are benchmarks/setup_split.py's and compare_floor.py's to say.)"""
     import shutil
     import subprocess
     import time
@@ -209,6 +210,7 @@ def test_a_spare_opens_its_cuda_context_before_its_job(tmp_path):
     config = runner.Config(cases=specs, device="cuda:0", shape=[1024, 1024, 1024],
                            dtypes={s.label: "float16" for s in specs}, out=tmp_path, spares=True)
     spare = spawn.Spare.start(specs, config, tmp_path / "spare.log")
+    spare.open()
     try:
         pids: list[str] = []
         deadline = time.monotonic() + 90  # torch's import took 4-6 s on the H200 host; a loaded host more

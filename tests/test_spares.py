@@ -23,8 +23,9 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
     profiled process are the spares started with the run, process 3 the one started ahead while process 2 ran;
     the run is whole, and the spare for process 4 is stopped: no process or log of any spare is left."""
     monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
-    taken, checks, started = [], [], []
-    take, start = spawn.Spare.take, spawn.Spare.start
+    taken, checks, started, opened = [], [], [], []
+    take, start, open_ = spawn.Spare.take, spawn.Spare.start, spawn.Spare.open
+    logs: dict[int, str] = {}
 
     def counted(spare: spawn.Spare, job):
         got = take(spare, job)
@@ -33,7 +34,13 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
 
     def starting(cls, specs, config, log):
         started.append(log.name)
-        return start(specs, config, log)
+        spare = start(specs, config, log)
+        logs[id(spare)] = log.name
+        return spare
+
+    def opening(spare: spawn.Spare):
+        opened.append(logs[id(spare)])
+        return open_(spare)
 
     def settled(m, live, most):
         checks.append(len(m.run.results["numpy"].at_sample_shape.processes))
@@ -41,6 +48,7 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
 
     monkeypatch.setattr(spawn.Spare, "take", counted)
     monkeypatch.setattr(spawn.Spare, "start", classmethod(starting))
+    monkeypatch.setattr(spawn.Spare, "open", opening)
     monkeypatch.setattr(paired, "settled", settled)
     specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
@@ -57,6 +65,10 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
     # process 2 and the profiled ones from the start; 3 and 4 when process 2 started
     assert started == [f"{name}-2.log", "numpy.log", "add_case.log", f"{name}-3.log", f"{name}-4.log"]
     assert [job for job, got in taken if got] == ["time", "time", "profile", "profile"]
+    # told to open their CUDA context (a no-op on the CPU) only when next: process 2 and the first case profiled with
+    # the run, each later process as the one before it starts; never every spare at once (an idle context holds
+    # device memory)
+    assert opened == [f"{name}-2.log", "numpy.log", f"{name}-3.log", f"{name}-4.log"]
     assert list(out.glob("*.log")) == []
     assert fk.none_left(os.environ[fk.TAG]) == []
 

@@ -332,6 +332,7 @@ def _prepare(m: Measurement, group: Group, i: int, progress: Progress | None = N
     # asked once: asked again after the fork, a server at its --forks-per-server would retire under its child
     forks = m.forks.get([by_label[l] for l in live])
     child = first_child(job, config, name, log, say, m.spares.take(log, live), forks)
+    m.spares.open(m.out / f"{name}-timing-{i + 1}.log")  # the next one's CUDA context, while this one runs
     return Prepared(group, i, live, key, job, name, log, child, say, forks)
 
 

@@ -24,6 +24,9 @@ ACTIVE_LOOP = "active_loop"
 ACTIVE_LOOP_FILE = "flametool/measure/child/loops.py"
 # A spare's command line: MSG_FD SPARE PARENT_PID MODULES DEVICE (child/entry.py), its job then read from stdin.
 SPARE = "--spare"
+# What the parent may write on a spare's stdin before its job: OPEN, to make its CUDA context now (child/preload.
+# open_device), where the spare is the next to run (spawn.Spares.open).
+OPEN = b"open\n"
 # What the parent writes on a profiled child's stdin: GO, to a child given its job ahead (ProfileJob.ahead), for its
 # loops to begin; STOP ends the sampled loop (child/loops.py reads both).
 GO, STOP = b"go\n", b"stop\n"

@@ -20,7 +20,7 @@ from ..run import rundir
 from ..workload.builtins import builtin_libraries
 from ..workload.cases import CaseSpec
 from .config import Config
-from .protocol import (ACTIVE_LOOP, CPUS_ENV, RESULT_OF, SPARE, STOP, capped, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point,
+from .protocol import (ACTIVE_LOOP, CPUS_ENV, OPEN, RESULT_OF, SPARE, STOP, capped, AnyJob, AnyResult, CaseProfiled, Done, Failed, Phase, Point,
     ProfileJob, SampleReady, Swept, SweepJob, Timed, TimeJob, decode, encode_job)
 from ..run.profiled import Sampling
 
@@ -197,6 +197,7 @@ class Spare:
 
     child: Started
     labels: list[str]
+    opened: bool = False  # told to make its CUDA context (open)
 
     @classmethod
     def start(cls, cases: list[CaseSpec], config: Config, log_path: Path) -> "Spare":
@@ -220,6 +221,19 @@ class Spare:
                 pass
         self.stop()
         return None
+
+    def open(self) -> None:
+        """Tell it to make its CUDA context now, before its job (protocol.OPEN); once. Best effort: one that is gone
+        is found so when it is given its job."""
+        if self.opened or self.proc.poll() is not None:
+            return
+        self.opened = True
+        try:
+            assert self.proc.stdin is not None  # start_child gives every child a pipe on its stdin
+            self.proc.stdin.write(OPEN)
+            self.proc.stdin.flush()
+        except OSError:
+            pass
 
     def stop(self) -> None:
         self.child.discard()
@@ -441,6 +455,18 @@ class Spares:
         jobs += [([c], self.out / f"{c.label}.log") for c in config.cases]
         for cases, log in jobs:
             self.started[log] = Spare.start(cases, config, log)
+        # the ones that run first open their CUDA context now, beside the first process (each later one when the
+        # process before it starts: paired._prepare): an idle context holds device memory (open_device), so not all
+        for cases in groups if self.timing else []:
+            self.open(self.out / f"{'+'.join(c.label for c in cases)}-timing-2.log")
+        if config.cases:
+            self.open(self.out / f"{config.cases[0].label}.log")
+
+    def open(self, log_path: Path) -> None:
+        """The spare started for this job (if any) makes its CUDA context now (Spare.open): it is the next to run."""
+        spare = self.started.get(log_path)
+        if spare is not None:
+            spare.open()
 
     def ahead(self, cases: list[CaseSpec], name: str, i: int) -> None:
         """Spares for the processes past config.processes that may follow process i ("until the ratios

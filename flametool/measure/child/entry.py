@@ -13,7 +13,7 @@ from typing import Any, Callable, cast
 
 from ... import procs
 from .. import explain
-from ..protocol import (CPUS_ENV, FORKSERVER, SPARE, CaseProfiled, Done, Failed, JobCase, ProfileJob, SweepJob, Swept, Timed, TimeJob,
+from ..protocol import (CPUS_ENV, FORKSERVER, OPEN, SPARE, CaseProfiled, Done, Failed, JobCase, ProfileJob, SweepJob, Swept, Timed, TimeJob,
     decode_job)
 from .building import CaseUnavailable, FactoryFailed, describe
 from . import forkserver
@@ -29,19 +29,25 @@ JOBS: dict[type, Callable[[Any, Reporter], Timed | Swept | CaseProfiled]] = {
 
 
 
-def read_job() -> TimeJob | SweepJob | ProfileJob | None:
-    """A spare's job: the first line on stdin (None when the parent closed it: the spare was not needed); what came
-    after it in the same read (a GO) is kept for the loops that read stdin next (loops.wait_go, then the sampled
-    loop's stop)."""
+def read_job(on_open: Callable[[], None] | None = None) -> TimeJob | SweepJob | ProfileJob | None:
+    """A spare's job: the first line on stdin other than OPEN (each OPEN before it calls `on_open`: the parent asks
+    the spare to make its CUDA context now); None when the parent closed it (the spare was not needed). What came
+    after the job in the same read (a GO) is kept for the loops that read stdin next (loops.wait_go, then the
+    sampled loop's stop)."""
     data = b""
-    while b"\n" not in data:
-        chunk = os.read(0, 1 << 16)
-        if not chunk:
-            return None
-        data += chunk
-    line, _, rest = data.partition(b"\n")
-    loops.keep_read(rest)
-    return decode_job(line)
+    while True:
+        while b"\n" not in data:
+            chunk = os.read(0, 1 << 16)
+            if not chunk:
+                return None
+            data += chunk
+        line, _, data = data.partition(b"\n")
+        if line == OPEN.strip():
+            if on_open is not None:
+                on_open()
+            continue
+        loops.keep_read(data)
+        return decode_job(line)
 
 
 
@@ -65,9 +71,8 @@ def main(argv: list[str]) -> int:
         procs.tie_to_parent(int(argv[2]))
         modules = [m for m in argv[3].split(",") if m]
         preload(modules)
-        if len(argv) > 4:
-            open_device(modules, argv[4])
-        job = read_job()
+        device = argv[4] if len(argv) > 4 else "cpu"
+        job = read_job(lambda: open_device(modules, device))
         if job is None:
             return 0
         start_operands(job)

@@ -1,8 +1,8 @@
 """The libraries a child's cases import, imported ahead of them: a spare imports them while it waits for its job
-(preload), and on a GPU makes its CUDA context there too (open_device); a child started with its job imports the
-first now and the others in a thread while the first case is built (preload_behind; imported() waits for them
-before a case that needs them); and the built-in cases' operands for the first shape are started in the
-background (start_operands)."""
+(preload), and on a GPU makes its CUDA context there once it is next to run (open_device); a child started with its
+job imports the first now and the others in a thread while the first case is built (preload_behind; imported()
+waits for them before a case that needs them); and the built-in cases' operands for the first shape are started in
+the background (start_operands)."""
 
 from __future__ import annotations
 
@@ -26,12 +26,13 @@ def preload(modules: list[str]) -> None:
 
 
 def open_device(modules: list[str], device: str) -> None:
-    """A spare, its libraries imported, makes its CUDA context and cuBLAS handle while it waits for its job: on the
-    H200 they were 0.32 of the 0.45 s a timing process at 1024^3 spent setting up and warming up
-    (benchmarks/setup_split.py, 2026-12-04), paid between one timed process and the next. The spares import beside
-    the first process's GPU-bound loops, so they do this there too. Best effort, as preload: what fails here fails
-    again in the case's factory, which says what is wrong. Not in a fork server (a context does not survive a
-    fork): its children have no spares."""
+    """A spare, its libraries imported, makes its CUDA context and cuBLAS handle while it waits for its job, when
+    the parent asks (protocol.OPEN: the spare runs next, spawn.Spares.open): on the H200 they were 0.32 of the 0.45 s
+    a timing process at 1024^3 spent setting up and warming up (benchmarks/setup_split.py, 2026-12-04), paid between
+    one timed process and the next. Only when asked, because an idle context holds device memory (682 MiB with cupy's
+    and torch's handles there): every spare of a run opened at its start would hold gigabytes a big shape may need.
+    Best effort, as preload: what fails here fails again in the case's factory, which says what is wrong. Not in a
+    fork server (a context does not survive a fork): its children have no spares."""
     index = cases.cuda_index(device)
     if index is None:
         return

@@ -42,22 +42,16 @@ inputs.prefetch_shape(shape, "float16")
 mark("values started")
 cupy.cuda.runtime.free(0)
 mark("CUDA context (cupy)")
-step, sync = libraries.cupy_matmul(m, k, n, "float16", "cuda:0")
-mark("cupy factory (memory, values, copy)")
-step(); sync()
-mark("cupy first product")
-for _ in range(49):
-    step()
-sync()
-mark("cupy 49 more warm-up calls")
-tstep, tsync = libraries.torch_mm(m, k, n, "float16", "cuda:0")
-mark("torch factory (memory, copy on the device)")
-tstep(); tsync()
-mark("torch first product")
-for _ in range(49):
-    tstep()
-tsync()
-mark("torch 49 more warm-up calls")
+for lib, factory, what in (("cupy", libraries.cupy_matmul, "memory, values, copy"),
+                           ("torch", libraries.torch_mm, "memory, copy on the device")):
+    step, sync = factory(m, k, n, "float16", "cuda:0")
+    mark(f"{lib} factory ({what})")
+    step(); sync()
+    mark(f"{lib} first product")
+    for _ in range(49):
+        step()
+    sync()
+    mark(f"{lib} 49 more warm-up calls")
 print(json.dumps(steps))
 """
 

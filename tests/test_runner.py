@@ -8,6 +8,7 @@ import os
 import pstats
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -234,3 +235,43 @@ def test_the_budget_stops_adding_processes_before_a_step_would_overrun_it(monkey
     m.timing_started = 0.0
     paired._processes_after_the_first(m, m.run.groups)
     assert [i for _, i in steps] == [2, 2, 3, 3] and clock[0] == 40.0
+
+
+def test_a_stop_before_the_interval_settled_is_recorded_with_why(monkeypatch, tmp_path):
+    """run.timing_stop says which pair had not settled when compare stopped adding processes, and why: "spread" where
+    the projection gave up (twelve processes spread as these would still reach past ±2%), "budget" where the time for
+    more was spent, "most" where the most processes allowed ran; nothing where every pair settled, or with
+    --processes N alone (N exactly, as asked). It is read back from run.json as written, and its line says it."""
+    from flametool.render import format as fmt
+    from flametool.run.record import TimingStop
+
+    monkeypatch.setattr(paired, "_at_once", lambda m, tasks: None)  # no process runs: the figures stay as built
+    monkeypatch.setattr(paired, "_live", lambda m, g: list(g.cases))
+
+    def stop(head: list[float], processes: int, most: int, budget: float | None = None) -> TimingStop | None:
+        m = measurement([10.0] * 5, head)
+        m.config.processes, m.config.max_processes, m.config.budget = processes, most, budget
+        m.out = rundir.create(tmp_path / f"run{len(list(tmp_path.iterdir()))}")
+        m.timing_started = time.monotonic() - (100.0 if budget else 0.0)
+        paired._processes_after_the_first(m, m.run.groups)
+        assert rundir.load(m.out).timing_stop == m.run.timing_stop  # written, read back alike
+        return m.run.timing_stop
+
+    wide = [5.6, 6.9, 6.2, 6.6, 5.9]  # +-7%: twelve like them still reach past +-2%
+    got = stop(wide, 5, 12)
+    assert got is not None and (got.reason, got.base, got.head, got.limit, got.most) == ("spread", "a", "b", 0.02, 12)
+    assert stop([6.3, 6.7, 6.5, 6.4, 6.6], 5, 5) is None  # --processes 5 alone: five exactly, as asked
+    with monkeypatch.context() as patch:  # more would always settle it, as far as it can tell: five were the most
+        patch.setattr(paired, "settled", lambda m, live, most: False)
+        assert stop([6.3, 6.7, 6.5, 6.4, 6.6], 3, 5).reason == "most"
+    assert stop(wide, 5, 12, budget=50.0).reason == "budget"
+    assert stop([6.50, 6.51, 6.49, 6.50, 6.50], 5, 12) is None  # settled
+    run = measurement([10.0] * 5, wide).run
+    run.timing_stop = got
+    reach = stats.pair("a", run.results["a"].timing, "b", run.results["b"].timing, True).reach
+    line = fmt.stop_note(run, "a", "b", reach)
+    assert line == (f"b / a: compare stopped adding processes with its interval at ±{reach:.1%}, wider than the ±2% "
+                    "it settles at: its processes disagreed so much that up to 12 would not have settled it at that "
+                    "spread (a quieter stretch of the host may; --settle PCT asks for less)")
+    assert fmt.stop_note(run, "b", "a", reach) is None  # another pair: settled
+    assert fmt.stop_note(run, "a", "b", 0.019) is None  # an analysis that reads it settled says nothing of it

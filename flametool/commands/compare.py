@@ -61,7 +61,8 @@ class Compare:
                        help="add processes until each pair's 95%% interval reaches no further than PCT%% from its ratio "
                             f"(default {SETTLED * 100:g}; with --env the anchored ratio's, {CUDA.env_settle * 100:g} on a GPU and "
                             f"{CPU.env_settle * 100:g} on the CPU), within "
-                            "--budget: a smaller PCT, a narrower interval and a longer run")
+                            "--budget and while more processes spreading as these would settle it (the output says "
+                            "where they did not): a smaller PCT, a narrower interval and a longer run")
         p.add_argument("--timed-seconds", type=float, metavar="S",
                        help=f"seconds of rounds per case in each process at a host-bound shape (default {CPU.timed_seconds:g})")
         progress_option(p)

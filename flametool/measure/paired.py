@@ -22,7 +22,7 @@ from ..workload import ops
 from ..workload.cases import CaseSpec
 from .protocol import PlanItem, Timed, TimeJob
 from ..run.profiled import Sampling
-from ..run.record import Group, Run
+from ..run.record import Group, Run, TimingStop
 from ..run.timing import Timing, balanced_calls, host_bound
 
 # A pair's ratio has settled when its 95% interval reaches no further than this from it.
@@ -262,6 +262,7 @@ def _processes_after_the_first(m: Measurement, groups: list[Group]) -> None:
         spent = (now + step - first > config.budget if config.budget is not None
                  else now - started > config.extra_seconds)
         if i >= config.processes and (spent or settled(m, live, config.max_processes)):
+            _stopped(m, live, "budget" if spent else "spread")
             return
         last = min(i + per_round, config.max_processes)
         tasks = [(group, j) for j in range(i + 1, last + 1) for group in (groups if j % 2 else groups[::-1])]
@@ -269,6 +270,9 @@ def _processes_after_the_first(m: Measurement, groups: list[Group]) -> None:
             _at_once(m, tasks[k:k + config.at_once])
         i = last
         step = max(step, time.monotonic() - now)
+    live = [l for g in groups for l in _live(m, g)]
+    if live and config.max_processes > config.processes:  # not --processes N alone: N exactly was asked for
+        _stopped(m, live, "most")
 
 
 def _live(m: Measurement, group: Group) -> list[str]:
@@ -394,6 +398,29 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
             if reach is None or (reach > limit and (could is None or could <= limit)):
                 return False
     return True
+
+
+def _stopped(m: Measurement, live: list[str], reason: str) -> None:
+    """run.timing_stop: the first pair whose interval still reaches further than it settles at, and why no process
+    was added (`reason`; "spread" where settled() found none unsettled means none is); nothing with --fail-above
+    (its verdict says whether it was decided). run.json saved."""
+    if m.config.fail_above is not None:
+        return
+    timings = cast("dict[str, Timing]", {l: m.run.results[l].at_sample_shape for l in live})  # live: timed
+    figures: stats.PairFigures | anchoring.Anchored | None
+    for base, head in m.run.pairs:
+        if base not in timings or head not in timings:
+            continue
+        if m.run.paired(base, head):
+            figures, limit = stats.pair(base, timings[base], head, timings[head], True), SETTLED
+        else:
+            figures, limit = anchoring.anchored_pair(m.run, base, head), m.config.env_settle
+        limit = m.config.settle or limit
+        if figures is not None and figures.reach is not None and figures.reach > limit:
+            assert m.config.max_processes is not None  # Config.__post_init__ sets it
+            m.run.timing_stop = TimingStop(reason, base, head, limit, m.config.max_processes)
+            m.save()
+            return
 
 
 def decided(interval: stats.Interval | None, pct: float) -> bool:

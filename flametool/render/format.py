@@ -276,21 +276,39 @@ def wide_note(f: PairFigures, isolated: bool | None = None) -> str | None:
             f"±{WIDE:.0%}{without}")
 
 
+def stop_note(run, base: str, head: str, reach: float | None) -> str | None:
+    """One line where compare stopped adding processes with this pair's interval (reaching `reach` from its ratio)
+    wider than it settles at (run.timing_stop): how wide, and why no more processes ran."""
+    stop = run.timing_stop
+    if stop is None or (stop.base, stop.head) != (base, head) or reach is None or reach <= stop.limit:
+        return None
+    most = f"{stop.most} a side" if run.environments else str(stop.most)
+    why = {"spread": f"its processes disagreed so much that up to {most} would not have settled it at that spread "
+                     "(a quieter stretch of the host may; --settle PCT asks for less)",
+           "budget": "the time allowed for more processes was spent (--budget SECONDS allows more)",
+           "most": f"the most processes compare runs, {most}, were run"}[stop.reason]
+    return (f"{head} / {base}: compare stopped adding processes with its interval at ±{reach:.1%}, wider than "
+            f"the ±{stop.limit * 100:.3g}% it settles at: {why}")
+
+
 def pair_lines(pair, run, processes: int) -> list[str]:
     """What a compared pair (compare.PairAnalysis of `run`) says first, in the terminal and the report alike:
-    its leading figure, the requested shape's when that is another, and a line when the interval is wide."""
+    its leading figure, the requested shape's when that is another, a line when the interval is wide, and one
+    when compare stopped adding processes before it settled (stop_note)."""
     lead = pair.headline
     if getattr(pair, "anchored", None) is not None:
         where = f"{pair.head}'s processes"
-        return anchored_lines(pair.anchored, pair.base, pair.head, where)
+        stopped = stop_note(run, pair.base, pair.head, pair.anchored.reach)
+        return anchored_lines(pair.anchored, pair.base, pair.head, where) + ([stopped] if stopped else [])
     if lead is None:
         return []
+    stopped = stop_note(run, pair.base, pair.head, lead.reach)
     at_sample = pair.sample is not None and lead is pair.sample
     lines = [pair_sentence(lead, f" at the sample shape {shape(run.results[pair.head].sample_shape)}" if at_sample else "")]
     if at_sample and pair.timing is not None and pair.timing.ratio is not None:
         lines.append(f"At the requested shape {shape(run.results[pair.head].shape)}: " + pair_sentence(pair.timing))
     note = wide_note(lead, bool(run.config.recorded.get("isolate")))
-    return lines + ([note] if note else [])
+    return lines + [line for line in (note, stopped) if line]
 
 
 def speed_note(pairs: list) -> str | None:

@@ -348,6 +348,31 @@ class AtlasPart:
         return cls(op=r.text("op", ""), dir=name or "", error=r.text("error"))
 
 
+# Why compare stopped adding timing processes with a pair's interval still wider than it was settling it at
+# (measure/paired.py), in TimingStop.reason: more processes spreading as these did would not have settled it (up to
+# the most it runs); the time for more was spent (--budget); the most it runs were run
+STOP_REASONS = ("spread", "budget", "most")
+
+
+@dataclass
+class TimingStop:
+    """A decision taken while measuring: the pair whose interval had not settled when compare stopped adding timing
+    processes, why, the reach it was settling at (relative: 0.01 is ±1%) and the most processes it runs. (How far
+    the interval reaches is the analysis's to compute, as every interval is.)"""
+
+    reason: str  # one of STOP_REASONS
+    base: str
+    head: str
+    limit: float
+    most: int  # the most processes compare runs (a side, with --env: Config.max_processes)
+
+    @classmethod
+    def from_json(cls, r: Reader) -> "TimingStop":
+        return cls(reason=r.get("reason", lambda v: v in STOP_REASONS, " or ".join(STOP_REASONS), "spread"),
+                   base=r.text("base", ""), head=r.text("head", ""), limit=r.number("limit", 0.0),
+                   most=r.count("most", 0))
+
+
 @dataclass
 class Run:
     schema: int
@@ -362,6 +387,7 @@ class Run:
     kind: str = "compare"  # one of KINDS: what made the run, and so which analysis and report it gets
     environments: list[Environment] = field(default_factory=list)  # `compare --env`: each environment, probed
     parts: list[AtlasPart] = field(default_factory=list)  # an atlas: its ops' runs
+    timing_stop: TimingStop | None = None  # a pair's interval not settled when the processes stopped: why
 
     def __post_init__(self) -> None:
         if isinstance(self.config, dict):
@@ -415,6 +441,8 @@ class Run:
                 {"parts": [asdict(p) for p in self.parts]} if self.kind == "atlas" else {})
         if self.environments:  # an addition a reader of schema 2 without it ignores: the schema stays 2
             data["environments"] = [asdict(e) for e in self.environments]
+        if self.timing_stop is not None:  # likewise: a run whose intervals settled reads as before
+            data["timing_stop"] = asdict(self.timing_stop)
         return data
 
     @classmethod
@@ -456,6 +484,7 @@ class Run:
                         "a list of strings", [])
         kind = r.get("kind", lambda v: v in KINDS, " or ".join(KINDS), "compare")
         env = r.obj("env", optional=True)
+        stop = r.obj("timing_stop", optional=True)
         return cls(
             schema=data["schema"], kind=kind, complete=r.flag("complete", False), started=r.text("started", ""),
             finished=r.text("finished"), command=command,
@@ -464,6 +493,7 @@ class Run:
             groups=[Group.from_json(g) for g in r.items("groups")],
             environments=[Environment.from_json(e) for e in r.items("environments")],
             parts=[AtlasPart.from_json(p) for p in r.items("parts")] if kind == "atlas" else [],
+            timing_stop=TimingStop.from_json(stop) if stop is not None else None,
             results={label: CaseResult.from_json(results.obj(label) if isinstance(v, dict)
                                                  else _not_object(results, label, v), label)
                      for label, v in results.value.items()},

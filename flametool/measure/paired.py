@@ -376,28 +376,39 @@ def settled(m: Measurement, live: list[str], most: int) -> bool:
     environments is read by its anchored (speed-adjusted) ratio, against Config.env_settle; `most` is then up to
     Defaults.env_max_processes (60) a side and the budget bounds the run (on the H200 the unadjusted spread with
     at most 24 a side stopped null A/Bs at 5 processes: 24 would not settle them)."""
-    timings = cast("dict[str, Timing]", {l: m.run.results[l].at_sample_shape for l in live})  # live: timed
     fail_above = m.config.fail_above
-    figures: stats.PairFigures | anchoring.Anchored | None
-    for base, head in m.run.pairs:
-        if base in timings and head in timings:
-            together = m.run.paired(base, head)
-            if together:
-                figures, limit = stats.pair(base, timings[base], head, timings[head], True), SETTLED
-            else:
-                figures, limit = anchoring.anchored_pair(m.run, base, head), m.config.env_settle
-                if figures is None:
-                    continue
-            limit = m.config.settle or limit  # --settle
-            if fail_above is not None:
-                # one process a side decides nothing (diff.verdict says inconclusive): more processes
-                if not decided(figures.ratio_interval, fail_above) or anchoring.processes_a_side(figures) < 2:
-                    return False
-                continue
-            reach, could = figures.reach, figures.reach_with(most)
-            if reach is None or (reach > limit and (could is None or could <= limit)):
+    for _, _, figures, limit in pair_figures(m, live):
+        if fail_above is not None:
+            # one process a side decides nothing (diff.verdict says inconclusive): more processes
+            if not decided(figures.ratio_interval, fail_above) or anchoring.processes_a_side(figures) < 2:
                 return False
+            continue
+        reach, could = figures.reach, figures.reach_with(most)
+        if reach is None or (reach > limit and (could is None or could <= limit)):
+            return False
     return True
+
+
+Figures = stats.PairFigures | anchoring.Anchored
+
+
+def pair_figures(m: Measurement, live: list[str]) -> list[tuple[str, str, Figures, float]]:
+    """Each pair of these cases with its figures so far and the reach its interval settles at: a pair of one
+    process's cases by its paired ratio, against SETTLED; a pair of two environments by its anchored ratio, against
+    Config.env_settle (none yet: left out); --settle replaces either."""
+    timings = cast("dict[str, Timing]", {l: m.run.results[l].at_sample_shape for l in live})  # live: timed
+    got: list[tuple[str, str, Figures, float]] = []
+    for base, head in m.run.pairs:
+        if base not in timings or head not in timings:
+            continue
+        figures: Figures | None
+        if m.run.paired(base, head):
+            figures, limit = stats.pair(base, timings[base], head, timings[head], True), SETTLED
+        else:
+            figures, limit = anchoring.anchored_pair(m.run, base, head), m.config.env_settle
+        if figures is not None:
+            got.append((base, head, figures, m.config.settle or limit))
+    return got
 
 
 def _stopped(m: Measurement, live: list[str], reason: str) -> None:
@@ -406,17 +417,8 @@ def _stopped(m: Measurement, live: list[str], reason: str) -> None:
     (its verdict says whether it was decided). run.json saved."""
     if m.config.fail_above is not None:
         return
-    timings = cast("dict[str, Timing]", {l: m.run.results[l].at_sample_shape for l in live})  # live: timed
-    figures: stats.PairFigures | anchoring.Anchored | None
-    for base, head in m.run.pairs:
-        if base not in timings or head not in timings:
-            continue
-        if m.run.paired(base, head):
-            figures, limit = stats.pair(base, timings[base], head, timings[head], True), SETTLED
-        else:
-            figures, limit = anchoring.anchored_pair(m.run, base, head), m.config.env_settle
-        limit = m.config.settle or limit
-        if figures is not None and figures.reach is not None and figures.reach > limit:
+    for base, head, figures, limit in pair_figures(m, live):
+        if figures.reach is not None and figures.reach > limit:
             assert m.config.max_processes is not None  # Config.__post_init__ sets it
             m.run.timing_stop = TimingStop(reason, base, head, limit, m.config.max_processes)
             m.save()

@@ -110,7 +110,8 @@ def read(name: str, run: Path, lib: str) -> dict:
     record = rundir.load(run)
     meta = json.loads((run / "calibrate.json").read_text()) if (run / "calibrate.json").exists() else {}
     seconds = meta.get("seconds")
-    out = {"name": name, "kind": "plant" if name.startswith("plant") else "null", "minutes": seconds / 60 if seconds else None}
+    out = {"name": name, "kind": "plant" if name.startswith("plant") else "null", "minutes": seconds / 60 if seconds else None,
+           "stopped": record.timing_stop.reason if record.timing_stop else None}
     for pair in compare.analyse(run, record, attribute=False).pairs:
         case, _, env = pair.head.rpartition("@")
         f = pair.anchored
@@ -159,6 +160,8 @@ def run_line(r: dict) -> str:
     u = r.get("unwrapped")
     if u is not None:
         text += f"; the unwrapped call across environments {u['ratio']:.4f} ({u['low']:.4f} to {u['high']:.4f})"
+    if r.get("stopped"):
+        text += f"; stopped before it settled ({r['stopped']}: run.json's timing_stop)"
     if r["minutes"] is not None:
         text += f"; {r['minutes']:.1f} min"
     return text
@@ -202,6 +205,11 @@ def summary(rows: list[dict], diffs: list[tuple[str, int, str | None]]) -> list[
     if un:
         lines.append(f"the unwrapped call across environments (plant runs, truth 1): intervals that exclude 1: "
                      f"{sum(not (u['low'] <= 1 <= u['high']) for u in un)} of {len(un)}")
+    # where compare stopped adding processes with the interval wider than --settle (run.json's timing_stop; runs
+    # before 2026-12-04 do not record it): "spread", the projection gave up, is the stopping rule's early stop
+    stops = [r["stopped"] for r in rows if r.get("stopped")]
+    lines.append(f"runs that stopped adding processes before their interval settled: {len(stops)} of {len(rows)}"
+                 + (f" ({', '.join(f'{k} {stops.count(k)}' for k in sorted(set(stops)))})" if stops else ""))
     minutes = [r["minutes"] for r in rows if r["minutes"] is not None]
     if minutes:
         lines.append(f"minutes per run: median {statistics.median(minutes):.1f}, longest {max(minutes):.1f} "

@@ -42,6 +42,8 @@ def test_calibrate_keeps_its_runs_resumes_and_reestimates(tmp_path):
     assert f"null01: {pair.anchored.ratio:.4f} " in first.stdout
     assert "== calibration summary" in first.stdout and "minutes per run: " in first.stdout
     assert "null intervals that exclude 1: " in first.stdout
+    # --processes 2 alone: two exactly, as asked, so none stopped before settling (run.json has no timing_stop)
+    assert "runs that stopped adding processes before their interval settled: 0 of 2" in first.stdout
     assert (out / "calibrate-summary.txt").read_text().count("null01") == 1
     # the same --out again, asking for one null more but no time to measure it: the two kept, the third named
     again = calibrate(out, "--nulls", "2", "--plants", "1", "--max-minutes", "0")

@@ -128,6 +128,6 @@ def test_a_wide_unpaired_pair_is_advised_about_isolate_only_when_the_run_was_iso
     assert f.wide
     pair = SimpleNamespace(base="numpy@a", head="dot@b", headline=f, anchored=None, sample=None, timing=f)
     for isolate, advised in ((False, False), (True, True)):
-        run = SimpleNamespace(config=SimpleNamespace(recorded={"isolate": isolate}))
+        run = SimpleNamespace(config=SimpleNamespace(recorded={"isolate": isolate}), timing_stop=None, environments=[])
         (note,) = fmt.pair_lines(pair, run, 3)[1:]
         assert ("without --isolate" in note) is advised, note

@@ -267,11 +267,11 @@ def test_a_stop_before_the_interval_settled_is_recorded_with_why(monkeypatch, tm
     assert stop(wide, 5, 12, budget=50.0).reason == "budget"
     assert stop([6.50, 6.51, 6.49, 6.50, 6.50], 5, 12) is None  # settled
     run = measurement([10.0] * 5, wide).run
-    run.timing_stop = got
     reach = stats.pair("a", run.results["a"].timing, "b", run.results["b"].timing, True).reach
-    line = fmt.stop_note(run, "a", "b", reach)
-    assert line == (f"b / a: compare stopped adding processes with its interval at ±{reach:.1%}, wider than the ±2% "
-                    "it settles at: its processes disagreed so much that up to 12 would not have settled it at that "
-                    "spread (a quieter stretch of the host may; --settle PCT asks for less)")
-    assert fmt.stop_note(run, "b", "a", reach) is None  # another pair: settled
-    assert fmt.stop_note(run, "a", "b", 0.019) is None  # an analysis that reads it settled says nothing of it
+    assert got.applies("a", "b", reach) and fmt.stop_note(got, False, reach) == (
+        f"b / a: compare stopped adding processes with its interval at ±{reach:.1%}, wider than the ±2% it settles at: "
+        "its processes disagreed so much that up to 12 would not have settled it at that spread (a quieter stretch of "
+        "the host may; --settle PCT asks for less)")
+    assert not got.applies("b", "a", reach)  # another pair: settled
+    assert not got.applies("a", "b", 0.019)  # an analysis that reads it settled says nothing of it
+    assert "up to 12 a side would not" in fmt.stop_note(got, True, reach)  # --env: processes a side

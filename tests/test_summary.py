@@ -194,3 +194,31 @@ def test_summary_of_a_sweep_or_an_atlas_is_its_headline_table(capsys, sample, wh
     out = render.show("markdown", made)
     assert f"| comparison | {where} | ratio (95%) | measured |" in out
     assert f"| {label} | {at} | {f.ratio:.3f}× (95%: {f.ratio_interval.low:.3f} to {f.ratio_interval.high:.3f}) |" in out
+
+
+def test_every_summary_format_says_where_compare_stopped_before_the_interval_settled(tmp_path, capsys):
+    """run.json's timing_stop (compare stopped adding processes with a pair's interval wider than it settles at) is
+    a line under that pair in the text and Markdown summaries, and `stopped` in the JSON; a run without it has
+    `stopped` null."""
+    from test_anchor import SPEEDS
+
+    from flametool.run import rundir
+    from flametool.run.record import TimingStop
+
+    noisy = [0.97 if i % 2 else 1.03 for i in range(len(SPEEDS))]
+    run = saved_run(tmp_path / "run", 17.0, 11.0, noise=noisy)
+    code, before, _ = run_cli(capsys, "summary", str(run), "--format", "json")
+    assert code == 0 and json.loads(before)["pairs"][0]["stopped"] is None
+    record = rundir.load(run)
+    record.timing_stop = TimingStop("spread", "cupy", "torch", 0.02, 12)
+    rundir.save(run, record)
+    code, text, _ = run_cli(capsys, "summary", str(run))
+    line = next((l.strip() for l in text.splitlines() if "compare stopped adding processes" in l), None)
+    assert code == 0 and line is not None and line.startswith("torch / cupy: compare stopped adding processes with its "
+                                                              "interval at ±"), text
+    assert "wider than the ±2% it settles at: its processes disagreed so much that up to 12 would not" in line
+    code, markdown, _ = run_cli(capsys, "summary", str(run), "--format", "markdown")
+    assert code == 0 and line in markdown.replace("\\", ""), markdown
+    code, doc, _ = run_cli(capsys, "summary", str(run), "--format", "json")
+    stopped = json.loads(doc)["pairs"][0]["stopped"]
+    assert code == 0 and stopped == {"reason": "spread", "limit": 0.02, "most": 12, "sentence": line}

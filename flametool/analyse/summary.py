@@ -16,7 +16,7 @@ from .lines import LineDelta
 from .sweep import SweepAnalysis, size_name
 from .treediff import FrameDelta, LayerDelta, PairDiff
 from ..errors import FlametoolError
-from ..run.record import Environment, Run
+from ..run.record import Environment, Run, TimingStop
 
 # The JSON document's name and version (docs/summary-json.md): a field's meaning never changes within a version;
 # fields may be added.
@@ -51,6 +51,8 @@ class PairSummary:
     layers: list[LayerDelta] = field(default_factory=list)  # every layer difference
     frames: list[FrameDelta] = field(default_factory=list)  # every frame difference, largest first
     lines: list[LineDelta] = field(default_factory=list)  # every source line, the largest difference first
+    # compare stopped adding processes with this pair's interval wider than it settles at (run.timing_stop)
+    stopped: TimingStop | None = None
 
 
 @dataclass
@@ -137,9 +139,12 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         if change is None:
             missing.append(f"{p.head} vs {p.base}")
             continue
-        out.pairs.append(of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff,
-                                   fail_above, "not both sampled: no layer or frame differences", p.counts,
-                                   a.pair_lines.get((p.base, p.head))))
+        pair = of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff, fail_above,
+                         "not both sampled: no layer or frame differences", p.counts, a.pair_lines.get((p.base, p.head)))
+        stop = run.timing_stop
+        if stop is not None and stop.applies(p.base, p.head, stats.reach_of(change.ratio, change.interval)):
+            pair.stopped = stop
+        out.pairs.append(pair)
     if fail_above is not None and (missing or not out.pairs):
         out.uncompared = Verdict("inconclusive", INCONCLUSIVE_EXIT, fail_above,
                                  nothing_compared(run, missing, fail_above))

@@ -12,7 +12,7 @@ from ..run.anchoring import Anchored
 from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Interval, PairFigures, processes_for
 from ..analyse.operands import UnlikeOperands
 from ..run.counts import Column, Counts, columns, count_words
-from ..run.record import Environment
+from ..run.record import Environment, TimingStop
 from ..analyse.sweep import SAME_WITHIN, PairPoint, SweepPair, size_name
 
 DASH = "–"
@@ -276,19 +276,16 @@ def wide_note(f: PairFigures, isolated: bool | None = None) -> str | None:
             f"±{WIDE:.0%}{without}")
 
 
-def stop_note(run, base: str, head: str, reach: float | None) -> str | None:
-    """One line where compare stopped adding processes with this pair's interval (reaching `reach` from its ratio)
-    wider than it settles at (run.timing_stop): how wide, and why no more processes ran."""
-    stop = run.timing_stop
-    if stop is None or (stop.base, stop.head) != (base, head) or reach is None or reach <= stop.limit:
-        return None
-    most = f"{stop.most} a side" if run.environments else str(stop.most)
+def stop_note(stop: TimingStop, a_side: bool, reach: float) -> str:
+    """The line under a pair whose interval (reaching `reach` from its ratio) was wider than it settles at when
+    compare stopped adding processes (run.timing_stop, where it applies): how wide, and why no more ran."""
+    most = f"{stop.most} a side" if a_side else str(stop.most)
     why = {"spread": f"its processes disagreed so much that up to {most} would not have settled it at that spread "
                      "(a quieter stretch of the host may; --settle PCT asks for less)",
            "budget": "the time allowed for more processes was spent (--budget SECONDS allows more)",
            "most": f"the most processes compare runs, {most}, were run"}[stop.reason]
-    return (f"{head} / {base}: compare stopped adding processes with its interval at ±{reach:.1%}, wider than "
-            f"the ±{stop.limit * 100:.3g}% it settles at: {why}")
+    return (f"{stop.head} / {stop.base}: compare stopped adding processes with its interval at ±{reach:.1%}, wider "
+            f"than the ±{stop.limit * 100:.3g}% it settles at: {why}")
 
 
 def pair_lines(pair, run, processes: int) -> list[str]:
@@ -296,13 +293,16 @@ def pair_lines(pair, run, processes: int) -> list[str]:
     its leading figure, the requested shape's when that is another, a line when the interval is wide, and one
     when compare stopped adding processes before it settled (stop_note)."""
     lead = pair.headline
+    stop = run.timing_stop
     if getattr(pair, "anchored", None) is not None:
         where = f"{pair.head}'s processes"
-        stopped = stop_note(run, pair.base, pair.head, pair.anchored.reach)
+        reach = pair.anchored.reach
+        stopped = stop_note(stop, True, reach) if stop and stop.applies(pair.base, pair.head, reach) else None
         return anchored_lines(pair.anchored, pair.base, pair.head, where) + ([stopped] if stopped else [])
     if lead is None:
         return []
-    stopped = stop_note(run, pair.base, pair.head, lead.reach)
+    stopped = (stop_note(stop, bool(run.environments), lead.reach)
+               if stop and stop.applies(pair.base, pair.head, lead.reach) else None)
     at_sample = pair.sample is not None and lead is pair.sample
     lines = [pair_sentence(lead, f" at the sample shape {shape(run.results[pair.head].sample_shape)}" if at_sample else "")]
     if at_sample and pair.timing is not None and pair.timing.ratio is not None:

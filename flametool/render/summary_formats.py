@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from . import aligned_lines, format as fmt, lines_view
-from ..run.stats import Interval
+from ..run.stats import Interval, reach_of
 from ..analyse import countdiff
 from ..analyse.summary import SCHEMA, VERSION, HeadlineRow, PairSummary, Summary
 from .base import Renderer
@@ -55,6 +55,13 @@ def wide_text(p: PairSummary) -> str | None:
     settle it): a summary, in every format, keeps it."""
     f = p.change.absolute if p.change.anchored is None else None
     return fmt.wide_note(f) if f is not None else None
+
+
+def stop_text(s: Summary, p: PairSummary) -> str | None:
+    """The line compare prints under a pair that it stopped adding processes for before its interval settled
+    (PairSummary.stopped): a summary, in every format, keeps it."""
+    reach = reach_of(p.change.ratio, p.change.interval)
+    return fmt.stop_note(p.stopped, bool(s.environments), reach) if p.stopped is not None and reach is not None else None
 
 
 def layer_text(p: PairSummary) -> str | None:
@@ -124,7 +131,7 @@ class TextSummary(Renderer[Summary]):
             lines.append(f"{p.label}: {ratio_text(p)} {p.change.how}, over {p.units}; "
                          f"{p.head} − {p.base} = {diff_text(p)}")
             lines += [f"  counted: {c}" for c in count_lines(p)]  # under the headline: exact, per step
-            for extra in (beside_text(p), speed_text(p), wide_text(p)):
+            for extra in (beside_text(p), speed_text(p), wide_text(p), stop_text(s, p)):
                 if extra:
                     lines.append(f"  {extra}")
             layer, frame = layer_text(p), frame_text(p)
@@ -197,6 +204,7 @@ class MarkdownSummary(Renderer[Summary]):
             out += ["Nothing compared.", ""]
         for p in s.pairs:
             notes = [("beside it", beside_text(p)), ("speed", speed_text(p)), ("⚠️ interval", wide_text(p)),
+                     ("⚠️ stopped", stop_text(s, p)),
                      ("largest layer difference", layer_text(p)),
                      ("largest frame difference", frame_text(p, code=True)), ("", p.not_sampled),
                      ("verdict", p.verdict.sentence if p.verdict else None)]
@@ -224,7 +232,7 @@ def figure(value: float | None, iv: Interval | None) -> dict[str, Any] | None:
     return {"value": value, "low": iv.low if iv else None, "high": iv.high if iv else None}
 
 
-def pair_json(p: PairSummary) -> dict[str, Any]:
+def pair_json(p: PairSummary, s: Summary) -> dict[str, Any]:
     c, a = p.change, p.change.anchored
     absolute = c.absolute
     layer, frame, v = p.largest_layer, p.largest_frame, p.verdict
@@ -243,6 +251,8 @@ def pair_json(p: PairSummary) -> dict[str, Any]:
         "speed_adjustment": None if a is None or a.speed is None else {
             **a.speed.to_json(), "sentence": speed_text(p)},
         "no_anchor": c.no_anchor,
+        "stopped": None if p.stopped is None else {"reason": p.stopped.reason, "limit": p.stopped.limit,
+                                                   "most": p.stopped.most, "sentence": stop_text(s, p)},
         "largest_layer": None if layer is None else {
             "layer": layer.layer, "base_us": layer.base_us_per_call, "head_us": layer.head_us_per_call,
             "delta_us": layer.delta_us_per_call, "se_us": layer.delta_se_us},
@@ -297,7 +307,7 @@ class JsonSummary(Renderer[Summary]):
                        "high": p.interval.high if p.interval else None, "units": f"{p.units} {p.unit_name}",
                        "counts": s.counts[l].to_json() if l in s.counts else None}
                       for l, p in s.cases.items()],
-            "pairs": [pair_json(p) for p in s.pairs],
+            "pairs": [pair_json(p, s) for p in s.pairs],
             **({"aligned_lines": aligned_lines.to_json(s.aligned)} if s.aligned is not None else {}),
             "rows": [row_json(r) for r in s.rows],
             "verdict": verdict_json(s.verdict) if s.verdict is not None else None,

@@ -366,6 +366,11 @@ class TimingStop:
     limit: float
     most: int  # the most processes compare runs (a side, with --env: Config.max_processes)
 
+    def applies(self, base: str, head: str, reach: float | None) -> bool:
+        """Whether it is this pair's, and its interval (reaching `reach` from its ratio, as the analysis computes it)
+        is still wider than it was settling at."""
+        return (self.base, self.head) == (base, head) and reach is not None and reach > self.limit
+
     @classmethod
     def from_json(cls, r: Reader) -> "TimingStop":
         return cls(reason=r.get("reason", lambda v: v in STOP_REASONS, " or ".join(STOP_REASONS), "spread"),

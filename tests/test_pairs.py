@@ -28,7 +28,7 @@ BUSY = "pair_busy_wait_15us"
 
 @pytest.fixture(scope="module")
 def chosen(tmp_path_factory, cli):
-    # four processes, not two (the comment above): the t quantile of one degree of freedom is 12.7, so two whose p4/p3 read
+    # four processes (the comment above), not two: t for one degree of freedom is 12.7, so two whose p4/p3 read
     # 7x and 11x (a 1.9 us numpy matmul against a 15 us wait, on a loaded CI machine) gave 9.0x (95%: 0.97 to 83.6):
     # inconclusive at --fail-above 10 (exit 4). With 4.3 for two degrees of freedom the same spread excludes 1.1
     args = ["compare", "--device", "cpu", "--libs", "", "--shape", "32,32,32", "--processes", "4", "--repeats", "3",

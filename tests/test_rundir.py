@@ -95,3 +95,26 @@ def test_create_unique_suffixes(tmp_path):
     assert rundir.create(out, unique=True) == tmp_path / "20250101-000000-3"
     with pytest.raises(Exception, match="already exists"):
         rundir.create(out)
+
+
+@pytest.mark.parametrize("sample", ["h200-hostbound-1024", "h200-sweep-fp16", "h200-seed-fp16"])
+def test_run_json_is_written_as_asdict_would_write_it(sample):
+    """to_json builds its dicts field by field (timing.record_dict) instead of dataclasses.asdict, which deep-copied
+    every loop figure: the same JSON for every case of a committed sample, nested records (device_info, operands,
+    a sweep's points, the profile) included."""
+    from dataclasses import asdict
+
+    run = rundir.load(Path(__file__).resolve().parent.parent / "samples" / sample)
+    for r in run.results.values():
+        made = r.to_json()
+        old = asdict(r)  # as before: every field deep-converted, then the records that write themselves
+        for key in ("timing", "sample_timing"):
+            old[key] = None if getattr(r, key) is None else (
+                asdict(getattr(r, key)) | {"processes": [p.to_json() for p in getattr(r, key).processes]})
+        assert json.dumps({k: v for k, v in made.items() if k not in ("profile", "points")}, sort_keys=True) == \
+            json.dumps({k: v for k, v in old.items() if k in made and k not in ("profile", "points")}, sort_keys=True)
+        for key in ("timing", "sample_timing"):
+            t = getattr(r, key)
+            for p in (t.processes if t else []):
+                assert json.dumps(p.to_json(), sort_keys=True) == json.dumps(
+                    {k: v for k, v in asdict(p).items() if k in p.to_json()}, sort_keys=True)

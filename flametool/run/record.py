@@ -22,7 +22,7 @@ from ..errors import RunDirError
 from .profiled import ProfileProcess, Sampling
 from .reader import Reader, is_count, is_shape
 from .schema1 import from_schema1
-from .timing import Timing
+from .timing import Timing, record_dict
 
 SCHEMA = 3  # 3: ProfileProcess.counts (the counted loop); 2 and 1 are still read
 # compare: each case at one shape, timed, profiled and sampled; sweep: each case timed at a list of sizes
@@ -230,7 +230,7 @@ class CaseResult:
         return (self.profile.files if self.profile else {}).get(kind)
 
     def to_json(self) -> dict:
-        data = asdict(self)
+        data = record_dict(self, ("timing", "sample_timing", "profile", "points"))
         data["timing"] = self.timing.to_json() if self.timing else None
         data["sample_timing"] = self.sample_timing.to_json() if self.sample_timing else None
         data["profile"] = self.profile.to_json() if self.profile else None

@@ -307,6 +307,8 @@ def _at_once(m: Measurement, tasks: list[tuple[Group, int]]) -> None:
     got = sidebyside.run_all([r.child for r in ready], [functools.partial(_run, m, r) for r in ready])
     for r, result in zip(ready, got):
         _record(m, r, result)
+    if ready:  # once for the processes that ended together (a save of a 28 + 28 --env run took 0.1 s on the CPU)
+        m.save()
 
 
 def _run(m: Measurement, ready: Prepared) -> tuple[Timed | None, str | None, Sampling | None]:
@@ -341,7 +343,7 @@ def _prepare(m: Measurement, group: Group, i: int, progress: Progress | None = N
 
 
 def _record(m: Measurement, ready: Prepared, result: tuple[Timed | None, str | None, Sampling | None]) -> None:
-    """What process i of a group measured, added to its cases' loops; run.json saved."""
+    """What process i of a group measured, added to its cases' loops (_at_once saves run.json)."""
     config, run = m.config, m.run
     group, i, live, key = ready.group, ready.i, ready.live, ready.key
     got, error, _ = result
@@ -349,7 +351,6 @@ def _record(m: Measurement, ready: Prepared, result: tuple[Timed | None, str | N
         # the process died or failed as a whole (its first process ran these cases): one process lost, not the
         # cases; the group goes on from the others (at most MOST_LOST lost)
         group.lost.append(f"{process_name(i, config.processes)}: {error}")
-        m.save()
         return
     for label in live:
         r = run.results[label]
@@ -364,7 +365,6 @@ def _record(m: Measurement, ready: Prepared, result: tuple[Timed | None, str | N
         at.processes.append(replace(timed.loops, **got.process(), calls=own_calls))
     if any(label not in got.errors for label in live):
         group.processes += 1  # processes that finished their loops (a lost one is not among them)
-    m.save()
 
 
 def settled(m: Measurement, live: list[str], most: int) -> bool:

@@ -27,11 +27,11 @@ t0 = time.perf_counter()
 def say(what):
     print(f"  {time.perf_counter() - t0:6.2f}  {what}", flush=True)
 sys.path.insert(0, @ROOT@)
-from flametool import cases, ops
-say("import flametool.cases (numpy)")
+from flametool.workload import inputs, libraries, ops
+say("import flametool's operands (numpy)")
 shape = list(ops.SEED_SHAPE) if not @SHAPE@ else @SHAPE@
 m, k, n = shape
-cases.prefetch_shape(shape, "float16")
+inputs.prefetch_shape(shape, "float16")  # the values made in the background from here, as the first child does
 import cupy as cp
 say("import cupy")
 import torch
@@ -40,14 +40,14 @@ cp.cuda.Device(0).use(); cp.empty(1); cp.cuda.runtime.deviceSynchronize()
 say("cupy: CUDA context")
 torch.cuda.set_device(0); torch.empty(1, device="cuda"); torch.cuda.synchronize()
 say("torch: CUDA context")
-a, b = cases.host_operands(m, k, n, "float16")
+a, b = inputs.host_operands(m, k, n, "float16")
 say(f"operand values ready ({a.size + b.size:,})")
-step, sync = cases.cupy_matmul(m, k, n, "float16", "cuda:0"); sync()
+step, sync = libraries.cupy_matmul(m, k, n, "float16", "cuda:0"); sync()
 say("cupy: operands on the GPU")
 step(); sync()
 say("cupy: first matmul")
-step2, sync2 = cases.torch_mm(m, k, n, "float16", "cuda:0"); sync2()
-say("torch: operands on the GPU")
+step2, sync2 = libraries.torch_mm(m, k, n, "float16", "cuda:0"); sync2()
+say("torch: operands on the GPU (copied from cupy's on the device)")
 step2(); sync2()
 say("torch: first mm")
 """

@@ -118,3 +118,29 @@ def test_run_json_is_written_as_asdict_would_write_it(sample):
             for p in (t.processes if t else []):
                 assert json.dumps(p.to_json(), sort_keys=True) == json.dumps(
                     {k: v for k, v in asdict(p).items() if k in p.to_json()}, sort_keys=True)
+
+
+def test_run_json_text_puts_each_list_of_numbers_on_one_line_as_before():
+    """rundir.dumps writes a list of numbers by json's C encoder and the rest indented: the text the indented
+    encoder and a regular expression that joined each list of numbers onto one line made before, for every kind
+    of list a record holds (empty, nested, of bools or None, mixed), but for strings, which it now leaves alone; a
+    value holding the mark itself falls back to plain indented JSON; NaN is refused as before."""
+    import re
+
+    def before(doc):
+        text = json.dumps(doc, indent=2, allow_nan=False)
+        lists = re.compile(r"\[\s*(-?[0-9.eE+-]+(?:,\s*-?[0-9.eE+-]+)*)\s*\]")
+        return lists.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", text)
+
+    doc = {"cpu_us": [16.5725, 1e-05, -0.0, 3, 12345678901234], "empty": [], "shapes": [[8, 8, 8], [16, 16, 16]],
+           "flags": [True, False], "gaps": [None, 1.0], "mixed": [1, "a"], "nested": {"x": [[1.5], []]},
+           "n": 2.5}
+    assert rundir.dumps(doc) == before(doc)
+    assert json.loads(rundir.dumps(doc)) == doc
+    # a string is written as it is: the expression rewrote a list of numbers inside one ("[1,2]" -> "[1, 2]")
+    words = {"command": ["flametool", "--note", "a [1,2] in words"]}
+    assert json.loads(rundir.dumps(words)) == words and json.loads(before(words)) != words
+    odd = {"warnings": [f"{rundir.LIST_MARK}0{rundir.LIST_MARK}"], "cpu_us": [1.0, 2.0]}
+    assert json.loads(rundir.dumps(odd)) == odd
+    with pytest.raises(ValueError):
+        rundir.dumps({"cpu_us": [float("nan")]})

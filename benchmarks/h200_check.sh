@@ -17,6 +17,9 @@
 #   envs.txt           benchmarks/envs.py, three runs of three environments (issue 19's targets)
 #   calibrate.txt      benchmarks/calibrate.py, issue 31's null and planted A/Bs (cal/: the runs, to carry
 #                      into the next call as .cal-runs: `timeout 590 bash benchmarks/h200_check.sh calibrate`)
+#   startup.txt        benchmarks/startup.py at the seed's shape alone and with 6 spares importing beside it, and
+#                      benchmarks/setup_split.py at 1024^3 (issue 42, item 1: where the first process's set-up and
+#                      a later process's go; about 1 minute)
 # The wheels the device lacks, downloaded here into the ignored .whl/ for Python 3.12 (the device README's pip
 # download line) and carried: py-spy, snakeviz, tornado, cxxfilt, array-api-compat, websocket-client, cupti-python,
 # nvidia-cuda-cupti==13.4.* and pyelftools (cupti-python imports it: without it the counted loops fell back to
@@ -24,7 +27,7 @@
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 #   export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
 # Run from the repository root, after those lines:
-#   bash benchmarks/h200_check.sh [gpu|compare|repro|envs|calibrate ...]  (default: the first four, in order)
+#   bash benchmarks/h200_check.sh [gpu|compare|repro|envs|calibrate|startup ...]  (default: the first four, in order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/h200-check}
@@ -61,7 +64,12 @@ for w in "${what[@]}"; do
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/calibrate.py --nulls 10 --plants 5"
           python3 benchmarks/calibrate.py --seed-from .cal-runs --out "$out/cal" --nulls 10 --plants 5 \
               --max-minutes "${CAL_MINUTES:-7}"; echo "rc $?"; } > "$out/calibrate.txt" 2>&1 ;;
-    *) echo "h200_check.sh: unknown check '$w' (gpu, compare, repro, envs, calibrate)"; exit 2 ;;
+    startup)
+        { echo "# H200, $(date -u +%F), $head: python3 benchmarks/startup.py [--spares 6]; setup_split.py [--context-first]"
+          python3 benchmarks/startup.py; python3 benchmarks/startup.py --spares 6
+          python3 benchmarks/setup_split.py --runs 4; python3 benchmarks/setup_split.py --runs 4 --context-first
+          echo "rc $?"; } > "$out/startup.txt" 2>&1 ;;
+    *) echo "h200_check.sh: unknown check '$w' (gpu, compare, repro, envs, calibrate, startup)"; exit 2 ;;
     esac
     echo "$w: $((SECONDS - started)) s"
 done

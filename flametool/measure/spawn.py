@@ -211,29 +211,29 @@ class Spare:
 
     def take(self, job: AnyJob) -> Started | None:
         """Give it its job; None when it is gone (it is stopped, and a fresh child does the job)."""
-        if self.proc.poll() is None:
-            try:
-                assert self.proc.stdin is not None  # start_child gives every child a pipe on its stdin
-                self.proc.stdin.write((encode_job(job) + "\n").encode())
-                self.proc.stdin.flush()
-                return self.child
-            except OSError:
-                pass
+        if self._write((encode_job(job) + "\n").encode()):
+            return self.child
         self.stop()
         return None
 
     def open(self) -> None:
         """Tell it to make its CUDA context now, before its job (protocol.OPEN); once. Best effort: one that is gone
         is found so when it is given its job."""
-        if self.opened or self.proc.poll() is not None:
-            return
-        self.opened = True
+        if not self.opened:
+            self.opened = True
+            self._write(OPEN)
+
+    def _write(self, line: bytes) -> bool:
+        """A line on its stdin; False when it is gone."""
+        if self.proc.poll() is not None:
+            return False
         try:
             assert self.proc.stdin is not None  # start_child gives every child a pipe on its stdin
-            self.proc.stdin.write(OPEN)
+            self.proc.stdin.write(line)
             self.proc.stdin.flush()
+            return True
         except OSError:
-            pass
+            return False
 
     def stop(self) -> None:
         self.child.discard()

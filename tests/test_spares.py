@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -82,12 +83,21 @@ def test_the_next_profiled_process_is_readied_while_one_is_sampled_and_samples_w
     counted loops (its result comes after the second's). Neither times loops of its own: each one's
     unsampled time per call is its sampled loop's after py-spy's window. Where the window is at least
     profiling.COUNT_FIRST_SECONDS (the GPU's 16 s; 1 s here with count_first), the second, the last case, runs its
-    cProfile and counted loops before it says it is ready, so its result comes as its sampling ends."""
+    cProfile and counted loops before it says it is ready, so its result comes as its sampling ends. py-spy attaches
+    to the second once it is ready, while the first is still sampled (readied.py): one py-spy for each, and what
+    it sampled while the second waited for its turn is not in its stacks."""
     monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
     if count_first:
         monkeypatch.setattr(profiling, "COUNT_FIRST_SECONDS", 1)
     events: list[tuple[str, str]] = []  # (who, what), in the order the parent saw them
-    take, record = spawn.Spare.take, spawn.sampler.record_keeping_up
+    take, record, attach = spawn.Spare.take, spawn.sampler.record_keeping_up, spawn.sampler.Spy.attach
+    attached: list[tuple[int, bool]] = []  # (pid, whether it was attached ahead, by readied.py's thread, and when
+    # the first case's py-spy was still sampling)
+
+    def attaching(cls, pid, *args):
+        attached.append((pid, threading.current_thread().name == "flametool-readied"
+                         and events[-1][1] == "py-spy begins"))
+        return attach(pid, *args)
 
     def taking(spare: spawn.Spare, job):
         events.append((spare.labels[0], f"take {job.kind}{' ahead' if getattr(job, 'ahead', False) else ''}"))
@@ -101,27 +111,30 @@ def test_the_next_profiled_process_is_readied_while_one_is_sampled_and_samples_w
 
     monkeypatch.setattr(spawn.Spare, "take", taking)
     monkeypatch.setattr(spawn.sampler, "record_keeping_up", recording)
+    monkeypatch.setattr(spawn.sampler.Spy, "attach", classmethod(attaching))
     specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
                            iters=50, warmup=5, repeats=1, extend_rounds=False, processes=1, rate_hz=50,
-                           sample_seconds=1, out=tmp_path / "run", spares=True,
+                           sample_seconds=2, out=tmp_path / "run", spares=True,
                            fork_server=False)  # the profiled spares alone: no fork server and its log
     out, run = runner.compare(config, ["flametool", "test"],
                               lambda label, what: events.append((label, what)))
     assert run.complete
     pids = {who for who, what in events if what == "py-spy begins"}
     assert len(pids) == 2
+    # numpy's py-spy when its turn came; add_case's while numpy's was sampling, its only one
+    assert [ahead for _, ahead in attached] == [False, True] and {pid for pid, _ in attached} == {int(p) for p in pids}
     seen = [(("py-spy" if who in pids else who), what) for who, what in events if not who.startswith("timing ")]
     first, second = seen.index(("add_case", "take profile ahead")), seen.index(("py-spy", "py-spy begins"))
     # given its job just before the first case's py-spy begins (numpy's own turn began with its spare's job)
     assert seen[:first] == [("numpy", "take profile"), ("numpy", "setting up at 16,16,16"),
-                            ("numpy", "warm-up (5 calls)"), ("numpy", "sampling with py-spy --native at 50 Hz for 1 s")]
+                            ("numpy", "warm-up (5 calls)"), ("numpy", "sampling with py-spy --native at 50 Hz for 2 s")]
     assert second == first + 1 and seen[second + 1] == ("py-spy", "py-spy ends")
     rest = seen[second + 2:]
     # the second case's lines, read after the first one's stop: set up ahead, then its turn; the first one's
     # counted loop and result come after the second one's sampling
     ready = ("add_case", "ready (set up ahead), waiting for its turn")
-    sampling = [("add_case", "sampling with py-spy --native at 50 Hz for 1 s"), ("py-spy", "py-spy begins"),
+    sampling = [("add_case", "sampling with py-spy --native at 50 Hz for 2 s"), ("py-spy", "py-spy begins"),
                 ("py-spy", "py-spy ends")]
     set_up = [("add_case", "setting up at 16,16,16"), ("add_case", "warm-up (5 calls)")]
     # numpy's cProfile and counted loops after its sampled loop, beside the second one's turn
@@ -136,6 +149,9 @@ def test_the_next_profiled_process_is_readied_while_one_is_sampled_and_samples_w
         p = r.profile
         assert p.sampling.complete and p.sampling.kept_samples > 0 and p.counts is not None
         assert p.own.cpu_us and p.own_us_per_call > 0 and p.slowdown > 0
+        # 2 s at 50 Hz: about 100 samples, py-spy spacing them at random; none of the wait before the window
+        assert 50 <= p.sampling.total_samples <= 200 and p.sampling.pyspy_samples >= p.sampling.total_samples
+        assert "wait_go" not in rundir.folded_path(out, r.label).read_text()
     assert list(out.glob("*.log")) == []
     assert fk.none_left(os.environ[fk.TAG]) == []
 

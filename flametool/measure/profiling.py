@@ -9,9 +9,9 @@ them a case on the H200, repeating what the paired timing measures). A case not 
 
 compare profiles its cases in turn (profile_all); on a GPU host, where each case's process was started ahead and
 has imported its libraries (spawn.Spares), the next case's process is given its job while py-spy samples this one:
-it sets up and warms up meanwhile (py-spy's attach, the first seconds of the window) and waits, and when this
-case's sampled loop is told to stop the next one is told GO and its sampling begins at once, while this one runs
-its cProfile and counted loops (a case's come after its sampled loop: child.work.profile_case). The last case, given ahead, runs its cProfile and counted
+it sets up and warms up meanwhile and waits, py-spy attached to it once it waits (readied.py: py-spy's own start-up
+then runs inside this case's window), and when this case's sampled loop is told to stop the next one is told GO and
+its sampling begins at once, while this one runs its cProfile and counted loops (a case's come after its sampled loop: child.work.profile_case). The last case, given ahead, runs its cProfile and counted
 loops before it waits (ProfileJob.count_first: beside the sampling of the case before it, as each counted loop
 runs beside the sampling of the case after it), so nothing waits for a set-up, a cProfile or a counted loop
 (on the H200 the last counted loop was 0.9-1.6 s after the last sampling, and each cProfile loop 0.5 s before its
@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from . import sampler, sidebyside, sources
+from .readied import Readied
 from .spawn import During, Progress, Started, child_sample_grace, first_child, run_child
 from .jobs import job_base, job_case
 from .measurement import Measurement, stop_if_refused
@@ -85,19 +86,19 @@ def _profile_from(m: Measurement, todo: list[CaseSpec], i: int, started: Started
     """todo[i] profiled (its process `started` already when it was readied ahead), todo[i + 1] readied during its
     sampling and profiled from inside it (after its sampled loop was told to stop), and so on."""
     case, later = todo[i], todo[i + 1:]
-    ahead: Started | None = None  # the next case's child, once given its job
+    ahead: Readied | None = None  # the next case's child, once given its job
     done = False  # the next case was profiled from inside this one's run
 
     def during(what: str, sampling: Sampling | None) -> None:
         nonlocal ahead, done
         if what == "sampling" and later:  # py-spy is about to attach: the next case sets up and warms up now
-            child = _ready_ahead(m, later[0], last=len(later) == 1)
-            if child is not None:
-                ahead = child
+            readied = _ready_ahead(m, later[0], last=len(later) == 1)
+            if readied is not None:
+                ahead = readied
         elif what == "sampled":  # unsampled chunks after the window: the loop's time per call alone (unsampled)
             _alone_after(what, sampling)
         elif what == "stopped" and ahead is not None:
-            child, ahead = ahead, None
+            child, ahead = ahead.done(), None
             if sampling is not None and sampling.refused:  # the next would be refused alike: the run stops
                 child.discard()
                 return
@@ -123,10 +124,11 @@ def _profile_from(m: Measurement, todo: list[CaseSpec], i: int, started: Started
         _profile_from(m, todo, i + 1, None)
 
 
-def _ready_ahead(m: Measurement, case: CaseSpec, last: bool) -> Started | None:
+def _ready_ahead(m: Measurement, case: CaseSpec, last: bool) -> Readied | None:
     """The case's spare (started with the run, its libraries imported) given its job now, to set up, warm up and
-    wait for GO (the `last` case profiled: its cProfile and counted loops first, ProfileJob.count_first); None where
-    it has no spare (the CPU, --isolate) or the spare is gone: it starts in its turn."""
+    wait for GO (the `last` case profiled: its cProfile and counted loops first, ProfileJob.count_first), watched
+    until it waits, when py-spy attaches to it (readied.py); None where it has no spare (the CPU, --isolate) or the
+    spare is gone: it starts in its turn."""
     r = m.run.results[case.label]
     if r.sample_shape is None:
         return None
@@ -134,8 +136,10 @@ def _ready_ahead(m: Measurement, case: CaseSpec, last: bool) -> Started | None:
     spare = m.spares.take(log, [case.label])
     if spare is None:
         return None
-    first = last and m.config.sample_seconds >= COUNT_FIRST_SECONDS
-    return spare.take(_job(m, case, r.sample_shape, m.steps[case.label], case.label, ahead=True, count_first=first))
+    config = m.config
+    first = last and config.sample_seconds >= COUNT_FIRST_SECONDS
+    child = spare.take(_job(m, case, r.sample_shape, m.steps[case.label], case.label, ahead=True, count_first=first))
+    return Readied(child, config.rate_hz if config.sample else None, config.sample_seconds) if child else None
 
 
 def profile(m: Measurement, case: CaseSpec, started: Started | None = None, during: During | None = None,

@@ -29,6 +29,9 @@ from ..run.perturbation import suggest_rate
 from ..errors import FlametoolError
 from .protocol import ACTIVE_LOOP_FILE
 
+# the child's wait for its turn (child/loops.py), in the stacks of a process py-spy was attached to ahead
+WAIT_FUNCTION = "wait_go"
+
 # py-spy may need several seconds to read the symbol tables of big native libraries before it samples.
 # FLAMETOOL_PYSPY_TIMEOUT (seconds) overrides it: tests use a few seconds, slow machines may need more.
 ATTACH_SECONDS = 60.0
@@ -149,25 +152,27 @@ def thread_count(pid: int) -> int | None:
         return None
 
 
-def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) -> Sampling:
-    """Sample `pid` for `seconds`; write the kept stacks to `out`. Never raises for a py-spy failure:
-    the Sampling says what happened, so what was measured before survives."""
+def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path, spy: "Spy | None" = None,
+           since: float | None = None) -> Sampling:
+    """Sample `pid` for `seconds` of py-spy's sampling (`spy`: a py-spy attached to it already, at this rate, while
+    it waited for its turn; `since`: when its loop began, the window's earliest start); write the kept stacks to
+    `out`. Never raises for a py-spy failure: the Sampling says what happened, so what was measured before
+    survives."""
     seconds = max(1, math.ceil(seconds))
-    fd, raw_path, named = raw_output()
+    if spy is not None and (spy.pid != pid or spy.sampling.rate_hz != rate_hz):
+        spy.discard()
+        spy = None
+    spy = spy or Spy.attach(pid, rate_hz, seconds)
+    sampling = spy.sampling
     try:
-        try:
-            cmd = [pyspy_path(), "record", "--pid", str(pid), "--native", "--threads", "--rate", str(rate_hz),
-                   "--duration", str(seconds), "--format", "raw", "--output", raw_path]
-        except FlametoolError as exc:
-            return Sampling(command=[], rate_hz=rate_hz, seconds=seconds, error=str(exc))
-        sampling = Sampling(command=cmd, rate_hz=rate_hz, seconds=seconds, threads=thread_count(pid))
-        if not run_bounded(sampling, pass_fds=() if named else (fd,)):
+        if not spy.run(seconds, since):
             return sampling
-        raw = read_raw(fd)
+        raw = read_raw(spy.fd)
     finally:  # what py-spy wrote is read above, or not kept (the run is being stopped)
-        os.close(fd)
-        if named:
-            Path(raw_path).unlink(missing_ok=True)
+        spy.discard()
+    # stacks of a process that waited for its turn (a spare attached to ahead: loops.wait_go) are from before its
+    # window, not of it
+    raw = [s for s in raw if not any(folded.frame_function(f) == WAIT_FUNCTION for f in s.frames)]
     sampling.total_samples = sum(s.count for s in raw)
     raw, others = split_threads(raw, loop_function)
     kept, sampling.loop_samples, sampling.outside_samples = keep_inside(raw, loop_function)
@@ -175,9 +180,111 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path) 
     sampling.other_samples = sum(s.count for s in others)
     rundir.write_stacks(out, kept, others)  # the stacks handed to the run directory at once, both files
     if not sampling.complete and sampling.total_samples and not sampling.refused:
-        assert sampling.error is not None  # run_bounded says why it did not complete
+        assert sampling.error is not None  # Spy.run says why it did not complete
         sampling.error += f"; kept the {sampling.total_samples} samples it wrote"
     return sampling
+
+
+class Spy:
+    """A `py-spy record` attached to a process, sampling until it is told to stop (SIGINT: it writes what it has
+    and exits). Attached ahead (profiling.py: a process that waits for its turn), its start-up (reading the
+    native libraries' symbols: 0.75-0.95 s for torch's on the H200) is not in the window's way."""
+
+    def __init__(self, pid: int, sampling: Sampling, fd: int, raw_path: str, named: bool) -> None:
+        self.pid, self.sampling, self.fd, self.raw_path, self.named = pid, sampling, fd, raw_path, named
+        self.proc: subprocess.Popen | None = None
+        self.output: Output | None = None
+        self.launched = time.monotonic()
+
+    @classmethod
+    def attach(cls, pid: int, rate_hz: int, seconds: int) -> "Spy":
+        """py-spy started on `pid`; where it cannot be (not installed, not startable) the Sampling says why."""
+        fd, raw_path, named = raw_output()
+        spy = cls(pid, Sampling(command=[], rate_hz=rate_hz, seconds=seconds), fd, raw_path, named)
+        try:
+            # no --duration: it samples until told to stop, so the window is `seconds` of the clock (a duration
+            # counts samples, which py-spy spaces at random: 400 at 25 Hz took 16 +- 0.8 s)
+            spy.sampling.command = [pyspy_path(), "record", "--pid", str(pid), "--native", "--threads", "--rate",
+                                    str(rate_hz), "--format", "raw", "--output", raw_path]
+        except FlametoolError as exc:
+            spy.sampling.error = str(exc)
+            return spy
+        spy.sampling.threads = thread_count(pid)
+        try:
+            # its own session: a terminal's Ctrl-C reaches the parent only, which stops py-spy and all it started
+            spy.proc = subprocess.Popen(spy.sampling.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True,
+                                        pass_fds=() if named else (fd,))
+        except OSError as exc:
+            spy.sampling.error = f"py-spy could not start: {exc}"
+            return spy
+        procs.track(spy.proc.pid)  # its own session and group: Ctrl-Z stops it with flametool
+        spy.output = Output(spy.proc)
+        spy.launched = time.monotonic()
+        return spy
+
+    def run(self, seconds: int, since: float | None = None) -> bool:
+        """Let it sample for `seconds` from its start (or from `since`, when that is later), then stop it; never
+        longer than attach_seconds() to start and FLUSH_SECONDS to write; fill in what happened. False when py-spy
+        did not start."""
+        proc, output, sampling = self.proc, self.output, self.sampling
+        if proc is None or output is None:
+            return False
+        allowance = attach_seconds()
+        late = "start sampling"
+        try:  # from here on a stop (Ctrl-C, SIGTERM) stops py-spy too, however soon it comes
+            began = output.wait_start(proc, self.launched + allowance - time.monotonic())
+            if began is None:  # its output ended before it sampled (it is exiting: refused, say), or it is late
+                wait_unpaused(proc, max(0.0, self.launched + allowance - time.monotonic()))
+            if began is not None:
+                began = max(began, since or began)
+                late = "finish"
+                try:
+                    wait_unpaused(proc, began + seconds - time.monotonic())
+                except subprocess.TimeoutExpired:  # the window is over: it writes what it has and exits
+                    interrupt(proc)
+                    wait_unpaused(proc, min(FLUSH_SECONDS, allowance))
+            sampling.complete = True
+        except subprocess.TimeoutExpired:
+            within = allowance if late == "start sampling" else seconds + allowance
+            sampling.error = (f"py-spy did not {late} within {within:.0f} s; stopped it and kept what it wrote (a "
+                              "lower --rate helps a py-spy that falls behind)")
+            procs.kill_tree(proc, grace=min(FLUSH_SECONDS, allowance), first=signal.SIGINT, group=True)
+        finally:
+            self._stop()
+        ended = time.monotonic()
+        output.thread.join(timeout=2)
+        lines = output.lines
+        sampling.behind_seconds = output.behind_seconds
+        sampling.exit_code = proc.returncode
+        sampling.output_tail = lines[-5:]
+        totals = next((TOTALS.search(l) for l in reversed(lines) if TOTALS.search(l)), None)
+        if totals:
+            sampling.pyspy_samples, sampling.pyspy_errors = int(totals.group(1)), int(totals.group(2))
+        start = output.marks.get("start", ended - seconds)
+        sampling.window = (max(start, since or start), output.marks.get("end", ended))
+        if proc.returncode != 0 and sampling.complete:
+            sampling.complete = False
+            sampling.refused = bool(REFUSED.search(" ".join(lines)))
+            sampling.error = explain_failure(lines, proc.returncode)
+        return True
+
+    def _stop(self) -> None:
+        """Interrupted (Ctrl-C, SIGTERM) while waiting, or anything py-spy left: never leave it behind."""
+        if self.proc is not None:
+            with procs.signals_deferred():
+                procs.kill_tree(self.proc, grace=0, first=signal.SIGKILL, group=True)
+                procs.untrack(self.proc.pid)
+
+    def discard(self) -> None:
+        """py-spy stopped (if it still runs) and its output file closed: what it wrote was read, or is not wanted."""
+        self._stop()
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+        if self.named:
+            Path(self.raw_path).unlink(missing_ok=True)
 
 
 def raw_output() -> tuple[int, str, bool]:
@@ -218,66 +325,45 @@ class Output:
         self.lines: list[str] = []
         self.marks: dict[str, float] = {}
         self.behind_seconds = 0.0
+        self.started = threading.Event()  # its "Sampling process" line came, or its output ended
         self.thread = threading.Thread(target=self._read, args=(proc,), daemon=True)
         self.thread.start()
 
     def _read(self, proc: subprocess.Popen) -> None:
-        assert proc.stdout is not None  # run_bounded starts py-spy with a pipe on its stdout
+        assert proc.stdout is not None  # Spy.attach starts py-spy with a pipe on its stdout
         for line in proc.stdout:
             now = time.monotonic()
             self.lines.append(line.rstrip())
             if "Sampling process" in line:
                 self.marks.setdefault("start", now)
+                self.started.set()
             elif line.startswith("py-spy> Wrote") or "Samples:" in line:
                 self.marks.setdefault("end", now)
             m = BEHIND.search(line)
             if m:
                 self.behind_seconds = max(self.behind_seconds, float(m.group(1)))
+        self.started.set()
+
+    def wait_start(self, proc: subprocess.Popen, timeout: float) -> float | None:
+        """When py-spy began to sample (its "Sampling process" line), waiting up to `timeout` seconds (the time
+        flametool was stopped by Ctrl-Z not counted); None when it did not by then, or ended first."""
+        deadline = time.monotonic() + timeout
+        paused = procs.paused_seconds()
+        while not self.started.wait(max(0.0, min(0.5, deadline - time.monotonic()))):
+            deadline += procs.paused_seconds() - paused
+            paused = procs.paused_seconds()
+            if time.monotonic() >= deadline or proc.poll() is not None and not self.thread.is_alive():
+                break
+        return self.marks.get("start")
 
 
-def run_bounded(sampling: Sampling, pass_fds: tuple[int, ...] = ()) -> bool:
-    """Run sampling.command for at most its seconds plus attach_seconds(); stop it (SIGINT first, so it
-    writes what it has) when it runs over; fill in what happened. False when py-spy did not start."""
-    seconds = sampling.seconds
+def interrupt(proc: subprocess.Popen) -> None:
+    """SIGINT to py-spy's process group (its own session): py-spy, or a wrapper and the py-spy it runs, stop
+    sampling and write what they have, as at a terminal's Ctrl-C."""
     try:
-        # its own session: a terminal's Ctrl-C reaches the parent only, which stops py-spy and all it started
-        proc = subprocess.Popen(sampling.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, errors="replace", start_new_session=True,
-                                pass_fds=pass_fds)
-    except OSError as exc:
-        sampling.error = f"py-spy could not start: {exc}"
-        return False
-    try:  # from here on a stop (Ctrl-C, SIGTERM) stops py-spy too, however soon it comes
-        procs.track(proc.pid)  # its own session and group: Ctrl-Z stops it with flametool
-        output = Output(proc)
-        started = time.monotonic()
-        allowance = attach_seconds()
-        wait_unpaused(proc, seconds + allowance)
-        sampling.complete = True
-    except subprocess.TimeoutExpired:
-        sampling.error = (f"py-spy did not finish within {seconds + allowance:.0f} s; stopped it and kept what "
-                          "it wrote (a lower --rate helps a py-spy that falls behind)")
-        procs.kill_tree(proc, grace=min(FLUSH_SECONDS, allowance), first=signal.SIGINT, group=True)
-    finally:
-        # interrupted (Ctrl-C, SIGTERM) while waiting, or anything py-spy left: never leave it behind
-        with procs.signals_deferred():
-            procs.kill_tree(proc, grace=0, first=signal.SIGKILL, group=True)
-            procs.untrack(proc.pid)
-    ended = time.monotonic()
-    output.thread.join(timeout=2)
-    lines = output.lines
-    sampling.behind_seconds = output.behind_seconds
-    sampling.exit_code = proc.returncode
-    sampling.output_tail = lines[-5:]
-    totals = next((TOTALS.search(l) for l in reversed(lines) if TOTALS.search(l)), None)
-    if totals:
-        sampling.pyspy_samples, sampling.pyspy_errors = int(totals.group(1)), int(totals.group(2))
-    sampling.window = (output.marks.get("start", max(started, ended - seconds)), output.marks.get("end", ended))
-    if proc.returncode != 0 and sampling.complete:
-        sampling.complete = False
-        sampling.refused = bool(REFUSED.search(" ".join(lines)))
-        sampling.error = explain_failure(lines, proc.returncode)
-    return True
+        os.killpg(proc.pid, signal.SIGINT)
+    except OSError:  # its group is gone (it exited): nothing to tell
+        pass
 
 
 def wait_unpaused(proc: subprocess.Popen, timeout: float) -> None:
@@ -344,11 +430,12 @@ def sampled_us_per_call(chunks: list[list[float]], calls: int, window: tuple[flo
 
 
 def record_keeping_up(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path,
-                      say: Callable[[str], None]) -> Sampling:
+                      say: Callable[[str], None], spy: Spy | None = None, since: float | None = None) -> Sampling:
     """record(), and when py-spy falls behind, once more at half the rate while the loop still runs: a
     sampler that cannot keep up stops the process longer than it samples it. The retry's stacks replace
-    the first attempt's; the first attempt stays in run.json (earlier_attempts)."""
-    sampling = record(pid, rate_hz, seconds, loop_function, out)
+    the first attempt's; the first attempt stays in run.json (earlier_attempts). `spy`, `since`: record()'s, for
+    the first attempt."""
+    sampling = record(pid, rate_hz, seconds, loop_function, out, spy, since)
     lower = suggest_rate(rate_hz, None, True)
     if sampling.behind_seconds > 0 and not sampling.refused and lower is not None and lower < rate_hz:
         say(f"py-spy fell {sampling.behind_seconds:.1f} s behind at {rate_hz} Hz; sampling again at {lower} Hz")

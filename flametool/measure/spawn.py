@@ -4,11 +4,13 @@ The runner decides which jobs to run; this module runs each one (run_child)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import select
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,10 +46,10 @@ class Silent(Exception):
     """The child said nothing for step_timeout() seconds."""
 
 
-def message_lines(fd: int, timeout: float) -> Iterator[str]:
-    """The child's message pipe, line by line, as they come; Silent when no byte came for `timeout` seconds
-    (the time the caller spends between lines, sampling say, is not counted)."""
-    rest = b""
+def message_lines(fd: int, timeout: float, rest: bytes = b"") -> Iterator[str]:
+    """The child's message pipe, line by line, as they come (`rest`: the start of a line read from it before);
+    Silent when no byte came for `timeout` seconds (the time the caller spends between lines, sampling say, is
+    not counted)."""
     while True:
         paused = procs.paused_seconds()
         ready, _, _ = select.select([fd], [], [], timeout)
@@ -118,10 +120,18 @@ class Started:
     proc: procs.Process  # a subprocess.Popen, or forking.Forked for one a fork server forked
     read_fd: int
     token: str
+    # given its job ahead of its turn (profiling.Readied): the message lines read from its pipe so far and the start
+    # of the next, and the py-spy attached to it as it began to wait (run_child hands it to the sampler)
+    read_ahead: list[str] = field(default_factory=list)
+    rest: bytes = b""
+    spy: sampler.Spy | None = None
 
     def end(self) -> None:
-        """Stop it and whatever it started."""
+        """Stop it and whatever it started (a py-spy attached to it ahead included)."""
         with procs.signals_deferred():
+            if self.spy is not None:
+                self.spy.discard()
+                self.spy = None
             stop(self.proc)
             procs.untrack(self.proc.pid)
             procs.kill_marked(self.token)
@@ -301,7 +311,7 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
     silent = False
     try:
         try:
-            for line in message_lines(read_fd, timeout):
+            for line in itertools.chain(child.read_ahead, message_lines(read_fd, timeout, child.rest)):
                 msg = decode(line)
                 if isinstance(msg, Phase):
                     try:
@@ -310,12 +320,15 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
                     except (KeyError, TypeError, ValueError):
                         ignored += 1
                 elif isinstance(msg, SampleReady) and msg.pid == proc.pid:
+                    began = time.monotonic()  # its loop began: the earliest a py-spy attached ahead samples it from
                     progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
                     assert folded is not None  # a job that samples is given the file its stacks go to
                     if during is not None:
                         during("sampling", None)
+                    spy, child.spy = child.spy, None
                     sampling = sampler.record_keeping_up(msg.pid, config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
-                                                         folded, lambda t: progress(label, t))
+                                                         folded, lambda t: progress(label, t), spy=spy,
+                                                         since=began)
                     if during is not None:
                         during("sampled", sampling)
                     try:

@@ -39,8 +39,11 @@ elif mode == "behind":
     print(f"py-spy> Sampling process {rate} times a second. Press Control-C to exit.", flush=True)
     if rate > 50:
         print("1.52s behind in sampling, results may be inaccurate. Try reducing the sampling rate.", flush=True)
-    # as a wrapper must: the descriptor its --output names (/proc/self/fd/N) is passed on
-    sys.exit(subprocess.run([os.environ["REAL_PYSPY"], *args], close_fds=False).returncode)
+    # as a wrapper must: the descriptor its --output names (/proc/self/fd/N) is passed on; the SIGINT that ends
+    # the sampling (sent to the group) is the real py-spy's to answer: it writes what it has and exits
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(subprocess.run([os.environ["REAL_PYSPY"], *args], close_fds=False,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)).returncode)
 elif mode == "refused":
     print("Error: Permission Denied: Try running again with elevated permissions by going 'sudo env \"PATH=$PATH\" !!'",
           file=sys.stderr, flush=True)

@@ -255,3 +255,39 @@ def test_the_environments_first_processes_run_side_by_side_at_the_host_bound_sha
     assert [g.cases for g in run.groups] == [["numpy@a", "dot@a"], ["numpy@b", "dot@b"]]
     assert all(run.results[l].group == k for k, g in enumerate(run.groups) for l in g.cases)
     assert all(r.error is None and len(r.timing.processes) == 2 for r in run.results.values())
+
+
+def test_at_a_shape_whose_values_take_seconds_the_later_spares_start_once_the_first_process_is_set_up(tmp_path,
+                                                                                                     monkeypatch):
+    """At a requested shape of many operand values (the seed's: paired.defer_spares), process 2's spare starts with
+    the run, the others once the first process warms up: six spares importing beside its set-up took 0.7 s from it
+    on the H200. Every one is still taken, and the run is whole."""
+    monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
+    monkeypatch.setattr(paired, "FRESH_FIRST_VALUES", 1)  # 16^3 counts as many values here
+    events: list[tuple[str, str]] = []
+    start = spawn.Spare.start
+
+    def starting(cls, specs, config, log):
+        events.append(("spare starts", log.name))
+        return start(specs, config, log)
+
+    monkeypatch.setattr(spawn.Spare, "start", classmethod(starting))
+    specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
+    config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
+                           iters=50, warmup=5, repeats=1, extend_rounds=False, processes=3, rate_hz=50,
+                           sample_seconds=1, out=tmp_path / "run", spares=True, fork_server=False)
+    out, run = runner.compare(config, ["flametool", "test"], lambda label, what: events.append((label, what)))
+    assert run.complete and run.groups[0].processes == 3
+    name = "numpy+add_case-timing"
+    starts = [log for who, log in events if who == "spare starts"]
+    assert starts == [f"{name}-2.log", f"{name}-3.log", "numpy.log", "add_case.log"]
+    timing = [(k, what) for k, (who, what) in enumerate(events) if who.startswith("timing ")]
+    set_up = next(k for k, what in timing if "setting up" in what)
+    warm = next(k for k, what in timing if "warm-up" in what)
+    # process 2's spare before the first process's first line; the rest as its warm-up message came (before its line)
+    at = [events.index(("spare starts", log)) for log in starts]
+    assert at[0] < timing[0][0] and set_up < at[1] < at[2] < at[3] < warm
+    for r in run.results.values():
+        assert r.error is None and len(r.timing.processes) == 3 and r.profile.sampling.complete
+    assert list(out.glob("*.log")) == []
+    assert fk.none_left(os.environ[fk.TAG]) == []

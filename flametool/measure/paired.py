@@ -20,7 +20,7 @@ from .measurement import Measurement, stop_if_failed
 from ..run import anchoring, stats
 from ..workload import ops
 from ..workload.cases import CaseSpec
-from .protocol import PlanItem, Timed, TimeJob
+from .protocol import Phase, PlanItem, Timed, TimeJob
 from ..run.profiled import Sampling
 from ..run.record import Group, Run, TimingStop
 from ..run.timing import Timing, balanced_calls, host_bound
@@ -126,7 +126,8 @@ def _run_first(m: Measurement, first: First) -> tuple[Timed | None, str | None]:
                 first.end()
                 return None, "stopped"
         got, error, _ = run_child(first.job, config, first.name, first.log, first.progress, started=first.child,
-                                  forks=first.forks)
+                                  forks=first.forks, on_phase=lambda msg: _set_up(m, msg))
+        m.spares.start_deferred()  # if its set-up never ended: it is over now
         first.spare = first.child = None  # a first process lost is started afresh
         if first.ended:  # stopped on Ctrl-C: not lost; the main thread raises the interrupt
             return got, error
@@ -135,6 +136,18 @@ def _run_first(m: Measurement, first: First) -> tuple[Timed | None, str | None]:
         if got is not None or not died(error) or len(first.lost) + 1 >= MOST_LOST:
             return got, error
         first.lost.append(f"{process_name(1, config.processes)}: {error}")
+
+
+def _set_up(m: Measurement, msg: Phase) -> None:
+    """A first process's progress: once it warms up its set-up is over, and the spares left for later start."""
+    if msg.phase == "warmup":
+        m.spares.start_deferred()
+
+
+def defer_spares(config: Config) -> bool:
+    """Whether the spares past the next ones start only when the first process's set-up is over (Spares.start_for_compare):
+    at a requested shape whose values take seconds to make, beside loops that take longer than the spares' imports."""
+    return operand_values(config.shape) >= FRESH_FIRST_VALUES
 
 
 def _start_first(m: Measurement, first: First) -> None:

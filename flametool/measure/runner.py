@@ -81,7 +81,7 @@ def compare(config: Config, argv: list[str], progress: Progress) -> tuple[Path, 
     run, out = m.run, config.out
     with finishing(m):
         m.forks.start(m.case_groups())  # first: they import while the spares start
-        m.spares.start_for_compare(m.case_groups(), paired.spare_firsts(config))
+        m.spares.start_for_compare(m.case_groups(), paired.spare_firsts(config), paired.defer_spares(config))
         if config.environments:
             paired.time_envs(m)
         else:

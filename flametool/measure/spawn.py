@@ -10,6 +10,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -278,28 +279,32 @@ def first_child(job: AnyJob, config: Config, label: str, log_path: Path, progres
 def run_child(job: TimeJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
               spare: Spare | None = None, started: Started | None = None,
-              during: During | None = None, forks: Forker | None = None) -> tuple[Timed | None, str | None, Sampling | None]: ...
+              during: During | None = None, forks: Forker | None = None,
+              on_phase: Callable[[Phase], None] | None = None) -> tuple[Timed | None, str | None, Sampling | None]: ...
 @overload
 def run_child(job: SweepJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
               spare: Spare | None = None, started: Started | None = None,
-              during: During | None = None, forks: Forker | None = None) -> tuple[Swept | None, str | None, Sampling | None]: ...
+              during: During | None = None, forks: Forker | None = None,
+              on_phase: Callable[[Phase], None] | None = None) -> tuple[Swept | None, str | None, Sampling | None]: ...
 @overload
 def run_child(job: ProfileJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
               spare: Spare | None = None, started: Started | None = None,
-              during: During | None = None, forks: Forker | None = None) -> tuple[CaseProfiled | None, str | None, Sampling | None]: ...
+              during: During | None = None, forks: Forker | None = None,
+              on_phase: Callable[[Phase], None] | None = None) -> tuple[CaseProfiled | None, str | None, Sampling | None]: ...
 def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress: Progress,
               folded: Path | None = None, on_point: Callable[[Point], None] | None = None,
               spare: Spare | None = None, started: Started | None = None,
-              during: During | None = None, forks: Forker | None = None) -> tuple[AnyResult | None, str | None, Sampling | None]:
+              during: During | None = None, forks: Forker | None = None,
+              on_phase: Callable[[Phase], None] | None = None) -> tuple[AnyResult | None, str | None, Sampling | None]:
     """One child process for `job` (`started`: a child given the job already; else `spare`, when one was
     started for it; else forked by `forks`, a fork server, when it can), sampled into `folded` when it says it
     is ready: (result or None, error, sampling). `on_point` takes a sweep's sizes as they come, each kept as soon
     as it is measured. `during` is told when py-spy is about to sample ("sampling"), has sampled ("sampled", the
     loop still running unsampled) and the loop was told to stop ("stopped"), with the sampling from "sampled" on
-    (profiling.py readies the next case's process then). A forked child whose server died under it (it dies
-    with it) is run again in a fresh process."""
+    (profiling.py readies the next case's process then). `on_phase` is given each Phase message as it comes. A
+    forked child whose server died under it (it dies with it) is run again in a fresh process."""
     child = started or first_child(job, config, label, log_path, progress, spare, forks)
     proc, read_fd = child.proc, child.read_fd
     result: AnyResult | None = None
@@ -314,6 +319,8 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
             for line in itertools.chain(child.read_ahead, message_lines(read_fd, timeout, child.rest)):
                 msg = decode(line)
                 if isinstance(msg, Phase):
+                    if on_phase is not None:
+                        on_phase(msg)
                     try:
                         doing = describe_phase(msg)
                         progress(label, doing)
@@ -361,7 +368,8 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
     finally:
         child.end()
     if result is None and getattr(proc, "orphaned", False) and forks is not None:
-        return run_child(job, config, label, log_path, progress, folded, on_point, during=during, forks=forks)  # fresh: it is gone
+        return run_child(job, config, label, log_path, progress, folded, on_point, during=during, forks=forks,
+                         on_phase=on_phase)  # fresh: it is gone
     if result is None:
         stray = f"; {ignored} line(s) on its message pipe were not messages" if ignored else ""
         code = proc.returncode if proc.returncode is not None else proc.wait()  # child.end() waited for it
@@ -440,6 +448,8 @@ class Spares:
     config: Config
     out: Path
     started: dict[Path, Spare] = field(default_factory=dict)
+    deferred: list[tuple[list[CaseSpec], Path]] = field(default_factory=list)  # to start later (start_for_compare)
+    _lock: threading.Lock = field(default_factory=threading.Lock)  # the environments' first processes run side by side
 
     @property
     def wanted(self) -> bool:
@@ -450,30 +460,45 @@ class Spares:
         """Spares for the timing processes too: not when a fork server forks them (forking.py)."""
         return self.wanted and not self.config.fork_server
 
-    def start_for_compare(self, groups: list[list[CaseSpec]], firsts: bool = False) -> None:
+    def start_for_compare(self, groups: list[list[CaseSpec]], firsts: bool = False, defer: bool = False) -> None:
         """Every process compare will run after the first, started now, each importing its cases' libraries
         beside the first process's own imports and its GPU-bound loops: the timing processes 2..N of each
         group and each case's profiled process; with `firsts`, the first processes of the groups after the first
         too (compare --env: the second environment's first process imported for 6 s on the H200 while nothing
-        else ran)."""
+        else ran). With `defer`, only the next ones (process 2 of each group, those firsts) start now, the others
+        when start_deferred() is called: as the first process's set-up ends (paired.py), for six spares importing
+        beside it took 0.7 s from its operand values at the seed's shape (3.93 s alone, 4.66 s beside them, on the
+        H200's 16 cores, 2026-12-04: benchmarks/startup.py) and its GPU-bound loops leave them time enough."""
         if not self.wanted:
             return
         config = self.config
-        jobs = []
+        jobs, later = [], []
         for k, cases in enumerate(groups if self.timing else []):
             name = "+".join(c.label for c in cases)
             if firsts and k > 0:
                 jobs.append((cases, self.out / f"{name}-timing.log"))
-            jobs += [(cases, self.out / f"{name}-timing-{i}.log") for i in range(2, config.processes + 1)]
-        jobs += [([c], self.out / f"{c.label}.log") for c in config.cases]
+            if config.processes >= 2:
+                jobs.append((cases, self.out / f"{name}-timing-2.log"))
+            later += [(cases, self.out / f"{name}-timing-{i}.log") for i in range(3, config.processes + 1)]
+        later += [([c], self.out / f"{c.label}.log") for c in config.cases]
+        self.deferred = later
         for cases, log in jobs:
             self.started[log] = Spare.start(cases, config, log)
         # the ones that run first open their CUDA context now, beside the first process (each later one when the
         # process before it starts: paired._prepare): an idle context holds device memory (open_device), so not all
         for cases in groups if self.timing else []:
             self.open(self.out / f"{'+'.join(c.label for c in cases)}-timing-2.log")
-        if config.cases:
-            self.open(self.out / f"{config.cases[0].label}.log")
+        if not defer:
+            self.start_deferred()
+
+    def start_deferred(self) -> None:
+        """The spares start_for_compare left for later, started now (once); the first case's profiled one opens."""
+        with self._lock:
+            later, self.deferred = self.deferred, []
+        for cases, log in later:
+            self.started[log] = Spare.start(cases, self.config, log)
+        if later and self.config.cases:
+            self.open(self.out / f"{self.config.cases[0].label}.log")
 
     def open(self, log_path: Path) -> None:
         """The spare started for this job (if any) makes its CUDA context now (Spare.open): it is the next to run."""
@@ -505,7 +530,9 @@ class Spares:
 
     def stop(self, prefix: str = "") -> None:
         """The spares no job took (a ratio settled early, a case failed, the run was stopped): no trace left.
-        With `prefix`, those whose log's name starts with it."""
+        With `prefix`, those whose log's name starts with it. Those left for later are not started."""
+        with self._lock:
+            self.deferred = [(cases, log) for cases, log in self.deferred if not log.name.startswith(prefix)]
         for log in [log for log in self.started if log.name.startswith(prefix)]:
             self.started.pop(log).stop()
             log.unlink(missing_ok=True)

@@ -260,8 +260,8 @@ def test_the_environments_first_processes_run_side_by_side_at_the_host_bound_sha
 def test_at_a_shape_whose_values_take_seconds_the_later_spares_start_once_the_first_process_is_set_up(tmp_path,
                                                                                                      monkeypatch):
     """At a requested shape of many operand values (the seed's: paired.defer_spares), process 2's spare starts with
-    the run, the others once the first process warms up: six spares importing beside its set-up took 0.7 s from it
-    on the H200. Every one is still taken, and the run is whole."""
+    the run, the others once the first process warms up: six spares importing beside it slowed its imports by
+    0.2-0.75 s on the H200. Every one is still taken, and the run is whole."""
     monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
     monkeypatch.setattr(paired, "FRESH_FIRST_VALUES", 1)  # 16^3 counts as many values here
     events: list[tuple[str, str]] = []

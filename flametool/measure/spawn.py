@@ -466,9 +466,10 @@ class Spares:
         group and each case's profiled process; with `firsts`, the first processes of the groups after the first
         too (compare --env: the second environment's first process imported for 6 s on the H200 while nothing
         else ran). With `defer`, only the next ones (process 2 of each group, those firsts) start now, the others
-        when start_deferred() is called: as the first process's set-up ends (paired.py), for six spares importing
-        beside it took 0.7 s from its operand values at the seed's shape (3.93 s alone, 4.66 s beside them, on the
-        H200's 16 cores, 2026-12-04: benchmarks/startup.py) and its GPU-bound loops leave them time enough."""
+        when start_deferred() is called: as the first process's set-up ends (paired.py). Six spares importing
+        beside the first process slowed its own imports by 0.2-0.75 s (cupy's ended at 0.88 s against 0.65 s alone,
+        torch's at 4.31 s against 3.56 s, on the H200's 16 cores, 2026-12-04: benchmarks/startup.py), and at a shape
+        of many values its GPU-bound loops leave the later spares time enough to import."""
         if not self.wanted:
             return
         config = self.config

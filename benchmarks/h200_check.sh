@@ -18,8 +18,9 @@
 #   calibrate.txt      benchmarks/calibrate.py, issue 31's null and planted A/Bs (cal/: the runs, to carry
 #                      into the next call as .cal-runs: `timeout 590 bash benchmarks/h200_check.sh calibrate`)
 #   startup.txt        benchmarks/startup.py at the seed's shape alone and with 6 spares importing beside it, and
-#                      benchmarks/setup_split.py at 1024^3 (issue 42, item 1: where the first process's set-up and
-#                      a later process's go; about 1 minute)
+#                      benchmarks/setup_split.py at 1024^3, the context made first or not, a product at 64^3 or at
+#                      1024^3 made first or not (issue 42, item 1: where the first process's set-up and a later
+#                      process's go; about 1.5 minutes)
 # The wheels the device lacks, downloaded here into the ignored .whl/ for Python 3.12 (the device README's pip
 # download line) and carried: py-spy, snakeviz, tornado, cxxfilt, array-api-compat, websocket-client, cupti-python,
 # nvidia-cuda-cupti==13.4.* and pyelftools (cupti-python imports it: without it the counted loops fell back to
@@ -68,6 +69,8 @@ for w in "${what[@]}"; do
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/startup.py [--spares 6]; setup_split.py [--context-first]"
           python3 benchmarks/startup.py; python3 benchmarks/startup.py --spares 6
           python3 benchmarks/setup_split.py --runs 4; python3 benchmarks/setup_split.py --runs 4 --context-first
+          python3 benchmarks/setup_split.py --runs 4 --context-first --warm-shape 64,64,64
+          python3 benchmarks/setup_split.py --runs 4 --context-first --warm-shape 1024,1024,1024
           echo "rc $?"; } > "$out/startup.txt" 2>&1 ;;
     *) echo "h200_check.sh: unknown check '$w' (gpu, compare, repro, envs, calibrate, startup)"; exit 2 ;;
     esac

@@ -1,4 +1,8 @@
-"""The sampler's filtering and timing logic on hand-built inputs."""
+"""The sampler's filtering and timing logic on hand-built inputs, and its window on a real py-spy."""
+
+import subprocess
+import sys
+import time
 
 from flametool.measure import sampler
 from flametool.run import perturbation
@@ -79,3 +83,49 @@ def test_advice_names_the_lever_that_slowed_the_loop():
     assert perturbation.perturbation_advice(s, 1.6, 1, 16) == "--rate 41 would perturb it less"
     # nothing to advise when sampling barely slowed the loop
     assert perturbation.perturbation_advice(s, 1.2, 1, 16) is None
+
+
+BUSY = "import time\ndef {name}():\n    while True:\n        sum(range(1000))\nprint('ready', flush=True)\n{name}()\n"
+
+
+def busy_child(name: str) -> subprocess.Popen:
+    """A child busy in a Python function `name` (py-spy reports a busy thread; one blocked in a read may be idle)."""
+    child = subprocess.Popen([sys.executable, "-c", BUSY.format(name=name)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline() == "ready\n"
+    return child
+
+
+def test_a_window_is_seconds_of_the_clock_not_a_count_of_samples(tmp_path):
+    """py-spy runs until SIGINT, sent when the window's seconds are over (its --duration would count samples, which it
+    spaces at random): the window is 1 s of the clock from its first sample, and holds about rate x seconds."""
+    child = busy_child("spin")
+    try:
+        started = time.monotonic()
+        s = sampler.record(child.pid, 100, 1, "active_loop", tmp_path / "spin.folded")
+        assert s.complete and s.error is None and s.exit_code == 0, s.output_tail
+        assert "--duration" not in s.command
+        assert s.window is not None and started <= s.window[0] and 1.0 <= s.window[1] - s.window[0] <= 1.6
+        assert 40 <= (s.pyspy_samples or 0) <= 200 and s.total_samples > 0
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_spy_attached_ahead_keeps_nothing_of_the_wait_and_windows_from_since(tmp_path):
+    """A py-spy attached ahead (readied.py) samples the process while it waits for its turn (loops.wait_go): none of
+    those stacks is kept, and the window starts at `since` (the loop's start), not at py-spy's first sample. A Spy
+    discarded twice closes its file once."""
+    child = busy_child(sampler.WAIT_FUNCTION)
+    try:
+        spy = sampler.Spy.attach(child.pid, 100, 1)
+        time.sleep(0.5)  # it samples the wait meanwhile
+        since = time.monotonic()
+        s = sampler.record(child.pid, 100, 1, "active_loop", tmp_path / "wait.folded", spy=spy, since=since)
+        assert s.complete and s.error is None, s.output_tail
+        assert (s.pyspy_samples or 0) > 40 and s.total_samples == 0 and s.kept_samples == 0
+        assert s.window is not None and s.window[0] == since and s.window[1] - since >= 1.0
+        assert spy.fd == -1
+        spy.discard()  # again: nothing left to close
+    finally:
+        child.kill()
+        child.wait()

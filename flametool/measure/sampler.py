@@ -277,10 +277,14 @@ class Spy:
                 procs.untrack(self.proc.pid)
 
     def discard(self) -> None:
-        """py-spy stopped (if it still runs) and its output file closed: what it wrote was read, or is not wanted."""
+        """py-spy stopped (if it still runs) and its output file closed: what it wrote was read, or is not wanted.
+        Once: a descriptor closed twice could be another file's by then."""
         self._stop()
+        if self.fd < 0:
+            return
+        fd, self.fd = self.fd, -1
         try:
-            os.close(self.fd)
+            os.close(fd)
         except OSError:
             pass
         if self.named:

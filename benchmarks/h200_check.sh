@@ -19,8 +19,9 @@
 #                      into the next call as .cal-runs: `timeout 590 bash benchmarks/h200_check.sh calibrate`)
 #   startup.txt        benchmarks/startup.py at the seed's shape alone and with 6 spares importing beside it, and
 #                      benchmarks/setup_split.py at 1024^3, the context made first or not, a product at 64^3 or at
-#                      1024^3 made first or not (issue 42, item 1: where the first process's set-up and a later
-#                      process's go; about 1.5 minutes)
+#                      1024^3 made first or not, and benchmarks/values_apart.py (the seed's values beside the
+#                      imports, by the process's threads or a process of their own) (issue 42, item 1: where the
+#                      first process's set-up and a later process's go; about 2 minutes)
 # The wheels the device lacks, downloaded here into the ignored .whl/ for Python 3.12 (the device README's pip
 # download line) and carried: py-spy, snakeviz, tornado, cxxfilt, array-api-compat, websocket-client, cupti-python,
 # nvidia-cuda-cupti==13.4.* and pyelftools (cupti-python imports it: without it the counted loops fell back to
@@ -71,6 +72,7 @@ for w in "${what[@]}"; do
           python3 benchmarks/setup_split.py --runs 4; python3 benchmarks/setup_split.py --runs 4 --context-first
           python3 benchmarks/setup_split.py --runs 4 --context-first --warm-shape 64,64,64
           python3 benchmarks/setup_split.py --runs 4 --context-first --warm-shape 1024,1024,1024
+          python3 benchmarks/values_apart.py --runs 3
           echo "rc $?"; } > "$out/startup.txt" 2>&1 ;;
     *) echo "h200_check.sh: unknown check '$w' (gpu, compare, repro, envs, calibrate, startup)"; exit 2 ;;
     esac

@@ -78,7 +78,7 @@ def test_a_built_in_case_is_known_as_built_in_to_the_child(monkeypatch):
     from flametool.workload import builtins, inputs
 
     asked = []
-    monkeypatch.setattr(inputs, "prefetch_shape", lambda shape, dtype: asked.append((shape, dtype)))
+    monkeypatch.setattr(inputs, "prefetch_shape", lambda shape, dtype, apart=False: asked.append((shape, dtype)))
     job = ProfileJob(device="cpu", iters=10, warmup=1, repeats=1, case=JobCase("numpy", builtins.builtin("numpy"), "float32"),
                      shape=[8, 8, 8])
     assert preload.start_operands(job) == ["numpy"] and asked == [([8, 8, 8], "float32")]

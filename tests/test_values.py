@@ -1,8 +1,16 @@
-"""values.uniform: the built-in cases' operand values, made in chunks by threads."""
+"""values.uniform: the built-in cases' operand values, made in chunks by threads (values.Apart: in a process of
+their own)."""
+
+import os
+import subprocess
+import sys
+import threading
+import uuid
 
 import numpy as np
 import pytest
 
+import faultkit as fk
 from flametool.workload import builtins, inputs, values
 
 
@@ -56,7 +64,8 @@ def test_a_child_starts_the_builtin_cases_operands_for_its_first_shape(monkeypat
     from flametool.measure.protocol import JobCase, PlanItem, ProfileJob, SweepItem, SweepJob, TimeJob
 
     asked = []
-    monkeypatch.setattr(inputs, "prefetch_operands", lambda *a: asked.append(a))
+    monkeypatch.setattr(inputs, "prefetch_operands", lambda *a: asked.append(a[:4]) or aparts.append(a[4]))
+    aparts: list[bool] = []
     numpy, torch = (JobCase(l, builtins.builtin(l), d) for l, d in (("numpy", "float16"), ("torch", "bfloat16")))
     mine = JobCase("mine", CaseSpec("mine", "mine", file="/x/mine.py"), "float32")
     base = dict(device="cpu", iters=10, warmup=1, repeats=1)
@@ -68,6 +77,9 @@ def test_a_child_starts_the_builtin_cases_operands_for_its_first_shape(monkeypat
     # a user's case: nothing made ahead, nothing to import
     assert preload.start_operands(TimeJob(**base, cases=[mine], plan=[PlanItem([8, 8, 8], None, "timing")])) == []
     assert len(asked) == 3
+    # a fresh process (child.entry.begin) asks for them apart; a spare, its libraries imported, does not
+    preload.start_operands(job, apart=True)
+    assert aparts == [False, False, False, True]
 
 
 def test_a_device_copy_is_found_by_the_host_bytes_it_holds_until_the_next_shape():
@@ -108,3 +120,67 @@ def test_small_operands_are_made_by_the_thread_that_asks_and_large_ones_ahead(mo
     assert made_in == ["MainThread", "flametool-values-ahead"]
     assert np.array_equal(big[1], values.uniform((64, 64), "float32", 0, stream=1))
     assert np.array_equal(small[0], values.uniform((16, 16), "float32", 0, stream=0))
+
+
+def test_values_made_apart_are_the_same_bytes_and_their_process_is_reaped():
+    specs = [((300, 500), "float16", 0, 0), ((500, 7), "float16", 0, 1), ((40,), "bfloat16", 3, 2)]
+    apart = values.Apart(specs)
+    got = apart.get()
+    for array, (shape, dtype, seed, stream) in zip(got, specs):
+        assert array.shape == shape and np.array_equal(array, values.uniform(shape, dtype, seed, stream))
+    assert got[2].dtype == np.float32  # bfloat16: float32 for the library to round, as uniform gives it
+    assert apart.get() is got
+    with pytest.raises(ChildProcessError):  # waited for: no zombie left
+        os.waitpid(apart._pid, os.WNOHANG)
+
+
+def test_a_failure_in_the_values_process_is_said_where_they_are_asked_for():
+    with pytest.raises(RuntimeError, match=r"the process making the operand values failed \(ValueError: expected non-negative"):
+        values.Apart([((10,), "float16", -1, 0)]).get()
+
+
+def test_the_values_process_ends_with_the_process_it_makes_them_for():
+    """A timing process killed while its values are made (SIGKILL, the OOM killer) leaves no values process on: it
+    gets the parent-death signal."""
+    tag = uuid.uuid4().hex
+    code = ("import os, sys\nsys.path.insert(0, os.getcwd())\nfrom flametool.workload import values\n"
+            "values.Apart([((30000, 30000), 'float16', 0, 0)])\nos._exit(0)\n")
+    # no pipes: run() returns when the process ends, not when all that holds its output does
+    proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          env=fk.env(**{fk.TAG: tag}), cwd=fk.ROOT, timeout=60)
+    assert proc.returncode == 0
+    assert fk.none_left(tag, within=2.0) == []  # 9 x 10^8 values: seconds more, were it left to make them
+
+
+def test_a_fresh_process_makes_many_values_apart_and_else_in_its_own_threads(monkeypatch):
+    """inputs.prefetch_operands(apart=True): at APART_VALUES or more, a process of their own; fewer, or where this
+    process has another thread (a fork would copy none of them, whatever lock they hold), its own thread. The same
+    bytes either way."""
+    monkeypatch.setattr(inputs, "APART_VALUES", 1000)
+    monkeypatch.setattr(values.Apart, "can_fork", staticmethod(lambda: True))
+    inputs.prefetch_operands(40, 30, 20, "float16", apart=True)
+    assert isinstance(inputs._made[(40, 30, 20, "float16")], values.Apart)
+    a, b = inputs.host_operands(40, 30, 20, "float16")
+    assert np.array_equal(a, values.uniform((40, 30), "float16", 0, 0))
+    assert np.array_equal(b, values.uniform((30, 20), "float16", 0, 1))
+    inputs.prefetch_operands(400, 300, 200, "float16", apart=True)
+    first = inputs._made[(400, 300, 200, "float16")]
+    assert isinstance(first, values.Apart)
+    pid = first._pid
+    inputs.prefetch_operands(10, 10, 10, "float16", apart=True)  # 200 values: not apart; the values not asked for
+    with pytest.raises(ChildProcessError):  # are stopped and reaped
+        os.waitpid(pid, os.WNOHANG)
+    with pytest.raises(RuntimeError, match="discarded"):
+        first.get()
+    assert isinstance(inputs._made[(10, 10, 10, "float16")], values.Ahead)
+    inputs.prefetch_operands(41, 30, 20, "float16")  # not asked
+    assert isinstance(inputs._made[(41, 30, 20, "float16")], values.Ahead)
+    monkeypatch.undo()
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert values.Apart.can_fork() is False
+    finally:
+        release.set()
+        other.join()

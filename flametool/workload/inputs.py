@@ -29,7 +29,7 @@ def operands_made(dtype: str) -> str:
     return values.made(dtype, OPERAND_SEED) + ": a stream 0, b stream 1"
 
 
-_made: dict[tuple, values.Ahead] = {}
+_made: dict[tuple, values.Ahead | values.Apart] = {}
 # Device copies of those values that a library made in this process, by where the host array's bytes are and where
 # the copy went (on_device): the next library of the process copies them device to device instead of from the host
 # again. At the seed's shape torch's copy of the 3.8 GB from the host took 0.75 s on the H200 host, a copy on the
@@ -37,15 +37,30 @@ _made: dict[tuple, values.Ahead] = {}
 _on_device: dict[tuple, Any] = {}
 
 
-def prefetch_operands(m: int, k: int, n: int, dtype: str) -> None:
+# At least this many values (the seed's product has 1.9 billion) are made in a process of their own when the caller
+# asks (apart): a fresh timing process, about to import its libraries beside them (values.Apart says why).
+APART_VALUES = 10**8
+
+
+def prefetch_operands(m: int, k: int, n: int, dtype: str, apart: bool = False) -> None:
     """Start making host_operands(m, k, n, dtype) in the background (a process that is about to import its
-    libraries: at the seed's shape both take seconds, and the values' threads release the GIL)."""
+    libraries: at the seed's shape both take seconds); with `apart`, at APART_VALUES or more, in a process of
+    their own (values.Apart), where this one can fork."""
     from . import values
 
     key = (m, k, n, dtype)
     if key not in _made:
+        for old in _made.values():
+            if isinstance(old, values.Apart):
+                old.discard()
         _made.clear()
         _on_device.clear()
+        if apart and m * k + k * n >= APART_VALUES and values.Apart.can_fork():
+            try:
+                _made[key] = values.Apart([((m, k), dtype, OPERAND_SEED, 0), ((k, n), dtype, OPERAND_SEED, 1)])
+                return
+            except OSError:  # no fork here (a process limit): its own threads make them
+                pass
         _made[key] = values.Ahead(lambda: _make(m, k, n, dtype), background=m * k + k * n >= values.CHUNK)
 
 
@@ -55,13 +70,13 @@ def _make(m: int, k: int, n: int, dtype: str) -> tuple[Any, Any]:
     return values.uniform((m, k), dtype, OPERAND_SEED, stream=0), values.uniform((k, n), dtype, OPERAND_SEED, stream=1)
 
 
-def prefetch_shape(shape: list[int], dtype: str) -> None:
+def prefetch_shape(shape: list[int], dtype: str, apart: bool = False) -> None:
     """prefetch_operands() of an op's shape: M,K,N; or N elements (or R,C), whose a and b op_operands takes as a
     1 x N and an N x 1 host_operands."""
     if len(shape) == 3:
-        prefetch_operands(shape[0], shape[1], shape[2], dtype)
+        prefetch_operands(shape[0], shape[1], shape[2], dtype, apart)
     else:
-        prefetch_operands(1, math.prod(shape), 1, dtype)
+        prefetch_operands(1, math.prod(shape), 1, dtype, apart)
 
 
 def host_operands(m: int, k: int, n: int, dtype: str) -> tuple[Any, Any]:

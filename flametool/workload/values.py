@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Callable
+
+from .. import procs
 
 # numpy is imported where values are made, not here: the command line reads workload/ (the built-in cases'
 # names, for --help) and `flametool --help` must not wait for numpy (issue 42)
@@ -49,15 +52,19 @@ def _generator(seed: int, stream: int, chunk: int) -> np.random.Generator:
 
 
 def uniform(shape: int | tuple[int, ...], dtype: str, seed: int, stream: int = 0,
-            threads: int | None = None) -> np.ndarray:
+            threads: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
     """An array of `shape` (or that many elements) of float32 uniform values in [0, 1), rounded to `dtype`
     where numpy has it (float32 otherwise, see host_dtype), from `stream` (one per operand of a product).
-    The same bytes whatever `threads` is."""
+    The same bytes whatever `threads` is. `out`: a flat array of that many elements of host_dtype(dtype) to fill
+    (Apart's shared memory) instead of a new one."""
     import numpy as np
 
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     count = math.prod(shape)
-    out = np.empty(count, dtype=host_dtype(dtype))
+    if out is None:
+        out = np.empty(count, dtype=host_dtype(dtype))
+    elif out.shape != (count,) or out.dtype != host_dtype(dtype):
+        raise ValueError(f"out: {out.shape} {out.dtype} for {count} values of {host_dtype(dtype)}")
     chunks = math.ceil(count / CHUNK)
     cast = out.dtype != np.float32
     workers = max(1, min(chunks, threads or len(os.sched_getaffinity(0))))
@@ -113,3 +120,81 @@ class Ahead:
             make, self._make = self._make, None
             self._run(make)
         return self._future.result()
+
+
+class Apart:
+    """Values made in a process of their own, forked for them, into memory this one shares with it; `get` waits
+    for them. Made by threads of this process instead (Ahead), their threads need the GIL between chunks, which
+    the imports running beside them hold most of the time: on the 2-core CPU machine one thread's 10^8 float16
+    values took 0.53-0.59 s alone and 1.11-1.61 s beside a thread importing torch (2026-12-04). A process of their
+    own shares no GIL. Forked only from a process with one thread (a fork copies none of the others, whatever
+    they hold) and nothing of CUDA's started (the fresh timing process, before its imports: child.entry.begin);
+    where it cannot fork, the values are made by Ahead, as before. `specs`: (shape, dtype, seed, stream) each."""
+
+    def __init__(self, specs: list[tuple[tuple[int, ...], str, int, int]]) -> None:
+        import mmap
+
+        import numpy as np
+
+        self._specs = specs
+        sizes = [math.prod(shape) * host_dtype(dtype).itemsize for shape, dtype, _, _ in specs]
+        self._memory = mmap.mmap(-1, max(1, sum(sizes)))  # shared and anonymous: the fork writes what this reads
+        self._arrays = []
+        offset = 0
+        for (shape, dtype, _, _), size in zip(specs, sizes):
+            self._arrays.append(np.frombuffer(self._memory, dtype=host_dtype(dtype), count=math.prod(shape),
+                                              offset=offset))
+            offset += size
+        self._read, write = os.pipe()
+        parent = os.getpid()
+        self._pid = os.fork()
+        if self._pid == 0:  # the values' process: fill, say what failed, and end without this one's teardown
+            code = 1
+            try:
+                procs.die_with_parent()  # SIGTERM when the process it makes them for ends first
+                if os.getppid() != parent:  # ended before the line above took effect
+                    os._exit(1)
+                # only the pipe back: a message pipe or log held open here would keep the parent's reader from
+                # its end-of-file after this process's parent died
+                os.closerange(3, write)
+                os.closerange(write + 1, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 16)
+                for (shape, dtype, seed, stream), flat in zip(specs, self._arrays):
+                    uniform(shape, dtype, seed, stream, out=flat)
+                code = 0
+            except BaseException as exc:  # noqa: BLE001 -- said to the process that waits for them
+                os.write(write, f"{type(exc).__name__}: {exc}".encode()[:2000])
+            finally:
+                os._exit(code)
+        os.close(write)
+        self._result: tuple[np.ndarray, ...] | None = None
+
+    def get(self) -> tuple:
+        """The arrays, in the order of `specs`, each in its shape; RuntimeError with the values' process's own
+        words when it failed."""
+        if self._pid < 0:
+            raise RuntimeError("the operand values were discarded")
+        if self._result is None:
+            _, status = os.waitpid(self._pid, 0)
+            said = os.read(self._read, 4096).decode("utf-8", "replace")
+            os.close(self._read)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise RuntimeError(f"the process making the operand values failed ({said or 'exit status ' + str(status)})")
+            self._result = tuple(a.reshape(shape) for a, (shape, _, _, _) in zip(self._arrays, self._specs))
+        return self._result
+
+    def discard(self) -> None:
+        """Not wanted after all (another shape's values were asked for): its process stopped and reaped, so that it
+        makes nothing beside the loops that follow."""
+        if self._result is None and self._pid > 0:
+            try:
+                os.kill(self._pid, signal.SIGKILL)
+            except ProcessLookupError:  # ended, not reaped yet
+                pass
+            os.waitpid(self._pid, 0)
+            os.close(self._read)
+            self._pid = -1
+
+    @staticmethod
+    def can_fork() -> bool:
+        """One thread in this process (a fork copies only the caller's; another's lock would stay held in it)."""
+        return hasattr(os, "fork") and threading.active_count() == 1

@@ -79,7 +79,7 @@ def main(argv: list[str]) -> int:
     else:
         job = decode_job(argv[1])
         procs.tie_to_parent(job.parent_pid)
-        begin(job, report)
+        begin(job, report, apart=True)
     return run(job, report)
 
 
@@ -94,9 +94,10 @@ def forked(msg_fd: int, job_line: str, server_pid: int) -> int:
     return run(job, report, started="forked", forked_from=server_pid)
 
 
-def begin(job: TimeJob | SweepJob | ProfileJob, report: Reporter) -> None:
-    """A child given its job at start: the operands started, and its libraries imported beside them."""
-    libraries = start_operands(job)
+def begin(job: TimeJob | SweepJob | ProfileJob, report: Reporter, apart: bool = False) -> None:
+    """A child given its job at start: the operands started, and its libraries imported beside them (`apart`: a
+    fresh process, nothing imported yet; many values are made in a process of their own: values.Apart)."""
+    libraries = start_operands(job, apart)
     if libraries:  # seconds (import torch: 6 s on the H200 host) before the first other line
         report.phase("import", label=", ".join(libraries))
     preload_behind(libraries)  # the imports while the operands are made

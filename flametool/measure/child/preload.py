@@ -78,14 +78,15 @@ def imported(libraries: list[str]) -> None:
 
 
 
-def start_operands(job: TimeJob | SweepJob | ProfileJob) -> list[str]:
+def start_operands(job: TimeJob | SweepJob | ProfileJob, apart: bool = False) -> list[str]:
     """Start making the built-in cases' operands for the job's first shape in the background, and return the
     libraries those cases import: at the seed's shape the values (1.9 billion) and `import torch` take seconds
-    each, and the values' threads release the GIL, so a process does both at once."""
+    each, so a process does both at once; with `apart` (a fresh process, its libraries not imported yet) many
+    values are made in a process of their own, whose threads share no GIL with the imports (values.Apart)."""
     todo = [cast(JobCase, job.case)] if isinstance(job, ProfileJob) else job.cases  # a ProfileJob has its case
     shape = (job.shape if isinstance(job, ProfileJob) else (job.plan[0].shape if job.plan else [])
              if isinstance(job, TimeJob) else job.points[0].shape if job.points else [])
     builtin = [c for c in todo if c.case.module == cases.MODULE and c.label in builtins.BUILTIN]
     if builtin and shape:
-        inputs.prefetch_shape(shape, builtin[0].dtype)
+        inputs.prefetch_shape(shape, builtin[0].dtype, apart)
     return builtins.builtin_libraries([c.case for c in builtin])

@@ -4,17 +4,23 @@ beside it.
 
     python benchmarks/startup.py                 # CUDA: cupy and torch at the seed shape
     python benchmarks/startup.py --spares 6      # with six processes importing cupy and torch beside it
+    python benchmarks/startup.py --apart         # the values made in a process of their own (values.Apart), as
+                                                 # a fresh timing process makes them since 2026-12-04
 
 Each line is seconds since that process started its step list (the child's steps as child.entry.main and the
 built-in factories take them: the values made ahead while the libraries import, then each library's device,
-operands and first product).
+operands and first product). "operand values ready" is said by a thread that waits for them, when they are:
+beside the imports, not after them. The parent's part ends with the seconds from `flametool compare` to its
+first child's first progress line (its own start, imports, machine record, and the child's start).
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,7 +37,13 @@ from flametool.workload import inputs, libraries, ops
 say("import flametool's operands (numpy)")
 shape = list(ops.SEED_SHAPE) if not @SHAPE@ else @SHAPE@
 m, k, n = shape
-inputs.prefetch_shape(shape, "float16")  # the values made in the background from here, as the first child does
+inputs.prefetch_shape(shape, "float16", @APART@)  # the values made from here, as the first child does
+import threading
+def values_ready():
+    a, b = inputs.host_operands(m, k, n, "float16")
+    say(f"operand values ready ({a.size + b.size:,}, {'apart' if @APART@ else 'by its threads'})")
+waiter = threading.Thread(target=values_ready)
+waiter.start()
 import cupy as cp
 say("import cupy")
 import torch
@@ -40,8 +52,7 @@ cp.cuda.Device(0).use(); cp.empty(1); cp.cuda.runtime.deviceSynchronize()
 say("cupy: CUDA context")
 torch.cuda.set_device(0); torch.empty(1, device="cuda"); torch.cuda.synchronize()
 say("torch: CUDA context")
-a, b = inputs.host_operands(m, k, n, "float16")
-say(f"operand values ready ({a.size + b.size:,})")
+waiter.join()
 step, sync = libraries.cupy_matmul(m, k, n, "float16", "cuda:0"); sync()
 say("cupy: operands on the GPU")
 step(); sync()
@@ -59,6 +70,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spares", type=int, default=0, help="processes importing cupy and torch beside it")
     parser.add_argument("--shape", default="", help="M,K,N (default: the seed's)")
+    parser.add_argument("--apart", action="store_true", help="the values made in a process of their own")
     args = parser.parse_args()
     shape = [int(x) for x in args.shape.split(",")] if args.shape else []
 
@@ -76,10 +88,26 @@ def main() -> int:
     except Exception as exc:  # noqa: BLE001 - a probe: say it and go on
         print(f"parent: sampler.check_available(): {exc}")
 
+    probe = Path(tempfile.mkdtemp(prefix="flametool-startup-"))
+    t = time.perf_counter()
+    first = subprocess.Popen([sys.executable, "-m", "flametool", "compare", "--processes", "1", "--no-sample",
+                              "--shape", "64,64,64", "--out", str(probe / "run"), "--progress", "all"],
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert first.stdout is not None
+    line = ""
+    for line in first.stdout:  # its own notes first (no CUDA device, say): the child's line names process 1
+        if "process 1/" in line:
+            break
+    line = line.strip()
+    print(f"parent: `flametool compare` to its first child's first line: {time.perf_counter() - t:.2f} s ({line!r})")
+    first.kill()  # its children end with it (procs.tie_to_parent)
+    first.wait()
+    shutil.rmtree(probe, ignore_errors=True)
+
     spares = [subprocess.Popen([sys.executable, "-c", SPARE]) for _ in range(args.spares)]
     print(f"child (the first process's steps), {args.spares} spares importing beside it:")
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", CHILD.replace("@ROOT@", repr(str(ROOT))).replace("@SHAPE@", repr(shape))], check=True)
+    subprocess.run([sys.executable, "-c", CHILD.replace("@ROOT@", repr(str(ROOT))).replace("@SHAPE@", repr(shape)).replace("@APART@", repr(args.apart))], check=True)
     print(f"  {time.perf_counter() - t:6.2f}  the child's process, start to exit")
     for p in spares:
         p.kill()

@@ -68,7 +68,7 @@ for w in "${what[@]}"; do
               --max-minutes "${CAL_MINUTES:-7}"; echo "rc $?"; } > "$out/calibrate.txt" 2>&1 ;;
     startup)
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/startup.py [--spares 6]; setup_split.py [--context-first]"
-          python3 benchmarks/startup.py; python3 benchmarks/startup.py --spares 6
+          python3 benchmarks/startup.py; python3 benchmarks/startup.py --apart; python3 benchmarks/startup.py --spares 6 --apart
           python3 benchmarks/setup_split.py --runs 4; python3 benchmarks/setup_split.py --runs 4 --context-first
           python3 benchmarks/setup_split.py --runs 4 --context-first --warm-shape 64,64,64
           python3 benchmarks/setup_split.py --runs 4 --context-first --warm-shape 1024,1024,1024

@@ -39,6 +39,11 @@ def test_sampled_time_uses_chunks_inside_the_window():
     assert sampler.sampled_us_per_call([], 10, (0, 1)) is None
 
 
+def test_only_the_child_s_own_wait_is_taken_for_it():
+    assert sampler.is_waiting("wait_go (flametool/measure/child/loops.py:249)")
+    assert not sampler.is_waiting("wait_go (mine/step.py:3)") and not sampler.is_waiting(LOOP)
+
+
 def test_explain_ptrace_refusal():
     msg = sampler.explain_failure(["Error: Permission denied (os error 13)"], 1)
     assert "--no-sample" in msg and "ptrace" in msg
@@ -89,8 +94,10 @@ BUSY = "import time\ndef {name}():\n    while True:\n        sum(range(1000))\np
 
 
 def busy_child(name: str) -> subprocess.Popen:
-    """A child busy in a Python function `name` (py-spy reports a busy thread; one blocked in a read may be idle)."""
-    child = subprocess.Popen([sys.executable, "-c", BUSY.format(name=name)], stdout=subprocess.PIPE, text=True)
+    """A child busy in a Python function `name` (py-spy reports a busy thread; one blocked in a read may be idle),
+    its code named as the child's loops are (flametool/measure/child/loops.py), where the child's own wait is."""
+    run = f"exec(compile({BUSY.format(name=name)!r}, {sampler.ACTIVE_LOOP_FILE!r}, 'exec'))"
+    child = subprocess.Popen([sys.executable, "-c", run], stdout=subprocess.PIPE, text=True)
     assert child.stdout is not None and child.stdout.readline() == "ready\n"
     return child
 

@@ -97,6 +97,11 @@ def is_active_loop(frame: str, loop_function: str) -> bool:
     return folded.frame_function(frame) == loop_function and folded.frame_file(frame).endswith(ACTIVE_LOOP_FILE)
 
 
+def is_waiting(frame: str) -> bool:
+    """The child's wait for its turn (loops.wait_go), where py-spy attached ahead samples it before its window."""
+    return folded.frame_function(frame) == WAIT_FUNCTION and folded.frame_file(frame).endswith(ACTIVE_LOOP_FILE)
+
+
 def keep_inside(raw: list[folded.Stack], loop_function: str) -> tuple[list[folded.Stack], int, int]:
     """Stacks below the innermost active-loop frame, with that frame and everything above it cut off.
 
@@ -172,7 +177,7 @@ def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path, 
         spy.discard()
     # stacks of a process that waited for its turn (a spare attached to ahead: loops.wait_go) are from before its
     # window, not of it
-    raw = [s for s in raw if not any(folded.frame_function(f) == WAIT_FUNCTION for f in s.frames)]
+    raw = [s for s in raw if not any(is_waiting(f) for f in s.frames)]
     sampling.total_samples = sum(s.count for s in raw)
     raw, others = split_threads(raw, loop_function)
     kept, sampling.loop_samples, sampling.outside_samples = keep_inside(raw, loop_function)

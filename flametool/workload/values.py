@@ -196,5 +196,12 @@ class Apart:
 
     @staticmethod
     def can_fork() -> bool:
-        """One thread in this process (a fork copies only the caller's; another's lock would stay held in it)."""
-        return hasattr(os, "fork") and threading.active_count() == 1
+        """One thread in this process, native ones counted where /proc lists them (a fork copies only the caller's;
+        another's lock would stay held in it): numpy's OpenBLAS starts a thread per core unless its pool is held
+        to one (--pool-threads, the default 1)."""
+        if not hasattr(os, "fork") or threading.active_count() != 1:
+            return False
+        try:
+            return len(os.listdir("/proc/self/task")) == 1
+        except OSError:  # no /proc: Python's own count
+            return True

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The H200 checks, each one's output kept under $OUT (or /tmp/h200-check) as it goes, so a device call cut off
-# at its limit still returns what finished. A device call runs at most 10 minutes: run
-# `gpu compare repro` in one call (about 5 minutes on 2026-12-01: GPU tests 85-100 s, compare 115-140 s, repro
-# 90 s) and `envs` in another (as many processes as compare --env chooses, up to 24 a side, each timing three
+# at its limit still returns what finished. A device call runs at most 10 minutes: on 2026-12-04 the GPU tests took
+# 325 s, compare 115-125 s, repro 80 s, startup about 70 s (more with values_apart.py and the --warm-shape runs),
+# calibrate 1-1.5 min a run: `gpu compare` in one call, `startup compare repro` in another, and `envs` in another (as many processes as compare --env chooses, up to 24 a side, each timing three
 # cases: 175-251 s a run at 6696e25, so plan on two calls; run it as
 # `timeout 580 bash benchmarks/h200_check.sh envs` so that the call returns what finished). Cut off before its
 # third run, it continues in a second call: copy the returned envs-runs/ into an ignored folder of the checkout

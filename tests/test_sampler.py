@@ -111,7 +111,7 @@ def test_a_window_is_seconds_of_the_clock_not_a_count_of_samples(tmp_path):
         s = sampler.record(child.pid, 100, 1, "active_loop", tmp_path / "spin.folded")
         assert s.complete and s.error is None and s.exit_code == 0, s.output_tail
         assert "--duration" not in s.command
-        assert s.window is not None and started <= s.window[0] and 1.0 <= s.window[1] - s.window[0] <= 1.6
+        assert s.window is not None and started <= s.window[0] and 1.0 <= s.window[1] - s.window[0] <= 3.0
         assert 40 <= (s.pyspy_samples or 0) <= 200 and s.total_samples > 0
     finally:
         child.kill()

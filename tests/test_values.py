@@ -184,3 +184,19 @@ def test_a_fresh_process_makes_many_values_apart_and_else_in_its_own_threads(mon
     finally:
         release.set()
         other.join()
+
+
+@pytest.mark.parametrize("pool, forks", [("1", True), ("2", False)])
+def test_a_fresh_process_forks_for_its_values_only_if_numpys_import_started_no_thread(pool, forks):
+    """can_fork() counts the threads after numpy's import, which Apart needs: OpenBLAS starts its pool there (one
+    thread a CPU unless held to one, as --pool-threads 1 holds it), and a fork would copy none of them."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("OpenBLAS starts no thread of its own on one CPU")
+    code = ("import os, sys\nsys.path.insert(0, os.getcwd())\nfrom flametool.workload import values\n"
+            "assert 'numpy' not in sys.modules\nprint(values.Apart.can_fork())\n")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    env["OPENBLAS_NUM_THREADS"] = pool
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=fk.ROOT,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(forks)

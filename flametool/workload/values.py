@@ -201,8 +201,10 @@ class Apart:
     @staticmethod
     def can_fork() -> bool:
         """One thread in this process, native ones counted where /proc lists them (a fork copies only the caller's;
-        another's lock would stay held in it): numpy's OpenBLAS starts a thread per core unless its pool is held
-        to one (--pool-threads, the default 1)."""
+        another's lock would stay held in it): numpy's OpenBLAS starts a thread per core at numpy's import unless
+        its pool is held to one (--pool-threads, the default 1), so numpy, which Apart imports, is imported first."""
+        import numpy  # noqa: F401
+
         if not hasattr(os, "fork") or threading.active_count() != 1:
             return False
         try:

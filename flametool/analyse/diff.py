@@ -67,6 +67,12 @@ class Change:
     no_anchor: str | None = None  # why there is no anchor
     between_runs: bool = False  # two stored runs (diff RUN_A RUN_B): a decision needs a new run
 
+    @property
+    def reach(self) -> float | None:
+        """How far its interval reaches from the ratio (stats.reach_of): whether a timing stop applies to the pair
+        (summary.of_run) and the sentence that says it (summary_formats.stop_text) read this one figure."""
+        return stats.reach_of(self.ratio, self.interval)
+
 
 @dataclass
 class Verdict:

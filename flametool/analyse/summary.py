@@ -142,7 +142,7 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         pair = of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff, fail_above,
                          "not both sampled: no layer or frame differences", p.counts, a.pair_lines.get((p.base, p.head)))
         stop = run.timing_stop
-        if stop is not None and stop.applies(p.base, p.head, stats.reach_of(change.ratio, change.interval)):
+        if stop is not None and stop.applies(p.base, p.head, change.reach):
             pair.stopped = stop
         out.pairs.append(pair)
     if fail_above is not None and (missing or not out.pairs):

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from . import aligned_lines, format as fmt, lines_view
-from ..run.stats import Interval, reach_of
+from ..run.stats import Interval
 from ..analyse import countdiff
 from ..analyse.summary import SCHEMA, VERSION, HeadlineRow, PairSummary, Summary
 from .base import Renderer
@@ -60,7 +60,7 @@ def wide_text(p: PairSummary) -> str | None:
 def stop_text(s: Summary, p: PairSummary) -> str | None:
     """The line compare prints under a pair that it stopped adding processes for before its interval settled
     (PairSummary.stopped): a summary, in every format, keeps it."""
-    reach = reach_of(p.change.ratio, p.change.interval)
+    reach = p.change.reach
     return fmt.stop_note(p.stopped, bool(s.environments), reach) if p.stopped is not None and reach is not None else None
 
 

@@ -22,10 +22,10 @@
 #                      1024^3 made first or not, and benchmarks/values_apart.py (the seed's values beside the
 #                      imports, by the process's threads or a process of their own) (issue 42, item 1: where the
 #                      first process's set-up and a later process's go; about 2 minutes)
-# The wheels the device lacks, downloaded here into the ignored .whl/ for Python 3.12 (the device README's pip
-# download line) and carried: py-spy, snakeviz, tornado, cxxfilt, array-api-compat, websocket-client, cupti-python,
-# nvidia-cuda-cupti==13.4.* and pyelftools (cupti-python imports it: without it the counted loops fell back to
-# torch.profiler, and the workloads' GPU atlas test failed, 2026-12-04). Each call starts with
+# The wheels the device lacks (py-spy, snakeviz, tornado, cxxfilt, array-api-compat, websocket-client, cupti-python,
+# nvidia-cuda-cupti, pyelftools: cupti-python imports it; without it the counted loops fell back to
+# torch.profiler, and the workloads' GPU atlas test failed, 2026-12-04): `bash benchmarks/device_wheels.sh`
+# downloads them into the ignored .whl/ and prints what would travel (at most 64 MiB). Each call starts with
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 #   export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
 # Run from the repository root, after those lines:

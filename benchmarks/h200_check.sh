@@ -71,7 +71,8 @@ for w in "${what[@]}"; do
           # a fresh machine's first imports read the libraries from disk (startup.py's first child: cupy 2.5 s, torch
           # 7 s, 2026-12-04, against 0.6 s for both in a compare after the GPU tests): read once before anything is timed
           python3 -c "import time; t = time.perf_counter(); import cupy, torch; print(f'warming the page cache: import cupy, torch: {time.perf_counter() - t:.1f} s')"
-          python3 benchmarks/startup.py; python3 benchmarks/startup.py --apart; python3 benchmarks/startup.py --spares 6 --apart
+          python3 benchmarks/startup.py; python3 benchmarks/startup.py --apart; python3 benchmarks/startup.py --apart --pin
+          python3 benchmarks/startup.py --spares 6 --apart
           python3 benchmarks/setup_split.py --runs 4; python3 benchmarks/setup_split.py --runs 4 --context-first
           python3 benchmarks/setup_split.py --runs 4 --context-first --warm-shape 64,64,64
           python3 benchmarks/setup_split.py --runs 4 --context-first --warm-shape 1024,1024,1024

@@ -6,6 +6,7 @@ beside it.
     python benchmarks/startup.py --spares 6      # with six processes importing cupy and torch beside it
     python benchmarks/startup.py --apart         # the values made in a process of their own (values.Apart), as
                                                  # a fresh timing process makes them since 2026-12-04
+    python benchmarks/startup.py --apart --pin   # and page-locked before cupy's copy (an experiment)
 
 Each line is seconds since that process started its step list (the child's steps as child.entry.main and the
 built-in factories take them: the values made ahead while the libraries import, then each library's device,
@@ -53,6 +54,10 @@ say("cupy: CUDA context")
 torch.cuda.set_device(0); torch.empty(1, device="cuda"); torch.cuda.synchronize()
 say("torch: CUDA context")
 waiter.join()
+if @PIN@:  # page-locked where they are, so that the copy below goes by DMA instead of through the driver's staging
+    for x in inputs.host_operands(m, k, n, "float16"):
+        cp.cuda.runtime.hostRegister(x.ctypes.data, x.nbytes, 0)
+    say("cupy: host values page-locked (cudaHostRegister)")
 step, sync = libraries.cupy_matmul(m, k, n, "float16", "cuda:0"); sync()
 say("cupy: operands on the GPU")
 step(); sync()
@@ -71,6 +76,8 @@ def main() -> int:
     parser.add_argument("--spares", type=int, default=0, help="processes importing cupy and torch beside it")
     parser.add_argument("--shape", default="", help="M,K,N (default: the seed's)")
     parser.add_argument("--apart", action="store_true", help="the values made in a process of their own")
+    parser.add_argument("--pin", action="store_true", help="the host values page-locked (cudaHostRegister) before "
+                        "cupy copies them: does a registration and a DMA copy beat the copy from pageable memory?")
     args = parser.parse_args()
     shape = [int(x) for x in args.shape.split(",")] if args.shape else []
 
@@ -107,7 +114,7 @@ def main() -> int:
     spares = [subprocess.Popen([sys.executable, "-c", SPARE]) for _ in range(args.spares)]
     print(f"child (the first process's steps), {args.spares} spares importing beside it:")
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", CHILD.replace("@ROOT@", repr(str(ROOT))).replace("@SHAPE@", repr(shape)).replace("@APART@", repr(args.apart))], check=True)
+    subprocess.run([sys.executable, "-c", CHILD.replace("@ROOT@", repr(str(ROOT))).replace("@SHAPE@", repr(shape)).replace("@APART@", repr(args.apart)).replace("@PIN@", repr(args.pin))], check=True)
     print(f"  {time.perf_counter() - t:6.2f}  the child's process, start to exit")
     for p in spares:
         p.kill()

@@ -3,7 +3,7 @@
 
     python benchmarks/values_apart.py [--count 1912602624] [--libs cupy,torch] [--runs 3]
 
-The default count is the seed's product (65536 x 12288 + 12288 x 24576 float16 values). A fresh timing process
+The default count is the seed's operands' (65536 x 24576 + 24576 x 12288 float16 values: a and b). A fresh timing process
 makes them while it imports its libraries (child.entry.begin); made by its threads, they need the GIL between
 chunks, which the imports hold. On the 2-core CPU machine (2026-12-04) one thread made 10^8 float16 values in
 0.53-0.59 s alone and in 1.11-1.61 s beside a thread importing torch.
@@ -19,6 +19,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from flametool.workload.ops import SEED_SHAPE  # noqa: E402
 
 CHILD = r"""
 import json, sys, threading, time
@@ -55,7 +58,8 @@ print(json.dumps(ready))
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--count", type=int, default=65536 * 12288 + 12288 * 24576)
+    m, k, n = SEED_SHAPE
+    p.add_argument("--count", type=int, default=m * k + k * n, help="values (default: the seed's a and b, M*K + K*N)")
     p.add_argument("--libs", default="cupy,torch", help="imported beside the values (default cupy,torch)")
     p.add_argument("--runs", type=int, default=3)
     args = p.parse_args(argv)

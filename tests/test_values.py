@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import uuid
 
 import numpy as np
@@ -200,3 +201,17 @@ def test_a_fresh_process_forks_for_its_values_only_if_numpys_import_started_no_t
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(forks)
+
+
+def test_the_values_process_runs_nicer_than_the_process_it_makes_them_for():
+    """Apart's process yields the CPU to the imports beside it (values.NICE)."""
+    made = values.Apart([((20000, 20000), "float16", 0, 0)])
+    try:
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        deadline = time.monotonic() + 10
+        seen = mine
+        while time.monotonic() < deadline and seen == mine:  # nice() comes right after the fork
+            seen = os.getpriority(os.PRIO_PROCESS, made._pid)
+        assert seen == min(19, mine + values.NICE)
+    finally:
+        made.discard()

@@ -28,6 +28,13 @@ if TYPE_CHECKING:
     import numpy as np
 
 CHUNK = 1 << 22  # elements per chunk: 16 MB of float32 scratch per thread
+# Apart's process runs this much nicer than the timing process it makes the values for: that one's imports and CUDA
+# context, beside it, are what its set-up waits on, and the values have time to spare while they run. On the 2-core
+# CPU machine (benchmarks/values_apart.py, 2e8 values beside `import torch`, 5 processes each, twice, 2026-12-04):
+# imports done at 1.07-1.10 s against 1.34-1.42 s, values ready at 1.20-1.27 s against 0.99-1.02 s; the later
+# of the two 1.20-1.27 s against 1.34-1.42 s. On the H200's 16 cores the values take about 1.3 s and the imports
+# longer (benchmarks/startup.py --apart says how much).
+NICE = 10
 
 
 def made(dtype: str, seed: int) -> str:
@@ -158,6 +165,10 @@ class Apart:
                 procs.die_with_parent()  # SIGTERM when the process it makes them for ends first
                 if os.getppid() != parent:  # ended before the line above took effect
                     os._exit(1)
+                try:
+                    os.nice(NICE)  # the imports beside it first: see NICE
+                except OSError:  # not allowed here: the values come all the same
+                    pass
                 # only the pipe back: a message pipe or log held open here would keep the parent's reader from
                 # its end-of-file after this process's parent died
                 os.closerange(3, write)

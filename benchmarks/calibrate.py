@@ -25,8 +25,8 @@ flametool it imports (a new estimator, no new measurement). The summary is also 
 
 On the H200 (cupy against torch, 1024^3 float16, the defaults), one device call of at most 10 minutes at a time,
 each taking in the runs earlier calls finished (a run took 1.2-2.0 min there on 2026-12-01; the first 7 are
-committed under benchmarks/results/h200-2026-12-01g-cal):
-    timeout 590 python3 benchmarks/calibrate.py --seed-from benchmarks/results/h200-2026-12-01g-cal \
+committed, packed, as benchmarks/results/h200-2026-12-01g-cal.tar.xz: benchmarks/pack_results.py unpacks it):
+    timeout 590 python3 benchmarks/calibrate.py --seed-from .cal-runs \
         --out "$OUT/cal" --nulls 10 --plants 5 --max-minutes 7
 (`benchmarks/h200_check.sh calibrate` runs it with --seed-from .cal-runs: copy a call's returned cal/ there.)
 On the CPU (numpy against torch; tests/test_calibrate.py anchors on numpy's np.dot instead, --anchor-case

@@ -30,6 +30,9 @@
 #   export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
 # Run from the repository root, after those lines:
 #   bash benchmarks/h200_check.sh [gpu|compare|repro|envs|calibrate|startup ...]  (default: the first four, in order)
+# Each of gpu and compare is cut off after GPU_TESTS_SECONDS (450) and COMPARE_SECONDS (300): a check that hangs
+# leaves the others their time, and its output so far comes back ("rc 124"). On 2026-12-04 (session 12) a call of
+# `gpu compare` never answered and its machine was given back with nothing returned.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/h200-check}
@@ -44,10 +47,12 @@ for w in "${what[@]}"; do
     case "$w" in
     gpu)
         { echo "# H200, $(date -u +%F), $head: python3 -m pytest -q -m gpu -p no:randomly tests"
-          python3 -m pytest -q -m gpu -p no:randomly tests; echo "rc $?"; } > "$out/gpu-tests.txt" 2>&1 ;;
+          timeout -k 10 "${GPU_TESTS_SECONDS:-450}" python3 -m pytest -q -m gpu -p no:randomly tests; echo "rc $?"; } \
+            > "$out/gpu-tests.txt" 2>&1 ;;
     compare)
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/compare_floor.py --extra='--iters 250'"
-          python3 benchmarks/compare_floor.py --extra="--iters 250" --out "$out/compare-run"; echo "rc $?"; } \
+          timeout -k 10 "${COMPARE_SECONDS:-300}" python3 benchmarks/compare_floor.py --extra="--iters 250" \
+              --out "$out/compare-run"; echo "rc $?"; } \
             > "$out/compare-floor.txt" 2>&1
         python3 benchmarks/noise.py "$out/compare-run" --by-tenth > "$out/noise.txt" 2>&1
         rm -rf "$out/compare-run"/*.prof "$out/compare-run"/*.folded ;;  # run.json and the report come back

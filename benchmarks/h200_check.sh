@@ -12,6 +12,8 @@
 #   compare-floor.txt  benchmarks/compare_floor.py --extra='--iters 250' (issue 21: wall / floor, target 1.3)
 #                      and noise.py --by-tenth on its run
 #   noise.txt          benchmarks/noise.py on that run (the ratio's spread between processes and within each)
+#   compare-floor-base.txt  compare_floor.py of the code in .base (another commit's, carried): the same machine's
+#                      figure before a change, in the same call
 #   repro.txt          benchmarks/paired_repro.py at 4096^3 (GPU-bound: timed again at the host-bound sample
 #                      shape in every process), --no-sample, three runs: do the ratios hold from run to run?
 #   envs.txt           benchmarks/envs.py, three runs of three environments (issue 19's targets)
@@ -29,7 +31,8 @@
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 #   export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
 # Run from the repository root, after those lines:
-#   bash benchmarks/h200_check.sh [gpu|compare|repro|envs|calibrate|startup ...]  (default: the first four, in order)
+#   bash benchmarks/h200_check.sh [gpu|compare|compare-base|repro|envs|calibrate|startup ...]  (default: gpu compare
+#   repro envs, in order)
 # Each of gpu and compare is cut off after GPU_TESTS_SECONDS (450) and COMPARE_SECONDS (300): a check that hangs
 # leaves the others their time, and its output so far comes back ("rc 124"). On 2026-12-04 (session 12) a call of
 # `gpu compare` never answered and its machine was given back with nothing returned.
@@ -56,6 +59,17 @@ for w in "${what[@]}"; do
             > "$out/compare-floor.txt" 2>&1
         python3 benchmarks/noise.py "$out/compare-run" --by-tenth > "$out/noise.txt" 2>&1
         rm -rf "$out/compare-run"/*.prof "$out/compare-run"/*.folded ;;  # run.json and the report come back
+    compare-base)
+        # compare_floor.py of the code in .base, on this machine, in this call: the figure before a change, beside
+        # `compare` on the change. Made here, in the checkout: `echo /.base/ >> .git/info/exclude; mkdir -p .base &&
+        # git archive BASE flametool templates benchmarks/compare_floor.py benchmarks/noise.py | tar -x -C .base &&
+        # git rev-parse --short BASE > .base/VERSION`, and carried
+        # (its own folder first on every sys.path: the children's too)
+        { echo "# H200, $(date -u +%F), .base ($(cat .base/VERSION 2>/dev/null || echo "?")): compare_floor.py --extra='--iters 250'"
+          (cd .base && PYTHONPATH="/tmp/site:$PWD" timeout -k 10 "${COMPARE_SECONDS:-300}" python3 \
+              benchmarks/compare_floor.py --extra="--iters 250" --out "$out/compare-base-run"); echo "rc $?"; } \
+            > "$out/compare-floor-base.txt" 2>&1
+        rm -rf "$out/compare-base-run"/*.prof "$out/compare-base-run"/*.folded ;;
     repro)
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/paired_repro.py --shape 4096,4096,4096 --extra=--no-sample"
           python3 benchmarks/paired_repro.py --shape 4096,4096,4096 --extra=--no-sample; echo "rc $?"; } \
@@ -83,7 +97,7 @@ for w in "${what[@]}"; do
           python3 benchmarks/setup_split.py --runs 4 --context-first --warm-shape 1024,1024,1024
           python3 benchmarks/values_apart.py --runs 3
           echo "rc $?"; } > "$out/startup.txt" 2>&1 ;;
-    *) echo "h200_check.sh: unknown check '$w' (gpu, compare, repro, envs, calibrate, startup)"; exit 2 ;;
+    *) echo "h200_check.sh: unknown check '$w' (gpu, compare, compare-base, repro, envs, calibrate, startup)"; exit 2 ;;
     esac
     echo "$w: $((SECONDS - started)) s"
 done

@@ -199,7 +199,7 @@ class Spy:
         self.pid, self.sampling, self.fd, self.raw_path, self.named = pid, sampling, fd, raw_path, named
         self.proc: subprocess.Popen | None = None
         self.output: Output | None = None
-        self.launched = time.monotonic()  # attach() sets it again once py-spy is launched: its start-up counts from there
+        self.launched = time.monotonic()  # attach() sets it again after py-spy's launch: its start-up counts from there
 
     @classmethod
     def attach(cls, pid: int, rate_hz: int, seconds: int) -> "Spy":

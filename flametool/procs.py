@@ -45,6 +45,17 @@ def _prctl(option: int, arg: int) -> bool:
         return False
 
 
+def close_inherited(keep: int | None = None) -> None:
+    """Every file descriptor past the standard three closed but `keep`: a forked helper (the group's guardian,
+    values.Apart's process) holds none of its parent's pipes, which would keep a reader from its end-of-file."""
+    last = max(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 16)
+    if keep is None:
+        os.closerange(3, last)
+    else:
+        os.closerange(3, keep)
+        os.closerange(keep + 1, last)
+
+
 def die_with_parent() -> None:
     """If the parent dies without cleaning up (SIGKILL, a crash), the kernel sends this process SIGTERM.
     Safe as a Popen preexec_fn: it only calls prctl."""
@@ -201,7 +212,7 @@ def guard_group() -> None:
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
-        os.closerange(3, max(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1024))
+        close_inherited()
         _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         if os.getppid() == leader:  # else the child is gone already
             signal.sigwait({signal.SIGTERM})

@@ -171,8 +171,7 @@ class Apart:
                     pass
                 # only the pipe back: a message pipe or log held open here would keep the parent's reader from
                 # its end-of-file after this process's parent died
-                os.closerange(3, write)
-                os.closerange(write + 1, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 16)
+                procs.close_inherited(keep=write)
                 for (shape, dtype, seed, stream), flat in zip(specs, self._arrays):
                     uniform(shape, dtype, seed, stream, out=flat)
                 code = 0

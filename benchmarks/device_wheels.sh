@@ -20,7 +20,8 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
     --platform manylinux1_x86_64 -d .whl "${wheels[@]}"
 if [ "${1:-}" != "--full" ]; then
     python3 - <<'EOF'
-import base64, glob, hashlib, zipfile
+import glob
+import zipfile
 from pathlib import Path
 
 DROP = ("/libnvperf_host.so", "/libnvperf_target.so", "/libcheckpoint.so", "/libpcsamplingutil.so")

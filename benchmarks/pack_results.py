@@ -26,12 +26,14 @@ def pack(folder: Path) -> Path:
     if archive.exists():
         raise SystemExit(f"pack_results.py: {archive} exists already")
     partial = archive.with_name(archive.name + ".partial")
+    # sorted: the same folder packs to the same members in order
+    members = sorted(str(path.relative_to(folder.parent)) for path in folder.rglob("*"))
     with tarfile.open(partial, "w:xz", preset=9) as tar:
-        for path in sorted(folder.rglob("*")):  # sorted: the same folder packs to the same members in order
-            tar.add(path, arcname=str(path.relative_to(folder.parent)), recursive=False)
+        for name in members:
+            tar.add(folder.parent / name, arcname=name, recursive=False)
     with tarfile.open(partial, "r:xz") as tar:  # read back before anything is removed
         names = set(tar.getnames())
-    missing = [p for p in folder.rglob("*") if str(p.relative_to(folder.parent)) not in names]
+    missing = [name for name in members if name not in names]
     if missing:
         partial.unlink()
         raise SystemExit(f"pack_results.py: {folder}: {len(missing)} files not in the archive; nothing removed")

@@ -22,8 +22,9 @@
 #   startup.txt        benchmarks/startup.py at the seed's shape alone and with 6 spares importing beside it, and
 #                      benchmarks/setup_split.py at 1024^3, the context made first or not, a product at 64^3 or at
 #                      1024^3 made first or not, and benchmarks/values_apart.py (the seed's values beside the
-#                      imports, by the process's threads or a process of their own) (issue 42, item 1: where the
-#                      first process's set-up and a later process's go; about 2 minutes)
+#                      imports, by the process's threads or a process of their own), and benchmarks/start_split.py
+#                      (the parent's steps before its first child: compare_floor's "start" phase read 0.8-1.8 s)
+#                      (issue 42, item 1: where the first process's set-up and a later process's go; about 2.5 minutes)
 # The wheels the device lacks (py-spy, snakeviz, tornado, cxxfilt, array-api-compat, websocket-client, cupti-python,
 # nvidia-cuda-cupti, pyelftools: cupti-python imports it; without it the counted loops fell back to
 # torch.profiler, and the workloads' GPU atlas test failed, 2026-12-04): `bash benchmarks/device_wheels.sh`
@@ -96,6 +97,7 @@ for w in "${what[@]}"; do
           python3 benchmarks/setup_split.py --runs 4 --context-first --warm-shape 64,64,64
           python3 benchmarks/setup_split.py --runs 4 --context-first --warm-shape 1024,1024,1024
           python3 benchmarks/values_apart.py --runs 3
+          python3 benchmarks/start_split.py --runs 3  # the parent's steps before its first child, and that child's start
           echo "rc $?"; } > "$out/startup.txt" 2>&1 ;;
     *) echo "h200_check.sh: unknown check '$w' (gpu, compare, compare-base, repro, envs, calibrate, startup)"; exit 2 ;;
     esac

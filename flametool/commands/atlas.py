@@ -15,6 +15,7 @@ class Atlas:
     """`flametool atlas`: every op (or --ops) measured as compare does, one page over them."""
 
     name = "atlas"
+    measures = True  # main asks the driver ahead (machine.ask_ahead)
     help = ("every op (or --ops) for the chosen libraries, each paired and sampled as compare "
             "does at the op's host-bound size: a table and one page of host time per call, "
             "ratios to the fastest and the layer that differs most")

@@ -32,7 +32,9 @@ class Context:
 
 class Command(Protocol):
     """One subcommand: `main` builds the parser from `name`, `help` and `add_arguments`, then calls `run`,
-    which returns the exit code (a FlametoolError raised in it becomes one line and its code)."""
+    which returns the exit code (a FlametoolError raised in it becomes one line and its code). A command that
+    runs cases says `measures = True`: main then asks the CUDA driver in a thread before importing what `run`
+    needs (machine.ask_ahead)."""
 
     name: str
     help: str

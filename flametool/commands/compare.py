@@ -21,6 +21,7 @@ class Compare:
     """`flametool compare`: every case in each of several fresh processes, their loops interleaved, then each sampled alone."""
 
     name = "compare"
+    measures = True  # main asks the driver ahead (machine.ask_ahead)
     help = ("time the cases side by side in several fresh processes (their loops interleaved, so each "
             "process's speed cancels out of the comparison), then profile each case alone; print the comparison and "
             "write a run directory with report.html")
@@ -93,6 +94,7 @@ class Sweep:
     """`flametool sweep`: the cases timed over a ladder of sizes."""
 
     name = "sweep"
+    measures = True  # main asks the driver ahead (machine.ask_ahead)
     help = ("time each case over a ladder of sizes: host, GPU and wall time per call, "
             "and where each library stops being host-bound")
     description = ("Time each case over a ladder of sizes, paired in fresh processes as compare pairs them: host, GPU "

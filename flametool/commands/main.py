@@ -118,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         parse_error: FlametoolError | None = exc
     else:
         parse_error = None
+        if getattr(COMMANDS[args.command], "measures", False):  # before the imports below (0.1 s on the CPU machine)
+            from ..measure import machine
+
+            machine.ask_ahead()
     from rich.console import Console
 
     from ..render import terminal

@@ -182,3 +182,37 @@ def test_a_spare_opening_a_device_it_cannot_is_no_failure():
     preload.open_device(["cupy", "torch"], "cpu")
     assert "cupy" not in set(sys.modules) - before and "torch" not in set(sys.modules) - before
     preload.open_device(["torch", "not_a_library_flametool_knows"], "cuda:0")  # raises nothing
+
+
+def test_a_timing_process_collects_its_garbage_between_shapes_not_after_the_last(monkeypatch):
+    """time_cases frees a shape's operands (gc.collect) before the next shape's, which may need their memory (the
+    seed's three copies of 3.8 GB on the GPU), and not after the last: the process then reports and ends, and a
+    collection there (50-70 ms with numpy and torch imported) would only delay the next process's turn."""
+    import os
+
+    from flametool.measure.child import work
+    from flametool.measure.child.reporter import Reporter
+    from flametool.measure.config import Config
+    from flametool.measure.jobs import job_base, job_case
+    from flametool.measure.protocol import PlanItem, TimeJob
+    from flametool.workload import builtins
+
+    spec = builtins.builtin("numpy")
+    config = Config(cases=[spec], device="cpu", shape=[8, 8, 8], dtypes={"numpy": "float32"}, iters=20, warmup=2,
+                    repeats=2, extend_rounds=False)
+    collected = []
+    monkeypatch.setattr(work.gc, "collect", lambda *a: collected.append(1) or 0)
+    read, write = os.pipe()
+    report = Reporter(write)
+    try:
+        for sample_shape, between in ((None, 0), ([4, 4, 4], 1)):  # host-bound: sampled where timed, or elsewhere
+            collected.clear()
+            job = TimeJob(**job_base(config), cases=[job_case(spec, config)], sample_shape=sample_shape,
+                          plan=[PlanItem([8, 8, 8], None, "timing", decide=True)])
+            got = work.time_cases(job, report)
+            assert got.cases["numpy"].timing is not None and not got.errors
+            assert (got.cases["numpy"].sample_timing is not None) == bool(between)
+            assert len(collected) == between
+    finally:
+        report.out.close()
+        os.close(read)

@@ -100,7 +100,6 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
             else:
                 out.cases[label].sample_timing = timing
         del made
-        gc.collect()
         if item.decide:
             ok = [l for l in out.cases if l not in errors and out.cases[l].timing is not None]
             host_bound = all(cast(TimedLoops, out.cases[l].timing).host_bound for l in ok)  # ok: timed
@@ -108,6 +107,11 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
             out.sample_shape, out.sample_shape_reason = sample_shape, reason
             if sample_shape != shape:
                 plan.insert(0, PlanItem(sample_shape, None, "sample_timing"))
+        # these operands freed before the next shape's (the seed's: three copies of 3.8 GB on the GPU); not after the
+        # last, where the process reports and ends: a collection took 50-70 ms with numpy and torch imported (the CPU
+        # machine, 2026-12-04), on the way to the next process's turn
+        if plan:
+            gc.collect()
     before = ownclock.not_builtin()
     for label in out.cases:
         out.cases[label].warnings = ([f"{', '.join(before)} replaced before flametool's child started (a "
@@ -216,7 +220,8 @@ def sweep_cases(job: SweepJob, report: Reporter) -> Swept:
                       operands.get(c.label))
             for c in todo}))
         del made
-        gc.collect()
+        if i + 1 < len(job.points):  # freed before the next size's; after the last, the process reports and ends
+            gc.collect()
     return Swept(len(job.points))
 
 

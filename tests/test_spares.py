@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -70,6 +71,45 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
     # the run, each later process as the one before it starts; never every spare at once (an idle context holds
     # device memory)
     assert opened == [f"{name}-2.log", "numpy.log", f"{name}-3.log", f"{name}-4.log"]
+    assert list(out.glob("*.log")) == []
+    assert fk.none_left(os.environ[fk.TAG]) == []
+
+
+def test_the_unused_timing_spares_are_stopped_beside_the_profiling_and_gone_before_its_first_window(tmp_path,
+                                                                                                  monkeypatch):
+    """The spares past the last timing process (here those for processes 3 and 4: the ratio settles at 2) are
+    stopped in a thread of their own (on a GPU one that made its CUDA context takes tenths of a second to end), while
+    the first case's profiled process sets up; py-spy's first window begins only once they are gone, and nothing
+    of theirs is left."""
+    monkeypatch.setenv(fk.TAG, uuid.uuid4().hex)
+    events: list[tuple[str, str]] = []
+    stop_spares, record = spawn._stop_spares, spawn.sampler.record_keeping_up
+
+    def stopping(going):
+        if going:  # as slow to end as a spare with a CUDA context, and slower: the window must wait for it
+            time.sleep(1.0)
+        stop_spares(going)
+        if going:
+            events.append(("stopped " + ",".join(sorted(log.name for log, _ in going)),
+                           threading.current_thread().name))
+
+    def sampling(*args, **kwargs):
+        events.append(("window", threading.current_thread().name))
+        return record(*args, **kwargs)
+
+    monkeypatch.setattr(spawn, "_stop_spares", stopping)
+    monkeypatch.setattr(spawn.sampler, "record_keeping_up", sampling)
+    monkeypatch.setattr(paired, "settled", lambda m, live, most: True)
+    specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
+    config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
+                           iters=50, warmup=5, repeats=1, extend_rounds=False, processes=2, max_processes=4,
+                           extra_seconds=600, rate_hz=50, sample_seconds=1, out=tmp_path / "run", spares=True,
+                           fork_server=False, count=False)
+    out, run = runner.compare(config, ["flametool", "test"], lambda *_: None)
+    assert run.complete and run.groups[0].processes == 2
+    name = "numpy+add_case-timing"
+    assert events[0] == (f"stopped {name}-3.log,{name}-4.log", "flametool-stop-spares")
+    assert [what for what, _ in events[1:]] == ["window", "window"]
     assert list(out.glob("*.log")) == []
     assert fk.none_left(os.environ[fk.TAG]) == []
 

@@ -62,6 +62,7 @@ def time_group(m: Measurement, cases: list[CaseSpec], reason: str, more: bool = 
     """The timed loops of `cases` in config.processes processes (more=False: the first only; time_envs runs
     the others). Returns the cases to time again alone (they could not be built beside the others, or the
     shared process failed), with why."""
+    m.spares.settle()  # the spares an earlier group left are gone before this one's loops
     first = _first(m, cases, reason)
     got, error = _run_first(m, first)
     return _record_first(m, first, got, error, more)
@@ -253,8 +254,8 @@ def more_processes(m: Measurement, groups: list[Group]) -> None:
     try:
         _processes_after_the_first(m, groups)
     finally:
-        for group in groups:  # the ratios settled before these were needed
-            m.spares.stop(f"{'+'.join(group.cases)}-timing-")
+        for group in groups:  # the ratios settled before these were needed: stopped beside what follows, which
+            m.spares.stop(f"{'+'.join(group.cases)}-timing-", wait=False)  # waits for them before it measures
 
 
 def _processes_after_the_first(m: Measurement, groups: list[Group]) -> None:

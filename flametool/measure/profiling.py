@@ -54,6 +54,8 @@ def profile_all(m: Measurement, cases: list[CaseSpec]) -> None:
     (see the module's docstring); run.json saved after each. A case whose py-spy the kernel refused stops the run
     (stop_if_refused) once the cases begun are done: it would refuse every one alike."""
     todo = [c for c in cases if m.run.results[c.label].error is None and c.label in m.steps]
+    if not m.config.sample:  # no window to wait for them before: the timing's unused spares gone before any loop
+        m.spares.settle()
     if not m.config.sample and m.config.at_once > 1:
         _unsampled_at_once(m, todo)
     else:
@@ -91,7 +93,9 @@ def _profile_from(m: Measurement, todo: list[CaseSpec], i: int, started: Started
 
     def during(what: str, sampling: Sampling | None) -> None:
         nonlocal ahead, done
-        if what == "sampling" and later:  # py-spy is about to attach: the next case sets up and warms up now
+        if what == "sampling":  # py-spy is about to attach: the timing's unused spares gone before its window
+            m.spares.settle()
+        if what == "sampling" and later:  # the next case sets up and warms up now
             readied = _ready_ahead(m, later[0], last=len(later) == 1)
             if readied is not None:
                 ahead = readied

@@ -450,6 +450,7 @@ class Spares:
     started: dict[Path, Spare] = field(default_factory=dict)
     deferred: list[tuple[list[CaseSpec], Path]] = field(default_factory=list)  # to start later (start_for_compare)
     _lock: threading.Lock = field(default_factory=threading.Lock)  # the environments' first processes run side by side
+    stopping: list[threading.Thread] = field(default_factory=list)  # stop(wait=False)'s threads, until settle()
 
     @property
     def wanted(self) -> bool:
@@ -529,11 +530,32 @@ class Spares:
             return None
         return spare
 
-    def stop(self, prefix: str = "") -> None:
+    def stop(self, prefix: str = "", wait: bool = True) -> None:
         """The spares no job took (a ratio settled early, a case failed, the run was stopped): no trace left.
-        With `prefix`, those whose log's name starts with it. Those left for later are not started."""
+        With `prefix`, those whose log's name starts with it. Those left for later are not started. With `wait`
+        False they are stopped in a thread, and settle() waits for them: on a GPU a spare that made its CUDA
+        context ends in tenths of a second (the driver takes the context down), which the run need not wait for
+        between its timing and its profiling. Without a prefix every spare is stopped, and those stopping waited for."""
         with self._lock:
             self.deferred = [(cases, log) for cases, log in self.deferred if not log.name.startswith(prefix)]
-        for log in [log for log in self.started if log.name.startswith(prefix)]:
-            self.started.pop(log).stop()
-            log.unlink(missing_ok=True)
+        going = [(log, self.started.pop(log)) for log in list(self.started) if log.name.startswith(prefix)]
+        if wait:
+            _stop_spares(going)
+        elif going:
+            thread = threading.Thread(target=_stop_spares, args=(going,), name="flametool-stop-spares", daemon=True)
+            thread.start()
+            self.stopping.append(thread)
+        if not prefix:
+            self.settle()
+
+    def settle(self) -> None:
+        """The spares stopped in a thread (stop(wait=False)) are gone, their logs with them, once this returns:
+        before anything is measured beside them (profiling.py, before a window), and at the end of the run."""
+        while self.stopping:
+            self.stopping.pop(0).join()
+
+
+def _stop_spares(going: list[tuple[Path, Spare]]) -> None:
+    for log, spare in going:
+        spare.stop()
+        log.unlink(missing_ok=True)

@@ -542,11 +542,15 @@ class Spares:
         if wait:
             _stop_spares(going)
         elif going:
-            thread = threading.Thread(target=_stop_spares, args=(going,), name="flametool-stop-spares", daemon=True)
-            thread.start()
-            self.stopping.append(thread)
+            self.later(lambda: _stop_spares(going))
         if not prefix:
             self.settle()
+
+    def later(self, stop: Callable[[], None]) -> None:
+        """`stop` (processes stopped) run in a thread of its own, which settle() waits for."""
+        thread = threading.Thread(target=stop, name="flametool-stop-spares", daemon=True)
+        thread.start()
+        self.stopping.append(thread)
 
     def settle(self) -> None:
         """The spares stopped in a thread (stop(wait=False)) are gone, their logs with them, once this returns:

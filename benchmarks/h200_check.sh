@@ -24,7 +24,8 @@
 #                      1024^3 made first or not, and benchmarks/values_apart.py (the seed's values beside the
 #                      imports, by the process's threads or a process of their own), and benchmarks/start_split.py
 #                      (the parent's steps before its first child: compare_floor's "start" phase read 0.8-1.8 s)
-#                      (issue 42, item 1: where the first process's set-up and a later process's go; about 2.5 minutes)
+#                      and benchmarks/handoff_split.py (a hand-off between timing processes, step by step: 0.26-0.33 s)
+#                      (issue 42, item 1: where the first process's set-up and a later process's go; about 3 minutes)
 # The wheels the device lacks (py-spy, snakeviz, tornado, cxxfilt, array-api-compat, websocket-client, cupti-python,
 # nvidia-cuda-cupti, pyelftools: cupti-python imports it; without it the counted loops fell back to
 # torch.profiler, and the workloads' GPU atlas test failed, 2026-12-04): `bash benchmarks/device_wheels.sh`
@@ -98,6 +99,7 @@ for w in "${what[@]}"; do
           python3 benchmarks/setup_split.py --runs 4 --context-first --warm-shape 1024,1024,1024
           python3 benchmarks/values_apart.py --runs 3
           python3 benchmarks/start_split.py --runs 3  # the parent's steps before its first child, and that child's start
+          python3 benchmarks/handoff_split.py --runs 2  # from one timing process's result to the next one's loops
           echo "rc $?"; } > "$out/startup.txt" 2>&1 ;;
     *) echo "h200_check.sh: unknown check '$w' (gpu, compare, compare-base, repro, envs, calibrate, startup)"; exit 2 ;;
     esac

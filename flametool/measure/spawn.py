@@ -4,6 +4,7 @@ The runner decides which jobs to run; this module runs each one (run_child)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import select
@@ -539,15 +540,17 @@ class Spares:
         with self._lock:
             self.deferred = [(cases, log) for cases, log in self.deferred if not log.name.startswith(prefix)]
         going = [(log, self.started.pop(log)) for log in list(self.started) if log.name.startswith(prefix)]
-        if wait:
-            _stop_spares(going)
-        elif going:
-            self.later(lambda: _stop_spares(going))
+        for log, spare in going:
+            if wait:
+                _stop_spare(log, spare)
+            else:
+                self.later(functools.partial(_stop_spare, log, spare))
         if not prefix:
             self.settle()
 
     def later(self, stop: Callable[[], None]) -> None:
-        """`stop` (processes stopped) run in a thread of its own, which settle() waits for."""
+        """`stop` (a process stopped) run in a thread of its own, which settle() waits for: one a process, so that
+        their ends (a CUDA context taken down each) overlap."""
         thread = threading.Thread(target=stop, name="flametool-stop-spares", daemon=True)
         thread.start()
         self.stopping.append(thread)
@@ -559,7 +562,6 @@ class Spares:
             self.stopping.pop(0).join()
 
 
-def _stop_spares(going: list[tuple[Path, Spare]]) -> None:
-    for log, spare in going:
-        spare.stop()
-        log.unlink(missing_ok=True)
+def _stop_spare(log: Path, spare: Spare) -> None:
+    spare.stop()
+    log.unlink(missing_ok=True)

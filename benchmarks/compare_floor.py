@@ -87,7 +87,8 @@ def run_timed(argv: list[str]) -> tuple[int, float, list[tuple[float, str]]]:
 # The phases of the table, in its order; each progress line is one of them (phase_of).
 PHASES = ["start (parent, first child)", "imports", "set-up at the requested shape", "warm-up at the requested shape",
           "timed loops at the requested shape", "set-up and warm-up at the sample shape", "loops at the sample shape",
-          "exit and hand-off between processes", "profiled: set-up and warm-up", "profiled: waiting its turn",
+          "exit and hand-off between processes", "profiled: set-up and warm-up",
+          "profiled: the timing's unused processes ending", "profiled: waiting its turn",
           "profiled: own timed loops", "cProfile", "sampling", "counting", "end (analysis, report)"]
 SHAPE = re.compile(r" at (\d+(?:,\d+)*)")
 
@@ -112,6 +113,8 @@ def phase_of(line: str, requested: str, last: str) -> str | None:
             return "profiled: set-up and warm-up"
         if what.startswith("ready"):
             return "profiled: waiting its turn"
+        if what.startswith("waiting for the timing's"):  # profiling.ENDING
+            return "profiled: the timing's unused processes ending"
         if "timed loop" in what:
             return "profiled: own timed loops"
         # the words spawn.describe_phase and run_child say (a table's title after the run, "counted per line", is none)

@@ -104,8 +104,11 @@ def test_the_unused_timing_spares_are_stopped_beside_the_profiling_and_gone_befo
                            iters=50, warmup=5, repeats=1, extend_rounds=False, processes=2, max_processes=4,
                            extra_seconds=600, rate_hz=50, sample_seconds=1, out=tmp_path / "run", spares=True,
                            fork_server=False, count=False)
-    out, run = runner.compare(config, ["flametool", "test"], lambda *_: None)
+    lines: list[tuple[str, str]] = []
+    out, run = runner.compare(config, ["flametool", "test"], lambda label, what: lines.append((label, what)))
     assert run.complete and run.groups[0].processes == 2
+    said = [what for label, what in lines if label == "numpy"]  # the first case profiled: its window waited, and said so
+    assert said.index(profiling.ENDING) == said.index(next(w for w in said if w.startswith("sampling with py-spy"))) - 1
     name = "numpy+add_case-timing"
     # each in a thread of its own: their ends overlap (a second each here, two seconds one after the other)
     assert sorted(events[:2]) == [(f"stopped {name}-3.log", "flametool-stop-spares"),
@@ -168,10 +171,12 @@ def test_the_next_profiled_process_is_readied_while_one_is_sampled_and_samples_w
     assert [ahead for _, ahead in attached] == [False, True] and {pid for pid, _ in attached} == {int(p) for p in pids}
     seen = [(("py-spy" if who in pids else who), what) for who, what in events if not who.startswith("timing ")]
     first, second = seen.index(("add_case", "take profile ahead")), seen.index(("py-spy", "py-spy begins"))
-    # given its job just before the first case's py-spy begins (numpy's own turn began with its spare's job)
+    # given its job just before the first case's py-spy begins (numpy's own turn began with its spare's job), and
+    # before the line that says it begins (what its window waits for first is a phase of its own: profiling.ENDING)
     assert seen[:first] == [("numpy", "take profile"), ("numpy", "setting up at 16,16,16"),
-                            ("numpy", "warm-up (5 calls)"), ("numpy", "sampling with py-spy --native at 50 Hz for 2 s")]
-    assert second == first + 1 and seen[second + 1] == ("py-spy", "py-spy ends")
+                            ("numpy", "warm-up (5 calls)")]
+    assert seen[first + 1] == ("numpy", "sampling with py-spy --native at 50 Hz for 2 s")
+    assert second == first + 2 and seen[second + 1] == ("py-spy", "py-spy ends")
     rest = seen[second + 2:]
     # the second case's lines, read after the first one's stop: set up ahead, then its turn; the first one's
     # counted loop and result come after the second one's sampling

@@ -39,6 +39,9 @@ from ..run.profiled import ProfileProcess, Sampling
 from ..run.record import size_name
 from ..run.timing import Loops, host_bound
 
+# What a profiled case's progress says while its window waits for the timing's unused processes to end (Spares.settle;
+# benchmarks/compare_floor.py reads it as a phase)
+ENDING = "waiting for the timing's unused processes to end"
 # After py-spy's window the sampled loop runs on unsampled for at least this long before it is told to stop: its
 # chunks there are the case's unsampled time per call (about 100 chunks of 2.5 ms at 1024^3 on the H200).
 ALONE_SECONDS = 0.25
@@ -94,6 +97,8 @@ def _profile_from(m: Measurement, todo: list[CaseSpec], i: int, started: Started
     def during(what: str, sampling: Sampling | None) -> None:
         nonlocal ahead, done
         if what == "sampling":  # py-spy is about to attach: the timing's unused spares gone before its window
+            if m.spares.ending():
+                m.progress(case.label, ENDING)
             m.spares.settle()
         if what == "sampling" and later:  # the next case sets up and warms up now
             readied = _ready_ahead(m, later[0], last=len(later) == 1)

@@ -329,10 +329,10 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
                         ignored += 1
                 elif isinstance(msg, SampleReady) and msg.pid == proc.pid:
                     began = time.monotonic()  # its loop began: the earliest a py-spy attached ahead samples it from
+                    if during is not None:  # before the line below: what it waits for is a phase of its own
+                        during("sampling", None)
                     progress(label, f"sampling with py-spy --native at {config.rate_hz} Hz for {config.sample_seconds} s")
                     assert folded is not None  # a job that samples is given the file its stacks go to
-                    if during is not None:
-                        during("sampling", None)
                     spy, child.spy = child.spy, None
                     sampling = sampler.record_keeping_up(msg.pid, config.rate_hz, config.sample_seconds, ACTIVE_LOOP,
                                                          folded, lambda t: progress(label, t), spy=spy,
@@ -554,6 +554,10 @@ class Spares:
         thread = threading.Thread(target=stop, name="flametool-stop-spares", daemon=True)
         thread.start()
         self.stopping.append(thread)
+
+    def ending(self) -> bool:
+        """Whether a process stopped in a thread (later) is still ending."""
+        return any(thread.is_alive() for thread in self.stopping)
 
     def settle(self) -> None:
         """The spares stopped in a thread (stop(wait=False)) are gone, their logs with them, once this returns:

@@ -9,8 +9,8 @@
 # (say .envs-runs), carry it, and run `python3 benchmarks/envs.py --out .envs-runs`: the complete runs are
 # kept, the rest measured.
 #   gpu-tests.txt      the GPU tests (pytest -m gpu), first: the code paths no CPU run takes
-#   compare-floor.txt  benchmarks/compare_floor.py --extra='--iters 250' (issue 21: wall / floor, target 1.3)
-#                      and noise.py --by-tenth on its run
+#   compare-floor.txt  benchmarks/compare_floor.py --extra='--iters 250' (issue 42: wall / floor, target 1.2)
+#                      and noise.py --by-tenth on its run; COMPARE_RUNS=N runs it N times (compare-floor-2.txt, ...)
 #   noise.txt          benchmarks/noise.py on that run (the ratio's spread between processes and within each)
 #   compare-floor-base.txt  compare_floor.py of the code in .base (another commit's, carried): the same machine's
 #                      figure before a change, in the same call
@@ -55,12 +55,16 @@ for w in "${what[@]}"; do
           timeout -k 10 "${GPU_TESTS_SECONDS:-450}" python3 -m pytest -q -m gpu -p no:randomly tests; echo "rc $?"; } \
             > "$out/gpu-tests.txt" 2>&1 ;;
     compare)
-        { echo "# H200, $(date -u +%F), $head: python3 benchmarks/compare_floor.py --extra='--iters 250'"
-          timeout -k 10 "${COMPARE_SECONDS:-300}" python3 benchmarks/compare_floor.py --extra="--iters 250" \
-              --out "$out/compare-run"; echo "rc $?"; } \
-            > "$out/compare-floor.txt" 2>&1
-        python3 benchmarks/noise.py "$out/compare-run" --by-tenth > "$out/noise.txt" 2>&1
-        rm -rf "$out/compare-run"/*.prof "$out/compare-run"/*.folded ;;  # run.json and the report come back
+        # COMPARE_RUNS (default 1) runs one after the other: item 1's figure moved 1.207-1.238 between runs
+        for k in $(seq 1 "${COMPARE_RUNS:-1}"); do
+            tail=$([ "$k" = 1 ] && echo "" || echo "-$k")
+            { echo "# H200, $(date -u +%F), $head: python3 benchmarks/compare_floor.py --extra='--iters 250' (run $k)"
+              timeout -k 10 "${COMPARE_SECONDS:-300}" python3 benchmarks/compare_floor.py --extra="--iters 250" \
+                  --out "$out/compare-run$tail"; echo "rc $?"; } \
+                > "$out/compare-floor$tail.txt" 2>&1
+            python3 benchmarks/noise.py "$out/compare-run$tail" --by-tenth > "$out/noise$tail.txt" 2>&1
+            rm -rf "$out/compare-run$tail"/*.prof "$out/compare-run$tail"/*.folded  # run.json and the report come back
+        done ;;
     compare-base)
         # compare_floor.py of the code in .base, on this machine, in this call: the figure before a change, beside
         # `compare` on the change. Made here, in the checkout: `echo /.base/ >> .git/info/exclude; mkdir -p .base &&

@@ -18,7 +18,6 @@ given as seconds after its start, the median over every hand-off of every run:
 
 from __future__ import annotations
 
-import argparse
 import re
 import shlex
 import sys
@@ -26,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from parent_probe import print_medians, probed  # noqa: E402
+from parent_probe import options, print_medians, probed  # noqa: E402
 
 WRAP = {
     "flametool.procs": [["wait_exited", "exit waited for (procs.wait_exited)"]],
@@ -67,11 +66,7 @@ def one_run(extra: list[str], out: Path, limit: float) -> list[list[tuple[str, f
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", type=int, default=2)
-    p.add_argument("--extra", default="--shape 1024,1024,1024", help="options for compare, as one string")
-    p.add_argument("--limit", type=float, default=240.0, help="seconds a run may take")
-    args = p.parse_args()
+    args = options(__doc__.splitlines()[0], runs=2, extra="--shape 1024,1024,1024", limit=240.0)
     extra = shlex.split(args.extra)
     every: list[list[tuple[str, float]]] = []
     with tempfile.TemporaryDirectory(prefix="flametool-handoff-split-") as tmp:

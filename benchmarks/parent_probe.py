@@ -13,6 +13,7 @@ command's own lines, each with its seconds since the start.
 
 from __future__ import annotations
 
+import argparse
 import importlib.abc
 import importlib.machinery
 import json
@@ -129,6 +130,15 @@ def probed(argv: list[str], table: dict[str, list[list[str]]], limit: float,
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def options(description: str, runs: int, extra: str, limit: float) -> argparse.Namespace:
+    """The options start_split.py and handoff_split.py share: --runs, --extra (compare's, as one string), --limit."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--runs", type=int, default=runs)
+    p.add_argument("--extra", default=extra, help="options for compare, as one string")
+    p.add_argument("--limit", type=float, default=limit, help="seconds a run may take")
+    return p.parse_args()
 
 
 def print_medians(groups: list[list[tuple[str, float]]]) -> None:

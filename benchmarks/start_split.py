@@ -13,7 +13,6 @@ warm-up. The table gives each step's median over the runs (a step a run did not 
 
 from __future__ import annotations
 
-import argparse
 import re
 import shlex
 import sys
@@ -21,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from parent_probe import print_medians, probed  # noqa: E402
+from parent_probe import options, print_medians, probed  # noqa: E402
 
 # what the probe wraps in the parent (parent_probe.py): module -> [attribute, label]
 WRAP = {
@@ -54,11 +53,7 @@ def one_run(extra: list[str], out: Path, limit: float) -> list[tuple[str, float]
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--extra", default="", help="options for compare, as one string")
-    p.add_argument("--limit", type=float, default=60.0, help="seconds a run may take to reach the warm-up")
-    args = p.parse_args()
+    args = options(__doc__.splitlines()[0], runs=3, extra="", limit=60.0)
     extra = shlex.split(args.extra)
     runs = []
     with tempfile.TemporaryDirectory(prefix="flametool-start-split-") as tmp:

@@ -404,18 +404,20 @@ def test_host_allocations_are_shown_where_counts_are():
 
 def test_a_dead_first_timing_process_is_one_process_lost_too(tmp_path):
     """Item 3, the first process (it times the requested shape and chooses the sample shape): dead, another
-    takes its place, and the run goes on from it and the others."""
+    takes its place, and the run goes on from it and the others. (Three kept, as the fixture `dying` keeps: with two,
+    Student's t of one degree of freedom widened the interval past 10000% on a loaded machine, and --fail-above added
+    a third process: in 2 runs of the suite of 10, 2026-12-04.)"""
     counts = tmp_path / "counts"
     counts.mkdir()
     out = tmp_path / "run"
-    steady = [*STEADY, "--processes", "2"]
+    steady = [*STEADY, "--processes", "3"]
     proc = fk.run(["compare", *steady, "--no-sample", "--no-count", "--libs", "numpy", "--case",
                    f"{CASES}:dying_case", "--pair", "numpy:dying_case", "--fail-above", "10000", "--out", str(out)],
                   fk.env(FAULT_COUNT_DIR=str(counts), FAULT_DIE_AT="1"))
     assert "Traceback" not in proc.stderr
     assert proc.returncode == 0, proc.stderr
     lost = [l for l in proc.stderr.splitlines() if l.startswith("warning: numpy+dying_case: lost 1 timing process")]
-    assert len(lost) == 1 and "process 1 of 2: the child process exited with code 1 before reporting" in lost[0]
+    assert len(lost) == 1 and "process 1 of 3: the child process exited with code 1 before reporting" in lost[0]
     data = rundir.load(out)
-    assert data.groups[0].processes == 2 and len(data.groups[0].lost) == 1
+    assert data.groups[0].processes == 3 and len(data.groups[0].lost) == 1
     assert all(r.error is None and r.timing is not None for r in data.results.values())

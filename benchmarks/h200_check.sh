@@ -12,6 +12,7 @@
 #   compare-floor.txt  benchmarks/compare_floor.py --extra='--iters 250' (issue 42: wall / floor, target 1.2)
 #                      and noise.py --by-tenth on its run; COMPARE_RUNS=N runs it N times (compare-floor-2.txt, ...)
 #   noise.txt          benchmarks/noise.py on that run (the ratio's spread between processes and within each)
+#   floor-diff.txt     benchmarks/floor_diff.py: compare-floor-base.txt beside compare-floor.txt (and -2, ...)
 #   compare-floor-base.txt  compare_floor.py of the code in .base (another commit's, carried): the same machine's
 #                      figure before a change, in the same call
 #   repro.txt          benchmarks/paired_repro.py at 4096^3 (GPU-bound: timed again at the host-bound sample
@@ -109,3 +110,8 @@ for w in "${what[@]}"; do
     esac
     echo "$w: $((SECONDS - started)) s"
 done
+# where both ran (compare-base and compare, in this call or an earlier one into the same $OUT): the change, phase by phase
+[ -f "$out/compare-floor-base.txt" ] && [ -f "$out/compare-floor.txt" ] && \
+    python3 benchmarks/floor_diff.py "$out/compare-floor-base.txt" "$out/compare-floor.txt" \
+        $(ls "$out"/compare-floor-[0-9]*.txt 2>/dev/null) > "$out/floor-diff.txt" 2>&1
+true

@@ -68,9 +68,7 @@ for w in "${what[@]}"; do
         done ;;
     compare-base)
         # compare_floor.py of the code in .base, on this machine, in this call: the figure before a change, beside
-        # `compare` on the change. Made here, in the checkout: `echo /.base/ >> .git/info/exclude; mkdir -p .base &&
-        # git archive BASE flametool templates benchmarks/compare_floor.py benchmarks/noise.py | tar -x -C .base &&
-        # git rev-parse --short BASE > .base/VERSION`, and carried
+        # `compare` on the change. Made here, in the checkout, by `bash benchmarks/make_base.sh [BASE]`, and carried
         # (its own folder first on every sys.path: the children's too)
         { echo "# H200, $(date -u +%F), .base ($(cat .base/VERSION 2>/dev/null || echo "?")): compare_floor.py --extra='--iters 250'"
           (cd .base && PYTHONPATH="/tmp/site:$PWD" timeout -k 10 "${COMPARE_SECONDS:-300}" python3 \

@@ -534,9 +534,10 @@ class Spares:
     def stop(self, prefix: str = "", wait: bool = True) -> None:
         """The spares no job took (a ratio settled early, a case failed, the run was stopped): no trace left.
         With `prefix`, those whose log's name starts with it. Those left for later are not started. With `wait`
-        False they are stopped in a thread, and settle() waits for them: on a GPU a spare that made its CUDA
-        context ends in tenths of a second (the driver takes the context down), which the run need not wait for
-        between its timing and its profiling. Without a prefix every spare is stopped, and those stopping waited for."""
+        False each is stopped in a thread of its own (later), and settle() waits for them: on a GPU a spare that made
+        its CUDA context ends in tenths of a second (the driver takes the context down), which the run need not wait
+        for between its timing and its profiling. Without a prefix every spare is stopped, and those stopping waited
+        for."""
         with self._lock:
             self.deferred = [(cases, log) for cases, log in self.deferred if not log.name.startswith(prefix)]
         going = [(log, self.started.pop(log)) for log in list(self.started) if log.name.startswith(prefix)]

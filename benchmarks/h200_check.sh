@@ -14,7 +14,9 @@
 #   noise.txt          benchmarks/noise.py on that run (the ratio's spread between processes and within each)
 #   floor-diff.txt     benchmarks/floor_diff.py: compare-floor-base.txt beside compare-floor.txt (and -2, ...)
 #   compare-floor-base.txt  compare_floor.py of the code in .base (another commit's, carried): the same machine's
-#                      figure before a change, in the same call
+#                      figure before a change, in the same call (COMPARE_RUNS=N: -2, ... too)
+#   ab                 compare-base and compare alternated, COMPARE_RUNS (default 2) runs of each: about 8 minutes
+#                      for two of each (115-125 s a run), so `timeout 590 bash benchmarks/h200_check.sh ab` in a call alone
 #   repro.txt          benchmarks/paired_repro.py at 4096^3 (GPU-bound: timed again at the host-bound sample
 #                      shape in every process), --no-sample, three runs: do the ratios hold from run to run?
 #   envs.txt           benchmarks/envs.py, three runs of three environments (issue 19's targets)
@@ -34,7 +36,7 @@
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 #   export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH
 # Run from the repository root, after those lines:
-#   bash benchmarks/h200_check.sh [gpu|compare|compare-base|repro|envs|calibrate|startup ...]  (default: gpu compare
+#   bash benchmarks/h200_check.sh [gpu|compare|compare-base|ab|repro|envs|calibrate|startup ...]  (default: gpu compare
 #   repro envs, in order)
 # Each of gpu and compare is cut off after GPU_TESTS_SECONDS (450) and COMPARE_SECONDS (300): a check that hangs
 # leaves the others their time, and its output so far comes back ("rc 124"). On 2026-12-04 (session 12) a call of
@@ -48,6 +50,20 @@ what=("$@")
 [ ${#what[@]} -eq 0 ] && what=(gpu compare repro envs)
 # the device's checkout is the session's first commit with the working tree copied over it: -dirty says so
 head=$(git describe --always --dirty 2>/dev/null || echo "?")
+# floor SIDE K: compare_floor.py's K-th run into compare-floor$SIDE[-K].txt, SIDE "" (this checkout) or -base (the
+# code in .base); noise.py on its run, whose profiles are dropped (run.json and the report come back)
+floor() {
+    local side=$1 k=$2 tail code=$PWD what=$head
+    tail=$([ "$k" = 1 ] && echo "" || echo "-$k")
+    if [ "$side" = -base ]; then code=$PWD/.base; what=".base ($(cat .base/VERSION 2>/dev/null || echo "?"))"; fi
+    local run="$out/compare$side-run$tail"
+    { echo "# H200, $(date -u +%F), $what: python3 benchmarks/compare_floor.py --extra='--iters 250' (run $k)"
+      (cd "$code" && PYTHONPATH="/tmp/site:$code" timeout -k 10 "${COMPARE_SECONDS:-300}" python3 \
+          benchmarks/compare_floor.py --extra="--iters 250" --out "$run"); echo "rc $?"; } \
+        > "$out/compare-floor$side$tail.txt" 2>&1
+    python3 benchmarks/noise.py "$run" --by-tenth > "$out/noise$side$tail.txt" 2>&1
+    rm -rf "$run"/*.prof "$run"/*.folded
+}
 for w in "${what[@]}"; do
     started=$SECONDS
     case "$w" in
@@ -57,24 +73,16 @@ for w in "${what[@]}"; do
             > "$out/gpu-tests.txt" 2>&1 ;;
     compare)
         # COMPARE_RUNS (default 1) runs one after the other: item 1's figure moved 1.207-1.238 between runs
-        for k in $(seq 1 "${COMPARE_RUNS:-1}"); do
-            tail=$([ "$k" = 1 ] && echo "" || echo "-$k")
-            { echo "# H200, $(date -u +%F), $head: python3 benchmarks/compare_floor.py --extra='--iters 250' (run $k)"
-              timeout -k 10 "${COMPARE_SECONDS:-300}" python3 benchmarks/compare_floor.py --extra="--iters 250" \
-                  --out "$out/compare-run$tail"; echo "rc $?"; } \
-                > "$out/compare-floor$tail.txt" 2>&1
-            python3 benchmarks/noise.py "$out/compare-run$tail" --by-tenth > "$out/noise$tail.txt" 2>&1
-            rm -rf "$out/compare-run$tail"/*.prof "$out/compare-run$tail"/*.folded  # run.json and the report come back
-        done ;;
+        for k in $(seq 1 "${COMPARE_RUNS:-1}"); do floor "" "$k"; done ;;
     compare-base)
         # compare_floor.py of the code in .base, on this machine, in this call: the figure before a change, beside
         # `compare` on the change. Made here, in the checkout, by `bash benchmarks/make_base.sh [BASE]`, and carried
         # (its own folder first on every sys.path: the children's too)
-        { echo "# H200, $(date -u +%F), .base ($(cat .base/VERSION 2>/dev/null || echo "?")): compare_floor.py --extra='--iters 250'"
-          (cd .base && PYTHONPATH="/tmp/site:$PWD" timeout -k 10 "${COMPARE_SECONDS:-300}" python3 \
-              benchmarks/compare_floor.py --extra="--iters 250" --out "$out/compare-base-run"); echo "rc $?"; } \
-            > "$out/compare-floor-base.txt" 2>&1
-        rm -rf "$out/compare-base-run"/*.prof "$out/compare-base-run"/*.folded ;;
+        for k in $(seq 1 "${COMPARE_RUNS:-1}"); do floor -base "$k"; done ;;
+    ab)
+        # compare-base and compare alternated, COMPARE_RUNS (default 2) of each: the host's speed drifts within a
+        # call, and one run of each is a before/after as wide as the change sought (floor-diff.txt: the means)
+        for k in $(seq 1 "${COMPARE_RUNS:-2}"); do floor -base "$k"; floor "" "$k"; done ;;
     repro)
         { echo "# H200, $(date -u +%F), $head: python3 benchmarks/paired_repro.py --shape 4096,4096,4096 --extra=--no-sample"
           python3 benchmarks/paired_repro.py --shape 4096,4096,4096 --extra=--no-sample; echo "rc $?"; } \
@@ -104,12 +112,15 @@ for w in "${what[@]}"; do
           python3 benchmarks/start_split.py --runs 3  # the parent's steps before its first child, and that child's start
           python3 benchmarks/handoff_split.py --runs 2  # from one timing process's result to the next one's loops
           echo "rc $?"; } > "$out/startup.txt" 2>&1 ;;
-    *) echo "h200_check.sh: unknown check '$w' (gpu, compare, compare-base, repro, envs, calibrate, startup)"; exit 2 ;;
+    *) echo "h200_check.sh: unknown check '$w' (gpu, compare, compare-base, ab, repro, envs, calibrate, startup)"; exit 2 ;;
     esac
     echo "$w: $((SECONDS - started)) s"
 done
 # where both ran (compare-base and compare, in this call or an earlier one into the same $OUT): the change, phase by phase
-[ -f "$out/compare-floor-base.txt" ] && [ -f "$out/compare-floor.txt" ] && \
-    python3 benchmarks/floor_diff.py "$out/compare-floor-base.txt" "$out/compare-floor.txt" \
+# (each run of each: the base's first, the change's means against theirs)
+if [ -f "$out/compare-floor-base.txt" ] && [ -f "$out/compare-floor.txt" ]; then
+    bases=("$out/compare-floor-base.txt" $(ls "$out"/compare-floor-base-[0-9]*.txt 2>/dev/null))
+    python3 benchmarks/floor_diff.py --before ${#bases[@]} "${bases[@]}" "$out/compare-floor.txt" \
         $(ls "$out"/compare-floor-[0-9]*.txt 2>/dev/null) > "$out/floor-diff.txt" 2>&1
+fi
 true

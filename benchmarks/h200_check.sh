@@ -53,11 +53,11 @@ head=$(git describe --always --dirty 2>/dev/null || echo "?")
 # floor SIDE K: compare_floor.py's K-th run into compare-floor$SIDE[-K].txt, SIDE "" (this checkout) or -base (the
 # code in .base); noise.py on its run, whose profiles are dropped (run.json and the report come back)
 floor() {
-    local side=$1 k=$2 tail code=$PWD what=$head
+    local side=$1 k=$2 tail code=$PWD label=$head
     tail=$([ "$k" = 1 ] && echo "" || echo "-$k")
-    if [ "$side" = -base ]; then code=$PWD/.base; what=".base ($(cat .base/VERSION 2>/dev/null || echo "?"))"; fi
+    if [ "$side" = -base ]; then code=$PWD/.base; label=".base ($(cat .base/VERSION 2>/dev/null || echo "?"))"; fi
     local run="$out/compare$side-run$tail"
-    { echo "# H200, $(date -u +%F), $what: python3 benchmarks/compare_floor.py --extra='--iters 250' (run $k)"
+    { echo "# H200, $(date -u +%F), $label: python3 benchmarks/compare_floor.py --extra='--iters 250' (run $k)"
       (cd "$code" && PYTHONPATH="/tmp/site:$code" timeout -k 10 "${COMPARE_SECONDS:-300}" python3 \
           benchmarks/compare_floor.py --extra="--iters 250" --out "$run"); echo "rc $?"; } \
         > "$out/compare-floor$side$tail.txt" 2>&1

@@ -49,11 +49,11 @@ def close_inherited(keep: int | None = None) -> None:
     """Every file descriptor past the standard three closed but `keep`: a forked helper (the group's guardian,
     values.Apart's process) holds none of its parent's pipes, which would keep a reader from its end-of-file."""
     last = max(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 1 << 16)
-    if keep is None:
-        os.closerange(3, last)
-    else:
-        os.closerange(3, keep)
-        os.closerange(keep + 1, last)
+    first = 3
+    if keep is not None and keep >= first:  # one of the standard three (a process started without it) stays anyway
+        os.closerange(first, keep)
+        first = keep + 1
+    os.closerange(first, last)
 
 
 def die_with_parent() -> None:

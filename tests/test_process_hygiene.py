@@ -262,3 +262,40 @@ def test_ctrl_z_stops_the_children_and_py_spy_and_fg_resumes_them(tmp_path):
     data = rundir.load(out)
     assert data.complete and data.results["numpy"].sampling.complete
     assert fk.none_left(environ[fk.TAG], within=5) == []
+
+
+
+@pytest.mark.parametrize("keep", ["none", "past the three", "a standard one"])
+def test_close_inherited_closes_every_descriptor_past_the_standard_three_but_the_one_kept(tmp_path, keep):
+    """procs.close_inherited, in a forked child as values.Apart and the guardian call it: every descriptor past
+    0, 1 and 2 closed but `keep`; a `keep` among the standard three (a pipe opened where one was closed at start)
+    leaves the others of them open as well."""
+    from flametool import procs
+
+    a, b = os.pipe()
+    extra = os.open(os.devnull, os.O_RDONLY)
+    kept = {"none": None, "past the three": b, "a standard one": 1}[keep]
+    said = tmp_path / "open"
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            procs.close_inherited(keep=kept)
+            still = [fd for fd in (0, 1, 2, a, b, extra) if _is_open(fd)]
+            said.write_text(" ".join(map(str, still)))  # a descriptor opened after the closing
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    for fd in (a, b, extra):
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert set(map(int, said.read_text().split())) == {0, 1, 2} | ({b} if keep == "past the three" else set())
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True

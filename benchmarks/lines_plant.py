@@ -1,5 +1,5 @@
 """The planted line, read in 3 runs (issue 39's done-when on the CPU): `compare --device cpu` of numpy beside
-tests/cases/line_cases.py:planted_lines, a step of four lines one of which busy-waits PLANTED_US (20 us) beside
+tests/cases/line_cases.py:planted_lines, a step of four lines one of which busy-waits PLANTED_US (50 us) beside
 three cheap numpy lines. For each run it prints what the lines view reads: the step's hottest line (by total
 time per call, as the terminal's table, the report's listing and the JSON summary's `lines` give it, all from one
 analysis), its total with one standard error, how far that is from the plant, and the case's time per call; then

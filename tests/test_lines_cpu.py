@@ -47,7 +47,7 @@ def built(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     # 0.3 s of rounds a case and process (not the default 1 s): the line's figure is its share of 200 samples
-    # times the case's paired time per call, which 0.3 s of 25 us calls (some 12,000 a process) puts within a
+    # times the case's paired time per call, which 0.3 s of 55 us calls (some 5,000 a process) puts within a
     # fraction of a percent; the Cython cases have a run of their own (cython_run), beside the other tests
     out, proc = flametool_once(tmp_path_factory, "lines-cpu", "compare", "--device", "cpu", "--libs", "numpy",
                                "--case", f"{CASES}:planted_lines", "--processes", "2", "--sample-seconds", "2",

@@ -100,10 +100,10 @@ def _profile_from(m: Measurement, todo: list[CaseSpec], i: int, started: Started
             if m.spares.ending():
                 m.progress(case.label, ENDING)
             m.spares.settle()
-        if what == "sampling" and later:  # the next case sets up and warms up now
-            readied = _ready_ahead(m, later[0], last=len(later) == 1)
-            if readied is not None:
-                ahead = readied
+            if later:  # the next case sets up and warms up now
+                readied = _ready_ahead(m, later[0], last=len(later) == 1)
+                if readied is not None:
+                    ahead = readied
         elif what == "sampled":  # unsampled chunks after the window: the loop's time per call alone (unsampled)
             _alone_after(what, sampling)
         elif what == "stopped" and ahead is not None:

@@ -209,3 +209,21 @@ def test_frames_of_two_libraries_are_matched_by_what_they_do(tmp_path, capsys):
     # one library in two runs (or two environments): by name only
     same = treediff.diff(profile("a", OPENBLAS, 8.0), profile("b", OPENBLAS.replace(" 50\n", " 40\n"), 7.0))
     assert not any(r.role for r in same.frames)
+
+
+def test_the_unanchored_difference_is_the_difference_of_the_two_figures_shown(capsys):
+    """diff's "not anchored" line puts A's and B's times per call side by side and their difference after them:
+    that difference is of the two figures as shown (it printed 17.40 → 17.72, +0.31)."""
+    import re
+    from pathlib import Path
+
+    samples = Path(__file__).resolve().parent.parent / "samples"
+    a, b = samples / "h200-seed-fp16", samples / "h200-hostbound-1024"
+    if not (a.is_dir() and b.is_dir()):
+        pytest.skip("the H200 samples are not recorded")
+    assert main.main(["diff", str(a), str(b), "--case", "cupy"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # rich wraps long lines
+    m = re.search(r"not anchored: A ([\d.,]+) us → B ([\d.,]+) us per call, ([+-][\d.,]+) us", out)
+    assert m, out[:600]
+    base, head, diff = (float(x.replace(",", "")) for x in m.groups())
+    assert diff == pytest.approx(head - base, abs=1e-9)

@@ -538,6 +538,41 @@ def test_the_headline_says_each_thing_once_and_one_number_for_each_figure():
                for w in m.warnings if w.text.startswith("cupy-graph: "))
 
 
+def test_every_difference_on_the_page_is_the_difference_of_the_figures_shown():
+    """A difference beside two figures is their difference as shown (fmt.shown_delta), wherever the page shows
+    it: the layer chart's numbers read as the layer table's (+5.88 stood beside +5.89), a frame's Δ total as its
+    two cases' totals (-5.81 beside 17.58 and 11.78), a line's diffs as its two sides (it showed raw differences)."""
+    run = Path(__file__).resolve().parent.parent / "samples" / "h200-hostbound-1024"
+    if not run.is_dir():
+        pytest.skip("samples/h200-hostbound-1024 is not recorded")
+    m = report.build(dispatch.analyse_dir(run))
+
+    def value(text: str) -> float:
+        return float(text.split(" ± ")[0].replace(",", ""))
+
+    seen = {"chart": 0, "frame total": 0, "line": 0}
+    for i, chart in enumerate(m.layers.delta_charts):
+        assert chart is not None
+        table = {r.layer: r.deltas[i][0] for r in m.layers.rows if r.deltas[i][0]}
+        for row in chart.rows:
+            assert row.text == table[row.layer].split(" ± ")[0], (m.pairs[i], row.layer)
+            seen["chart"] += 1
+    totals = {t.title: {r.frame: value(r.cells[1][0]) for r in t.rows} for t in m.frame_tables}
+    for t in m.diff_tables:
+        head, base = t.title.split(" − ")
+        for r in t.rows:
+            if r.frame in totals[base] and r.frame in totals[head]:
+                assert value(r.cells[3][0]) == pytest.approx(totals[head][r.frame] - totals[base][r.frame], abs=1e-9), \
+                    (t.title, r.frame)
+                seen["frame total"] += 1
+    for pair in m.lines.pairs:
+        for r in pair.rows:
+            sides = [0.0 if s == "–" else value(s) for s in (r.base_self, r.head_self)]
+            assert value(r.diff_self) == pytest.approx(sides[1] - sides[0], abs=1e-9), (pair.title, r.where)
+            seen["line"] += 1
+    assert all(seen.values()), seen  # each kind was checked, not skipped
+
+
 def test_a_shape_already_host_bound_in_size_is_not_moved_to_itself():
     from flametool.measure.child import work
     from flametool.workload import ops

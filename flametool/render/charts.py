@@ -10,6 +10,7 @@ from typing import cast
 from ..analyse import layers as ly
 from ..analyse.attribution import CaseCosts
 from ..analyse.treediff import LayerDelta
+from .format import shown_delta
 
 # Light colours so that dark text reads on every one of them; the flame graphs use the same ones.
 LAYER_COLOURS = {
@@ -169,7 +170,7 @@ def delta(rows: list[LayerDelta], base: str, head: str) -> DeltaChart:
         d, se = r.delta_us_per_call, r.delta_se_us
         w = abs(d) * px
         x = zero if d >= 0 else zero - w
-        text = f"{d:+.2f}"
+        text = f"{shown_delta(r.base_us_per_call, r.head_us_per_call):+.2f}"  # as the layer table shows it
         right = d >= 0
         lo, hi = zero + (d - se) * px, zero + (d + se) * px
         # the number goes past the bar and its whisker, so neither hides it

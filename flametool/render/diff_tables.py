@@ -46,7 +46,7 @@ def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> 
                       fmt.num(r.head_self_us_per_call),
                       fmt.pm(fmt.shown_delta(r.base_self_us_per_call, r.head_self_us_per_call), r.delta_se_us,
                              sign=True),
-                      fmt.signed(r.delta_total_us_per_call))
+                      fmt.signed(fmt.shown_delta(r.base_total_us_per_call, r.head_total_us_per_call)))
     fit_names(console, table, 0)
     show(console, table)
     say(console, FRAME_KEY.format(head=head, base=base) + (fmt.ROLE_KEY if any(r.role for r in changed) else ""))

@@ -13,7 +13,7 @@ from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Interval, PairFigures, proc
 from ..analyse.operands import UnlikeOperands
 from ..run.counts import Column, Counts, columns, count_words
 from ..run.record import Environment, TimingStop
-from ..analyse.sweep import SAME_WITHIN, PairPoint, SweepPair, size_name
+from ..analyse.sweep import SAME_WITHIN, PairPoint, SweepAnalysis, SweepPair, size_name
 
 DASH = "–"
 
@@ -218,7 +218,7 @@ def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[s
     b = a.absolute
     assert b.base_us is not None  # anchoring.anchored gives apart() the base's time
     absolute = (f"not anchored: {base} {us(b.base_us)} → {head} {us(b.base_us * b.ratio) if b.ratio else DASH} "
-                f"per call, {signed(b.diff_us) if b.diff_us is not None else DASH} us"
+                f"per call, {signed(difference(b.diff_us, b.base_us)) if b.diff_us is not None else DASH} us"
                 + (f" (95%: {interval(b.diff_interval, signed)})" if b.diff_interval else "")
                 + (f", {ratio(b.ratio)}" if b.ratio else "")
                 + f"; {a.anchor}'s own change {ratio(a.anchor_change)}: {host_moved(a.anchor_change, head_where)}")
@@ -322,6 +322,17 @@ def speed_note(pairs: list) -> str | None:
     units = sorted({f"{f.units} {f.unit_name}" for f in leads})
     return ("The ratio is the figure to compare between runs (flametool diff RUN_A RUN_B --case CASE); microseconds "
             f"are this run's host speed, their 95% intervals over this run's {' / '.join(units)} (docs/glossary.md).")
+
+
+def extra_host(a: SweepAnalysis, sp: SweepPair, pp: PairPoint) -> float | None:
+    """A sweep pair's extra host time at a size (the slower case's beyond the faster's) as the difference of the
+    two host figures the tables show beside it (shown_delta)."""
+    if pp.slower is None or pp.extra_host_us is None:
+        return pp.extra_host_us
+    slower, faster = a.at(pp.slower, pp.shape), a.at(sp.head if pp.slower == sp.base else sp.base, pp.shape)
+    if slower is None or faster is None or slower.cpu_us is None or faster.cpu_us is None:
+        return pp.extra_host_us
+    return shown_delta(faster.cpu_us, slower.cpu_us)
 
 
 def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:

@@ -93,13 +93,22 @@ class DeltaRow:
     matched: str
 
 
+def shown(d: LineDelta, which: str) -> float:
+    """head - base of a line's self or total figure as each side's line table shows it (a side without the
+    line: 0), as every difference column is (fmt.shown_delta)."""
+    def side(l: LineCost | None) -> float:
+        return getattr(l, which).us_per_call if l is not None else 0.0
+
+    return fmt.shown_delta(side(d.base), side(d.head))
+
+
 def delta_rows(deltas: list[LineDelta], top: int = DIFF_LINES) -> list[DeltaRow]:
     """The `top` lines that differ most (diff_lines' order), as strings."""
     def us_of(l: LineCost | None) -> str:
         return fmt.num(l.self.us_per_call) if l is not None else fmt.DASH
 
     return [DeltaRow(where(d.where), code(d.head or d.base), us_of(d.base), us_of(d.head),
-                     fmt.pm(d.self_delta, d.self_se, sign=True), fmt.pm(d.total_delta, d.total_se, sign=True),
+                     fmt.pm(shown(d, "self"), d.self_se, sign=True), fmt.pm(shown(d, "total"), d.total_se, sign=True),
                      d.matched_by or ("head only" if d.base is None else "base only"))
             for d in changed(deltas)[:top]]
 
@@ -112,8 +121,8 @@ def delta_sentence(d: LineDelta) -> str:
     """One line of a summary: 'case.py:21 `y = a * 2.0` +19.80 ± 0.41 us of its own time (total +19.90 ± 0.41)'."""
     text = code(d.head or d.base)
     return (f"{where(d.where)}" + (f" `{text.replace('`', '')}`" if text else "")
-            + f" {fmt.pm(d.self_delta, d.self_se, sign=True)} us of its own time"
-              f" (total {fmt.pm(d.total_delta, d.total_se, sign=True)})")
+            + f" {fmt.pm(shown(d, 'self'), d.self_se, sign=True)} us of its own time"
+              f" (total {fmt.pm(shown(d, 'total'), d.total_se, sign=True)})")
 
 
 DELTA_KEY = ("self: the line's own code; total: with all it calls; diff: {head} minus {base}, ± one standard error "

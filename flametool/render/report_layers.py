@@ -121,7 +121,7 @@ def diff_table(case_diff: PairDiff, pair: int) -> FrameTable:
         (num(r.head_self_us_per_call), r.head_self_us_per_call),
         (fmt.pm(fmt.shown_delta(r.base_self_us_per_call, r.head_self_us_per_call), r.delta_se_us, sign=True),
          r.delta_us_per_call),
-        (f"{r.delta_total_us_per_call:+,.2f}", r.delta_total_us_per_call),
+        (fmt.signed(fmt.shown_delta(r.base_total_us_per_call, r.head_total_us_per_call)), r.delta_total_us_per_call),
     ]) for r in changed[:TOP_DIFF]]
     return FrameTable(f"frames-diff-{pair}", f"{head} − {base}", [f"{base} self", f"{head} self", "Δ self", "Δ total"],
                       rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first, "

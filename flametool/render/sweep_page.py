@@ -108,7 +108,7 @@ def cells(a: SweepAnalysis) -> tuple[list[str], list[list[SweepCell]]]:
             row += [SweepCell("inconclusive" if side(pp) is None else fmt.ratio(w.ratio),  # the interval says nothing
                          (f"{fmt.ratio(w.ratio)}, " if side(pp) is None else "")
                          + (f"95%: {iv.low:.3f} to {iv.high:.3f}, {w.units} {w.unit_name}" if iv else "no interval")),
-                    SweepCell(f"{pp.slower} +{fmt.us(pp.extra_host_us)}" if pp.extra_host_us and pp.extra_host_us > 0 else "–"),
+                    SweepCell(f"{pp.slower} +{fmt.us(extra)}" if (extra := fmt.extra_host(a, sp, pp)) and extra > 0 else "–"),
                     SweepCell(f"{pp.share:.0%}" if pp.share is not None else "–")]
         rows.append(row)
     return columns, rows

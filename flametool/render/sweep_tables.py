@@ -56,7 +56,7 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
             iv = f" ({fmt.interval(w.ratio_interval, lambda v: f'{v:.3f}')})" if w.ratio_interval else ""
             ratio = "inconclusive" if sweep.side(pp) is None else fmt.ratio(w.ratio)  # the interval says nothing
             t.add_row(sweep.size_name(pp.shape), ratio + iv, fmt.signed(w.diff_us) + " us", text(pp.slower),
-                      fmt.us(pp.extra_host_us), f"{pp.share:.0%}" if pp.share is not None else "-")
+                      fmt.us(fmt.extra_host(a, sp, pp)), f"{pp.share:.0%}" if pp.share is not None else "-")
         show(console, t)
         for line in fmt.sweep_pair_lines(sp, run.config.timing_processes):
             say(console, line)

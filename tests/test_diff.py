@@ -227,3 +227,24 @@ def test_the_unanchored_difference_is_the_difference_of_the_two_figures_shown(ca
     assert m, out[:600]
     base, head, diff = (float(x.replace(",", "")) for x in m.groups())
     assert diff == pytest.approx(head - base, abs=1e-9)
+
+
+def test_a_run_against_itself_has_one_interval_in_every_view(capsys):
+    """diff RUN RUN: the processes on both sides are the same units, so every interval of the change is the
+    figure alone, in the text as in JSON (the text printed the anchored ratio's 0.980 to 1.021 beside JSON's
+    1.000 to 1.000, and JSON a difference interval of -0.38 to +0.38 beside that ratio interval)."""
+    import json
+    import re
+    from pathlib import Path
+
+    run = Path(__file__).resolve().parent.parent / "samples" / "h200-seed-fp16"
+    if not run.is_dir():
+        pytest.skip("samples/h200-seed-fp16 is not recorded")
+    assert main.main(["diff", str(run), str(run), "--case", "cupy"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert re.search(r"= 1\.000× \(95%: 1\.000 to 1\.000\); B − A = \+0\.00 us per call \(95%: \+0\.00 to \+0\.00\)", text)
+    assert "+0.00 us (95%: +0.00 to +0.00), 1.000×" in text  # the unanchored figure beside it
+    assert main.main(["diff", str(run), str(run), "--case", "cupy", "--format", "json"]) == 0
+    pair = json.loads(capsys.readouterr().out)["pairs"][0]
+    for figure in (pair["ratio"], pair["difference_us"], pair["absolute"]["ratio"], pair["absolute"]["difference_us"]):
+        assert figure["low"] == figure["value"] == figure["high"], figure

@@ -5,7 +5,7 @@ layers and frames (treediff.PairDiff). Nothing here writes: every view computes 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import attribution, countdiff, treediff
@@ -267,6 +267,25 @@ class DiffResult:
         return self.figures.ratio
 
 
+def no_change(change: Change) -> None:
+    """One run on both sides: its processes are the same units, each with a change of exactly nothing, so each
+    interval of the change is its figure alone: the one --fail-above decides on and those every view prints
+    (the text printed the anchored ratio's 0.980 to 1.021 where JSON and markdown printed 1.000 to 1.000)."""
+    def point(v: float | None) -> stats.Interval | None:
+        return None if v is None else stats.Interval(v, v, "the same run on both sides")
+
+    def still(f: stats.PairFigures) -> stats.PairFigures:
+        return replace(f, ratio_interval=point(f.ratio), diff_interval=point(f.diff_us))
+
+    change.interval = point(change.ratio)
+    if change.anchored is not None:
+        a = change.anchored
+        change.anchored = replace(a, ratio_interval=point(a.ratio), diff_interval=point(a.diff_us),
+                                  absolute=still(a.absolute))
+    if change.absolute is not None:
+        change.absolute = still(change.absolute)
+
+
 def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", anchor: str | None = None) -> DiffResult:
     """The same case in two runs, base = RUN_A, head = RUN_B, relative to an anchor both runs timed beside it;
     nothing is written."""
@@ -278,8 +297,7 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
     found, why = anchor_for(a, b, label, anchor)
     change = run_change(a, b, label, found, why)
     if Path(run_a).resolve() == Path(run_b).resolve() and change.ratio is not None:
-        # one run on both sides: its processes are the same units, each with a change of exactly nothing
-        change.interval = stats.Interval(change.ratio, change.ratio, "the same run on both sides")
+        no_change(change)
     sampled = label in attribution.sampled_labels(a) and label in attribution.sampled_labels(b)
     figures = None
     if sampled:  # anchored: both runs' samples at their common speed, as the change it leads with

@@ -1,6 +1,7 @@
 """cases and child.building.fingerprint: the built-in cases multiply the same values, and run.json can tell."""
 
 import io
+import json
 
 import numpy as np
 from rich.console import Console
@@ -80,6 +81,15 @@ def test_unlike_operands_are_flagged_in_the_terminal_and_the_report(tmp_path):
     caveats = [c for c in report.build(dispatch.analyse_dir(out)).warnings if c.kind == "operands differ"]
     # numpy and same read the same bytes: never named as differing
     assert len(caveats) == 1 and "same and numpy" not in caveats[0].text and "numpy and same" not in caveats[0].text
+    # and the summary, in each format, says what the report says (docs/writing-cases.md: "the report and summary
+    # flag cases ... whose fingerprints differ"; the summary said nothing of it)
+    from flametool import render
+    from flametool.analyse import summary
+
+    made = summary.of(dispatch.analyse_dir(out), None)
+    assert f"caution: operands differ: {caveats[0].text.rstrip('.')}" in render.show("text", made).splitlines()
+    assert f"operands differ: {caveats[0].text.rstrip('.')}" in " ".join(render.show("markdown", made).split()).replace("\\", "")
+    assert json.loads(render.show("json", made))["cautions"] == [{"kind": "operands differ", "text": caveats[0].text.rstrip(".")}]
     # the same bytes everywhere (or no fingerprints, as in runs before them): nothing to flag
     run.results["mine"].operands = run.results["numpy"].operands
     rundir.save(out, run)

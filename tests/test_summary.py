@@ -222,3 +222,35 @@ def test_every_summary_format_says_where_compare_stopped_before_the_interval_set
     code, doc, _ = run_cli(capsys, "summary", str(run), "--format", "json")
     stopped = json.loads(doc)["pairs"][0]["stopped"]
     assert code == 0 and stopped == {"reason": "spread", "limit": 0.02, "most": 12, "sentence": line}
+
+
+def test_the_summary_says_the_shape_its_figures_are_at_and_the_reports_cautions(capsys):
+    """A run whose figures are at the sample shape says so in each format, as compare's headline does (the
+    summary gave seed-fp16's 17.40 us with no shape beside the report's 21.49 us at the requested one); a run
+    of unlike dtypes carries the report's "not like for like" in each format (the summary dropped it)."""
+    from flametool.render import html as report
+
+    seed, reported, hostbound = SAMPLES / "h200-seed-fp16", SAMPLES / "h200-seed-as-reported", SAMPLES / "h200-hostbound-1024"
+    if not (seed.is_dir() and reported.is_dir() and hostbound.is_dir()):
+        pytest.skip("the H200 samples are not recorded")
+    code, out, _ = run_cli(capsys, "summary", str(seed))
+    assert code == 0 and "torch vs cupy at the sample shape 1024,1024,1024 (requested 65536,24576,12288): " in out
+    doc = json.loads(run_cli(capsys, "summary", str(seed), "--format", "json")[1])
+    assert doc["pairs"][0]["shape"] == [1024, 1024, 1024] and doc["pairs"][0]["requested_shape"] == [65536, 24576, 12288]
+    assert {c["label"]: c["shape"] for c in doc["cases"]} == {"cupy": [1024, 1024, 1024], "torch": [1024, 1024, 1024]}
+    assert doc["cautions"] == []
+    # asked at the host-bound shape: nothing more to say
+    code, out, _ = run_cli(capsys, "summary", str(hostbound))
+    assert "at the sample shape" not in out and "caution" not in out
+    doc = json.loads(run_cli(capsys, "summary", str(hostbound), "--format", "json")[1])
+    assert all(p["requested_shape"] is None and p["shape"] == [1024, 1024, 1024] for p in doc["pairs"])
+    # unlike dtypes: the report's caveat, word for word, in each format
+    caveat = next(c.text for c in report.build(dispatch.analyse_dir(reported)).warnings if c.kind == "not like for like")
+    assert "dtypes: cupy float16, torch bfloat16" in caveat
+    assert f"caution: not like for like: {caveat.rstrip('.')}" in run_cli(capsys, "summary", str(reported))[1].splitlines()
+    assert f"not like for like: {caveat.rstrip('.')}" in run_cli(capsys, "summary", str(reported), "--format", "markdown")[1]
+    doc = json.loads(run_cli(capsys, "summary", str(reported), "--format", "json")[1])
+    assert doc["cautions"] == [{"kind": "not like for like", "text": caveat.rstrip(".")}]
+    # a diff states the shape its change is at
+    doc = json.loads(run_cli(capsys, "diff", str(seed), str(hostbound), "--case", "cupy", "--format", "json")[1])
+    assert doc["pairs"][0]["shape"] == [1024, 1024, 1024] and doc["pairs"][0]["requested_shape"] is None

@@ -245,6 +245,7 @@ class DiffResult:
     differences: list[Difference] = field(default_factory=list)  # two runs: what they did not do alike
     incomplete: list[str] = field(default_factory=list)  # the runs ("A", "B"; the run) that did not finish
     lines: list[LineDelta] | None = None  # the source lines, head - base (None: not both sampled)
+    shape: list[int] | None = None  # the shape the change is taken at (both sides' sample shape; None: they differ)
 
     @property
     def unlike(self) -> list[Difference]:
@@ -311,6 +312,7 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
                       incomplete=[name for name, run in (("A", a), ("B", b)) if not run.complete])
     if sampled:
         result.lines = line_diff(run_a, a, label, run_b, b, label, change.anchored)
+    result.shape = one_shape(a.results[label].sample_shape, b.results[label].sample_shape)
     return result
 
 
@@ -348,4 +350,10 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
                       counts=count_pair(run, base, run, head, (base, head)))
     if sampled:
         result.lines = line_diff(run_dir, run, base, run_dir, run, head, got)
+    result.shape = one_shape(rb.sample_shape, rh.sample_shape)
     return result
+
+
+def one_shape(base: list[int] | None, head: list[int] | None) -> list[int] | None:
+    """The shape both sides' figures are at, or None where they are at two (the diff's differences say so)."""
+    return list(base) if base and base == head else None

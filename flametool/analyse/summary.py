@@ -53,6 +53,8 @@ class PairSummary:
     lines: list[LineDelta] = field(default_factory=list)  # every source line, the largest difference first
     # compare stopped adding processes with this pair's interval wider than it settles at (run.timing_stop)
     stopped: TimingStop | None = None
+    shape: list[int] | None = None  # the shape the figures are at (None: a diff whose sides are at two)
+    requested_shape: list[int] | None = None  # a run's requested shape, where the figures are at the sample shape
 
 
 @dataclass
@@ -72,6 +74,9 @@ class Summary:
     # --fail-above on a run with a pair it could not compare (or none): inconclusive, and why (never a pass)
     uncompared: Verdict | None = None
     aligned: Aligned | None = None  # a run's step lines its cases share, a column per case (analyse/aligned.py)
+    # a run's analysis, for what the report says too: its cautions (render/format.cautions) and the shape of
+    # each case's pooled time in `cases` (the sample shape)
+    analysis: Analysis | None = None
 
     @property
     def verdict(self) -> Verdict | None:
@@ -132,7 +137,7 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
     out = Summary("run", str(a.run_dir), str(a.run_dir), environments=list(run.environments), complete=run.complete,
                   cases=stats.group_pooled(run, True),
                   counts={l: r.profile.counts for l, r in run.results.items() if r.profile and r.profile.counts},
-                  aligned=a.aligned)
+                  aligned=a.aligned, analysis=a)
     missing = []
     for p in a.pairs:
         change = pair_change(p)
@@ -144,6 +149,11 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         stop = run.timing_stop
         if stop is not None and stop.applies(p.base, p.head, change.reach):
             pair.stopped = stop
+        head = run.results[p.head]
+        at_sample = p.anchored is not None or (p.sample is not None and p.headline is p.sample)
+        pair.shape = head.sample_shape if at_sample else head.shape
+        if at_sample and head.shape != head.sample_shape:
+            pair.requested_shape = head.shape
         out.pairs.append(pair)
     if fail_above is not None and (missing or not out.pairs):
         out.uncompared = Verdict("inconclusive", INCONCLUSIVE_EXIT, fail_above,
@@ -180,6 +190,7 @@ def of_diff(result: DiffResult, fail_above: float | None = None, allow_unlike: b
     if result.change is not None:
         out.pairs.append(of_change(label, base, head, head if result.cases else "B", result.change, result.figures,
                                    fail_above, result.not_sampled, result.counts, result.lines))
+        out.pairs[-1].shape = result.shape
     return out
 
 

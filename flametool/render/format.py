@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
 from typing import overload
@@ -155,6 +156,25 @@ def unlike_sentence(u: UnlikeOperands, device: str | None = "cuda", op: str = "m
     not said (a CPU run's elementwise case was told of a GEMM's GPU clocks, once per operand shape)."""
     parts = _unlike_parts(u, device, op, pairs)
     return f"{parts[0]}. {parts[1]}" if parts else ""
+
+
+def unlike_work(run) -> list[tuple[str, str]]:
+    """("not like for like", the sentence) for each of dtype, shape, device and sampled shape on which the run's
+    cases (those that did not fail) differ, as the report and the summary say it."""
+    ok = {l: r for l, r in run.results.items() if not r.error}
+    out = []
+    for key, what in (("dtype", "dtypes"), ("shape", "shapes"), ("device", "devices"), ("sample_shape", "sampled shapes")):
+        values = {l: getattr(r, key) for l, r in ok.items()}
+        if len({json.dumps(v) for v in values.values()}) > 1:
+            listed = ", ".join(f"{l} {shape(v) if isinstance(v, list) else v}" for l, v in values.items())
+            out.append(("not like for like", f"the cases ran with different {what}: {listed}"))
+    return out
+
+
+def cautions(a, run) -> list[tuple[str, str]]:
+    """What a reader of a compare run's figures must know before trusting them, as (tag, sentence): cases
+    that ran unlike work, read other operand values or made new outputs (unlike_work, fairness)."""
+    return unlike_work(run) + fairness(a, run)
 
 
 def fairness(a, run) -> list[tuple[str, str]]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from . import format as fmt
@@ -13,7 +12,7 @@ from ..analyse.attribution import CaseCosts
 from ..run.profiled import Sampling
 from .report_headline import ok_results
 
-us, shape_text = fmt.us, fmt.shape
+us = fmt.us
 
 
 FEW_SAMPLES = 200
@@ -42,12 +41,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
     for label, r in run.results.items():
         if r.error:
             out.append(Caveat("case failed", f"{label}: {r.error}"))
-    for key, what in (("dtype", "dtypes"), ("shape", "shapes"), ("device", "devices"), ("sample_shape", "sampled shapes")):
-        values = {l: getattr(r, key) for l, r in ok.items()}
-        if len({json.dumps(v) for v in values.values()}) > 1:
-            listed = ", ".join(f"{l} {shape_text(v) if isinstance(v, list) else v}" for l, v in values.items())
-            out.append(Caveat("not like for like", f"the cases ran with different {what}: {listed}."))
-    out += [Caveat(what, line + ".") for what, line in fmt.fairness(a, run)]
+    out += [Caveat(what, line + ".") for what, line in fmt.cautions(a, run)]
     for label, r in ok.items():
         group = run.group_of(label)
         if group is not None and not group.paired and len(run.results) > 1:

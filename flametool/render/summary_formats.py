@@ -119,6 +119,21 @@ def row_where(s: Summary) -> str:
     return "op" if s.kind == "atlas" else "size"
 
 
+def shape_text(p: PairSummary) -> str:
+    """Where a run's figures are at the sample shape, not the shape asked for: 'at the sample shape 1024,1024,1024
+    (requested 65536,24576,12288)', as compare's headline says it; else ''."""
+    if p.requested_shape is None or p.shape is None:
+        return ""
+    return f"at the sample shape {fmt.shape(p.shape)} (requested {fmt.shape(p.requested_shape)})"
+
+
+def cautions(s: Summary) -> list[str]:
+    """What the report's fairness list says first of a run, 'tag: sentence' (fmt.cautions): cases of unlike work,
+    other operand values or new outputs."""
+    a = s.analysis
+    return [f"{what}: {line}" for what, line in fmt.cautions(a, a.run)] if a is not None else []
+
+
 class TextSummary(Renderer[Summary]):
     """The summary as plain lines: for a log, or `flametool summary RUN` in a terminal."""
 
@@ -127,8 +142,10 @@ class TextSummary(Renderer[Summary]):
     def render(self, s: Summary) -> str:
         lines = [title(s)] + [fmt.environment_line(e) for e in s.environments]
         lines += [l for l in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete)) if l]
+        lines += [f"caution: {c}" for c in cautions(s)]
         for p in s.pairs:
-            lines.append(f"{p.label}: {ratio_text(p)} {p.change.how}, over {p.units}; "
+            where = shape_text(p)
+            lines.append(f"{p.label}{' ' + where if where else ''}: {ratio_text(p)} {p.change.how}, over {p.units}; "
                          f"{p.head} − {p.base} = {diff_text(p)}")
             lines += [f"  counted: {c}" for c in count_lines(p)]  # under the headline: exact, per step
             for extra in (beside_text(p), speed_text(p), wide_text(p), stop_text(s, p)):
@@ -178,13 +195,14 @@ class MarkdownSummary(Renderer[Summary]):
         for note in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete), s.no_verdict):
             if note:
                 out += [f"**{md(note)}**", ""]
+        out += [f"⚠️ {md(c)}" for c in cautions(s)] + ([""] if cautions(s) else [])
         verdicts = any(p.verdict is not None for p in s.pairs)
         if s.pairs:
             head = ["comparison", "ratio (95%)", "difference (95%)", "measured"] + (["verdict"] if verdicts else [])
             out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
             for p in s.pairs:
                 row = [md(p.label), md(ratio_text(p)), md(diff_text(p)),
-                       md(f"{p.change.how}, over {p.units}")]
+                       md(f"{p.change.how}, over {p.units}" + (f", {shape_text(p)}" if shape_text(p) else ""))]
                 if verdicts:
                     row.append(md(VERDICT_MARK[p.verdict.outcome] + f" (--fail-above {p.verdict.threshold:g}%)")
                                if p.verdict else "")
@@ -238,6 +256,7 @@ def pair_json(p: PairSummary, s: Summary) -> dict[str, Any]:
     layer, frame, v = p.largest_layer, p.largest_frame, p.verdict
     return {
         "label": p.label, "base": p.base, "head": p.head,
+        "shape": p.shape, "requested_shape": p.requested_shape,
         "measure": "anchored" if a else ("paired" if absolute is not None and absolute.paired else "absolute"),
         "anchor": a.anchor if a else None,
         "units": p.units,
@@ -305,8 +324,11 @@ class JsonSummary(Renderer[Summary]):
                              for e in s.environments],
             "cases": [{"label": l, "us_per_call": p.us, "low": p.interval.low if p.interval else None,
                        "high": p.interval.high if p.interval else None, "units": f"{p.units} {p.unit_name}",
-                       "counts": s.counts[l].to_json() if l in s.counts else None}
+                       "counts": s.counts[l].to_json() if l in s.counts else None,
+                       "shape": s.analysis.run.results[l].sample_shape if s.analysis is not None else None}
                       for l, p in s.cases.items()],
+            "cautions": [{"kind": what, "text": line} for what, line in
+                         (fmt.cautions(s.analysis, s.analysis.run) if s.analysis is not None else [])],
             "pairs": [pair_json(p, s) for p in s.pairs],
             **({"aligned_lines": aligned_lines.to_json(s.aligned)} if s.aligned is not None else {}),
             "rows": [row_json(r) for r in s.rows],

@@ -51,6 +51,11 @@ def test_factory_that_raises(capsys, tmp_path):
     line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1",
                                    "--processes", "1", "--case", f"{CASES}:raising_case", "--out", str(out)], code=1)
     assert "raising_case" in line and "ValueError: this factory refuses to build" in line
+    # the line names the logs that hold what the factory printed (the README said RUN/raising_case.log, which
+    # a case that fails while it is timed never has)
+    logs = [Path(p) for p in line.split("; what it printed: ")[1].rstrip(")").split(", ")]
+    assert logs and all(p.parent == out and "raising_case" in p.name for p in logs), line
+    assert any("what it printed before it raised" in p.read_text() for p in logs)
     # numpy's timing (beside it, then without it) is kept
     from flametool.run import rundir
 

@@ -57,8 +57,21 @@ def stop_if_refused(label: str, profile: ProfileProcess, out: Path) -> None:
         raise FlametoolError(f"case {label!r}: {profile.sampling.error} (its timings and cProfile are kept in {out})")
 
 
+def case_logs(out: Path, label: str) -> list[Path]:
+    """The logs in `out` that hold what the case's processes printed: its own (`LABEL.log` of its profiled
+    process, `LABEL-timing*.log` of processes it was timed in alone) where there are any, else those of the
+    timing processes it shared (`A+LABEL-timing*.log`): a factory that raises in the first of these has no other."""
+    def cases_of(log: Path) -> list[str]:
+        return log.name.removesuffix(".log").split("-timing")[0].split("+")
+
+    logs = sorted(out.glob("*.log"))
+    return [p for p in logs if cases_of(p) == [label]] or [p for p in logs if label in cases_of(p)]
+
+
 def stop_if_failed(run: Run, config: Config) -> None:
     failed = [l for l, r in run.results.items() if r.error]
     if failed and not config.keep_going:
         label = failed[0]
-        raise CaseError(f"case {label!r}: {run.results[label].error} (finished cases kept in {config.out})")
+        logs = case_logs(config.out, label)
+        printed = f"; what it printed: {', '.join(map(str, logs))}" if logs else ""
+        raise CaseError(f"case {label!r}: {run.results[label].error} (finished cases kept in {config.out}{printed})")

@@ -255,8 +255,8 @@ def test_warnings(tmp_path):
     assert b.profile.cprofile_inflation == pytest.approx(3.0) and a.profile.slowdown == pytest.approx(2.5)
     text = " ".join(Page(render.show("html", dispatch.analyse_dir(run))).text)
     for words in ("run incomplete", "different dtypes", "different shapes", "not host-bound", "1024,1024,1024",
-                  "few samples", "2.5× slower while py-spy", "stops all 34 threads of the process", "sampling incomplete", "py-spy exited with code 1",
-                  "3.0× slower under cProfile", "noisy timing"):
+                  "few samples", "2.50× slower while py-spy", "stops all 34 threads of the process", "sampling incomplete", "py-spy exited with code 1",
+                  "3.00× slower under cProfile", "noisy timing"):
         assert words in text, words
 
 

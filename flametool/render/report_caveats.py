@@ -63,7 +63,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
             advice = perturbation.perturbation_advice(sampling, slowdown, run.config.pool_threads,
                                                  run.config.sample_seconds or sampling.seconds)
             if slowdown is not None and slowdown > SLOWDOWN_WARN:
-                out.append(Caveat("sampling slowed the loop", f"{label}: the loop ran {slowdown:.1f}× slower while py-spy "
+                out.append(Caveat("sampling slowed the loop", f"{label}: the loop ran {slowdown:.2f}× slower while py-spy "
                                    f"sampled it (each native sample stops {_threads(sampling)}). Shares stay fair; times come from "
                                    "the unsampled loops." + (f" {advice}." if advice else "")))
             if not sampling.complete or sampling.error:
@@ -73,7 +73,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
                                                      f"behind; {advice or 'try a lower --rate'}."))
         inflation = r.profile.cprofile_inflation if r.profile else None
         if inflation is not None and inflation > CPROFILE_WARN:
-            out.append(Caveat("cProfile inflation", f"{label}: the loop ran {inflation:.1f}× slower under cProfile: "
+            out.append(Caveat("cProfile inflation", f"{label}: the loop ran {inflation:.2f}× slower under cProfile: "
                                "its table says which Python functions run, not how long C code takes."))
         t = a.timings.get(label)
         if t and t.processes > 1:

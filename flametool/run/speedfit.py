@@ -107,7 +107,10 @@ class SpeedFit:
         rng = lambda r: f"{r[0]:.1f}-{r[1]:.1f} us"  # noqa: E731
         un = f"unadjusted {self.unadjusted:.4f}" + (
             f" ({self.unadjusted_low:.4f} to {self.unadjusted_high:.4f})" if self.unadjusted_low is not None else "")
-        speeds = f"the anchor took {rng(self.base_range)} a call in {base}'s processes, {rng(self.head_range)} in {head}'s"
+        # each process's geometric mean over its rounds (per_process), which reads above a run's own figure, a median
+        # of its rounds: say which, so that the two are not read as one figure
+        speeds = (f"the anchor took {rng(self.base_range)} a call in {base}'s processes, {rng(self.head_range)} in "
+                  f"{head}'s (each process's geometric mean over its rounds)")
         if not self.overlap:
             return (f"speed adjustment: none, {speeds}: the ranges do not overlap, so a slope fitted across them "
                     f"would extrapolate; the figure is the {un}")

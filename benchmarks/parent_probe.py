@@ -161,8 +161,8 @@ if __name__ == "__main__":
     popen_said()
     sys.meta_path.insert(0, Patching(json.loads(os.environ.get(WRAP_ENV, "{}"))))
     sys.path[0] = str(ROOT)  # flametool from this checkout, as `python -m flametool` there finds it
-    from flametool.commands import main as cli
+    from flametool.commands import entry, main  # noqa: F401 - main: imported here, as stamped
 
     stamp("flametool's command line imported")
     sys.argv = ["flametool", *sys.argv[1:]]
-    cli.main_entry()
+    entry.main_entry()

@@ -1,3 +1,3 @@
-from .commands.main import main_entry
+from .commands.entry import main_entry
 
 main_entry()

@@ -202,3 +202,17 @@ def test_ctrl_c_while_the_environments_first_processes_run_at_once(tmp_path):
     bg.signal(signal.SIGINT, True)
     data = finished(bg, out)
     assert all(r.timing is None for r in data.results.values())
+
+
+def test_ctrl_c_before_the_command_runs_is_one_line_not_a_traceback(capsys, monkeypatch):
+    """A Ctrl-C while the options are parsed or rich and the renderers imported (the first 0.2-0.4 s, before
+    the command's own handling is set up) printed a traceback ending in KeyboardInterrupt; now the one line."""
+    from flametool.commands import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(main, "build_parser", interrupted)
+    assert main.main(["summary", "anything"]) == 130
+    captured = capsys.readouterr()
+    assert captured.err == "flametool: interrupted\n" and captured.out == ""

@@ -40,7 +40,7 @@ def test_children_import_the_parents_flametool(tmp_path):
     (decoy / "child.py").write_text(DECOY)
     out = tmp_path / "run"
     # the parent imports this checkout's flametool explicitly (not from the current directory)
-    boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from flametool.commands.main import main_entry; main_entry()"
+    boot = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from flametool.commands.entry import main_entry; main_entry()"
     proc = subprocess.run([sys.executable, "-c", boot, "compare", "--device", "cpu", "--libs", "numpy", "--case",
                            f"{USER}:add_case",
                            "--no-sample", "--processes", "1", "--repeats", "1", "--iters", "10", "--out", str(out)],

@@ -105,6 +105,25 @@ def take_ctrl_c():
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as exc:
+        # Ctrl-C before the command's own handling below is set up (parsing its options, importing rich and the
+        # renderers: the first 0.2-0.4 s) or after it is undone: the same one line, never a traceback
+        return interrupted(exc)
+
+
+def interrupted(exc: KeyboardInterrupt) -> int:
+    """'flametool: interrupted' on stderr as it is (no Console yet, or none left), and the exit code."""
+    try:
+        sys.stderr.write("flametool: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # a closed or missing stderr: the exit code says it
+        pass
+    return interrupt_code(exc)
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     reopen_closed_standard_streams()
     for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii: '×' and 'µ' printed as escapes, not a crash
@@ -158,6 +177,3 @@ def main(argv: list[str] | None = None) -> int:
         if previous_tstp is not None:
             signal.signal(signal.SIGTSTP, previous_tstp)
 
-
-def main_entry() -> None:
-    sys.exit(main())

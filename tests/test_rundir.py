@@ -144,3 +144,32 @@ def test_run_json_text_puts_each_list_of_numbers_on_one_line_as_before():
     assert json.loads(rundir.dumps(odd)) == odd
     with pytest.raises(ValueError):
         rundir.dumps({"cpu_us": [float("nan")]})
+
+
+def test_a_file_named_with_o_is_kept_when_its_new_text_cannot_be_written(tmp_path, monkeypatch):
+    """`report -o FILE` on a file already there: replaced whole once the new text is written (through a symlink
+    to it, which stays a symlink; its mode kept), and left as it was when the write fails (a full disk emptied it
+    and left half a page: it was opened with 'w')."""
+    import errno
+    import os
+
+    from flametool.errors import FlametoolError
+
+    page = tmp_path / "page.html"
+    page.write_text("the old page")
+    page.chmod(0o600)
+    link = tmp_path / "link.html"
+    link.symlink_to(page)
+    rundir.write_output(link, "the new page")
+    assert page.read_text() == "the new page" and link.is_symlink() and (page.stat().st_mode & 0o777) == 0o600
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(FlametoolError, match=r"link\.html: cannot be written \(No space left on device\)"):
+        rundir.write_output(link, "a page the disk cannot take")
+    assert page.read_text() == "the new page" and sorted(p.name for p in tmp_path.iterdir()) == ["link.html", "page.html"]
+    # a file not there yet is written as before
+    rundir.write_output(tmp_path / "fresh.html", "a first page")
+    assert (tmp_path / "fresh.html").read_text() == "a first page"

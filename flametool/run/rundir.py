@@ -12,6 +12,7 @@ import math
 import os
 import re
 import shlex
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -53,25 +54,25 @@ def is_file_name(name: object) -> TypeGuard[str]:
     return isinstance(name, str) and name not in ("", ".", "..") and "\0" not in name and Path(name).name == name
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, mode: int = 0o644, shown: Path | None = None) -> None:
     """Write via a temporary file in the same folder and rename, so a reader never sees half a file. A write
-    that fails is one FlametoolError naming the file (cannot_write)."""
+    that fails is one FlametoolError naming the file (cannot_write; `shown`: the name the user gave it)."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     except OSError as exc:
-        raise cannot_write(path, exc) from None
+        raise cannot_write(shown or path, exc) from None
     try:
         # a path that is not UTF-8 (--out $'\xff') reaches the page as an escape, not a failed write
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a run directory is meant to be shared
+        os.chmod(tmp, mode)  # mkstemp makes it private; a run directory is meant to be shared
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):  # a full disk, no permission: one line; the file as it was is kept
-            raise cannot_write(path, exc) from None
+            raise cannot_write(shown or path, exc) from None
         raise
 
 
@@ -95,13 +96,24 @@ def write_report(run: Path, html: str, output: Path | None = None) -> Path:
 
 
 def write_output(path: Path, text: str, run: Path | None = None, keep: str | None = None) -> None:
-    """Write a file the user named (`-o`) as a shell's '>' would: through whatever is there, so a symlink
+    """Write a file the user named (`-o`) as a shell's '>' would, through whatever is there, so a symlink
     keeps pointing where it did, a FIFO is fed, a device (/dev/stdout, /dev/full) is written to and stays a
-    device. Any failure, on open or on write (ENOSPC), is one FlametoolError naming the path. Files inside a
-    run directory are written with write_atomic instead, and `-o` never replaces one of `run`'s own files
-    (run.json, py-spy's stacks, a profile, a log; `keep` names the one it may: report.html)."""
+    device; but a regular file already there (a symlink's target too) is replaced by rename once the new text
+    is whole, its mode kept, so that a write that fails (a full disk) leaves it as it was (where its folder
+    cannot take a temporary file, it is written through). Any failure, on open or on write (ENOSPC), is one
+    FlametoolError naming the path. Files inside a run directory are written with write_atomic, and `-o` never
+    replaces one of `run`'s own files (run.json, py-spy's stacks, a profile, a log; `keep` names the one it
+    may: report.html)."""
     if run is not None:
         refuse_run_file(path, run, keep)
+    target = Path(os.path.realpath(path))
+    try:
+        there = os.stat(target)
+    except (OSError, ValueError):
+        there = None
+    if there is not None and stat.S_ISREG(there.st_mode) and os.access(target.parent, os.W_OK | os.X_OK):
+        write_atomic(target, text, stat.S_IMODE(there.st_mode), shown=path)
+        return
     try:
         with open(path, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)

@@ -45,6 +45,9 @@ def test_run_json_holds_measurements_only(tmp_path):
         ('{"schema": 2, "results": {"a": {"timing": {"shape": [1, 1, 1], "processes": [{"cpu_us": [1e308]}]}}}}',
          r"results\.a\.timing\.processes\[0\]\.cpu_us is \[1e\+308\], expected a list of numbers"),
         ('{"schema": 2, "config": [], "results": {}}', "config is"),
+        # a case spec the workload's lines are looked up from (it reached them: TypeError, an internal error)
+        ('{"schema": 2, "config": {"cases": -1}, "results": {}}', r"config\.cases is -1, expected a list of objects"),
+        ('{"schema": 2, "config": {"cases": [{"label": "a", "module": 5}]}, "results": {}}', r"config\.cases is"),
         ("[" * 100000 + "]" * 100000, "cannot be read as JSON"),
     ],
 )

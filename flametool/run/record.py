@@ -482,6 +482,10 @@ class Run:
             config.get("sizes", lambda v: isinstance(v, list) and all(is_shape(x) for x in v), "a list of shapes")
             config.get("dtypes", lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
                        "an object of strings")
+            # the cases as given (workload.cases.CaseSpec.to_json): the lines of a workload's step are found from them
+            config.get("cases", lambda v: isinstance(v, list) and all(
+                isinstance(c, dict) and all(x is None or isinstance(x, str) for x in c.values()) for c in v),
+                "a list of objects of strings")
             config.get("pairs", lambda v: isinstance(v, list) and all(
                 isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in v),
                 "a list of [base, head] labels")

@@ -351,6 +351,9 @@ def test_case_file_with_a_coding_cookie_is_accepted_and_runs(tmp_path):
     ("klass.py", "class K:\n    def base(self):\n        pass\n", "defines no base"),
     ("badcookie.py", "# -*- coding: no-such-codec -*-\ndef base(): pass\n", "does not parse"),
     ("notlatin.py", b"# caf\xe9\ndef base(): pass\n", "does not parse"),
+    # deeper than Python's parser goes: RecursionError and MemoryError, internal errors before
+    ("deep.py", "base = " + "1+" * 200000 + "1\n", "nested too deeply for Python's parser"),
+    ("unary.py", "base = " + "-" * 100000 + "1\n", "nested too deeply for Python's parser"),
 ])
 def test_bad_case_file_is_one_line_before_anything_starts(tmp_path, capsys, name, content, words):
     path = tmp_path / name

@@ -134,6 +134,8 @@ def user_case(text: str) -> CaseSpec:
         raise FlametoolError(f"--case {text!r}: {path} cannot be read ({exc.strerror or exc})") from None
     except (SyntaxError, UnicodeDecodeError, ValueError) as exc:  # ValueError: a NUL byte (Python 3.11)
         raise FlametoolError(f"--case {text!r}: {path} does not parse ({exc})") from None
+    except (RecursionError, MemoryError):  # nested deeper than Python's parser goes ('1+' * 200000)
+        raise FlametoolError(f"--case {text!r}: {path} does not parse (nested too deeply for Python's parser)") from None
     names, star = module_names(tree)
     if factory not in names and not star:  # after 'from x import *' any name may be bound: the child checks
         raise FlametoolError(f"--case {text!r}: {path} defines no {factory}")

@@ -299,3 +299,23 @@ def _is_open(fd: int) -> bool:
     except OSError:
         return False
     return True
+
+
+def test_a_child_that_died_before_reporting_says_the_exception_its_log_ends_with(tmp_path):
+    """exit_story: the cause in the one line (a shape too large for memory said only 'exited with code 1 (see
+    LOG)', its OverflowError in the log); a log that ends otherwise, or is empty, is pointed at as before."""
+    from flametool.measure import spawn
+
+    log = tmp_path / "numpy-timing.log"
+    log.write_text("Traceback (most recent call last):\n  File \"values.py\", line 148, in make\n"
+                   "OverflowError: cannot fit 'int' into an index-sized integer\n\n")
+    assert spawn.exit_story(1, log) == ("the child process exited with code 1 before reporting (OverflowError: "
+                                        f"cannot fit 'int' into an index-sized integer; see {log})")
+    log.write_text("x" * 10_000 + "\nmy.module.BadThingError: " + "y" * 500 + "\n")
+    said = spawn.exit_story(-9, log)
+    assert said.startswith("the child process was killed by SIGKILL (exit code -9) before reporting (my.module.BadThingError: y")
+    assert "…; see" in said and len(said) < 320
+    log.write_text("hello from the factory\n")
+    assert spawn.exit_story(1, log) == f"the child process exited with code 1 before reporting (see {log})"
+    log.write_text("")
+    assert spawn.exit_story(1, log).endswith("(it wrote nothing to its log)")

@@ -72,6 +72,7 @@ def stop_if_failed(run: Run, config: Config) -> None:
     failed = [l for l, r in run.results.items() if r.error]
     if failed and not config.keep_going:
         label = failed[0]
-        logs = case_logs(config.out, label)
+        error = run.results[label].error or ""
+        logs = [p for p in case_logs(config.out, label) if str(p) not in error]  # not named twice (exit_story's)
         printed = f"; what it printed: {', '.join(map(str, logs))}" if logs else ""
         raise CaseError(f"case {label!r}: {run.results[label].error} (finished cases kept in {config.out}{printed})")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import re
 import select
 import signal
 import subprocess
@@ -398,7 +399,28 @@ def exit_story(code: int, log_path: Path) -> str:
         logged = log_path.stat().st_size > 0
     except OSError:
         logged = False
-    return how + (f" (see {log_path})" if logged else " (it wrote nothing to its log)")
+    last = last_exception(log_path) if logged else None
+    return how + (f" ({last}; see {log_path})" if last else f" (see {log_path})" if logged else
+                  " (it wrote nothing to its log)")
+
+
+# the last line of a Python traceback: 'OverflowError: cannot fit 'int' into an index-sized integer'
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b(: .*)?$")
+
+
+def last_exception(log_path: Path, most: int = 200) -> str | None:
+    """The exception a child's log ends with, cut to `most` characters: the cause, in the one line that says it
+    ended (a shape too large for memory ended in an OverflowError only its log showed)."""
+    try:
+        with open(log_path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - 4096))
+            tail = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    lines = [l.strip() for l in tail.splitlines() if l.strip()]
+    if not lines or not EXCEPTION_LINE.match(lines[-1]):
+        return None
+    return lines[-1] if len(lines[-1]) <= most else lines[-1][:most - 1] + "…"
 
 
 def describe_phase(msg: Phase) -> str:

@@ -53,8 +53,8 @@ def test_factory_that_raises(capsys, tmp_path):
     assert "raising_case" in line and "ValueError: this factory refuses to build" in line
     # the line names the logs that hold what the factory printed (the README said RUN/raising_case.log, which
     # a case that fails while it is timed never has)
-    logs = [Path(p) for p in line.split("; what it printed: ")[1].rstrip(")").split(", ")]
-    assert logs and all(p.parent == out and "raising_case" in p.name for p in logs), line
+    logs = [out / name for name in line.split("; what it printed: ")[1].rstrip(")").split(", ")]  # in the run
+    assert logs and all(p.is_file() and "raising_case" in p.name for p in logs), line
     assert any("what it printed before it raised" in p.read_text() for p in logs)
     # numpy's timing (beside it, then without it) is kept
     from flametool.run import rundir

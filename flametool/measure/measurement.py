@@ -74,5 +74,5 @@ def stop_if_failed(run: Run, config: Config) -> None:
         label = failed[0]
         error = run.results[label].error or ""
         logs = [p for p in case_logs(config.out, label) if str(p) not in error]  # not named twice (exit_story's)
-        printed = f"; what it printed: {', '.join(map(str, logs))}" if logs else ""
+        printed = f"; what it printed: {', '.join(p.name for p in logs)}" if logs else ""  # in that folder
         raise CaseError(f"case {label!r}: {run.results[label].error} (finished cases kept in {config.out}{printed})")

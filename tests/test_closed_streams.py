@@ -42,6 +42,19 @@ def test_compare_with_every_standard_stream_closed_measures_and_keeps_the_sample
     assert (out / "report.html").is_file()
 
 
+def test_compare_whose_standard_output_is_full_still_writes_its_report(tmp_path):
+    """Standard output that cannot be written (a full disk: /dev/full) fails the run as a fault of the machine
+    (exit 2, one line), but report.html, made from run.json, is written first (it was never written)."""
+    out = tmp_path / "run"
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "flametool", *QUICK, "--out", str(out)], stdout=full,
+                              stderr=subprocess.PIPE, text=True, env=fk.env(), cwd=fk.ROOT, timeout=120)
+    assert proc.returncode == 2 and "standard output: cannot be written" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert json.loads((out / "run.json").read_text())["complete"] is True
+    assert "<html" in (out / "report.html").read_text()
+
+
 def test_summary_with_standard_output_closed_exits_as_usual(tmp_path):
     base = runbuild.make_run(tmp_path / "base", {"a": ("step (f.py:1);x 10\n", 10.0, 0),
                                                  "b": ("step (f.py:1);y 10\n", 20.0, 0)})

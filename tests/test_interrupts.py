@@ -216,3 +216,25 @@ def test_ctrl_c_before_the_command_runs_is_one_line_not_a_traceback(capsys, monk
     assert main.main(["summary", "anything"]) == 130
     captured = capsys.readouterr()
     assert captured.err == "flametool: interrupted\n" and captured.out == ""
+
+
+def test_ctrl_c_once_measured_says_run_json_is_complete_and_how_to_get_the_report(capsys, monkeypatch, tmp_path):
+    """A Ctrl-C while compare analyses what it measured (or prints it): run.json is whole, and the line says so
+    and how to write the report (it said only 'flametool: interrupted', the report never written)."""
+    from flametool.analyse import dispatch
+    from flametool.commands import main
+    from flametool.run import rundir
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dispatch, "analyse", interrupted)
+    out = tmp_path / "run"
+    code = main.main(["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--iters", "20",
+                      "--warmup", "2", "--processes", "1", "--shape", "8,8,8", "--no-sample", "--no-count",
+                      "--progress", "none", "--out", str(out)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 130
+    assert f"flametool: interrupted; every timing is kept in {out / 'run.json'} (complete); flametool report {out} " \
+           "writes the report" in err, err
+    assert rundir.load(out).complete and not (out / "report.html").exists()

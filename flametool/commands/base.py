@@ -65,10 +65,12 @@ def terminal_options(out: Console, **given) -> Options:
     return Options(width=out.width, colour=out.is_terminal, **given)
 
 
-def write_report(run_dir: Path, analysed: dispatch.AnyAnalysis, err: Console, out: Console) -> bool:
+def write_report(run_dir: Path, analysed: dispatch.AnyAnalysis, err: Console, out: Console, before: str = "") -> bool:
     """The report is made from what run.json already holds, so failing to render it loses nothing:
     say so in one line and how to try again. A report that renders but cannot be written (a full disk) is
-    a fault of the machine (False: exit 2); one that fails to render lets the measurement's exit code stand."""
+    a fault of the machine (False: exit 2); one that fails to render lets the measurement's exit code stand.
+    `before`: the terminal's view, printed once the page is written, then its 'report:' line: a standard output
+    that cannot be written, or a Ctrl-C while the view prints, leaves the page written all the same."""
     from .. import render
     from ..render import terminal
     from ..run import rundir
@@ -76,12 +78,15 @@ def write_report(run_dir: Path, analysed: dispatch.AnyAnalysis, err: Console, ou
     try:
         path = rundir.write_report(run_dir, render.show("html", analysed))
     except WriteError as exc:
+        out.file.write(before)
         terminal.say(err, f"flametool: {exc}; run.json is complete; retry with: flametool report {rundir.shown(run_dir)}")
         return False
     except Exception as exc:  # noqa: BLE001 - any fault here must not hide a finished measurement
+        out.file.write(before)
         terminal.say(err, f"flametool: report.html not written ({type(exc).__name__}: {exc}); run.json is complete; "
                           f"retry with: flametool report {rundir.shown(run_dir)}")
         return True
+    out.file.write(before)
     terminal.say(out, f"report: {rundir.shown(path)}")
     return True
 

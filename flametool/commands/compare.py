@@ -181,11 +181,19 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
                         f"cleans up after itself?); {kept_in}")
     try:
         analysed = dispatch.analyse(run_dir, run)
+        view = getattr(args, "layers", "caller")
+        # the page is written before the view prints (write_report): a standard output that cannot take it, or a
+        # Ctrl-C while it prints, leaves report.html written
+        written = write_report(run_dir, analysed, err, out,
+                               before=render.show("terminal", analysed, terminal_options(out, view=view)))
     except RunDirError as exc:  # a file the run wrote was changed under it
         raise CaseError(f"{exc} (changed while the run went on?); {kept_in}") from None
-    view = getattr(args, "layers", "caller")
-    out.file.write(render.show("terminal", analysed, terminal_options(out, view=view)))
-    written = write_report(run_dir, analysed, err, out)
+    except KeyboardInterrupt as exc:  # measured and saved: only what is made from run.json is left
+        report = run_dir / rundir.REPORT_FILE
+        terminal.say(err, f"flametool: interrupted; {kept_in} (complete)" + (
+            f", and the report in {rundir.shown(report)}" if report.exists() else
+            f"; flametool report {rundir.shown(run_dir)} writes the report"))
+        return interrupt_code(exc)
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:
         terminal.say(err, f"flametool: case {label!r}: {run.results[label].error}")

@@ -248,3 +248,21 @@ def test_a_run_against_itself_has_one_interval_in_every_view(capsys):
     pair = json.loads(capsys.readouterr().out)["pairs"][0]
     for figure in (pair["ratio"], pair["difference_us"], pair["absolute"]["ratio"], pair["absolute"]["difference_us"]):
         assert figure["low"] == figure["value"] == figure["high"], figure
+
+
+def test_a_run_interrupted_before_its_cases_were_timed_is_said_so(capsys, tmp_path):
+    """diff of a run stopped before anything was timed said "have no case in common" (both list the same cases)
+    or "(it failed there)" (nothing failed): it says the run ended first, as its run.json says."""
+    from flametool.run import rundir
+
+    a = make_run(tmp_path / "a", {"numpy": (BASE, 6.0, 0), "torch": (BASE, 6.0, 0)}, processes=2)
+    b = make_run(tmp_path / "b", {"numpy": (HEAD, 8.0, 0), "torch": (HEAD, 8.0, 0)}, processes=2)
+    run = rundir.load(a)
+    run.complete = False
+    for r in run.results.values():
+        r.timing = r.sample_timing = r.profile = None
+    rundir.save(a, run)
+    line = one_line_error(capsys, ["diff", str(a), str(b)])
+    assert "have no case timed in both (numpy, torch in each" in line and "ended before they were timed" in line, line
+    line = one_line_error(capsys, ["diff", str(a), str(b), "--case", "torch"])
+    assert "it has no timings in RUN_A (the run ended before it was timed: run.json is incomplete)" in line, line

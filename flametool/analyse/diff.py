@@ -50,8 +50,20 @@ def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> s
     timed = [l for l, r in a.results.items() if l in b.results and r.at_sample_shape and b.results[l].at_sample_shape
              and not r.error and not b.results[l].error]
     if not shared and not timed:
-        raise FlametoolError(f"{run_a} and {run_b} have no case in common; name one with --case")
+        both = [l for l in a.results if l in b.results]
+        if not both:
+            raise FlametoolError(f"{run_a} and {run_b} have no case in common; name one with --case")
+        untimed = [name for name, run in ((run_a, a), (run_b, b))
+                   if not any(run.results[l].at_sample_shape and not run.results[l].error for l in both)]
+        raise FlametoolError(f"{run_a} and {run_b} have no case timed in both ({', '.join(both)} in each; "
+                             + " and ".join(f"{name} {not_timed(run)}" for name, run in ((run_a, a), (run_b, b))
+                                            if name in untimed) + ")")
     return (shared or timed)[0]
+
+
+def not_timed(run: Run) -> str:
+    """Why a run's cases have no timings, in words: it ended before they were timed, or they failed."""
+    return "ended before they were timed (run.json is incomplete)" if not run.complete else "has them failed"
 
 
 @dataclass
@@ -294,7 +306,9 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
     label = common_case(run_a, a, run_b, b, case)
     for name, run in (("RUN_A", a), ("RUN_B", b)):
         if run.results[label].error or run.results[label].at_sample_shape is None:
-            raise FlametoolError(f"--case {label!r}: it has no timings in {name} (it failed there)")
+            cause = "it failed there" if run.results[label].error or run.complete else \
+                "the run ended before it was timed: run.json is incomplete"
+            raise FlametoolError(f"--case {label!r}: it has no timings in {name} ({cause})")
     found, why = anchor_for(a, b, label, anchor)
     change = run_change(a, b, label, found, why)
     if Path(run_a).resolve() == Path(run_b).resolve() and change.ratio is not None:

@@ -194,3 +194,49 @@ def test_serves_the_one_profile_and_nothing_else(cpu_run):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_taken_port_near_the_top_still_prints_the_url_it_serves(cpu_run):
+    """snakeviz tries the ports after a taken one, and past 65535 (65535 taken: it printed :65536 and listened on
+    another): the URL printed is one that answers."""
+    import socket
+
+    taken = socket.socket()
+    try:
+        taken.bind(("127.0.0.1", 65535))
+    except OSError:
+        pytest.skip("port 65535 is in use here already")
+    taken.listen()
+    proc, url = start(cpu_run, "--case", "torch", "--port", "65535")
+    try:
+        port = int(url.split("/")[2].rsplit(":", 1)[1])
+        assert 1 <= port <= 65535 and port != 65535, url
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            assert resp.status == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+        taken.close()
+
+
+def test_ctrl_c_before_the_server_started_is_an_interrupt(tmp_path, monkeypatch):
+    """Ctrl-C once the server serves is how it stops (exit 0); one before it started (no URL printed yet) is an
+    interrupt like any other command's (130), not a clean stop."""
+    from flametool.commands import drilldown
+
+    # a server that never says its URL, and a Ctrl-C 0.3 s into the wait for it
+    monkeypatch.setattr(drilldown, "command", lambda prof, port: [sys.executable, "-c", "import time; time.sleep(60)"])
+    said: list[str] = []
+
+    def ctrl_c(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, ctrl_c)
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        code = drilldown._serve(drilldown.Target("torch", tmp_path / "torch.prof"), tmp_path / "torch.prof", 8080,
+                                said.append)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert code == 130 and said == ["snakeviz stopped before it started"]

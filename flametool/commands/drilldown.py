@@ -21,7 +21,7 @@ from typing import Callable
 from .. import procs
 from ..run import rundir
 from ..analyse import profstats
-from ..errors import FlametoolError, RunDirError
+from ..errors import FlametoolError, RunDirError, interrupt_code
 
 HOST = "127.0.0.1"  # never another interface: a profile holds paths and code names
 START_SECONDS = 30
@@ -61,7 +61,12 @@ import os, shutil, signal, sys
 sys.path.append(sys.path.pop(0))
 import tornado.web
 import snakeviz.main as viz
+import snakeviz.cli as cli
 from snakeviz.cli import main
+# the ports snakeviz tries when the one asked is taken go past 65535 (65535 taken: it printed :65536 and listened
+# elsewhere): only ports that exist are tried
+near = cli.random_ports
+cli.random_ports = lambda port, n: (p for p in near(port, n) if 1 <= p <= 65535)
 allowed, shown = os.path.abspath(sys.argv[1]), viz.VizHandler.get
 def get(self, profile_name):
     if os.path.abspath(profile_name) != allowed:
@@ -144,8 +149,11 @@ def _serve(t: Target, served: Path, port: int, say: Callable[[str], None]) -> in
         say("press Ctrl-C to stop")
         proc.wait()
         return 0 if proc.returncode == 0 else 1
-    except KeyboardInterrupt:
-        say("snakeviz stopped")
+    except KeyboardInterrupt as exc:
+        if not url_seen.is_set():  # before it served anything: interrupted, as any command is
+            say("snakeviz stopped before it started")
+            return interrupt_code(exc)
+        say("snakeviz stopped")  # how a server that serves until stopped ends: Ctrl-C or SIGTERM, exit 0
         return 0
     finally:
         stop(proc)

@@ -53,17 +53,16 @@ def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> s
         both = [l for l in a.results if l in b.results]
         if not both:
             raise FlametoolError(f"{run_a} and {run_b} have no case in common; name one with --case")
-        untimed = [name for name, run in ((run_a, a), (run_b, b))
-                   if not any(run.results[l].at_sample_shape and not run.results[l].error for l in both)]
-        raise FlametoolError(f"{run_a} and {run_b} have no case timed in both ({', '.join(both)} in each; "
-                             + " and ".join(f"{name} {not_timed(run)}" for name, run in ((run_a, a), (run_b, b))
-                                            if name in untimed) + ")")
+        why = [f"{name} {not_timed(run)}" for name, run in ((run_a, a), (run_b, b))
+               if not any(run.results[l].at_sample_shape and not run.results[l].error for l in both)]
+        raise FlametoolError(f"{run_a} and {run_b} have no case timed in both ({', '.join(both)} in each"
+                             + (f"; {' and '.join(why)}" if why else "") + ")")
     return (shared or timed)[0]
 
 
 def not_timed(run: Run) -> str:
     """Why a run's cases have no timings, in words: it ended before they were timed, or they failed."""
-    return "ended before they were timed (run.json is incomplete)" if not run.complete else "has them failed"
+    return "ended before they were timed (run.json is incomplete)" if not run.complete else "had them fail"
 
 
 @dataclass

@@ -75,20 +75,22 @@ def write_report(run_dir: Path, analysed: dispatch.AnyAnalysis, err: Console, ou
     from ..render import terminal
     from ..run import rundir
 
+    retry = f"run.json is complete; retry with: flametool report {rundir.shown(run_dir)}"
+    failed: str | None
     try:
         path = rundir.write_report(run_dir, render.show("html", analysed))
     except WriteError as exc:
-        out.file.write(before)
-        terminal.say(err, f"flametool: {exc}; run.json is complete; retry with: flametool report {rundir.shown(run_dir)}")
-        return False
+        failed, written = f"flametool: {exc}; {retry}", False
     except Exception as exc:  # noqa: BLE001 - any fault here must not hide a finished measurement
-        out.file.write(before)
-        terminal.say(err, f"flametool: report.html not written ({type(exc).__name__}: {exc}); run.json is complete; "
-                          f"retry with: flametool report {rundir.shown(run_dir)}")
-        return True
+        failed, written = f"flametool: report.html not written ({type(exc).__name__}: {exc}); {retry}", True
+    else:
+        failed, written = None, True
     out.file.write(before)
-    terminal.say(out, f"report: {rundir.shown(path)}")
-    return True
+    if failed is not None:
+        terminal.say(err, failed)
+    else:
+        terminal.say(out, f"report: {rundir.shown(path)}")
+    return written
 
 
 def page(run: Path) -> str:

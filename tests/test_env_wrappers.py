@@ -125,3 +125,18 @@ def test_an_anchor_whose_library_differs_between_environments_is_warned_about():
     warning = environments.anchor_versions(same, specs, "numpy")
     assert warning.startswith("warning: the anchor numpy is numpy 2.4 in a, 2.5 in b: its own change is then the "
                               "host's speed and numpy's change together")
+
+
+def test_two_wrapper_scripts_of_one_interpreter_read_as_two_environments():
+    """Each environment's line names the PYTHON as given, then what it runs: two wrapper scripts (a build each, the
+    README's recipe) of one interpreter printed as one '(/venv/bin/python)' in every view."""
+    from flametool.render import format as fmt
+    from flametool.run.record import Environment
+
+    main = Environment("main", "/envs/main.sh", "/venv/bin/python", "3.11.7", {"numpy": "2.1.0"})
+    pr = Environment("pr", "/envs/pr.sh", "/venv/bin/python", "3.11.7", {"numpy": "2.1.0"})
+    lines = [fmt.environment_line(e) for e in (main, pr)]
+    assert lines == ["environment main: Python 3.11.7 (/envs/main.sh, running /venv/bin/python), numpy 2.1.0",
+                     "environment pr: Python 3.11.7 (/envs/pr.sh, running /venv/bin/python), numpy 2.1.0"]
+    venv = Environment("a", "/venv/bin/python", "/venv/bin/python", "3.11.7")
+    assert fmt.environment_line(venv) == "environment a: Python 3.11.7 (/venv/bin/python)"

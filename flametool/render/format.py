@@ -33,6 +33,14 @@ def middle(name: str, width: int) -> str:
     return name[:(keep + 1) // 2] + "…" + name[len(name) - keep // 2:]
 
 
+def as_shown(value: float) -> float:
+    """A time per call rounded as us() shows it (two decimals, whole microseconds from 100 us, tenths of a
+    millisecond from 10 ms): the figure a difference beside it is taken from."""
+    if value >= 10_000:
+        return round(value / 1000, 1) * 1000
+    return float(round(value)) if value >= 100 else round(value, 2)
+
+
 def us(value: float | None, unit: str = " us") -> str:
     """A time per call: '18.65 us', '142 us', '57.8 ms'."""
     if not isinstance(value, (int, float)):
@@ -352,7 +360,7 @@ def extra_host(a: SweepAnalysis, sp: SweepPair, pp: PairPoint) -> float | None:
     slower, faster = a.at(pp.slower, pp.shape), a.at(sp.head if pp.slower == sp.base else sp.base, pp.shape)
     if slower is None or faster is None or slower.cpu_us is None or faster.cpu_us is None:
         return pp.extra_host_us
-    return shown_delta(faster.cpu_us, slower.cpu_us)
+    return as_shown(slower.cpu_us) - as_shown(faster.cpu_us)  # as us() shows each: '125 us' beside '79.89 us'
 
 
 def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
@@ -413,7 +421,9 @@ def environment_line(e: Environment) -> str:
     """What an environment of `compare --env` is: 'main: Python 3.11.9 (/venv/bin/python), numpy 2.1.0'."""
     libs = ", ".join(f"{lib} {v or '(no version)'}" + (f" (git {e.describe[lib]})" if lib in e.describe else "")
                      for lib, v in e.versions.items())
-    return f"environment {e.name}: Python {e.python_version or '?'} ({e.executable or e.python})" + (f", {libs}" if libs else "")
+    # the PYTHON as given first: two wrapper scripts of one interpreter (a build each) read as one environment
+    where = e.python if not e.executable or e.executable == e.python else f"{e.python}, running {e.executable}"
+    return f"environment {e.name}: Python {e.python_version or '?'} ({where})" + (f", {libs}" if libs else "")
 
 
 def closure_sentence(x: CaseCosts) -> str:

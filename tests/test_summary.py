@@ -141,7 +141,7 @@ def test_text_summary_says_the_headline_the_verdict_and_what_holds(two_runs, cap
 
 @pytest.mark.parametrize("argv, words", [
     (["summary", str(SAMPLES / "h200-sweep-fp16"), "--fail-above", "5"], "a sweep run: --fail-above judges"),
-    (["summary", str(SAMPLES / "h200-atlas"), "--fail-above", "5"], "an atlas run: --fail-above judges"),
+    (["summary", str(SAMPLES / "h200-atlas"), "--fail-above", "5"], "or a diff; an atlas's ratios are per op"),
     (["summary", str(SAMPLES / "h200-hostbound-1024"), "--format", "xml"], "--format 'xml': choose from text"),
     (["summary", str(SAMPLES / "h200-hostbound-1024"), "--fail-above", "nan"], "--fail-above nan: must be a number"),
     (["diff", str(SAMPLES / "h200-hostbound-1024"), str(SAMPLES / "h200-seed-fp16"), "--format", "speedscope"],
@@ -254,3 +254,16 @@ def test_the_summary_says_the_shape_its_figures_are_at_and_the_reports_cautions(
     # a diff states the shape its change is at
     doc = json.loads(run_cli(capsys, "diff", str(seed), str(hostbound), "--case", "cupy", "--format", "json")[1])
     assert doc["pairs"][0]["shape"] == [1024, 1024, 1024] and doc["pairs"][0]["requested_shape"] is None
+
+
+def test_a_passing_verdict_is_said_on_stderr_as_a_failing_one_is(capsys):
+    """summary --fail-above said nothing on stderr when the pair passed (diff said it): a pass is printed as a
+    failure is (docs/method.md), the verdict's sentence from the same record as JSON's."""
+    run = SAMPLES / "h200-hostbound-1024"
+    if not run.is_dir():
+        pytest.skip("samples/h200-hostbound-1024 is not recorded")
+    code, out, err = run_cli(capsys, "summary", str(run), "--fail-above", "90", "--format", "json")
+    sentence = json.loads(out)["verdict"]["sentence"]
+    assert code == 0 and err == f"flametool: {sentence}\n"
+    code, _, err = run_cli(capsys, "summary", str(run), "--fail-above", "3")
+    assert code == 3 and err.startswith("flametool: ") and err.count("\n") == 1

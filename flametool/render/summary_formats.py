@@ -221,7 +221,8 @@ class MarkdownSummary(Renderer[Summary]):
         else:
             out += ["Nothing compared.", ""]
         for p in s.pairs:
-            notes = [("beside it", beside_text(p)), ("speed", speed_text(p)), ("⚠️ interval", wide_text(p)),
+            # the speed line says 'speed adjustment: ...' itself: no key before it
+            notes = [("beside it", beside_text(p)), ("", speed_text(p)), ("⚠️ interval", wide_text(p)),
                      ("⚠️ stopped", stop_text(s, p)),
                      ("largest layer difference", layer_text(p)),
                      ("largest frame difference", frame_text(p, code=True)), ("", p.not_sampled),

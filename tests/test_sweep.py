@@ -274,6 +274,10 @@ def test_profile_commands_on_a_sweep_say_it_has_no_profiles(swept, cli, command)
     ("8x8", "'8x8' is not a size"), ("", "'' is not a size"), ("64,...,512", "'...' needs two square sizes"),
     ("64,128,...", "'...' needs two square sizes"), ("128,64,...,512", "'...' needs growing square sizes"),
     ("8;8,8", "'8,8' is not a size"), (",".join(map(str, range(1, 70))), "at most 64 sizes"),
+    # a ladder through a size given before it timed that size twice; a figure run.json would not read back was
+    # measured, then its run could not be read
+    ("32,8,16,...,64", "'...' runs through 32, which is given before it"),
+    ("8,99999999999999999999", "has a figure above 1e+12"),
 ])
 def test_bad_sizes_are_one_line(cli, tmp_path, sizes, message):
     proc = cli("sweep", "--device", "cpu", "--sizes", sizes, "--out", str(tmp_path / "r"))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import cast
 
 from ..errors import FlametoolError
+from ..run.reader import MAX_COUNT
 from ..measure.config import CPU, CUDA, SETTLED
 from ..workload import builtin_workloads, builtins, cases, ops, workloads
 
@@ -115,6 +116,8 @@ def parse_shape(text: str, option: str, op: str = ops.DEFAULT_OP) -> list[int]:
     if len(shape) not in ops.OPS[op].ranks or any(x <= 0 for x in shape):
         raise FlametoolError(f"{option} {text!r}: expected " + ("three positive integers M,K,N" if op == "matmul" else
                              f"N (elements) or R,C, positive integers, for --op {op}"))
+    if any(x > MAX_COUNT for x in shape):  # run.json reads no figure past it back: refused before, not after
+        raise FlametoolError(f"{option} {text!r}: a figure above {MAX_COUNT:.0e} is beyond any device's memory")
     return shape
 
 
@@ -205,7 +208,10 @@ def parse_sizes(text: str, op: str = ops.DEFAULT_OP, rank: int | None = None) ->
                 raise bad(item, f"needs growing {kind}, e.g. 64,128,...,8192")
             k = 1
             while round(first * step ** k) < last[0] and len(sizes) <= MAX_SIZES:
-                sizes.append([round(first * step ** k)] * len(last))
+                made = [round(first * step ** k)] * len(last)
+                if made in sizes:  # '32,8,16,...,64' runs through 32 again
+                    raise bad(item, f"runs through {made[0]}, which is given before it")
+                sizes.append(made)
                 k += 1
             continue
         shape = _size(item, bad, op, rank)
@@ -227,4 +233,6 @@ def _size(item: str, bad, op: str = ops.DEFAULT_OP, rank: int | None = None) -> 
              (rank,) if rank else (len(dims),))
     if not dims or len(dims) not in ranks or any(d <= 0 for d in dims):
         raise bad(item)
+    if any(d > MAX_COUNT for d in dims):  # run.json reads no figure past it back: refused before, not after
+        raise bad(item, f"has a figure above {MAX_COUNT:.0e}, beyond any device's memory")
     return dims * 3 if len(dims) == 1 and op == ops.DEFAULT_OP else dims

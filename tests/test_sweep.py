@@ -386,6 +386,10 @@ def test_a_too_wide_interval_is_inconclusive_not_a_finding():
     assert any(l.startswith("at 32 the wall-time ratio is inconclusive") for l in lines)
     assert not any("furthest from even at 32" in l for l in lines)
     assert any("furthest from even at 64" in l for l in lines)
+    # the one conclusive size is not "every size" (it said "take the same wall time ... at every size")
+    text = "\n".join(lines)
+    assert "at every size with a conclusive ratio (1 of 2)" in text and "wall time within ±" in text, text
+    assert "at every size (" not in text.replace("at every size with", "")
 
 
 def test_a_sweep_records_the_operands_at_each_size(swept):

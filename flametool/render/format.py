@@ -390,8 +390,11 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
                      f"{size_name(c.low)} and {size_name(c.high)}, whose intervals are beyond ±{SAME_WITHIN:.0%} of 1 on "
                      "either side): "
                      f"{below} is faster below it, {above} above it")
+    # 'at every size' only where every size has a conclusive ratio (an inconclusive or unmeasured one is not one)
+    every = ("at every size" if len(conclusive) == len(sp.points) else
+             f"at every size with a conclusive ratio ({len(conclusive)} of {len(sp.points)})")
     for st in sp.stretches:
-        where = ("at every size" if st.first and st.last else f"at {size_name(st.low)}" if st.low == st.high
+        where = (every if st.first and st.last else f"at {size_name(st.low)}" if st.low == st.high
                  else f"from {size_name(st.low)} up" if st.last else f"up to {size_name(st.high)}" if st.first
                  else f"from {size_name(st.low)} to {size_name(st.high)}")
         if st.side == 0:

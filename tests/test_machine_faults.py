@@ -296,7 +296,7 @@ def test_out_of_gpu_memory_names_the_shape_and_the_memory(tmp_path):
     assert message.startswith(
         "case 'oom_case': out of GPU memory at shape 65536,24576,12288 float16: a, b and out need 5.1 GiB "
         "(CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 139.81 GiB of which "
-        "1.23 GiB is free); try a smaller --shape, or free the GPU (nvidia-smi lists what holds its memory)")
+        "1.23 GiB is free); try a smaller shape (--shape; a sweep's --sizes), or free the GPU (nvidia-smi lists what holds its memory)")
     assert "\n" not in message
 
 
@@ -307,7 +307,7 @@ def test_out_of_memory_through_the_command_line(tmp_path):
     line = fk.error_line(proc)
     assert line.startswith("flametool: case 'oom_case': out of memory at shape 16384,16384,16384 float32: "
                            "a, b and out need 3.0 GiB (CUDA out of memory. Tried to allocate 1.50 GiB")
-    assert line.endswith("; try a smaller --shape (finished cases kept in " + str(tmp_path / "run") + ")")
+    assert line.endswith("; try a smaller shape (--shape; a sweep's --sizes) (finished cases kept in " + str(tmp_path / "run") + ")")
 
 
 @pytest.mark.parametrize("exc, device, expected", [
@@ -436,6 +436,6 @@ def test_out_of_memory_at_an_elementwise_shape_names_it(shape, shown):
     got = explain.known_fault(NUMPY_TOO_LARGE, shape, "float32", "cpu")
     assert got == (f"out of memory at shape {shown} float32: its arrays (at most a, b and out) need 10.9 TiB "
                    "(Unable to allocate 3.64 TiB for an array with shape (1000000000000,) and data type float32); "
-                   "try a smaller --shape")
+                   "try a smaller shape (--shape; a sweep's --sizes)")
     # its own allocation beside small operands is the factory's, at any shape
     assert "failed in the case's own code" in explain.known_fault(MemoryError(), [64], "float32", "cpu")

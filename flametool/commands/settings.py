@@ -101,12 +101,16 @@ def workload_of(args: argparse.Namespace, device: str, libs: list[str]) -> workl
     return workloads.parse(text, device)
 
 
-def workload_shape(workload: workloads.Workload, text: str | None, option: str = "--shape") -> list[int]:
+def workload_shape(workload: workloads.Workload, text: str | None, option: str = "--shape",
+                   command: str = "compare") -> list[int]:
     """A workload's shape: --shape, else its default (FUNC's shape default; the built-in's on this device)."""
     if text:
         return workloads.shape_text(text, option, len(workload.shape) if workload.shape else None)
     if workload.shape is None:
-        raise FlametoolError(f"--workload {workload.name}: {workload.func}'s shape has no default; give --shape")
+        # an atlas runs each workload at its default: there is no --shape to give it there
+        fix = ("give FUNC a default shape (def FUNC(xp, shape=(...))): an atlas runs each workload at its default"
+               if command == "atlas" else "give --shape")
+        raise FlametoolError(f"--workload {workload.name}: {workload.func}'s shape has no default; {fix}")
     return list(workload.shape)
 
 
@@ -254,7 +258,7 @@ def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str], dict
     found = {}
     for text in given:
         w = workloads.parse(text, common["device"])
-        workloads.check(w, workload_shape(w, None))
+        workloads.check(w, workload_shape(w, None, command="atlas"))
         found[w.name] = w
     d = defaults(common["device"])
     sampling = sampling_config(args, d)

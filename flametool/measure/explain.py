@@ -97,7 +97,7 @@ def out_of_memory(exc: BaseException, shape: list[int], dtype: str, device: str)
         return (f"out of {where}: {tried} failed in the case's own code ({said}); {operands} at shape "
                 f"{at} {dtype} need only {size_text(need)}, so the shape is not what ran out")
     return (f"out of {where} at shape {at} {dtype}: {operands} need {size_text(need)} "
-            f"({said}); try a smaller --shape"
+            f"({said}); try a smaller shape (--shape; a sweep's --sizes)"
             + (", or free the GPU (nvidia-smi lists what holds its memory)" if device != "cpu" else ""))
 
 

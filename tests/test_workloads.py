@@ -206,6 +206,8 @@ def test_atlas_workloads_are_checked_before_anything_runs(capsys, tmp_path):
     for argv, words in ((["--workloads", "mlp,mlp"], "each workload once"),
                         (["--workloads", "mlp", "--ops", "add"], "give one of them"),
                         (["--workloads", f"{CASES}:fn_alone"], "a workload returns (fn, inputs)"),
+                        # given empty, they ran the atlas of every op
+                        (["--ops", ""], "--ops '': give one or more"), (["--workloads", " "], "--workloads ' ': give"),
                         # an atlas has no --shape to give: it said "give --shape"
                         (["--workloads", f"{CASES}:needs_a_shape"], "has no default; give FUNC a default shape")):
         assert words in checks.one_line_error(capsys, [*base, *argv], 2, progress_first=True)

@@ -240,6 +240,9 @@ def sweep_config(args: argparse.Namespace, say) -> Config:
 def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str], dict[str, workloads.Workload]]:
     """The atlas's Config (its cases as matmul's, or as the first workload's; atlasrun.op_config makes each op's
     and workload's), its ops and workloads in order, and the workloads by name."""
+    for option, value in (("--ops", args.ops), ("--workloads", args.workloads)):
+        if value is not None and not value.strip(" ,"):  # given empty: not the default of every op
+            raise FlametoolError(f"{option} {value!r}: give one or more, e.g. " + ("add,sum" if option == "--ops" else "mlp"))
     given = [w.strip() for w in (args.workloads or "").split(",") if w.strip()]
     names = [o.strip() for o in (args.ops or ("" if given else ",".join(ops.OPS))).split(",") if o.strip()]
     for name in names:

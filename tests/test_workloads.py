@@ -171,6 +171,7 @@ def test_a_case_spec_of_a_workload_travels_to_the_child():
     ([f"{CASES}:no_shape"], "cannot be called as no_shape(xp, shape)"),
     ([f"{CASES}:fn_alone"], "returned function; a workload returns (fn, inputs)"),
     ([f"{CASES}:raises"], "raised RuntimeError: cannot make the inputs at "),
+    ([f"{CASES}:exits"], "raised SystemExit: 3 at "),
     ([f"{CASES}:needs_a_shape"], "has no default; give --shape"),
     ([f"{CASES}:needs_a_shape", "--shape", "0,2"], "positive integers"),
     ([f"{CASES}:missing"], "defines no missing"),

@@ -116,7 +116,7 @@ def load(func: str, module: str | None, file: str | None) -> Func:
         sys.path.insert(0, os.path.dirname(file))
         try:
             spec.loader.exec_module(loaded)
-        except Exception as exc:  # noqa: BLE001 -- the file's own fault, in one line
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 -- the file's own fault (sys.exit too), in one line
             raise FlametoolError(f"--workload {file}:{func}: importing {file} raised {_one_line(exc)}") from None
         finally:
             sys.path.remove(os.path.dirname(file))
@@ -179,7 +179,8 @@ def check(workload: Workload, shape: list[int]) -> None:
     where = f"--workload {workload.name}: {workload.func}(xp, {tuple(shape)})"
     try:
         made = func(xp, tuple(shape))
-    except Exception as exc:  # noqa: BLE001 -- FUNC's own fault, in one line with its line
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 -- FUNC's own fault (sys.exit too: it ended flametool
+        # silently with FUNC's code), in one line with its line
         raise FlametoolError(f"{where} raised {_one_line(exc)}{_at(exc, getattr(func, '__code__', None))}") from None
     try:
         checked(made, where)

@@ -49,5 +49,11 @@ def raises(xp, shape=(4,)):
     raise RuntimeError("cannot make the inputs")
 
 
+def exits(xp, shape=(4,)):
+    import sys
+
+    sys.exit(3)  # flametool exited 3, silently
+
+
 def needs_a_shape(xp, shape):
     return (lambda a: a + 1.0), [np.ones(shape)]

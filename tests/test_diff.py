@@ -266,3 +266,22 @@ def test_a_run_interrupted_before_its_cases_were_timed_is_said_so(capsys, tmp_pa
     assert "have no case timed in both (numpy, torch in each" in line and "ended before they were timed" in line, line
     line = one_line_error(capsys, ["diff", str(a), str(b), "--case", "torch"])
     assert "it has no timings in RUN_A (the run ended before it was timed: run.json is incomplete)" in line, line
+
+
+def test_an_inconclusive_verdict_more_processes_would_not_settle_gives_no_advice_against_itself():
+    """'more processes would not settle it at this spread' was followed by 'to decide it, compare again ... and a
+    longer --budget': the advice to add processes goes where processes would settle it, and only there."""
+    from types import SimpleNamespace
+
+    from flametool.analyse.diff import Change, verdict
+    from flametool.run.stats import Interval
+
+    def change(need):
+        anchored = SimpleNamespace(processes_to_settle=lambda limit: need, units=5, unit_name="processes")
+        return Change(1.04, Interval(1.01, 1.07, "t"), "relative to torch", anchored)  # type: ignore[arg-type]
+
+    stuck = verdict(change(None), "numpy@b vs numpy@a", 5.0)
+    assert stuck.outcome == "inconclusive" and "more processes would not settle it" in stuck.sentence
+    assert "longer --budget" not in stuck.sentence, stuck.sentence
+    settles = verdict(change(14), "numpy@b vs numpy@a", 5.0)
+    assert "about 14 processes a side would settle it" in settles.sentence and "longer --budget" in settles.sentence

@@ -126,7 +126,7 @@ def verdict(change: Change, label: str, pct: float) -> Verdict:
              f"--fail-above {pct:g} adds processes until it is decided (--budget SECONDS bounds it)"
              if change.between_runs else
              f"; to decide it, compare again with --fail-above {pct:g} (it adds processes until the verdict is decided) "
-             "and a longer --budget SECONDS" if change.anchored is not None else "")
+             "and a longer --budget SECONDS" if change.anchored is not None and need else "")
     return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
                    f"{label}: {span}: inconclusive, the interval holds --fail-above {pct:g}%; "
                    + (f"about {need} processes a side would settle it at the spread seen" if need else

@@ -77,3 +77,12 @@ def test_a_measuring_command_finds_its_answers_asked(driver, tmp_path, capsys):
     assert "--device cuda:0: no CUDA device found" in capsys.readouterr().err
     assert ("cuda_device_count", "flametool-driver") in asked
     assert [a for a in asked if a[0] == "cuda_device_count"] == [("cuda_device_count", "flametool-driver")]
+
+
+def test_without_a_gpu_the_fallback_line_names_numpy_and_torch_only_when_they_are_what_runs(driver, tmp_path, capsys):
+    """`compare --libs cupy,torch` with no GPU said 'comparing numpy and torch on the CPU', then refused cupy."""
+    driver(cuda_device_count=0, cuda_driver_api_version=None, nvml_gpus=(None, []))
+    code = main.main(["compare", "--libs", "cupy,torch", "--shape", "64,64,64", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("no CUDA device found: running on the CPU\n"), err
+    assert "comparing numpy and torch" not in err and "case 'cupy' needs a CUDA device" in err

@@ -44,7 +44,9 @@ def case_config(args: argparse.Namespace, say, command: str) -> tuple[dict, work
         device = "cuda:0" if gpus else "cpu"
         if not gpus:
             cpu_fallback = True
-            say("no CUDA device found: comparing numpy and torch on the CPU" + (" at a small shape" if command == "compare" and not getattr(args, "shape", None) else ""))
+            # what runs there: the CPU's default libraries, unless --libs named others (then said by their checks)
+            what = "comparing numpy and torch" if args.libs is None else "running"
+            say(f"no CUDA device found: {what} on the CPU" + (" at a small shape" if command == "compare" and not getattr(args, "shape", None) else ""))
     else:
         device = parse_device(args.device)
         if device != "cpu" and cast(int, cases.cuda_index(device)) >= gpus:  # not the CPU: an index

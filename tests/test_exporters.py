@@ -140,3 +140,19 @@ def test_the_registry_is_the_renderers_and_gives_exports_options():
     assert fmt.help == ("speedscope (JSON, weights in us per call) or folded (sample counts); "
                         "perfetto (one step's CUDA timeline: needs CUPTI)")
     assert render.formats_help("Summary", default="text").startswith("text (the default), markdown (a pull-request")
+
+
+@pytest.mark.parametrize("fmt", ["speedscope", "perfetto"])
+def test_a_sweep_or_an_atlas_says_what_it_is_in_every_export_format(capsys, fmt):
+    """export --format perfetto of a sweep said it needs CUPTI: a sweep holds timings only, as the other formats say."""
+    from pathlib import Path
+
+    from checks import one_line_error
+
+    samples = Path(__file__).resolve().parent.parent / "samples"
+    if not (samples / "h200-sweep-fp16").is_dir():
+        pytest.skip("the sweep sample is not recorded")
+    line = one_line_error(capsys, ["export", str(samples / "h200-sweep-fp16"), "--format", fmt])
+    assert "a sweep run: it holds timings only" in line, line
+    line = one_line_error(capsys, ["export", str(samples / "h200-atlas"), "--format", fmt])
+    assert "an atlas: each op's run is a folder in it" in line, line

@@ -34,7 +34,8 @@ class Export:
         if args.format in render.formats("Timelines"):  # one step's CUPTI records, not the stacks
             from ..analyse import timeline
 
-            text = render.show(args.format, timeline.timelines(args.run, rundir.load(args.run), args.case))
+            text = render.show(args.format, timeline.timelines(args.run, rundir.load_profiled(args.run, "export"),
+                                                               args.case))  # a sweep or atlas: says what it is
         else:
             text = render.show(args.format, compare.stacks(args.run, rundir.load_profiled(args.run, "export"), args.case,
                                                            args.lines))

@@ -184,6 +184,20 @@ def test_a_stopped_atlas_shows_what_finished_and_says_what_did_not(atlas_run, tm
     assert str(copy / "fft" / "report.html") not in text  # no link to a page that is not there
     page = render.show("html", a)
     assert "incomplete run" in page and 'href="fft/report.html"' not in page
+    # an op stopped part way: its figures are shown as what finished, marked in each view (they read as a whole
+    # op's, with a link to a report that was not written)
+    second = data["parts"][1]["dir"]
+    op_run = json.loads((copy / second / "run.json").read_text())
+    op_run["complete"] = False
+    (copy / second / "run.json").write_text(json.dumps(op_run))
+    (copy / second / "report.html").unlink(missing_ok=True)
+    a = dispatch.analyse_dir(copy)
+    assert a.rows[1].error.startswith("incomplete: the atlas stopped during this op") and a.rows[1].cells
+    text = render.show("terminal", a, Options(width=200))
+    assert f"{a.rows[1].op} (incomplete)" in text and str(copy / second / "report.html") not in text
+    assert "incomplete: the atlas stopped during this op" in render.show("html", a)
+    assert "incomplete: the atlas stopped during this op" in render.show("text", __import__(
+        "flametool.analyse.summary", fromlist=["of"]).of(a, None))
 
 
 def test_the_answers_give_every_library_s_ratio_and_the_environment_what_ran():

@@ -173,6 +173,8 @@ def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
     out.rounds = sorted({len(p.cpu_us) for r in run.results.values()
                          for t in (r.timing, r.sample_timing) if t is not None for p in t.processes if p.cpu_us})
     mark_differs_most(out.cells, out.fastest)
+    if not run.complete:  # stopped part way: its figures are what finished, never read as the op's whole run
+        out.error = out.error or "incomplete: the atlas stopped during this op (its figures: what finished)"
     return out
 
 

@@ -28,7 +28,8 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
             continue
         for i, (label, c) in enumerate(row.cells.items()):
             first = i == 0
-            table.add_row(text(row.op if first else ""), text(fmt.shape(row.shape) if first else ""), text(label),
+            op = row.op + (" (incomplete)" if row.error else "")  # figures of an op the atlas stopped during
+            table.add_row(text(op if first else ""), text(fmt.shape(row.shape) if first else ""), text(label),
                           text(f"failed: {c.error}") if c.error else fmt.us(c.us) + (f" ({fmt.interval(c.interval)})"
                                                                                     if c.interval else ""),
                           fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, "" if c.error else row.fastest or "")),

@@ -107,7 +107,7 @@ def row_ratio(r: HeadlineRow) -> str:
     if f is None or f.ratio is None:
         return r.note or fmt.DASH
     iv = f" (95%: {fmt.interval(f.ratio_interval, lambda v: f'{v:.3f}')})" if f.ratio_interval else " (no interval)"
-    return f"{fmt.ratio(f.ratio)}{iv}"
+    return f"{fmt.ratio(f.ratio)}{iv}" + (f"; {r.note}" if r.note else "")  # an op stopped part way says so
 
 
 def row_units(r: HeadlineRow) -> str:

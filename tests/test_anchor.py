@@ -162,7 +162,7 @@ def test_diff_fails_above_on_the_interval_and_is_inconclusive_where_it_holds_it(
     # +1% (its interval well within +-1%) is more than 0.5%: slower, exit 3, whatever the absolute +39%
     line = one_line_error(capsys, ["diff", str(a), str(b), "--case", "cupy", "--fail-above", "0.5"],
                           code=diff.SLOWER_EXIT)
-    assert line.startswith("flametool: cupy: +1.0% (95%: ") and "relative to torch" in line
+    assert line.startswith("flametool: cupy: B vs A: +1.0% (95%: ") and "relative to torch" in line
     line = one_line_error(capsys, ["diff", str(a), str(b), "--case", "cupy", "--fail-above", "1.2"],
                           code=diff.INCONCLUSIVE_EXIT)
     assert "inconclusive" in line and "processes a side would settle it" in line

@@ -46,7 +46,7 @@ def test_diff_json_reads_back_with_the_anchored_change_and_the_verdict(two_runs,
     assert pair["difference_us"]["value"] == pytest.approx(pair["at_us"] * (pair["ratio"]["value"] - 1))
     assert pair["largest_layer"] is None and pair["largest_frame"] is None  # not sampled
     assert pair["verdict"]["outcome"] == "slower" and code == diff.SLOWER_EXIT == doc["verdict"]["exit_code"]
-    assert err.startswith("flametool: cupy: +1.0%")
+    assert err == f"flametool: {pair['verdict']['sentence']}\n" and err.startswith("flametool: cupy: B vs A: +1.0%")  # the JSON verdict, word for word
     # the same figures as the analysis
     result = diff.diff_runs(a, b, "cupy")
     assert pair["ratio"]["value"] == result.change.ratio and pair["difference_us"]["value"] == result.change.anchored.diff_us

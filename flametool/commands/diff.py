@@ -77,7 +77,9 @@ class Diff:
         assert result.change is not None  # diff_runs and diff_cases always set it
         if result.unlike and not args.allow_unlike:
             raise FlametoolError(summary.unlike_sentence(result))
-        decided = diff.verdict(result.change, result.label, args.fail_above)
+        # the verdict as the summary formats give it (its pair's label: 'numpy@b vs numpy@a', 'cupy: B vs A')
+        decided = summary.of(result, args.fail_above, args.allow_unlike).verdict
+        assert decided is not None  # a change, its work alike (or --allow-unlike): decided, or inconclusive
         # passed too: a CI log says what was decided, not only an exit code
         terminal.say(err, f"flametool: {decided.sentence}")
         return decided.exit_code

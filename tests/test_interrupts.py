@@ -36,6 +36,8 @@ def finished(bg: fk.Background, out) -> Run:
     data = rundir.load(out)
     assert data.complete is False and data.finished
     assert bg.err[-1] == f"flametool: interrupted; what finished is kept in {out / 'run.json'} (complete: false)"
+    # a log is for a case that printed or failed: a child stopped before it printed anything leaves none
+    assert not [p.name for p in out.glob("*.log") if p.stat().st_size == 0]
     return data
 
 

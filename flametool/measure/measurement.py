@@ -64,7 +64,13 @@ def case_logs(out: Path, label: str) -> list[Path]:
     def cases_of(log: Path) -> list[str]:
         return log.name.removesuffix(".log").split("-timing")[0].split("+")
 
-    logs = sorted(out.glob("*.log"))
+    def printed(log: Path) -> bool:  # an empty log says nothing (and one gone meanwhile, less)
+        try:
+            return log.stat().st_size > 0
+        except OSError:
+            return False
+
+    logs = sorted(p for p in out.glob("*.log") if printed(p))
     return [p for p in logs if cases_of(p) == [label]] or [p for p in logs if label in cases_of(p)]
 
 

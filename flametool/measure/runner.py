@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import machine, paired, profiling, sampler, sweeping
-from .spawn import Progress, step_timeout
+from .spawn import Progress, drop_if_empty, step_timeout
 from .jobs import blank_result
 from .measurement import Measurement, stop_if_failed
 from .. import procs
@@ -59,6 +59,10 @@ def finishing(m: Measurement):
             m.forks.stop()
             m.run.finished = _now()
             m.save()
+            # a log is for a case that printed or failed: those of children stopped before they printed anything
+            # (a Ctrl-C; a process readied for a turn that did not come) go, as a finished child's empty log does
+            for log in m.config.out.glob("*.log"):
+                drop_if_empty(log)
 
 
 def time_all(m: Measurement, time_group: Callable[[list[CaseSpec], str], list[tuple[CaseSpec, str]]]) -> None:

@@ -376,12 +376,17 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
         stray = f"; {ignored} line(s) on its message pipe were not messages" if ignored else ""
         code = proc.returncode if proc.returncode is not None else proc.wait()  # child.end() waited for it
         return None, error or f"{exit_story(code, log_path)}{stray}", None
+    drop_if_empty(log_path)
+    return result, None, sampling
+
+
+def drop_if_empty(log_path: Path) -> None:
+    """A child's log that holds nothing is not kept (a log is for a case that printed, or failed)."""
     try:
         if log_path.stat().st_size == 0:
             log_path.unlink()
     except OSError:  # gone already (a case that cleans the run directory up): nothing to tidy
         pass
-    return result, None, sampling
 
 
 def exit_story(code: int, log_path: Path) -> str:

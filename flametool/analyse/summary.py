@@ -16,7 +16,7 @@ from .lines import LineDelta
 from .sweep import SweepAnalysis, size_name
 from .treediff import FrameDelta, LayerDelta, PairDiff
 from ..errors import FlametoolError
-from ..run.record import Environment, Run, TimingStop
+from ..run.record import Environment, Run, TimingStop, a_kind
 
 # The JSON document's name and version (docs/summary-json.md): a field's meaning never changes within a version;
 # fields may be added.
@@ -238,15 +238,19 @@ def of_atlas(a: AtlasAnalysis) -> Summary:
     return out
 
 
+def not_judged(run_dir, kind: str) -> FlametoolError:
+    """--fail-above on a sweep's or an atlas's run: it judges a compare run's pairs or a diff."""
+    return FlametoolError(f"{run_dir}: {a_kind(kind)} run: --fail-above judges a compare run's pairs or a diff; "
+                          f"{a_kind(kind)}'s ratios are per {'op' if kind == 'atlas' else 'size'}")
+
+
 def of(result, fail_above: float | None = None, allow_unlike: bool = False) -> Summary:
     if isinstance(result, DiffResult):
         return of_diff(result, fail_above, allow_unlike)
     if isinstance(result, Analysis):
         return of_run(result, fail_above)
     if fail_above is not None:
-        raise FlametoolError(f"{result.run_dir}: a{'n' if result.run.kind == 'atlas' else ''} {result.run.kind} run: "
-                             "--fail-above judges a compare run's pairs or a diff; a "
-                             f"{result.run.kind}'s ratios are per {'op' if result.run.kind == 'atlas' else 'size'}")
+        raise not_judged(result.run_dir, result.run.kind)
     if isinstance(result, SweepAnalysis):
         return of_sweep(result)
     if isinstance(result, AtlasAnalysis):

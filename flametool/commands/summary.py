@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from .. import errors, render
-from ..errors import FlametoolError
 from .base import Context, paused
 from .options import check_fail_above
 
@@ -39,9 +38,7 @@ class Summary:
         render.check(args.format, render.SUMMARIES)
         run = rundir.load(args.run)
         if args.fail_above is not None and run.kind != "compare":
-            raise FlametoolError(f"{args.run}: a{'n' if run.kind == 'atlas' else ''} {run.kind} run: --fail-above judges a "
-                                 f"compare run's pairs or a diff; a{'n' if run.kind == 'atlas' else ''} {run.kind}'s ratios are per "
-                                 f"{'op' if run.kind == 'atlas' else 'size'}")
+            raise summary.not_judged(args.run, run.kind)  # before the analysis
         made = summary.of(dispatch.analyse(args.run, run), args.fail_above)
         out.file.write(render.show(args.format, made))
         out.file.flush()

@@ -10,6 +10,7 @@ from typing import Any
 
 from . import aligned_lines, format as fmt, lines_view
 from ..run.stats import Interval
+from ..run.record import a_kind
 from ..analyse import countdiff
 from ..analyse.summary import SCHEMA, VERSION, HeadlineRow, PairSummary, Summary
 from .base import Renderer
@@ -97,7 +98,7 @@ def title(s: Summary) -> str:
     if s.kind == "diff":
         return f"flametool diff: {s.base_run} (A) → {s.head_run} (B)"
     if s.kind in ("sweep", "atlas"):
-        return f"flametool summary: {s.base_run} (a{'n' if s.kind == 'atlas' else ''} {s.kind})"
+        return f"flametool summary: {s.base_run} ({a_kind(s.kind)})"
     return f"flametool summary: {s.base_run}"
 
 

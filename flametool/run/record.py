@@ -31,6 +31,11 @@ SCHEMA = 3  # 3: ProfileProcess.counts (the counted loop); 2 and 1 are still rea
 KINDS = ("compare", "sweep", "atlas")
 
 
+def a_kind(kind: str) -> str:
+    """'a sweep', 'an atlas', 'a compare': a run's kind in a sentence."""
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
+
+
 ENV_SEPARATOR = "@"
 
 

@@ -29,7 +29,7 @@ from ..workload.builtins import builtin_libraries
 from ..workload.cases import CaseSpec
 from .config import Config
 from .protocol import FORKSERVER, AnyJob, encode_job
-from .spawn import Started, child_command, child_env, cpus_for, open_log, step_timeout, stop
+from .spawn import Started, child_command, child_env, cpus_for, drop_if_empty, open_log, step_timeout, stop
 
 # Libraries a server does not import ahead: jax starts threads of its own at import, and a fork keeps only
 # the thread that forked (the child imports it itself, after the fork, as a fresh process would).
@@ -356,11 +356,7 @@ class ForkServers:
         for server in servers:
             if server.sock.fileno() != -1:
                 server.stop()
-            try:
-                if server.log_path.stat().st_size == 0:
-                    server.log_path.unlink()
-            except OSError:
-                pass
+            drop_if_empty(server.log_path)
 
 
 def log_name(env: str | None, before: int) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .forking import ForkServers
-from .spawn import Progress, Spares
+from .spawn import Progress, Spares, has_output
 from ..run import rundir
 from ..run import sources as rec
 from ..workload.cases import CaseSpec
@@ -64,13 +64,7 @@ def case_logs(out: Path, label: str) -> list[Path]:
     def cases_of(log: Path) -> list[str]:
         return log.name.removesuffix(".log").split("-timing")[0].split("+")
 
-    def printed(log: Path) -> bool:  # an empty log says nothing (and one gone meanwhile, less)
-        try:
-            return log.stat().st_size > 0
-        except OSError:
-            return False
-
-    logs = sorted(p for p in out.glob("*.log") if printed(p))
+    logs = sorted(p for p in out.glob("*.log") if has_output(p))  # an empty log says nothing
     return [p for p in logs if cases_of(p) == [label]] or [p for p in logs if label in cases_of(p)]
 
 

@@ -380,13 +380,21 @@ def run_child(job: AnyJob, config: Config, label: str, log_path: Path, progress:
     return result, None, sampling
 
 
-def drop_if_empty(log_path: Path) -> None:
-    """A child's log that holds nothing is not kept (a log is for a case that printed, or failed)."""
+def has_output(log_path: Path) -> bool:
+    """Whether a child's log holds anything (one gone already, say a case that cleans the run directory up: no)."""
     try:
-        if log_path.stat().st_size == 0:
-            log_path.unlink()
-    except OSError:  # gone already (a case that cleans the run directory up): nothing to tidy
-        pass
+        return log_path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def drop_if_empty(log_path: Path) -> None:
+    """A child's (or fork server's) log that holds nothing is not kept (a log is for a case that printed, or failed)."""
+    if not has_output(log_path):
+        try:
+            log_path.unlink(missing_ok=True)
+        except OSError:  # not ours to remove (a folder made read-only meanwhile): left as it is
+            pass
 
 
 def exit_story(code: int, log_path: Path) -> str:
@@ -400,10 +408,7 @@ def exit_story(code: int, log_path: Path) -> str:
         how = f"the child process was killed by {name} (exit code {code}) before reporting"
     else:
         how = f"the child process exited with code {code} before reporting"
-    try:
-        logged = log_path.stat().st_size > 0
-    except OSError:
-        logged = False
+    logged = has_output(log_path)
     last = last_exception(log_path) if logged else None
     return how + (f" ({last}; see {log_path})" if last else f" (see {log_path})" if logged else
                   " (it wrote nothing to its log)")

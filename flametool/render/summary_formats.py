@@ -128,11 +128,11 @@ def shape_text(p: PairSummary) -> str:
     return f"at the sample shape {fmt.shape(p.shape)} (requested {fmt.shape(p.requested_shape)})"
 
 
-def cautions(s: Summary) -> list[str]:
-    """What the report's fairness list says first of a run, 'tag: sentence' (fmt.cautions): cases of unlike work,
-    other operand values or new outputs."""
+def cautions(s: Summary) -> list[tuple[str, str]]:
+    """What the report's fairness list says first of a run, (tag, sentence) (fmt.cautions): cases of unlike work,
+    other operand values or new outputs; none for a diff, a sweep or an atlas."""
     a = s.analysis
-    return [f"{what}: {line}" for what, line in fmt.cautions(a, a.run)] if a is not None else []
+    return fmt.cautions(a, a.run) if a is not None else []
 
 
 class TextSummary(Renderer[Summary]):
@@ -143,7 +143,7 @@ class TextSummary(Renderer[Summary]):
     def render(self, s: Summary) -> str:
         lines = [title(s)] + [fmt.environment_line(e) for e in s.environments]
         lines += [l for l in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete)) if l]
-        lines += [f"caution: {c}" for c in cautions(s)]
+        lines += [f"caution: {what}: {line}" for what, line in cautions(s)]
         for p in s.pairs:
             where = shape_text(p)
             lines.append(f"{p.label}{' ' + where if where else ''}: {ratio_text(p)} {p.change.how}, over {p.units}; "
@@ -196,7 +196,8 @@ class MarkdownSummary(Renderer[Summary]):
         for note in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete), s.no_verdict):
             if note:
                 out += [f"**{md(note)}**", ""]
-        out += [f"⚠️ {md(c)}" for c in cautions(s)] + ([""] if cautions(s) else [])
+        warned = [f"⚠️ {md(f'{what}: {line}')}" for what, line in cautions(s)]
+        out += warned + ([""] if warned else [])
         verdicts = any(p.verdict is not None for p in s.pairs)
         if s.pairs:
             head = ["comparison", "ratio (95%)", "difference (95%)", "measured"] + (["verdict"] if verdicts else [])
@@ -329,8 +330,7 @@ class JsonSummary(Renderer[Summary]):
                        "counts": s.counts[l].to_json() if l in s.counts else None,
                        "shape": s.analysis.run.results[l].sample_shape if s.analysis is not None else None}
                       for l, p in s.cases.items()],
-            "cautions": [{"kind": what, "text": line} for what, line in
-                         (fmt.cautions(s.analysis, s.analysis.run) if s.analysis is not None else [])],
+            "cautions": [{"kind": what, "text": line} for what, line in cautions(s)],
             "pairs": [pair_json(p, s) for p in s.pairs],
             **({"aligned_lines": aligned_lines.to_json(s.aligned)} if s.aligned is not None else {}),
             "rows": [row_json(r) for r in s.rows],

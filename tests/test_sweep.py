@@ -271,8 +271,9 @@ def test_profile_commands_on_a_sweep_say_it_has_no_profiles(swept, cli, command)
 
 @pytest.mark.parametrize("sizes, message", [
     ("8,x", "'x' is not a size"), ("8,0", "'0' is not a size"), ("8,8", "'8' is given twice"),
-    ("8x8", "'8x8' is not a size"), ("", "'' is not a size"), ("64,...,512", "'...' needs two square sizes"),
-    ("64,128,...", "'...' needs two square sizes"), ("128,64,...,512", "'...' needs growing square sizes"),
+    ("8x8", "'8x8' is not a size"), ("", "'' is not a size"), ("64,...,512", "'...' needs two sizes"),
+    ("64,128,...", "'...' needs two sizes"), ("128,64,...,512", "'...' needs growing sizes"),
+    ("64,128,...,4096x1024x4096", "'...' needs growing sizes on one line"),
     ("8;8,8", "'8,8' is not a size"), (",".join(map(str, range(1, 70))), "at most 64 sizes"),
     # a ladder through a size given before it timed that size twice; a figure run.json would not read back was
     # measured, then its run could not be read
@@ -295,6 +296,9 @@ def test_default_sizes_per_device():
     assert options.parse_sizes("64, 4096x1024x4096") == [[64] * 3, [4096, 1024, 4096]]
     assert options.parse_sizes("64,128,...,1024") == [[n] * 3 for n in (64, 128, 256, 512, 1024)]
     assert options.parse_sizes("100,300,...,2000") == [[n] * 3 for n in (100, 300, 900, 2000)]
+    # a product's figures that change grow (one step), the others stay: the rule a workload's shapes follow
+    fixed_k = [[n, 1024, n] for n in (64, 128, 256, 512)]
+    assert options.parse_sizes("64x1024x64,128x1024x128,...,512x1024x512") == fixed_k
     assert options.parse_sizes("64;4096,1024,4096;8192x8x8") == [[64] * 3, [4096, 1024, 4096], [8192, 8, 8]]
 
 

@@ -15,7 +15,8 @@ import pytest
 import checks
 from shared import flametool_once, workload_compare
 
-from flametool.commands import main
+from flametool.commands import main, options
+from flametool.errors import FlametoolError
 from flametool.measure.child import building
 from flametool.measure.protocol import JobCase
 from flametool.run import rundir
@@ -213,3 +214,62 @@ def test_atlas_workloads_are_checked_before_anything_runs(capsys, tmp_path):
                         (["--workloads", f"{CASES}:needs_a_shape"], "has no default; give FUNC a default shape")):
         assert words in checks.one_line_error(capsys, [*base, *argv], 2, progress_first=True)
     assert not (tmp_path / "run").exists()
+
+
+# --- a sweep's ladder of a workload's shapes, written with '...' ----------------------------------------------------
+# --sizes of a workload sweep go through the parser every sweep's do (options.parse_sizes); its '...' read only
+# squares and element counts, so a workload's shape of two or more figures could not be written as a ladder.
+WORKLOAD = "workload_cases.py:scaled_exp_sum"
+
+
+@pytest.mark.parametrize("text, rank, sizes", [
+    # the figures that change grow by one step, the others stay: a batch grown at a fixed width
+    ("16x32,32x32,...,256x32", 2, [[16, 32], [32, 32], [64, 32], [128, 32], [256, 32]]),
+    ("8x64x64,16x64x64,...,64x64x64", 3, [[n, 64, 64] for n in (8, 16, 32, 64)]),
+    ("8x64,8x256,...,8x16384", 2, [[8, 4**k] for k in range(3, 8)]),  # adam's: S, the second figure, grows 4x
+    ("4x8,8x16,...,64x128", 2, [[4 * 2**k, 8 * 2**k] for k in range(5)]),  # two figures, one step
+    ("10x3,30x3,...,200x3", 2, [[10, 3], [30, 3], [90, 3], [200, 3]]),  # the last need not be on the ladder
+    ("16,32;32,32;...;128,32", 2, [[n, 32] for n in (16, 32, 64, 128)]),  # with ';', figures written with ','
+    ("8,16,...,64", 1, [[8], [16], [32], [64]]),
+    ("8x2,16x2,...,64x2", None, [[8, 2], [16, 2], [32, 2], [64, 2]]),  # a FUNC of no default shape
+])
+def test_a_workload_ladder_is_written_with_dots(text, rank, sizes):
+    assert options.parse_sizes(text, WORKLOAD, rank) == sizes
+
+
+@pytest.mark.parametrize("text, rank, words", [
+    ("16x32,32x32,...,256x64", 2, "'...' needs growing sizes on one line"),  # a figure that stayed changes last
+    ("16x32,32x64,...,256x32", 2, "'...' needs growing sizes on one line"),  # the last out of proportion
+    ("16x32,32x48,...,256x96", 2, "'...' needs growing sizes on one line"),  # two figures, two steps
+    ("32x32,16x32,...,256x32", 2, "'...' needs growing sizes on one line"),  # shrinking
+    ("16x32,32x32,...,16x32", 2, "'...' needs growing sizes on one line"),  # the last not beyond
+    ("16x32,32x32,...,256", None, "'...' needs sizes of as many figures before and after it, e.g. 8x256,16x256"),
+    ("16x32,32x32,...", 2, "'...' needs two sizes before it and one after, e.g. 8x256,16x256,...,512x256"),
+    ("16x32,...,256x32", 2, "'...' needs two sizes before it and one after"),
+    ("32x32,8x32,16x32,...,64x32", 2, "'...' runs through 32x32, which is given before it"),
+    ("16x32,32x32,...,64", 2, "'64' is not a size; give 2 figures"),
+    ("1000x1,1001x1,...,100000000x1", 2, "at most 64 sizes"),  # stopped, not made to the end
+])
+def test_a_bad_workload_ladder_is_refused(text, rank, words):
+    with pytest.raises(FlametoolError) as caught:
+        options.parse_sizes(text, WORKLOAD, rank)
+    assert str(caught.value).startswith(f"--sizes {text!r}: ") and words in str(caught.value), caught.value
+
+
+def test_a_workload_sweep_runs_a_ladder_written_with_dots(cli, tmp_path, capsys):
+    out = tmp_path / "run"
+    proc = cli("sweep", "--workload", f"{CASES}:scaled_exp_sum", "--libs", "numpy", "--device", "cpu", "--sizes",
+               "16x32,32x32,...,128x32", "--processes", "1", "--iters", "20", "--warmup", "2", "--pool-threads", "1",
+               "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((out / rundir.RUN_FILE).read_text())
+    ladder = [[16, 32], [32, 32], [64, 32], [128, 32]]
+    assert data["config"]["sizes"] == ladder
+    assert [p["shape"] for p in data["results"]["numpy"]["points"]] == ladder
+    # a built-in's (mlp: B,I,O) refused in one line, before anything starts
+    bad = tmp_path / "bad"
+    line = checks.one_line_error(capsys, ["sweep", "--workload", "mlp", "--libs", "numpy", "--device", "cpu",
+                                          "--sizes", "8x64x64,16x32x64,...,64x64x64", "--out", str(bad)], 2,
+                                 progress_first=True)
+    assert "'...' needs growing sizes on one line" in line and "e.g. 8x256x256,16x256x256" in line, line
+    assert not bad.exists()

@@ -108,7 +108,8 @@ class Sweep:
                                        "between sizes, M,K,N too (default: 64 doubling to 16384, then the seed's "
                                        "65536x24576x12288 on CUDA; 8 doubling to 512 on the CPU); for the other ops "
                                        "element counts N or RxC (default: 1024 growing 4x to 2^28 on CUDA, 64 to 2^18 "
-                                       "on the CPU)")
+                                       "on the CPU); for a workload its shapes AxB..., 16x256,32x256,...,1024x256 a "
+                                       "ladder of them (the figures that change grow, the others stay)")
         p.add_argument("--sample", action="store_true",
                        help="also profile each case alone (cProfile and py-spy) at each size where it is host-bound, for "
                             "the host time per call by layer there (default: timings only)")

@@ -180,16 +180,12 @@ def default_sizes(device: str, op: str = ops.DEFAULT_OP) -> list[list[int]]:
     return ops.ladder(op, device)
 
 
-def _uniform(shape: list[int]) -> bool:
-    """A size a ladder can run through: a square product or a count of elements."""
-    return len(shape) == 1 or (len(shape) == 3 and shape[0] == shape[1] == shape[2])
-
-
 def parse_sizes(text: str, op: str = ops.DEFAULT_OP, rank: int | None = None) -> list[list[int]]:
     """The sizes of a sweep, in order, none twice (a workload's, `op` not an op: `rank` figures each, any number
     where None):
     '64,256,4096x1024x4096'  each N (an NxN by NxN product) or MxKxN; for the other ops N elements or RxC;
     '64,128,...,8192'        a geometric ladder: the first two set the step, '...' runs on to the last;
+    '8x256,16x256,...,512x256'  a ladder of shapes: the figures that change grow, the others stay (`_ladder`);
     '64;4096,1024,4096'      with ';' between sizes, a size may be written M,K,N (or R,C)."""
     items = [i.strip() for i in text.split(";" if ";" in text else ",")]
     what = ("N or MxKxN" if op == ops.DEFAULT_OP else f"N or RxC for --op {op}" if op in ops.OPS else
@@ -199,20 +195,15 @@ def parse_sizes(text: str, op: str = ops.DEFAULT_OP, rank: int | None = None) ->
     sizes: list[list[int]] = []
     for n, item in enumerate(items):
         if item == "...":
-            kind = "square sizes" if op == ops.DEFAULT_OP else "element counts N"
-            if not (2 <= len(sizes) == n and n + 1 < len(items)) or not all(_uniform(s) for s in sizes[-2:]):
-                raise bad(item, f"needs two {kind} before it and one after, e.g. 64,128,...,8192")
-            first, step = sizes[-1][0], sizes[-1][0] / sizes[-2][0]
+            # the two sizes written just before it (not ones a ladder before made) and one after it
+            if not (2 <= len(sizes) == n and n + 1 < len(items)):
+                raise bad(item, f"needs two sizes before it and one after, e.g. {_ladder_example(op, rank)}")
             last = _size(items[n + 1], bad, op, rank)
-            if step <= 1 or not _uniform(last) or last[0] <= first:
-                raise bad(item, f"needs growing {kind}, e.g. 64,128,...,8192")
-            k = 1
-            while round(first * step ** k) < last[0] and len(sizes) <= MAX_SIZES:
-                made = [round(first * step ** k)] * len(last)
+            for made in _ladder(sizes[-2], sizes[-1], last, op, rank, lambda why: bad(item, why)):
                 if made in sizes:  # '32,8,16,...,64' runs through 32 again
-                    raise bad(item, f"runs through {made[0]}, which is given before it")
+                    shown = made[0] if op == ops.DEFAULT_OP and len(set(made)) == 1 else "x".join(map(str, made))
+                    raise bad(item, f"runs through {shown}, which is given before it")
                 sizes.append(made)
-                k += 1
             continue
         shape = _size(item, bad, op, rank)
         if shape in sizes:
@@ -221,6 +212,45 @@ def parse_sizes(text: str, op: str = ops.DEFAULT_OP, rank: int | None = None) ->
     if len(sizes) > MAX_SIZES:
         raise FlametoolError(f"--sizes {text!r}: at most {MAX_SIZES} sizes")
     return sizes
+
+
+def _ladder(a: list[int], b: list[int], last: list[int], op: str, rank: int | None, bad) -> list[list[int]]:
+    """The sizes '...' stands for between b and last (neither included), a, b the two before it: the figures a
+    and b differ in grow by b's over a's at each size, the others stay as they are, until the growing ones reach
+    last's. One rule for every sweep: an op's N and a matmul's NxNxN (every figure grows) as a workload's shape
+    whose batch grows at a fixed width (16x256,32x256,...,1024x256), so that what a ladder means never depends
+    on what is swept (it read squares and element counts alone, and a workload's shape of two or more figures
+    could not be written as a ladder at all). Refused (bad(why)): sizes of different numbers of figures, no
+    figure growing, figures growing by different steps or shrinking, and a last size off the line the two set (a
+    fixed figure changed, the growing ones out of proportion, or not beyond b): each would leave '...' to guess
+    what was meant. It stops one past MAX_SIZES ('1,2,...,10**12' is not a trillion sizes made), which
+    parse_sizes refuses."""
+    example = _ladder_example(op, rank or len(b))  # a workload of no default shape: as many figures as given
+    if not len(a) == len(b) == len(last):
+        raise bad(f"needs sizes of as many figures before and after it, e.g. {example}")
+    growing = [i for i in range(len(b)) if a[i] != b[i]]
+    lead = growing[0] if growing else 0
+    # one step for every growing figure, compared in integers (b_i/a_i == b_lead/a_lead), not as rounded floats
+    if (not growing or any(b[i] <= a[i] or b[i] * a[lead] != b[lead] * a[i] for i in growing)
+            or any(last[i] != b[i] for i in range(len(b)) if i not in growing)
+            or any(last[i] * b[lead] != last[lead] * b[i] for i in growing) or last[lead] <= b[lead]):
+        raise bad(f"needs growing sizes on one line: the figures that change grow by one step, the others stay, "
+                  f"e.g. {example}")
+    step = b[lead] / a[lead]
+    made: list[list[int]] = []
+    k = 1
+    while round(b[lead] * step ** k) < last[lead] and len(made) <= MAX_SIZES:
+        made.append([round(b[i] * step ** k) if i in growing else b[i] for i in range(len(b))])
+        k += 1
+    return made
+
+
+def _ladder_example(op: str, rank: int | None) -> str:
+    """A ladder of this sweep's sizes for an error to show: a workload's grows its first figure at fixed others."""
+    if op in ops.OPS or not rank or rank == 1:
+        return "64,128,...,8192"
+    rest = "x256" * (rank - 1)
+    return f"8{rest},16{rest},...,512{rest}"
 
 
 def _size(item: str, bad, op: str = ops.DEFAULT_OP, rank: int | None = None) -> list[int]:

@@ -145,7 +145,7 @@ def test_shapes_and_sizes_per_op():
     assert options.parse_sizes("64x64,4096", "copy") == [[64, 64], [4096]]
     assert options.parse_sizes("64", "matmul") == [[64, 64, 64]]
     assert options.default_sizes("cpu", "add")[0] == [64] and options.default_sizes("cuda:0", "fft")[-1] == [2**26]
-    assert record.size_name([4096]) == "4096" and record.size_name([64, 32]) == "64x32"
+    assert record.size_name([4096], "add") == "4096" and record.size_name([64, 32], "copy") == "64x32"
     assert sweep.edge([4096]) == 4096 and sweep.edge([8, 8, 8]) == pytest.approx(8)
     assert ops.as_matrix([2**20]) == (1024, 1024) and ops.as_matrix([13]) == (1, 13) and ops.as_matrix([3, 5]) == (3, 5)
     with pytest.raises(FlametoolError, match="is a matmul floor"):

@@ -195,7 +195,7 @@ def test_sweep_cells_are_matched_by_size_not_position(tmp_path):
     ratio = columns.index("add_case / numpy wall")
     for row, shape in zip(rows, a.shapes):
         mine = next(p for p in a.curves["add_case"] if p.shape == shape)
-        assert row[0].text == sweep.size_name(shape) and row[host].text == fmt.us(mine.cpu_us)
+        assert row[0].text == a.size_name(shape) and row[host].text == fmt.us(mine.cpu_us)
         pair = next(p for p in a.pairs[0].points if p.shape == shape)
         assert row[ratio].text == fmt.ratio(pair.wall.ratio)
     # and the terminal's table, and the pair itself (matched by shape although the orders differ)

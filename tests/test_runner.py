@@ -89,7 +89,7 @@ def test_a_sweep_says_which_size_and_how_much_is_left(monkeypatch):
     left is read off what each size took there."""
     clock = [100.0]
     monkeypatch.setattr(sweeping.time, "monotonic", lambda: clock[0])
-    left = sweeping.SweepLeft([[8, 8, 8], [16, 16, 16], [64, 64, 32]], processes=2)
+    left = sweeping.SweepLeft([[8, 8, 8], [16, 16, 16], [64, 64, 32]], processes=2, op="matmul")
     assert left.line(1) == "0/6 timed (3 sizes in each of 2 processes); size 1/3 (8) in process 1/2"
     for seconds in (1.0, 1.0, 8.0):  # the first process: 10 s
         clock[0] += seconds

@@ -11,7 +11,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from checks import one_line_error
-from flametool.analyse import diff, dispatch, summary, sweep
+from flametool.analyse import diff, dispatch, summary
 from flametool import render
 from flametool.commands import main
 from test_anchor import saved_run
@@ -175,7 +175,7 @@ def test_summary_of_a_sweep_or_an_atlas_is_its_headline_table(capsys, sample, wh
     run = SAMPLES / sample
     a = dispatch.analyse_dir(run)
     if where == "size":
-        expected = [(f"{p.head} vs {p.base}", sweep.size_name(pt.shape), pt.wall) for p in a.pairs for pt in p.points]
+        expected = [(f"{p.head} vs {p.base}", a.size_name(pt.shape), pt.wall) for p in a.pairs for pt in p.points]
     else:
         expected = [(f"{label} vs {r.fastest}", r.op, c.ratio) for r in a.rows for label, c in r.cells.items()
                     if label != r.fastest]

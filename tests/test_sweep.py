@@ -45,7 +45,7 @@ def test_crossover_where_the_gpu_line_meets_the_host_line():
     # though events show the GPU at 10 us at every host-bound size
     pts = points([seen(n, 10.0, 10 * (n / 512) ** 3) for n in (64, 128, 256, 1024, 2048)])
     assert [p.host_bound for p in pts] == [True, True, True, False, False]
-    c = sweep.crossover(pts)
+    c = sweep.crossover(pts, "matmul")
     assert c.size == pytest.approx(512)
     assert c.us == pytest.approx(10.0) and c.flips == 1
     assert "between 256, host-bound, and 1024, GPU-bound" in c.text
@@ -59,14 +59,14 @@ def test_crossover_of_the_h200_sample_cupy():
     low = math.log(207 / 2 ** slope) - math.log(28.18)  # GPU below host at 2048, on the log scale
     high = math.log(207 / 20.77)
     t = -low / (high - low)
-    assert sweep.crossover(pts).size == pytest.approx(2048 * 2 ** t)
-    assert 2048 < sweep.crossover(pts).size < 2200
+    assert sweep.crossover(pts, "matmul").size == pytest.approx(2048 * 2 ** t)
+    assert 2048 < sweep.crossover(pts, "matmul").size < 2200
 
 
 def test_crossover_with_one_gpu_bound_size_uses_the_host_bound_factor():
     # 256: GPU/host 1.0; 1024: 4.0. Where it reaches 1.2 (the host-bound factor), on a log scale: 4^(ln 1.2 / ln 4)
     pts = points([(256, 10.0, 10.0), (1024, 10.0, 40.0)])
-    assert sweep.crossover(pts).size == pytest.approx(256 * 1.2)
+    assert sweep.crossover(pts, "matmul").size == pytest.approx(256 * 1.2)
 
 
 def test_crossings_weigh_by_distance_from_zero():
@@ -83,33 +83,34 @@ def test_zero_counts_as_below_and_falling_crossings_are_kept():
 
 
 def test_gpu_bound_everywhere_and_host_bound_everywhere():
-    gpu = sweep.crossover(points([(1024, 10, 100), (4096, 10, 5000)]))
+    gpu = sweep.crossover(points([(1024, 10, 100), (4096, 10, 5000)]), "matmul")
     assert gpu.size is None and "GPU-bound at every size" in gpu.text and "below 1024" in gpu.text
-    host = sweep.crossover(points([seen(64, 10, 2), seen(256, 10, 5)]))
+    host = sweep.crossover(points([seen(64, 10, 2), seen(256, 10, 5)]), "matmul")
     assert host.size is None and "host-bound at every size" in host.text and "above 256" in host.text
 
 
 def test_noise_near_the_crossover_takes_the_last_rise():
     # host, GPU, host, GPU, GPU: the last change to GPU-bound is where the GPU stays behind
     pts = points([seen(64, 10, 5), (128, 10, 13), seen(256, 10, 9), (512, 10, 20), (1024, 10, 160)])
-    c = sweep.crossover(pts)
+    c = sweep.crossover(pts, "matmul")
     assert c.flips == 3 and 256 <= c.size < 512
     assert "3 times" in c.text
 
 
 def test_host_bound_again_at_the_largest_size_has_no_crossover():
-    c = sweep.crossover(points([seen(64, 10, 5), (128, 10, 20), seen(256, 100, 20)]))
+    c = sweep.crossover(points([seen(64, 10, 5), (128, 10, 20), seen(256, 100, 20)]), "matmul")
     assert c.size is None and "host-bound again" in c.text
 
 
 def test_no_gpu_time_no_crossover():
-    c = sweep.crossover([sweep.point(timing(64, [3.0, 3.0]))])
+    c = sweep.crossover([sweep.point(timing(64, [3.0, 3.0]))], "matmul")
     assert c.size is None and "CPU run" in c.text
 
 
 def test_triples_share_the_axis_by_the_cube_root():
     assert sweep.edge([4096, 1024, 4096]) == pytest.approx((4096 * 1024 * 4096) ** (1 / 3))
-    assert sweep.size_name([4096, 1024, 4096]) == "4096x1024x4096" and sweep.size_name([64, 64, 64]) == "64"
+    assert sweep.size_name([4096, 1024, 4096], "matmul") == "4096x1024x4096"
+    assert sweep.size_name([64, 64, 64], "matmul") == "64"
 
 
 # --- a pair at one size -----------------------------------------------------------------------------------
@@ -337,11 +338,11 @@ def test_a_wide_interval_says_what_to_do():
                                             sweep.pair_point("b", wide_b, "h", wide_h, True)])
     from flametool.render import format as fmt
 
-    lines = fmt.sweep_pair_lines(pair, 2)
+    lines = fmt.sweep_pair_lines(pair, 2, "matmul")
     assert lines[-1].startswith("at 128, wall time: h / b: the interval reaches ±")
     assert "--processes 5" in lines[-1]
     pair.points.pop()
-    assert not any("interval reaches" in l for l in fmt.sweep_pair_lines(pair, 2))
+    assert not any("interval reaches" in l for l in fmt.sweep_pair_lines(pair, 2, "matmul"))
 
 
 def ratio_point(n: int, ratios: list[float]) -> sweep.PairPoint:
@@ -360,7 +361,7 @@ def test_noise_near_one_is_the_same_and_no_crossing_is_claimed():
     assert even == [] and inconclusive == []
     assert [(s.side, s.low[0], s.high[0], s.first, s.last) for s in stretches] == [
         (-1, 256, 1024, True, False), (0, 2048, 8192, False, True)]
-    lines = fmt.sweep_pair_lines(sweep.SweepPair("b", "h", True, pts, even, stretches, inconclusive), 3)
+    lines = fmt.sweep_pair_lines(sweep.SweepPair("b", "h", True, pts, even, stretches, inconclusive), 3, "matmul")
     text = "\n".join(lines)
     assert "h is faster up to 1024" in text
     assert "take the same wall time within ±" in text and "from 2048 up" in text
@@ -375,7 +376,7 @@ def test_a_crossing_is_claimed_where_the_intervals_are_apart():
     pts = [ratio_point(512, [0.80, 0.82, 0.81]), ratio_point(1024, [1.20, 1.22, 1.21])]
     even, stretches, inconclusive = sweep.verdicts(pts)
     assert len(even) == 1 and 512 < even[0].size < 1024 and even[0].rising
-    lines = fmt.sweep_pair_lines(sweep.SweepPair("b", "h", True, pts, even, stretches, inconclusive), 3)
+    lines = fmt.sweep_pair_lines(sweep.SweepPair("b", "h", True, pts, even, stretches, inconclusive), 3, "matmul")
     assert any("h is faster below it, b above it" in l for l in lines)
 
 
@@ -386,7 +387,7 @@ def test_a_too_wide_interval_is_inconclusive_not_a_finding():
     pts = [ratio_point(32, [1.6, 1100.0, 42.0]), ratio_point(64, [1.01, 1.0, 0.99])]
     even, stretches, inconclusive = sweep.verdicts(pts)
     assert inconclusive == [pts[0]] and [s.side for s in stretches] == [0]
-    lines = fmt.sweep_pair_lines(sweep.SweepPair("b", "h", True, pts, even, stretches, inconclusive), 3)
+    lines = fmt.sweep_pair_lines(sweep.SweepPair("b", "h", True, pts, even, stretches, inconclusive), 3, "matmul")
     assert any(l.startswith("at 32 the wall-time ratio is inconclusive") for l in lines)
     assert not any("furthest from even at 32" in l for l in lines)
     assert any("furthest from even at 64" in l for l in lines)

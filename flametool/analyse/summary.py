@@ -13,7 +13,7 @@ from .aligned import Aligned
 from .atlas import AtlasAnalysis
 from .countdiff import CountDiff
 from .lines import LineDelta
-from .sweep import SweepAnalysis, size_name
+from .sweep import SweepAnalysis
 from .treediff import FrameDelta, LayerDelta, PairDiff
 from ..errors import FlametoolError
 from ..run.record import Environment, Run, TimingStop, a_kind
@@ -213,7 +213,7 @@ def of_sweep(a: SweepAnalysis) -> Summary:
     out = Summary("sweep", str(a.run_dir), str(a.run_dir), complete=a.run.complete)
     for pair in a.pairs:
         for p in pair.points:
-            out.rows.append(HeadlineRow(f"{pair.head} vs {pair.base}", pair.base, pair.head, size_name(p.shape),
+            out.rows.append(HeadlineRow(f"{pair.head} vs {pair.base}", pair.base, pair.head, a.size_name(p.shape),
                                         list(p.shape), p.wall, "wall time per call" + (
                                             ", paired in the same processes" if pair.paired else ", not paired"),
                                         None if p.wall is not None and p.wall.ratio is not None else "not measured"))

@@ -91,7 +91,7 @@ class Crossover:
     us: float | None = None  # the host (and GPU) time per call there
 
 
-def crossover(points: list[SizePoint]) -> Crossover:
+def crossover(points: list[SizePoint], op: str) -> Crossover:
     """Where the GPU's own time per call overtakes the host's, between the largest host-bound size and the
     GPU-bound size above it (host-bound as compare calls it: GPU time within timing.HOST_BOUND_FACTOR of host
     time).
@@ -100,17 +100,19 @@ def crossover(points: list[SizePoint]) -> Crossover:
     for each launch, so its GPU time there is the host's. So the GPU's time below the first GPU-bound size is
     read off the straight log-log line through the first two GPU-bound sizes, and the crossover is where
     that line meets the host's (straight between its two measured neighbours). With one GPU-bound size only,
-    it is where GPU/host time reaches the host-bound factor, on the same scale."""
+    it is where GPU/host time reaches the host-bound factor, on the same scale. `op`: the run's, which names
+    the sizes (record.size_name)."""
     usable = [p for p in points if p.cpu_us and p.gpu_us]
     if not usable:
         return Crossover(None, "no GPU time measured (a CPU run): the host does all the work at every size")
     host = [bool(p.host_bound) for p in usable]
     flips = sum(a != b for a, b in zip(host, host[1:]))
     if not any(host):
-        return Crossover(None, f"GPU-bound at every size swept: the crossover is below {size_name(usable[0].shape)}")
+        return Crossover(None, "GPU-bound at every size swept: the crossover is below "
+                         + size_name(usable[0].shape, op))
     if host[-1]:
-        where = "at every size swept" if all(host) else f"again at the largest size ({size_name(usable[-1].shape)})"
-        return Crossover(None, f"host-bound {where}: the crossover is above {size_name(usable[-1].shape)}", flips)
+        where = "at every size swept" if all(host) else f"again at the largest size ({size_name(usable[-1].shape, op)})"
+        return Crossover(None, f"host-bound {where}: the crossover is above {size_name(usable[-1].shape, op)}", flips)
     # the last change from host- to GPU-bound: from there on the GPU stays behind within the sweep
     i = max(j for j in range(len(usable) - 1) if host[j] and not host[j + 1])
     lo, hi = usable[i], usable[i + 1]
@@ -128,8 +130,8 @@ def crossover(points: list[SizePoint]) -> Crossover:
     at = found[0].size if found else hi.size
     t = math.log(at / lo.size) / math.log(hi.size / lo.size)
     us = math.exp(math.log(lo.cpu_us) + t * math.log(hi.cpu_us / lo.cpu_us))
-    text = (f"GPU time overtakes host time at about {at:,.0f} (between {size_name(lo.shape)}, host-bound, and "
-            f"{size_name(hi.shape)}, GPU-bound), at {us:,.1f} us per call: below it launch cost sets the pace")
+    text = (f"GPU time overtakes host time at about {at:,.0f} (between {size_name(lo.shape, op)}, host-bound, and "
+            f"{size_name(hi.shape, op)}, GPU-bound), at {us:,.1f} us per call: below it launch cost sets the pace")
     if flips > 1:
         text += f"; it changes between host- and GPU-bound {flips} times, so sizes near it are within the noise"
     return Crossover(at, text, flips, us)
@@ -267,12 +269,16 @@ class SweepAnalysis:
     curves: dict[str, list[SizePoint]] = field(default_factory=dict)  # label -> its points, in the order swept
     crossovers: dict[str, Crossover] = field(default_factory=dict)
     pairs: list[SweepPair] = field(default_factory=list)
-    # --sample: size name -> label -> the case's attribution there
+    # --sample: size name (size_name) -> label -> the case's attribution there
     layers: dict[str, dict[str, attribution.CaseCosts]] = field(default_factory=dict)
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
     new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
 
     _index: dict[str, dict[tuple, SizePoint]] = field(default_factory=dict, repr=False, compare=False)  # label -> by_shape of its curve
+
+    def size_name(self, shape: list[int]) -> str:
+        """A size as this run names it (record.size_name of the run's op)."""
+        return size_name(shape, self.run.config.operation)
 
     def at(self, label: str, shape: list[int]) -> SizePoint | None:
         """The case's point at `shape`, whatever order its points are in (a run.json made or edited elsewhere
@@ -310,7 +316,7 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
     out = SweepAnalysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run))
     for label, result in run.results.items():
         out.curves[label] = [point(t) for t in result.points]
-        out.crossovers[label] = crossover(out.curves[label])
+        out.crossovers[label] = crossover(out.curves[label], run.config.operation)
         for t in result.points:
             if t.profile is None:
                 continue
@@ -318,7 +324,7 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
             alone = dataclasses.replace(result, timing=t, sample_timing=None, profile=t.profile, error=t.error,
                                         sample_shape=t.shape)
             if attribution.skip_reason(alone) is None:
-                name = size_name(t.shape)
+                name = out.size_name(t.shape)
                 profile = attribution.profile_of(run_dir, alone, f"{label}@{name}")
                 out.layers.setdefault(name, {})[label] = attribution.attribute(profile)
     for base, head in run.pairs:

@@ -205,7 +205,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     for label in nowhere:
         first = next((p for p in run.results[label].points if p.error), None)
         terminal.say(err, f"flametool: case {label!r}: failed at every size" + (
-            f" (at {size_name(first.shape)}: {first.error})" if first else ""))
+            f" (at {size_name(first.shape, config.op)}: {first.error})" if first else ""))
     failed += nowhere
     # a sampler that hung or crashed kept what it had, but the run is not what was asked for
     unsampled = [l for l, r in run.results.items() if r.sampling is not None and not r.sampling.complete]

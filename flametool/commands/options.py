@@ -201,8 +201,9 @@ def parse_sizes(text: str, op: str = ops.DEFAULT_OP, rank: int | None = None) ->
             last = _size(items[n + 1], bad, op, rank)
             for made in _ladder(sizes[-2], sizes[-1], last, op, rank, lambda why: bad(item, why)):
                 if made in sizes:  # '32,8,16,...,64' runs through 32 again
-                    shown = made[0] if op == ops.DEFAULT_OP and len(set(made)) == 1 else "x".join(map(str, made))
-                    raise bad(item, f"runs through {shown}, which is given before it")
+                    from ..run.record import size_name  # run.json's reader: not for `flametool --help`
+
+                    raise bad(item, f"runs through {size_name(made, op)}, which is given before it")
                 sizes.append(made)
             continue
         shape = _size(item, bad, op, rank)

@@ -175,7 +175,8 @@ def profile_points(m: Measurement, case: CaseSpec) -> None:
     for t in r.points:
         if t.error or not host_bound(t):
             continue
-        got = profiled(m, case, t.shape, max(1, t.calls // r.ops_per_step), f"{case.label}@{size_name(t.shape)}")
+        name = f"{case.label}@{size_name(t.shape, m.config.op)}"  # the files' stem; run.json records their names
+        got = profiled(m, case, t.shape, max(1, t.calls // r.ops_per_step), name)
         if isinstance(got, str):
             t.error = f"profiling alone: {got}"
         else:

@@ -23,6 +23,7 @@ class SweepLeft:
 
     sizes: list[list[int]]
     processes: int
+    op: str  # the run's (Config.op), which names the sizes (record.size_name)
     started: float = field(default_factory=lambda: time.monotonic())
     done: int = 0
     seconds: list[float] = field(default_factory=list)  # each size's seconds in the first process
@@ -51,7 +52,8 @@ class SweepLeft:
 
     def line(self, process: int) -> str:
         j = self.done % len(self.sizes)
-        where = (f"size {j + 1}/{len(self.sizes)} ({size_name(self.sizes[j])}) in process {process}/{self.processes}"
+        size = size_name(self.sizes[j], self.op)
+        where = (f"size {j + 1}/{len(self.sizes)} ({size}) in process {process}/{self.processes}"
                  if self.done < len(self.sizes) * self.processes else f"process {process}/{self.processes}")
         left = self.left_seconds()
         eta = "" if left is None else f", about {left:.0f} s left" if left < 120 else f", about {left / 60:.0f} min left"
@@ -78,7 +80,7 @@ def time_sweep(m: Measurement, cases: list[CaseSpec], reason: str) -> list[tuple
     # at a size leaves it, so that its processes at every size stay the first ones (pairing reads them by
     # position)
     calls: list[dict[str, int]] = [{} for _ in config.sizes]
-    left = SweepLeft(config.sizes, config.processes)
+    left = SweepLeft(config.sizes, config.processes, config.op)
     for i in range(1, config.processes + 1):
         live = [c for c in cases if run.results[c.label].error is None]
         if not live:

@@ -363,10 +363,10 @@ def extra_host(a: SweepAnalysis, sp: SweepPair, pp: PairPoint) -> float | None:
     return as_shown(slower.cpu_us) - as_shown(faster.cpu_us)  # as us() shows each: '125 us' beside '79.89 us'
 
 
-def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
+def sweep_pair_lines(sp: SweepPair, processes: int, op: str) -> list[str]:
     """What a sweep's pair says in words, in the terminal and the report alike: where the wall-time ratio is
     furthest from even, where the two cases' wall times cross, and the size whose interval is widest when it
-    is wide."""
+    is wide. `op`: the run's, which names the sizes (record.size_name)."""
     measured = [p for p in sp.points if p.wall is not None and p.wall.ratio is not None]
     if not measured:
         return [f"{sp.head} against {sp.base}: nothing to compare"]
@@ -379,7 +379,7 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
             return abs(math.log(p.wall.ratio))
         far = max(conclusive, key=distance)
         assert far.wall is not None and far.wall.ratio is not None  # measured
-        lines.append(f"{sp.head} / {sp.base} wall time per call: furthest from even at {size_name(far.shape)}, "
+        lines.append(f"{sp.head} / {sp.base} wall time per call: furthest from even at {size_name(far.shape, op)}, "
                      f"{ratio(far.wall.ratio)}" + (f" (95%: {interval(far.wall.ratio_interval, lambda v: f'{v:.3f}')})"
                                                    if far.wall.ratio_interval else "")
                      + (f"; {far.share:.0%} of {far.slower}'s wall time there is host time {far.slower} spends beyond "
@@ -387,16 +387,16 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
     for c in sp.even:
         below, above = (sp.head, sp.base) if c.rising else (sp.base, sp.head)
         lines.append(f"{sp.head} and {sp.base} take the same wall time at about {c.size:,.0f} (between "
-                     f"{size_name(c.low)} and {size_name(c.high)}, whose intervals are beyond ±{SAME_WITHIN:.0%} of 1 on "
-                     "either side): "
+                     f"{size_name(c.low, op)} and {size_name(c.high, op)}, whose intervals are beyond "
+                     f"±{SAME_WITHIN:.0%} of 1 on either side): "
                      f"{below} is faster below it, {above} above it")
     # 'at every size' only where every size has a conclusive ratio (an inconclusive or unmeasured one is not one)
     every = ("at every size" if len(conclusive) == len(sp.points) else
              f"at every size with a conclusive ratio ({len(conclusive)} of {len(sp.points)})")
     for st in sp.stretches:
-        where = (every if st.first and st.last else f"at {size_name(st.low)}" if st.low == st.high
-                 else f"from {size_name(st.low)} up" if st.last else f"up to {size_name(st.high)}" if st.first
-                 else f"from {size_name(st.low)} to {size_name(st.high)}")
+        where = (every if st.first and st.last else f"at {size_name(st.low, op)}" if st.low == st.high
+                 else f"from {size_name(st.low, op)} up" if st.last else f"up to {size_name(st.high, op)}" if st.first
+                 else f"from {size_name(st.low, op)} to {size_name(st.high, op)}")
         if st.side == 0:
             lines.append(f"{sp.head} and {sp.base} take the same wall time within ±{st.reach:.1%} {where} (95% "
                          f"intervals {st.ratio_low:.3f} to {st.ratio_high:.3f}, none wholly beyond ±{SAME_WITHIN:.0%} "
@@ -407,7 +407,7 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
                          f"{st.ratio_high:.3f} (95% intervals)")
     for p in sp.inconclusive:
         assert p.wall is not None  # inconclusive: measured, its interval too wide
-        lines.append(f"at {size_name(p.shape)} the wall-time ratio is inconclusive: its 95% interval runs from "
+        lines.append(f"at {size_name(p.shape, op)} the wall-time ratio is inconclusive: its 95% interval runs from "
                      f"{interval(p.wall.ratio_interval, lambda v: f'{v:.3g}')} (the processes disagree)")
     def reach(p: PairPoint) -> float:
         assert p.wall is not None  # measured
@@ -416,7 +416,7 @@ def sweep_pair_lines(sp: SweepPair, processes: int) -> list[str]:
     assert widest.wall is not None  # measured
     note = wide_note(widest.wall)
     if note:
-        lines.append(f"at {size_name(widest.shape)}, wall time: {note}")
+        lines.append(f"at {size_name(widest.shape, op)}, wall time: {note}")
     return lines
 
 

@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from .. import __version__
 from . import charts, format as fmt
-from ..analyse.sweep import SweepAnalysis, side, size_name
+from ..analyse.sweep import SweepAnalysis, side
 
 
 @dataclass
@@ -86,7 +86,7 @@ def cells(a: SweepAnalysis) -> tuple[list[str], list[list[SweepCell]]]:
         columns += [f"{sp.head} / {sp.base} wall", "extra host", "share of wall"]
     rows = []
     for shape in a.shapes:
-        row = [SweepCell(size_name(shape), cls="label")]
+        row = [SweepCell(a.size_name(shape), cls="label")]
         for label in a.curves:
             p = a.at(label, shape)
             if p is None or p.cpu_us is None:
@@ -117,12 +117,12 @@ def cells(a: SweepAnalysis) -> tuple[list[str], list[list[SweepCell]]]:
 def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> SweepReport:
     run = a.run
     labels = list(a.curves)
-    plot = charts.time_plot({l: [(p.size, size_name(p.shape), p.cpu_us, p.gpu_us) for p in pts]
+    plot = charts.time_plot({l: [(p.size, a.size_name(p.shape), p.cpu_us, p.gpu_us) for p in pts]
                              for l, pts in a.curves.items()},
                             {l: (c.size, c.us) for l, c in a.crossovers.items() if c.size and c.us},
                             charts.MATMUL_AXIS if run.config.operation == "matmul" else charts.ELEMENTS_AXIS)
     pair_series = [(f"{sp.head} / {sp.base}", charts.case_colour(labels.index(sp.head)),
-                    [(p.size, size_name(p.shape), p.wall.ratio,
+                    [(p.size, a.size_name(p.shape), p.wall.ratio,
                       p.wall.ratio_interval.low if p.wall.ratio_interval else None,
                       p.wall.ratio_interval.high if p.wall.ratio_interval else None)
                      for p in sp.points if p.wall is not None and p.wall.ratio])
@@ -130,10 +130,10 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
     pair_series = [s for s in pair_series if s[2]]
     lines = [f"{label}: {c.text}" for label, c in a.crossovers.items()]
     for sp in a.pairs:
-        lines += fmt.sweep_pair_lines(sp, run.config.timing_processes)
+        lines += fmt.sweep_pair_lines(sp, run.config.timing_processes, run.config.operation)
     lines += [f"{what}: {line}" for what, line in fmt.fairness(a, a.run)]
     failures = [f"{label}: failed: {r.error}" for label, r in run.results.items() if r.error]
-    failures += [f"{label} at {size_name(p.shape)}: {p.error}" for label, r in run.results.items() for p in r.points if p.error]
+    failures += [f"{label} at {a.size_name(p.shape)}: {p.error}" for label, r in run.results.items() for p in r.points if p.error]
     columns, rows = cells(a)
     dtypes = sorted({r.dtype for r in run.results.values()})
     return SweepReport(

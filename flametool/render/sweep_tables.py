@@ -30,7 +30,7 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         for col in cols:
             table.add_column(f"{fmt.visible(label)} {col}", justify="right" if col != "bound" else "left")
     for shape in a.shapes:
-        row = [sweep.size_name(shape)]
+        row = [a.size_name(shape)]
         for label in a.curves:
             p = a.at(label, shape)
             if p is None or p.cpu_us is None:
@@ -50,15 +50,15 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         for pp in sp.points:
             w = pp.wall
             if w is None or w.ratio is None:
-                t.add_row(sweep.size_name(pp.shape), "-", "", "", "", "")
+                t.add_row(a.size_name(pp.shape), "-", "", "", "", "")
                 continue
             assert w.diff_us is not None  # a ratio comes with its difference
             iv = f" ({fmt.interval(w.ratio_interval, lambda v: f'{v:.3f}')})" if w.ratio_interval else ""
             ratio = "inconclusive" if sweep.side(pp) is None else fmt.ratio(w.ratio)  # the interval says nothing
-            t.add_row(sweep.size_name(pp.shape), ratio + iv, fmt.signed(w.diff_us) + " us", text(pp.slower),
+            t.add_row(a.size_name(pp.shape), ratio + iv, fmt.signed(w.diff_us) + " us", text(pp.slower),
                       fmt.us(fmt.extra_host(a, sp, pp)), f"{pp.share:.0%}" if pp.share is not None else "-")
         show(console, t)
-        for line in fmt.sweep_pair_lines(sp, run.config.timing_processes):
+        for line in fmt.sweep_pair_lines(sp, run.config.timing_processes, run.config.operation):
             say(console, line)
     if a.layers:
         layers = order({k for by_case in a.layers.values() for x in by_case.values() for k in x.layers})
@@ -80,7 +80,7 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         if r.error:
             say(console, f"{fmt.visible(label)}: failed: {fmt.visible(r.error)}")
         for point in failed:
-            say(console, f"{fmt.visible(label)} at {sweep.size_name(point.shape)}: {fmt.visible(point.error)}")
+            say(console, f"{fmt.visible(label)} at {a.size_name(point.shape)}: {fmt.visible(point.error)}")
     if not run.complete:
         say(console, "run incomplete: run.json holds what finished")
     say(console, f"run directory: {a.run_dir}")

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..workload.builtins import default_pairs
+from ..workload.ops import by_n
 from ..errors import RunDirError
 from .profiled import ProfileProcess, Sampling
 from .reader import Reader, is_count, is_shape
@@ -49,9 +50,17 @@ def base_label(label: str) -> str:
     return label.rpartition(ENV_SEPARATOR)[0] or label
 
 
-def size_name(shape: list[int]) -> str:
-    """A size as a sweep names it: N for an NxN by NxN product, else MxKxN; N elements, or RxC."""
-    return str(shape[0]) if len(shape) == 3 and shape[0] == shape[1] == shape[2] else "x".join(map(str, shape))
+def size_name(shape: list[int], op: str) -> str:
+    """A size as a run of `op` names it (RunConfig.operation, Config.op: an op, or a workload's name), in every
+    view and in the name of each file a sweep's --sample writes at it (LABEL@SIZE.prof, LABEL@SIZE.folded): N for
+    matmul's NxN by NxN product (ops.by_n), else every figure joined by x: MxKxN, N elements, RxC, and a
+    workload's shape as its FUNC takes it (64x64x64: three dimensions, which 64 would not tell from one).
+
+    The files are found by the names run.json records (ProfileProcess.files), never by this: a run written
+    before a workload's cube was named 64x64x64 (its files LABEL@64.folded) is read as it was written."""
+    if by_n(op) and len(shape) == 3 and shape[0] == shape[1] == shape[2]:
+        return str(shape[0])
+    return "x".join(map(str, shape))
 
 
 @dataclass

@@ -13,8 +13,10 @@ for numpy, torch and cupy are factories of their own (numpy_matmul, torch_mm, cu
 records), so its ``xp_name`` is jax's.
 
 A shape is a list of positive integers: M,K,N (three) for matmul, and N elements or R,C (one or two) for
-every other op. So the number of figures alone tells a product from an array (record.size_name and
-sweep.edge read it so).
+every other op. So the number of figures alone tells a product from an array among the ops (sweep.edge reads it
+so). A workload's shape is its FUNC's, of any number of figures, so a size is named by what the run measured
+(record.size_name): N for matmul's cube N,N,N (`by_n`), every figure otherwise (a workload's 64x64x64 is three
+dimensions, never 64).
 
 Sizes. ``host_bound`` is the size compare samples at when the requested one is not host-bound, and the one
 the atlas samples at: the largest size whose GPU work stays well under any library's launch cost on the H200
@@ -51,6 +53,7 @@ class Op:
     call: str  # one of CALLS
     xp_name: str  # f: its name in an array library's namespace ("fft.fft"), or INFIX; a library's row may differ
     matrix: bool = False  # N elements laid out as R x C (as_matrix) before the op reads them
+    by_n: bool = False  # a cube N,N,N (an NxN by NxN product) is named N: in sweep's tables and its LABEL@N files
 
     def shape_help(self) -> str:
         return "M,K,N" if self.ranks == (3,) else "N elements or R,C"
@@ -85,7 +88,7 @@ OPS: dict[str, Op] = {o.name: o for o in (
        # host-bound for every library, 16384^3 takes about 13 ms), then the seed's own; on the CPU from 8 to a
        # size that already takes milliseconds of BLAS
        {"cuda": _squares(64, 9) + (SEED_SHAPE,), "cpu": _squares(8, 7)},
-       reads="a (MxK), b (KxN)", call="f(a, b, out=out)", xp_name="matmul"),
+       reads="a (MxK), b (KxN)", call="f(a, b, out=out)", xp_name="matmul", by_n=True),
     Op("add", "out = a + b, elementwise", "into a preallocated out (jax: a new array each call)", (1, 2),
        {"cuda": (2**20,), "cpu": (4096,)}, {"cuda": ELEMENTS_CUDA, "cpu": ELEMENTS_CPU},
        reads="a, b", call="f(a, b, out=out)", xp_name="add"),
@@ -117,6 +120,13 @@ def get(name: str, option: str = "--op") -> Op:
 
 def kind(device: str) -> str:
     return "cpu" if device == "cpu" else "cuda"
+
+
+def by_n(op: str) -> bool:
+    """A run of `op` (RunConfig.operation: an op, or a workload's name) names a cube N,N,N by N: matmul's
+    square product; never a workload's shape, whose figures are its FUNC's own dimensions."""
+    found = OPS.get(op)
+    return found is not None and found.by_n
 
 
 def host_bound_shape(op: str, device: str) -> list[int]:

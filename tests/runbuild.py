@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from flametool.run import rundir
 from flametool.run.profiled import ProfileProcess, Sampling
-from flametool.run.record import CaseResult, Group, Run
+from flametool.run.record import CaseResult, Group, Run, SweepPoint
 from flametool.run.timing import Loops, Timing
 
 
@@ -47,6 +48,40 @@ def make_run(path: Path, cases: dict[str, tuple[str, float, int]], processes: in
         counts = [line.rsplit(" ", 1)[-1] for line in text.splitlines() if line.strip()]
         kept = sum(int(c) for c in counts if c.isdigit()) or 1  # garbage files still claim samples
         run.results[label] = case_result(label, us, kept, loop, group=0, processes=processes)
+    run.complete = True
+    rundir.save(path, run)
+    return path
+
+
+def make_sweep(path: Path, cases: dict[str, dict[int, tuple[str | None, float, float | None]]], processes: int = 2,
+               prof: Callable[[Path], int] | None = None) -> Path:
+    """A `sweep --sample` run directory, every case timed in the same processes (paired) at each size N (NxNxN):
+    cases: label -> {N: (folded text, or None where it was not profiled there; host us per call; GPU us per call, or
+    None on the CPU)}. A profiled size has LABEL@N.folded, and with `prof` (it writes a cProfile file and says how
+    many calls it holds) LABEL@N.prof."""
+    path.mkdir(parents=True, exist_ok=True)
+    sizes = sorted({n for by_size in cases.values() for n in by_size})
+    run = new_run({"sizes": [[n] * 3 for n in sizes], "sample": True, "processes": processes, "device": "cpu"})
+    run.kind = "sweep"
+    run.groups.append(Group(list(cases), len(cases) > 1, "hand-built", processes))
+    for label, by_size in cases.items():
+        r = CaseResult(label=label, factory=f"test:{label}", library=None, device="cpu", dtype="float32",
+                       shape=[sizes[-1]] * 3, group=0)
+        for n, (text, us, gpu) in sorted(by_size.items()):
+            loops = [Loops([us, us * 1.01], [gpu, gpu] if gpu else [], [0, 1], [us, us * 1.01]) for _ in range(processes)]
+            t = SweepPoint([n] * 3, 200, loops)
+            if text is not None:
+                name = f"{label}@{n}"
+                (path / f"{name}.folded").write_text(text, encoding="utf-8")
+                kept = sum(int(line.rsplit(" ", 1)[-1]) for line in text.splitlines() if line.strip())
+                t.profile = ProfileProcess(own=Loops([us]), calls=200, files={"folded": f"{name}.folded"},
+                                           sampling=Sampling(command=[], rate_hz=100, seconds=1, complete=True,
+                                                             kept_samples=kept))
+                if prof is not None:
+                    t.profile.cprofile_calls = prof(path / f"{name}.prof")
+                    t.profile.files["prof"] = f"{name}.prof"
+            r.points.append(t)
+        run.results[label] = r
     run.complete = True
     rundir.save(path, run)
     return path

@@ -78,7 +78,7 @@ def test_folded_one_case(run, capsys):
 
 @pytest.mark.parametrize("args, words", [
     (["--format", "svg"], "--format 'svg'"),
-    (["--format", "folded", "--case", "jax"], "no case 'jax'"),
+    (["--format", "folded", "--case", "jax"], "--case 'jax': no such case"),
 ])
 def test_export_bad_input(run, capsys, args, words):
     before = snapshot(run)
@@ -143,16 +143,26 @@ def test_the_registry_is_the_renderers_and_gives_exports_options():
 
 
 @pytest.mark.parametrize("fmt", ["speedscope", "perfetto"])
-def test_a_sweep_or_an_atlas_says_what_it_is_in_every_export_format(capsys, fmt):
-    """export --format perfetto of a sweep said it needs CUPTI: a sweep holds timings only, as the other formats say."""
+def test_a_sweep_or_an_atlas_says_what_it_is_in_every_export_format(capsys, tmp_path, fmt):
+    """export --format perfetto of a sweep said it needs CUPTI: a sweep without --sample holds timings only, as the
+    other formats say (a sweep with it is exported: test_sweep_profiles.py)."""
     from pathlib import Path
 
     from checks import one_line_error
+    from flametool.run import rundir
 
     samples = Path(__file__).resolve().parent.parent / "samples"
     if not (samples / "h200-sweep-fp16").is_dir():
         pytest.skip("the sweep sample is not recorded")
-    line = one_line_error(capsys, ["export", str(samples / "h200-sweep-fp16"), "--format", fmt])
-    assert "a sweep run: it holds timings only" in line, line
+    timed = tmp_path / "timed"  # the sample's timings, as a sweep without --sample records them
+    timed.mkdir()
+    run = rundir.load(samples / "h200-sweep-fp16")
+    run.config.recorded["sample"] = False
+    for r in run.results.values():
+        for t in r.points:
+            t.profile = None
+    rundir.save(timed, run)
+    line = one_line_error(capsys, ["export", str(timed), "--format", fmt])
+    assert "a sweep run: made without --sample, it holds timings only" in line, line
     line = one_line_error(capsys, ["export", str(samples / "h200-atlas"), "--format", fmt])
     assert "an atlas: each op's run is a folder in it" in line, line

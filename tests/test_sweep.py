@@ -328,6 +328,16 @@ def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
     assert "host time per call by layer at each sampled (host-bound) size" in proc.stdout
     html = (out / "report.html").read_text()
     assert 'id="layers"' in html and "numpy 64" in html and "numpy 8" in html
+    # its profiles are the cases NAME@SIZE of export, snakeviz and diff (they said it held timings only)
+    got = cli("export", str(out), "--format", "folded", "--case", "numpy@64")
+    assert got.returncode == 0 and got.stdout.startswith("flametool.workload.libraries.numpy_matmul"), got.stderr
+    from flametool.commands import drilldown
+
+    assert drilldown.target(out, "numpy@64") == drilldown.Target("numpy@64", out / "numpy@64.prof")
+    got = cli("diff", str(out), "--base", "numpy@8", "--head", "numpy@64")
+    assert got.returncode == 0 and "numpy@64 / numpy@8 = " in got.stdout, got.stderr
+    got = cli("snakeviz", str(out), "--case", "numpy")
+    assert got.returncode == 2 and got.stderr.count("\n") == 1 and "numpy@8, numpy@64" in got.stderr, got.stderr
 
 
 def test_a_wide_interval_says_what_to_do():

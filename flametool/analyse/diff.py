@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import attribution, countdiff, treediff
-from ..run import anchoring, rundir, sources, stats
+from ..run import anchoring, casenames, rundir, sources, stats
 from ..errors import FlametoolError
 from .lines import LineDelta, case_lines, diff_lines
 from .compare import at_common_speed, count_pair, cross_library, speed_heading, step_source
@@ -41,11 +41,9 @@ def line_diff(base_dir: Path, base_run: Run, base: str, head_dir: Path, head_run
 
 
 def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> str:
-    if case is not None:
-        for run, data in ((run_a, a), (run_b, b)):
-            if case not in data.results:
-                raise FlametoolError(f"--case {case!r}: no such case in {run} (cases: {', '.join(data.results) or 'none'})")
-        return case
+    if case is not None:  # a sweep's case at a size too: cupy@1024 (casenames), named alike in both
+        casenames.case_named(run_b, b, case, "--case", profiled=False)
+        return casenames.case_named(run_a, a, case, "--case", profiled=False)
     shared = [l for l in attribution.sampled_labels(a) if l in attribution.sampled_labels(b)]
     timed = [l for l, r in a.results.items() if l in b.results and r.at_sample_shape and b.results[l].at_sample_shape
              and not r.error and not b.results[l].error]
@@ -302,6 +300,11 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
     """The same case in two runs, base = RUN_A, head = RUN_B, relative to an anchor both runs timed beside it;
     nothing is written."""
     a, b = rundir.load_profiled(run_a, "diff"), rundir.load_profiled(run_b, "diff")
+    swept = [run for run, data in ((run_a, a), (run_b, b)) if isinstance(data, casenames.SweepCases)]
+    if len(swept) == 1:  # a compare run's cupy and a sweep's cupy@1024 are no one case: its names are per size
+        other = run_b if swept[0] == run_a else run_a
+        raise FlametoolError(f"diff {run_a} {run_b}: {swept[0]} is a sweep (its profiles are CASE@SIZE) and {other} "
+                             "a compare run: no case is in both; diff two sweeps (--case CASE@SIZE), or two compare runs")
     label = common_case(run_a, a, run_b, b, case)
     for name, run in (("RUN_A", a), ("RUN_B", b)):
         if run.results[label].error or run.results[label].at_sample_shape is None:
@@ -332,10 +335,11 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
 def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> DiffResult:
     """Two cases of one run, head - base; nothing is written."""
     run = rundir.load_profiled(run_dir, "diff")
-    for label in (base, head):
-        if label not in run.results:
-            raise FlametoolError(f"--base/--head {label!r}: no such case in {run_dir} "
-                                 f"(cases: {', '.join(run.results) or 'none'})")
+    base, head = (casenames.case_named(run_dir, run, label, option, profiled=False)
+                  for label, option in ((base, "--base"), (head, "--head")))
+    if base == head:  # named apart, one case: cupy@1024 and cupy@1024x1024x1024
+        raise FlametoolError(f"diff RUN --base {base} --head {head}: one case against itself; name two different cases "
+                             "of the run")
     rb, rh = run.results[base], run.results[head]
     for label, r in ((base, rb), (head, rh)):
         if r.error or r.at_sample_shape is None:

@@ -17,7 +17,7 @@ from typing import TypeVar, cast
 from pathlib import Path
 
 from . import attribution
-from ..run import stats
+from ..run import casenames, stats
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands
 from ..run.record import Run, SweepPoint, size_name  # noqa: F401 - sweep.size_name
 from ..run.timing import HOST_BOUND_FACTOR, Timing, host_bound
@@ -325,7 +325,8 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
                                         sample_shape=t.shape)
             if attribution.skip_reason(alone) is None:
                 name = out.size_name(t.shape)
-                profile = attribution.profile_of(run_dir, alone, f"{label}@{name}")
+                stem = casenames.sized(label, t.shape, run.config.operation)
+                profile = attribution.profile_of(run_dir, alone, stem)
                 out.layers.setdefault(name, {})[label] = attribution.attribute(profile)
     for base, head in run.pairs:
         together = run.paired(base, head)

@@ -22,7 +22,7 @@ class Diff:
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("run_a", type=Path, metavar="RUN_A", help="base run directory (or the run, with --base/--head)")
         p.add_argument("run_b", type=Path, metavar="RUN_B", nargs="?", help="head run directory")
-        p.add_argument("--case", help="case label (default: the first sampled case both runs have)")
+        p.add_argument("--case", help="case label, of two sweeps CASE@SIZE (default: the first sampled case both runs have)")
         p.add_argument("--layers", choices=VIEWS, default="caller",
                        help="system libraries charged to their callers' layers (caller, the default) or apart (library)")
         p.add_argument("--base", help="with one run: the base case")

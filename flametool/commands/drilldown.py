@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import procs
-from ..run import rundir
+from ..run import casenames, rundir
 from ..analyse import profstats
 from ..errors import FlametoolError, RunDirError, interrupt_code
 
@@ -35,7 +35,8 @@ class Target:
 
 def target(run: Path, case: str | None) -> Target:
     """The case's .prof, checked: the run directory, the case, and that pstats can read the file."""
-    results = rundir.load_profiled(run, "serve").results
+    data = rundir.load_profiled(run, "serve")
+    results = data.results
     if not results:
         raise RunDirError(f"{run / rundir.RUN_FILE}: no cases")
     if case is None:
@@ -43,8 +44,8 @@ def target(run: Path, case: str | None) -> Target:
         if not with_prof:
             raise RunDirError(f"{run}: no case has a cProfile file")
         case = with_prof[0]
-    elif case not in results:
-        raise FlametoolError(f"--case {case!r}: no such case in {run} (cases: {', '.join(results)})")
+    else:  # a sweep's size too: cupy@1024 (casenames)
+        case = casenames.case_named(run, data, case, "--case")
     name = results[case].file("prof")
     if not rundir.is_file_name(name):
         raise RunDirError(f"{run}: case {case!r} has no cProfile file" + (" (it failed)" if results[case].error else ""))

@@ -19,7 +19,7 @@ class Export:
         p.add_argument("run", type=Path, metavar="RUN", help="run directory")
         p.add_argument("--format", required=True, help=render.formats_help("Stacks") + "; "
                        + render.formats_help("Timelines"))
-        p.add_argument("--case", help="export only this case (default: every sampled case)")
+        p.add_argument("--case", help="export only this case, of a sweep CASE@SIZE (default: every sampled case)")
         p.add_argument("--lines", action="store_true", help="one frame per source line instead of per function")
         p.add_argument("-o", "--output", type=Path, help="file to write (default, or -: standard output)")
 
@@ -27,18 +27,18 @@ class Export:
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         # the analysis (numpy) and the run directory's reader are imported here, not for `flametool --help`
         from ..analyse import compare
-        from ..run import rundir
+        from ..run import casenames, rundir
 
         out = ctx.out
         render.check(args.format, render.EXPORTS)
+        run = rundir.load_profiled(args.run, "export")  # a sweep's sizes as cases (cupy@1024); an atlas says what it is
+        case = None if args.case is None else casenames.case_named(args.run, run, args.case, "--case")
         if args.format in render.formats("Timelines"):  # one step's CUPTI records, not the stacks
             from ..analyse import timeline
 
-            text = render.show(args.format, timeline.timelines(args.run, rundir.load_profiled(args.run, "export"),
-                                                               args.case))  # a sweep or atlas: says what it is
+            text = render.show(args.format, timeline.timelines(args.run, run, case))
         else:
-            text = render.show(args.format, compare.stacks(args.run, rundir.load_profiled(args.run, "export"), args.case,
-                                                           args.lines))
+            text = render.show(args.format, compare.stacks(args.run, run, case, args.lines))
         if args.output is None or args.output == Path("-"):
             out.file.write(text)
             out.file.flush()

@@ -18,7 +18,7 @@ class Snakeviz:
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("run", type=Path, metavar="RUN_DIR", help="run directory")
-        p.add_argument("--case", help="case label (default: the first case with a .prof)")
+        p.add_argument("--case", help="case label, of a sweep CASE@SIZE (default: the first case with a .prof)")
         p.add_argument("--port", type=int, default=DEFAULT_PORT,
                        help=f"port to ask for (default {DEFAULT_PORT}; snakeviz takes a nearby one if it is in use)")
 

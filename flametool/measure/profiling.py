@@ -31,12 +31,11 @@ from .spawn import During, Progress, Started, child_sample_grace, first_child, r
 from .jobs import job_base, job_case
 from .measurement import Measurement, stop_if_refused
 from ..errors import RunDirError
-from ..run import folded, rundir, steptrace
+from ..run import casenames, folded, rundir, steptrace
 from ..run import sources as rec
 from ..workload.cases import CaseSpec
 from .protocol import GO, CaseProfiled, ProfileJob
 from ..run.profiled import ProfileProcess, Sampling
-from ..run.record import size_name
 from ..run.timing import Loops, host_bound
 
 # What a profiled case's progress says while its window waits for the timing's unused processes to end (Spares.settle;
@@ -175,7 +174,7 @@ def profile_points(m: Measurement, case: CaseSpec) -> None:
     for t in r.points:
         if t.error or not host_bound(t):
             continue
-        name = f"{case.label}@{size_name(t.shape, m.config.op)}"  # the files' stem; run.json records their names
+        name = casenames.sized(case.label, t.shape, m.config.op)  # the files' stem; run.json records their names
         got = profiled(m, case, t.shape, max(1, t.calls // r.ops_per_step), name)
         if isinstance(got, str):
             t.error = f"profiling alone: {got}"

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from . import folded, record, safeopen
+from . import casenames, folded, record, safeopen
 from ..errors import FlametoolError, RunDirError, WriteError
 
 SCHEMA = record.SCHEMA
@@ -231,12 +231,20 @@ def read_json(path: Path, limit: int) -> object:
 
 
 def load_profiled(run: Path | str, what: str) -> record.Run:
-    """load(), for a command that reads a run's stacks or profiles (`what` it does with them): a sweep has
-    none, and says so instead of 'no case has stacks'."""
+    """load(), for a command that reads a run's stacks or profiles (`what` it does with them): a sweep made with
+    --sample is read as its cases at each of its sizes (casenames.as_cases: cupy@1024, its profile there where it
+    has one); a sweep without profiles, or an atlas, says what it is instead of 'no case has stacks'."""
     data = load(run)
     if data.kind == "atlas":
         raise FlametoolError(f"{run}: an atlas: each op's run is a folder in it ("
                              + ", ".join(str(Path(run) / p.dir) for p in data.parts) + f"); give one of them to {what}")
+    if data.kind == "sweep" and casenames.profiled_sizes(data):
+        return casenames.as_cases(data)
+    if data.kind == "sweep":
+        how = ("no case was profiled at any size (--sample profiles each case alone at its host-bound sizes)"
+               if data.config.recorded.get("sample") else "made without --sample, it holds timings only")
+        raise FlametoolError(f"{run}: a sweep run: {how}, no stacks or profiles to {what} (flametool report {run} shows "
+                             "its timings)")
     if data.kind != "compare":
         raise FlametoolError(f"{run}: a {data.kind} run: it holds timings only, no stacks or profiles to {what} "
                              f"(flametool report {run} shows it)")

@@ -121,8 +121,8 @@ def test_an_anchor_whose_library_differs_between_environments_is_warned_about():
     specs = [builtins.builtin("numpy"), builtins.builtin("torch")]
     same = [Environment("a", "/a", versions={"numpy": "2.4", "torch": "2.13"}),
             Environment("b", "/b", versions={"numpy": "2.5", "torch": "2.13"})]
-    assert environments.anchor_versions(same, specs, "torch") is None
-    warning = environments.anchor_versions(same, specs, "numpy")
+    assert environments.anchor_warning(same, specs, "torch") is None
+    warning = environments.anchor_warning(same, specs, "numpy")
     assert warning.startswith("warning: the anchor numpy is numpy 2.4 in a, 2.5 in b: its own change is then the "
                               "host's speed and numpy's change together")
 

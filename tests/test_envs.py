@@ -162,19 +162,145 @@ def test_the_environments_take_turns(env_run):
     assert seen == [(a, "1"), (b, "1"), (b, "2"), (a, "2"), (a, "3"), (b, "3")]
 
 
-def test_the_default_anchor_has_one_version_everywhere():
-    from flametool.workload import builtins
-    from flametool.measure import environments
+def probed(name: str, **libs: tuple[str | None, str | None, str | None]):
+    """An environment as the probe records it: for each library its version, its installed files
+    (importcheck.installed_files) and its top-level objects (importcheck.surface), None where not known."""
     from flametool.run.record import Environment
 
-    specs = [builtins.builtin("cupy"), builtins.builtin("torch"), builtins.builtin("cublas")]
-    env = lambda name, cupy: Environment(name, "python", versions={"cupy": cupy, "torch": "2.11.0"})  # noqa: E731
-    # cupy rebuilt: torch is the only library with one version, though cublas comes later in --libs
-    assert environments.choose_anchor([env("main", "14.2.0"), env("pr", "14.3.0.dev0")], specs, None) == "torch"
-    # nothing rebuilt (the same cupy): the last such case
-    assert environments.choose_anchor([env("main", "14.2.0"), env("pr", "14.2.0")], specs, None) == "cublas"
-    assert environments.expand(specs[:2], [env("main", "1"), env("pr", "2")])[3].label == "torch@pr"
-    assert environments.default_pairs(specs[:2], [env("main", "1"), env("pr", "2")], "torch") == [["cupy@main", "cupy@pr"]]
+    return Environment(name, "python", versions={lib: v for lib, (v, _, _) in libs.items()},
+                       files={lib: f for lib, (_, f, _) in libs.items() if f},
+                       surface={lib: x for lib, (_, _, x) in libs.items() if x})
+
+
+TORCH = ("2.11.0", "record:torchwheel", "torch-names")
+
+
+def test_the_default_anchor_is_a_library_shown_the_same_everywhere():
+    from flametool.measure import environments
+    from flametool.workload import builtins
+
+    cupy, torch, cublas = (builtins.builtin(n) for n in ("cupy", "torch", "cublas"))
+    release = ("14.2.0", "record:release", "cupy-names")
+    # cupy rebuilt: torch is the only library that is the same, though cublas comes later in --libs
+    envs = [probed("main", cupy=release, torch=TORCH), probed("pr", cupy=("14.3.0.dev0", "record:pr", "cupy-names"),
+                                                                  torch=TORCH)]
+    anchor, line = environments.choose_anchor(envs, [cupy, torch, cublas], None)
+    assert anchor == "torch" and line is not None
+    assert line.startswith("anchor: torch (torch 2.11.0 is the same in every environment: one version, the same "
+                           "installed files, the same top-level objects)")
+    assert "not cupy 14.2.0 in main, 14.3.0.dev0 in pr" in line and line.endswith("--anchor CASE to choose another")
+    # cupy built from a branch that keeps the release's version string, cupy last in --libs: by version alone the
+    # anchor was cupy, the library that changed (its pair torch@main:torch@pr then read cupy's change as the host's)
+    branch = [probed("main", torch=TORCH, cupy=release), probed("pr", torch=TORCH, cupy=("14.2.0", "record:branch",
+                                                                                          "cupy-names"))]
+    anchor, line = environments.choose_anchor(branch, [torch, cupy], None)
+    assert anchor == "torch"
+    assert "not cupy 14.2.0 in every environment, but not the same files (main: installed files release, pr: " in line
+    # ... and an editable install (a checkout: its directory, not a RECORD) keeping the version, likewise
+    editable = [probed("main", torch=TORCH, cupy=release), probed("pr", torch=TORCH, cupy=("14.2.0", "at:/src/cupy",
+                                                                                            "cupy-names"))]
+    assert environments.choose_anchor(editable, [torch, cupy], None)[0] == "torch"
+    # nothing rebuilt (every library the same): torch still, not cublas, whose library (cupy) is a compared case's
+    same = [probed("main", cupy=release, torch=TORCH), probed("pr", cupy=release, torch=TORCH)]
+    anchor, line = environments.choose_anchor(same, [cupy, torch, cublas], None)
+    assert anchor == "torch" and "not cupy, cublas, whose library a case compared beside it shares" in line
+    # cublas only where no case of another library is the same (cupy shown the same: its pair is a null one)
+    torch_too = [probed("main", cupy=release, torch=TORCH), probed("pr", cupy=release, torch=("2.12.0", None, None))]
+    anchor, line = environments.choose_anchor(torch_too, [cupy, torch, cublas], None)
+    assert anchor == "cublas" and "cupy is also the library of a case compared beside it" in line
+    # a case --pair compares is no anchor: torch, not numpy, though numpy comes last and is the same
+    numpy = builtins.builtin("numpy")
+    both = [probed(n, torch=TORCH, numpy=("2.4.6", "record:np", "np-names")) for n in ("a", "b")]
+    assert environments.choose_anchor(both, [torch, numpy], None)[0] == "numpy"
+    assert environments.choose_anchor(both, [torch, numpy], None, {"numpy"})[0] == "torch"
+    assert environments.expand([cupy, torch], same)[3].label == "torch@pr"
+    assert environments.default_pairs([cupy, torch], same, "torch") == [["cupy@main", "cupy@pr"]]
+
+
+def test_no_library_shown_the_same_is_refused_asking_for_anchor():
+    from flametool.errors import FlametoolError
+    from flametool.measure import environments
+    from flametool.workload import builtins
+    from flametool.workload.cases import CaseSpec
+
+    cupy, torch, numpy = (builtins.builtin(n) for n in ("cupy", "torch", "numpy"))
+    # one version everywhere, but nothing known of the files (a record of before the probe read them): not shown
+    old = [probed(n, cupy=("14.2.0", None, None), torch=("2.11.0", None, None)) for n in ("main", "pr")]
+    with pytest.raises(FlametoolError) as got:
+        environments.choose_anchor(old, [cupy, torch], None)
+    text = str(got.value)
+    assert "\n" not in text and text.startswith("--env: no case to anchor on: no case of --libs is shown to be the same")
+    assert "cupy 14.2.0 in every environment, its files not known in main, pr" in text
+    assert "a version alone does not show it: name a case that is the same with --anchor CASE" in text
+    # numpy patched at start-up (a sitecustomize): its version and files are the release's, its objects not
+    patched = [probed("a", numpy=("2.4.6", "record:np", "np-names")), probed("b", numpy=("2.4.6", "record:np", "patched"))]
+    user = CaseSpec("dot", "dot", file="/cases.py")  # a case of one's own: no library, no default anchor
+    with pytest.raises(FlametoolError, match="the same files, but not the same top-level objects"):
+        environments.choose_anchor(patched, [numpy, user], None)
+    # two copies at two places (no RECORD vouches for either): not shown the same
+    apart = [probed("a", numpy=("2.4.6", "at:/x/numpy", "n")), probed("b", numpy=("2.4.6", "at:/y/numpy", "n"))]
+    with pytest.raises(FlametoolError, match=r"not the same files \(a: /x/numpy, b: /y/numpy\)"):
+        environments.choose_anchor(apart, [numpy, user], None)
+    # ... the very same directory (two wrapper scripts of one interpreter) is
+    here = [probed(n, numpy=("2.4.6", "at:/x/numpy", "n")) for n in ("a", "b")]
+    assert environments.choose_anchor(here, [numpy, user], None)[0] == "numpy"
+    # --anchor given: used, with a warning where its library is known to differ (not where it is not known)
+    assert environments.choose_anchor(patched, [numpy, user], "numpy") == ("numpy", None)
+    warning = environments.anchor_warning(patched, [numpy, user], "numpy")
+    assert warning is not None and warning.startswith(
+        "warning: the anchor numpy is numpy 2.4.6 in every environment and the same files, but not the same top-level "
+        "objects")
+    assert environments.anchor_warning(apart, [numpy, user], "numpy") is None
+    assert environments.anchor_warning(old, [cupy, torch], "torch") is None
+    two_builds = [probed("a", numpy=("2.4.6", "record:x", "n")), probed("b", numpy=("2.4.6", "record:y", "n"))]
+    assert "but not the same files" in environments.anchor_warning(two_builds, [numpy, user], "numpy")
+
+
+def test_the_probe_tells_a_patched_library_from_the_same_copy(env_b, tmp_path):
+    """For real: this interpreter (a), b (numpy.matmul wrapped by a sitecustomize, numpy's version and files the
+    release's) and c (a wrapper with a directory of nothing first on its path): numpy's installed files read alike
+    in all three, its top-level objects in a and c only."""
+    from flametool.measure import environments
+    from flametool.run.record import Environment
+    from flametool.workload import builtins
+
+    (tmp_path / "site").mkdir()
+    c = wrapper(tmp_path, tmp_path / "site")
+    a, b, c = environments.probe([Environment("a", sys.executable), Environment("b", str(env_b)),
+                                  Environment("c", str(c))], [builtins.builtin("numpy")])
+    assert a.files["numpy"] == b.files["numpy"] == c.files["numpy"]
+    assert a.versions["numpy"] == b.versions["numpy"]
+    assert a.surface["numpy"] == c.surface["numpy"] != b.surface["numpy"]
+
+
+def test_a_patched_library_is_no_default_anchor(capsys, env_b, tmp_path):
+    """The audit's case, for real: numpy patched in b keeps its version; with no --anchor, numpy (the only library)
+    was the default anchor, and the run read dot@b / dot@a relative to numpy as 0.51 (numpy's planted 5 us as the
+    host's speed). Now refused before anything runs, asking for --anchor."""
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--case", f"{CASES}:dot",
+                                   "--env", f"a={sys.executable}", "--env", f"b={env_b}", "--no-sample",
+                                   "--out", str(tmp_path / "run")])
+    assert line.startswith("flametool: --env: no case to anchor on: no case of --libs is shown to be the same")
+    assert "the same files, but not the same top-level objects" in line and "--anchor CASE" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_default_anchor_is_said_and_a_given_one_warned_about(env_b, tmp_path):
+    from flametool.commands import main, settings
+
+    (tmp_path / "site").mkdir()
+    clean = wrapper(tmp_path, tmp_path / "site")
+    said: list[str] = []
+    argv = ["compare", "--device", "cpu", "--libs", "numpy", "--case", f"{CASES}:dot", "--env", f"a={sys.executable}",
+            "--out", str(tmp_path / "r")]
+    config = settings.compare_config(main.build_parser().parse_args([*argv, "--env", f"b={clean}"]), said.append)
+    assert config.anchor == "numpy" and config.pairs == [["dot@a", "dot@b"]]
+    assert len(said) == 1 and said[0].startswith("anchor: numpy (numpy ") and "is the same in every environment" in said[0]
+    said.clear()
+    config = settings.compare_config(main.build_parser().parse_args(
+        [*argv, "--env", f"b={env_b}", "--anchor", "numpy"]), said.append)
+    assert config.anchor == "numpy" and len(said) == 1
+    assert said[0].startswith("warning: the anchor numpy is numpy ") and "not the same top-level objects" in said[0]
 
 
 def test_a_missing_interpreter_is_one_line(capsys, tmp_path):
@@ -246,6 +372,53 @@ def test_git_describe_of_a_library_imported_from_a_checkout(tmp_path):
     installed = repo / "venv" / "lib" / "site-packages" / "torch"
     installed.mkdir(parents=True)
     assert importcheck.checkout_of(str(installed / "__init__.py"), ()) is None
+
+
+def installed(site: Path, core: str, record: bool = True) -> "types.ModuleType":
+    """A library `pkg` installed in `site` (its RECORD as pip writes it: each file's sha256 and size, a script
+    outside the package, the dist-info's own files), as the module its import would give."""
+    import base64
+    import hashlib
+    import types
+
+    files = {"pkg/__init__.py": "__version__ = '1.0'\n", "pkg/core.py": core}
+    rows = []
+    for name, text in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        rows.append(f"{name},sha256={digest},{len(text.encode())}")
+    if record:
+        info = site / "pkg-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
+        (info / "INSTALLER").write_text("pip\n")
+        (info / "RECORD").write_text("\n".join([*rows, f"../../bin/pkg,sha256=from-{site.name},40",
+                                                  "pkg/__pycache__/core.cpython-311.pyc,,",
+                                                  "pkg-1.0.dist-info/INSTALLER,sha256=x,4", "pkg-1.0.dist-info/RECORD,,"]))
+    module = types.ModuleType("pkg")
+    module.__file__, module.__path__ = str(site / "pkg" / "__init__.py"), [str(site / "pkg")]
+    return module
+
+
+def test_installed_files_tell_one_wheel_from_another_build(tmp_path):
+    """What the probe records of a library's files: one wheel installed in two environments reads alike (its
+    RECORD's files, not where they are nor the scripts that name the environment's Python); a build of other
+    source, with the same version, does not; a copy changed after it was installed, or not installed at all (a
+    checkout on PYTHONPATH), is known only by its directory."""
+    from flametool.measure import importcheck
+
+    sites = {n: tmp_path / n / "site-packages" for n in ("a", "b", "branch", "edited", "checkout")}
+    got = {n: importcheck.installed_files(installed(d, "def mm(): return 1\n" if n != "branch" else
+                                                    "def mm(): return 2\n", record=n != "checkout"), ())
+           for n, d in sites.items()}
+    assert got["a"].startswith("record:") and got["a"] == got["b"] == got["edited"]
+    assert got["branch"].startswith("record:") and got["branch"] != got["a"]
+    assert got["checkout"] == f"at:{sites['checkout'] / 'pkg'}"
+    (sites["edited"] / "pkg" / "core.py").write_text("def mm(): return 1  # patched in place\n")
+    module = installed(tmp_path / "again" / "site-packages", "def mm(): return 1\n")
+    module.__file__, module.__path__ = str(sites["edited"] / "pkg" / "__init__.py"), [str(sites["edited"] / "pkg")]
+    assert importcheck.installed_files(module, ()) == f"at:{sites['edited'] / 'pkg'}"
 
 
 def test_environments_may_take_more_processes_until_the_anchored_ratio_settles(tmp_path):

@@ -50,7 +50,9 @@ class Compare:
                             "CASE@FIRST:CASE@OTHER is compared relative to it (README: comparing two builds)")
         p.add_argument("--anchor", metavar="CASE",
                        help="with --env: the case every environment's processes time beside the others, whose own speed "
-                            "cancels the host's (default: the last case of --libs with one version in every environment)")
+                            "cancels the host's (default: the last case of --libs whose library has one version, the "
+                            "same installed files and the same top-level objects in every environment, said before the "
+                            "run starts; none such: exit 2, asking for --anchor)")
         p.add_argument("--fail-above", type=float, metavar="PCT",
                        help="add processes until every pair's verdict is decided: slower by more than PCT%% (its 95%% "
                             "interval wholly above), or not (wholly at or below), or --budget is spent; exit as summary "

@@ -205,8 +205,12 @@ def env_config(args: argparse.Namespace, common: dict, say=lambda text: None) ->
     if args.anchor is not None:  # before the environments are probed: a pair of the anchor is refused at once
         anchor_not_paired(args.anchor, [t.partition(":")[::2] for t in args.pair])
     envs = environments.probe(envs, specs)
-    anchor = environments.choose_anchor(envs, specs, args.anchor)
-    warning = environments.anchor_versions(envs, specs, anchor)
+    # the cases --pair compares (checked below): not the default anchor, which they would be taken relative to
+    paired = {base_label(x) for t in args.pair for x in t.partition(":")[::2] if x}
+    anchor, chosen = environments.choose_anchor(envs, specs, args.anchor, paired)
+    if chosen:  # the default: which case, and why it (the pairs name it as what they are relative to)
+        say(chosen)
+    warning = environments.anchor_warning(envs, specs, anchor)
     if warning:
         say(warning)
     labelled = environments.expand(specs, envs)

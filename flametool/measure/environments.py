@@ -2,7 +2,8 @@
 or PyTorch build), labelled CASE@NAME, in processes that alternate between the environments (runner).
 
 Each process of an environment also times an anchor: a case that is the same in every environment (by
-default the last case of the run whose library has one version in all of them; --anchor CASE chooses). A
+default the last case of the run whose library is shown to be one copy in all of them: one version, the same
+installed files and the same top-level objects, choose_anchor; --anchor CASE chooses). A
 process's host speed multiplies the case and the anchor beside it alike, and fresh processes (and two
 environments' processes) run at speeds of their own, so the comparison of cupy@main and cupy@pr is made of
 each process's cupy/torch ratio (anchoring.anchored), not of their microseconds.
@@ -138,7 +139,8 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
                 raise FlametoolError(f"{given}: {got['error']}{hint}")
             found.append(Environment(name=e.name, python=e.python, executable=str(got.get("executable") or ""),
                                      python_version=str(got.get("python_version") or ""),
-                                     versions=dict(got.get("versions") or {}), describe=dict(got.get("describe") or {})))
+                                     versions=dict(got.get("versions") or {}), describe=dict(got.get("describe") or {}),
+                                     files=dict(got.get("files") or {}), surface=dict(got.get("surface") or {})))
     finally:
         with hygiene.signals_deferred():
             for _, proc in procs:
@@ -147,35 +149,104 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     return found
 
 
-def choose_anchor(envs: list[Environment], specs: list[CaseSpec], given: str | None) -> str:
-    """The case every environment's processes time beside the others: --anchor, else the last built-in case
-    whose library has one version in every environment."""
+def apart(envs: list[Environment], lib: str) -> tuple[bool, str] | None:
+    """None when `lib` is shown to be one copy in every environment: one version, the same installed files
+    (importcheck.installed_files: one RECORD's files, or the very same directory) and the same top-level objects
+    (importcheck.surface). Else (whether it is known to differ, what tells them apart or what is not known).
+    A version alone shows nothing: a build from a branch, or an editable install with a patch, keeps the
+    release's version string."""
+    versions = [e.versions.get(lib) for e in envs]
+    if len(set(versions)) > 1 or any(lib not in e.versions for e in envs):  # not probed: not known to differ
+        return len(set(versions)) > 1, f"{lib} " + ", ".join(f"{v or 'no version'} in {e.name}"
+                                                             for e, v in zip(envs, versions))
+    version = f"{lib} {versions[0] or '(no version)'} in every environment"
+    files = [e.files.get(lib) for e in envs]
+    if None in files:
+        return False, f"{version}, its files not known in " + ", ".join(e.name for e, f in zip(envs, files) if f is None)
+    if len(set(files)) > 1:
+        # two RECORDs that differ are two builds; a copy that is not an installed one (a checkout, an editable
+        # install, a copy edited in place) is the same only as the very same directory, which is not known to differ
+        known = all(f.startswith("record:") for f in files if f)
+        shown = ", ".join(f"{e.name}: {files_shown(f)}" for e, f in zip(envs, files) if f)
+        return known, f"{version}, but not the same files ({shown})"
+    surfaces = [e.surface.get(lib) for e in envs]
+    if None in surfaces:
+        return False, f"{version}, its top-level objects not known in " + ", ".join(
+            e.name for e, x in zip(envs, surfaces) if x is None)
+    if len(set(surfaces)) > 1:
+        return True, (f"{version} and the same files, but not the same top-level objects (a function replaced at "
+                      "start-up, by a sitecustomize or a .pth?)")
+    return None
+
+
+def files_shown(files: str) -> str:
+    """An Environment.files entry in words: the directory of a copy that is not an installed one, or the digest."""
+    kind, _, what = files.partition(":")
+    return what if kind == "at" else f"installed files {what[:12]}"
+
+
+def choose_anchor(envs: list[Environment], specs: list[CaseSpec], given: str | None,
+                  paired: set[str] | frozenset[str] = frozenset()) -> tuple[str, str | None]:
+    """The case every environment's processes time beside the others, and a line saying why when it was not
+    given: --anchor, else the last built-in case whose library is shown to be one copy in every environment
+    (apart), not a case of --pair (`paired`: the cases they compare, without their environments), and, where
+    another such case is there, not one whose library is that of a case it would be compared beside (cublas,
+    cupy's, beside cupy). None shown so: FlametoolError asking for --anchor. A version that reads alike is not
+    enough: two builds of one library can report one version string, and an anchor on the library that changed
+    reads its change as the host's speed."""
     labels = [s.label for s in specs]
     if given is not None:
         if given not in labels:
             raise FlametoolError(f"--anchor {given!r}: no case named {given!r} in this run ({', '.join(labels)})")
         if len(specs) < 2:
             raise FlametoolError(f"--anchor {given!r}: the run needs another case to compare beside the anchor")
-        return given
-    same = [s.label for s in specs if (lib := library(s)) and len({e.versions.get(lib) for e in envs}) == 1
-            and envs[0].versions.get(lib) is not None]
+        return given, None
+    libs = {s.label: library(s) for s in specs}
+    why = {lib: apart(envs, lib) for lib in dict.fromkeys(l for l in libs.values() if l)}
+    same = [s.label for s in specs if (lib := libs[s.label]) and why[lib] is None and s.label not in paired]
+
+    def compared(label: str) -> set[str | None]:
+        """The libraries of the cases compared beside `label` as the anchor: those of --pair, else every other."""
+        return {libs[l] for l in labels if l != label and (l in paired if paired else True)}
+
+    apart_libs = [label for label in same if libs[label] not in compared(label)]
     if len(specs) >= 2 and same:
-        return same[-1]
-    shown = "; ".join(f"{e.name}: " + ", ".join(f"{lib} {v}" for lib, v in e.versions.items()) for e in envs)
-    raise FlametoolError("--env: no case to anchor on (a case whose library has one version in every environment, "
-                         f"beside the case compared; {shown or 'no library versions'}): add one to --libs (e.g. "
-                         "torch) or name one with --anchor CASE")
+        anchor = (apart_libs or same)[-1]
+        lib = libs[anchor]
+        assert lib is not None  # a case of `same` has a library
+        version = envs[0].versions.get(lib)
+        line = (f"anchor: {anchor} ({lib} {version or '(no version)'} is the same in every environment: one version, "
+                "the same installed files, the same top-level objects)")
+        if skipped := [l for l in same if l not in apart_libs] if apart_libs else []:
+            line += f"; not {', '.join(skipped)}, whose library a case compared beside it shares"
+        if not apart_libs:
+            line += f"; {lib} is also the library of a case compared beside it (no case of another library is the same)"
+        others = [text for l, x in why.items() if x is not None and l != lib for text in [x[1]]]
+        if others:
+            line += "; not " + "; ".join(others)
+        return anchor, line + "; --anchor CASE to choose another"
+    shown = "; ".join([text for x in why.values() if x is not None for text in [x[1]]]
+                      + [f"{l}: compared in --pair" for l in labels if l in paired and (lib := libs[l]) and why[lib] is None])
+    if len(specs) < 2:
+        raise FlametoolError(f"--env: no case to anchor on: the run needs a case beside {labels[0]} that is the same "
+                             "in every environment (add one to --libs, e.g. torch, and name it with --anchor CASE)")
+    raise FlametoolError("--env: no case to anchor on: no case of --libs is shown to be the same in every environment "
+                         "(one version, the same installed files, the same top-level objects"
+                         + (f"; {shown}" if shown else "") + "), and a version alone does not show it: name a case "
+                         "that is the same with --anchor CASE (or add one to --libs, e.g. torch)")
 
 
-def anchor_versions(envs: list[Environment], specs: list[CaseSpec], anchor: str) -> str | None:
-    """A warning when the anchor's library is not one version in every environment (an --anchor given so): its own
-    change is then the host's speed and the library's change together, and the anchored ratio carries both."""
+def anchor_warning(envs: list[Environment], specs: list[CaseSpec], anchor: str) -> str | None:
+    """A warning when the anchor's library (an --anchor given so) is known to differ between the environments (its
+    version, its installed files, or its top-level objects): its own change is then the host's speed and the
+    library's change together, and the anchored ratio carries both."""
     spec = next((s for s in specs if s.label == anchor), None)
     lib = library(spec) if spec is not None else None
-    if lib is None or len({e.versions.get(lib) for e in envs}) == 1:
+    found = apart(envs, lib) if lib is not None else None
+    if found is None or not found[0]:
         return None
-    shown = ", ".join(f"{e.versions.get(lib) or 'no version'} in {e.name}" for e in envs)
-    return (f"warning: the anchor {anchor} is {lib} {shown}: its own change is then the host's speed and {lib}'s "
+    what = found[1] if found[1].startswith(f"{lib} ") else f"{lib}, {found[1]}"
+    return (f"warning: the anchor {anchor} is {what}: its own change is then the host's speed and {lib}'s "
             "change together, and the anchored ratio carries both; anchor on a case whose library is the same in "
             "every environment")
 

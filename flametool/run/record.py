@@ -171,7 +171,8 @@ class Host:
 class Environment:
     """One Python environment of a run (`compare --env NAME=PYTHON`): the interpreter as given, what it is, and
     the versions of the cases' libraries in it (and `git describe` of a library imported from a git checkout),
-    read by that interpreter before anything ran (environments.probe)."""
+    and what tells one copy of a library from another (its installed files, its top-level objects), read by that
+    interpreter before anything ran (environments.probe)."""
 
     name: str
     python: str  # the interpreter as given on the command line, made absolute: what runs its processes
@@ -179,6 +180,9 @@ class Environment:
     python_version: str = ""
     versions: dict[str, str | None] = field(default_factory=dict)  # library -> version (None: it has no version)
     describe: dict[str, str] = field(default_factory=dict)  # library -> git describe of its checkout
+    # library -> its installed files: "record:DIGEST" of its RECORD, or "at:DIRECTORY" (importcheck.installed_files)
+    files: dict[str, str] = field(default_factory=dict)
+    surface: dict[str, str] = field(default_factory=dict)  # library -> a digest of its top-level objects' kinds
 
     @classmethod
     def from_json(cls, r: Reader) -> "Environment":
@@ -187,7 +191,9 @@ class Environment:
                    python_version=r.text("python_version", ""),
                    versions=dict(r.get("versions", lambda v: isinstance(v, dict) and all(
                        isinstance(x, str) or x is None for x in v.values()), "an object of versions", {})),
-                   describe=dict(r.get("describe", strings, "an object of strings", {})))
+                   describe=dict(r.get("describe", strings, "an object of strings", {})),
+                   files=dict(r.get("files", strings, "an object of strings", {})),
+                   surface=dict(r.get("surface", strings, "an object of strings", {})))
 
 
 @dataclass

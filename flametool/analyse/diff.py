@@ -95,8 +95,18 @@ class Verdict:
     processes: int | None = None
 
 
-def verdict(change: Change, label: str, pct: float) -> Verdict:
-    """Decided on the interval, not the point: a change whose interval reaches above PCT may still be noise."""
+def verdict(change: Change, label: str, pct: float, caution: Difference | None = None) -> Verdict:
+    """Decided on the interval, not the point: a change whose interval reaches above PCT may still be noise.
+    `caution`: the anchor's library changed version between the runs (DiffResult.anchor_moved), which the
+    sentence ends with, as the diff's differences say it: the verdict is of the change relative to it."""
+    got = decided(change, label, pct)
+    if caution is not None:
+        got.sentence += f"; caution: {caution}"
+    return got
+
+
+def decided(change: Change, label: str, pct: float) -> Verdict:
+    """verdict, without its caution."""
     if change.ratio is None:
         return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct, f"{label}: nothing to compare; inconclusive")
     grew, iv = (change.ratio - 1) * 100, change.interval
@@ -144,8 +154,13 @@ def one_process(change: Change) -> str | None:
 
 
 def anchor_for(a: Run, b: Run, label: str, given: str | None) -> tuple[str | None, str | None]:
-    """(the anchor, or None and why): a case both runs have, timed in the same processes as `label` in each
-    (the runs' own anchor first, for a run of `compare --env`)."""
+    """(the anchor, or None and why): a case both runs have, timed in the same processes as `label` in each.
+    Without --anchor (`given`), one whose library is at one version in both runs (as each recorded it,
+    versions_of) before one not known (no library recorded), and one whose library changed version between the
+    runs last: an anchor on the library that changed reads its change as the host's speed (a diff of two default
+    compares, cupy rebuilt, read torch relative to cupy). Within each, the runs' own anchor first (a run of
+    `compare --env`), then run A's order. One whose version changed is still the anchor where no other is there,
+    and differences() says what that does to the change."""
     def beside(run: Run, x: str) -> bool:
         return x in run.results and x != label and not run.results[x].error and run.paired(label, x)
 
@@ -155,12 +170,26 @@ def anchor_for(a: Run, b: Run, label: str, given: str | None) -> tuple[str | Non
                 raise FlametoolError(f"--anchor {given!r}: not a case timed beside {label!r} in {name}")
         return given, None
     preferred = [x for x in (a.anchor_beside(label), b.anchor_beside(label)) if x]
-    candidates = preferred + [x for x in a.results if x not in preferred]
-    found = next((x for x in candidates if beside(a, x) and beside(b, x)), None)
-    if found is None:
+    candidates = [x for x in dict.fromkeys(preferred + list(a.results)) if beside(a, x) and beside(b, x)]
+    if not candidates:
         return None, (f"no anchor: no other case was timed beside {label} in both runs, so the change is the "
                       "absolute one and carries the host's own drift between runs")
-    return found, None
+    return min(candidates, key=lambda x: version_rank(a, b, x)), None  # min: the first of the lowest rank
+
+
+def versions_of(a: Run, b: Run, case: str) -> tuple[str, str | None, str | None] | None:
+    """(the library of `case`, its version in run A, in run B) as each run recorded it (_version), where both
+    runs name one library for it; else None (its library not known)."""
+    (lib_a, va), (lib_b, vb) = _version(a, case), _version(b, case)
+    return (lib_a, va, vb) if lib_a and lib_a == lib_b else None
+
+
+def version_rank(a: Run, b: Run, case: str) -> int:
+    """0: the library of `case` is at one version in both runs; 1: not known; 2: its version changed."""
+    v = versions_of(a, b, case)
+    if v is None or (v[1] is None and v[2] is None):
+        return 1
+    return 0 if v[1] == v[2] else 2
 
 
 def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | None) -> Change:
@@ -196,6 +225,7 @@ class Difference:
     head: str  # as run B has it
     unlike: bool
     note: str = ""
+    anchor: bool = False  # the anchor's: what the change is relative to moved too (a verdict on it says so)
 
     def __str__(self) -> str:
         return f"{self.what} {self.base} in A, {self.head} in B" + (f" ({self.note})" if self.note else "")
@@ -215,8 +245,9 @@ def _version(run: Run, label: str) -> tuple[str | None, str | None]:
     return r.library, versions.get(r.library)
 
 
-def differences(a: Run, b: Run, label: str, anchor: str | None) -> list[Difference]:
-    """What run A and run B did not do alike for `label` (and its library's and the anchor's versions)."""
+def differences(a: Run, b: Run, label: str, anchor: str | None, given: bool = False) -> list[Difference]:
+    """What run A and run B did not do alike for `label` (and its library's and the anchor's versions: the
+    anchor's, with what it does to the change; `given`: the anchor is --anchor's, not anchor_for's default)."""
     ra, rb = a.results[label], b.results[label]
     out = [Difference(what, x, y, True) for what, x, y in (
         ("op", a.config.operation, b.config.operation),
@@ -231,10 +262,19 @@ def differences(a: Run, b: Run, label: str, anchor: str | None) -> list[Differen
         out.append(Difference("requested shape", _shape(ra.shape), _shape(rb.shape), False,
                               f"both compared at {_shape(ra.sample_shape)}"))
     for case in dict.fromkeys(x for x in (label, anchor) if x):
-        (lib_a, va), (lib_b, vb) = _version(a, case), _version(b, case)
-        if lib_a and lib_a == lib_b and va != vb:
-            out.append(Difference(f"{lib_a} version" + (" (the anchor's)" if case != label else ""),
-                                  va or "none", vb or "none", False))
+        v = versions_of(a, b, case)
+        if v is None or v[1] == v[2]:
+            continue
+        lib, va, vb = v
+        if case == label:
+            out.append(Difference(f"{lib} version", va or "none", vb or "none", False))
+            continue
+        # the anchor's version changed (anchor_for's default only where no other case was there, or --anchor's):
+        # its own change is not the host's speed alone, and the change relative to it carries its library's change
+        note = (f"the anchor's own change is the host's speed and {lib}'s change together, and the change relative "
+                f"to {case} carries both" + ("" if given else f"; no other case timed beside {label} in both runs has "
+                                                               "its library at one version in both"))
+        out.append(Difference(f"{lib} version (the anchor's)", va or "none", vb or "none", False, note, anchor=True))
     return out
 
 
@@ -260,6 +300,12 @@ class DiffResult:
     def unlike(self) -> list[Difference]:
         """The differences of the work itself: a verdict on them would judge the work, not the launch path."""
         return [d for d in self.differences if d.unlike]
+
+    @property
+    def anchor_moved(self) -> Difference | None:
+        """The anchor's library changed version between the two runs: the change relative to it carries that
+        library's change (differences() says so), which a verdict on the change says too."""
+        return next((d for d in self.differences if d.anchor), None)
 
     @property
     def base_us_per_call(self) -> float:
@@ -321,10 +367,11 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
         figures = anchored_diff(attribution.load_profile(run_a, a, label), attribution.load_profile(run_b, b, label),
                                 change.anchored, view, ("A", "B"))
     shapes = [(d.results[label].sample_shape, d.results[label].dtype) for d in (a, b)]
+    used = change.anchored.anchor if change.anchored is not None else None  # not one without loops to compare
     result = DiffResult(label, str(run_a), str(run_b), shapes[0] == shapes[1], figures, change=change,
                       not_sampled=None if sampled else f"{label} was not sampled in both runs: no layers or frames to compare",
                       counts=count_pair(a, label, b, label, ("A", "B")),
-                      differences=differences(a, b, label, found),
+                      differences=differences(a, b, label, used, given=anchor is not None),
                       incomplete=[name for name, run in (("A", a), ("B", b)) if not run.complete])
     if sampled:
         result.lines = line_diff(run_a, a, label, run_b, b, label, change.anchored)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..run import stats
 from .compare import Analysis, PairAnalysis
-from .diff import INCONCLUSIVE_EXIT, Change, DiffResult, Verdict, verdict
+from .diff import INCONCLUSIVE_EXIT, Change, DiffResult, Difference, Verdict, verdict
 from .aligned import Aligned
 from .atlas import AtlasAnalysis
 from .countdiff import CountDiff
@@ -113,7 +113,7 @@ def pair_change(p: PairAnalysis) -> Change | None:
 
 def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
               fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None,
-              lines: list[LineDelta] | None = None) -> PairSummary:
+              lines: list[LineDelta] | None = None, caution: Difference | None = None) -> PairSummary:
     a = change.anchored
     diff_us: float | None
     base_us: float | None
@@ -128,7 +128,7 @@ def of_change(label: str, base: str, head: str, head_where: str, change: Change,
     layer, frame = largest(d)
     return PairSummary(label, base, head, head_where, change, diff_us, interval, base_us, units, layer, frame,
                        not_sampled if d is None else None,
-                       verdict(change, label, fail_above) if fail_above is not None else None, counts,
+                       verdict(change, label, fail_above, caution) if fail_above is not None else None, counts,
                        list(d.layers) if d else [], list(d.frames) if d else [], list(lines or []))
 
 
@@ -189,7 +189,8 @@ def of_diff(result: DiffResult, fail_above: float | None = None, allow_unlike: b
         out.no_verdict, fail_above = unlike_sentence(result), None
     if result.change is not None:
         out.pairs.append(of_change(label, base, head, head if result.cases else "B", result.change, result.figures,
-                                   fail_above, result.not_sampled, result.counts, result.lines))
+                                   fail_above, result.not_sampled, result.counts, result.lines,
+                                   result.anchor_moved))
         out.pairs[-1].shape = result.shape
     return out
 

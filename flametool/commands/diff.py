@@ -29,7 +29,9 @@ class Diff:
         p.add_argument("--head", help="with one run: the head case")
         p.add_argument("--anchor", metavar="CASE",
                        help="the case both runs timed beside the case, that the change is taken relative to (default: "
-                            "the runs' own anchor, else the first such case)")
+                            "one whose library is at one version in both runs, the runs' own anchor first, else the "
+                            "first such case; one whose library changed version only where no other is there, and "
+                            "then said)")
         p.add_argument("--fail-above", type=float, metavar="PCT",
                        help=f"exit {errors.SLOWER_EXIT} when the case's host time per call (relative to the anchor) grew "
                             f"by more than PCT percent, its whole 95%% interval above PCT; exit {errors.INCONCLUSIVE_EXIT} "

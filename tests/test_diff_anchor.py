@@ -1,0 +1,177 @@
+"""`flametool diff RUN_A RUN_B`'s default anchor (diff.anchor_for): a case whose library is at one version in both
+runs before one whose library changed version between them, the runs' own anchor first among those; where
+only a case whose library changed is there it is still the anchor, and every view (text, markdown, JSON, the
+--fail-above verdict) says that the change relative to it carries that library's change. On hand-built runs."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from checks import error_of
+from flametool.analyse import diff
+from flametool.commands import main
+from flametool.run import rundir
+from flametool.run.record import Environment, Group
+from flametool.run.timing import Loops, Timing
+from runbuild import case_result, new_run
+
+# per-process speeds of a host: they multiply every case in a process alike
+SPEEDS = [1.0, 1.12, 0.93, 1.05, 0.98, 1.21]
+NOISE = [1.0, 1.004, 0.997, 1.002, 0.999, 1.003]  # the ratio's own small spread between processes
+VERSIONS = {"cupy": "14.0.0", "torch": "2.13.0", "numpy": "2.4.6"}
+
+
+def timing(us: float, host: float, noise=None) -> Timing:
+    noise = noise or [1.0] * len(SPEEDS)
+    return Timing([64, 64, 64], 200, [Loops([us * host * s * n, us * host * s * n * 1.001, us * host * s * n * 0.999])
+                                      for s, n in zip(SPEEDS, noise)], True)
+
+
+def saved_run(path, cases: dict[str, float], versions: dict[str, str], host: float = 1.0, noise=None):
+    """A run of `cases` (label -> us per call; each its own library) timed in the same processes on a host
+    `host` times as slow (not sampled), flametool's own environment recording `versions`."""
+    run = new_run(env={"versions": versions})
+    run.groups.append(Group(list(cases), True, "hand-built", len(SPEEDS)))
+    for label, us in cases.items():
+        r = case_result(label, us, 0, group=0, library=label)
+        r.timing, r.profile = timing(us, host, noise if label == "torch" else None), None
+        run.results[label] = r
+    run.complete = True
+    path.mkdir(parents=True)
+    rundir.save(path, run)
+    return path
+
+
+def diff_cli(capsys, *args):
+    code = main.main(["diff", *map(str, args)])
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+@pytest.fixture
+def cupy_rebuilt(tmp_path):
+    """A default compare of cupy, torch and numpy, twice: in B cupy is a new version and 20% faster, torch and
+    numpy as they were, the host 38% slower. torch's own change is nothing."""
+    a = saved_run(tmp_path / "a", {"cupy": 17.0, "torch": 11.0, "numpy": 6.0}, VERSIONS)
+    b = saved_run(tmp_path / "b", {"cupy": 17.0 * 0.8, "torch": 11.0, "numpy": 6.0}, VERSIONS | {"cupy": "14.1.0"},
+                  host=1.38, noise=NOISE)
+    return a, b
+
+
+def test_the_default_anchor_is_not_the_library_that_changed_version(cupy_rebuilt, capsys):
+    """torch relative to cupy (run A's first case beside it) read cupy's 20% gain as torch 25% slower: the
+    default is numpy, whose version is the same in both runs, in every view."""
+    a, b = cupy_rebuilt
+    code, out, err = diff_cli(capsys, a, b, "--case", "torch", "--fail-above", "5")
+    text = out.replace("\n", " ")
+    assert code == 0, err
+    assert re.search(r"torch: B / A relative to numpy = 1\.00[01]×", text) and "relative to cupy" not in text
+    assert "(the anchor's)" not in text and "cupy version" not in text  # cupy is neither the case nor its anchor
+    assert "relative to numpy: within --fail-above 5%" in error_of(err) and "caution" not in err
+    code, out, err = diff_cli(capsys, a, b, "--case", "torch", "--fail-above", "5", "--format", "json")
+    pair = json.loads(out)["pairs"][0]
+    assert code == 0 and pair["anchor"] == "numpy" and pair["ratio"]["value"] == pytest.approx(1.0, abs=0.002)
+    assert pair["verdict"]["outcome"] == "passed" and json.loads(out)["differences"] == []
+    code, out, err = diff_cli(capsys, a, b, "--case", "torch", "--fail-above", "5", "--format", "markdown")
+    assert code == 0 and "relative to numpy" in out and "relative to cupy" not in out
+
+
+def test_cupy_s_own_diff_is_relative_to_the_first_case_at_one_version(cupy_rebuilt, capsys):
+    a, b = cupy_rebuilt
+    result = diff.diff_runs(a, b, "cupy")
+    assert result.change is not None and result.change.anchored is not None
+    assert result.change.anchored.anchor == "torch"  # run A's first case beside it whose version is the same
+    assert result.change.ratio == pytest.approx(0.8, rel=0.003)
+    assert [str(d) for d in result.differences] == ["cupy version 14.0.0 in A, 14.1.0 in B"]
+    assert result.anchor_moved is None
+
+
+@pytest.fixture
+def only_cupy_beside(tmp_path):
+    """A default compare of cupy and torch, twice, cupy a new version in B and 20% faster: beside torch in both
+    runs there is only cupy."""
+    a = saved_run(tmp_path / "a", {"cupy": 17.0, "torch": 11.0}, VERSIONS)
+    b = saved_run(tmp_path / "b", {"cupy": 17.0 * 0.8, "torch": 11.0}, VERSIONS | {"cupy": "14.1.0"}, host=1.38,
+                  noise=NOISE)
+    return a, b
+
+
+CARRIES = ("the anchor's own change is the host's speed and cupy's change together, and the change relative to cupy "
+           "carries both")
+NO_OTHER = "no other case timed beside torch in both runs has its library at one version in both"
+
+
+def test_an_anchor_whose_version_changed_is_said_in_every_view(only_cupy_beside, capsys):
+    """Still the anchor (nothing else was timed beside torch), and the text, markdown and JSON say that the figure
+    relative to it carries cupy's change; so does the verdict, on standard error and in the summaries."""
+    a, b = only_cupy_beside
+    said = f"cupy version (the anchor's) 14.0.0 in A, 14.1.0 in B ({CARRIES}; {NO_OTHER})"
+    code, out, err = diff_cli(capsys, a, b, "--case", "torch", "--fail-above", "5")
+    text = " ".join(out.split())
+    assert code == diff.SLOWER_EXIT  # torch / cupy moved 25%: cupy's change, read relative to cupy
+    assert re.search(r"relative to cupy = 1\.2[45]\d×", text) and f"A and B differ: {said}" in text
+    line = error_of(err)
+    assert "relative to cupy: slower by more than --fail-above 5%" in line and line.endswith(f"; caution: {said}")
+    code, out, err = diff_cli(capsys, a, b, "--case", "torch", "--fail-above", "5", "--format", "json")
+    doc = json.loads(out)
+    assert doc["pairs"][0]["anchor"] == "cupy"
+    assert doc["differences"] == [{"what": "cupy version (the anchor's)", "base": "14.0.0", "head": "14.1.0",
+                                   "unlike": False, "note": f"{CARRIES}; {NO_OTHER}"}]
+    assert doc["verdict"]["sentence"].endswith(f"; caution: {said}")
+    assert doc["pairs"][0]["verdict"] == doc["verdict"]
+    code, out, err = diff_cli(capsys, a, b, "--case", "torch", "--fail-above", "5", "--format", "markdown")
+    plain = out.replace("\\", "")
+    assert plain.count(said) == 2  # the differences line, and the verdict's
+    assert "relative to cupy" in plain
+
+
+def test_a_given_anchor_is_honoured_and_its_changed_version_said(cupy_rebuilt, capsys):
+    a, b = cupy_rebuilt
+    result = diff.diff_runs(a, b, "torch", anchor="cupy")
+    assert result.change is not None and result.change.anchored is not None
+    assert result.change.anchored.anchor == "cupy" and result.change.ratio == pytest.approx(1.25, rel=0.003)
+    assert result.anchor_moved is not None and str(result.anchor_moved) == (
+        f"cupy version (the anchor's) 14.0.0 in A, 14.1.0 in B ({CARRIES})")  # chosen, not the only one there
+    code, out, err = diff_cli(capsys, a, b, "--case", "torch", "--anchor", "cupy", "--fail-above", "5")
+    assert code == diff.SLOWER_EXIT and error_of(err).endswith(f"; caution: {result.anchor_moved}")
+    result = diff.diff_runs(a, b, "torch", anchor="numpy")
+    assert result.change is not None and result.change.anchored is not None
+    assert result.change.anchored.anchor == "numpy" and result.anchor_moved is None
+
+
+def env_run(versions: dict[str, str | None], libraries: dict[str, str | None], anchor: str | None = "torch"):
+    """A run of `compare --env` with one environment, a, in code: its cases (label -> library) at a, timed in the
+    same processes, the environment's library versions `versions`, the run's own anchor `anchor`."""
+    run = new_run({"anchor": anchor} if anchor else {})
+    run.environments.append(Environment(name="a", python="/py/a", versions=versions))
+    run.groups.append(Group([f"{l}@a" for l in libraries], True, "hand-built", len(SPEEDS)))
+    for label, lib in libraries.items():
+        run.results[f"{label}@a"] = case_result(f"{label}@a", 10.0, 0, group=0, library=lib, env="a")
+    run.complete = True
+    return run
+
+
+@pytest.mark.parametrize("a_versions, b_versions, anchor, mine, expected", [
+    # the runs' own anchor first among the cases at one version in both
+    ({}, {}, "torch", False, "torch@a"),
+    # not the runs' own anchor where its version changed: run A's first case at one version
+    ({}, {"torch": "2.14.0"}, "torch", False, "numpy@a"),
+    ({}, {"torch": "2.14.0", "numpy": "2.5.0"}, "torch", True, "jax@a"),
+    # a case whose library is not known (none recorded, or no version in either run) before one whose version changed
+    ({}, {"torch": "2.14.0", "numpy": "2.5.0", "jax": "0.9.1"}, "torch", True, "mine@a"),
+    ({"numpy": None}, {"torch": "2.14.0", "numpy": None, "jax": "0.9.1"}, "torch", False, "numpy@a"),
+    # nothing but cases whose version changed: the runs' own anchor, else run A's first, as before
+    ({}, {"torch": "2.14.0", "numpy": "2.5.0", "jax": "0.9.1"}, None, False, "numpy@a"),
+    ({}, {"torch": "2.14.0", "numpy": "2.5.0", "jax": "0.9.1"}, "torch", False, "torch@a"),
+    # a version recorded in one run and not the other: changed
+    ({"numpy": None}, {"torch": "2.14.0"}, "torch", False, "jax@a"),
+])
+def test_the_default_anchor_s_order(a_versions, b_versions, anchor, mine, expected):
+    libraries: dict[str, str | None] = {"cupy": "cupy", "numpy": "numpy", "jax": "jax", "torch": "torch"}
+    libraries |= {"mine": None} if mine else {}  # a case of your own: its library not recorded
+    versions: dict[str, str | None] = {"cupy": "14.0.0", "numpy": "2.4.6", "jax": "0.9.0", "torch": "2.13.0"}
+    a, b = (env_run(versions | changed, libraries, anchor) for changed in (a_versions, b_versions))
+    assert diff.anchor_for(a, b, "cupy@a", None) == (expected, None)

@@ -103,8 +103,9 @@ def case_named(run_dir: Path | str, run: Run, name: str, option: str, profiled: 
     found = name if name in run.results else None
     if found is None and isinstance(run, SweepCases):
         label, shape = split(name)
-        if shape is not None and sized(label, shape, run.config.operation) in run.results:
-            found = sized(label, shape, run.config.operation)
+        as_named = sized(label, shape, run.config.operation) if shape is not None else None
+        if as_named in run.results:
+            found = as_named
     if found is None:
         raise FlametoolError(f"{option} {name!r}: no such case in {run_dir} ({available(run, name, profiled)})")
     if profiled and isinstance(run, SweepCases) and run.results[found].profile is None:

@@ -1,3 +1,4 @@
+import gc
 import os
 import shutil
 import subprocess
@@ -18,6 +19,17 @@ sys.dont_write_bytecode = False
 # profiled cases' 0.4 s off the suite. Every run's processes inherit it; a test that sets its own environment
 # starts from os.environ (faultkit.env), so has it too.
 os.environ.setdefault("FLAMETOOL_CPROFILE_SECONDS", "0.1")
+# OpenBLAS starts a thread per core at numpy's import, and each spins after every call before it sleeps: on the two
+# cores here, beside three other workers' processes, that spinning is CPU the tests' own processes wait for. One
+# thread per process (as four workers on two cores get anyway); a test that sets its own pools still can.
+for _pool in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_pool, "1")
+
+
+def pytest_collection_finish(session):
+    # what collection made (every test module, its imports) lives as long as the worker: out of the collector's
+    # reach, each full collection walks only what the tests make
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config, items):

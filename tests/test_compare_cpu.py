@@ -229,10 +229,14 @@ def test_folded_holds_only_stacks_inside_step(run):
     for label, r in rundir.load(out).results.items():
         parsed = folded.read(out / f"{label}.folded")
         assert sum(s.count for s in parsed) == r.samples == r.sampling.kept_samples
-        # 1 s at 200 Hz: py-spy on this machine keeps up, so most of ~200 samples land in the loop (a quarter at
-        # least, as when this run sampled 2 s and 100 were asked of ~400)
-        assert r.samples > 50
+        # most of what py-spy took lands inside step(): at 200 Hz for 1 s on an idle machine ~200 stacks, 88-98% of
+        # them kept. How many it takes is the machine's: on CI, beside three busy workers, py-spy got 37 of torch's
+        # (a native sample of every thread costs it CPU it does not always get), so the count is checked against what
+        # py-spy itself said it took (one stack of the caller's thread a sample at most), and the share kept against
+        # the total, not against the rate asked
         total = r.sampling.total_samples
+        assert r.sampling.pyspy_samples is not None and 10 <= total <= r.sampling.pyspy_samples, (label, total)
+        assert r.samples >= 0.6 * total, (label, r.samples, total)
         assert total == r.samples + r.sampling.loop_samples + r.sampling.outside_samples
         # the step() frame opens the stack; py-spy now and then catches the interpreter making the call,
         # an unsymbolized address (`0x7f.. (libc.so.6)`) between the loop and step(), or alone

@@ -62,7 +62,7 @@ def flametool_once(factory: pytest.TempPathFactory, name: str, *args: str, timeo
 
 WORKLOAD_CASES = Path(__file__).parent / "cases" / "workload_cases.py"
 CPU_SHORT = ["--device", "cpu", "--pool-threads", "1", "--iters", "100", "--warmup", "10", "--processes", "1",
-             "--sample-seconds", "1"]
+             "--sample-seconds", "0.5"]
 
 
 def workload_compare(factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
@@ -82,4 +82,4 @@ def cpu_compare(factory: pytest.TempPathFactory) -> tuple[Path, subprocess.Compl
     (tests/reportruns.py) read the same run (each made its own, 8-10 s of a worker each)."""
     return flametool_once(factory, "compare-cpu", "compare", "--device", "cpu", "--case", f"{USER_CASES}:add_case",
                           "--iters", str(CPU_COMPARE["iters"]), "--repeats", str(CPU_COMPARE["repeats"]),
-                          "--processes", str(CPU_COMPARE["processes"]), "--sample-seconds", "1", "--rate", "200")
+                          "--processes", str(CPU_COMPARE["processes"]), "--sample-seconds", "0.5", "--rate", "200")

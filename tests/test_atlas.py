@@ -29,7 +29,7 @@ def atlas_run(tmp_path_factory):
     FACTORY(shape, dtype, device), at two ops."""
     # made once in the session, by whichever worker asks first (tests/shared.py), and only read
     out, proc = flametool_once(tmp_path_factory, "atlas", "atlas", "--ops", ",".join(OPS), "--iters", "100",
-                               "--warmup", "10", "--repeats", "2", "--processes", "2", "--sample-seconds", "1",
+                               "--warmup", "10", "--repeats", "2", "--processes", "2", "--sample-seconds", "0.5",
                                "--libs", "numpy", "--case", f"{USER_CASE}:add_one")
     assert proc.returncode == 0, proc.stderr
     return out, proc.stdout

@@ -159,7 +159,8 @@ def test_help_says_what_the_design_does():
     atlas = " ".join(_help("atlas").split())
     assert "--pair" not in atlas
     secs = config.ATLAS_SAMPLE_SECONDS
-    assert f"seconds of sampling per case (default {secs['cuda']} on CUDA, {secs['cpu']} on the CPU)" in atlas
+    assert (f"seconds of sampling per case, a fraction allowed (at least {config.MIN_SAMPLE_SECONDS:g}; default "
+            f"{secs['cuda']} on CUDA, {secs['cpu']} on the CPU)") in atlas
     with pytest.raises(Exception, match="for a pair of your own use compare"):
         from flametool.commands import settings
         settings.atlas_config(main.build_parser().parse_args(["atlas", "--pair", "numpy:torch", "--device", "cpu"]),

@@ -15,7 +15,7 @@ import runbuild
 from flametool.run import rundir
 
 QUICK = ["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--iters", "50", "--warmup", "5",
-         "--processes", "1", "--shape", "16,16,16", "--sample-seconds", "1"]
+         "--processes", "1", "--shape", "16,16,16", "--sample-seconds", "0.5"]
 
 
 def closed(args: list[str], fds: tuple[int, ...], **kw) -> subprocess.CompletedProcess:

@@ -282,7 +282,7 @@ def test_a_worker_thread_gets_its_own_time_and_stacks(cli, tmp_path):
     out = tmp_path / "run"
     proc = cli("compare", "--device", "cpu", "--libs", "numpy",
                "--case", f"{Path(__file__).parent / 'cases' / 'thread_cases.py'}:spin_beside",
-               "--processes", "1", "--repeats", "3", "--iters", "5000", "--sample-seconds", "1", "--rate", "100",
+               "--processes", "1", "--repeats", "3", "--iters", "5000", "--sample-seconds", "0.5", "--rate", "100",
                "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     run = rundir.load(out)

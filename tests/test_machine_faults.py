@@ -25,7 +25,7 @@ from flametool.run.record import Run
 USER = fk.CASES / "user_cases.py"
 FAULTS = fk.CASES / "fault_cases.py"
 QUICK = ["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--iters", "50", "--warmup", "5",
-         "--processes", "1"]
+         "--processes", "1", "--sample-seconds", "0.5"]
 
 
 # --- py-spy missing or refused ------------------------------------------------------------------------------
@@ -111,7 +111,7 @@ def test_pyspy_that_hangs_is_stopped_and_the_run_kept(tmp_path):
     # 0.2 s past the sampling for py-spy to finish, then 0.2 s after its SIGINT: this py-spy never samples
     environ = fk.env(**environ, FLAMETOOL_PYSPY_TIMEOUT="0.2")
     out = tmp_path / "run"
-    proc = fk.run([*QUICK, "--case", f"{USER}:add_case", "--sample-seconds", "1", "--out", str(out)], environ)
+    proc = fk.run([*QUICK, "--case", f"{USER}:add_case", "--sample-seconds", "0.5", "--out", str(out)], environ)
     assert proc.returncode == 1, proc.stderr
     data = rundir.load(out)
     assert data.complete is True and list(data.results) == ["numpy", "add_case"]
@@ -130,7 +130,7 @@ def test_pyspy_that_hangs_is_stopped_and_the_run_kept(tmp_path):
 def test_pyspy_that_crashes_keeps_what_it_wrote(tmp_path):
     _, environ = fk.fake_pyspy(tmp_path / "fake", "crash")
     out = tmp_path / "run"
-    proc = fk.run([*QUICK, "--libs", "", "--case", f"{USER}:add_case", "--sample-seconds", "1", "--out", str(out)],
+    proc = fk.run([*QUICK, "--libs", "", "--case", f"{USER}:add_case", "--sample-seconds", "0.5", "--out", str(out)],
                   fk.env(**environ))
     assert proc.returncode == 1, proc.stderr
     r = rundir.load(out).results["add_case"]
@@ -146,7 +146,7 @@ def test_pyspy_that_crashes_keeps_what_it_wrote(tmp_path):
 def test_pyspy_that_falls_behind_is_flagged(tmp_path):
     _, environ = fk.fake_pyspy(tmp_path / "fake", "behind")
     out = tmp_path / "run"
-    proc = fk.run([*QUICK, "--sample-seconds", "1", "--out", str(out)], fk.env(**environ))
+    proc = fk.run([*QUICK, "--sample-seconds", "0.5", "--out", str(out)], fk.env(**environ))
     assert proc.returncode == 0, proc.stderr
     r = rundir.load(out).results["numpy"]
     s = r.sampling

@@ -35,7 +35,7 @@ def chosen(tmp_path_factory, cli):
     # 7x and 11x (a 1.9 us numpy matmul against a 15 us wait, on a loaded CI machine) gave 9.0x (95%: 0.97 to 83.6):
     # inconclusive at --fail-above 10 (exit 4). With 4.3 for two degrees of freedom the same spread excludes 1.1
     args = ["compare", "--device", "cpu", "--libs", "", "--shape", "32,32,32", "--processes", "4", "--repeats", "3",
-            "--iters", "500", "--sample-seconds", "1", "--rate", "200", "--pair", "p3:p4", "--fail-above", "10"]
+            "--iters", "500", "--sample-seconds", "0.5", "--rate", "200", "--pair", "p3:p4", "--fail-above", "10"]
     # p1 comes first: the run's default pair would be p1:p3, so a diff of p3:p4 alone is --pair's doing (a fourth
     # case, p2, made no other check and cost 2 s of this run)
     for label in ("p1", "p3", "p4"):

@@ -25,7 +25,7 @@ USER_CASES = fk.CASES / "user_cases.py"
 SAMPLES = fk.ROOT / "samples"
 # the settings, "F"
 F = ["--device", "cpu", "--shape", "16,16,16", "--iters", "200", "--warmup", "20", "--repeats", "1", "--processes", "1",
-     "--sample-seconds", "1"]
+     "--sample-seconds", "0.5"]
 
 
 def interrupted(bg: fk.Background, out: Path, code: int | None = None) -> dict:

@@ -107,7 +107,7 @@ def spare_config(out: Path, processes: int = 3) -> runner.Config:
     specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     return runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
                          iters=50, warmup=5, repeats=1, extend_rounds=False, processes=processes,
-                         max_processes=processes, rate_hz=50, sample_seconds=1, out=out, spares=True,
+                         max_processes=processes, rate_hz=50, sample_seconds=0.5, out=out, spares=True,
                          fork_server=False)  # the spares of --fresh-processes
 
 

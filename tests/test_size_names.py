@@ -118,7 +118,7 @@ def test_a_real_workload_sweep_names_its_cube_in_full(cli, tmp_path):
     run reads as before."""
     out = tmp_path / "run"
     proc = cli("sweep", "--device", "cpu", "--workload", "mlp", "--libs", "numpy", "--sizes", "8x64x64,64x64x64",
-               "--processes", "1", "--repeats", "2", "--iters", "200", "--sample", "--sample-seconds", "1",
+               "--processes", "1", "--repeats", "2", "--iters", "200", "--sample", "--sample-seconds", "0.5",
                "--rate", "200", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     data = json.loads((out / "run.json").read_text())

@@ -55,7 +55,7 @@ def test_processes_past_the_asked_ones_are_spares_and_the_unused_ones_are_stoppe
     specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
                            iters=50, warmup=5, repeats=1, extend_rounds=False, processes=2, max_processes=4,
-                           extra_seconds=600, rate_hz=50, sample_seconds=1, out=tmp_path / "run", spares=True,
+                           extra_seconds=600, rate_hz=50, sample_seconds=0.5, out=tmp_path / "run", spares=True,
                            fork_server=False)  # --fresh-processes: the timing processes are spares too
     out, run = runner.compare(config, ["flametool", "test"], lambda *_: None)
     assert checks == [2, 3]
@@ -102,7 +102,7 @@ def test_the_unused_timing_spares_are_stopped_beside_the_profiling_and_gone_befo
     specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
                            iters=50, warmup=5, repeats=1, extend_rounds=False, processes=2, max_processes=4,
-                           extra_seconds=600, rate_hz=50, sample_seconds=1, out=tmp_path / "run", spares=True,
+                           extra_seconds=600, rate_hz=50, sample_seconds=0.5, out=tmp_path / "run", spares=True,
                            fork_server=False, count=False)
     lines: list[tuple[str, str]] = []
     out, run = runner.compare(config, ["flametool", "test"], lambda label, what: lines.append((label, what)))
@@ -323,7 +323,7 @@ def test_at_a_shape_whose_values_take_seconds_the_later_spares_start_once_the_fi
     specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     config = runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},
                            iters=50, warmup=5, repeats=1, extend_rounds=False, processes=3, rate_hz=50,
-                           sample_seconds=1, out=tmp_path / "run", spares=True, fork_server=False)
+                           sample_seconds=0.5, out=tmp_path / "run", spares=True, fork_server=False)
     out, run = runner.compare(config, ["flametool", "test"], lambda label, what: events.append((label, what)))
     assert run.complete and run.groups[0].processes == 3
     name = "numpy+add_case-timing"

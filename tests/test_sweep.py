@@ -311,7 +311,7 @@ def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
 
     out = tmp_path / "sampled"
     proc = cli("sweep", "--device", "cpu", "--libs", "numpy", "--sizes", "8,64", "--processes", "1", "--repeats", "2",
-               "--iters", "200", "--sample", "--sample-seconds", "1", "--rate", "200", "--out", str(out))
+               "--iters", "200", "--sample", "--sample-seconds", "0.5", "--rate", "200", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     data = json.loads((out / "run.json").read_text())
     for point, name in zip(data["results"]["numpy"]["points"], ("numpy@8", "numpy@64")):

@@ -69,7 +69,7 @@ def test_both_libraries_stacks_carry_the_same_lines_of_fn(compared):
 def atlas_of_builtins(tmp_path_factory):
     out, proc = flametool_once(tmp_path_factory, "workload-atlas", "atlas", "--workloads", "mlp,softmax,layernorm,adam",
                                "--libs", "numpy", "--device", "cpu", "--pool-threads", "1", "--iters", "50",
-                               "--warmup", "5", "--repeats", "1", "--processes", "1", "--sample-seconds", "1")
+                               "--warmup", "5", "--repeats", "1", "--processes", "1", "--sample-seconds", "0.5")
     assert proc.returncode == 0, proc.stderr
     return out, proc.stdout
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
-from typing import cast
+from typing import Mapping, cast
 
 from ..errors import FlametoolError
 from ..run.reader import MAX_COUNT
-from ..measure.config import CPU, CUDA, SETTLED
+from ..measure.config import CPU, CUDA, MIN_SAMPLE_SECONDS, SETTLED
 from ..workload import builtin_workloads, builtins, cases, ops, workloads
 
 
@@ -32,13 +32,26 @@ class Parser(argparse.ArgumentParser):
         raise FlametoolError(f"{message} (see {self.prog} --help)")
 
 
-def sampling_options(p: argparse.ArgumentParser, seconds: dict[str, int] | None = None) -> None:
+def sampling_options(p: argparse.ArgumentParser, seconds: Mapping[str, float] | None = None) -> None:
     """--rate and --sample-seconds; `seconds` the command's own defaults by device kind (the atlas samples less)."""
     seconds = seconds or {"cuda": CUDA.sample_seconds, "cpu": CPU.sample_seconds}
     p.add_argument("--rate", type=int, help=f"py-spy samples per second (default {CUDA.rate_hz} on CUDA, where each native "
                                             f"sample stops a process of many threads for 3-15 ms; {CPU.rate_hz} on the CPU)")
-    p.add_argument("--sample-seconds", type=int, help=f"seconds of sampling per case (default {seconds['cuda']} on "
-                                                      f"CUDA, {seconds['cpu']} on the CPU)")
+    p.add_argument("--sample-seconds", type=seconds_value,
+                   help=f"seconds of sampling per case, a fraction allowed (at least {MIN_SAMPLE_SECONDS:g}; default "
+                        f"{seconds['cuda']} on CUDA, {seconds['cpu']} on the CPU)")
+
+
+def seconds_value(text: str) -> float:
+    """--sample-seconds: a number of seconds, kept a whole number where it is one (run.json and the progress line
+    say 5, not 5.0)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds")
+    return int(value) if value.is_integer() else value
 
 
 def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True) -> None:

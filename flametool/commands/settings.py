@@ -10,7 +10,7 @@ from typing import cast
 from ..errors import FlametoolError
 from ..measure import atlasrun, environments, machine, sources
 from ..measure.child import loops
-from ..measure.config import ATLAS_SAMPLE_SECONDS, JAX_CPUS, Config, Defaults, default_out, defaults
+from ..measure.config import ATLAS_SAMPLE_SECONDS, JAX_CPUS, MIN_SAMPLE_SECONDS, Config, Defaults, default_out, defaults
 from ..workload import builtins, cases, ops, workloads
 from ..run.record import base_label
 from .options import LIMITS, check_fail_above, check_limits, default_sizes, parse_device, parse_dtypes, parse_pair, parse_shape, parse_sizes
@@ -25,9 +25,11 @@ def sampling_config(args: argparse.Namespace, d: Defaults) -> dict:
 def case_config(args: argparse.Namespace, say, command: str) -> tuple[dict, workloads.Workload | None]:
     """What compare, sweep and atlas share, checked: the cases, the device, the timing options and the run
     directory. Returns Config's arguments, and the workload (--workload) whose cases they are, if any."""
-    for name in ("iters", "repeats", "processes", "rate", "sample_seconds"):
+    for name in ("iters", "repeats", "processes", "rate"):
         if getattr(args, name, None) is not None and getattr(args, name) < 1:
             raise FlametoolError(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
+    if getattr(args, "sample_seconds", None) is not None and args.sample_seconds < MIN_SAMPLE_SECONDS:
+        raise FlametoolError(f"--sample-seconds {args.sample_seconds:g}: must be at least {MIN_SAMPLE_SECONDS:g}")
     check_limits(args)
     if args.warmup < 0:
         raise FlametoolError(f"--warmup {args.warmup}: must be 0 or more")

@@ -30,7 +30,7 @@ class Defaults:
     # On the H200 a native sample stopped a CUDA process for 3-15 ms (the loop ran 1.17-1.77x slower at 50 Hz),
     # so 25 Hz keeps the slowdown near 1.2-1.4x, and 16 s still gives about 400 samples in the loop.
     rate_hz: int
-    sample_seconds: int
+    sample_seconds: float  # a whole number where it is one (options.seconds_value)
     # With the thread pools as they start (one thread per core) a CUDA child had 34 threads on a 32-core H200
     # host and a 25 Hz sample slowed the loop 1.49x; with one thread per pool it had 3 and 1.09x (cupy) / 1.15x
     # (torch), with the same unsampled time per call. On the 2-core CPU machine torch at 64^3 with its pool of 2
@@ -111,6 +111,9 @@ SETTLED = 0.02
 # plant of benchmarks/envs.py read half-widths of 0.46-0.54 us where cupy took 24-26 us a call (the H200,
 # 2026-12-01); ±1.75% is 0.49 us at 28 us, the slowest the host has run it. On a GPU Defaults.env_settle (1%).
 ENV_SETTLED = CPU.env_settle
+# The shortest window --sample-seconds takes: py-spy's start-up and the chunks matched to the window (a chunk is at
+# least loops.MIN_LOOP_SECONDS) need some tenths of a second around it, and at 100 Hz it is 10 samples
+MIN_SAMPLE_SECONDS = 0.1
 # Sampling per case and op in an atlas (atlasrun.py): an atlas samples every library at every op (18 cases for
 # three libraries), so a shorter window than compare's default; at 25 Hz on CUDA 6 s is about 150 samples a case.
 ATLAS_SAMPLE_SECONDS = {"cuda": 6, "cpu": 2}
@@ -146,7 +149,7 @@ class Config:
     extend_rounds: bool = True  # more rounds at a host-bound shape (for timed_seconds); False: `repeats` exactly
     timed_seconds: float = CPU.timed_seconds  # each host-bound case's rounds go on until it had this long
     rate_hz: int = CPU.rate_hz
-    sample_seconds: int = CPU.sample_seconds
+    sample_seconds: float = CPU.sample_seconds
     processes: int = CPU.processes  # fresh processes that run the timed loops
     max_processes: int | None = None  # more, up to this, while a pair's ratio has not settled; None: `processes`
     extra_seconds: float = float(CPU.extra_seconds)  # and while the processes past `processes` have taken less than this

@@ -23,7 +23,7 @@ class Readied:
     """A child given its job ahead, watched until it is ready; `done()` hands it back for its turn, with the
     lines read meanwhile and the py-spy attached to it (spawn.Started's read_ahead, rest and spy)."""
 
-    def __init__(self, child: Started, rate_hz: int | None, seconds: int) -> None:
+    def __init__(self, child: Started, rate_hz: int | None, seconds: float) -> None:
         """`rate_hz`: py-spy's rate, None when the case is not sampled (its lines are read all the same)."""
         self.child, self.rate_hz, self.seconds = child, rate_hz, seconds
         self._stop = threading.Event()

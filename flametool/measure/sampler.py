@@ -27,6 +27,7 @@ from ..run import folded, rundir
 from ..run.profiled import Sampling
 from ..run.perturbation import suggest_rate
 from ..errors import FlametoolError
+from .config import MIN_SAMPLE_SECONDS
 from .protocol import ACTIVE_LOOP_FILE
 
 # the child's wait for its turn (child/loops.py), in the stacks of a process py-spy was attached to ahead
@@ -157,13 +158,13 @@ def thread_count(pid: int) -> int | None:
         return None
 
 
-def record(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path, spy: "Spy | None" = None,
+def record(pid: int, rate_hz: int, seconds: float, loop_function: str, out: Path, spy: "Spy | None" = None,
            since: float | None = None) -> Sampling:
     """Sample `pid` for `seconds` of py-spy's sampling (`spy`: a py-spy attached to it already, at this rate, while
     it waited for its turn; `since`: when its loop began, the window's earliest start); write the kept stacks to
     `out`. Never raises for a py-spy failure: the Sampling says what happened, so what was measured before
     survives."""
-    seconds = max(1, math.ceil(seconds))
+    seconds = max(MIN_SAMPLE_SECONDS, seconds)
     if spy is not None and (spy.pid != pid or spy.sampling.rate_hz != rate_hz):
         spy.discard()
         spy = None
@@ -202,7 +203,7 @@ class Spy:
         self.launched = time.monotonic()  # attach() sets it again after py-spy's launch: its start-up counts from there
 
     @classmethod
-    def attach(cls, pid: int, rate_hz: int, seconds: int) -> "Spy":
+    def attach(cls, pid: int, rate_hz: int, seconds: float) -> "Spy":
         """py-spy started on `pid`; where it cannot be (not installed, not startable) the Sampling says why."""
         fd, raw_path, named = raw_output()
         spy = cls(pid, Sampling(command=[], rate_hz=rate_hz, seconds=seconds), fd, raw_path, named)
@@ -228,7 +229,7 @@ class Spy:
         spy.launched = time.monotonic()
         return spy
 
-    def run(self, seconds: int, since: float | None = None) -> bool:
+    def run(self, seconds: float, since: float | None = None) -> bool:
         """Let it sample for `seconds` from its start (or from `since`, when that is later), then stop it; never
         longer than attach_seconds() to start and FLUSH_SECONDS to write; fill in what happened. False when py-spy
         did not start."""
@@ -438,7 +439,7 @@ def sampled_us_per_call(chunks: list[list[float]], calls: int, window: tuple[flo
     return sum(t1 - t0 for t0, t1 in inside) * 1e6 / (len(inside) * calls)
 
 
-def record_keeping_up(pid: int, rate_hz: int, seconds: int, loop_function: str, out: Path,
+def record_keeping_up(pid: int, rate_hz: int, seconds: float, loop_function: str, out: Path,
                       say: Callable[[str], None], spy: Spy | None = None, since: float | None = None) -> Sampling:
     """record(), and when py-spy falls behind, once more at half the rate while the loop still runs: a
     sampler that cannot keep up stops the process longer than it samples it. The retry's stacks replace

@@ -50,7 +50,7 @@ ENOUGH_SAMPLES = 200
 
 
 def perturbation_advice(sampling: Sampling, slowdown: float | None, pool_threads: int | None,
-                        sample_seconds: int) -> str | None:
+                        sample_seconds: float) -> str | None:
     """What would perturb the loop less, in words, when sampling slowed it or fell behind; None when it did not.
     Each native sample stops every thread of the process: where it had more than one and its pools were not
     held to one thread, --pool-threads 1 is the lever (a lower rate only samples less). A lower rate comes with

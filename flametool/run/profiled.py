@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import RunDirError
 from .counts import Counts
-from .reader import Reader
+from .reader import Reader, whole
 from .timing import Loops
 
 
@@ -18,7 +18,7 @@ class Sampling:
 
     command: list[str]
     rate_hz: int
-    seconds: int
+    seconds: float  # the window asked for: a whole number where it is one
     complete: bool = False
     exit_code: int | None = None
     error: str | None = None
@@ -63,7 +63,7 @@ class Sampling:
                         "a list of strings", [])
         earlier = [Sampling.from_json(e) for e in r.items("earlier_attempts")]
         return cls(
-            command=command, rate_hz=r.count("rate_hz", 0), seconds=r.count("seconds", 0),
+            command=command, rate_hz=r.count("rate_hz", 0), seconds=whole(r.number("seconds", 0.0)),
             complete=r.flag("complete", False), exit_code=r.get("exit_code", lambda v: isinstance(v, int), "an integer"),
             error=r.text("error"), refused=r.flag("refused", False), behind_seconds=r.number("behind_seconds", 0.0),
             pyspy_samples=r.count("pyspy_samples"), pyspy_errors=r.count("pyspy_errors"), threads=r.count("threads"),

@@ -107,6 +107,12 @@ def _jsonable(value: Any) -> bool:
     return isinstance(value, (dict, list, str, int, float, bool)) or value is None
 
 
+def whole(v: float) -> float:
+    """`v`, an int where it is a whole number: a figure read back as a number (5.0) is written and shown as it
+    was given (5)."""
+    return int(v) if float(v).is_integer() else v
+
+
 def is_number(v: Any) -> bool:
     return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
             and (v == 0 or MIN_NUMBER <= v <= MAX_NUMBER))

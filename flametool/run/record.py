@@ -327,7 +327,7 @@ class RunConfig:
     processes: int | None = None
     repeats: int | None = None
     pool_threads: int | None = None
-    sample_seconds: int | None = None
+    sample_seconds: float | None = None
     sizes: list[list[int]] | None = None
     pairs: list[list[str]] | None = None
     anchor: str | None = None  # `compare --env`: the case (as named in --libs) every environment's processes time
@@ -491,7 +491,8 @@ class Run:
             raise RunDirError(f"{file}: results has a case with an empty label")
         config = r.obj("config", optional=True)
         if config:  # the options readers compute with (processes, shape, pairs, ...) are checked like the rest
-            for key in ("iters", "warmup", "repeats", "rate_hz", "sample_seconds", "processes", "max_processes",
+            config.number("sample_seconds")  # a fraction of a second allowed (--sample-seconds 0.5)
+            for key in ("iters", "warmup", "repeats", "rate_hz", "processes", "max_processes",
                         "pool_threads", "operand_seed", "cpus"):
                 config.count(key)
             for key in ("sample", "keep_going", "cpu_fallback", "isolate", "extend_rounds", "out_is_default"):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Mapping, cast
 
 from ..errors import FlametoolError
-from ..run.reader import MAX_COUNT
+from ..run.reader import MAX_COUNT, whole
 from ..measure.config import CPU, CUDA, MIN_SAMPLE_SECONDS, SETTLED
 from ..workload import builtin_workloads, builtins, cases, ops, workloads
 
@@ -51,7 +51,7 @@ def seconds_value(text: str) -> float:
         value = math.nan
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds")
-    return int(value) if value.is_integer() else value
+    return whole(value)
 
 
 def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True) -> None:

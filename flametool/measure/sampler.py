@@ -8,7 +8,6 @@ time per call while sampled is measured here from the child's own chunk timestam
 from __future__ import annotations
 
 import fcntl
-import math
 import os
 import re
 import shutil

@@ -232,16 +232,15 @@ def test_folded_holds_only_stacks_inside_step(run):
     for label, r in rundir.load(out).results.items():
         parsed = folded.read(out / f"{label}.folded")
         assert sum(s.count for s in parsed) == r.samples == r.sampling.kept_samples
-        # most of what py-spy took lands inside step(): at 200 Hz for 1 s on an idle machine ~200 stacks (for the
-        # 0.5 s here ~100), 88-98% of them kept. How many it takes is the machine's: on CI, beside three busy workers, py-spy got 37 of torch's
-        # (a native sample of every thread costs it CPU it does not always get), so the count is checked against what
-        # py-spy itself said it took (one stack of the caller's thread a sample at most), and the share kept against
-        # the total, not against the rate asked
         total = r.sampling.total_samples
-        # the window is the half second asked for (py-spy stopped when it was over), not a whole one: at most
-        # about 100 samples at 200 Hz (py-spy spaces them at random), where a second gave ~200
+        # the window is the half second asked for (py-spy stopped when it was over), not a whole one: at 200 Hz about
+        # 100 samples (py-spy spaces them at random), where a second gave ~200
         assert total <= 150, (label, total)
-        assert r.sampling.pyspy_samples is not None and 10 <= total <= r.sampling.pyspy_samples, (label, total)
+        # how many py-spy takes is the machine's: on CI, beside three busy workers, it got 37 of torch's in a second
+        # (a native sample of every thread costs it CPU it does not always get). So the stacks are checked against
+        # py-spy's own count (one stack of the caller's thread a sample at most), and the share kept inside step()
+        # against what it took (88-98% idle), not against the rate asked (CI's 37 a second would be some 18 here)
+        assert r.sampling.pyspy_samples is not None and 5 <= total <= r.sampling.pyspy_samples, (label, total)
         assert r.samples >= 0.6 * total, (label, r.samples, total)
         assert total == r.samples + r.sampling.loop_samples + r.sampling.outside_samples
         # the step() frame opens the stack; py-spy now and then catches the interpreter making the call,

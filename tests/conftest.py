@@ -22,7 +22,9 @@ os.environ.setdefault("FLAMETOOL_CPROFILE_SECONDS", "0.1")
 # OpenBLAS starts a thread per core at numpy's import, and each spins after every call before it sleeps: on the two
 # cores here, beside three other workers' processes, that spinning is CPU the tests' own processes wait for. One
 # thread per process (as four workers on two cores get anyway); a test that sets its own pools still can.
-for _pool in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+from flametool.measure.spawn import POOL_THREAD_VARS  # noqa: E402 - imports no numpy: the setting comes first
+
+for _pool in POOL_THREAD_VARS:
     os.environ.setdefault(_pool, "1")
 
 

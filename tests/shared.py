@@ -82,7 +82,9 @@ def cpu_compare(factory: pytest.TempPathFactory) -> tuple[Path, subprocess.Compl
     (tests/reportruns.py) read the same run (each made its own, 8-10 s of a worker each). Its environment asks
     the CPU pools for two threads (a user's default on two cores; conftest gives the other runs one), so that
     test_pool_threads_reach_the_child sees compare's default of one reach the child over the environment's."""
-    env = {**os.environ, **dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "2")}
+    from flametool.measure.spawn import POOL_THREAD_VARS
+
+    env = {**os.environ, **dict.fromkeys(POOL_THREAD_VARS, "2")}
     return flametool_once(factory, "compare-cpu", "compare", "--device", "cpu", "--case", f"{USER_CASES}:add_case",
                           "--iters", str(CPU_COMPARE["iters"]), "--repeats", str(CPU_COMPARE["repeats"]),
                           "--processes", str(CPU_COMPARE["processes"]), "--sample-seconds", "0.5", "--rate", "200",

@@ -170,6 +170,45 @@ def test_moved_lines_match_by_function_and_text():
     assert list(deltas)[0] == "lib/a.py:10 -> lib/a.py:14"  # the largest difference first
 
 
+def test_a_case_file_edited_between_two_runs_matches_its_lines_by_text_not_by_number():
+    # run B's file has one line added above step(): the same statements, each one line further down; line 24 is
+    # `helper(100)` in A and `s += i` in B, which is not one line to compare
+    text_a = {20: "        np.matmul(a, b, out=out)", 23: "            s += i", 24: "        helper(100)"}
+    a = rec.Sources({"case.py": rec.SourceFile("case", "/a", text_a)})
+    b = rec.Sources({"case.py": rec.SourceFile("case", "/a", {n + 1: t for n, t in text_a.items()})})
+    base = case_of(f"{STEP.format(20)} 30\n{STEP.format(23)} 60\n{STEP.format(24)};h (case.py:9) 10\n", record=a)
+    head = case_of(f"{STEP.format(21)} 30\n{STEP.format(24)} 60\n{STEP.format(25)};h (case.py:10) 10\n", record=b)
+    deltas = ln.diff_lines(base, head)
+    assert {d.where: d.matched_by for d in deltas if d.base is not None and d.base.step} == {
+        "case.py:20 -> case.py:21": ln.BY_FUNCTION_TEXT, "case.py:23 -> case.py:24": ln.BY_FUNCTION_TEXT,
+        "case.py:24 -> case.py:25": ln.BY_FUNCTION_TEXT}
+    assert all(d.self_delta == pytest.approx(0.0) and d.total_delta == pytest.approx(0.0)
+               for d in deltas if d.base is not None and d.base.step)
+    # a line whose text is not known on one side still matches by file and line (nothing says it moved)
+    bare = case_of(f"{STEP.format(20)} 30\n{STEP.format(23)} 70\n")
+    assert {d.where: d.matched_by for d in ln.diff_lines(base, bare)}["case.py:23"] == ln.BY_FILE_LINE
+
+
+def test_a_def_line_sampled_on_one_side_does_not_unmatch_the_steps_ops():
+    # numpy's step caught on its `def` line as the call entered it (1 sample), torch's never: the two ops are
+    # still the two steps' lines in order, and their difference is the ops' (not one op against nothing)
+    record = rec.Sources({"lib.py": rec.SourceFile("library", "/l", {
+        41: "    def step() -> None:", 42: "        matmul(a, b, out=out)", 72: "    def step() -> None:",
+        73: "        mm(a, b, out=out)"})})
+    numpy = case_of("numpy_f.<locals>.step (lib.py:41) 1\nnumpy_f.<locals>.step (lib.py:42);m (x.so) 99\n",
+                    us=7.0, record=record)
+    torch = case_of("torch_f.<locals>.step (lib.py:73);mm (y.so) 100\n", us=8.0, record=record)
+    deltas = {d.where: d for d in ln.diff_lines(numpy, torch)}
+    ops = deltas["lib.py:42 -> lib.py:73"]
+    assert ops.matched_by == ln.BY_STEP_ORDER and ops.total_delta == pytest.approx(8.0 - 6.93)
+    assert deltas["lib.py:41"].head is None  # the def line alone, on its side
+    # with a def line on both sides, those two are matched with each other, the ops with each other
+    torch_def = case_of("torch_f.<locals>.step (lib.py:72) 2\ntorch_f.<locals>.step (lib.py:73);mm (y.so) 98\n",
+                        us=8.0, record=record)
+    both = {d.where: d.matched_by for d in ln.diff_lines(numpy, torch_def)}
+    assert both["lib.py:41 -> lib.py:72"] == ln.BY_STEP_ORDER and both["lib.py:42 -> lib.py:73"] == ln.BY_STEP_ORDER
+
+
 def test_a_text_twice_on_one_side_is_not_guessed():
     old = rec.Sources({"a.py": rec.SourceFile("library", "/a", {1: "pass", 2: "pass"})})
     new = rec.Sources({"a.py": rec.SourceFile("library", "/a", {7: "pass"})})

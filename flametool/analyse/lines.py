@@ -212,30 +212,50 @@ def _pair_groups(base: Iterable[LineCost], head: Iterable[LineCost],
     return [pair for k, ls in gb.items() if len(ls) == len(gh.get(k, [])) for pair in zip(ls, gh[k])]
 
 
+def _texts_differ(a: LineCost, b: LineCost) -> bool:
+    return a.text is not None and b.text is not None and a.text.strip() != b.text.strip()
+
+
+def _header(l: LineCost) -> bool:
+    """A function's `def` line (its text known)."""
+    return l.text is not None and l.text.lstrip().startswith(("def ", "async def "))
+
+
 def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineDelta]:
     """The lines of two cases matched, head - base, by |difference| in `by` ('self' or 'total'), largest first.
 
-    Matching, in this order: the same file and line (two builds of a library running the same files; a
-    workload's step run on two libraries, whose step lines are the same lines of one file); the step()'s own
-    lines in source order, where the two steps are different functions with as many lines (cupy's four ops
-    against torch's four); the same function and line text (a build that moved lines). A line left over is
-    shown on its own side, against nothing."""
+    Matching, in this order: the same file and line, where the line's text is the same on both sides or unknown
+    on one (two builds of a library running the same files; a workload's step run on two libraries, whose step
+    lines are the same lines of one file); the same function and line text (a file edited between two runs, its
+    lines moved); the step()'s own lines left in source order, where the two steps have as many of them (cupy's
+    four ops against torch's four; a line of one step edited in place), the steps' `def` lines (the samples
+    taken as the call enters) apart from their ops. A line left over is shown on its own side, against
+    nothing."""
     if by not in ("self", "total"):
         raise ValueError(f"by: 'self' or 'total', not {by!r}")
     left = {l.key: l for l in base.lines}
     right = {l.key: l for l in head.lines}
-    out = [_delta(left.pop(k), right.pop(k), BY_FILE_LINE) for k in [k for k in left if k in right]]
-    steps_b = [l for l in left.values() if l.step]
-    steps_h = [l for l in right.values() if l.step]
-    if steps_b and len(steps_b) == len(steps_h):
-        for b, h in zip(sorted(steps_b, key=lambda l: l.key), sorted(steps_h, key=lambda l: l.key)):
-            out.append(_delta(left.pop(b.key), right.pop(h.key), BY_STEP_ORDER))
+    # a file:line whose text differs is another statement there (a line added above it moved it), not this one
+    out = [_delta(left.pop(k), right.pop(k), BY_FILE_LINE) for k in [k for k in left if k in right]
+           if not _texts_differ(left[k], right[k])]
 
     def function_text(l: LineCost) -> tuple[str, str] | None:
         return (l.function, l.text.strip()) if l.text and l.text.strip() else None
 
     for b, h in _pair_groups(left.values(), right.values(), function_text):
         out.append(_delta(left.pop(b.key), right.pop(h.key), BY_FUNCTION_TEXT))
+    steps_b = [l for l in left.values() if l.step]
+    steps_h = [l for l in right.values() if l.step]
+    if len(steps_b) != len(steps_h):
+        # a step's `def` line holds only the few samples taken as the call enters it, on one side and not the
+        # other as often as not: the ops are matched without it, and two def lines with each other
+        defs_b, defs_h = [l for l in steps_b if _header(l)], [l for l in steps_h if _header(l)]
+        if len(defs_b) == len(defs_h) == 1:
+            out.append(_delta(left.pop(defs_b[0].key), right.pop(defs_h[0].key), BY_STEP_ORDER))
+        steps_b, steps_h = [l for l in steps_b if not _header(l)], [l for l in steps_h if not _header(l)]
+    if steps_b and len(steps_b) == len(steps_h):
+        for b, h in zip(sorted(steps_b, key=lambda l: l.key), sorted(steps_h, key=lambda l: l.key)):
+            out.append(_delta(left.pop(b.key), right.pop(h.key), BY_STEP_ORDER))
     out += [_delta(l, None, "") for l in left.values()] + [_delta(None, l, "") for l in right.values()]
     first, second = ("self_delta", "total_delta") if by == "self" else ("total_delta", "self_delta")
     out.sort(key=lambda d: (-abs(getattr(d, first)), -abs(getattr(d, second)), d.where))

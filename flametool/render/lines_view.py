@@ -126,8 +126,8 @@ def delta_sentence(d: LineDelta) -> str:
 
 
 DELTA_KEY = ("self: the line's own code; total: with all it calls; diff: {head} minus {base}, ± one standard error "
-             "from the number of samples; lines matched by file and line, else the step()'s lines in source order, "
-             "else by function and text")
+             "from the number of samples; lines matched by file and line (the same text), else by function and "
+             "text, else the step()'s lines in source order")
 
 
 def line_json(l: LineCost | None) -> dict[str, Any] | None:

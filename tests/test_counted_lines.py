@@ -273,6 +273,23 @@ def test_per_line_differences_match_by_file_and_line_then_by_step_order():
     assert "by_line" not in countdiff.to_json(countdiff.diff_counts(Counts(16, 16), head))
 
 
+def test_a_case_file_edited_between_two_runs_matches_its_lines_by_text_not_by_number():
+    # run B's file has one line added above step(): every line is one further down, and the step does the same
+    text_a = {19: "def step():", 20: "helper(100)", 21: "np.linalg.norm(a)"}
+    base = counts_of("case.py", {19: {"python": 1}, 20: {"python": 1}, 21: {"python": 8}}, text_a)
+    head = counts_of("case.py", {20: {"python": 1}, 21: {"python": 1}, 22: {"python": 8}},
+                     {n + 1: t for n, t in text_a.items()})
+    d = countdiff.diff_counts(base, head)
+    assert [(l.where, l.matched_by) for l in d.by_line] == [
+        ("case.py:19 -> case.py:20", "function and text"), ("case.py:20 -> case.py:21", "function and text"),
+        ("case.py:21 -> case.py:22", "function and text")]
+    assert not any(l.changed for l in d.by_line)  # the same calls on the same statements: no difference
+    # two steps of one file that share no line (numpy's and torch's built-ins) are still not compared line by line,
+    # though both begin with the same `def step()` text
+    other = counts_of("case.py", {40: {"python": 1}, 41: {"python": 2}}, {40: "def step():", 41: "mm(a, b)"})
+    assert countdiff.diff_counts(base, other).by_line == []
+
+
 def test_the_per_line_table_is_shown_with_its_sum(three):
     t = counted_lines.table("three", three)
     assert t is not None and t.headers == ["line", "text", "Python calls", "host allocations"]

@@ -4,7 +4,8 @@ numpy.empty, -1 cudaStreamIsCapturing, kernel nvjet_... x1 in both. These come b
 need no interval.
 
 Per line of step() (``Counts.by_line``): each line's counts on both sides, head - base, the lines matched by
-file and line (two builds or runs of one case file), else, where the two steps are in different files (cupy's
+file and line where their text is the same (two builds or runs of one case file), else by their text where the
+file was edited between the two (its lines moved), else, where the two steps are in different files (cupy's
 case against torch's), by their order in the step, as analyse/lines.diff_lines matches sampled step lines.
 
 Host allocations (tracemalloc) are not structural: they are listed but never make two sides differ here (blocks
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Iterable
 
 from . import cxxnames
 from ..run import counts  # the kinds' table, read when used (a test adds a kind to it)
@@ -48,7 +50,8 @@ class CountDelta:
 @dataclass(frozen=True)
 class LineCountDelta:
     """One line of step() on both sides (or one: None on the other), its counts by kind on each, matched by
-    `matched_by` (BY_FILE_LINE, BY_STEP_ORDER, '' for a line of one side only)."""
+    `matched_by` (BY_FILE_LINE, BY_FUNCTION_TEXT: a line of one step() that moved, BY_STEP_ORDER, '' for a line
+    of one side only)."""
 
     base: LineCounts | None
     head: LineCounts | None
@@ -71,7 +74,20 @@ class LineCountDelta:
         return ends[0] if len(set(ends)) == 1 else " -> ".join(ends)
 
 
-BY_FILE_LINE, BY_STEP_ORDER = "file and line", "step order"
+BY_FILE_LINE, BY_STEP_ORDER, BY_FUNCTION_TEXT = "file and line", "step order", "function and text"
+
+
+def _texts_differ(a: LineCounts, b: LineCounts) -> bool:
+    return a.text is not None and b.text is not None and a.text.strip() != b.text.strip()
+
+
+def _by_text(lines: Iterable[LineCounts]) -> dict[tuple[str, str], list[tuple[str, int]]]:
+    """(file, text) -> the lines of that file with that text (known, not blank)."""
+    out: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for l in lines:
+        if l.file != OUTSIDE and l.text and l.text.strip():
+            out.setdefault((l.file, l.text.strip()), []).append((l.file, l.line))
+    return out
 
 
 def diff_by_line(base: Counts, head: Counts) -> list[LineCountDelta]:
@@ -82,8 +98,19 @@ def diff_by_line(base: Counts, head: Counts) -> list[LineCountDelta]:
     kinds = tuple(k for k in counts.KINDS if k in base.by_line_kinds and k in head.by_line_kinds)
     left = {(l.file, l.line): l for l in base.by_line}
     right = {(l.file, l.line): l for l in head.by_line}
+    # a file:line whose text differs is another statement there (a line added above it moved it), not this one
+    edited = [k for k in right if k in left and _texts_differ(left[k], right[k])]
     pairs: list[tuple[LineCounts | None, LineCounts | None, str]] = [
-        (left.pop(k), right.pop(k), BY_FILE_LINE if k[0] != OUTSIDE else "") for k in [k for k in right if k in left]]
+        (left.pop(k), right.pop(k), BY_FILE_LINE if k[0] != OUTSIDE else "") for k in [k for k in right if k in left]
+        if k not in edited]
+    if edited:
+        # the file was edited between the two (the per-line record names no function, so only then: two steps
+        # of one file that share no line, numpy's and torch's, both begin with the same `def step()` text):
+        # its lines that moved, each text once on each side
+        by_text_b, by_text_h = _by_text(left.values()), _by_text(right.values())
+        for key in [k for k in by_text_h if k in by_text_b]:
+            if len(by_text_b[key]) == len(by_text_h[key]) == 1:
+                pairs.append((left.pop(by_text_b[key][0]), right.pop(by_text_h[key][0]), BY_FUNCTION_TEXT))
     if left and right and {f for f, _ in left} != {f for f, _ in right} and len(left) == len(right):
         pairs += [(b, h, BY_STEP_ORDER) for b, h in zip(sorted(left.values(), key=lambda l: l.line),
                                                         sorted(right.values(), key=lambda l: l.line))]

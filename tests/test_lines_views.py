@@ -123,6 +123,24 @@ def test_a_listing_greys_the_lines_without_samples_and_shows_the_pyx_line():
     assert [r.line for r in far.rows] == ["10", "⋮", str(10 + lines_view.LISTING_SPAN + 5)]
 
 
+def test_two_lines_matched_in_step_order_show_both_texts():
+    # numpy's step line against torch's, matched by their order in the two steps: the row and the summary's
+    # sentence say what each side's line reads, not the head's text alone beside the base's place
+    from flametool.analyse.lines import BY_STEP_ORDER, LineDelta
+
+    def line(n: int, text: str) -> LineCost:
+        return LineCost("lib.py", n, "f.<locals>.step", "python", lines_view_figure(1), lines_view_figure(7), text,
+                        None, True)
+
+    d = LineDelta(line(42, "        matmul(a, b, out=out)"), line(73, "        mm(a, b, out=out)"), BY_STEP_ORDER,
+                  0.0, 0.1, 1.0, 0.1)
+    (row,) = lines_view.delta_rows([d])
+    assert row.where == "lib.py:42 -> lib.py:73" and row.code == "matmul(a, b, out=out) -> mm(a, b, out=out)"
+    assert "`matmul(a, b, out=out)` -> `mm(a, b, out=out)`" in lines_view.delta_sentence(d)
+    same = LineDelta(line(42, "x = 1"), line(42, "x = 1"), BY_STEP_ORDER, 0.0, 0.1, 1.0, 0.1)
+    assert lines_view.delta_rows([same])[0].code == "x = 1" and lines_view.delta_sentence(same).count("`") == 2
+
+
 def lines_view_figure(n: int):
     from flametool.analyse.attribution import Figure
 

@@ -51,6 +51,16 @@ def code(line: LineCost | None, width: int = TEXT_WIDTH) -> str:
     return short(line.text.strip(), width) if line.text else ""
 
 
+def delta_code(d: LineDelta, width: int = TEXT_WIDTH) -> str:
+    """A matched pair's text: the one line's, or 'base text -> head text' where the two lines read differently
+    (numpy's `matmul(a, b, out=out)` against torch's `mm(a, b, out=out)`, matched in step order)."""
+    b, h = code(d.base, width), code(d.head, width)
+    if not b or not h or b == h:
+        return h or b
+    half = (width - 4) // 2
+    return f"{code(d.base, half)} -> {code(d.head, half)}"
+
+
 def hottest(case: CaseLines) -> list[LineCost]:
     """What the terminal shows of a case: its step() lines in source order, then its hottest other lines by own
     time (those with samples of their own)."""
@@ -107,7 +117,7 @@ def delta_rows(deltas: list[LineDelta], top: int = DIFF_LINES) -> list[DeltaRow]
     def us_of(l: LineCost | None) -> str:
         return fmt.num(l.self.us_per_call) if l is not None else fmt.DASH
 
-    return [DeltaRow(where(d.where), code(d.head or d.base), us_of(d.base), us_of(d.head),
+    return [DeltaRow(where(d.where), delta_code(d), us_of(d.base), us_of(d.head),
                      fmt.pm(shown(d, "self"), d.self_se, sign=True), fmt.pm(shown(d, "total"), d.total_se, sign=True),
                      d.matched_by or ("head only" if d.base is None else "base only"))
             for d in changed(deltas)[:top]]
@@ -119,8 +129,9 @@ def changed(deltas: list[LineDelta]) -> list[LineDelta]:
 
 def delta_sentence(d: LineDelta) -> str:
     """One line of a summary: 'case.py:21 `y = a * 2.0` +19.80 ± 0.41 us of its own time (total +19.90 ± 0.41)'."""
-    text = code(d.head or d.base)
-    return (f"{where(d.where)}" + (f" `{text.replace('`', '')}`" if text else "")
+    # both texts where the two lines read differently (matched in step order: `matmul(...)` -> `mm(...)`)
+    quoted = " -> ".join(f"`{t.replace('`', '')}`" for t in dict.fromkeys((code(d.base), code(d.head))) if t)
+    return (f"{where(d.where)}" + (f" {quoted}" if quoted else "")
             + f" {fmt.pm(shown(d, 'self'), d.self_se, sign=True)} us of its own time"
               f" (total {fmt.pm(shown(d, 'total'), d.total_se, sign=True)})")
 

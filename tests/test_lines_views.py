@@ -141,6 +141,26 @@ def test_two_lines_matched_in_step_order_show_both_texts():
     assert lines_view.delta_rows([same])[0].code == "x = 1" and lines_view.delta_sentence(same).count("`") == 2
 
 
+def test_a_long_step_s_hottest_lines_are_in_the_terminal_and_the_rest_counted():
+    # a step of 12 lines whose time is in its last two (a loop after ten small ops): the terminal's rows keep the
+    # lines with the most time, in source order, and say how many it left out
+    from types import SimpleNamespace
+
+    from flametool.analyse.lines import CaseLines
+
+    def line(n: int, samples: int) -> LineCost:
+        return LineCost("case.py", n, "f.<locals>.step", "python", lines_view_figure(samples),
+                        lines_view_figure(samples), f"x{n}", None, True)
+
+    steps = [line(n, 1) for n in range(10, 20)] + [line(20, 40), line(21, 60)]
+    case = CaseLines("mine", 110.0, 110, sorted(steps, key=lambda l: -l.self.samples))
+    rows = lines_view.terminal_rows(SimpleNamespace(lines={"mine": case}))  # type: ignore[arg-type]
+    shown = [r.where for r in rows]
+    assert "case.py:20" in shown and "case.py:21" in shown
+    assert len(shown) == lines_view.STEP_LINES + 1 and shown[:-1] == sorted(shown[:-1], key=lambda w: int(w[8:]))
+    assert shown[-1].startswith(f"… {12 - lines_view.STEP_LINES} more step() lines")
+
+
 def lines_view_figure(n: int):
     from flametool.analyse.attribution import Figure
 

@@ -61,12 +61,14 @@ def delta_code(d: LineDelta, width: int = TEXT_WIDTH) -> str:
     return f"{code(d.base, half)} -> {code(d.head, half)}"
 
 
-def hottest(case: CaseLines) -> list[LineCost]:
-    """What the terminal shows of a case: its step() lines in source order, then its hottest other lines by own
-    time (those with samples of their own)."""
-    steps = case.step_lines()[:STEP_LINES]
+def hottest(case: CaseLines) -> tuple[list[LineCost], int]:
+    """What the terminal shows of a case: its step() lines in source order (of a longer step, the STEP_LINES with
+    the most time, with all they call), then its hottest other lines by own time (those with samples of their
+    own); and how many step() lines were left out."""
+    steps = case.step_lines()
+    kept = sorted(steps, key=lambda l: (-l.total.samples, -l.self.samples, l.key))[:STEP_LINES]
     others = [l for l in case.lines if not l.step and l.self.samples][:HOT_LINES]
-    return steps + others
+    return sorted(kept, key=lambda l: l.key) + others, len(steps) - len(kept)
 
 
 @dataclass
@@ -80,10 +82,19 @@ class TermRow:
 
 
 def terminal_rows(a: Analysis) -> list[TermRow]:
-    """Each sampled case's hottest lines, as hottest() chooses them."""
-    return [TermRow(short(label, 30), where(l.where), code(l), fmt.pm(l.self.us_per_call, l.self.se_us),
-                    fmt.pm(l.total.us_per_call, l.total.se_us), l.step)
-            for label, case in a.lines.items() for l in hottest(case)]
+    """Each sampled case's hottest lines, as hottest() chooses them, and a row saying how many step() lines with
+    less time were left out, where some were (the report lists them all)."""
+    rows = []
+    for label, case in a.lines.items():
+        lines, left_out = hottest(case)
+        rows += [TermRow(short(label, 30), where(l.where), code(l), fmt.pm(l.self.us_per_call, l.self.se_us),
+                         fmt.pm(l.total.us_per_call, l.total.se_us), l.step) for l in lines]
+        if left_out:
+            # in the line column: a run without the lines' texts has no code column
+            rows.insert(len(rows) - sum(not l.step for l in lines), TermRow(
+                short(label, 30), f"… {left_out} more step() line{'s' if left_out > 1 else ''} with less time "
+                "(report.html lists them all)", "", "", "", True))
+    return rows
 
 
 TERMINAL_TITLE = "source lines, us per call: each case's step() lines, then its hottest"

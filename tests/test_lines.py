@@ -207,6 +207,10 @@ def test_a_def_line_sampled_on_one_side_does_not_unmatch_the_steps_ops():
                         us=8.0, record=record)
     both = {d.where: d.matched_by for d in ln.diff_lines(numpy, torch_def)}
     assert both["lib.py:41 -> lib.py:72"] == ln.BY_STEP_ORDER and both["lib.py:42 -> lib.py:73"] == ln.BY_STEP_ORDER
+    # a step written on one line (`def step(): return ...`) is its op, matched with the other step's op
+    one = case_of("one_f.<locals>.step (one.py:3);m (x.so) 100\n", us=7.0,
+                  record=rec.Sources({"one.py": rec.SourceFile("case", "/o", {3: "def step(): return mm(a, b)  # one"})}))
+    assert {d.where: d.matched_by for d in ln.diff_lines(one, torch_def)}["one.py:3 -> lib.py:73"] == ln.BY_STEP_ORDER
 
 
 def test_a_text_twice_on_one_side_is_not_guessed():

@@ -30,6 +30,7 @@ Wiring it in (a later phase; nothing below is called yet):
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -217,8 +218,12 @@ def _texts_differ(a: LineCost, b: LineCost) -> bool:
 
 
 def _header(l: LineCost) -> bool:
-    """A function's `def` line (its text known)."""
-    return l.text is not None and l.text.lstrip().startswith(("def ", "async def "))
+    """A function's `def` line with no statement on it (its text known): `def step():`, or the first line of a
+    signature that goes on; not `def step(): return f(a)`, whose one line is its op."""
+    if l.text is None or not l.text.lstrip().startswith(("def ", "async def ")):
+        return False
+    code = re.sub(r"#[^'\"]*$", "", l.text).rstrip()  # a comment at its end
+    return code.endswith((":", ",", "("))
 
 
 def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineDelta]:

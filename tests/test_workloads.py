@@ -158,6 +158,20 @@ def test_a_workloads_cases_go_on_when_one_fails():
     assert config.op == "workload_cases.py:numpy_only" and config.shape == [8]
 
 
+def test_a_workload_fn_fails_on_every_library_is_a_line_per_case(cli, tmp_path):
+    # every case failed in its set-up (keep-going, as a workload's run is): profiling had no case and read todo[0],
+    # an internal error (IndexError) where each case's one line belongs
+    out = tmp_path / "run"
+    proc = cli("compare", "--workload", f"{CASES}:numpy_only", "--libs", "torch", "--device", "cpu", "--processes",
+               "1", "--iters", "20", "--warmup", "2", "--pool-threads", "1", "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    assert "internal error" not in proc.stderr, proc.stderr
+    assert "flametool: case 'torch': torch cannot run fn: AttributeError" in proc.stderr, proc.stderr
+    run = rundir.load(out)
+    assert run.results["torch"].error and run.finished is not None
+    assert (out / rundir.REPORT_FILE).exists()
+
+
 def test_a_case_spec_of_a_workload_travels_to_the_child():
     spec = CaseSpec("torch", "mlp", module=workloads.BUILTIN_MODULE, xp="torch")
     back = JobCase.from_json(json.loads(json.dumps({"label": "torch", "case": spec.to_json(), "dtype": "float32"})))

@@ -280,6 +280,10 @@ def test_a_workload_sweep_runs_a_ladder_written_with_dots(cli, tmp_path, capsys)
     ladder = [[16, 32], [32, 32], [64, 32], [128, 32]]
     assert data["config"]["sizes"] == ladder
     assert [p["shape"] for p in data["results"]["numpy"]["points"]] == ladder
+    # the plot's axis is the workload's shape, not "elements per operand" (an op's): its figures are FUNC's own
+    page = (out / rundir.REPORT_FILE).read_text()
+    assert "size: the workload&#39;s shape (log scale)" in page or "size: the workload's shape (log scale)" in page
+    assert "elements per operand" not in page
     # a built-in's (mlp: B,I,O) refused in one line, before anything starts
     bad = tmp_path / "bad"
     line = checks.one_line_error(capsys, ["sweep", "--workload", "mlp", "--libs", "numpy", "--device", "cpu",

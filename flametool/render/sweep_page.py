@@ -12,6 +12,7 @@ from markupsafe import Markup
 from .. import __version__
 from . import charts, format as fmt
 from ..analyse.sweep import SweepAnalysis, side
+from ..workload.ops import OPS
 
 
 @dataclass
@@ -120,7 +121,8 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
     plot = charts.time_plot({l: [(p.size, a.size_name(p.shape), p.cpu_us, p.gpu_us) for p in pts]
                              for l, pts in a.curves.items()},
                             {l: (c.size, c.us) for l, c in a.crossovers.items() if c.size and c.us},
-                            charts.MATMUL_AXIS if run.config.operation == "matmul" else charts.ELEMENTS_AXIS)
+                            charts.MATMUL_AXIS if run.config.operation == "matmul" else
+                            charts.ELEMENTS_AXIS if run.config.operation in OPS else charts.WORKLOAD_AXIS)
     pair_series = [(f"{sp.head} / {sp.base}", charts.case_colour(labels.index(sp.head)),
                     [(p.size, a.size_name(p.shape), p.wall.ratio,
                       p.wall.ratio_interval.low if p.wall.ratio_interval else None,

@@ -192,6 +192,9 @@ def test_a_case_spec_of_a_workload_travels_to_the_child():
     ([f"{CASES}:missing"], "defines no missing"),
     (["nope"], "expected FILE.py:FUNC or a built-in workload: mlp, softmax, layernorm, adam"),
     (["mlp", "--shape", "3,4"], "expected 3 positive integers"),
+    # given empty (a script's unset $SHAPE) they ran at the default shape, silently
+    (["mlp", "--shape", ""], "--shape '': expected 3 positive integers"),
+    (["mlp", "--sample-shape", ""], "--sample-shape '': expected 3 positive integers"),
     (["mlp", "--libs", "numpy,cupy"], "--libs cupy: cupy is not installed"),
     (["mlp", "--libs", "numpy,mxnet"], "--libs mxnet: a workload runs on numpy, cupy, torch, jax, jax-eager"),
     (["mlp", "--op", "add"], "a workload is its own step"),

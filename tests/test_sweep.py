@@ -338,6 +338,20 @@ def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
     assert got.returncode == 0 and "numpy@64 / numpy@8 = " in got.stdout, got.stderr
     got = cli("snakeviz", str(out), "--case", "numpy")
     assert got.returncode == 2 and got.stderr.count("\n") == 1 and "numpy@8, numpy@64" in got.stderr, got.stderr
+    # a size profiled where py-spy kept no samples (a loaded machine: its start-up took the window) is said, as
+    # compare says "no stack analysis" of a case; its row was left out of the layers without a word
+    import shutil
+
+    bare = tmp_path / "bare"
+    shutil.copytree(out, bare)
+    data["results"]["numpy"]["points"][0]["profile"]["sampling"]["kept_samples"] = 0
+    (bare / "run.json").write_text(json.dumps(data))
+    (bare / "numpy@8.folded").write_text("")
+    a = dispatch.analyse_dir(bare)
+    assert list(a.layers) == ["64"] and a.unanalysed == [("8", "numpy", "py-spy kept no samples inside step()")]
+    said = "numpy at 8: no stack analysis: py-spy kept no samples inside step()"
+    assert said in render.show("terminal", a)
+    assert said in render.show("html", a)
 
 
 def test_a_wide_interval_says_what_to_do():

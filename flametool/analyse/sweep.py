@@ -287,6 +287,9 @@ class SweepAnalysis:
     pairs: list[SweepPair] = field(default_factory=list)
     # --sample: size name (size_name) -> label -> the case's attribution there
     layers: dict[str, dict[str, attribution.CaseCosts]] = field(default_factory=dict)
+    # --sample: the sizes a case was profiled at that have no layers, and why ("py-spy kept no samples inside
+    # step()"), as compare says "no stack analysis" of a case: (size name, label, reason)
+    unanalysed: list[tuple[str, str, str]] = field(default_factory=list)
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
     new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
 
@@ -339,11 +342,14 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
             # a sampled size reads as a result of its own: its timed loops, its profiled process
             alone = dataclasses.replace(result, timing=t, sample_timing=None, profile=t.profile, error=t.error,
                                         sample_shape=t.shape)
-            if attribution.skip_reason(alone) is None:
+            reason = attribution.skip_reason(alone)
+            if reason is None:
                 name = out.size_name(t.shape)
                 stem = casenames.sized(label, t.shape, run.config.operation)
                 profile = attribution.profile_of(run_dir, alone, stem)
                 out.layers.setdefault(name, {})[label] = attribution.attribute(profile)
+            elif not t.error:  # a failed size is said as failed
+                out.unanalysed.append((out.size_name(t.shape), label, reason))
     for base, head in run.pairs:
         together = run.paired(base, head)
         rb, rh = run.results[base], run.results[head]

@@ -34,6 +34,7 @@ class SweepReport:
     ratios: charts.LogChart | None
     ratio_titles: list[tuple[str, str]]  # (pair, colour)
     layers: charts.StackedChart | None  # --sample: host time by layer, a bar per case and sampled size
+    unanalysed: list[str]  # --sample: the sizes profiled that have no layers, and why
     legend: list[tuple[str, str, str]]  # (case, colour, "")
     columns: list[str]
     rows: list[list[SweepCell]]
@@ -146,11 +147,12 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
         ratio_titles=[(t, colour) for t, colour, _ in pair_series],
         layers=charts.stacked_costs({f"{label} {size}": x for size, by_case in a.layers.items()
                                      for label, x in by_case.items()}) if a.layers else None,
+        unanalysed=[f"{label} at {size}: no stack analysis: {reason}" for size, label, reason in a.unanalysed],
         legend=[(l, charts.case_colour(i), "") for i, l in enumerate(labels)],
         columns=columns, rows=rows, failures=failures, method=METHOD if a.on_gpu else METHOD_CPU,
         environment=environment, css=css,
         # a section the page does not have gets no link (Layers without --sample, the ratio with one case)
-        sections=[(id, name) for id, name in SECTIONS if (id != "layers" or a.layers) and (id != "ratio" or pair_series)],
+        sections=[(id, name) for id, name in SECTIONS if (id != "layers" or a.layers or a.unanalysed) and (id != "ratio" or pair_series)],
         on_gpu=a.on_gpu,
         headline_title="Where launch cost stops mattering" if a.on_gpu else "Time per call against size, on the CPU",
         plot_title="Host and GPU time per call against size" if a.on_gpu else "Host time per call against size",

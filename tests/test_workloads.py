@@ -83,6 +83,9 @@ def test_the_four_builtins_run_in_an_atlas(atlas_of_builtins):
         assert op_run.config.operation == part.op
         assert op_run.results["numpy"].error is None and op_run.results["numpy"].timing.cpu_us_per_call > 0
         assert part.op in stdout
+    # the page's headline on the CPU says host time: there is no launch there (it said "Launch cost by op")
+    page = (out / rundir.REPORT_FILE).read_text()
+    assert "<h2>Host time by op, on the CPU</h2>" in page and "Launch cost" not in page
 
 
 def reference(name: str, inputs: list[np.ndarray]):

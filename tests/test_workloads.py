@@ -88,6 +88,22 @@ def test_the_four_builtins_run_in_an_atlas(atlas_of_builtins):
     assert "<h2>Host time by op, on the CPU</h2>" in page and "Launch cost" not in page
 
 
+def test_an_atlas_says_each_library_a_workload_failed_on_and_exits_1(cli, tmp_path):
+    # a workload's run keeps going (its part has no error of its own): the atlas exited 0 without a word, and a
+    # workload no library could run read "no library was timed", its cases' errors left in its folder
+    out = tmp_path / "run"
+    proc = cli("atlas", "--workloads", f"{CASES}:numpy_only,{CASES}:fails_everywhere", "--libs", "numpy,torch",
+               "--device", "cpu", "--pool-threads", "1", "--iters", "20", "--warmup", "2", "--repeats", "1",
+               "--processes", "1", "--sample-seconds", "0.5", "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("flametool: ")]
+    assert lines[0].startswith("flametool: op workload_cases.py:numpy_only: case 'torch': torch cannot run fn: "
+                               "AttributeError"), lines
+    assert lines[1].startswith("flametool: op workload_cases.py:fails_everywhere: no library was timed: numpy: numpy "
+                               "cannot run fn: ValueError: no library runs this step"), lines
+    assert "torch: torch cannot run fn: ValueError" in lines[1] and len(lines) == 2, lines
+    assert rundir.load(out / "workload-numpy_only").results["numpy"].error is None
+
 def reference(name: str, inputs: list[np.ndarray]):
     """Each built-in's result in float64 numpy, written apart from it."""
     if name == "mlp":

@@ -24,6 +24,8 @@ def one_line_error(capsys, argv, code=2):
         (["--shape", "64,64"], "three positive integers"),
         (["--shape", "a,b,c"], "three positive integers"),
         (["--shape", "64,0,64"], "three positive integers"),
+        (["--shape", ""], "--shape '': expected three positive integers"),  # given empty: it ran the default
+        (["--sample-shape", ""], "--sample-shape '': expected three positive integers"),
         (["--shape", "99999999999999,8,8"], "a figure above 1e+12 is beyond any device's memory"),
         (["--libs", "numpy,mxnet"], "unknown case 'mxnet'"),  # jax has been a built-in case since --op
         (["--libs", "cupy"], "needs a CUDA device"),

@@ -338,6 +338,20 @@ def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
     assert got.returncode == 0 and "numpy@64 / numpy@8 = " in got.stdout, got.stderr
     got = cli("snakeviz", str(out), "--case", "numpy")
     assert got.returncode == 2 and got.stderr.count("\n") == 1 and "numpy@8, numpy@64" in got.stderr, got.stderr
+    # a size profiled where py-spy kept no samples (a loaded machine: its start-up took the window) is said, as
+    # compare says "no stack analysis" of a case; its row was left out of the layers without a word
+    import shutil
+
+    bare = tmp_path / "bare"
+    shutil.copytree(out, bare)
+    data["results"]["numpy"]["points"][0]["profile"]["sampling"]["kept_samples"] = 0
+    (bare / "run.json").write_text(json.dumps(data))
+    (bare / "numpy@8.folded").write_text("")
+    a = dispatch.analyse_dir(bare)
+    assert list(a.layers) == ["64"] and a.unanalysed == [("8", "numpy", "py-spy kept no samples inside step()")]
+    said = "numpy at 8: no stack analysis: py-spy kept no samples inside step()"
+    assert said in render.show("terminal", a)
+    assert said in render.show("html", a)
 
 
 def test_a_wide_interval_says_what_to_do():
@@ -389,6 +403,33 @@ def test_a_crossing_is_claimed_where_the_intervals_are_apart():
     lines = fmt.sweep_pair_lines(sweep.SweepPair("b", "h", True, pts, even, stretches, inconclusive), 3, "matmul")
     assert any("h is faster below it, b above it" in l for l in lines)
 
+
+def test_a_workloads_crossing_and_crossover_are_said_as_its_shape():
+    from flametool.render import format as fmt
+
+    # a workload's B,I,O grown at I = O = 1024: the axis reads the cube root of B*I*O (about 459 between B = 64 and
+    # 128), none of its figures; the sentences said "at about 459"
+    def shaped(shape: list[int], cpu: list[float], gpu: list[float] | None = None) -> SweepPoint:
+        return SweepPoint(shape, 100, [Loops([c], [g] if g is not None else [], [0], [c])
+                                       for c, g in zip(cpu, gpu or [None] * len(cpu))])
+
+    pts = [sweep.pair_point("b", shaped([b, 1024, 1024], [10.0] * 3), "h", shaped([b, 1024, 1024], [r * 10 for r in rs]),
+                            True) for b, rs in ((64, (0.80, 0.82, 0.81)), (128, (1.20, 1.22, 1.21)))]
+    even, stretches, inconclusive = sweep.verdicts(pts)
+    assert len(even) == 1
+    at = even[0].size ** 3 / 1024 ** 2  # B where the ratio crosses 1, on the axis's log scale
+    assert 64 < at < 128
+    pair = sweep.SweepPair("b", "h", True, pts, even, stretches, inconclusive)
+    text = "\n".join(fmt.sweep_pair_lines(pair, 3, "w.py:step"))
+    assert f"the same wall time at about {round(at)}x1024x1024 (between 64x1024x1024 and 128x1024x1024" in text, text
+    # an op's is the axis's number, as before
+    assert f"at about {even[0].size:,.0f} (between" in "\n".join(fmt.sweep_pair_lines(pair, 3, "matmul"))
+    # adam's N,S, S grown 4x: its crossover is at a shape, the figure that stays kept
+    curve = [sweep.point(shaped([16, s], [10.0, 10.0], [g, g]))
+             for s, g in ((1024, 10.0), (4096, 10.01), (16384, 20.0), (65536, 80.0))]
+    c = sweep.crossover(curve, "adam")
+    assert c.size == pytest.approx(16 * 8192)  # the GPU line (S doubling doubles it) meets 10 us there
+    assert f"overtakes host time at about 16x8192 (between 16x4096, host-bound," in c.text, c.text
 
 def test_a_too_wide_interval_is_inconclusive_not_a_finding():
     from flametool.render import format as fmt

@@ -83,7 +83,26 @@ def test_the_four_builtins_run_in_an_atlas(atlas_of_builtins):
         assert op_run.config.operation == part.op
         assert op_run.results["numpy"].error is None and op_run.results["numpy"].timing.cpu_us_per_call > 0
         assert part.op in stdout
+    # the page's headline on the CPU says host time: there is no launch there (it said "Launch cost by op")
+    page = (out / rundir.REPORT_FILE).read_text()
+    assert "<h2>Host time by op, on the CPU</h2>" in page and "Launch cost" not in page
 
+
+def test_an_atlas_says_each_library_a_workload_failed_on_and_exits_1(cli, tmp_path):
+    # a workload's run keeps going (its part has no error of its own): the atlas exited 0 without a word, and a
+    # workload no library could run read "no library was timed", its cases' errors left in its folder
+    out = tmp_path / "run"
+    proc = cli("atlas", "--workloads", f"{CASES}:numpy_only,{CASES}:fails_everywhere", "--libs", "numpy,torch",
+               "--device", "cpu", "--pool-threads", "1", "--iters", "20", "--warmup", "2", "--repeats", "1",
+               "--processes", "1", "--sample-seconds", "0.5", "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.startswith("flametool: ")]
+    assert lines[0].startswith("flametool: op workload_cases.py:numpy_only: case 'torch': torch cannot run fn: "
+                               "AttributeError"), lines
+    assert lines[1].startswith("flametool: op workload_cases.py:fails_everywhere: no library was timed: numpy: numpy "
+                               "cannot run fn: ValueError: no library runs this step"), lines
+    assert "torch: torch cannot run fn: ValueError" in lines[1] and len(lines) == 2, lines
+    assert rundir.load(out / "workload-numpy_only").results["numpy"].error is None
 
 def reference(name: str, inputs: list[np.ndarray]):
     """Each built-in's result in float64 numpy, written apart from it."""
@@ -158,6 +177,20 @@ def test_a_workloads_cases_go_on_when_one_fails():
     assert config.op == "workload_cases.py:numpy_only" and config.shape == [8]
 
 
+def test_a_workload_fn_fails_on_every_library_is_a_line_per_case(cli, tmp_path):
+    # every case failed in its set-up (keep-going, as a workload's run is): profiling had no case and read todo[0],
+    # an internal error (IndexError) where each case's one line belongs
+    out = tmp_path / "run"
+    proc = cli("compare", "--workload", f"{CASES}:numpy_only", "--libs", "torch", "--device", "cpu", "--processes",
+               "1", "--iters", "20", "--warmup", "2", "--pool-threads", "1", "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    assert "internal error" not in proc.stderr, proc.stderr
+    assert "flametool: case 'torch': torch cannot run fn: AttributeError" in proc.stderr, proc.stderr
+    run = rundir.load(out)
+    assert run.results["torch"].error and run.finished is not None
+    assert (out / rundir.REPORT_FILE).exists()
+
+
 def test_a_case_spec_of_a_workload_travels_to_the_child():
     spec = CaseSpec("torch", "mlp", module=workloads.BUILTIN_MODULE, xp="torch")
     back = JobCase.from_json(json.loads(json.dumps({"label": "torch", "case": spec.to_json(), "dtype": "float32"})))
@@ -178,6 +211,9 @@ def test_a_case_spec_of_a_workload_travels_to_the_child():
     ([f"{CASES}:missing"], "defines no missing"),
     (["nope"], "expected FILE.py:FUNC or a built-in workload: mlp, softmax, layernorm, adam"),
     (["mlp", "--shape", "3,4"], "expected 3 positive integers"),
+    # given empty (a script's unset $SHAPE) they ran at the default shape, silently
+    (["mlp", "--shape", ""], "--shape '': expected 3 positive integers"),
+    (["mlp", "--sample-shape", ""], "--sample-shape '': expected 3 positive integers"),
     (["mlp", "--libs", "numpy,cupy"], "--libs cupy: cupy is not installed"),
     (["mlp", "--libs", "numpy,mxnet"], "--libs mxnet: a workload runs on numpy, cupy, torch, jax, jax-eager"),
     (["mlp", "--op", "add"], "a workload is its own step"),
@@ -266,6 +302,10 @@ def test_a_workload_sweep_runs_a_ladder_written_with_dots(cli, tmp_path, capsys)
     ladder = [[16, 32], [32, 32], [64, 32], [128, 32]]
     assert data["config"]["sizes"] == ladder
     assert [p["shape"] for p in data["results"]["numpy"]["points"]] == ladder
+    # the plot's axis is the workload's shape, not "elements per operand" (an op's): its figures are FUNC's own
+    page = (out / rundir.REPORT_FILE).read_text()
+    assert "size: the workload&#39;s shape (log scale)" in page or "size: the workload's shape (log scale)" in page
+    assert "elements per operand" not in page
     # a built-in's (mlp: B,I,O) refused in one line, before anything starts
     bad = tmp_path / "bad"
     line = checks.one_line_error(capsys, ["sweep", "--workload", "mlp", "--libs", "numpy", "--device", "cpu",

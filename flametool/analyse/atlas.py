@@ -157,8 +157,10 @@ def row(run_dir: Path, part: AtlasPart) -> AtlasRow:
         return out
     run = analysed.run
     if not any(r.at_sample_shape is not None and r.at_sample_shape.cpu_loops for r in run.results.values()):
+        # every library failed (a workload's run keeps going, so its part has no error of its own): what each said
+        failed = "; ".join(f"{l}: {r.error}" for l, r in run.results.items() if r.error)
         out.error = out.error or ("not measured: the atlas stopped during this op" if not run.complete
-                                  else "no library was timed")
+                                  else "no library was timed" + (f": {failed}" if failed else ""))
         return out
     timed = {l: t.cpu_us for l, t in analysed.sample_timings.items()
              if t is not None and t.cpu_us is not None and not run.results[l].error}

@@ -5,7 +5,9 @@ the wall-time ratio at each size, paired as compare pairs it, and how much of th
 is host time the other case does not spend.
 
 A size is put on one axis as the cube root of M·K·N, so squares and M,K,N triples share a plot; between two
-measured sizes the figures are read on a log-log scale, on which the curves are close to straight.
+measured sizes the figures are read on a log-log scale, on which the curves are close to straight. A size
+between two measured ones is said as a number on that axis for an op, and as the shape there for a workload
+(size_at): its figures are its FUNC's own, which no number on the axis names.
 """
 
 from __future__ import annotations
@@ -21,12 +23,26 @@ from ..run import casenames, stats
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands
 from ..run.record import Run, SweepPoint, size_name  # noqa: F401 - sweep.size_name
 from ..run.timing import HOST_BOUND_FACTOR, Timing, host_bound
+from ..workload.ops import OPS
 
 
 def edge(shape: list[int]) -> float:
     """The side of the cube with a shape's number of multiply-adds: one axis for squares and triples; the
     number of elements for the other ops' shapes (N, or R,C)."""
     return (shape[0] * shape[1] * shape[2]) ** (1 / 3) if len(shape) == 3 else float(math.prod(shape))
+
+
+def size_at(size: float, low: list[int], high: list[int], op: str) -> str:
+    """A size between the measured shapes `low` and `high` (a crossing's, a crossover's: edge's scale), as the
+    sentences say it: the number on the axis for an op (matmul's N, an op's elements), and for a workload (`op`
+    its name) its shape there, each figure read off the same log scale between low's and high's (92x1024x1024
+    where the axis reads 459, between 64x1024x1024 and 128x1024x1024), since the axis's number (the cube root of
+    a triple's product, the product of a pair's) is none of its FUNC's dimensions."""
+    span = math.log(edge(high) / edge(low)) if len(low) == len(high) else 0.0
+    if op in OPS or not span:
+        return f"{size:,.0f}"
+    t = math.log(size / edge(low)) / span
+    return "x".join(str(round(a * (b / a) ** t)) for a, b in zip(low, high))
 
 
 @dataclass
@@ -130,7 +146,7 @@ def crossover(points: list[SizePoint], op: str) -> Crossover:
     at = found[0].size if found else hi.size
     t = math.log(at / lo.size) / math.log(hi.size / lo.size)
     us = math.exp(math.log(lo.cpu_us) + t * math.log(hi.cpu_us / lo.cpu_us))
-    text = (f"GPU time overtakes host time at about {at:,.0f} (between {size_name(lo.shape, op)}, host-bound, and "
+    text = (f"GPU time overtakes host time at about {size_at(at, lo.shape, hi.shape, op)} (between {size_name(lo.shape, op)}, host-bound, and "
             f"{size_name(hi.shape, op)}, GPU-bound), at {us:,.1f} us per call: below it launch cost sets the pace")
     if flips > 1:
         text += f"; it changes between host- and GPU-bound {flips} times, so sizes near it are within the noise"
@@ -271,6 +287,9 @@ class SweepAnalysis:
     pairs: list[SweepPair] = field(default_factory=list)
     # --sample: size name (size_name) -> label -> the case's attribution there
     layers: dict[str, dict[str, attribution.CaseCosts]] = field(default_factory=dict)
+    # --sample: the sizes a case was profiled at that have no layers, and why ("py-spy kept no samples inside
+    # step()"), as compare says "no stack analysis" of a case: (size name, label, reason)
+    unanalysed: list[tuple[str, str, str]] = field(default_factory=list)
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
     new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
 
@@ -323,11 +342,14 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
             # a sampled size reads as a result of its own: its timed loops, its profiled process
             alone = dataclasses.replace(result, timing=t, sample_timing=None, profile=t.profile, error=t.error,
                                         sample_shape=t.shape)
-            if attribution.skip_reason(alone) is None:
+            reason = attribution.skip_reason(alone)
+            if reason is None:
                 name = out.size_name(t.shape)
                 stem = casenames.sized(label, t.shape, run.config.operation)
                 profile = attribution.profile_of(run_dir, alone, stem)
                 out.layers.setdefault(name, {})[label] = attribution.attribute(profile)
+            elif not t.error:  # a failed size is said as failed
+                out.unanalysed.append((out.size_name(t.shape), label, reason))
     for base, head in run.pairs:
         together = run.paired(base, head)
         rb, rh = run.results[base], run.results[head]

@@ -35,6 +35,7 @@ class Atlas:
         # the runner, the analyses (numpy) and the report (jinja2) are imported here, not for `flametool --help`
         from .. import render
         from ..analyse import dispatch
+        from ..analyse.atlas import AtlasAnalysis
         from ..errors import interrupt_code
         from ..measure import atlasrun
         from ..render import progress as live, terminal
@@ -65,4 +66,18 @@ class Atlas:
         failed = [p for p in run.parts if p.error]
         for part in failed:
             terminal.say(err, f"flametool: op {part.op}: {part.error}")
-        return 1 if failed else (0 if written else 2)
+        # a case that failed while its op's run went on (a workload's run keeps going, as --keep-going does): said,
+        # and the atlas exits 1, as compare does
+        said = {p.op for p in failed}
+        kept_going = []
+        assert isinstance(analysed, AtlasAnalysis)  # an atlas's run.json is analysed as one
+        for row in analysed.rows:
+            if row.op in said:
+                continue
+            if row.error and not row.cells:
+                kept_going.append(f"flametool: op {row.op}: {row.error}")
+            kept_going += [f"flametool: op {row.op}: case {label!r}: {c.error}" for label, c in row.cells.items()
+                           if c.error]
+        for line in kept_going:
+            terminal.say(err, line)
+        return 1 if failed or kept_going else (0 if written else 2)

@@ -108,7 +108,7 @@ def workload_of(args: argparse.Namespace, device: str, libs: list[str]) -> workl
 def workload_shape(workload: workloads.Workload, text: str | None, option: str = "--shape",
                    command: str = "compare") -> list[int]:
     """A workload's shape: --shape, else its default (FUNC's shape default; the built-in's on this device)."""
-    if text:
+    if text is not None:  # given empty ('$SHAPE' unset) it is refused, not read as the default
         return workloads.shape_text(text, option, len(workload.shape) if workload.shape else None)
     if workload.shape is None:
         # an atlas runs each workload at its default: there is no --shape to give it there
@@ -129,12 +129,13 @@ def compare_config(args: argparse.Namespace, say) -> Config:
     d, op = defaults(common["device"]), common["op"]
     if workload:
         shape = workload_shape(workload, args.shape)
-        sample_shape = workload_shape(workload, args.sample_shape, "--sample-shape") if args.sample_shape else None
+        sample_shape = (workload_shape(workload, args.sample_shape, "--sample-shape") if args.sample_shape is not None
+                        else None)
         workloads.check(workload, shape)
     else:
-        shape = (parse_shape(args.shape, "--shape", op) if args.shape else
+        shape = (parse_shape(args.shape, "--shape", op) if args.shape is not None else
                  list(d.shape) if op == ops.DEFAULT_OP else ops.host_bound_shape(op, common["device"]))
-        sample_shape = parse_shape(args.sample_shape, "--sample-shape", op) if args.sample_shape else None
+        sample_shape = parse_shape(args.sample_shape, "--sample-shape", op) if args.sample_shape is not None else None
     if args.env:
         common.update(env_config(args, common, say))
     elif args.anchor is not None:

@@ -56,6 +56,8 @@ def profile_all(m: Measurement, cases: list[CaseSpec]) -> None:
     (see the module's docstring); run.json saved after each. A case whose py-spy the kernel refused stops the run
     (stop_if_refused) once the cases begun are done: it would refuse every one alike."""
     todo = [c for c in cases if m.run.results[c.label].error is None and c.label in m.steps]
+    if not todo:  # every case failed (--keep-going, a workload's run): nothing to profile, their errors are said
+        return
     if not m.config.sample:  # no window to wait for them before: the timing's unused spares gone before any loop
         m.spares.settle()
     if not m.config.sample and m.config.at_once > 1:

@@ -61,6 +61,7 @@ class AtlasPage:
     environment: list[tuple[str, str]]
     css: Markup
     sections: list[tuple[str, str]]
+    headline_title: str = "Launch cost by op"  # on the CPU there is no launch: "Host time by op, on the CPU"
 
 
 METHOD = ("Each op is its own compare run (the folder linked from its row), at the op's host-bound size: every "
@@ -147,6 +148,7 @@ def build(a: AtlasAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
         run_dir=str(a.run_dir), generated=datetime.now().astimezone().isoformat(timespec="seconds"),
         version=__version__, complete=run.complete, libraries=a.libraries, rows=rows,
         chart=charts.stacked(bars, totals) if bars else None, lines=lines, method=METHOD,
+        headline_title="Host time by op, on the CPU" if (run.config.device or "cpu") == "cpu" else "Launch cost by op",
         environment=ran_rows(a, environment),
         css=css, sections=[("headline", "Answers"), ("table", "Op × library"), ("layers", "Layers"),
                            ("frames", "Top frames"), ("environment", "Environment")],

@@ -296,6 +296,7 @@ def _frame(xs: list[float], x_names: list[str], height: int) -> tuple[LogScale, 
 
 MATMUL_AXIS = "size: N of an N×N by N×N product, or the cube root of M·K·N (log scale)"
 ELEMENTS_AXIS = "size: elements per operand (log scale)"
+WORKLOAD_AXIS = "size: the workload's shape (log scale)"  # its figures are FUNC's own: no number names them
 
 
 def time_plot(curves: dict[str, list[tuple[float, str, float | None, float | None]]],

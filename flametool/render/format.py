@@ -14,7 +14,7 @@ from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Interval, PairFigures, proc
 from ..analyse.operands import UnlikeOperands
 from ..run.counts import Column, Counts, columns, count_words
 from ..run.record import Environment, TimingStop
-from ..analyse.sweep import SAME_WITHIN, PairPoint, SweepAnalysis, SweepPair, size_name
+from ..analyse.sweep import SAME_WITHIN, PairPoint, SweepAnalysis, SweepPair, size_at, size_name
 
 DASH = "–"
 
@@ -386,7 +386,7 @@ def sweep_pair_lines(sp: SweepPair, processes: int, op: str) -> list[str]:
                         "the other" if far.share else ""))
     for c in sp.even:
         below, above = (sp.head, sp.base) if c.rising else (sp.base, sp.head)
-        lines.append(f"{sp.head} and {sp.base} take the same wall time at about {c.size:,.0f} (between "
+        lines.append(f"{sp.head} and {sp.base} take the same wall time at about {size_at(c.size, c.low, c.high, op)} (between "
                      f"{size_name(c.low, op)} and {size_name(c.high, op)}, whose intervals are beyond "
                      f"±{SAME_WITHIN:.0%} of 1 on either side): "
                      f"{below} is faster below it, {above} above it")

@@ -12,6 +12,7 @@ from markupsafe import Markup
 from .. import __version__
 from . import charts, format as fmt
 from ..analyse.sweep import SweepAnalysis, side
+from ..workload.ops import OPS
 
 
 @dataclass
@@ -33,6 +34,7 @@ class SweepReport:
     ratios: charts.LogChart | None
     ratio_titles: list[tuple[str, str]]  # (pair, colour)
     layers: charts.StackedChart | None  # --sample: host time by layer, a bar per case and sampled size
+    unanalysed: list[str]  # --sample: the sizes profiled that have no layers, and why
     legend: list[tuple[str, str, str]]  # (case, colour, "")
     columns: list[str]
     rows: list[list[SweepCell]]
@@ -120,7 +122,8 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
     plot = charts.time_plot({l: [(p.size, a.size_name(p.shape), p.cpu_us, p.gpu_us) for p in pts]
                              for l, pts in a.curves.items()},
                             {l: (c.size, c.us) for l, c in a.crossovers.items() if c.size and c.us},
-                            charts.MATMUL_AXIS if run.config.operation == "matmul" else charts.ELEMENTS_AXIS)
+                            charts.MATMUL_AXIS if run.config.operation == "matmul" else
+                            charts.ELEMENTS_AXIS if run.config.operation in OPS else charts.WORKLOAD_AXIS)
     pair_series = [(f"{sp.head} / {sp.base}", charts.case_colour(labels.index(sp.head)),
                     [(p.size, a.size_name(p.shape), p.wall.ratio,
                       p.wall.ratio_interval.low if p.wall.ratio_interval else None,
@@ -144,11 +147,12 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
         ratio_titles=[(t, colour) for t, colour, _ in pair_series],
         layers=charts.stacked_costs({f"{label} {size}": x for size, by_case in a.layers.items()
                                      for label, x in by_case.items()}) if a.layers else None,
+        unanalysed=[f"{label} at {size}: no stack analysis: {reason}" for size, label, reason in a.unanalysed],
         legend=[(l, charts.case_colour(i), "") for i, l in enumerate(labels)],
         columns=columns, rows=rows, failures=failures, method=METHOD if a.on_gpu else METHOD_CPU,
         environment=environment, css=css,
         # a section the page does not have gets no link (Layers without --sample, the ratio with one case)
-        sections=[(id, name) for id, name in SECTIONS if (id != "layers" or a.layers) and (id != "ratio" or pair_series)],
+        sections=[(id, name) for id, name in SECTIONS if (id != "layers" or a.layers or a.unanalysed) and (id != "ratio" or pair_series)],
         on_gpu=a.on_gpu,
         headline_title="Where launch cost stops mattering" if a.on_gpu else "Time per call against size, on the CPU",
         plot_title="Host and GPU time per call against size" if a.on_gpu else "Host time per call against size",

@@ -71,6 +71,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
                 t.add_row(size, text(label), fmt.num(x.us_per_call),
                           *[fmt.num(x.layers[k].us_per_call) if k in x.layers else "-" for k in layers])
         show(console, t)
+    for size, label, reason in a.unanalysed:
+        say(console, f"{fmt.visible(label)} at {size}: no stack analysis: {fmt.visible(reason)}")
     for label, c in a.crossovers.items():
         say(console, f"{fmt.visible(label)}: {c.text}")
     for what, line in fmt.fairness(a, run):

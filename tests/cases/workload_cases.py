@@ -57,3 +57,10 @@ def exits(xp, shape=(4,)):
 
 def needs_a_shape(xp, shape):
     return (lambda a: a + 1.0), [np.ones(shape)]
+
+
+def fails_everywhere(xp, shape=(4,)):
+    def fn(a):
+        raise ValueError("no library runs this step")
+
+    return fn, [np.ones(shape)]

@@ -86,3 +86,5 @@ def test_without_a_gpu_the_fallback_line_names_numpy_and_torch_only_when_they_ar
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("no CUDA device found: running on the CPU\n"), err
     assert "comparing numpy and torch" not in err and "case 'cupy' needs a CUDA device" in err
+    # and it does not send the user to --device cuda:N, which this machine refuses ('no CUDA device found')
+    assert "--device cuda" not in err and "leave it out of --libs" in err, err

@@ -260,6 +260,17 @@ def test_warnings(tmp_path):
         assert words in text, words
 
 
+def test_the_sampling_warning_counts_one_thread_as_one():
+    """A CPU run's process samples one thread: the warning said 'each native sample stops all 1 threads of the
+    process' (compare --device cpu, numpy slowed 1.68x)."""
+    from flametool.render.report_caveats import _threads
+    from flametool.run.profiled import Sampling
+    one, many = Sampling(["py-spy"], 100, 5.0), Sampling(["py-spy"], 100, 5.0)
+    one.threads, many.threads = 1, 34
+    assert _threads(one) == "the process's one thread"
+    assert _threads(many) == "all 34 threads of the process"
+
+
 def test_headline_names_the_difference(tmp_path):
     run = make_run(tmp_path / "r", {
         "a": ("step (s.py:1);shared (lib.so) 100\n", 10.0, 0),

@@ -143,6 +143,19 @@ def test_share_when_the_faster_case_has_more_host_time():
     assert p.slower == "base" and p.extra_host_us == pytest.approx(-2.0) and p.share == 0.0
 
 
+def test_the_slower_case_is_the_one_the_paired_wall_ratio_says():
+    # processes of different speeds: the paired ratio (1.2, 0.9, 0.95: geometric mean 1.009) says the head is
+    # slower, and the row's difference is +0.8 us; the medians of all loops (base 100, head 90) say the base. The
+    # row named the base slower beside a ratio above 1 (a CPU sweep at 128: 0.985x, -0.95 us, "slower: torch")
+    base = timing(512, [10.0, 100.0, 100.0])
+    head = timing(512, [12.0, 90.0, 95.0])
+    p = sweep.pair_point("base", base, "head", head, True)
+    assert p.wall.ratio > 1 and p.wall.diff_us > 0
+    assert p.slower == "head"
+    # its host time beyond the base's, from the medians the tables show: less, and so none of its wall time
+    assert p.extra_host_us == pytest.approx(-10.0) and p.share == 0.0
+
+
 def test_share_never_exceeds_the_wall_time():
     # noisy figures: the extra host time (8 us) is more than the wall-time gap (3 us); the gap is what shows
     base = timing(64, [2.0, 2.0], [1.0, 1.0], [5.0, 5.0])

@@ -161,7 +161,7 @@ class PairPoint:
     size: float
     wall: stats.PairFigures | None  # the wall-time ratio and difference (what a program feels)
     host: stats.PairFigures | None  # the host-time difference
-    slower: str | None = None  # the case with the longer wall time per call
+    slower: str | None = None  # the case the paired wall ratio says is slower (by the medians where it is even)
     extra_host_us: float | None = None  # the slower case's host time per call beyond the faster's
     share: float | None = None  # of the slower case's wall time, the extra host time that shows in it
 
@@ -174,12 +174,16 @@ def pair_point(base: str, bt: Timing, head: str, ht: Timing, paired: bool) -> Pa
     if not (bt.loops("wall_us") and ht.loops("wall_us")):
         return p
     p.wall = stats.pair(base, bt, head, ht, paired, metric="wall_us")
-    # which case is slower, by how much host time, and what share of its wall time shows it: from the two
-    # cases' medians, so the share is of a wall time it cannot exceed
-    # (medians of loops both have: checked above)
+    # which case is slower: the side of the paired wall ratio, the figure the row leads with (the medians of
+    # every loop mix the processes' speeds, and where they differ they can name the other case beside a ratio
+    # and a difference that say this one); by the medians only where there is no ratio or it is even. By how
+    # much host time, and what share of its wall time shows it: from the two cases' medians, so the share is of
+    # a wall time it cannot exceed (medians of loops both have: checked above)
     host = cast("dict[str, float]", {base: bt.median("cpu_us"), head: ht.median("cpu_us")})
     wall = cast("dict[str, float]", {base: bt.median("wall_us"), head: ht.median("wall_us")})
-    slower, faster = (head, base) if wall[head] > wall[base] else (base, head)
+    ratio = p.wall.ratio
+    head_slower = ratio > 1 if ratio is not None and ratio != 1 else wall[head] > wall[base]
+    slower, faster = (head, base) if head_slower else (base, head)
     p.slower = slower
     p.extra_host_us = host[slower] - host[faster]
     # extra host time shows in the wall time only as far as the wall time grew: at a GPU-bound size the

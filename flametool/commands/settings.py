@@ -70,7 +70,10 @@ def case_config(args: argparse.Namespace, say, command: str) -> tuple[dict, work
     for s in specs:
         needs_cuda = s.xp in workloads.NEEDS_CUDA if s.xp else s.module and builtins.BUILTIN[s.label].needs_cuda
         if needs_cuda and on_cpu:
-            raise FlametoolError(f"case {s.label!r} needs a CUDA device; use --device cuda:N or leave it out of --libs")
+            # where this machine has no CUDA device, --device cuda:N would only be refused in turn
+            raise FlametoolError(f"case {s.label!r} needs a CUDA device; " + (
+                "use --device cuda:N or leave it out of --libs" if gpus else
+                "this machine has none (no CUDA device found): leave it out of --libs"))
 
     # with --env the pairs name cases as they run in each environment (CASE@NAME): compare_config reads them
     pairs = None if getattr(args, "env", None) else [parse_pair(text, labels) for text in args.pair] or None

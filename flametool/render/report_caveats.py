@@ -28,6 +28,8 @@ class Caveat:
 
 
 def _threads(sampling: Sampling) -> str:
+    if sampling.threads == 1:  # a CPU run's process: not 'all 1 threads'
+        return "the process's one thread"
     return f"all {sampling.threads} threads of the process" if sampling.threads is not None else "the whole process"
 
 

@@ -307,6 +307,45 @@ def test_headline_names_the_processes(tmp_path):
     assert line.startswith("b / a = 1.20") and "3 processes" not in line and "3 rounds" in line, line
 
 
+def env_run_dir(path: Path, ratios_a: list[float], ratios_b: list[float]) -> Path:
+    """A `compare --env a --env b --no-sample` run by hand: numpy in each environment beside torch, the anchor, in
+    the same processes; per process numpy / torch as given, torch at 10 us in a's processes and 13 us in b's."""
+    from flametool.run.record import CaseResult
+    from flametool.run.timing import Timing
+    from runbuild import new_run
+
+    run = new_run({"anchor": "torch", "pairs": [["numpy@a", "numpy@b"]]})
+    for g, (env, ratios, torch_us) in enumerate((("a", ratios_a, 10.0), ("b", ratios_b, 13.0))):
+        run.groups.append(Group([f"numpy@{env}", f"torch@{env}"], True, "hand-built", len(ratios)))
+        for case, figures in (("numpy", [torch_us * r for r in ratios]), ("torch", [torch_us] * len(ratios))):
+            label = f"{case}@{env}"
+            run.results[label] = CaseResult(label=label, factory=f"test:{case}", library=case, device="cpu",
+                                            dtype="float32", shape=[64, 64, 64], group=g, env=env,
+                                            timing=Timing([64, 64, 64], 250, [Loops([v, v]) for v in figures], True))
+    run.complete = True
+    path.mkdir(parents=True)
+    rundir.save(path, run)
+    return path
+
+
+def test_an_anchored_pair_s_method_and_sentence_are_of_the_anchored_figure(tmp_path):
+    """A compare --env run, not sampled: the page's method said "Isolated: ... a process's own speed is not
+    cancelled" right under the anchored figure (which cancels it), and the sentence under them spoke of torch@a
+    against numpy@a, the anchor beside the case, a pair nothing compares."""
+    run = env_run_dir(tmp_path / "r", [0.60, 0.61, 0.59, 0.60], [0.66, 0.67, 0.65, 0.66])
+    a = dispatch.analyse_dir(run)
+    (pair,) = a.pairs
+    assert pair.anchored is not None and pair.anchored.ratio == pytest.approx(1.1, rel=1e-3)
+    h = report.build(a).headline
+    assert h.pairs[0].startswith("numpy@b / numpy@a relative to torch = 1.100×"), h.pairs
+    assert h.method.startswith("Anchored: each environment's processes time the case beside the anchor"), h.method
+    assert "Isolated" not in h.method
+    # the compared pair, at the figures its line leads with
+    assert h.sentence.startswith(f"numpy@b − numpy@a = +{pair.anchored.diff_us:.2f} us per call relative to torch "
+                                 "(1.100×, the pair's figure above)"), h.sentence
+    assert "torch@a" not in h.sentence
+
+
 def test_pairs_that_are_not_paired_say_so(tmp_path):
     """A case timed in processes of its own (--isolate, or it could not share one): the caveat, with why,
     and the pair figure marked not paired."""

@@ -307,23 +307,27 @@ def test_headline_names_the_processes(tmp_path):
     assert line.startswith("b / a = 1.20") and "3 processes" not in line and "3 rounds" in line, line
 
 
-def env_run_dir(path: Path, ratios_a: list[float], ratios_b: list[float]) -> Path:
-    """A `compare --env a --env b --no-sample` run by hand: numpy in each environment beside torch, the anchor, in
-    the same processes; per process numpy / torch as given, torch at 10 us in a's processes and 13 us in b's."""
-    from flametool.run.record import CaseResult
+def env_run_dir(path: Path, ratios_a: list[float], ratios_b: list[float], sampled: bool = False) -> Path:
+    """A `compare --env a --env b` run by hand: numpy in each environment beside torch, the anchor, in the same
+    processes; per process numpy / torch as given, torch at 10 us in a's processes and 13 us in b's. `sampled`:
+    each case has stacks (else --no-sample)."""
     from flametool.run.timing import Timing
-    from runbuild import new_run
+    from runbuild import case_result, new_run
 
+    path.mkdir(parents=True)
     run = new_run({"anchor": "torch", "pairs": [["numpy@a", "numpy@b"]]})
     for g, (env, ratios, torch_us) in enumerate((("a", ratios_a, 10.0), ("b", ratios_b, 13.0))):
         run.groups.append(Group([f"numpy@{env}", f"torch@{env}"], True, "hand-built", len(ratios)))
         for case, figures in (("numpy", [torch_us * r for r in ratios]), ("torch", [torch_us] * len(ratios))):
             label = f"{case}@{env}"
-            run.results[label] = CaseResult(label=label, factory=f"test:{case}", library=case, device="cpu",
-                                            dtype="float32", shape=[64, 64, 64], group=g, env=env,
-                                            timing=Timing([64, 64, 64], 250, [Loops([v, v]) for v in figures], True))
+            r = case_result(label, figures[0], 50, 50, group=g, env=env, library=case)
+            r.timing = Timing([64, 64, 64], 250, [Loops([v, v]) for v in figures], True)
+            if sampled:
+                (path / f"{label}.folded").write_text(f"step (s.py:1);{case} (s.py:2) 50\n", encoding="utf-8")
+            else:
+                r.profile = None
+            run.results[label] = r
     run.complete = True
-    path.mkdir(parents=True)
     rundir.save(path, run)
     return path
 
@@ -344,6 +348,18 @@ def test_an_anchored_pair_s_method_and_sentence_are_of_the_anchored_figure(tmp_p
     assert h.sentence.startswith(f"numpy@b − numpy@a = +{pair.anchored.diff_us:.2f} us per call relative to torch "
                                  "(1.100×, the pair's figure above)"), h.sentence
     assert "torch@a" not in h.sentence
+    # sampled: the sentence's figures are the diff's, at the common speed of both sides' processes (it called them
+    # "the pooled times", which the case table shows: numpy@a 6.00 us there, 6.84 us at the common speed)
+    a = dispatch.analyse_dir(env_run_dir(tmp_path / "sampled", [0.60, 0.61, 0.59, 0.60], [0.66, 0.67, 0.65, 0.66],
+                                         sampled=True))
+    (pair,) = a.pairs
+    assert pair.diff is not None and pair.diff.base_us_per_call == pytest.approx(pair.anchored.at_us)
+    sentence = report.build(a).headline.sentence
+    assert sentence.startswith(f"At the sampled shape (64,64,64) numpy@b − numpy@a = +{pair.anchored.diff_us:.2f} us "
+                               f"per call on the host (numpy@b {pair.anchored.at_us * pair.anchored.ratio:.2f} us "
+                               f"against numpy@a {pair.anchored.at_us:.2f} us, 1.10×; both at the common speed of "
+                               "their processes, as the pair's figure above)"), sentence
+    assert a.timings["numpy@a"].cpu_us != pytest.approx(pair.anchored.at_us, rel=1e-3)
 
 
 def test_pairs_that_are_not_paired_say_so(tmp_path):

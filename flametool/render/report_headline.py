@@ -132,8 +132,11 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
         delta = fmt.shown_delta(b, h)
         shape = shape_text(ok[head].sample_shape if head in ok else None)
         text = (f"At the sampled shape ({shape}) {head} − {base} = {delta:+,.2f} us per call on the host ({head} "
-                f"{num(h)} us against {base} {num(b)} us" + (f", {h / b:.2f}×" if b else "") + "; the pooled times, as "
-                "the pair's figure above).")
+                f"{num(h)} us against {base} {num(b)} us" + (f", {h / b:.2f}×" if b else "") + "; "
+                # an anchored pair's diff is at the common speed of both sides' processes (speed_heading), not at
+                # the pooled times the case table shows (numpy@b 12.65 us there, 9.61 us pooled)
+                + ("both at the common speed of their processes" if pair.anchored is not None else "the pooled times")
+                + ", as the pair's figure above).")
         layers = sorted(case_diff.layers, key=lambda r: -abs(r.delta_us_per_call))
         frames = [r for r in case_diff.frames if r.delta_us_per_call]
         parts = []

@@ -25,7 +25,7 @@ from flametool.render import html as report, jinja_env
 from flametool.run.record import Group
 from flametool.run.timing import Loops
 from reportruns import CLOSER, ROOT, XSS, cpu_run_dir, h200_run_dir, hostile_run, sample_runs
-from runbuild import make_run, snapshot
+from runbuild import env_run_dir, make_run, snapshot
 
 SECTIONS = ["headline", "warnings", "layers", "frames", "flames", "cprofile", "environment"]
 # attributes through which a page loads something (a link the reader clicks, <a href>, loads nothing)
@@ -305,31 +305,6 @@ def test_headline_names_the_processes(tmp_path):
     paired_processes(run, {"a": [[10.0, 10.2, 10.4]], "b": [[12.0, 12.3, 12.5]]})
     (line,) = report.build(dispatch.analyse_dir(run)).headline.pairs
     assert line.startswith("b / a = 1.20") and "3 processes" not in line and "3 rounds" in line, line
-
-
-def env_run_dir(path: Path, ratios_a: list[float], ratios_b: list[float], sampled: bool = False) -> Path:
-    """A `compare --env a --env b` run by hand: numpy in each environment beside torch, the anchor, in the same
-    processes; per process numpy / torch as given, torch at 10 us in a's processes and 13 us in b's. `sampled`:
-    each case has stacks (else --no-sample)."""
-    from flametool.run.timing import Timing
-    from runbuild import case_result, new_run
-
-    path.mkdir(parents=True)
-    run = new_run({"anchor": "torch", "pairs": [["numpy@a", "numpy@b"]]})
-    for g, (env, ratios, torch_us) in enumerate((("a", ratios_a, 10.0), ("b", ratios_b, 13.0))):
-        run.groups.append(Group([f"numpy@{env}", f"torch@{env}"], True, "hand-built", len(ratios)))
-        for case, figures in (("numpy", [torch_us * r for r in ratios]), ("torch", [torch_us] * len(ratios))):
-            label = f"{case}@{env}"
-            r = case_result(label, figures[0], 50, 50, group=g, env=env, library=case)
-            r.timing = Timing([64, 64, 64], 250, [Loops([v, v]) for v in figures], True)
-            if sampled:
-                (path / f"{label}.folded").write_text(f"step (s.py:1);{case} (s.py:2) 50\n", encoding="utf-8")
-            else:
-                r.profile = None
-            run.results[label] = r
-    run.complete = True
-    rundir.save(path, run)
-    return path
 
 
 def test_an_anchored_pair_s_method_and_sentence_are_of_the_anchored_figure(tmp_path):

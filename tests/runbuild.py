@@ -99,3 +99,25 @@ def real_compare(cli, tmp_path_factory, name: str, *args: str) -> tuple[Path, Ru
     assert proc.returncode == 0, proc.stderr
     print(proc.stdout)
     return out, rundir.load(out)
+
+
+def env_run_dir(path: Path, ratios_a: list[float], ratios_b: list[float], sampled: bool = False) -> Path:
+    """A `compare --env a --env b` run by hand: numpy in each environment beside torch, the anchor, in the same
+    processes; per process numpy / torch as given, torch at 10 us in a's processes and 13 us in b's. `sampled`:
+    each case has stacks (else --no-sample)."""
+    path.mkdir(parents=True)
+    run = new_run({"anchor": "torch", "pairs": [["numpy@a", "numpy@b"]]})
+    for g, (env, ratios, torch_us) in enumerate((("a", ratios_a, 10.0), ("b", ratios_b, 13.0))):
+        run.groups.append(Group([f"numpy@{env}", f"torch@{env}"], True, "hand-built", len(ratios)))
+        for case, figures in (("numpy", [torch_us * r for r in ratios]), ("torch", [torch_us] * len(ratios))):
+            label = f"{case}@{env}"
+            r = case_result(label, figures[0], 50, 50, group=g, env=env, library=case)
+            r.timing = Timing([64, 64, 64], 250, [Loops([v, v]) for v in figures], True)
+            if sampled:
+                (path / f"{label}.folded").write_text(f"step (s.py:1);{case} (s.py:2) 50\n", encoding="utf-8")
+            else:
+                r.profile = None
+            run.results[label] = r
+    run.complete = True
+    rundir.save(path, run)
+    return path

@@ -333,3 +333,26 @@ def test_loops_at_another_sample_shape_are_short_and_many(cli, tmp_path, repeats
         assert len(loops.cpu_us) > child_loops.MAX_ROUNDS / 8
     else:
         assert loop_s > 0.5 * child_loops.MIN_LOOP_SECONDS and len(loops.cpu_us) == repeats, (t.calls, loop_s)
+
+
+def test_compare_s_fail_above_verdicts_are_one_line_each_in_a_log(tmp_path):
+    """compare --fail-above's verdict lines on a standard output that is not a terminal (a CI log, 160 columns):
+    each was wrapped there, its tail '--fail-above 5%' on a line of its own, read as the start of the next pair's
+    verdict. One line each, however long, as diff and summary print theirs."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from flametool.commands.compare import decided_verdict
+    from runbuild import env_run_dir
+
+    analysed = dispatch.analyse_dir(env_run_dir(tmp_path / "r", [0.60, 0.61, 0.59, 0.60], [0.66, 0.67, 0.65, 0.66]))
+    log = io.StringIO()
+    out = Console(file=log, width=160)  # as commands/main makes standard output when it is not a terminal
+    config = SimpleNamespace(fail_above=5.0, budget=180.0)
+    code = decided_verdict(analysed, config, 79.0, out)
+    (line,) = log.getvalue().splitlines()
+    assert code == 3 and len(line) > 160, line
+    assert line.startswith("--fail-above 5%: slower (decided) over 4 + 4 processes in 79 s: numpy@b vs numpy@a: +10.0%")
+    assert line.endswith("relative to torch: slower by more than --fail-above 5%"), line

@@ -25,7 +25,7 @@ from flametool.render import html as report, jinja_env
 from flametool.run.record import Group
 from flametool.run.timing import Loops
 from reportruns import CLOSER, ROOT, XSS, cpu_run_dir, h200_run_dir, hostile_run, sample_runs
-from runbuild import make_run, snapshot
+from runbuild import env_run_dir, make_run, snapshot
 
 SECTIONS = ["headline", "warnings", "layers", "frames", "flames", "cprofile", "environment"]
 # attributes through which a page loads something (a link the reader clicks, <a href>, loads nothing)
@@ -316,6 +316,36 @@ def test_headline_names_the_processes(tmp_path):
     paired_processes(run, {"a": [[10.0, 10.2, 10.4]], "b": [[12.0, 12.3, 12.5]]})
     (line,) = report.build(dispatch.analyse_dir(run)).headline.pairs
     assert line.startswith("b / a = 1.20") and "3 processes" not in line and "3 rounds" in line, line
+
+
+def test_an_anchored_pair_s_method_and_sentence_are_of_the_anchored_figure(tmp_path):
+    """A compare --env run, not sampled: the page's method said "Isolated: ... a process's own speed is not
+    cancelled" right under the anchored figure (which cancels it), and the sentence under them spoke of torch@a
+    against numpy@a, the anchor beside the case, a pair nothing compares."""
+    run = env_run_dir(tmp_path / "r", [0.60, 0.61, 0.59, 0.60], [0.66, 0.67, 0.65, 0.66])
+    a = dispatch.analyse_dir(run)
+    (pair,) = a.pairs
+    assert pair.anchored is not None and pair.anchored.ratio == pytest.approx(1.1, rel=1e-3)
+    h = report.build(a).headline
+    assert h.pairs[0].startswith("numpy@b / numpy@a relative to torch = 1.100×"), h.pairs
+    assert h.method.startswith("Anchored: each environment's processes time the case beside the anchor"), h.method
+    assert "Isolated" not in h.method
+    # the compared pair, at the figures its line leads with
+    assert h.sentence.startswith(f"numpy@b − numpy@a = +{pair.anchored.diff_us:.2f} us per call relative to torch "
+                                 "(1.100×, the pair's figure above)"), h.sentence
+    assert "torch@a" not in h.sentence
+    # sampled: the sentence's figures are the diff's, at the common speed of both sides' processes (it called them
+    # "the pooled times", which the case table shows: numpy@a 6.00 us there, 6.84 us at the common speed)
+    a = dispatch.analyse_dir(env_run_dir(tmp_path / "sampled", [0.60, 0.61, 0.59, 0.60], [0.66, 0.67, 0.65, 0.66],
+                                         sampled=True))
+    (pair,) = a.pairs
+    assert pair.diff is not None and pair.diff.base_us_per_call == pytest.approx(pair.anchored.at_us)
+    sentence = report.build(a).headline.sentence
+    assert sentence.startswith(f"At the sampled shape (64,64,64) numpy@b − numpy@a = +{pair.anchored.diff_us:.2f} us "
+                               f"per call on the host (numpy@b {pair.anchored.at_us * pair.anchored.ratio:.2f} us "
+                               f"against numpy@a {pair.anchored.at_us:.2f} us, 1.10×; both at the common speed of "
+                               "their processes, as the pair's figure above)"), sentence
+    assert a.timings["numpy@a"].cpu_us != pytest.approx(pair.anchored.at_us, rel=1e-3)
 
 
 def test_pairs_that_are_not_paired_say_so(tmp_path):

@@ -248,6 +248,8 @@ def decided_verdict(analysed, config: Config, took: float, out: Console) -> int:
             continue
         how = ("decided" if v.outcome != "inconclusive" else
                f"not decided within the budget of {config.budget:g} s" if config.budget is not None else "not decided")
+        # one line however long, as diff and summary say theirs: wrapped at a log's 160 columns, its tail
+        # '--fail-above 5%' stood on a line of its own, read as the start of the next pair's verdict line
         terminal.say(out, f"--fail-above {config.fail_above:g}%: {v.outcome} ({how}) over {p.units} in {took:.0f} s: "
-                          f"{v.sentence}")
+                          f"{v.sentence}", soft_wrap=True)
     return made.exit_code

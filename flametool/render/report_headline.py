@@ -40,6 +40,15 @@ class Headline:
     speed_note: str = ""  # which figures hold across runs, and what the intervals of microseconds cover
 
 
+# How the figure an anchored pair (compare --env) leads with is made (anchoring.anchored), and the one beside it
+ANCHORED_METHOD = ("anchored: each environment's processes time the case beside the anchor, loops interleaved; the "
+                   "ratio is of the two sides' case/anchor ratios with a t 95% interval, speed-adjusted where each side "
+                   "has two or more processes (the line under the pair says what the adjustment did), and the "
+                   "difference is the base's time at the common speed of both sides' processes times (ratio - 1); "
+                   "not anchored, beside it: the pooled times alone, each side in processes of its own, so the host's "
+                   "own speed is not cancelled")
+
+
 def ok_results(run: Run) -> dict[str, CaseResult]:
     return {l: r for l, r in run.results.items() if not r.error}
 
@@ -66,8 +75,11 @@ def headline(a: Analysis) -> Headline:
     pairs, methods = [], []
     for p in a.pairs:
         pairs += fmt.pair_lines(p, run, processes)
-        if p.headline is not None and p.headline.method not in methods:
-            methods.append(p.headline.method)
+        # an anchored pair leads with its anchored figure (fmt.pair_lines): its headline's method is that of the
+        # not-anchored figure beside it ("isolated: ... not cancelled"), which said of the lead was wrong
+        m = ANCHORED_METHOD if p.anchored is not None else p.headline.method if p.headline is not None else None
+        if m is not None and m not in methods:
+            methods.append(m)
     method = (" ".join(m[0].upper() + m[1:] + "." for m in methods)
               + " A case's own time: a bootstrap 95% interval over its processes."
               + " Layer and frame figures are sample shares times each case's paired time per call at the sampled "
@@ -120,8 +132,11 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
         delta = fmt.shown_delta(b, h)
         shape = shape_text(ok[head].sample_shape if head in ok else None)
         text = (f"At the sampled shape ({shape}) {head} − {base} = {delta:+,.2f} us per call on the host ({head} "
-                f"{num(h)} us against {base} {num(b)} us" + (f", {h / b:.2f}×" if b else "") + "; the pooled times, as "
-                "the pair's figure above).")
+                f"{num(h)} us against {base} {num(b)} us" + (f", {h / b:.2f}×" if b else "") + "; "
+                # an anchored pair's diff is at the common speed of both sides' processes (speed_heading), not at
+                # the pooled times the case table shows (numpy@b 12.65 us there, 9.61 us pooled)
+                + ("both at the common speed of their processes" if pair.anchored is not None else "the pooled times")
+                + ", as the pair's figure above).")
         layers = sorted(case_diff.layers, key=lambda r: -abs(r.delta_us_per_call))
         frames = [r for r in case_diff.frames if r.delta_us_per_call]
         parts = []
@@ -138,10 +153,19 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
             text += f" In {head} − {base}, the " + "; the ".join(parts) + "."
         return text
     timed = [(l, t.cpu_us) for l in ok if (t := a.timings.get(l))]
-    if len(timed) >= 2:
-        (x, tx), (y, ty) = timed[:2]
+    # the pair the page leads with, not the first two cases timed: of a compare --env run those were numpy@a and
+    # torch@a, the anchor beside it, a pair nothing compares (the compared one is numpy@a against numpy@b)
+    cpu = dict(timed)
+    first = next((p for p in a.pairs if p.base in cpu and p.head in cpu), None)
+    unsampled = "there is no stack diff to say where (fewer than two cases were sampled)."
+    if first is not None and first.anchored is not None:
+        an = first.anchored
+        return (f"{first.head} − {first.base} = {fmt.signed(an.diff_us)} us per call relative to {an.anchor} "
+                f"({fmt.ratio(an.ratio)}, the pair's figure above); " + unsampled)
+    if first is not None or len(timed) >= 2:
+        (x, tx), (y, ty) = ((first.base, cpu[first.base]), (first.head, cpu[first.head])) if first else timed[:2]
         return (f"{y} takes {ty:,.2f} us per call on the host against {x}'s {tx:,.2f} us ({ty / tx:.2f}×); "
-                "there is no stack diff to say where (fewer than two cases were sampled).")
+                + unsampled)
     if timed:
         return f"One case measured: {timed[0][0]}, {timed[0][1]:,.2f} us per call on the host."
     return "No case finished; nothing was measured."

@@ -451,4 +451,20 @@ def record_keeping_up(pid: int, rate_hz: int, seconds: float, loop_function: str
         retry = record(pid, lower, seconds, loop_function, out)
         retry.earlier = [replace(sampling, rate_hz=rate_hz)]
         sampling = retry
+    elif took_none(sampling):
+        # its first native stack reads the symbols of the libraries in it (libtorch_cpu's: seconds of CPU on a
+        # loaded 2-core machine), which can take a short window whole: the loop still runs, so once more, where
+        # the symbols are in the page cache (seen on the CPU machine under load at --sample-seconds 0.5, torch's
+        # first window of three runs in four, 2026-12-05)
+        say(f"py-spy took no samples in its {sampling.seconds:g} s window (its start-up ran through it); sampling "
+            "again")
+        retry = record(pid, rate_hz, seconds, loop_function, out)
+        retry.earlier = [sampling]
+        sampling = retry
     return sampling
+
+
+def took_none(sampling: Sampling) -> bool:
+    """Whether py-spy sampled for its whole window without taking a sample (not refused, not failed)."""
+    taken = sampling.pyspy_samples if sampling.pyspy_samples is not None else sampling.total_samples
+    return sampling.complete and not sampling.refused and taken == 0

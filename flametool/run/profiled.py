@@ -34,7 +34,7 @@ class Sampling:
     outside_samples: int = 0  # sync(), chunk timing, anything outside the active loop
     other_samples: int = 0  # on threads other than the caller's (LABEL.threads.folded; py-spy --threads)
     output_tail: list[str] = field(default_factory=list)
-    earlier: list["Sampling"] = field(default_factory=list)  # attempts at a higher rate that fell behind
+    earlier: list["Sampling"] = field(default_factory=list)  # attempts at a higher rate that fell behind, or none taken
     # the loop's host time per call while sampled (from the chunks inside the window), and how it was cut
     sampled_us_per_call: float | None = None
     calls_per_chunk: int | None = None

@@ -57,14 +57,6 @@ def test_one_process_pools_its_rounds_and_a_wide_interval_is_flagged():
     assert stats.pair("a", timing([10.0]), "b", timing([12.0]), True).ratio_interval is None  # one round: none
 
 
-def test_case_interval_resamples_processes():
-    t = timing([10.0, 10.1], [20.0, 20.2], [10.05, 10.0])
-    iv = stats.case_interval(t)
-    assert "over 3 processes" in iv.method
-    assert iv.low <= t.cpu_us_per_call <= iv.high and iv.low >= 10.0 and iv.high <= 20.2
-    assert stats.case_interval(timing([10.0])) is None
-
-
 def test_t_quantiles_are_conservative_between_rows():
     assert stats.t975(4) == 2.776 and stats.t975(22) == stats.T975[20] and stats.t975(5000) == 1.960
 
@@ -168,21 +160,6 @@ def test_the_processes_advised_are_more_than_ran_and_settle_the_interval():
     assert "too few to tell" in fmt.wide_note(spread_pair(4, 0.9)) and "--processes 5" in fmt.wide_note(spread_pair(4, 0.9))
     # a settled ratio gets no note
     assert fmt.wide_note(spread_pair(10, 0.001)) is None
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_bootstrap_medians_are_the_median_of_each_resample(seed):
-    """The vectorised bootstrap reads, for the same draws, exactly what np.median of each resample's values
-    (its groups concatenated) reads: groups of unequal sizes, ties, odd and even totals."""
-    import numpy as np
-
-    rng = np.random.default_rng(100 + seed)
-    groups = [[float(v) for v in rng.integers(0, 6, size=rng.integers(1, 5))] for _ in range(3)]
-    groups += [list(rng.normal(10, 2, size=rng.integers(1, 30))) for _ in range(int(rng.integers(1, 9)))]
-    got = stats.bootstrap_medians(groups, np.random.default_rng(seed))
-    picks = np.random.default_rng(seed).integers(0, len(groups), size=(stats.BOOTSTRAP_RESAMPLES, len(groups)))
-    want = [np.median(np.concatenate([groups[i] for i in row])) for row in picks]
-    assert got.tolist() == want
 
 
 def test_reach_with_more_processes_follows_the_spread():

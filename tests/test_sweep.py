@@ -11,7 +11,7 @@ import pytest
 
 from flametool import render
 from flametool.analyse import dispatch, sweep
-from flametool.run import rundir
+from flametool.run import casenames, rundir, stats
 from flametool.run.record import SweepPoint
 from flametool.run.timing import Loops
 from flametool.render import charts
@@ -152,8 +152,11 @@ def test_the_slower_case_is_the_one_the_paired_wall_ratio_says():
     p = sweep.pair_point("base", base, "head", head, True)
     assert p.wall.ratio > 1 and p.wall.diff_us > 0
     assert p.slower == "head"
-    # its host time beyond the base's, from the medians the tables show: less, and so none of its wall time
-    assert p.extra_host_us == pytest.approx(-10.0) and p.share == 0.0
+    # its host time beyond the base's is the difference of the two figures the tables show, pooled at the median
+    # process's speed (as compare pools a case's): they stand in the paired ratio, so the host difference says
+    # what the ratio says (from the medians of every loop it had read -10 us beside a ratio above 1)
+    assert p.extra_host_us == pytest.approx(p.host.diff_us) and p.extra_host_us > 0
+    assert 0 < p.share < 1
 
 
 def test_share_never_exceeds_the_wall_time():
@@ -232,6 +235,36 @@ def test_sweep_on_the_cpu_writes_run_json(swept):
     assert [len(p["processes"]) for p in small] == [2, 2, 0, 0]
     assert [p["error"] for p in small[:2]] == [None, None]
     assert "refuses 128x128x128" in small[2]["error"] and "refuses 512x512x512" in small[3]["error"]
+
+
+def test_a_size_s_figures_are_what_export_and_diff_read_of_case_at_size(swept):
+    """One figure in every view: a case's host and wall time at a size in the sweep's tables is the one export and
+    diff read of CASE@SIZE (casenames.as_cases, pooled in its group as compare pools a case), not the median of
+    every loop (a CPU sweep's table read numpy 10.12 us at a size where export read 15.91)."""
+    out, _ = swept
+    run = rundir.load(out)
+    analysed = sweep.analyse(out, run)
+    view = casenames.as_cases(run)
+    host, wall = stats.group_pooled(view, False), stats.group_pooled(view, False, metric="wall_us")
+    checked = 0
+    for label, curve in analysed.curves.items():
+        for p in curve:
+            name = casenames.sized(label, p.shape, run.config.operation)
+            if p.cpu_us is None:
+                assert name not in host
+                continue
+            assert p.cpu_us == pytest.approx(host[name].us, rel=1e-12), name
+            assert p.wall_us == pytest.approx(wall[name].us, rel=1e-12), name
+            assert p.cpu_interval == host[name].interval
+            checked += 1
+    assert checked == 10  # numpy and torch at 4 sizes, the failing case at 2
+    # and a pair's row says the difference of those two figures
+    for pair in analysed.pairs:
+        for pp in pair.points:
+            if pp.extra_host_us is not None:
+                b, h = (casenames.sized(x, pp.shape, run.config.operation) for x in (pair.base, pair.head))
+                slower, faster = (h, b) if pp.slower == pair.head else (b, h)
+                assert pp.extra_host_us == pytest.approx(host[slower].us - host[faster].us)
 
 
 def test_loops_at_each_size_interleave_the_cases(swept):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import TypeVar
 from pathlib import Path
 
 from . import attribution
@@ -61,13 +61,37 @@ class SizePoint:
     error: str | None = None
 
 
-def point(timing: SweepPoint) -> SizePoint:
+# A case's figures at a size, each as compare gives a case's time per call (stats.pooled)
+METRICS = ("cpu_us", "wall_us", "gpu_us")
+Figures = dict[str, stats.Pooled]  # metric -> the case's pooled time per call in it (a metric it has loops of)
+
+
+def pooled_at_size(timings: dict[str, Timing], paired: bool) -> dict[str, Figures]:
+    """label -> its figures at one size: pooled over the processes at the median process's speed with the other
+    cases of its group there (`paired`: timed in the same processes), or alone. These are what export and diff
+    read of CASE@SIZE (casenames: a size of a case is a case of that size's group), so every view of a sweep
+    gives one figure, and two cases' figures stand in their paired ratio (the medians of every loop mix the
+    processes' speeds: a CPU sweep's table read numpy 10.12 us where export read 15.91)."""
+    out: dict[str, Figures] = {l: {} for l in timings}
+    for group in ([timings] if paired else [{l: t} for l, t in timings.items()]):
+        for metric in METRICS:
+            for label, figure in stats.pooled(group, metric, intervals=metric != "gpu_us").items():
+                out[label][metric] = figure
+    return out
+
+
+def point(timing: SweepPoint, figures: Figures | None = None) -> SizePoint:
+    """A case at one size; `figures`: its pooled figures there (pooled_at_size), by default pooled alone."""
     p = SizePoint(list(timing.shape), edge(timing.shape), error=timing.error)
     if not timing.cpu_loops:
         return p
-    p.cpu_us, p.gpu_us, p.wall_us = timing.median("cpu_us"), timing.median("gpu_us"), timing.median("wall_us")
-    p.cpu_interval = stats.case_interval(timing)
-    p.wall_interval = stats.case_interval(timing, metric="wall_us") if p.wall_us is not None else None
+    figures = pooled_at_size({"": timing}, False)[""] if figures is None else figures
+    cpu, wall, gpu = (figures.get(m) for m in METRICS)
+    if cpu is None:  # no loop with a time above 0
+        return p
+    p.cpu_us, p.cpu_interval = cpu.us, cpu.interval
+    p.wall_us, p.wall_interval = (wall.us, wall.interval) if wall is not None else (None, None)
+    p.gpu_us = gpu.us if gpu is not None else None
     p.host_bound = host_bound(timing)
     p.processes = len([x for x in timing.processes if x.cpu_us])
     return p
@@ -166,21 +190,27 @@ class PairPoint:
     share: float | None = None  # of the slower case's wall time, the extra host time that shows in it
 
 
-def pair_point(base: str, bt: Timing, head: str, ht: Timing, paired: bool) -> PairPoint:
+def pair_point(base: str, bt: Timing, head: str, ht: Timing, paired: bool,
+               figures: dict[str, Figures] | None = None) -> PairPoint:
+    """head against base at one size; `figures`: each one's pooled figures there (pooled_at_size of its group),
+    by default pooled over the two. The difference is at the base's pooled time, as compare's is."""
     p = PairPoint(list(bt.shape), edge(bt.shape), None, None)
     if not (bt.cpu_loops and ht.cpu_loops):
         return p
-    p.host = stats.pair(base, bt, head, ht, paired)
-    if not (bt.loops("wall_us") and ht.loops("wall_us")):
+    figures = figures or pooled_at_size({base: bt, head: ht}, paired)
+    fb, fh = figures.get(base, {}), figures.get(head, {})
+    if "cpu_us" not in fb or "cpu_us" not in fh:
         return p
-    p.wall = stats.pair(base, bt, head, ht, paired, metric="wall_us")
-    # which case is slower: the side of the paired wall ratio, the figure the row leads with (the medians of
-    # every loop mix the processes' speeds, and where they differ they can name the other case beside a ratio
-    # and a difference that say this one); by the medians only where there is no ratio or it is even. By how
-    # much host time, and what share of its wall time shows it: from the two cases' medians, so the share is of
-    # a wall time it cannot exceed (medians of loops both have: checked above)
-    host = cast("dict[str, float]", {base: bt.median("cpu_us"), head: ht.median("cpu_us")})
-    wall = cast("dict[str, float]", {base: bt.median("wall_us"), head: ht.median("wall_us")})
+    p.host = stats.pair(base, bt, head, ht, paired, base_us=fb["cpu_us"].us)
+    if "wall_us" not in fb or "wall_us" not in fh:
+        return p
+    p.wall = stats.pair(base, bt, head, ht, paired, metric="wall_us", base_us=fb["wall_us"].us)
+    # which case is slower: the side of the paired wall ratio, the figure the row leads with; by the pooled wall
+    # times only where there is no ratio or it is even (paired, they stand in its ratio: the same side). By how
+    # much host time, and what share of its wall time shows it: from the two cases' pooled figures, the ones
+    # the tables show
+    host = {base: fb["cpu_us"].us, head: fh["cpu_us"].us}
+    wall = {base: fb["wall_us"].us, head: fh["wall_us"].us}
     ratio = p.wall.ratio
     head_slower = ratio > 1 if ratio is not None and ratio != 1 else wall[head] > wall[base]
     slower, faster = (head, base) if head_slower else (base, head)
@@ -337,8 +367,9 @@ def by_shape(points: list[Shaped]) -> dict[tuple, Shaped]:
 def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
     """Every case's points and crossover, the layers at each sampled size, every compared pair per size."""
     out = SweepAnalysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run))
+    figures = _pooled(run)
     for label, result in run.results.items():
-        out.curves[label] = [point(t) for t in result.points]
+        out.curves[label] = [point(t, figures.get((label, tuple(t.shape)))) for t in result.points]
         out.crossovers[label] = crossover(out.curves[label], run.config.operation)
         for t in result.points:
             if t.profile is None:
@@ -359,7 +390,25 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
         rb, rh = run.results[base], run.results[head]
         # matched by shape, not position: one case's points may be in another order than the other's
         at_head = {tuple(ht.shape): ht for ht in reversed(rh.points)}
-        points = [pair_point(base, bt, head, at_head[tuple(bt.shape)], together) for bt in rb.points
-                  if tuple(bt.shape) in at_head]
+        points = [pair_point(base, bt, head, at_head[tuple(bt.shape)], together,
+                             {l: figures.get((l, tuple(bt.shape)), {}) for l in (base, head)})
+                  for bt in rb.points if tuple(bt.shape) in at_head]
         out.pairs.append(SweepPair(base, head, together, points, *verdicts(points)))
+    return out
+
+
+def _pooled(run: Run) -> dict[tuple[str, tuple[int, ...]], Figures]:
+    """(label, shape) -> the case's figures at that size, pooled with the other cases of its group there (as
+    stats.group_pooled pools a group's cases, and casenames groups a sweep's sizes)."""
+    sizes: dict[tuple[object, tuple[int, ...]], dict[str, Timing]] = {}
+    for label, result in run.results.items():
+        for t in result.points:
+            if t.cpu_loops and not t.error:
+                key = (label if result.group is None else result.group, tuple(t.shape))
+                sizes.setdefault(key, {})[label] = t
+    out: dict[tuple[str, tuple[int, ...]], Figures] = {}
+    for (group, shape), timings in sizes.items():
+        paired = isinstance(group, int) and run.groups[group].paired and len(timings) > 1
+        for label, figures in pooled_at_size(timings, paired).items():
+            out[(label, shape)] = figures
     return out

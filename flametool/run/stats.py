@@ -83,57 +83,6 @@ def _percentiles(values: list[float]) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def groups_of(timing: Timing, metric: str = "cpu_us") -> tuple[list[list[float]], str]:
-    """The units to resample: each process's loops, or each loop when there is one process."""
-    procs = [p.figures(metric) for p in timing.processes if p.figures(metric)]
-    if len(procs) >= 2:
-        return procs, "processes"
-    return [[v] for v in (procs[0] if procs else [])], "loops of one process"
-
-
-def bootstrap_medians(groups: list[list[float]], rng: np.random.Generator) -> np.ndarray:
-    """The pooled median of BOOTSTRAP_RESAMPLES resamples of `groups` (drawn with replacement, all of each
-    group's values kept together). numpy: a run holds thousands of loops, and this runs per case and pair.
-
-    A resample is a multiset of the values, each group's as many times as it was drawn, so its median is
-    read off the values sorted once: for every resample at once, a binary search over the sorted values for
-    the middle one(s), counting each group's values below a position times its copies. The same draws as
-    a median of each concatenated resample, and the same figures to the bit (np.median's (a + b) / 2)."""
-    arrays = [np.asarray(g, dtype=float) for g in groups]
-    picks = rng.integers(0, len(arrays), size=(BOOTSTRAP_RESAMPLES, len(arrays)))
-    values = np.concatenate(arrays)
-    order = np.argsort(values, kind="stable")
-    values = values[order]
-    owner = np.repeat(np.arange(len(arrays)), [len(a) for a in arrays])[order]
-    copies = np.zeros((BOOTSTRAP_RESAMPLES, len(arrays)), dtype=np.int64)
-    np.add.at(copies, (np.arange(BOOTSTRAP_RESAMPLES)[:, None], picks), 1)
-    # below[g, j]: values of group g among the first j + 1 sorted values
-    below = np.cumsum(owner[None, :] == np.arange(len(arrays))[:, None], axis=1)
-    sizes = copies @ below[:, -1]
-
-    def kth(k: np.ndarray) -> np.ndarray:
-        """Each resample's k-th smallest value (0-based): the first position with more than k values at or below it."""
-        lo = np.zeros(len(k), dtype=np.int64)
-        hi = np.full(len(k), len(values) - 1, dtype=np.int64)
-        while np.any(lo < hi):
-            mid = (lo + hi) // 2
-            up = np.einsum("rg,gr->r", copies, below[:, mid]) > k
-            hi, lo = np.where(up, mid, hi), np.where(up, lo, mid + 1)
-        return values[lo]
-
-    low, high = kth((sizes - 1) // 2), kth(sizes // 2)
-    return np.where(sizes % 2 == 1, low, (low + high) / 2)
-
-
-def case_interval(timing: Timing, seed: int = 0, metric: str = "cpu_us") -> Interval | None:
-    """95% bootstrap interval of a case's median time per call, resampling processes (or loops)."""
-    groups, units = groups_of(timing, metric)
-    if len(groups) < 2:
-        return None
-    lo, hi = _percentiles(list(bootstrap_medians(groups, np.random.default_rng(seed))))
-    return Interval(lo, hi, f"bootstrap 95% over {len(groups)} {units}")
-
-
 def reach_of(ratio: float | None, interval: Interval | None) -> float | None:
     """How far a ratio's interval reaches from the ratio, relative (0.02: ±2%); None without one."""
     if ratio is None or interval is None:

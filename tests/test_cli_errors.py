@@ -70,6 +70,25 @@ def test_factory_that_raises(capsys, tmp_path):
     assert data.group_of("raising_case").reason.startswith("could not be built or run beside numpy")
 
 
+def test_a_step_that_raises_in_its_warm_up_is_its_case_s_failure(capsys, tmp_path):
+    """A case whose step raises (a broken build) fails alone, said as its own: the process it shared with numpy
+    goes on (numpy is timed in it), and the line says it was the case's step, in its warm-up; it had failed the
+    shared process, whose error named no case ("the process shared with torch@C failed")."""
+    out = tmp_path / "run"
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1",
+                                   "--processes", "1", "--case", f"{CASES}:step_raises", "--out", str(out)], code=1)
+    assert "case 'step_raises': step() raised in its warm-up: RuntimeError: broken build" in line, line
+    from flametool.run import rundir
+
+    data = rundir.load(out)
+    assert data.results["numpy"].timing.cpu_us_per_call > 0
+    assert data.results["step_raises"].error == "step() raised in its warm-up: RuntimeError: broken build"
+    # it failed beside numpy, in the process they shared: that process went on and timed numpy
+    assert data.group_of("step_raises").reason == ("could not be built or run beside numpy (step() raised in its "
+                                                  "warm-up: RuntimeError: broken build); timed alone")
+    assert "numpy" not in data.group_of("step_raises").cases
+
+
 def test_a_later_process_that_fails_keeps_the_first(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("FLAMETOOL_TEST_BUILDS", str(tmp_path / "builds"))
     out = tmp_path / "run"

@@ -21,6 +21,15 @@ def raising_case(m, k, n, dtype, device):
     raise ValueError("this factory refuses to build")
 
 
+def step_raises(m, k, n, dtype, device):
+    """Builds, and its step raises at its first call (a broken build of a library: numpy.matmul replaced by one
+    that raises)."""
+    def step():
+        raise RuntimeError("broken build")
+
+    return step, lambda: None
+
+
 def not_a_pair(m, k, n, dtype, device):
     return 42
 

@@ -9,10 +9,11 @@ import gc
 import math
 import os
 import sys
+import traceback
 from typing import Callable, cast
 
 from ...workload import ops
-from .. import counting
+from .. import counting, explain
 from ...run import steptrace
 from ...run.counts import Counts
 from ...workload.cases import Step, Sync, cuda_index
@@ -143,7 +144,17 @@ def ready(cases: list[JobCase], shape: list[int], job: TimeJob | SweepJob, repor
     ops: dict[str, int] = {}
     for c in cases:
         one = build([c], shape, job.device, report, errors, operands)
-        got_calls, got_ops = warm_all(one, job, report, choose, seconds)
+        try:
+            got_calls, got_ops = warm_all(one, job, report, choose, seconds)
+        except Exception as exc:  # noqa: BLE001 -- one case's fault ends that case, not the process (as in its loops)
+            # said as the case's own (a build whose step raises: "the process shared with torch@C failed" had named
+            # no case; only the log's traceback said whose step it was)
+            traceback.print_exc()
+            errors[c.label] = (explain.known_fault(exc, shape, c.dtype, job.device)
+                               or f"step() raised in its warm-up: {describe(exc)}")
+            if operands is not None:
+                operands.pop(c.label, None)
+            continue
         if watch is not None:  # its factory and its warm-up are the case's own code
             watch.check(c.label)
         made.update(one)

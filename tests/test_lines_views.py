@@ -93,7 +93,12 @@ def test_a_hostile_line_text_is_escaped_and_shortened_in_every_view(hostile_run,
     assert code == 0 and texts == [rec.clean_text(HOSTILE)]
     _clean(out)
     code, md, _ = cli(capsys, "summary", str(hostile_run), "--format", "markdown")
-    assert code == 0 and "<script>" not in md and "\\[b\\]m\\[/b\\]" in md
+    # Markdown: the line's code is a code span, which a renderer shows as it is (its markup as text, its HTML
+    # escaped): rendered, no tag of it is read as one
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark").render(md)
+    assert code == 0 and "<script>" not in html and "<code>[b]m[/b] &lt;script&gt;alert(1)&lt;/script&gt;" in html
     _clean(md)
     code, text, _ = cli(capsys, "summary", str(hostile_run), "--format", "text")
     assert code == 0 and "line that differs most" in text
@@ -139,6 +144,26 @@ def test_two_lines_matched_in_step_order_show_both_texts():
     assert "`matmul(a, b, out=out)` -> `mm(a, b, out=out)`" in lines_view.delta_sentence(d)
     same = LineDelta(line(42, "x = 1"), line(42, "x = 1"), BY_STEP_ORDER, 0.0, 0.1, 1.0, 0.1)
     assert lines_view.delta_rows([same])[0].code == "x = 1" and lines_view.delta_sentence(same).count("`") == 2
+
+
+def test_a_markdown_summary_s_line_keeps_its_code_as_code():
+    """In Markdown (summary --format markdown, a pull-request comment) a line's sentence escapes its words and
+    keeps its code spans as code: escaped whole, `s += i` had rendered as literal backticks around the text."""
+    from markdown_it import MarkdownIt
+
+    from flametool.analyse.lines import BY_FILE_LINE, LineDelta
+    from flametool.render.summary_formats import md
+
+    def line(text: str, us: float) -> LineCost:
+        return LineCost("my_case.py", 23, "f.<locals>.step", "python", lines_view_figure(us), lines_view_figure(us),
+                        text, None, True)
+
+    d = LineDelta(line("    s += a_b * 2", 1), line("    s += a_b * 2", 6), BY_FILE_LINE, 5.0, 0.1, 5.0, 0.1)
+    written = lines_view.delta_sentence(d, md)
+    html = MarkdownIt("commonmark").renderInline(written)
+    assert "<code>s += a_b * 2</code>" in html and "\\`" not in written, written
+    assert html.startswith("my_case.py:23 <code>") and "+5.00 ± 0.10 us of its own time" in html
+    assert lines_view.delta_sentence(d) == "my_case.py:23 `s += a_b * 2` +5.00 ± 0.10 us of its own time (total +5.00 ± 0.10)"
 
 
 def test_a_long_step_s_hottest_lines_are_in_the_terminal_and_the_rest_counted():

@@ -11,7 +11,7 @@ templates autoescape, JSON holds it as a string. A line whose file was not found
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from . import format as fmt
 from ..analyse.compare import Analysis
@@ -138,13 +138,14 @@ def changed(deltas: list[LineDelta]) -> list[LineDelta]:
     return [d for d in deltas if d.self_delta or d.total_delta]
 
 
-def delta_sentence(d: LineDelta) -> str:
-    """One line of a summary: 'case.py:21 `y = a * 2.0` +19.80 ± 0.41 us of its own time (total +19.90 ± 0.41)'."""
+def delta_sentence(d: LineDelta, text: Callable[[str], str] = str) -> str:
+    """One line of a summary: 'case.py:21 `y = a * 2.0` +19.80 ± 0.41 us of its own time (total +19.90 ± 0.41)'.
+    `text`: how its words are written (a Markdown summary escapes them); the code spans are written as they are."""
     # both texts where the two lines read differently (matched in step order: `matmul(...)` -> `mm(...)`)
-    quoted = " -> ".join(f"`{t.replace('`', '')}`" for t in dict.fromkeys((code(d.base), code(d.head))) if t)
-    return (f"{where(d.where)}" + (f" {quoted}" if quoted else "")
-            + f" {fmt.pm(shown(d, 'self'), d.self_se, sign=True)} us of its own time"
-              f" (total {fmt.pm(shown(d, 'total'), d.total_se, sign=True)})")
+    quoted = text(" -> ").join(f"`{t.replace('`', '')}`" for t in dict.fromkeys((code(d.base), code(d.head))) if t)
+    return (text(where(d.where)) + (f" {quoted}" if quoted else "")
+            + text(f" {fmt.pm(shown(d, 'self'), d.self_se, sign=True)} us of its own time"
+                   f" (total {fmt.pm(shown(d, 'total'), d.total_se, sign=True)})"))
 
 
 DELTA_KEY = ("self: the line's own code; total: with all it calls; diff: {head} minus {base}, ± one standard error "

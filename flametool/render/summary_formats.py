@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Callable
 
 from . import aligned_lines, format as fmt, lines_view
 from ..run.stats import Interval
@@ -85,9 +85,9 @@ def frame_text(p: PairSummary, code: bool = False) -> str | None:
             f"± {r.delta_se_us:,.2f} us of its own time")
 
 
-def line_texts(p: PairSummary) -> list[str]:
-    """The source lines that differ most, one sentence each (lines_view.delta_sentence)."""
-    return [lines_view.delta_sentence(d) for d in lines_view.changed(p.lines)[:lines_view.SUMMARY_LINES]]
+def line_texts(p: PairSummary, text: Callable[[str], str] = str) -> list[str]:
+    """The source lines that differ most, one sentence each (lines_view.delta_sentence; `text` writes its words)."""
+    return [lines_view.delta_sentence(d, text) for d in lines_view.changed(p.lines)[:lines_view.SUMMARY_LINES]]
 
 
 def count_lines(p: PairSummary) -> list[str]:
@@ -182,6 +182,11 @@ def md(text: object) -> str:
     return out
 
 
+def escaped(text: str | None) -> str | None:
+    """md(text), or None for no text."""
+    return md(text) if text else None
+
+
 VERDICT_MARK = {"passed": "✅ passed", "slower": "❌ slower", "inconclusive": "⚠️ inconclusive"}
 
 
@@ -223,19 +228,19 @@ class MarkdownSummary(Renderer[Summary]):
         else:
             out += ["Nothing compared.", ""]
         for p in s.pairs:
-            # the speed line says 'speed adjustment: ...' itself: no key before it
-            notes = [("beside it", beside_text(p)), ("", speed_text(p)), ("⚠️ interval", wide_text(p)),
-                     ("⚠️ stopped", stop_text(s, p)),
-                     ("largest layer difference", layer_text(p)),
-                     ("largest frame difference", frame_text(p, code=True)), ("", p.not_sampled),
-                     ("verdict", p.verdict.sentence if p.verdict else None)]
-            notes += [("lines that differ most" if i == 0 else "then", t) for i, t in enumerate(line_texts(p))]
+            # each note in Markdown: its words escaped (md), the frame's name and the lines' code as code spans; the
+            # speed line says 'speed adjustment: ...' itself: no key before it
+            notes = [("beside it", escaped(beside_text(p))), ("", escaped(speed_text(p))),
+                     ("⚠️ interval", escaped(wide_text(p))), ("⚠️ stopped", escaped(stop_text(s, p))),
+                     ("largest layer difference", escaped(layer_text(p))),
+                     ("largest frame difference", frame_text(p, code=True)), ("", escaped(p.not_sampled)),
+                     ("verdict", escaped(p.verdict.sentence if p.verdict else None))]
+            notes += [("lines that differ most" if i == 0 else "then", t) for i, t in enumerate(line_texts(p, md))]
             notes = [(k, v) for k, v in notes if v]
             if notes:
                 out.append(f"**{md(p.label)}**")
                 out.append("")
                 for key, value in notes:
-                    value = value if key == "largest frame difference" else md(value)
                     out.append(f"- {key}: {value}" if key else f"- {value}")
                 out.append("")
         if s.environments:

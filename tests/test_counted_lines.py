@@ -9,6 +9,7 @@ import cProfile
 import gc
 import importlib.util
 import json
+import shutil
 from fractions import Fraction
 from pathlib import Path
 
@@ -330,3 +331,27 @@ def test_the_timeline_export_of_a_cpu_run_says_it_needs_cupti(cli, cpu_run):
     proc = cli("export", str(out), "--format", "perfetto")
     assert proc.returncode == 2 and proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1 and "needs cupti-python on a CUDA device" in proc.stderr
+
+
+def test_a_cpu_runs_notes_on_what_was_not_counted_are_in_every_view(cli, cpu_run, tmp_path):
+    """A CPU run says once that it cannot count CUDA work (GPU_COUNTS); each case's other notes (its counted loop
+    failed, a kind left off its lines) stay, named by their case, in the terminal and the report as in summary."""
+    from flametool.analyse import dispatch
+    from flametool.render import format as fmt, show
+    from flametool.render.base import Options
+
+    out, _ = cpu_run
+    copy = tmp_path / "run"
+    shutil.copytree(out, copy)
+    doc = json.loads((copy / "run.json").read_text())
+    failed = "the counted loop failed: RuntimeError: boom"
+    doc["results"]["three_lines"]["profile"]["counts"]["missing"].append(failed)
+    (copy / "run.json").write_text(json.dumps(doc))
+    terminal = show("terminal", dispatch.analyse_dir(copy), Options(width=300))
+    assert f"counted: three_lines: {failed}" in terminal  # under the pair's headline
+    assert f"\nthree_lines: {failed}" in terminal and fmt.GPU_COUNTS in terminal  # under the counts table
+    assert "runs on the CPU (no CUDA API calls" not in terminal  # said once, as GPU_COUNTS
+    report = cli("report", str(copy), "-o", "-").stdout
+    assert report.count(f"three_lines: {failed}") == 2
+    summary = cli("summary", str(copy)).stdout
+    assert f"three_lines: {failed}" in summary

@@ -151,7 +151,7 @@ class CountDiff:
     notes: list[str] = field(default_factory=list)
     by_line: list[LineCountDelta] = field(default_factory=list)  # per line of step(), where both sides have it
     # its lines in words (named_lines), made by diff_counts so that every view reads them: with the notes on what a
-    # side could not count, and without them
+    # side could not count, and without the one that a side runs on the CPU (a CPU run's views say it once)
     listed: list[tuple[str, str]] = field(default_factory=list)
     listed_bare: list[tuple[str, str]] = field(default_factory=list)
 
@@ -286,7 +286,9 @@ def named_lines(d: CountDiff | None, notes: bool = True) -> list[tuple[str, str]
         if alone:  # numpy's matmul is a ufunc, called through its type: cProfile records no call of it
             out.append((f"{' and '.join(alone)}: the one Python call is step() itself (cProfile does not see a call "
                         "made through a C type, such as a NumPy ufunc like numpy.matmul)", ""))
-    return out + [of(r) for r in d.one_side] + ([(n, "") for n in d.notes] if notes else [])
+    # without `notes`, every note but the one that a side runs on the CPU (a CPU run says that once, in its own
+    # words): a counted loop that failed, lines not listed, stay in every view
+    return out + [of(r) for r in d.one_side] + [(n, "") for n in d.notes if notes or n.partition(": ")[2] != counts.ON_CPU]
 
 
 def summary_line(c: Counts) -> str:

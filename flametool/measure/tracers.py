@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 from ..run import steptrace
+from ..run.counts import ON_CPU
 
 NOT_TRACED = ("counts of CUDA API calls and kernels are not available: {why}; "
               "install cupti-python (pip install 'flametool[cupti]') for them")
@@ -240,7 +241,7 @@ def _version(dist: str) -> str:
 def make_tracer(device: str) -> tuple[Any | None, str | None]:
     """(tracer, None), or (None, why API calls and kernels are not counted)."""
     if device == "cpu":
-        return None, "the case runs on the CPU (no CUDA API calls or kernels to count)"
+        return None, ON_CPU
     try:
         return CuptiTracer(), None
     except ImportError:

@@ -55,10 +55,8 @@ def print_counts(run: Run, console: Console) -> None:
             say(console, f"{label}: " + "; ".join(f"{col.title}: {cell}" for col, cell in zip(cols, row)))
     else:
         show(console, table)
-    if not tracers and fmt.run_device(run) == "cpu":  # no empty CUDA columns: one line says what a GPU run adds
-        say(console, fmt.GPU_COUNTS)
-        return
-    for m in dict.fromkeys(m for c in counted.values() for m in c.missing):
+    # on the CPU no empty CUDA columns: one line says what a GPU run adds, then what else was not counted
+    for m in fmt.counted_notes(counted, not tracers and fmt.run_device(run) == "cpu"):
         say(console, fmt.visible(m))
 
 
@@ -115,7 +113,7 @@ def print_summary(a: Analysis, console: Console) -> None:
     for p in a.pairs:  # the answer first: each pair's ratio and difference, then what a step does, counted
         for line in fmt.pair_lines(p, run, processes):
             say(console, line)
-        print_count_diff(p.counts, console, notes=not on_cpu)  # a CPU run's one line on what it cannot count is below
+        print_count_diff(p.counts, console, notes=not on_cpu)  # a CPU run says once, below, what it cannot count
     note = fmt.speed_note(a.pairs)
     if note:
         say(console, note)

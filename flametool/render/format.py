@@ -12,7 +12,7 @@ from ..analyse.attribution import CaseCosts
 from ..run.anchoring import Anchored
 from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Interval, PairFigures, processes_for
 from ..analyse.operands import UnlikeOperands
-from ..run.counts import Column, Counts, columns, count_words
+from ..run.counts import ON_CPU, Column, Counts, columns, count_words
 from ..run.record import Environment, TimingStop
 from ..analyse.sweep import SAME_WITHIN, PairPoint, SweepAnalysis, SweepPair, size_at, size_name
 
@@ -481,6 +481,20 @@ def named_counts(tallies, short: bool = False, width: int = 0) -> str:
 
 GPU_COUNTS = ("counted on the CPU: Python calls per step; a run on a GPU also counts each step's CUDA API calls, "
               "kernels, copies, memsets and device allocations")
+
+
+def counted_notes(counted: dict[str, Counts], on_cpu: bool) -> list[str]:
+    """The counts tables' notes: each line of the cases' `missing` once, named by the cases it is of where not
+    every case's ('third: Python calls per line of step() sum to ...'); on the CPU first GPU_COUNTS, which says
+    what the CPU cannot count in place of each case's ON_CPU line (the other lines stay: a counted loop that
+    failed, a kind not listed per line)."""
+    of: dict[str, list[str]] = {}
+    for label, c in counted.items():
+        for m in c.missing:
+            if not (on_cpu and m == ON_CPU):
+                of.setdefault(m, []).append(label)
+    return ([GPU_COUNTS] if on_cpu else []) + [m if len(labels) == len(counted) else f"{', '.join(labels)}: {m}"
+                                               for m, labels in of.items()]
 
 
 def counted_columns(cases) -> tuple[list[Column], list[str]]:

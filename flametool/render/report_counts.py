@@ -44,7 +44,7 @@ def counts_section(a: Analysis) -> CountsSection | None:
     on_cpu = not tracers and fmt.run_device(a.run) == "cpu"
     pairs = [(f"{p.head} vs {p.base}", p.counts.listed_bare if on_cpu else p.counts.listed)
              for p in a.pairs if p.counts is not None]
-    notes = [fmt.GPU_COUNTS] if on_cpu else list(dict.fromkeys(m for c in counted.values() for m in c.missing))
+    notes = fmt.counted_notes(counted, on_cpu)
     threads = [[label, f"{t.us_per_call:,.2f} us", str(t.profile.samples) if t.profile else "–",
                 "; ".join(f"{layer} {f.us_per_call:,.2f} us" for layer, f in
                           sorted(t.costs.layers.items(), key=lambda kv: -kv[1].us_per_call)) if t.costs

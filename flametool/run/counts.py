@@ -76,6 +76,9 @@ COUNTED: tuple[Kind, ...] = (
 )
 KINDS: dict[str, Kind] = {k.name: k for k in COUNTED}
 CLOCKS = {k.name: k.clock for k in COUNTED if k.clock is not None}  # run.json's "clocks"
+# Counts.missing's line for a case on the CPU: what a CPU run cannot count, which its views say once in their own
+# words (render/format.GPU_COUNTS) where they list every other line of `missing` (the counted loop failed, ...)
+ON_CPU = "the case runs on the CPU (no CUDA API calls or kernels to count)"
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,34 @@ def test_a_step_is_counted_exactly_on_the_cpu():
     assert c.us_per_call > 0 and {t.name for t in c.of("host-alloc")}
 
 
+@pytest.mark.parametrize("steps", [37, 250])  # the profiled loop's length: --iters 37, the default 250
+def test_work_that_repeats_every_few_calls_is_counted_exactly_whatever_the_loops_length(steps):
+    """The counted loop's windows hold whole periods of work that repeats every 2, 4, 8 or 16 calls, so their
+    difference is exact at any loop length (a window of 250 calls held 62 or 63 of a fourth call's work: 63/250
+    where a step makes 1/4, and its lines, read so, were left out as not summing to the step's)."""
+    calls = [0]
+
+    def step():
+        calls[0] += 1
+        if calls[0] % 2 == 0:
+            len(())
+        if calls[0] % 4 == 0:
+            len(())
+        if calls[0] % 8 == 0:
+            len(())
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    counting._loop(step, 800)
+    profiler.disable()
+    profiler.create_stats()
+    c = counting.count(step, lambda: None, counting.count_steps(steps), "cpu", python=(profiler.stats, 800))
+    assert {t.name: t.count for t in c.of("python")}["builtins.len"] == Fraction(7, 8)  # 1/2 + 1/4 + 1/8
+    assert not [m for m in c.missing if "per line" in m], c.missing
+    assert sorted(l.counts["python"] for l in c.by_line if "python" in l.counts) == \
+        [Fraction(1, 8), Fraction(1, 4), Fraction(1, 2), 1]  # the three lines and step() at its def line
+
+
 def test_the_kinds_table_is_what_every_reader_says():
     """run/counts.py's COUNTED is the one place a counted kind is written: the table's columns, the diff's words,
     the totals line, run.json's clocks and the report's note all read it."""

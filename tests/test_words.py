@@ -30,6 +30,20 @@ def test_a_kernel_name_is_demangled_and_shortened_by_template_depth():
     assert cxxnames.demangled("_Znot a symbol") == "_Znot a symbol"  # the demangler fails: the raw name
 
 
+def test_a_python_functions_own_name_in_angle_brackets_is_not_taken_for_a_template():
+    """cProfile names a comprehension, a lambda or a generator expression '<dictcomp>': on Python 3.11 numpy's sum
+    calls numpy._core.fromnumeric.<dictcomp>, which the counted differences read as '<…>'."""
+    for name in ("numpy._core.fromnumeric.<dictcomp>", "mine.<lambda>", "<genexpr>"):
+        assert cxxnames.shortened(name) == name
+    base = Counts(10, 10, [Tally("python", "step()", Fraction(1))], tracer=None)
+    head = Counts(10, 10, [Tally("python", "step()", Fraction(1)),
+                           Tally("python", "numpy._core.fromnumeric.<dictcomp>", Fraction(1))])
+    d = countdiff.diff_counts(base, head, "torch", "numpy")
+    assert any("1 call of numpy._core.fromnumeric.<dictcomp> per step" in line for line, _ in d.listed)
+    assert "1 numpy._core.fromnumeric.<dictcomp>" in fmt.named_counts(head.tallies, short=True, width=60)
+    assert cxxnames.shortened("void k<float, 4>(float*)") == "k<…>"  # a template's arguments still hidden
+
+
 def test_counted_differences_read_as_sentences_with_plurals_right():
     base = Counts(10, 10, [Tally("python", "step()", Fraction(1))], tracer=None)
     head = Counts(10, 10, [Tally("python", "step()", Fraction(1)), Tally("python", "torch.mm", Fraction(1))])

@@ -5,9 +5,13 @@ stays in run.json, the summary's JSON and the report's hover text; only the tabl
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 HIDDEN = "…"
+# the name Python gives code that has no name of its own (<lambda>, <listcomp>, <dictcomp>, <genexpr>, <module>),
+# after a module's '.' in a counted Python call's name: a C++ template's '<' follows a name, never a '.'
+PYTHON_CODE_NAME = re.compile(r"<[A-Za-z_][A-Za-z0-9_]*>")
 
 
 @lru_cache(maxsize=4096)
@@ -49,7 +53,16 @@ def shortened(name: str, depth: int = 1) -> str:
     text = _drop_return_type(demangled(name))
     out: list[str] = []
     level = 0
-    for ch in text:
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        i += 1
+        code = PYTHON_CODE_NAME.match(text, i - 1) if ch == "<" and (i == 1 or text[i - 2] == ".") else None
+        if code is not None:  # a Python function's name, 'numpy._core.fromnumeric.<dictcomp>': no template
+            if level < depth:
+                out.append(code.group())
+            i = code.end()
+            continue
         if ch in "<(":
             level += 1
             if level == depth:

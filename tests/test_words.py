@@ -42,6 +42,7 @@ def test_a_python_functions_own_name_in_angle_brackets_is_not_taken_for_a_templa
     assert any("1 call of numpy._core.fromnumeric.<dictcomp> per step" in line for line, _ in d.listed)
     assert "1 numpy._core.fromnumeric.<dictcomp>" in fmt.named_counts(head.tallies, short=True, width=60)
     assert cxxnames.shortened("void k<float, 4>(float*)") == "k<…>"  # a template's arguments still hidden
+    assert countdiff.thing("python", "step()", Fraction(1)) == "1 call of step()"  # not 'step', as a C++ name reads
 
 
 def test_counted_differences_read_as_sentences_with_plurals_right():

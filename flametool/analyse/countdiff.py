@@ -223,7 +223,9 @@ def amount(n: Fraction, one: str, many: str) -> str:
 def thing(kind: str, name: str, n: Fraction) -> str:
     """What a count counts, in words: '1 call of torch.mm', '2 launches of kernel at::native::k<…>', '1 copy
     HtoD', '3 device allocations from torch caching allocator'; a kind added to counts.KINDS: '2 graph g'."""
-    shown = cxxnames.shortened(name)
+    # a Python function's name is never a C++ one: whole ('step()' kept its parentheses, a parameter list to
+    # shortened)
+    shown = name if kind == "python" else cxxnames.shortened(name)
     if kind in ("python", "api"):
         return amount(n, f"call of {shown}", f"calls of {shown}")
     if kind == "kernel":

@@ -102,6 +102,22 @@ def test_terminal_and_page_show_every_op_and_library(atlas_run, tmp_path):
     assert "×" in page and "numpy" in page and "add_one" in page
 
 
+def test_a_page_written_elsewhere_links_the_ops_reports_in_the_atlas(atlas_run, tmp_path):
+    """`report ATLAS -o FILE`: the ops' links are relative to where the page is, so they reach the ops' reports in
+    the atlas's folder (they were relative to the atlas's folder: a page written elsewhere linked to nothing)."""
+    import re
+    from urllib.parse import unquote
+
+    out, _ = atlas_run
+    for where in (tmp_path / "page.html", tmp_path / "deeper" / "page.html"):  # the atlas is shared: read only
+        where.parent.mkdir(exist_ok=True)
+        assert main.main(["report", str(out), "-o", str(where)]) == 0
+        links = sorted(set(re.findall(r'href="([^"#][^"]*)"', where.read_text())))
+        assert len(links) == len(OPS)
+        assert sorted((where.parent / unquote(h)).resolve() for h in links) == sorted(
+            (out / op / "report.html").resolve() for op in OPS)
+
+
 def test_the_page_in_chromium_links_each_op_report(atlas_run):
     pytest.importorskip("websocket")
     from browser import Chromium, find_chromium

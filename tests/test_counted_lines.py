@@ -226,6 +226,24 @@ def test_the_perfetto_trace_follows_the_trace_event_format():
         assert any(l["ts"] <= call["ts"] < l["ts"] + l["dur"] for l in lines)
 
 
+def test_each_case_s_flows_stay_in_its_own_process():
+    """Two cases in one trace (export without --case) whose processes gave their calls the same correlation ids (two
+    builds of one library make the same calls): every flow joins a launch and a kernel of one process. The ids were
+    the correlation ids, and a flow's id is the trace's whatever its pid (perfetto keys a flow by id, category and
+    name), so each launch pointed at both processes' kernels."""
+    import dataclasses
+
+    a, b = hand_trace(), dataclasses.replace(hand_trace(), label="cupy@pr")
+    doc = json.loads(perfetto.PerfettoRenderer().render(timeline.Timelines(Path("run"), [a, b])))
+    by_key: dict[tuple, list[dict]] = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] in ("s", "f"):
+            by_key.setdefault((e["id"], e["cat"], e["name"]), []).append(e)
+    assert len(by_key) == 2 * len({g.correlation for g in a.gpu})  # a flow per launch in each case
+    for events in by_key.values():
+        assert sorted(e["ph"] for e in events) == ["f", "s"] and len({e["pid"] for e in events}) == 1
+
+
 def test_the_gpus_busy_share_and_idle_gaps():
     t = StepTrace("c", "case.py", 0, 100_000, 7, [LineSpan(10, 0, 100_000)], [],
                   [GpuOp("kernel", "a", 10_000, 20_000, 1), GpuOp("kernel", "b", 15_000, 30_000, 2),

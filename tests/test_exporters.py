@@ -49,6 +49,14 @@ def test_speedscope_file(run, tmp_path, capsys):
     assert len(names) == len(set(names))
 
 
+def test_speedscope_names_the_run_s_folder_however_it_was_given(run, capsys, monkeypatch):
+    """speedscope shows the file's `name` as its title: `export .` named it "flametool " (the name of `.`)."""
+    monkeypatch.chdir(run)
+    for given in (".", str(run / "..") + "/run", "./"):
+        assert main.main(["export", given, "--format", "speedscope", "--case", "torch"]) == 0
+        assert json.loads(capsys.readouterr().out)["name"] == "flametool run", given
+
+
 def test_check_speedscope_catches_missing_fields():
     with pytest.raises(FlametoolError, match="profiles\\[0\\].weights"):
         exporters.check_speedscope({"$schema": exporters.SPEEDSCOPE_SCHEMA, "shared": {"frames": [{"name": "a"}]},

@@ -267,3 +267,31 @@ def test_a_passing_verdict_is_said_on_stderr_as_a_failing_one_is(capsys):
     assert code == 0 and err == f"flametool: {sentence}\n"
     code, _, err = run_cli(capsys, "summary", str(run), "--fail-above", "3")
     assert code == 3 and err.startswith("flametool: ") and err.count("\n") == 1
+
+
+def test_every_summary_format_says_which_pair_was_not_compared_and_why(tmp_path, capsys):
+    """A run whose case failed: its pair is left out of the figures, and every format says so with or without
+    --fail-above (only --fail-above's verdict had said it; text, Markdown and JSON read as if it had never been
+    asked for, while the report named the failure)."""
+    from runbuild import make_run
+
+    stack = "case.step (case.py:1);lib (lib.so) 40\n"
+    run = make_run(tmp_path / "r", {"numpy": (stack, 6.0, 0), "torch": (stack, 9.0, 0), "mine": (stack, 1.0, 0)},
+                   processes=2)
+    data = json.loads((run / "run.json").read_text())
+    data["config"]["pairs"] = [["numpy", "torch"], ["numpy", "mine"]]
+    data["results"]["mine"].update(error="step() raised in its warm-up: RuntimeError: broken build", timing=None)
+    (run / "run.json").write_text(json.dumps(data))
+    said = "mine vs numpy not compared: mine failed (step() raised in its warm-up: RuntimeError: broken build)"
+    code, out, _ = run_cli(capsys, "summary", str(run))
+    assert code == 0 and said in out and "torch vs numpy: " in out
+    code, out, _ = run_cli(capsys, "summary", str(run), "--format", "markdown")
+    assert code == 0 and said in MarkdownIt().render(out)
+    code, out, _ = run_cli(capsys, "summary", str(run), "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["not_compared"] == said and [p["label"] for p in doc["pairs"]] == ["torch vs numpy"]
+    # a run whose pairs were all compared says nothing of it
+    del data["config"]["pairs"][1]
+    (run / "run.json").write_text(json.dumps(data))
+    code, out, _ = run_cli(capsys, "summary", str(run), "--format", "json")
+    assert json.loads(out)["not_compared"] is None

@@ -5,6 +5,7 @@ full of them. Hand-built sweeps here; the real CPU `sweep --sample` is test_swee
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,42 @@ def test_a_size_a_case_failed_at_says_why_in_one_line(sweep, capsys):
     line = one_line_error(capsys, ["export", str(sweep), "--format", "folded", "--case", "torch@512"])
     assert "torch failed at 512 (refuses 512x512x512)" in line, line
     assert "Traceback" not in line
+
+
+def test_a_sizes_layers_sum_to_the_figure_export_and_the_table_read(tmp_path, capsys):
+    """The layers at a sampled size (the terminal's and the page's layer table) are scaled by the case's pooled
+    figure there, the one the sweep's time table shows and export reads of CASE@SIZE; they were scaled by the
+    median of every loop, so a CPU sweep's layer table read numpy 5.64 us total at 64 where its time table, its
+    page's table and export read 5.63 (and further apart where the processes ran at more different speeds)."""
+    from flametool.analyse import sweep as sweep_analysis
+
+    path = sweep_dir(tmp_path / "sweep")
+    data = json.loads((path / "run.json").read_text())
+    # the processes at different speeds, and not alike for both cases: the median of every loop is then
+    # another figure than the pooled one
+    for label, factors in (("numpy", (1.0, 1.9)), ("torch", (1.0, 1.1))):
+        for point in data["results"][label]["points"]:
+            for process, f in zip(point["processes"], factors):
+                process["cpu_us"] = [v * f for v in process["cpu_us"]]
+                process["wall_us"] = [v * f for v in process["wall_us"]]
+    (path / "run.json").write_text(json.dumps(data))
+    run = rundir.load(path)
+    a = sweep_analysis.analyse(path, run)
+    checked, apart = 0, 0
+    for size, by_case in a.layers.items():
+        for label, costs in by_case.items():
+            (point,) = [p for p in run.results[label].points if casenames.sized(label, p.shape, "matmul") == f"{label}@{size}"]
+            (shown,) = [p.cpu_us for p in a.curves[label] if p.shape == point.shape]
+            apart += abs(statistics.median(v for pr in point.processes for v in pr.cpu_us) / shown - 1) > 0.05
+            assert costs.us_per_call == pytest.approx(shown, rel=1e-12), (label, size)
+            out = tmp_path / f"{label}@{size}.json"
+            assert main.main(["export", str(path), "--format", "speedscope", "--case", f"{label}@{size}", "-o", str(out)]) == 0
+            (profile,) = json.loads(out.read_text())["profiles"]
+            assert sum(profile["weights"]) == pytest.approx(costs.us_per_call, rel=1e-9)
+            checked += 1
+    assert checked == 4 and apart >= 2  # where the median of every loop is another figure
+    # and the time table says what its figures are: it said "median of every loop" of the pooled figures
+    from flametool import render
+
+    shown = render.show("terminal", a)
+    assert "each pooled over the processes at the median process's speed" in shown and "median of every loop" not in shown

@@ -73,6 +73,7 @@ class Summary:
     rows: list["HeadlineRow"] = field(default_factory=list)  # a sweep's or an atlas's: one per pair and size (or op)
     # --fail-above on a run with a pair it could not compare (or none): inconclusive, and why (never a pass)
     uncompared: Verdict | None = None
+    not_compared: str | None = None  # a run's pairs that could not be compared, and why (with or without --fail-above)
     aligned: Aligned | None = None  # a run's step lines its cases share, a column per case (analyse/aligned.py)
     # a run's analysis, for what the report says too: its cautions (render/format.cautions) and the shape of
     # each case's pooled time in `cases` (the sample shape)
@@ -155,21 +156,27 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         if at_sample and head.shape != head.sample_shape:
             pair.requested_shape = head.shape
         out.pairs.append(pair)
+    if missing:  # said with or without --fail-above: a pair left out without a word read as never asked for
+        out.not_compared = not_compared(run, missing)
     if fail_above is not None and (missing or not out.pairs):
         out.uncompared = Verdict("inconclusive", INCONCLUSIVE_EXIT, fail_above,
                                  nothing_compared(run, missing, fail_above))
     return out
 
 
-def nothing_compared(run: Run, missing: list[str], pct: float) -> str:
-    """Why --fail-above has nothing (or not everything) to decide on: the pairs not compared, and what failed."""
+def not_compared(run: Run, missing: list[str]) -> str:
+    """The pairs not compared (or nothing at all), and why: what failed, had no timings, or did not finish."""
     failed = [f"{l} failed ({' '.join(r.error.split())[:160]})" for l, r in run.results.items() if r.error]
     untimed = [l for l, r in run.results.items() if not r.error and r.at_sample_shape is None]
     why = failed + [f"{l} has no timings" for l in untimed] + ([] if run.complete else ["the run did not finish"])
     what = (f"{', '.join(missing)} not compared" if missing else
             "nothing compared" + ("" if run.results else " (the run has no cases)"))
-    return (f"{what}" + (f": {'; '.join(why)}" if why else "") +
-            f"; inconclusive: no verdict on --fail-above {pct:g}%")
+    return f"{what}" + (f": {'; '.join(why)}" if why else "")
+
+
+def nothing_compared(run: Run, missing: list[str], pct: float) -> str:
+    """Why --fail-above has nothing (or not everything) to decide on: the pairs not compared, and what failed."""
+    return f"{not_compared(run, missing)}; inconclusive: no verdict on --fail-above {pct:g}%"
 
 
 def unlike_sentence(result: DiffResult) -> str | None:

@@ -381,7 +381,10 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
             if reason is None:
                 name = out.size_name(t.shape)
                 stem = casenames.sized(label, t.shape, run.config.operation)
-                profile = attribution.profile_of(run_dir, alone, stem)
+                # scaled by the figure the tables show and export reads of LABEL@SIZE (the pooled one), not the
+                # median of every loop, so the layers sum to the host time printed beside them
+                pooled = figures.get((label, tuple(t.shape)), {}).get("cpu_us")
+                profile = attribution.profile_of(run_dir, alone, stem, us_per_call=pooled.us if pooled else None)
                 out.layers.setdefault(name, {})[label] = attribution.attribute(profile)
             elif not t.error:  # a failed size is said as failed
                 out.unanalysed.append((out.size_name(t.shape), label, reason))

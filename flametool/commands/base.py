@@ -93,9 +93,20 @@ def write_report(run_dir: Path, analysed: dispatch.AnyAnalysis, err: Console, ou
     return written
 
 
-def page(run: Path) -> str:
-    """The report of a run directory: loaded, analysed once, rendered."""
-    from .. import render
-    from ..analyse import dispatch
+def page(run: Path, read_from: Path | None = None) -> str:
+    """The report of a run directory: loaded, analysed once, rendered. `read_from`: the folder the page is written
+    to where that is not the run directory (`report ATLAS -o FILE`): an atlas's links to its ops' pages, relative to
+    the atlas's folder, are made relative to it, so that they still reach the pages (they led nowhere)."""
+    import os
+    from urllib.parse import quote
 
-    return render.show("html", dispatch.analyse_dir(run))
+    from .. import render
+    from ..analyse import atlas, dispatch
+    from ..run import rundir
+
+    analysed = dispatch.analyse_dir(run)
+    if read_from is not None and isinstance(analysed, atlas.AtlasAnalysis):
+        for row in analysed.rows:
+            row.report = quote(Path(os.path.relpath(run.absolute() / row.dir / rundir.REPORT_FILE,
+                                                    read_from.absolute())).as_posix())
+    return render.show("html", analysed)

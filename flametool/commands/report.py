@@ -38,7 +38,7 @@ class Report:
             out.file.write(page(args.run))
             out.file.flush()
             return 0
-        path = rundir.write_report(args.run, page(args.run), args.output)
+        path = rundir.write_report(args.run, page(args.run, None if args.output is None else args.output.parent), args.output)
         terminal.say(err, f"report: {rundir.shown(path)}")
         # an atlas's page in its directory links to its ops' pages: those are written again beside it (with -o
         # the pages go where asked, and nothing is written into the run directory)

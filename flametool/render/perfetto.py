@@ -24,8 +24,17 @@ def _us(ns: int, origin: int) -> float:
     return round((ns - origin) / 1e3, 3)
 
 
-def trace_events(t: StepTrace, pid: int) -> list[dict[str, Any]]:
-    """The events of one case's step (see the module's note)."""
+def trace_events(t: StepTrace, pid: int, flows: dict[tuple[int, int], int] | None = None) -> list[dict[str, Any]]:
+    """The events of one case's step (see the module's note). `flows`: (pid, correlation id) -> flow id, shared by
+    every case of one trace: a flow's id is the trace's, not its process's (perfetto and chrome://tracing join the
+    "s" and "f" events of one id, category and name whatever their pid), and each case's process numbers its
+    correlation ids from 1, so two cases (two builds of one library above all) would share them and their launches
+    would point at each other's kernels."""
+    flows = {} if flows is None else flows
+
+    def flow(correlation: int) -> int:
+        return flows.setdefault((pid, correlation), len(flows) + 1)
+
     origin = t.start
     threads = sorted({a.thread for a in t.api if a.thread != t.thread})
     tid_of = {t.thread: HOST_TID, **{th: HOST_TID + 1 + i for i, th in enumerate(threads)}}
@@ -51,7 +60,7 @@ def trace_events(t: StepTrace, pid: int) -> list[dict[str, Any]]:
         events.append({"ph": "X", "name": a.name, "cat": "cuda api", "pid": pid, "tid": tid,
                        "ts": _us(a.start, origin), "dur": _us(a.end, a.start), "args": {"correlation": a.correlation}})
         if a.correlation in launched:
-            events.append({"ph": "s", "name": "launch", "cat": "launch", "id": a.correlation, "pid": pid, "tid": tid,
+            events.append({"ph": "s", "name": "launch", "cat": "launch", "id": flow(a.correlation), "pid": pid, "tid": tid,
                            "ts": _us(a.start, origin)})
     for g in t.gpu:
         tid = stream_tid[(g.device, g.stream)]
@@ -61,13 +70,14 @@ def trace_events(t: StepTrace, pid: int) -> list[dict[str, Any]]:
         events.append({"ph": "X", "name": g.name, "cat": g.kind, "pid": pid, "tid": tid,
                        "ts": _us(g.start, origin), "dur": _us(g.end, g.start), "args": args})
         # "bp": "e" binds the flow's end to the slice that encloses it (the kernel), not the next one to begin
-        events.append({"ph": "f", "bp": "e", "name": "launch", "cat": "launch", "id": g.correlation, "pid": pid,
+        events.append({"ph": "f", "bp": "e", "name": "launch", "cat": "launch", "id": flow(g.correlation), "pid": pid,
                        "tid": tid, "ts": _us(g.start, origin)})
     return events
 
 
 def perfetto(t: Timelines) -> dict[str, Any]:
-    return {"traceEvents": [e for pid, trace in enumerate(t.traces, start=1) for e in trace_events(trace, pid)],
+    flows: dict[tuple[int, int], int] = {}
+    return {"traceEvents": [e for pid, trace in enumerate(t.traces, start=1) for e in trace_events(trace, pid, flows)],
             "displayTimeUnit": "ns",
             "otherData": {"exporter": f"flametool {__version__}", "run": str(t.run_dir),
                           "clock": "CUPTI, microseconds from each step's start"}}

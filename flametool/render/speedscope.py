@@ -6,7 +6,9 @@ as us per call."""
 from __future__ import annotations
 
 import json
+import os
 from itertools import chain
+from pathlib import Path
 
 from .. import __version__
 from ..analyse import attribution
@@ -81,7 +83,8 @@ class SpeedscopeRenderer(ExportRenderer):
     name = "speedscope"
 
     def render(self, result: Stacks) -> str:
-        doc = speedscope(result.profiles, name=f"flametool {result.run_dir.name}")
+        # the folder's own name, also where the run was given as `.` or `run/..` (its name there is empty)
+        doc = speedscope(result.profiles, name=f"flametool {Path(os.path.abspath(result.run_dir)).name}")
         # checked as written: json.dumps turns these dicts, lists, strings and numbers into JSON that reads
         # back as the same, and refuses a number JSON has not (allow_nan=False)
         check_speedscope(doc)

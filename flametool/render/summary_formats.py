@@ -164,6 +164,8 @@ class TextSummary(Renderer[Summary]):
                 lines.append(f"  --fail-above {p.verdict.threshold:g}%: {p.verdict.outcome}: {p.verdict.sentence}")
         if s.no_verdict:
             lines.append(s.no_verdict)
+        if s.not_compared:
+            lines.append(s.not_compared)
         for r in s.rows:
             lines.append(f"{r.label} at {row_where(s)} {r.at}: {row_ratio(r)}"
                          + (f" {row_units(r)}" if r.figures is not None and r.figures.ratio is not None else ""))
@@ -198,7 +200,8 @@ class MarkdownSummary(Renderer[Summary]):
 
     def render(self, s: Summary) -> str:
         out = [f"### {md(title(s))}", ""]
-        for note in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete), s.no_verdict):
+        for note in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete), s.no_verdict,
+                     s.not_compared):
             if note:
                 out += [f"**{md(note)}**", ""]
         warned = [f"⚠️ {md(f'{what}: {line}')}" for what, line in cautions(s)]
@@ -327,6 +330,7 @@ class JsonSummary(Renderer[Summary]):
             "differences": [{"what": d.what, "base": d.base, "head": d.head, "unlike": d.unlike, "note": d.note}
                             for d in s.differences],
             "no_verdict": s.no_verdict,
+            "not_compared": s.not_compared,
             "environments": [{"name": e.name, "python": e.python, "executable": e.executable,
                               "python_version": e.python_version, "versions": e.versions, "describe": e.describe}
                              for e in s.environments],

@@ -548,3 +548,28 @@ def extra_hosts_checked(a) -> int:
             assert float(text.replace(" us", "")) == pytest.approx(host[slower] - host[faster], abs=1e-9), row[0].text
             checked += 1
     return checked
+
+
+def test_a_sizes_layers_add_up_to_the_host_figure_the_tables_show(tmp_path):
+    """--sample's layers at a size are scaled to the case's host time there as the tables, export and diff give
+    it (pooled in its group at the median process's speed): scaled by the median of every loop, a CPU sweep's
+    layer table read numpy 1.23 us in all beside its host column's 1.21 and diff's 1.21."""
+    from runbuild import make_sweep
+
+    out = make_sweep(tmp_path / "sweep", {
+        "numpy": {8: ("np_step (case.py:1);numpy (libnumpy.so) 40\n", 4.0, None)},
+        "torch": {8: ("torch_step (case.py:1);aten (libaten.so) 40\n", 6.0, None)}}, processes=3)
+    data = json.loads((out / "run.json").read_text())
+    # numpy ran at 4, 4 and 8 us in its three processes, torch at 6 in each: the median of numpy's loops (4.04)
+    # is not its figure at the median process's speed
+    for loops, us in zip(data["results"]["numpy"]["points"][0]["processes"], (4.0, 4.0, 8.0)):
+        loops["cpu_us"] = loops["wall_us"] = [us, us * 1.01]
+    (out / "run.json").write_text(json.dumps(data))
+    a = dispatch.analyse_dir(out)
+    shown = {label: a.at(label, [8, 8, 8]).cpu_us for label in ("numpy", "torch")}
+    assert shown["numpy"] != pytest.approx(4.04, rel=0.01)  # the figures differ, so the check below can fail
+    for label, us in shown.items():
+        assert a.layers["8"][label].us_per_call == pytest.approx(us, rel=1e-12), label
+    said = render.show("terminal", a)
+    layers_table = said.split("host time per call by layer")[1]
+    assert f"{shown['numpy']:.2f}" in layers_table

@@ -381,7 +381,10 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
             if reason is None:
                 name = out.size_name(t.shape)
                 stem = casenames.sized(label, t.shape, run.config.operation)
-                profile = attribution.profile_of(run_dir, alone, stem)
+                # scaled to the figure the tables show of it there (pooled in its group), as diff scales
+                # CASE@SIZE: by the median of every loop its layers had added to another total than its host time
+                pooled = figures.get((label, tuple(t.shape)), {}).get("cpu_us")
+                profile = attribution.profile_of(run_dir, alone, stem, us_per_call=pooled.us if pooled else None)
                 out.layers.setdefault(name, {})[label] = attribution.attribute(profile)
             elif not t.error:  # a failed size is said as failed
                 out.unanalysed.append((out.size_name(t.shape), label, reason))

@@ -281,6 +281,9 @@ def test_loops_at_each_size_interleave_the_cases(swept):
 def test_sweep_terminal_table_and_report(swept):
     out, proc = swept
     assert "numpy host" in proc.stdout and "torch wall" in proc.stdout
+    # the figures are pooled at the median process's speed (it said "median of every loop" of them)
+    title = " ".join(proc.stdout.split("┏", 1)[0].split())  # rich wraps it
+    assert "pooled over the processes at the median process's speed" in title and "every loop" not in title
     assert "torch against numpy: wall time per call, paired" in proc.stdout
     for size in ("8 ", "32 ", "128 ", "512 "):
         assert f"│ {size}" in proc.stdout

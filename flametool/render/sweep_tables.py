@@ -20,11 +20,12 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
     # a CPU sweep has no GPU times and every size is the host's: no GPU or bound columns
     cols = ("host", "GPU", "wall", "bound") if a.on_gpu else ("host", "wall")
     table = titled(f"{run.config.operation}: " + (
-                   "time per call at each size: host (CPU), GPU and wall (to the sync after the loop), median of "
-                   "every loop; bound: host, the GPU waited on the host's launches, or GPU, the host waited on the GPU"
+                   "time per call at each size: host (CPU), GPU and wall (to the sync after the loop), each pooled "
+                   "over the processes at the median process's speed; bound: host, the GPU waited on the host's "
+                   "launches, or GPU, the host waited on the GPU"
                    if a.on_gpu else
                    "time per call at each size on the CPU, which does all the work: host clock around the loop and "
-                   "wall (to the end of the loop), median of every loop"))
+                   "wall (to the end of the loop), each pooled over the processes at the median process's speed"))
     table.add_column("size")
     for label in a.curves:
         for col in cols:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flametool import render
-from flametool.analyse import dispatch, sweep
+from flametool.analyse import dispatch, summary, sweep
 from flametool.run import casenames, rundir, stats
 from flametool.run.record import SweepPoint
 from flametool.run.timing import Loops
@@ -576,3 +576,22 @@ def test_a_sizes_layers_add_up_to_the_host_figure_the_tables_show(tmp_path):
     said = render.show("terminal", a)
     layers_table = said.split("host time per call by layer")[1]
     assert f"{shown['numpy']:.2f}" in layers_table
+
+
+def test_the_summary_says_which_case_failed_at_a_size_and_why(swept):
+    """A pair's size where one of its cases failed is said so in every summary format, as the sweep's own tables
+    say it; it read "not measured", as a size never run does."""
+    out, _ = swept
+    made = summary.of(dispatch.analyse_dir(out))
+    rows = {(r.head, r.at): r for r in made.rows}
+    for size in ("128", "512"):
+        row = rows[("fails_from_128", size)]
+        assert row.figures is None or row.figures.ratio is None
+        assert row.note is not None and row.note.startswith("fails_from_128 failed: ") and "refuses" in row.note
+        assert f"fails_from_128 vs numpy at size {size}: {row.note}" in render.show("text", made)
+    doc = json.loads(render.show("json", made))
+    assert [r["note"] for r in doc["rows"] if r["head"] == "fails_from_128"][2:] == [rows[("fails_from_128", s)].note
+                                                                                      for s in ("128", "512")]
+    assert "| fails\\_from\\_128 vs numpy | 128 | fails\\_from\\_128 failed: " in render.show("markdown", made)
+    # the pair of the two that ran at every size has a ratio at each
+    assert all(r.note is None for r in made.rows if r.head == "torch")

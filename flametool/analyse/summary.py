@@ -217,8 +217,19 @@ def of_sweep(a: SweepAnalysis) -> Summary:
             out.rows.append(HeadlineRow(f"{pair.head} vs {pair.base}", pair.base, pair.head, a.size_name(p.shape),
                                         list(p.shape), p.wall, "wall time per call" + (
                                             ", paired in the same processes" if pair.paired else ", not paired"),
-                                        None if p.wall is not None and p.wall.ratio is not None else "not measured"))
+                                        None if p.wall is not None and p.wall.ratio is not None else
+                                        unmeasured(a, pair.base, pair.head, p.shape)))
     return out
+
+
+def unmeasured(a: SweepAnalysis, base: str, head: str, shape: list[int]) -> str:
+    """Why a sweep's pair has no ratio at a size: the case that failed there, in its error's first line, as the
+    sweep's own tables say it (a failed size read "not measured", as one never run does)."""
+    for label in (base, head):
+        p = a.at(label, shape)
+        if p is not None and p.error:
+            return f"{label} failed: {(p.error.strip().splitlines() or [''])[0]}"
+    return "not measured"
 
 
 def of_atlas(a: AtlasAnalysis) -> Summary:

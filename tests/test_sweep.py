@@ -595,3 +595,20 @@ def test_the_summary_says_which_case_failed_at_a_size_and_why(swept):
     assert "| fails\\_from\\_128 vs numpy | 128 | fails\\_from\\_128 failed: " in render.show("markdown", made)
     # the pair of the two that ran at every size has a ratio at each
     assert all(r.note is None for r in made.rows if r.head == "torch")
+
+
+def test_the_summary_says_a_size_the_sweep_calls_inconclusive_is_so():
+    """A size whose interval is too wide to read is "inconclusive" in the sweep's tables and sentences, with no
+    ratio; the summary gave its ratio in every format with nothing beside it, as if it were a finding."""
+    from runbuild import new_run
+
+    pts = [ratio_point(32, [1.6, 1100.0, 42.0]), ratio_point(64, [1.01, 1.0, 0.99])]
+    a = sweep.SweepAnalysis(Path("sweep"), new_run({"op": "matmul"}))
+    a.pairs.append(sweep.SweepPair("b", "h", True, pts, *sweep.verdicts(pts)))
+    made = summary.of(a)
+    wide, narrow = made.rows
+    assert sweep.side(pts[0]) is None and wide.figures is pts[0].wall
+    assert wide.note.startswith("inconclusive: the processes disagree") and narrow.note is None
+    for fmt_ in ("text", "markdown"):
+        assert wide.note in render.show(fmt_, made).replace("\\", ""), fmt_
+    assert [r["note"] for r in json.loads(render.show("json", made))["rows"]] == [wide.note, None]

@@ -593,8 +593,10 @@ def test_the_summary_says_which_case_failed_at_a_size_and_why(swept):
     assert [r["note"] for r in doc["rows"] if r["head"] == "fails_from_128"][2:] == [rows[("fails_from_128", s)].note
                                                                                       for s in ("128", "512")]
     assert "| fails\\_from\\_128 vs numpy | 128 | fails\\_from\\_128 failed: " in render.show("markdown", made)
-    # the pair of the two that ran at every size has a ratio at each
-    assert all(r.note is None for r in made.rows if r.head == "torch")
+    # the pair of the two that ran at every size has a ratio at each, and no failure beside it
+    torch = [r for r in made.rows if r.head == "torch"]
+    assert len(torch) == 4 and all(r.figures is not None and r.figures.ratio is not None for r in torch)
+    assert not any(r.note and "failed" in r.note for r in torch)
 
 
 def test_the_summary_says_a_size_the_sweep_calls_inconclusive_is_so():

@@ -174,3 +174,25 @@ def test_a_sweep_or_an_atlas_says_what_it_is_in_every_export_format(capsys, tmp_
     assert "a sweep run: made without --sample, it holds timings only" in line, line
     line = one_line_error(capsys, ["export", str(samples / "h200-atlas"), "--format", fmt])
     assert "an atlas: each op's run is a folder in it" in line, line
+
+
+def test_a_stopped_atlas_names_only_the_op_folders_it_made(tmp_path, capsys):
+    """export, diff and snakeviz of an atlas name its ops' folders to give instead; a stopped atlas's run.json lists
+    the ops it never began too, whose folders were never made (the line named /tmp/at/copy, which was not there)."""
+    from pathlib import Path
+
+    from checks import one_line_error
+
+    atlas = Path(__file__).resolve().parent.parent / "samples" / "h200-atlas"
+    if not atlas.is_dir():
+        pytest.skip("the atlas sample is not recorded")
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    (stopped / "run.json").write_text((atlas / "run.json").read_text())
+    (stopped / "matmul").mkdir()
+    (stopped / "matmul" / "run.json").write_text((atlas / "matmul" / "run.json").read_text())
+    line = one_line_error(capsys, ["export", str(stopped), "--format", "folded"])
+    assert f"each op's run is a folder in it ({stopped / 'matmul'}); give one of them to export" in line, line
+    (stopped / "matmul" / "run.json").unlink()
+    line = one_line_error(capsys, ["diff", str(stopped), "--base", "cupy", "--head", "torch"])
+    assert "none was made: the atlas stopped before its first op" in line, line

@@ -123,6 +123,8 @@ def test_ctrl_c_during_a_sweep_keeps_what_finished(tmp_path, phase):
     # the first process's first size was kept as soon as it was measured, before the process finished
     expected = {"first process": [1, 0], "second process": [1, 1], "sampling": [1, 1]}[phase]
     assert [len(p.processes) for p in points] == expected
+    # the processes whose sizes it kept are said to have run (the page said "processes run 0" of the first)
+    assert data.groups[0].processes == max(expected)
     assert all(p.profile is None for p in points)  # py-spy was stopped before a size's profile finished
 
 

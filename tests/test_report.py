@@ -626,3 +626,21 @@ def test_a_shape_already_host_bound_in_size_is_not_moved_to_itself():
     assert shape == list(size) and "so launches are sampled at the host-bound shape" not in reason
     shape, reason = work.choose_sample_shape(None, [65536, 24576, 12288], False, "matmul")
     assert shape == list(size) and "is not host-bound" in reason
+
+
+@pytest.mark.parametrize("command, option", [("sweep", False), ("atlas", False), ("compare", True)])
+def test_the_rounds_row_names_timed_seconds_only_where_the_command_has_it(tmp_path, command, option):
+    """The Environment's rounds row says how long a host-bound case's rounds went on, from run.json, and names
+    --timed-seconds only for compare, the one command with it (a sweep's and an atlas's op's page named it)."""
+    from flametool.render import report_environment
+    from runbuild import make_sweep
+
+    out = make_sweep(tmp_path / "run", {"numpy": {8: (None, 4.0, None)}})
+    data = json.loads((out / "run.json").read_text())
+    data["config"].update(repeats=1, timed_seconds=0.3)  # the loops ran 2 rounds: more than asked
+    data["command"] = ["flametool", command, "--device", "cpu"]
+    (out / "run.json").write_text(json.dumps(data))
+    rows = dict(report_environment.ran_rows(rundir.load(out)))
+    said = rows["rounds run per process"]
+    assert said.startswith("2 (at least 1, --repeats;") and "until it has been timed for 0.3 s" in said
+    assert ("--timed-seconds" in said) is option

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from flametool import render
-from flametool.analyse import dispatch, sweep
+from flametool.analyse import dispatch, summary, sweep
 from flametool.run import casenames, rundir, stats
 from flametool.run.record import SweepPoint
 from flametool.run.timing import Loops
@@ -281,6 +281,9 @@ def test_loops_at_each_size_interleave_the_cases(swept):
 def test_sweep_terminal_table_and_report(swept):
     out, proc = swept
     assert "numpy host" in proc.stdout and "torch wall" in proc.stdout
+    # the figures are pooled at the median process's speed (it said "median of every loop" of them)
+    title = " ".join(proc.stdout.split("┏", 1)[0].split())  # rich wraps it
+    assert "pooled over the processes at the median process's speed" in title and "every loop" not in title
     assert "torch against numpy: wall time per call, paired" in proc.stdout
     for size in ("8 ", "32 ", "128 ", "512 "):
         assert f"│ {size}" in proc.stdout
@@ -548,3 +551,66 @@ def extra_hosts_checked(a) -> int:
             assert float(text.replace(" us", "")) == pytest.approx(host[slower] - host[faster], abs=1e-9), row[0].text
             checked += 1
     return checked
+
+
+def test_a_sizes_layers_add_up_to_the_host_figure_the_tables_show(tmp_path):
+    """--sample's layers at a size are scaled to the case's host time there as the tables, export and diff give
+    it (pooled in its group at the median process's speed): scaled by the median of every loop, a CPU sweep's
+    layer table read numpy 1.23 us in all beside its host column's 1.21 and diff's 1.21."""
+    from runbuild import make_sweep
+
+    out = make_sweep(tmp_path / "sweep", {
+        "numpy": {8: ("np_step (case.py:1);numpy (libnumpy.so) 40\n", 4.0, None)},
+        "torch": {8: ("torch_step (case.py:1);aten (libaten.so) 40\n", 6.0, None)}}, processes=3)
+    data = json.loads((out / "run.json").read_text())
+    # numpy ran at 4, 4 and 8 us in its three processes, torch at 6 in each: the median of numpy's loops (4.04)
+    # is not its figure at the median process's speed
+    for loops, us in zip(data["results"]["numpy"]["points"][0]["processes"], (4.0, 4.0, 8.0)):
+        loops["cpu_us"] = loops["wall_us"] = [us, us * 1.01]
+    (out / "run.json").write_text(json.dumps(data))
+    a = dispatch.analyse_dir(out)
+    shown = {label: a.at(label, [8, 8, 8]).cpu_us for label in ("numpy", "torch")}
+    assert shown["numpy"] != pytest.approx(4.04, rel=0.01)  # the figures differ, so the check below can fail
+    for label, us in shown.items():
+        assert a.layers["8"][label].us_per_call == pytest.approx(us, rel=1e-12), label
+    said = render.show("terminal", a)
+    layers_table = said.split("host time per call by layer")[1]
+    assert f"{shown['numpy']:.2f}" in layers_table
+
+
+def test_the_summary_says_which_case_failed_at_a_size_and_why(swept):
+    """A pair's size where one of its cases failed is said so in every summary format, as the sweep's own tables
+    say it; it read "not measured", as a size never run does."""
+    out, _ = swept
+    made = summary.of(dispatch.analyse_dir(out))
+    rows = {(r.head, r.at): r for r in made.rows}
+    for size in ("128", "512"):
+        row = rows[("fails_from_128", size)]
+        assert row.figures is None or row.figures.ratio is None
+        assert row.note is not None and row.note.startswith("fails_from_128 failed: ") and "refuses" in row.note
+        assert f"fails_from_128 vs numpy at size {size}: {row.note}" in render.show("text", made)
+    doc = json.loads(render.show("json", made))
+    assert [r["note"] for r in doc["rows"] if r["head"] == "fails_from_128"][2:] == [rows[("fails_from_128", s)].note
+                                                                                      for s in ("128", "512")]
+    assert "| fails\\_from\\_128 vs numpy | 128 | fails\\_from\\_128 failed: " in render.show("markdown", made)
+    # the pair of the two that ran at every size has a ratio at each, and no failure beside it
+    torch = [r for r in made.rows if r.head == "torch"]
+    assert len(torch) == 4 and all(r.figures is not None and r.figures.ratio is not None for r in torch)
+    assert not any(r.note and "failed" in r.note for r in torch)
+
+
+def test_the_summary_says_a_size_the_sweep_calls_inconclusive_is_so():
+    """A size whose interval is too wide to read is "inconclusive" in the sweep's tables and sentences, with no
+    ratio; the summary gave its ratio in every format with nothing beside it, as if it were a finding."""
+    from runbuild import new_run
+
+    pts = [ratio_point(32, [1.6, 1100.0, 42.0]), ratio_point(64, [1.01, 1.0, 0.99])]
+    a = sweep.SweepAnalysis(Path("sweep"), new_run({"op": "matmul"}))
+    a.pairs.append(sweep.SweepPair("b", "h", True, pts, *sweep.verdicts(pts)))
+    made = summary.of(a)
+    wide, narrow = made.rows
+    assert sweep.side(pts[0]) is None and wide.figures is pts[0].wall
+    assert wide.note.startswith("inconclusive: the processes disagree") and narrow.note is None
+    for fmt_ in ("text", "markdown"):
+        assert wide.note in render.show(fmt_, made).replace("\\", ""), fmt_
+    assert [r["note"] for r in json.loads(render.show("json", made))["rows"]] == [wide.note, None]

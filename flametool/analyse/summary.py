@@ -13,7 +13,8 @@ from .aligned import Aligned
 from .atlas import AtlasAnalysis
 from .countdiff import CountDiff
 from .lines import LineDelta
-from .sweep import SweepAnalysis
+from . import sweep
+from .sweep import PairPoint, SweepAnalysis
 from .treediff import FrameDelta, LayerDelta, PairDiff
 from ..errors import FlametoolError
 from ..run.record import Environment, Run, TimingStop, a_kind
@@ -224,8 +225,28 @@ def of_sweep(a: SweepAnalysis) -> Summary:
             out.rows.append(HeadlineRow(f"{pair.head} vs {pair.base}", pair.base, pair.head, a.size_name(p.shape),
                                         list(p.shape), p.wall, "wall time per call" + (
                                             ", paired in the same processes" if pair.paired else ", not paired"),
-                                        None if p.wall is not None and p.wall.ratio is not None else "not measured"))
+                                        inconclusive(p) if p.wall is not None and p.wall.ratio is not None else
+                                        unmeasured(a, pair.base, pair.head, p.shape)))
     return out
+
+
+def inconclusive(p: PairPoint) -> str | None:
+    """What the sweep's tables and sentences say of a size whose interval is too wide to read (sweep.side: None),
+    where they give no ratio: the summary gave it as a finding beside them."""
+    if sweep.side(p) is not None or p.wall is None or p.wall.reach is None:
+        return None
+    return (f"inconclusive: the processes disagree (its interval reaches further than ±{sweep.INCONCLUSIVE:.0%} "
+            "from the ratio)")
+
+
+def unmeasured(a: SweepAnalysis, base: str, head: str, shape: list[int]) -> str:
+    """Why a sweep's pair has no ratio at a size: the case that failed there, in its error's first line, as the
+    sweep's own tables say it (a failed size read "not measured", as one never run does)."""
+    for label in (base, head):
+        p = a.at(label, shape)
+        if p is not None and p.error:
+            return f"{label} failed: {(p.error.strip().splitlines() or [''])[0]}"
+    return "not measured"
 
 
 def of_atlas(a: AtlasAnalysis) -> Summary:

@@ -103,6 +103,9 @@ def time_sweep(m: Measurement, cases: list[CaseSpec], reason: str) -> list[tuple
                         r.operands.append(entry.operands)
                 assert entry.loops is not None  # an entry without an error has its loops
                 t.processes.append(entry.loops)
+            # a process whose sizes are kept is one that ran, if it is stopped or fails before its last size (an
+            # interrupted sweep's page said "processes run 0" beside figures from the one it kept)
+            group.processes = max(group.processes, i)
             left.step()
             m.save()
 

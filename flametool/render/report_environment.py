@@ -62,7 +62,11 @@ def ran_rows(data: Run) -> list[tuple[str, str]]:
                      for t in [r.timing, r.sample_timing, *r.points] if t is not None for p in t.processes if p.cpu_us})
     if rounds:
         span = str(rounds[0]) if len(rounds) == 1 else f"{rounds[0]} to {rounds[-1]}"
+        seconds = data.config.recorded.get("timed_seconds")
+        how_long = f"{seconds:g} s" if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else "long enough"
+        # only compare has --timed-seconds: a sweep's or an atlas's page named an option its command lacks
+        option = ", --timed-seconds" if isinstance(data.command, list) and data.command[1:2] == ["compare"] else ""
         rows.append(("rounds run per process", span + (f" (at least {asked_r}, --repeats; more where a case is host-bound, "
-                                                        "until it has been timed for --timed-seconds)"
+                                                        f"until it has been timed for {how_long}{option})"
                                                         if asked_r is not None and rounds != [asked_r] else "")))
     return rows

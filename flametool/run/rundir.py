@@ -236,8 +236,11 @@ def load_profiled(run: Path | str, what: str) -> record.Run:
     has one); a sweep without profiles, or an atlas, says what it is instead of 'no case has stacks'."""
     data = load(run)
     if data.kind == "atlas":
+        # the ops' folders there are: a stopped atlas lists the ops it never began, whose folders were never made
+        made = [str(Path(run) / p.dir) for p in data.parts if (Path(run) / p.dir / RUN_FILE).is_file()]
         raise FlametoolError(f"{run}: an atlas: each op's run is a folder in it ("
-                             + ", ".join(str(Path(run) / p.dir) for p in data.parts) + f"); give one of them to {what}")
+                             + (", ".join(made) or "none was made: the atlas stopped before its first op")
+                             + f"); give one of them to {what}")
     if data.kind == "sweep" and casenames.profiled_sizes(data):
         return casenames.as_cases(data)
     if data.kind == "sweep":

@@ -243,11 +243,11 @@ def load_profiled(run: Path | str, what: str) -> record.Run:
     if data.kind == "sweep":
         how = ("no case was profiled at any size (--sample profiles each case alone at its host-bound sizes)"
                if data.config.recorded.get("sample") else "made without --sample, it holds timings only")
-        raise FlametoolError(f"{run}: a sweep run: {how}, no stacks or profiles to {what} (flametool report {run} shows "
-                             "its timings)")
+        raise FlametoolError(f"{run}: a sweep run: {how}, no stacks or profiles to {what} (flametool report "
+                             f"{shell_word(run)} shows its timings)")
     if data.kind != "compare":
         raise FlametoolError(f"{run}: a {data.kind} run: it holds timings only, no stacks or profiles to {what} "
-                             f"(flametool report {run} shows it)")
+                             f"(flametool report {shell_word(run)} shows it)")
     return data
 
 
@@ -331,7 +331,10 @@ def ensure_new(out: Path) -> None:
 
 
 def shell_word(path: Path | str) -> str:
-    """`path` as one word a shell gives back as the same bytes (shown's $'...' form when not UTF-8)."""
+    """`path` as one word a shell gives back as the same bytes (shown's $'...' form when not UTF-8), and that a
+    command reads as a path, not an option (`--out -x` is given back as ./-x)."""
+    if os.fsencode(path).startswith(b"-"):
+        path = f"./{os.fsdecode(path)}"
     text = shown(path, most=1 << 62)
     return text if text.startswith("$'") else shlex.quote(text)
 

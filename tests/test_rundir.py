@@ -190,3 +190,17 @@ def test_shell_word_is_the_path_a_shell_gives_a_command(tmp_path, path):
     given = subprocess.run(["bash", "-c", f'printf "%s\\0" {word}'], capture_output=True, check=True).stdout
     raw = os.fsencode(path)
     assert given == (b"./" + raw if raw.startswith(b"-") else raw) + b"\0", word
+
+
+def test_out_a_dangling_link_is_said_to_be_one(tmp_path):
+    """`--out LINK` where LINK names a folder that does not exist was refused as 'already exists and is not empty'."""
+    from flametool.errors import FlametoolError
+
+    link = tmp_path / "latest"
+    link.symlink_to(tmp_path / "gone")
+    with pytest.raises(FlametoolError) as refused:
+        rundir.create(link)
+    assert str(refused.value) == (f"{link}: a symbolic link to {tmp_path / 'gone'}, which does not exist; make that "
+                                  "folder, or choose another --out")
+    (tmp_path / "gone").mkdir()  # made, the link is the run directory, as a link to an empty folder is
+    assert rundir.create(link) == link and (tmp_path / "gone" / "run.json").is_file()

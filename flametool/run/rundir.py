@@ -373,6 +373,9 @@ def create(out: Path, unique: bool = False) -> Path:
             break
     if out.exists() and not out.is_dir():
         raise FlametoolError(f"{out}: a file, not a folder; choose another --out")
+    if out.is_symlink() and not out.exists():  # mkdir cannot make the folder a link names: it was called not empty
+        raise FlametoolError(f"{shown(out)}: a symbolic link to {shown(os.readlink(out))}, which does not exist; "
+                             "make that folder, or choose another --out")
     raise FlametoolError(f"{out}: already exists and is not empty; choose another --out")
 
 

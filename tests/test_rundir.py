@@ -193,14 +193,16 @@ def test_shell_word_is_the_path_a_shell_gives_a_command(tmp_path, path):
 
 
 def test_out_a_dangling_link_is_said_to_be_one(tmp_path):
-    """`--out LINK` where LINK names a folder that does not exist was refused as 'already exists and is not empty'."""
+    """`--out LINK` where LINK names a folder that does not exist was refused as 'already exists and is not empty';
+    so was the default --out under a ./flametool-runs that links to nothing (an unmounted disk), after 1,000 names."""
     from flametool.errors import FlametoolError
 
     link = tmp_path / "latest"
     link.symlink_to(tmp_path / "gone")
-    with pytest.raises(FlametoolError) as refused:
-        rundir.create(link)
-    assert str(refused.value) == (f"{link}: a symbolic link to {tmp_path / 'gone'}, which does not exist; make that "
-                                  "folder, or choose another --out")
+    for out, unique in ((link, False), (link / "20261205-085846", True)):
+        with pytest.raises(FlametoolError) as refused:
+            rundir.create(out, unique=unique)
+        assert str(refused.value) == (f"{link}: a symbolic link to {tmp_path / 'gone'}, which does not exist; make "
+                                      "that folder, or choose another --out")
     (tmp_path / "gone").mkdir()  # made, the link is the run directory, as a link to an empty folder is
     assert rundir.create(link) == link and (tmp_path / "gone" / "run.json").is_file()

@@ -373,9 +373,6 @@ def create(out: Path, unique: bool = False) -> Path:
             break
     if out.exists() and not out.is_dir():
         raise FlametoolError(f"{out}: a file, not a folder; choose another --out")
-    if out.is_symlink() and not out.exists():  # mkdir cannot make the folder a link names: it was called not empty
-        raise FlametoolError(f"{shown(out)}: a symbolic link to {shown(os.readlink(out))}, which does not exist; "
-                             "make that folder, or choose another --out")
     raise FlametoolError(f"{out}: already exists and is not empty; choose another --out")
 
 
@@ -385,7 +382,15 @@ def claim(out: Path) -> bool:
         out.mkdir(parents=True, exist_ok=True)
         fd = os.open(out / RUN_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
-        return False
+        if out.exists():  # run.json is there (another run's), or `out` is a file
+            return False
+        # `out`, or a folder above it, is a link to nothing (flametool-runs -> an unmounted disk): mkdir says it
+        # exists, which was read as taken (`already exists and is not empty`, after 1,000 names tried)
+        link = next((p for p in (out, *out.parents) if p.is_symlink() and not p.exists()), None)
+        if link is None:  # gone again since (another run's claim undone): taken, as it was
+            return False
+        raise FlametoolError(f"{shown(link)}: a symbolic link to {shown(os.readlink(link))}, which does not exist; "
+                             "make that folder, or choose another --out") from None
     except OSError as exc:
         if out.exists() and not out.is_dir():
             return False

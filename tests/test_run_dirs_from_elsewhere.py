@@ -236,7 +236,10 @@ def test_a_table_wider_than_a_dumb_terminal_is_drawn(monkeypatch):
     from flametool.render import terminal
 
     monkeypatch.setenv("TERM", "dumb")
+    for name in ("LINES", "COLUMNS"):  # set (pytest-xdist sets them), a height makes rich read the width as set
+        monkeypatch.delenv(name, raising=False)
     console = Console(file=io.StringIO(), force_terminal=True, width=40)
+    assert console.is_dumb_terminal and console.width == 80  # what rich reads: what made the search endless
     table = Table(title="wide")
     table.add_column("frame")
     table.add_column("code")

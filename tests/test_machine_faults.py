@@ -181,6 +181,9 @@ def test_pyspy_timeout_setting_is_checked(tmp_path):
       "   1: py_spy::flamegraph::Flamegraph::write_raw", "   6: std::rt::lang_start_internal", "   7: main"], 1,
      "py-spy exited with code 1: Error: No space left on device (os error 28) (py-spy writes its stacks in the "
      "temporary directory, "),
+    (["Error: Failed to open process", "", "Caused by:", "    No such process (os error 3)", "",
+      "Stack backtrace:", "   0: main"], 1,
+     "py-spy exited with code 1: Error: Failed to open process Caused by: No such process (os error 3)"),
 ])
 def test_explain_pyspy_failures(lines, code, words):
     assert words in sampler.explain_failure(lines, code)

@@ -268,6 +268,9 @@ def test_a_run_interrupted_before_its_cases_were_timed_is_said_so(capsys, tmp_pa
     assert "have no case timed in both (numpy, torch in each" in line and "ended before they were timed" in line, line
     line = one_line_error(capsys, ["diff", str(a), str(b), "--case", "torch"])
     assert "it has no timings in RUN_A (the run ended before it was timed: run.json is incomplete)" in line, line
+    # two cases of the interrupted run: the same cause, not "(it failed there)"
+    line = one_line_error(capsys, ["diff", str(a), "--base", "numpy", "--head", "torch"])
+    assert "it has no timings in" in line and "(the run ended before it was timed: run.json is incomplete)" in line, line
 
 
 def test_an_inconclusive_verdict_more_processes_would_not_settle_gives_no_advice_against_itself():

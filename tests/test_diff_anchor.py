@@ -99,6 +99,25 @@ def only_cupy_beside(tmp_path):
     return a, b
 
 
+def test_a_case_the_run_ended_before_timing_is_no_anchor(tmp_path, capsys):
+    """Run B ended (complete: false) with torch, beside cupy in both runs, not timed: diff --case cupy took torch
+    for the anchor and failed with an internal error (AssertionError); cupy is compared unanchored instead."""
+    a = saved_run(tmp_path / "a", {"cupy": 17.0, "torch": 11.0}, VERSIONS)
+    b = saved_run(tmp_path / "b", {"cupy": 17.0 * 0.8, "torch": 11.0}, VERSIONS)
+    run = rundir.load(b)
+    run.complete = False
+    run.results["torch"].timing = None
+    rundir.save(b, run)
+    result = diff.diff_runs(a, b, "cupy")
+    assert result.change is not None and result.change.anchored is None
+    assert result.change.ratio == pytest.approx(0.8, rel=0.003)
+    assert "no other case was timed beside cupy in both runs" in (result.change.no_anchor or "")
+    code, out, err = diff_cli(capsys, a, b, "--case", "cupy")
+    assert code == 0 and "internal error" not in err, err
+    assert "--anchor 'torch': not a case timed beside 'cupy' in RUN_B" in error_of(
+        diff_cli(capsys, a, b, "--case", "cupy", "--anchor", "torch")[2])
+
+
 CARRIES = ("the anchor's own change is the host's speed and cupy's change together, and the change relative to cupy "
            "carries both")
 NO_OTHER = "no other case timed beside torch in both runs has its library at one version in both"

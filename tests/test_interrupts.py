@@ -233,12 +233,12 @@ def test_ctrl_c_once_measured_says_run_json_is_complete_and_how_to_get_the_repor
         raise KeyboardInterrupt
 
     monkeypatch.setattr(dispatch, "analyse", interrupted)
-    out = tmp_path / "run"
+    out = tmp_path / "my run"  # the command it names is one a shell runs as written: the folder quoted
     code = main.main(["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--iters", "20",
                       "--warmup", "2", "--processes", "1", "--shape", "8,8,8", "--no-sample", "--no-count",
                       "--progress", "none", "--out", str(out)])
     err = " ".join(capsys.readouterr().err.split())
     assert code == 130
-    assert f"flametool: interrupted; every timing is kept in {out / 'run.json'} (complete); flametool report {out} " \
+    assert f"flametool: interrupted; every timing is kept in {out / 'run.json'} (complete); flametool report '{out}' " \
            "writes the report" in err, err
     assert rundir.load(out).complete and not (out / "report.html").exists()

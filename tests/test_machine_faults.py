@@ -174,6 +174,16 @@ def test_pyspy_timeout_setting_is_checked(tmp_path):
     (["thread 'main' panicked"], 134, "py-spy crashed (SIGABRT, exit code 134): thread 'main' panicked"),
     (["Error: Failed to find python version from target process"], 1,
      "py-spy exited with code 1: Error: Failed to find python version from target process"),
+    # RUST_BACKTRACE=1: a backtrace follows the error, whose last line ('7: main') was taken for py-spy's last words
+    (["py-spy> Sampling process 100 times a second for 2 seconds. Press Control-C to exit.", "",
+      "Error: No space left on device (os error 28)", "", "Stack backtrace:",
+      "   0: anyhow::error::<impl core::convert::From<E> for anyhow::Error>::from",
+      "   1: py_spy::flamegraph::Flamegraph::write_raw", "   6: std::rt::lang_start_internal", "   7: main"], 1,
+     "py-spy exited with code 1: Error: No space left on device (os error 28) (py-spy writes its stacks in the "
+     "temporary directory, "),
+    (["Error: Failed to open process", "", "Caused by:", "    No such process (os error 3)", "",
+      "Stack backtrace:", "   0: main"], 1,
+     "py-spy exited with code 1: Error: Failed to open process Caused by: No such process (os error 3)"),
 ])
 def test_explain_pyspy_failures(lines, code, words):
     assert words in sampler.explain_failure(lines, code)

@@ -221,3 +221,40 @@ def test_tables_at_40_columns_never_cut_a_figure(tmp_path):
     missing = [f for f in set(figure.findall(wide)) if f not in narrow]
     assert not missing, missing
     assert not re.search(r"\d\.?…", narrow), narrow
+
+
+def test_a_table_wider_than_a_dumb_terminal_is_drawn(monkeypatch):
+    """A table wider than the terminal even without its box, on a dumb terminal (TERM=dumb: Emacs' shell, some CI
+    logs): rich reads such a console as 80 columns whatever its width is set to, and the search for the width that
+    draws every word whole never ended (`flametool diff` spun at full CPU after its first lines)."""
+    import io
+    import signal
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from flametool.render import terminal
+
+    monkeypatch.setenv("TERM", "dumb")
+    for name in ("LINES", "COLUMNS"):  # set (pytest-xdist sets them), a height makes rich read the width as set
+        monkeypatch.delenv(name, raising=False)
+    console = Console(file=io.StringIO(), force_terminal=True, width=40)
+    assert console.is_dumb_terminal and console.width == 80  # what rich reads: what made the search endless
+    table = Table(title="wide")
+    table.add_column("frame")
+    table.add_column("code")
+    table.add_row("f" * 90, "c" * 70)
+
+    def stuck(*_):
+        raise TimeoutError("terminal.show did not return")
+
+    previous = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(10)
+    try:
+        terminal.show(console, table)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    drawn = console.file.getvalue()
+    assert "f" * 90 in drawn and "c" * 70 in drawn, drawn
+    assert console.width == 80  # the console's own width is as it was

@@ -176,3 +176,33 @@ def test_a_file_named_with_o_is_kept_when_its_new_text_cannot_be_written(tmp_pat
     # a file not there yet is written as before
     rundir.write_output(tmp_path / "fresh.html", "a first page")
     assert (tmp_path / "fresh.html").read_text() == "a first page"
+
+
+@pytest.mark.parametrize("path", ["my run", "-dash", "/tmp/a b/-x", "runs/ok", "it's", b"run-\xff"])
+def test_shell_word_is_the_path_a_shell_gives_a_command(tmp_path, path):
+    """The commands flametool suggests (`retry with: flametool report RUN`, `flametool report RUN writes the
+    report`) named a run directory as it is: `--out "my run"` gave `flametool report my run`, two arguments, and
+    `--out -dash` an option. What a shell makes of the word is the path, and no argument starts with '-'."""
+    import os
+    import subprocess
+
+    word = rundir.shell_word(os.fsdecode(path))
+    given = subprocess.run(["bash", "-c", f'printf "%s\\0" {word}'], capture_output=True, check=True).stdout
+    raw = os.fsencode(path)
+    assert given == (b"./" + raw if raw.startswith(b"-") else raw) + b"\0", word
+
+
+def test_out_a_dangling_link_is_said_to_be_one(tmp_path):
+    """`--out LINK` where LINK names a folder that does not exist was refused as 'already exists and is not empty';
+    so was the default --out under a ./flametool-runs that links to nothing (an unmounted disk), after 1,000 names."""
+    from flametool.errors import FlametoolError
+
+    link = tmp_path / "latest"
+    link.symlink_to(tmp_path / "gone")
+    for out, unique in ((link, False), (link / "20261205-085846", True)):
+        with pytest.raises(FlametoolError) as refused:
+            rundir.create(out, unique=unique)
+        assert str(refused.value) == (f"{link}: a symbolic link to {tmp_path / 'gone'}, which does not exist; make "
+                                      "that folder, or choose another --out")
+    (tmp_path / "gone").mkdir()  # made, the link is the run directory, as a link to an empty folder is
+    assert rundir.create(link) == link and (tmp_path / "gone" / "run.json").is_file()

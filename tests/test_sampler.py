@@ -61,6 +61,15 @@ def test_suggest_rate_aims_at_the_target_slowdown():
     assert perturbation.suggest_rate(25, 4.0, True, share=10 / 400) == 12
 
 
+def test_a_rate_run_json_did_not_record_gets_no_advice():
+    """A sampling whose rate_hz is 0 (a schema-1 run that did not record it, read as 0; or run.json edited): `report`
+    failed with an internal error (ZeroDivisionError) where sampling had slowed the loop past 1.5x."""
+    assert perturbation.suggest_rate(0, 4.0, False) is None
+    assert perturbation.suggest_rate(0, 1.2, True) is None
+    s = Sampling(command=[], rate_hz=0, seconds=5, complete=True, threads=1, total_samples=100, kept_samples=90)
+    assert perturbation.perturbation_advice(s, 2.5, 1, 5) is None
+
+
 def test_loop_share():
     s = Sampling(command=[], rate_hz=25, seconds=16, total_samples=400, kept_samples=380, loop_samples=10)
     assert perturbation.loop_share(s) == 390 / 400

@@ -215,3 +215,18 @@ def test_a_sizes_layers_sum_to_the_figure_export_and_the_table_read(tmp_path, ca
 
     shown = render.show("terminal", a)
     assert "each pooled over the processes at the median process's speed" in shown and "median of every loop" not in shown
+
+
+@pytest.mark.parametrize("groups", [None, []])
+def test_a_sweep_whose_groups_are_gone_is_read_unpaired(tmp_path, capsys, groups):
+    """A sweep's run.json with `groups` null or empty (edited, or cut short by hand) while its cases still name group
+    0: summary and report failed with an internal error (IndexError); each case is pooled on its own, as one
+    whose group run.json does not hold is in a compare run."""
+    run = make_sweep(tmp_path / "run", {"numpy": {8: (None, 4.0, None)}, "torch": {8: (None, 6.0, None)}})
+    doc = json.loads((run / "run.json").read_text())
+    doc["groups"] = groups
+    (run / "run.json").write_text(json.dumps(doc))
+    assert main.main(["summary", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "torch vs numpy at size 8: 1.500×" in out and "not paired" in out, out
+    assert main.main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 0

@@ -161,8 +161,9 @@ def anchor_for(a: Run, b: Run, label: str, given: str | None) -> tuple[str | Non
     compares, cupy rebuilt, read torch relative to cupy). Within each, the runs' own anchor first (a run of
     `compare --env`), then run A's order. One whose version changed is still the anchor where no other is there,
     and differences() says what that does to the change."""
-    def beside(run: Run, x: str) -> bool:
-        return x in run.results and x != label and not run.results[x].error and run.paired(label, x)
+    def beside(run: Run, x: str) -> bool:  # and timed there: a run that ended before its timings has none
+        return (x in run.results and x != label and not run.results[x].error
+                and run.results[x].at_sample_shape is not None and run.paired(label, x))
 
     if given is not None:
         for name, run in (("RUN_A", a), ("RUN_B", b)):
@@ -390,7 +391,9 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
     rb, rh = run.results[base], run.results[head]
     for label, r in ((base, rb), (head, rh)):
         if r.error or r.at_sample_shape is None:
-            raise FlametoolError(f"--base/--head {label!r}: it has no timings in {run_dir} (it failed there)")
+            cause = "it failed there" if r.error or run.complete else \
+                "the run ended before it was timed: run.json is incomplete"
+            raise FlametoolError(f"--base/--head {label!r}: it has no timings in {run_dir} ({cause})")
     pooled = stats.group_pooled(run, True, intervals=False)
     got = anchoring.anchored_pair(run, base, head, pooled)
     # two environments: both sides' samples at their common speed, as in the run's own report; a run (or a case)

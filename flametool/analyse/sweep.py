@@ -405,9 +405,11 @@ def _pooled(run: Run) -> dict[tuple[str, tuple[int, ...]], Figures]:
     stats.group_pooled pools a group's cases, and casenames groups a sweep's sizes)."""
     sizes: dict[tuple[object, tuple[int, ...]], dict[str, Timing]] = {}
     for label, result in run.results.items():
+        # a group run.json does not hold (its groups edited away) is none: the case is pooled on its own
+        known = result.group if run.group_of(label) is not None else None
         for t in result.points:
             if t.cpu_loops and not t.error:
-                key = (label if result.group is None else result.group, tuple(t.shape))
+                key = (label if known is None else known, tuple(t.shape))
                 sizes.setdefault(key, {})[label] = t
     out: dict[tuple[str, tuple[int, ...]], Figures] = {}
     for (group, shape), timings in sizes.items():

@@ -75,7 +75,7 @@ def write_report(run_dir: Path, analysed: dispatch.AnyAnalysis, err: Console, ou
     from ..render import terminal
     from ..run import rundir
 
-    retry = f"run.json is complete; retry with: flametool report {rundir.shown(run_dir)}"
+    retry = f"run.json is complete; retry with: flametool report {rundir.shell_word(run_dir)}"
     failed: str | None
     try:
         path = rundir.write_report(run_dir, render.show("html", analysed))

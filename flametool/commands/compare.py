@@ -195,7 +195,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
         report = run_dir / rundir.REPORT_FILE
         terminal.say(err, f"flametool: interrupted; {kept_in} (complete)" + (
             f", and the report in {rundir.shown(report)}" if report.exists() else
-            f"; flametool report {rundir.shown(run_dir)} writes the report"))
+            f"; flametool report {rundir.shell_word(run_dir)} writes the report"))
         return interrupt_code(exc)
     failed = [l for l, r in run.results.items() if r.error]
     for label in failed:

@@ -8,6 +8,7 @@ time per call while sampled is measured here from the child's own chunk timestam
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import re
 import shutil
@@ -411,9 +412,18 @@ def explain_failure(lines: list[str], code: int) -> str:
     text = " ".join(lines)
     if REFUSED.search(text):  # py-spy 0.4 says "Permission Denied: Try running again with elevated permissions"
         return f"py-spy was not allowed to attach (ptrace refused): {REFUSED_HINT}"
-    # its last words, not its progress line
-    last = next((l.strip() for l in reversed(lines) if l.strip() and "Sampling process" not in l), "")
+    # its error with its causes (with RUST_BACKTRACE set, py-spy prints a stack backtrace after them, whose last
+    # line, '7: main', said nothing), else its last words, not its progress line
+    starts = [i for i, l in enumerate(lines) if l.strip().startswith("Error:")]
+    if starts:
+        told = itertools.takewhile(lambda l: not l.strip().startswith("Stack backtrace:"), lines[starts[-1]:])
+        last = " ".join(l.strip() for l in told if l.strip())
+    else:
+        last = next((l.strip() for l in reversed(lines) if l.strip() and "Sampling process" not in l), "")
     said = f": {last[:300]}" if last else ""
+    if re.search(r"os error (28|122)\b", last):  # ENOSPC, EDQUOT: not the run directory's disk, the temporary one
+        said += (f" (py-spy writes its stacks in the temporary directory, {tempfile.gettempdir()}, before flametool "
+                 "reads them: free space there, or set TMPDIR to a folder with room)")
     if code < 0 or code > 128:  # killed by a signal (a shell reports 128 + the signal number)
         number = -code if code < 0 else code - 128
         try:

@@ -38,17 +38,22 @@ def show(console: Console, table: Table) -> None:
         console.print(table)
         return
     boxless(table)
-    width = console.width  # print(width=) is clamped to the console's: widen the console itself, for this table
+    # print(width=) is clamped to the console's: widen the console itself, for this table. Its size is set
+    # whole: a console on a dumb terminal (TERM=dumb: Emacs' shell, some CI logs) reads 80 columns whatever its
+    # width was set to, unless its height is set too, and the search below never ended on one
+    kept = console._width, console._height
+    width = console.width
     try:
         if not fits(console, table):
             low, high = width, width + table.__rich_measure__(console, console.options.update_width(1 << 20)).maximum
             while low < high:  # the narrowest console that draws every word whole
-                console.width = (low + high) // 2
-                low, high = (low, console.width) if fits(console, table) else (console.width + 1, high)
-            console.width = low
+                middle = (low + high) // 2
+                console.size = (middle, console.height)
+                low, high = (low, middle) if fits(console, table) else (middle + 1, high)
+            console.size = (low, console.height)
         console.print(table)
     finally:
-        console.width = width
+        console._width, console._height = kept
 
 
 def boxless(table: Table) -> None:

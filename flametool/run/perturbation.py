@@ -35,7 +35,10 @@ def suggest_rate(rate_hz: int, slowdown: float | None, behind: bool, share: floa
     Each native sample stops the process for a roughly fixed time c, so slowdown = 1 + rate * c; the rate
     that gives TARGET_SLOWDOWN follows from the measured slowdown. Falling behind halves the rate at least.
     A loop that holds under MIN_LOOP_SHARE of the samples (the rest wait in sync(): GPU-bound, like a CUDA
-    graph replay) gets no lower rate for its slowdown: its few samples would become fewer still."""
+    graph replay) gets no lower rate for its slowdown: its few samples would become fewer still. A rate of 0 is
+    one run.json did not record (a schema-1 run's, or one edited by hand): nothing lower to advise."""
+    if rate_hz < 1:
+        return None
     if slowdown is not None and slowdown > MAX_SLOWDOWN and (share or 0) >= MIN_LOOP_SHARE:
         stop_seconds = (slowdown - 1) / rate_hz
         return max(1, min(rate_hz // 2 if behind else rate_hz - 1, int((TARGET_SLOWDOWN - 1) / stop_seconds)))

@@ -246,11 +246,11 @@ def load_profiled(run: Path | str, what: str) -> record.Run:
     if data.kind == "sweep":
         how = ("no case was profiled at any size (--sample profiles each case alone at its host-bound sizes)"
                if data.config.recorded.get("sample") else "made without --sample, it holds timings only")
-        raise FlametoolError(f"{run}: a sweep run: {how}, no stacks or profiles to {what} (flametool report {run} shows "
-                             "its timings)")
+        raise FlametoolError(f"{run}: a sweep run: {how}, no stacks or profiles to {what} (flametool report "
+                             f"{shell_word(run)} shows its timings)")
     if data.kind != "compare":
         raise FlametoolError(f"{run}: a {data.kind} run: it holds timings only, no stacks or profiles to {what} "
-                             f"(flametool report {run} shows it)")
+                             f"(flametool report {shell_word(run)} shows it)")
     return data
 
 
@@ -334,7 +334,10 @@ def ensure_new(out: Path) -> None:
 
 
 def shell_word(path: Path | str) -> str:
-    """`path` as one word a shell gives back as the same bytes (shown's $'...' form when not UTF-8)."""
+    """`path` as one word a shell gives back as the same bytes (shown's $'...' form when not UTF-8), and that a
+    command reads as a path, not an option (`--out -x` is given back as ./-x)."""
+    if os.fsencode(path).startswith(b"-"):
+        path = f"./{os.fsdecode(path)}"
     text = shown(path, most=1 << 62)
     return text if text.startswith("$'") else shlex.quote(text)
 
@@ -382,7 +385,15 @@ def claim(out: Path) -> bool:
         out.mkdir(parents=True, exist_ok=True)
         fd = os.open(out / RUN_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
-        return False
+        if out.exists():  # run.json is there (another run's), or `out` is a file
+            return False
+        # `out`, or a folder above it, is a link to nothing (flametool-runs -> an unmounted disk): mkdir says it
+        # exists, which was read as taken (`already exists and is not empty`, after 1,000 names tried)
+        link = next((p for p in (out, *out.parents) if p.is_symlink() and not p.exists()), None)
+        if link is None:  # gone again since (another run's claim undone): taken, as it was
+            return False
+        raise FlametoolError(f"{shown(link)}: a symbolic link to {shown(os.readlink(link))}, which does not exist; "
+                             "make that folder, or choose another --out") from None
     except OSError as exc:
         if out.exists() and not out.is_dir():
             return False

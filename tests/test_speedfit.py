@@ -110,3 +110,10 @@ def test_an_anchored_null_whose_sides_drew_different_speeds_does_not_read_as_a_c
 
     change = diff.Change(f.ratio, f.ratio_interval, "relative to torch", f, f.absolute)
     assert diff.verdict(change, "cupy", 2.0).outcome == "passed"
+
+
+def test_a_range_of_one_figure_at_its_precision_is_said_as_one():
+    # every process on one side at one speed (to a tenth of a us): '12.0 us', not '12.0-12.0 us'
+    a, b = side([FAST, FAST * 1.001, FAST]), side([SLOW, SLOW * 1.03, SLOW * 0.99])
+    line = speedfit.fit(*a, *b).sentence("main", "pr")
+    assert "took 12.0 us a call in main's processes" in line and "16.8-17.5 us in pr's" in line

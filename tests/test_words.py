@@ -183,3 +183,9 @@ def test_the_readme_example_is_what_compare_prints():
     first = cpu[cpu.index("```text\n") + 8:].splitlines()[0]
     assert re.fullmatch(r"torch / numpy = \d\.\d{3}× \(95%: .+\); torch − numpy = .+ us per call \(95%: .+\), paired "
                         r"over 5 processes", first), first
+
+
+def test_a_count_of_one_takes_its_noun_in_the_singular():
+    from flametool.render import format as fmt
+
+    assert [fmt.many(n, "sample") for n in (0, 1, 2, 1200)] == ["0 samples", "1 sample", "2 samples", "1,200 samples"]

@@ -87,8 +87,8 @@ def cell(c: AtlasCell, fastest: str | None) -> AtlasPageCell:
 
 
 def frames(c: AtlasCell) -> FrameLine:
-    note = ", ".join(x for x in (f"{c.samples} samples" if c.samples is not None else "",
-                                 f"{c.threads} threads stopped per sample" if c.threads is not None else "",
+    note = ", ".join(x for x in (fmt.many(c.samples, "sample") if c.samples is not None else "",
+                                 f"{fmt.many(c.threads, 'thread')} stopped per sample" if c.threads is not None else "",
                                  f"sampling slowed the loop {c.slowdown:.2f}x" if c.slowdown else "") if x)
     return FrameLine(c.label, [(f.name, f.layer, fmt.us(f.self_us)) for f in c.frames], note)
 

@@ -41,6 +41,11 @@ def as_shown(value: float) -> float:
     return float(round(value)) if value >= 100 else round(value, 2)
 
 
+def many(n: int, noun: str) -> str:
+    """'1 sample', '2 samples': a count with its noun (a plural in -s)."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
 def us(value: float | None, unit: str = " us") -> str:
     """A time per call: '18.65 us', '142 us', '57.8 ms'."""
     if not isinstance(value, (int, float)):

@@ -55,7 +55,7 @@ def warnings(a: Analysis, analysed: dict[str, CaseCosts]) -> list[Caveat]:
                                                  f"{fmt.sampled_at(r.shape, r.sample_shape, r.sample_shape_reason)}."))
         samples = r.sampling.analysed_samples if r.sampling else None  # counted as every view counts them
         if samples is not None and samples < FEW_SAMPLES:
-            out.append(Caveat("few samples", f"{label}: {samples} samples in the loop (fewer than {FEW_SAMPLES}): "
+            out.append(Caveat("few samples", f"{label}: {fmt.many(samples, 'sample')} in the loop (fewer than {FEW_SAMPLES}): "
                                               "small figures carry large uncertainty; sample longer (--sample-seconds)."))
         sampling = r.sampling
         if sampling:

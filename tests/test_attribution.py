@@ -288,3 +288,17 @@ def test_attribution_and_graphs_agree_with_the_tree(a, b, threshold):
     d.tree.check()
     graph = flame.diff_graph(d, flame.Strings(), "d", threshold)
     assert graph.drawn_nodes - 1 + graph.pruned_nodes == nodetree.count(d.tree) - 1
+
+
+def test_a_case_whose_profiled_process_failed_says_why_it_has_no_stacks():
+    """No stacks because its profiled process failed (killed while py-spy sampled it) is said as that, not as
+    '--no-sample, or py-spy did not run' (py-spy had run)."""
+    from flametool.run.record import CaseResult
+
+    def case(profile_error: str | None) -> CaseResult:
+        return CaseResult(label="numpy", factory="t:numpy", library=None, device="cpu", dtype="float32",
+                          shape=[8, 8, 8], profile_error=profile_error)
+
+    killed = "profiling alone at 8,8,8: the child process was killed by SIGKILL (exit code -9) before reporting"
+    assert at.skip_reason(case(killed)) == f"not sampled: {killed}"
+    assert at.skip_reason(case(None)) == "not sampled (--no-sample, or py-spy did not run)"

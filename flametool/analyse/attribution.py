@@ -148,6 +148,8 @@ def skip_reason(result: CaseResult) -> str | None:
     if result.error:
         return "the case failed"
     if not result.file("folded"):
+        if result.profile_error:  # its profiled process failed (killed while py-spy sampled it, say): not --no-sample
+            return f"not sampled: {result.profile_error}"
         return "not sampled (--no-sample, or py-spy did not run)"
     timing = result.at_sample_shape
     if timing is None or not timing.cpu_us_per_call:

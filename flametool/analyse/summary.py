@@ -14,7 +14,7 @@ from .atlas import AtlasAnalysis
 from .countdiff import CountDiff
 from .lines import LineDelta
 from . import sweep
-from .sweep import PairPoint, SweepAnalysis
+from .sweep import SweepAnalysis
 from .treediff import FrameDelta, LayerDelta, PairDiff
 from ..errors import FlametoolError
 from ..run.record import Environment, Run, TimingStop, a_kind
@@ -222,21 +222,19 @@ def of_sweep(a: SweepAnalysis) -> Summary:
     out = Summary("sweep", str(a.run_dir), str(a.run_dir), complete=a.run.complete)
     for pair in a.pairs:
         for p in pair.points:
+            measured = p.wall is not None and p.wall.ratio is not None
             out.rows.append(HeadlineRow(f"{pair.head} vs {pair.base}", pair.base, pair.head, a.size_name(p.shape),
                                         list(p.shape), p.wall, "wall time per call" + (
                                             ", paired in the same processes" if pair.paired else ", not paired"),
-                                        inconclusive(p) if p.wall is not None and p.wall.ratio is not None else
+                                        (INCONCLUSIVE_NOTE if p in pair.inconclusive else None) if measured else
                                         unmeasured(a, pair.base, pair.head, p.shape)))
     return out
 
 
-def inconclusive(p: PairPoint) -> str | None:
-    """What the sweep's tables and sentences say of a size whose interval is too wide to read (sweep.side: None),
-    where they give no ratio: the summary gave it as a finding beside them."""
-    if sweep.side(p) is not None or p.wall is None or p.wall.reach is None:
-        return None
-    return (f"inconclusive: the processes disagree (its interval reaches further than ±{sweep.INCONCLUSIVE:.0%} "
-            "from the ratio)")
+# What the sweep's tables and sentences say of a size whose interval is too wide to read (the pair's inconclusive
+# sizes, sweep.verdicts), where they give no ratio: the summary gave it as a finding beside them
+INCONCLUSIVE_NOTE = (f"inconclusive: the processes disagree (its interval reaches further than "
+                     f"±{sweep.INCONCLUSIVE:.0%} from the ratio)")
 
 
 def unmeasured(a: SweepAnalysis, base: str, head: str, shape: list[int]) -> str:

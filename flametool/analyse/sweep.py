@@ -401,19 +401,15 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
 
 
 def _pooled(run: Run) -> dict[tuple[str, tuple[int, ...]], Figures]:
-    """(label, shape) -> the case's figures at that size, pooled with the other cases of its group there (as
-    stats.group_pooled pools a group's cases, and casenames groups a sweep's sizes)."""
-    sizes: dict[tuple[object, tuple[int, ...]], dict[str, Timing]] = {}
-    for label, result in run.results.items():
-        # a group run.json does not hold (its groups edited away) is none: the case is pooled on its own
-        known = result.group if run.group_of(label) is not None else None
-        for t in result.points:
-            if t.cpu_loops and not t.error:
-                key = (label if known is None else known, tuple(t.shape))
-                sizes.setdefault(key, {})[label] = t
+    """(label, shape) -> the case's figures at that size: those of LABEL@SIZE in casenames' view of the sweep, each
+    pooled with the other cases of its group there by stats.group_pooled, as export and diff read them."""
+    view = casenames.as_cases(run)
+    by_metric = {m: stats.group_pooled(view, False, intervals=m != "gpu_us", metric=m) for m in METRICS}
     out: dict[tuple[str, tuple[int, ...]], Figures] = {}
-    for (group, shape), timings in sizes.items():
-        paired = isinstance(group, int) and run.groups[group].paired and len(timings) > 1
-        for label, figures in pooled_at_size(timings, paired).items():
-            out[(label, shape)] = figures
+    for label, result in run.results.items():
+        for t in result.points:
+            name = casenames.sized(label, t.shape, run.config.operation)
+            figures = {m: got[name] for m, got in by_metric.items() if name in got}
+            if figures:
+                out.setdefault((label, tuple(t.shape)), figures)
     return out

@@ -148,7 +148,7 @@ def build(a: AtlasAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
         run_dir=str(a.run_dir), generated=datetime.now().astimezone().isoformat(timespec="seconds"),
         version=__version__, complete=run.complete, libraries=a.libraries, rows=rows,
         chart=charts.stacked(bars, totals) if bars else None, lines=lines, method=METHOD,
-        headline_title="Host time by op, on the CPU" if (run.config.device or "cpu") == "cpu" else "Launch cost by op",
+        headline_title="Launch cost by op" if a.on_gpu else "Host time by op, on the CPU",
         environment=ran_rows(a, environment),
         css=css, sections=[("headline", "Answers"), ("table", "Op × library"), ("layers", "Layers"),
                            ("frames", "Top frames"), ("environment", "Environment")],

@@ -246,10 +246,21 @@ def decided_verdict(analysed, config: Config, took: float, out: Console) -> int:
         v = p.verdict
         if v is None:  # summary.of gives every pair a verdict with --fail-above
             continue
-        how = ("decided" if v.outcome != "inconclusive" else
-               f"not decided within the budget of {config.budget:g} s" if config.budget is not None else "not decided")
+        how = how_decided(v.outcome, p.change, config.budget)
         # one line however long, as diff and summary say theirs: wrapped at a log's 160 columns, its tail
         # '--fail-above 5%' stood on a line of its own, read as the start of the next pair's verdict line
         terminal.say(out, f"--fail-above {config.fail_above:g}%: {v.outcome} ({how}) over {p.units} in {took:.0f} s: "
                           f"{v.sentence}", soft_wrap=True)
     return made.exit_code
+
+
+def how_decided(outcome: str, change, budget: float | None) -> str:
+    """compare --fail-above's word on how a pair's verdict came: decided, or not within the budget; a pair not
+    timed in the same processes (--isolate) is given no process past --processes (analyse.diff.UNPAIRED), so its
+    budget never ran out: 'not decided within the budget of 15 s' was said of a run that stopped after 7 s."""
+    if outcome != "inconclusive":
+        return "decided"
+    absolute = change.absolute
+    if change.anchored is None and absolute is not None and not absolute.paired:
+        return "not decided: not paired, so no processes were added"
+    return f"not decided within the budget of {budget:g} s" if budget is not None else "not decided"

@@ -11,7 +11,7 @@ from ..analyse.views import VIEWS
 from ..errors import CaseError, RunDirError, interrupt_code
 from ..measure.config import CPU, CUDA, SETTLED, Config
 from .base import Context
-from .options import case_options, sampling_options
+from .options import case_options, processes_help, sampling_options
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -117,11 +117,7 @@ class Sweep:
                             "the host time per call by layer there (default: timings only)")
         sampling_options(p)
         progress_option(p)
-        for action in p._actions:  # case_options' --processes speaks of compare's: a sweep adds none
-            if "--processes" in action.option_strings:
-                action.help = ("fresh processes that run the timed loops at every size; every case is built in each "
-                               "and their loops interleaved, so a process's own speed cancels out of each size's "
-                               f"ratio (default {CPU.processes}; a sweep adds no processes to narrow an interval)")
+        processes_help(p, "at every size", "a sweep")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         return cmd_compare(args, ctx.argv, ctx.err, ctx.out)

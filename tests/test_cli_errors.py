@@ -189,12 +189,6 @@ def test_help_says_what_the_design_does():
 
 
 @pytest.mark.parametrize("argv, words", [
-    # sampling options beside --no-sample (run.json recorded them as if they had taken effect)
-    (["compare", "--no-sample", "--rate", "50"], "--no-sample with --rate: it is for py-spy's sampling"),
-    (["compare", "--no-sample", "--sample-seconds", "1", "--source", "."],
-     "--no-sample with --sample-seconds and --source: they are for py-spy's sampling"),
-    (["sweep", "--rate", "50"], "sweep --rate without --sample: a sweep samples only with --sample"),
-    (["sweep", "--source", "."], "sweep --source without --sample"),
     # a --repeats given is run as given: the rounds are never extended to --timed-seconds
     (["compare", "--repeats", "2", "--timed-seconds", "0.5"], "--timed-seconds with --repeats"),
     # an isolated case's group has no pair: no process is added to settle it, within a budget or not

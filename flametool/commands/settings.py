@@ -23,18 +23,11 @@ def sampling_config(args: argparse.Namespace, d: Defaults) -> dict:
 
 
 def unused_options(args: argparse.Namespace, command: str) -> None:
-    """Options that would do nothing beside the others given: one line (exit 2) before anything runs, not a run
-    whose run.json records a setting that never took effect (`compare --no-sample --rate 50` recorded rate_hz 50
-    and sampled nothing; `--isolate --settle 1` added no process)."""
-    given = [o for o, v in (("--rate", args.rate), ("--sample-seconds", args.sample_seconds),
-                            ("--source", args.source or None)) if v is not None]
-    if command == "compare" and args.no_sample and given:
-        raise FlametoolError(f"--no-sample with {' and '.join(given)}: {'they are' if len(given) > 1 else 'it is'} "
-                             "for py-spy's sampling, which --no-sample leaves out; give one or the other")
-    if command == "sweep" and not args.sample and given:
-        raise FlametoolError(f"sweep {' and '.join(given)} without --sample: a sweep samples only with --sample "
-                             "(without it, it only times the cases); add --sample, or leave "
-                             + ("them" if len(given) > 1 else "it") + " out")
+    """Options that would do nothing beside the others given, where the user would take them to have done
+    something: one line (exit 2) before anything runs, not a run whose run.json records a setting that never took
+    effect (`--repeats 2 --timed-seconds 0.5` ran two rounds; `--isolate --settle 1` added no process). Sampling
+    options beside --no-sample (or a sweep's without --sample) are not refused: the switch says plainly that
+    nothing is sampled, and a list of options kept for runs with and without it stays usable."""
     if command != "compare":
         return
     if args.repeats is not None and args.timed_seconds is not None:

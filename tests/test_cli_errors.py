@@ -186,3 +186,43 @@ def test_help_says_what_the_design_does():
         from flametool.commands import settings
         settings.atlas_config(main.build_parser().parse_args(["atlas", "--pair", "numpy:torch", "--device", "cpu"]),
                               lambda text: None)
+
+
+@pytest.mark.parametrize("argv, words", [
+    # a --repeats given is run as given: the rounds are never extended to --timed-seconds
+    (["compare", "--repeats", "2", "--timed-seconds", "0.5"], "--timed-seconds with --repeats"),
+    # an isolated case's group has no pair: no process is added to settle it, within a budget or not
+    (["compare", "--isolate", "--settle", "3"], "--isolate with --settle: processes are added only for cases timed"),
+    (["compare", "--isolate", "--budget", "30"], "--isolate with --budget"),
+    # a pair given twice was compared, printed and summarised twice
+    (["compare", "--pair", "numpy:torch", "--pair", "numpy:torch"], "--pair 'numpy:torch': given twice"),
+])
+def test_an_option_that_would_do_nothing_is_refused(capsys, tmp_path, argv, words):
+    out = tmp_path / "run"
+    line = one_line_error(capsys, [*argv, "--device", "cpu", "--out", str(out)])
+    assert words in line, line
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command, option", [("sweep", "--budget"), ("compare", "--sizes"), ("atlas", "--shape")])
+def test_an_option_the_command_lacks_points_at_the_command_s_help(capsys, command, option):
+    """argparse says it from the top parser: 'sweep --budget 5' pointed at `flametool --help`, which lists no
+    option of any command."""
+    line = one_line_error(capsys, [command, option, "5"])
+    assert line == f"flametool: unrecognized arguments: {option} 5 (see flametool {command} --help)", line
+
+
+def test_the_atlas_help_says_its_processes_are_not_extended():
+    """atlas --help's --processes spoke of compare's (more processes while unsettled, --env, --fail-above,
+    --budget), none of them what an atlas does or options it has."""
+    atlas = " ".join(_help("atlas").split())
+    said = atlas[atlas.index("--processes N"):atlas.index("--isolate ")]
+    assert "an atlas adds no processes" in said and not any(w in said for w in ("--env", "--budget", "--fail-above"))
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown"])
+def test_diff_top_is_refused_where_it_would_do_nothing(capsys, tmp_path, fmt):
+    """--top is the text format's frame table: with --format json (every frame) or markdown (the largest) it did
+    nothing, silently."""
+    line = one_line_error(capsys, ["diff", str(tmp_path), "--base", "a", "--head", "b", "--format", fmt, "--top", "3"])
+    assert f"--top with --format {fmt}" in line, line

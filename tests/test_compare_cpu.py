@@ -170,6 +170,12 @@ def test_isolate_times_each_case_in_processes_of_its_own(cli, tmp_path):
     assert pair.timing.paired is False and pair.timing.per_process_ratio == [] and pair.timing.ratio > 0
     assert "not paired: each case in processes of its own" in proc.stdout.replace("\n", "")
     assert "paired over" not in proc.stdout
+    # the timing table's title and keys say it too: it read 'as timed with the cases together', of cases never
+    # in one process, and its key '(so two cases stand in their paired ratio)'
+    words = " ".join(proc.stdout.split())
+    assert "time per call, as timed in fresh processes, each case in processes of its own" in words
+    assert "together" not in words.replace("why together and alone differ", ""), words
+    assert "paired ratio" not in words
 
 
 def test_pool_threads_reach_the_child(run):

@@ -290,3 +290,41 @@ def test_an_inconclusive_verdict_more_processes_would_not_settle_gives_no_advice
     assert "longer --budget" not in stuck.sentence, stuck.sentence
     settles = verdict(change(14), "numpy@b vs numpy@a", 5.0)
     assert "about 14 processes a side would settle it" in settles.sentence and "longer --budget" in settles.sentence
+
+
+def _unpaired_change(paired: bool, units: int, unit_name: str, low: float, high: float):
+    from flametool.analyse.diff import Change
+    from flametool.run.stats import Interval, PairFigures
+
+    f = PairFigures("numpy", "torch", paired, 1.2, Interval(low, high, "t"), 1.0, Interval(0.5, 1.5, "t"), units,
+                    unit_name, [], [], "m", 5.0)
+    return Change(f.ratio, f.ratio_interval, "paired in the same processes" if paired else "not paired", None, f)
+
+
+@pytest.mark.parametrize("units, unit_name, low, high", [(1, "rounds of one process", 1.19, 1.21),
+                                                         (3, "processes", 1.0, 1.4)])
+def test_an_unpaired_verdict_advises_processes_not_a_budget(units, unit_name, low, high):
+    """compare --isolate --fail-above: no process is added for a pair not timed in the same processes, so its
+    inconclusive verdict advised '--fail-above and a longer --budget' (or that compare 'adds processes until the
+    verdict is decided'), which would have run the same processes again."""
+    from flametool.analyse.diff import UNPAIRED, verdict
+
+    v = verdict(_unpaired_change(False, units, unit_name, low, high), "torch vs numpy", 10)
+    assert v.outcome == "inconclusive" and UNPAIRED in v.sentence, v.sentence
+    assert "--budget" not in v.sentence and "it adds processes" not in v.sentence, v.sentence
+    # a paired pair keeps its advice: there compare adds processes until it is decided
+    v = verdict(_unpaired_change(True, units, unit_name, low, high), "torch vs numpy", 10)
+    assert UNPAIRED not in v.sentence and ("--budget" in v.sentence or "it adds processes" in v.sentence), v.sentence
+
+
+def test_compare_says_an_unpaired_verdict_was_not_left_to_a_budget():
+    """compare --isolate --fail-above 5 --budget 15 said 'inconclusive (not decided within the budget of 15 s)
+    ... in 7 s': no process was added for the pair, the budget had nothing to do with it."""
+    from flametool.commands.compare import how_decided
+
+    unpaired = _unpaired_change(False, 1, "rounds of one process", 1.19, 1.21)
+    assert how_decided("inconclusive", unpaired, 15.0) == "not decided: not paired, so no processes were added"
+    assert how_decided("slower", unpaired, 15.0) == "decided"
+    paired = _unpaired_change(True, 3, "processes", 1.0, 1.4)
+    assert how_decided("inconclusive", paired, 15.0) == "not decided within the budget of 15 s"
+    assert how_decided("inconclusive", paired, None) == "not decided"

@@ -230,7 +230,7 @@ def test_the_environments_firsts_side_by_side_are_forked_one_fork_a_server(tmp_p
     proc = fk.run(["compare", *PLAIN, "--shape", "64,64,64", "--fork-processes", "--forks-per-server", "1",
                    "--libs", "numpy", "--case", f"{env_cases}:dot", "--anchor", "dot", "--env", f"a={sys.executable}",
                    "--env", f"b={sys.executable}", "--processes", "2", "--processes-at-once", "2", "--repeats", "2",
-                   "--timed-seconds", "0.2", "--out", str(out)])
+                   "--out", str(out)])
     assert proc.returncode == 0, proc.stderr
     run = rundir.load(out)
     firsts = [run.results[f"numpy@{e}"].timing.processes[0] for e in ("a", "b")]

@@ -376,9 +376,9 @@ def test_a_case_that_cannot_be_built_beside_the_others_is_timed_alone(tmp_path):
     out = tmp_path / "run"
     proc = fk.run(["compare", "--device", "cpu", "--libs", "", "--case", f"{FAULTS}:claims_the_process",
                    "--case", f"{FAULTS}:not_beside_a_claim",
+                   # what is checked is who was timed with whom: two rounds (--repeats), no counted loop
                    "--processes", "2", "--repeats", "2", "--iters", "50", "--warmup", "5", "--no-sample",
-                   # what is checked is who was timed with whom: a tenth of a second of rounds, no counted loop
-                   "--timed-seconds", "0.1", "--no-count", "--out", str(out)])
+                   "--no-count", "--out", str(out)])
     assert proc.returncode == 0, proc.stderr
     assert not [l for l in proc.stderr.splitlines() if l.startswith("flametool: ")] and "Traceback" not in proc.stderr
     data = rundir.load(out)
@@ -414,7 +414,7 @@ def test_a_shared_process_that_dies_times_every_case_alone(tmp_path):
     proc = fk.run(["compare", "--device", "cpu", "--libs", "", "--case", f"{FAULTS}:claims_the_process",
                    "--case", f"{FAULTS}:exits_beside_a_claim",
                    "--processes", "2", "--repeats", "1", "--iters", "50", "--warmup", "5", "--no-sample",
-                   "--timed-seconds", "0.1", "--no-count", "--out", str(out)])  # as above: who was timed with whom
+                   "--no-count", "--out", str(out)])  # as above: who was timed with whom
     assert proc.returncode == 0, proc.stderr
     data = rundir.load(out)
     assert data.complete is True

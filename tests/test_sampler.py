@@ -70,6 +70,17 @@ def test_a_rate_run_json_did_not_record_gets_no_advice():
     assert perturbation.perturbation_advice(s, 2.5, 1, 5) is None
 
 
+def test_at_one_hertz_no_lower_rate_is_advised():
+    """--rate 1 that slowed the loop past 1.5x (a short loop's noise, or the one sample): there is no lower rate,
+    and compare printed '--rate 1 --sample-seconds 200 would perturb it less' of a run made at --rate 1."""
+    s = Sampling(command=[], rate_hz=1, seconds=0.5, complete=True, threads=1, total_samples=1, kept_samples=1)
+    assert perturbation.perturbation_advice(s, 1.63, 1, 0.5) is None
+    # at 2 Hz, 1 Hz is lower: still advised
+    s = Sampling(command=[], rate_hz=2, seconds=0.5, complete=True, threads=1, total_samples=1, kept_samples=1)
+    assert perturbation.perturbation_advice(s, 1.63, 1, 0.5) == (
+        "--rate 1 --sample-seconds 200 would perturb it less and still give about 200 samples")
+
+
 def test_loop_share():
     s = Sampling(command=[], rate_hz=25, seconds=16, total_samples=400, kept_samples=380, loop_samples=10)
     assert perturbation.loop_share(s) == 390 / 400

@@ -189,3 +189,16 @@ def test_a_count_of_one_takes_its_noun_in_the_singular():
     from flametool.render import format as fmt
 
     assert [fmt.many(n, "sample") for n in (0, 1, 2, 1200)] == ["0 samples", "1 sample", "2 samples", "1,200 samples"]
+
+
+def test_a_closure_of_one_sample_says_one_sample():
+    """The layers' closure line under the layer table (and in the report): '... from 1 sample', not '1 samples'
+    (seen at --rate 1 --sample-seconds 0.5)."""
+    from types import SimpleNamespace
+
+    from flametool.render import format as fmt
+
+    closure = SimpleNamespace(layers_sum_us_per_call=66.56, measured_us_per_call=66.56, ratio=1.0)
+    for n, said in ((1, "from 1 sample"), (2, "from 2 samples")):
+        line = fmt.closure_sentence(SimpleNamespace(closure=closure, samples=n, repaired_samples=0))
+        assert line.endswith(said), line

@@ -112,6 +112,11 @@ def decided(change: Change, label: str, pct: float) -> Verdict:
     grew, iv = (change.ratio - 1) * 100, change.interval
     limit = 1 + pct / 100
     few = one_process(change)
+    # a run's pair not timed in the same processes (--isolate, or a case that could not share them): compare adds
+    # no process to decide it (measure/paired.py adds them for a paired or anchored pair), so --budget and
+    # --fail-above would not; more --processes would
+    unpaired = (not change.between_runs and change.anchored is None and change.absolute is not None
+                and not change.absolute.paired)
     if iv is None or few:
         # one process a side: its rounds share the process's own speed, so their spread is not the spread between
         # processes, and a verdict on them would be firmer with less evidence than with two processes a side
@@ -122,6 +127,7 @@ def decided(change: Change, label: str, pct: float) -> Verdict:
                        f"--fail-above {pct:g}% needs two or more processes a side; "
                        + ("time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
                           f"--fail-above {pct:g}" if change.between_runs else
+                          f"compare again with --processes 2 or more ({UNPAIRED})" if unpaired else
                           f"compare again with --fail-above {pct:g} and a longer --budget SECONDS (or --processes 2 "
                           "or more)"))
     span = f"{grew:+.1f}% (95%: {(iv.low - 1) * 100:+.1f}% to {(iv.high - 1) * 100:+.1f}%) {change.how}"
@@ -141,8 +147,13 @@ def decided(change: Change, label: str, pct: float) -> Verdict:
                       "more processes would not settle it at this spread, unless the estimate moves"
                       if change.anchored is not None else
                       "an anchor (a case timed beside it in both runs) would settle it" if change.between_runs else
-                      f"more processes would settle it: compare again with --fail-above {pct:g} (it adds processes "
+                      f"more processes would settle it: compare again with more --processes ({UNPAIRED})" if unpaired
+                      else f"more processes would settle it: compare again with --fail-above {pct:g} (it adds processes "
                       "until the verdict is decided)") + again, need)
+
+
+# what compare does for a pair whose cases were not timed in the same processes, where a verdict's advice says it
+UNPAIRED = "compare adds no processes to decide a pair not timed in the same processes"
 
 
 def one_process(change: Change) -> str | None:

@@ -8,7 +8,7 @@ from ..measure.config import ATLAS_SAMPLE_SECONDS
 from ..workload import builtin_workloads, ops
 from .base import Context
 from .compare import progress_option
-from .options import case_options, sampling_options
+from .options import case_options, processes_help, sampling_options
 
 
 class Atlas:
@@ -29,6 +29,7 @@ class Atlas:
                             "(README: writing a workload)")
         sampling_options(p, ATLAS_SAMPLE_SECONDS)
         progress_option(p)
+        processes_help(p, "at each op", "an atlas")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         """Every op measured (each op's report written after it), then the atlas's table and page."""

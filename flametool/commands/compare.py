@@ -11,7 +11,7 @@ from ..analyse.views import VIEWS
 from ..errors import CaseError, RunDirError, interrupt_code
 from ..measure.config import CPU, CUDA, SETTLED, Config
 from .base import Context
-from .options import case_options, sampling_options
+from .options import case_options, processes_help, sampling_options
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -117,11 +117,7 @@ class Sweep:
                             "the host time per call by layer there (default: timings only)")
         sampling_options(p)
         progress_option(p)
-        for action in p._actions:  # case_options' --processes speaks of compare's: a sweep adds none
-            if "--processes" in action.option_strings:
-                action.help = ("fresh processes that run the timed loops at every size; every case is built in each "
-                               "and their loops interleaved, so a process's own speed cancels out of each size's "
-                               f"ratio (default {CPU.processes}; a sweep adds no processes to narrow an interval)")
+        processes_help(p, "at every size", "a sweep")
 
     def run(self, args: argparse.Namespace, ctx: Context) -> int:
         return cmd_compare(args, ctx.argv, ctx.err, ctx.out)
@@ -246,10 +242,21 @@ def decided_verdict(analysed, config: Config, took: float, out: Console) -> int:
         v = p.verdict
         if v is None:  # summary.of gives every pair a verdict with --fail-above
             continue
-        how = ("decided" if v.outcome != "inconclusive" else
-               f"not decided within the budget of {config.budget:g} s" if config.budget is not None else "not decided")
+        how = how_decided(v.outcome, p.change, config.budget)
         # one line however long, as diff and summary say theirs: wrapped at a log's 160 columns, its tail
         # '--fail-above 5%' stood on a line of its own, read as the start of the next pair's verdict line
         terminal.say(out, f"--fail-above {config.fail_above:g}%: {v.outcome} ({how}) over {p.units} in {took:.0f} s: "
                           f"{v.sentence}", soft_wrap=True)
     return made.exit_code
+
+
+def how_decided(outcome: str, change, budget: float | None) -> str:
+    """compare --fail-above's word on how a pair's verdict came: decided, or not within the budget; a pair not
+    timed in the same processes (--isolate) is given no process past --processes (analyse.diff.UNPAIRED), so its
+    budget never ran out: 'not decided within the budget of 15 s' was said of a run that stopped after 7 s."""
+    if outcome != "inconclusive":
+        return "decided"
+    absolute = change.absolute
+    if change.anchored is None and absolute is not None and not absolute.paired:
+        return "not decided: not paired, so no processes were added"
+    return f"not decided within the budget of {budget:g} s" if budget is not None else "not decided"

@@ -12,6 +12,9 @@ from .base import Context, paused, terminal_options
 from .options import check_fail_above, check_limits
 
 
+TOP = 15  # frames the text format lists without --top
+
+
 class Diff:
     """`flametool diff`: layers and frames, head - base, and the change relative to the anchor."""
 
@@ -39,7 +42,8 @@ class Diff:
         p.add_argument("--allow-unlike", action="store_true",
                        help="give a --fail-above verdict even when the two runs measured different work (op, shape, "
                             "dtype, device): without it such a diff says what differs and exits 2 instead")
-        p.add_argument("--top", type=int, default=15, help="frames to list (default 15)")
+        p.add_argument("--top", type=int, help=f"frames to list in the text format (default {TOP}; markdown lists "
+                                                "the largest, json every one)")
         p.add_argument("--format", default="text", metavar="FORMAT",
                        help=f"text ({render.about('terminal', 'DiffResult')}, the default), or a summary: "
                             + render.formats_help("Summary", leave_out=("text",)))
@@ -53,7 +57,12 @@ class Diff:
         err, out = ctx.err, ctx.out
         check_fail_above(args)
         render.check(args.format, ("text",) + tuple(f for f in render.SUMMARIES if f != "text"))
-        if args.top < 0:
+        if args.top is not None and args.format != "text":
+            # the summary formats do not list frames by --top: it would be taken as set and do nothing
+            raise FlametoolError(f"--top with --format {args.format}: --top is the text format's frame table; "
+                                 + ("markdown names the largest frame difference" if args.format == "markdown" else
+                                    "json lists every frame (pairs[].frames, largest difference first)"))
+        if args.top is not None and args.top < 0:
             raise FlametoolError(f"--top {args.top}: must be 0 or more")
         check_limits(args)
         if args.base or args.head:
@@ -70,7 +79,7 @@ class Diff:
         else:
             result = diff.diff_runs(args.run_a, args.run_b, args.case, args.layers, args.anchor)
         if args.format == "text":
-            out.file.write(render.show("terminal", result, terminal_options(out, top=args.top)))
+            out.file.write(render.show("terminal", result, terminal_options(out, top=TOP if args.top is None else args.top)))
         else:
             out.file.write(render.show(args.format, summary.of(result, args.fail_above, args.allow_unlike)))
             out.file.flush()

@@ -31,6 +31,17 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: D401 - argparse's hook; must not return
         raise FlametoolError(f"{message} (see {self.prog} --help)")
 
+    def parse_args(self, args=None, namespace=None):
+        """argparse's, but an option the command does not have points at the command's --help: argparse says it
+        from the top parser, and 'sweep --budget 5' sent the user to `flametool --help`, which lists no option of
+        any command."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(parsed, "command", None)
+            raise FlametoolError(f"unrecognized arguments: {' '.join(extras)} (see {self.prog}"
+                                 + (f" {command}" if command else "") + " --help)")
+        return parsed
+
 
 def sampling_options(p: argparse.ArgumentParser, seconds: Mapping[str, float] | None = None) -> None:
     """--rate and --sample-seconds; `seconds` the command's own defaults by device kind (the atlas samples less)."""
@@ -115,6 +126,17 @@ def case_options(p: argparse.ArgumentParser, op: bool = True, pair: bool = True)
     p.add_argument("--out", type=Path, help="run directory to create (default flametool-runs/<timestamp>)")
 
 
+def processes_help(p: argparse.ArgumentParser, where: str, command: str) -> None:
+    """--processes as a sweep or an atlas runs it (case_options' help speaks of compare's, which adds processes,
+    and of --env, --fail-above and --budget, none of them options of these): `where`, what each process times;
+    `command`, 'a sweep' or 'an atlas'."""
+    for action in p._actions:
+        if "--processes" in action.option_strings:
+            action.help = (f"fresh processes that run the timed loops {where}; every case is built in each and their "
+                           "loops interleaved, so a process's own speed cancels out of each ratio (default "
+                           f"{CPU.processes}; {command} adds no processes to narrow an interval)")
+
+
 def op_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--op", help="the operation each built-in case launches: "
                    + "; ".join(f"{o.name}: {o.does}" for o in ops.OPS.values()) + " (default matmul)")
@@ -132,6 +154,17 @@ def parse_shape(text: str, option: str, op: str = ops.DEFAULT_OP) -> list[int]:
     if any(x > MAX_COUNT for x in shape):  # run.json reads no figure past it back: refused before, not after
         raise FlametoolError(f"{option} {text!r}: a figure above {MAX_COUNT:.0e} is beyond any device's memory")
     return shape
+
+
+def parse_pairs(texts: list[str], labels: list[str]) -> list[list[str]]:
+    """Every --pair, none twice: a pair given twice was compared, printed and summarised twice."""
+    pairs: list[list[str]] = []
+    for text in texts:
+        pair = parse_pair(text, labels)
+        if pair in pairs:
+            raise FlametoolError(f"--pair {text!r}: given twice")
+        pairs.append(pair)
+    return pairs
 
 
 def parse_pair(text: str, labels: list[str]) -> list[str]:

@@ -10,16 +10,38 @@ from typing import cast
 from ..errors import FlametoolError
 from ..measure import atlasrun, environments, machine, sources
 from ..measure.child import loops
-from ..measure.config import ATLAS_SAMPLE_SECONDS, JAX_CPUS, MIN_SAMPLE_SECONDS, Config, Defaults, default_out, defaults
+from ..measure.config import ATLAS_SAMPLE_SECONDS, CPU, JAX_CPUS, MIN_SAMPLE_SECONDS, Config, Defaults, default_out, defaults
 from ..workload import builtins, cases, ops, workloads
 from ..run.record import base_label
-from .options import LIMITS, check_fail_above, check_limits, default_sizes, parse_device, parse_dtypes, parse_pair, parse_shape, parse_sizes
+from .options import LIMITS, check_fail_above, check_limits, default_sizes, parse_device, parse_dtypes, parse_pair, parse_pairs, parse_shape, parse_sizes
 
 
 def sampling_config(args: argparse.Namespace, d: Defaults) -> dict:
     if args.rate is not None and args.rate > 10000:
         raise FlametoolError(f"--rate {args.rate}: py-spy cannot sample faster than 10000 Hz")
     return dict(rate_hz=args.rate or d.rate_hz, sample_seconds=args.sample_seconds or d.sample_seconds)
+
+
+def unused_options(args: argparse.Namespace, command: str) -> None:
+    """Options that would do nothing beside the others given, where the user would take them to have done
+    something: one line (exit 2) before anything runs, not a run whose run.json records a setting that never took
+    effect (`--repeats 2 --timed-seconds 0.5` ran two rounds; `--isolate --settle 1` added no process). Sampling
+    options beside --no-sample (or a sweep's without --sample) are not refused: the switch says plainly that
+    nothing is sampled, and a list of options kept for runs with and without it stays usable."""
+    if command != "compare":
+        return
+    if args.repeats is not None and args.timed_seconds is not None:
+        # a --repeats given is run as given: the rounds are not extended to --timed-seconds
+        raise FlametoolError("--timed-seconds with --repeats: --repeats N runs N rounds exactly, and --timed-seconds "
+                             "sets how long the rounds go on without it; give one of them")
+    if args.isolate:
+        # processes are added only to settle or decide a pair timed in the same processes (measure/paired.py):
+        # each isolated case's group has no pair, so its processes are --processes N, whatever these say
+        extra = [o for o, v in (("--settle", args.settle), ("--budget", args.budget)) if v is not None]
+        if extra:
+            raise FlametoolError(f"--isolate with {' and '.join(extra)}: processes are added only for cases timed in "
+                                 "the same processes; isolated, each case runs --processes N (default "
+                                 f"{CPU.processes}) and no more: give that instead")
 
 
 def case_config(args: argparse.Namespace, say, command: str) -> tuple[dict, workloads.Workload | None]:
@@ -31,6 +53,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> tuple[dict, work
     if getattr(args, "sample_seconds", None) is not None and args.sample_seconds < MIN_SAMPLE_SECONDS:
         raise FlametoolError(f"--sample-seconds {args.sample_seconds:g}: must be at least {MIN_SAMPLE_SECONDS:g}")
     check_limits(args)
+    unused_options(args, command)
     if args.warmup < 0:
         raise FlametoolError(f"--warmup {args.warmup}: must be 0 or more")
     if args.pool_threads is not None and args.pool_threads < 0:
@@ -76,7 +99,7 @@ def case_config(args: argparse.Namespace, say, command: str) -> tuple[dict, work
                 "this machine has none (no CUDA device found): leave it out of --libs"))
 
     # with --env the pairs name cases as they run in each environment (CASE@NAME): compare_config reads them
-    pairs = None if getattr(args, "env", None) else [parse_pair(text, labels) for text in args.pair] or None
+    pairs = None if getattr(args, "env", None) else parse_pairs(args.pair, labels) or None
     dtypes = parse_dtypes(args.dtype or d.dtype, labels)
     pool_threads = d.pool_threads if args.pool_threads is None else args.pool_threads or None
     return dict(
@@ -221,7 +244,7 @@ def env_config(args: argparse.Namespace, common: dict, say=lambda text: None) ->
         say(warning)
     labelled = environments.expand(specs, envs)
     labels = [c.label for c in labelled]
-    pairs = [parse_pair(text, labels) for text in args.pair] or environments.default_pairs(specs, envs, anchor)
+    pairs = parse_pairs(args.pair, labels) or environments.default_pairs(specs, envs, anchor)
     anchor_not_paired(anchor, [tuple(p) for p in pairs])
     dtypes = {c.label: common["dtypes"][c.name] for c in labelled}
     return dict(cases=labelled, dtypes=dtypes, pairs=pairs, environments=envs, anchor=anchor)

@@ -82,13 +82,27 @@ def print_other_threads(a: Analysis, console: Console) -> None:
     show(console, table)
 
 
+ALONE = "each case in processes of its own"
+
+
+def timed_how(run: Run) -> str:
+    """How the timing table's cases were timed, in words: together (one paired group), each in processes of its
+    own (--isolate: its title said 'with the cases together' of cases never in one process), or together where
+    they could share a process (a case that could not was timed alone)."""
+    groups = [g for g in run.groups if g.cases]
+    if len(run.results) < 2 or all(g.paired for g in groups):
+        return "with the cases together"
+    return ALONE if not any(g.paired for g in groups) else "with the cases together where they could share a process"
+
+
 # One line under each table says what its columns are, in words a first reader knows.
-def timing_key(gpu: bool) -> str:
-    """The key under the timing table; `gpu`: the run has GPU times (a CPU run's key says nothing of a GPU)."""
+def timing_key(gpu: bool, paired: bool = True) -> str:
+    """The key under the timing table; `gpu`: the run has GPU times (a CPU run's key says nothing of a GPU);
+    `paired`: some cases were timed in the same processes (with --isolate none was: no paired ratio to stand in)."""
     host = ("host (CPU) / call: the host's clock around the loop until its calls return (before any wait for the "
             "GPU), per call" if gpu else "host (CPU) / call: the host's clock around the loop, per call")
-    return (host + "; each case's figure is pooled over the processes at the median process's speed (so two cases "
-            "stand in their paired ratio), 95% interval in parentheses; "
+    return (host + "; each case's figure is pooled over the processes at the median process's speed"
+            + (" (so two cases stand in their paired ratio)" if paired else "") + ", 95% interval in parentheses; "
             + ("GPU / call: the median of every loop's GPU time per call; " if gpu else "")
             + "timed loops: how many, in how many processes; bound: "
             + ("host, the GPU waited for the host's launches (what flametool measures), or device, the host waited "
@@ -122,7 +136,10 @@ def print_summary(a: Analysis, console: Console) -> None:
     started = run.process_starts()
     how = ("processes forked from one that imported the libraries" if started == {"forked"} else
            "fresh and forked processes" if "forked" in started else "fresh processes")
-    timing = titled(f"time per call, as timed with the cases together in {how}")
+    timed = timed_how(run)
+    together = timed != ALONE  # with --isolate no two cases' figures were had in one process
+    timing = titled(f"time per call, as timed {timed} in {how}" if together else
+                    f"time per call, as timed in {how}, {timed}")
     # a run on the CPU has no GPU time: no column for it, and no word of it in the key
     gpu = any(t is not None and t.gpu_us is not None for t in a.timings.values())
     for col, right in (("case", False), ("dtype", False), ("shape", False), ("host (CPU) / call", True),
@@ -143,11 +160,11 @@ def print_summary(a: Analysis, console: Console) -> None:
             "host" if r.timing.host_bound else "device",
         )
     show(console, timing)
-    say(console, timing_key(gpu))
+    say(console, timing_key(gpu, paired=together))
 
     profiling = titled("profiled loops: each case alone in a process of its own, at the sampled shape, us per call")
-    for col, right in (("case", False), ("sampled at", False), ("timed together", True), ("alone", True),
-                       ("under cProfile", True), ("counted", True), ("under py-spy", True), ("py-spy samples", True)):
+    for col, right in (("case", False), ("sampled at", False), ("timed together" if together else "timed", True),
+                       ("alone", True), ("under cProfile", True), ("counted", True), ("under py-spy", True), ("py-spy samples", True)):
         profiling.add_column(col, justify="right" if right else "left")
     for label, r in run.results.items():
         if r.error or r.profile is None:
@@ -163,7 +180,7 @@ def print_summary(a: Analysis, console: Console) -> None:
             f"{s.analysed_samples} at {s.rate_hz} Hz" if s else "-",
         )
     show(console, profiling)
-    say(console, PROFILED_KEY)
+    say(console, PROFILED_KEY if together else "timed" + PROFILED_KEY.removeprefix("timed together"))
     print_counts(run, console)
     counted_lines.print_tables(a, console)
     print_other_threads(a, console)
@@ -230,7 +247,7 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
     row += [fmt.signed(fmt.shown_delta(d.base_us_per_call, d.head_us_per_call)) for d in diffs]
     table.add_row(*row, end_section=True)
     show(console, table)
-    say(console, layer_key(view))
+    say(console, layer_key(view, timed_how(a.run) != ALONE))
     for d in diffs:
         if d.at_speed:
             say(console, f"{fmt.visible(d.head)} - {fmt.visible(d.base)}: {fmt.visible(d.at_speed)}")

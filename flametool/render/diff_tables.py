@@ -15,12 +15,12 @@ from .terminal import console_text, fit_names, say, show, text, titled
 
 
 # One line under each table says what its columns are, in words a first reader knows.
-def layer_key(view: str) -> str:
-    """The key under a layer table."""
+def layer_key(view: str, together: bool = True) -> str:
+    """The key under a layer table; `together`: the cases were timed in the same processes (not with --isolate)."""
     system = ("the C library, allocator and locks are counted in the layer that called them (--layers library "
               "lists them as a layer of their own)" if view == "caller"
               else "the C library, allocator and locks as a layer of their own")
-    return ("each case's time per call (timed together) split by its share of py-spy samples in each layer; ± one "
+    return (f"each case's time per call ({'timed together' if together else 'as timed'}) split by its share of py-spy samples in each layer; ± one "
             "standard error from the number of samples; " + system + "; the layers' names (ATen glue, loop): "
             "docs/glossary.md")
 

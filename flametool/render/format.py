@@ -439,7 +439,7 @@ def closure_sentence(x: CaseCosts) -> str:
     c = x.closure
     repaired = x.repaired_samples
     return (f"layers sum to {c.layers_sum_us_per_call:,.2f} of {c.measured_us_per_call:,.2f} us per call "
-            f"measured ({c.ratio:.1%}: every sample counted in a layer once), from {x.samples} samples"
+            f"measured ({c.ratio:.1%}: every sample counted in a layer once), from {many(x.samples, 'sample')}"
             + (f" ({repaired} repaired: an inlined header chain py-spy put between a function and itself)"
                if repaired else ""))
 

@@ -64,6 +64,8 @@ def perturbation_advice(sampling: Sampling, slowdown: float | None, pool_threads
     threads = sampling.threads
     if threads is not None and threads > 1 and pool_threads != 1:
         return f"--pool-threads 1 would perturb it less (each native sample stopped all {threads} threads)"
+    if rate >= sampling.rate_hz:  # at --rate 1 there is no lower rate: '--rate 1 would perturb it less' was no advice
+        return None
     seconds = max(sample_seconds, math.ceil(ENOUGH_SAMPLES / rate))
     if seconds > sample_seconds:
         return (f"--rate {rate} --sample-seconds {seconds} would perturb it less and still give about "

@@ -196,3 +196,42 @@ def test_frame_tables_leave_the_frame_column_readable(chromium_path, tmp_path):
             for t in tables:
                 assert t["chars"] >= 20 and t["clipped"] == 0, (width, t)
         browser.screenshot(shots_dir(tmp_path) / "frames-800.png")
+
+
+NAV_LANDINGS = """(async () => {
+  const out = [];
+  for (const a of document.querySelectorAll('header nav a')) {
+    a.click();
+    await new Promise(r => setTimeout(r, 100));
+    const h = document.querySelector('header.top').getBoundingClientRect().bottom;
+    const s = document.getElementById(a.getAttribute('href').slice(1));
+    const top = (s.querySelector('h2') || s).getBoundingClientRect().top;
+    const atEnd = window.scrollY >= document.documentElement.scrollHeight - window.innerHeight - 1;
+    out.push({id: s.id, header: h, heading: top, ok: top >= h - 1 || atEnd});
+  }
+  window.scrollTo(0, 0);
+  return out;
+})()"""
+
+
+@pytest.mark.parametrize("width", [800, 600])
+def test_a_narrow_window_scrolls_no_page_sideways_and_links_land_below_the_header(chromium_path, tmp_path_factory,
+                                                                                 width):
+    """At 800 px the host-bound run's page (five cases, three pairs) and a CPU run's (its counted tables) scrolled
+    sideways as a whole: the cases table, the layers table and the counted tables were wider than the window
+    and nothing held them (the sticky header's background stopped at the window's edge). A wide table now
+    scrolls inside its own box. And a link of the header's row left its section's heading under the sticky
+    header (scroll-margin 100 px, the header 110 px; more where the title or the links wrap): each heading
+    now lands below it."""
+    sample = Path(__file__).resolve().parent.parent / "samples" / "h200-hostbound-1024"
+    runs = [cpu_run_dir(tmp_path_factory)] + ([sample] if sample.is_dir() else [])
+    for run in runs:
+        page = tmp_path_factory.mktemp("narrow") / "report.html"
+        rundir.write_report(run, render.show("html", dispatch.analyse_dir(run)), page)
+        with Chromium(chromium_path, width=width, height=700) as browser:
+            browser.open(page.as_uri())
+            browser.send("Emulation.setDeviceMetricsOverride", width=width, height=700, deviceScaleFactor=1, mobile=False)
+            assert browser.eval("document.documentElement.scrollWidth") <= width, run
+            landings = browser.eval(NAV_LANDINGS)
+            assert len(landings) >= 6 and all(x["ok"] for x in landings), (run, landings)
+            assert browser.errors() == []

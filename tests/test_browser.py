@@ -235,3 +235,29 @@ def test_a_narrow_window_scrolls_no_page_sideways_and_links_land_below_the_heade
             landings = browser.eval(NAV_LANDINGS)
             assert len(landings) >= 6 and all(x["ok"] for x in landings), (run, landings)
             assert browser.errors() == []
+
+
+def test_without_javascript_no_dead_control_is_shown_and_every_figure_is(chromium_path, tmp_path):
+    """With script off, the page showed the flame graphs' search boxes and "reset zoom" buttons over empty
+    canvases, each captioned "...; 34 drawn", and the pair and layer-view buttons, none of which did anything;
+    the layers "as a layer of their own" could not be shown at all. Now those controls and the graphs are not
+    shown (the noscript line says why), every pair's differences are, and both views of the layers, each under
+    its heading."""
+    sample = Path(__file__).resolve().parent.parent / "samples" / "h200-hostbound-1024"
+    if not sample.is_dir():
+        pytest.skip("samples/h200-hostbound-1024 is not recorded")
+    page = tmp_path / "report.html"
+    rundir.write_report(sample, render.show("html", dispatch.analyse_dir(sample)), page)
+    with Chromium(chromium_path) as browser:
+        browser.send("Emulation.setScriptExecutionDisabled", value=True)
+        browser.open(page.as_uri())
+        shown = "(sel => [...document.querySelectorAll(sel)].map(e => e.offsetHeight > 0))"
+        assert browser.eval("window.flametoolGraphs === undefined")  # the script did not run
+        for dead in (".fg-tools", ".fg-canvas", ".pair-switch", ".view-switch", "button", "input"):
+            assert not any(browser.eval(f"{shown}('{dead}')")), dead
+        assert browser.eval(f"{shown}('[data-view]')") == [True, True]
+        assert all(browser.eval(f"{shown}('[data-view] .noscript-only')"))
+        pairs = browser.eval("[...document.querySelectorAll('[data-view=\"caller\"] figure[data-pair], "
+                             "#frames [data-pair]')].map(e => [e.dataset.pair, e.offsetHeight > 0])")
+        assert len(pairs) == 6 and all(v for _, v in pairs), pairs  # three pairs: a layer chart and a table each
+        assert "need JavaScript" in browser.eval("document.getElementById('flames').innerText")

@@ -231,3 +231,14 @@ def test_the_workload_run_s_aligned_lines_in_terminal_report_and_json(compared, 
     assert [r["line"] for r in doc["rows"]] == fn_lines() and {c["label"] for c in doc["cases"]} == {"numpy", "torch"}
     for c in doc["cases"]:
         assert c["lines_sum"] == c["step"]
+
+
+def test_the_report_s_header_links_to_every_section_in_page_order(compared):
+    """The workload run's page has a "Lines aligned" section (between the hot frames and the lines) that the
+    header's row of links left out: each section of the page now has its link, in the page's order."""
+    out, _ = compared
+    page = render.show("html", dispatch.analyse_dir(out))
+    nav = re.search(r"<nav>(.*?)</nav>", page, re.S)
+    assert nav is not None
+    links = re.findall(r'href="#([^"]+)"', nav.group(1))
+    assert "aligned" in links and links == re.findall(r'<section id="([^"]+)"', page)

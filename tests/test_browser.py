@@ -196,3 +196,70 @@ def test_frame_tables_leave_the_frame_column_readable(chromium_path, tmp_path):
             for t in tables:
                 assert t["chars"] >= 20 and t["clipped"] == 0, (width, t)
         browser.screenshot(shots_dir(tmp_path) / "frames-800.png")
+
+
+NAV_LANDINGS = """(async () => {
+  const out = [];
+  for (const a of document.querySelectorAll('header nav a')) {
+    a.click();
+    await new Promise(r => setTimeout(r, 100));
+    const h = document.querySelector('header.top').getBoundingClientRect().bottom;
+    const s = document.getElementById(a.getAttribute('href').slice(1));
+    const top = (s.querySelector('h2') || s).getBoundingClientRect().top;
+    const atEnd = window.scrollY >= document.documentElement.scrollHeight - window.innerHeight - 1;
+    out.push({id: s.id, header: h, heading: top, ok: top >= h - 1 || atEnd});
+  }
+  window.scrollTo(0, 0);
+  return out;
+})()"""
+
+
+@pytest.mark.parametrize("width", [800, 600])
+def test_a_narrow_window_scrolls_no_page_sideways_and_links_land_below_the_header(chromium_path, tmp_path_factory,
+                                                                                 width):
+    """At 800 px the host-bound run's page (five cases, three pairs) and a CPU run's (its counted tables) scrolled
+    sideways as a whole: the cases table, the layers table and the counted tables were wider than the window
+    and nothing held them (the sticky header's background stopped at the window's edge). A wide table now
+    scrolls inside its own box. And a link of the header's row left its section's heading under the sticky
+    header (scroll-margin 100 px, the header 110 px; more where the title or the links wrap, as the sweep's page
+    did at 800 px, 129 px, with no script to say so): each heading now lands below it, on the sweep's and the
+    atlas's pages too."""
+    samples = Path(__file__).resolve().parent.parent / "samples"
+    runs = [cpu_run_dir(tmp_path_factory)] + [samples / s for s in ("h200-hostbound-1024", "h200-sweep-same-operands",
+                                                                     "h200-atlas") if (samples / s).is_dir()]
+    for run in runs:
+        page = tmp_path_factory.mktemp("narrow") / "report.html"
+        rundir.write_report(run, render.show("html", dispatch.analyse_dir(run)), page)
+        with Chromium(chromium_path, width=width, height=700) as browser:
+            browser.open(page.as_uri())
+            browser.send("Emulation.setDeviceMetricsOverride", width=width, height=700, deviceScaleFactor=1, mobile=False)
+            assert browser.eval("document.documentElement.scrollWidth") <= width, run
+            landings = browser.eval(NAV_LANDINGS)
+            assert len(landings) >= 5 and all(x["ok"] for x in landings), (run, landings)
+            assert browser.errors() == []
+
+
+def test_without_javascript_no_dead_control_is_shown_and_every_figure_is(chromium_path, tmp_path):
+    """With script off, the page showed the flame graphs' search boxes and "reset zoom" buttons over empty
+    canvases, each captioned "...; 34 drawn", and the pair and layer-view buttons, none of which did anything;
+    the layers "as a layer of their own" could not be shown at all. Now those controls and the graphs are not
+    shown (the noscript line says why), every pair's differences are, and both views of the layers, each under
+    its heading."""
+    sample = Path(__file__).resolve().parent.parent / "samples" / "h200-hostbound-1024"
+    if not sample.is_dir():
+        pytest.skip("samples/h200-hostbound-1024 is not recorded")
+    page = tmp_path / "report.html"
+    rundir.write_report(sample, render.show("html", dispatch.analyse_dir(sample)), page)
+    with Chromium(chromium_path) as browser:
+        browser.send("Emulation.setScriptExecutionDisabled", value=True)
+        browser.open(page.as_uri())
+        shown = "(sel => [...document.querySelectorAll(sel)].map(e => e.offsetHeight > 0))"
+        assert browser.eval("window.flametoolGraphs === undefined")  # the script did not run
+        for dead in (".fg-tools", ".fg-canvas", ".pair-switch", ".view-switch", "button", "input"):
+            assert not any(browser.eval(f"{shown}('{dead}')")), dead
+        assert browser.eval(f"{shown}('[data-view]')") == [True, True]
+        assert all(browser.eval(f"{shown}('[data-view] .noscript-only')"))
+        pairs = browser.eval("[...document.querySelectorAll('[data-view=\"caller\"] figure[data-pair], "
+                             "#frames [data-pair]')].map(e => [e.dataset.pair, e.offsetHeight > 0])")
+        assert len(pairs) == 6 and all(v for _, v in pairs), pairs  # three pairs: a layer chart and a table each
+        assert "need JavaScript" in browser.eval("document.getElementById('flames').innerText")

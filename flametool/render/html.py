@@ -78,10 +78,13 @@ def build(a: Analysis) -> Report:
     labels = list(data.results)
     counted = counts_section(a)
     by_line = lines_view.section(a)
+    aligned = aligned_lines.section(a)
     sections = SECTIONS if counted is None else SECTIONS[:1] + [("counts", "Counted")] + SECTIONS[1:]
-    if by_line is not None:  # after the hot frames
-        sections = [*sections[:sections.index(("frames", "Hot frames")) + 1], ("lines", "Lines"),
-                    *sections[sections.index(("frames", "Hot frames")) + 1:]]
+    # after the hot frames, in the page's order: the lines aligned, then the lines (each where the page has it)
+    after_frames = ([("aligned", "Lines aligned")] if aligned is not None else []) + \
+        ([("lines", "Lines")] if by_line is not None else [])
+    at = sections.index(("frames", "Hot frames")) + 1
+    sections = [*sections[:at], *after_frames, *sections[at:]]
     return Report(
         pairs=[f"{d.head} − {d.base}" for d in diffs],
         title=f"flametool: {' vs '.join(labels) or 'empty run'}",
@@ -104,7 +107,7 @@ def build(a: Analysis) -> Report:
         sections=sections,
         counts=counted,
         lines=by_line,
-        aligned=aligned_lines.section(a),
+        aligned=aligned,
     )
 
 

@@ -6,6 +6,14 @@
 
   var ROW = 18; // px per stack level
 
+  // --- the sticky header's height, which a link to a section scrolls below (report.css: scroll-margin-top) ---
+  var header = document.querySelector("header.top");
+  function headerHeight() {
+    if (header) { document.documentElement.style.setProperty("--header", header.offsetHeight + "px"); }
+  }
+  headerHeight();
+  window.addEventListener("resize", headerHeight);
+
   // --- sortable tables ------------------------------------------------------------------------------------
   function sortable(table) {
     var heads = table.tHead ? table.tHead.rows[0].cells : [];

@@ -302,3 +302,15 @@ def test_a_case_whose_profiled_process_failed_says_why_it_has_no_stacks():
     killed = "profiling alone at 8,8,8: the child process was killed by SIGKILL (exit code -9) before reporting"
     assert at.skip_reason(case(killed)) == f"not sampled: {killed}"
     assert at.skip_reason(case(None)) == "not sampled (--no-sample, or py-spy did not run)"
+    # with its run, the reason run.json knows: --no-sample, a sweep without --sample, a run stopped before it
+    from runbuild import new_run
+
+    unsampled = new_run({"sample": False})
+    assert at.skip_reason(case(None), unsampled) == "not sampled (--no-sample)"
+    unsampled.kind = "sweep"
+    assert at.skip_reason(case(None), unsampled) == "not sampled (the sweep ran without --sample)"
+    stopped = new_run({"sample": True})  # complete: False
+    assert at.skip_reason(case(None), stopped) == "not sampled: the run was stopped before its profile was kept"
+    assert at.skip_reason(case(killed), stopped) == f"not sampled: {killed}"
+    stopped.complete = True
+    assert at.skip_reason(case(None), stopped) == "not sampled (py-spy did not run)"

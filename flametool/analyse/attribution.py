@@ -141,16 +141,22 @@ def make_profile(label: str, raw: list[folded.Stack], loop_samples: int, us_per_
 
 def sampled_labels(run: Run) -> list[str]:
     """Cases with stacks to analyse, in run order."""
-    return [l for l, r in run.results.items() if skip_reason(r) is None]
+    return [l for l, r in run.results.items() if skip_reason(r, run) is None]
 
 
-def skip_reason(result: CaseResult) -> str | None:
+def skip_reason(result: CaseResult, run: Run | None = None) -> str | None:
+    """Why the case has no stacks to analyse, or None; `run` (its run) says which of the reasons for no stacks
+    it was, where run.json knows: --no-sample, or a run stopped before the profile was kept."""
     if result.error:
         return "the case failed"
     if not result.file("folded"):
         if result.profile_error:  # its profiled process failed (killed while py-spy sampled it, say): not --no-sample
             return f"not sampled: {result.profile_error}"
-        return "not sampled (--no-sample, or py-spy did not run)"
+        if run is not None and run.config.recorded.get("sample") is False:
+            return "not sampled (the sweep ran without --sample)" if run.kind == "sweep" else "not sampled (--no-sample)"
+        if run is not None and not run.complete:
+            return "not sampled: the run was stopped before its profile was kept"
+        return "not sampled (py-spy did not run)" if run is not None else "not sampled (--no-sample, or py-spy did not run)"
     timing = result.at_sample_shape
     if timing is None or not timing.cpu_us_per_call:
         return "no time per call at the sampled shape"

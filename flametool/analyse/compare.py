@@ -272,7 +272,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = Fa
         out.timings[label] = case_timing(result.timing, pooled.get(label))
         out.sample_timings[label] = (case_timing(result.sample_timing, pooled_sample.get(label))
                                      if result.sample_timing else None) or out.timings[label]
-        reason = attribution.skip_reason(result)
+        reason = attribution.skip_reason(result, run)
         if reason is None:
             out.profiles[label] = profile = profiles[label]
             if attribute:

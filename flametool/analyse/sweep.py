@@ -377,7 +377,7 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
             # a sampled size reads as a result of its own: its timed loops, its profiled process
             alone = dataclasses.replace(result, timing=t, sample_timing=None, profile=t.profile, error=t.error,
                                         sample_shape=t.shape)
-            reason = attribution.skip_reason(alone)
+            reason = attribution.skip_reason(alone, run)
             if reason is None:
                 name = out.size_name(t.shape)
                 stem = casenames.sized(label, t.shape, run.config.operation)

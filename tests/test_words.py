@@ -43,6 +43,10 @@ def test_a_python_functions_own_name_in_angle_brackets_is_not_taken_for_a_templa
     assert "1 numpy._core.fromnumeric.<dictcomp>" in fmt.named_counts(head.tallies, short=True, width=60)
     assert cxxnames.shortened("void k<float, 4>(float*)") == "k<…>"  # a template's arguments still hidden
     assert countdiff.thing("python", "step()", Fraction(1)) == "1 call of step()"  # not 'step', as a C++ name reads
+    # and the report's hover text, the full name where a line shows it shortened, has none for a name shown whole
+    twice = Counts(10, 10, [Tally("python", "step()", Fraction(2))])
+    hovers = dict(countdiff.named_lines(countdiff.diff_counts(base, twice, "torch", "numpy")))
+    assert hovers["numpy makes 2 calls of step() per step; torch makes 1"] == ""
 
 
 def test_counted_differences_read_as_sentences_with_plurals_right():

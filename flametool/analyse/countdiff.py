@@ -220,12 +220,16 @@ def amount(n: Fraction, one: str, many: str) -> str:
     return f"{count_words(n)} {one if n == 1 else many}"
 
 
+def shown_name(kind: str, name: str) -> str:
+    """A counted name as the lines show it: a C++ one shortened (cxxnames); a Python function's, never a C++ one,
+    whole ('step()' keeps its parentheses, a parameter list to shortened)."""
+    return name if kind == "python" else cxxnames.shortened(name)
+
+
 def thing(kind: str, name: str, n: Fraction) -> str:
     """What a count counts, in words: '1 call of torch.mm', '2 launches of kernel at::native::k<…>', '1 copy
     HtoD', '3 device allocations from torch caching allocator'; a kind added to counts.KINDS: '2 graph g'."""
-    # a Python function's name is never a C++ one: whole ('step()' kept its parentheses, a parameter list to
-    # shortened)
-    shown = name if kind == "python" else cxxnames.shortened(name)
+    shown = shown_name(kind, name)
     if kind in ("python", "api"):
         return amount(n, f"call of {shown}", f"calls of {shown}")
     if kind == "kernel":
@@ -274,7 +278,7 @@ def named_lines(d: CountDiff | None, notes: bool = True) -> list[tuple[str, str]
 
     def of(r: CountDelta) -> tuple[str, str]:
         full = cxxnames.demangled(r.name)
-        return line(r, d.base, d.head), full if full != cxxnames.shortened(r.name) else ""
+        return line(r, d.base, d.head), full if full != shown_name(r.kind, r.name) else ""
 
     out = [of(r) for r in d.changed]
     if d.base_counts is not None and d.head_counts is not None:

@@ -214,29 +214,29 @@ NAV_LANDINGS = """(async () => {
 })()"""
 
 
-@pytest.mark.parametrize("width", [800, 600])
-def test_a_narrow_window_scrolls_no_page_sideways_and_links_land_below_the_header(chromium_path, tmp_path_factory,
-                                                                                 width):
+def test_a_narrow_window_scrolls_no_page_sideways_and_links_land_below_the_header(chromium_path, tmp_path_factory):
     """At 800 px the host-bound run's page (five cases, three pairs) and a CPU run's (its counted tables) scrolled
     sideways as a whole: the cases table, the layers table and the counted tables were wider than the window
     and nothing held them (the sticky header's background stopped at the window's edge). A wide table now
     scrolls inside its own box. And a link of the header's row left its section's heading under the sticky
     header (scroll-margin 100 px, the header 110 px; more where the title or the links wrap, as the sweep's page
     did at 800 px, 129 px, with no script to say so): each heading now lands below it, on the sweep's and the
-    atlas's pages too."""
+    atlas's pages too. Each page at 800 and at 600 px, in one browser."""
     samples = Path(__file__).resolve().parent.parent / "samples"
     runs = [cpu_run_dir(tmp_path_factory)] + [samples / s for s in ("h200-hostbound-1024", "h200-sweep-same-operands",
                                                                      "h200-atlas") if (samples / s).is_dir()]
-    for run in runs:
-        page = tmp_path_factory.mktemp("narrow") / "report.html"
-        rundir.write_report(run, render.show("html", dispatch.analyse_dir(run)), page)
-        with Chromium(chromium_path, width=width, height=700) as browser:
-            browser.open(page.as_uri())
-            browser.send("Emulation.setDeviceMetricsOverride", width=width, height=700, deviceScaleFactor=1, mobile=False)
-            assert browser.eval("document.documentElement.scrollWidth") <= width, run
-            landings = browser.eval(NAV_LANDINGS)
-            assert len(landings) >= 5 and all(x["ok"] for x in landings), (run, landings)
-            assert browser.errors() == []
+    with Chromium(chromium_path, width=800, height=700) as browser:
+        for run in runs:
+            page = tmp_path_factory.mktemp("narrow") / "report.html"
+            rundir.write_report(run, render.show("html", dispatch.analyse_dir(run)), page)
+            for width in (800, 600):
+                browser.send("Emulation.setDeviceMetricsOverride", width=width, height=700, deviceScaleFactor=1,
+                             mobile=False)
+                browser.open(page.as_uri())
+                assert browser.eval("document.documentElement.scrollWidth") <= width, (run, width)
+                landings = browser.eval(NAV_LANDINGS)
+                assert len(landings) >= 5 and all(x["ok"] for x in landings), (run, width, landings)
+                assert browser.errors() == []
 
 
 def test_without_javascript_no_dead_control_is_shown_and_every_figure_is(chromium_path, tmp_path):

@@ -105,6 +105,14 @@ def verdict(change: Change, label: str, pct: float, caution: Difference | None =
     return got
 
 
+def not_paired(change: Change) -> bool:
+    """A run's pair not timed in the same processes (--isolate, or a case that could not share them): compare adds
+    no process to decide it (measure/paired.py adds them for a paired or anchored pair), so --budget and
+    --fail-above would not; more --processes would."""
+    return (not change.between_runs and change.anchored is None and change.absolute is not None
+            and not change.absolute.paired)
+
+
 def decided(change: Change, label: str, pct: float) -> Verdict:
     """verdict, without its caution."""
     if change.ratio is None:
@@ -112,11 +120,7 @@ def decided(change: Change, label: str, pct: float) -> Verdict:
     grew, iv = (change.ratio - 1) * 100, change.interval
     limit = 1 + pct / 100
     few = one_process(change)
-    # a run's pair not timed in the same processes (--isolate, or a case that could not share them): compare adds
-    # no process to decide it (measure/paired.py adds them for a paired or anchored pair), so --budget and
-    # --fail-above would not; more --processes would
-    unpaired = (not change.between_runs and change.anchored is None and change.absolute is not None
-                and not change.absolute.paired)
+    unpaired = not_paired(change)
     if iv is None or few:
         # one process a side: its rounds share the process's own speed, so their spread is not the spread between
         # processes, and a verdict on them would be firmer with less evidence than with two processes a side

@@ -252,11 +252,12 @@ def decided_verdict(analysed, config: Config, took: float, out: Console) -> int:
 
 def how_decided(outcome: str, change, budget: float | None) -> str:
     """compare --fail-above's word on how a pair's verdict came: decided, or not within the budget; a pair not
-    timed in the same processes (--isolate) is given no process past --processes (analyse.diff.UNPAIRED), so its
+    timed in the same processes (--isolate) is given no process past --processes (analyse.diff.not_paired), so its
     budget never ran out: 'not decided within the budget of 15 s' was said of a run that stopped after 7 s."""
+    from ..analyse import diff
+
     if outcome != "inconclusive":
         return "decided"
-    absolute = change.absolute
-    if change.anchored is None and absolute is not None and not absolute.paired:
+    if diff.not_paired(change):
         return "not decided: not paired, so no processes were added"
     return f"not decided within the budget of {budget:g} s" if budget is not None else "not decided"

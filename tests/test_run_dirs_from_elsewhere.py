@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import faultkit as fk
+import pytest
 from flametool.analyse import compare, dispatch
 from flametool.commands import main
 from flametool.render.base import Options
@@ -202,7 +203,8 @@ def test_sweep_cells_are_matched_by_size_not_position(tmp_path):
     assert [p.shape for p in a.pairs[0].points] == [[8, 8, 8], [32, 32, 32]]
     data = rundir.load(out)
     at32 = next(p for p in data.results["add_case"].points if p.shape == [32, 32, 32])
-    assert a.at("add_case", [32, 32, 32]).cpu_us == sweep.point(at32).cpu_us
+    # pooled beside the pair or alone, one figure up to rounding (exp(log x) need not give x back to the last bit)
+    assert a.at("add_case", [32, 32, 32]).cpu_us == pytest.approx(sweep.point(at32).cpu_us, rel=1e-12)
     proc = fk.run(["report", str(out), "-o", "-"])
     assert proc.returncode == 0
 

@@ -89,6 +89,29 @@ def test_a_step_that_raises_in_its_warm_up_is_its_case_s_failure(capsys, tmp_pat
     assert "numpy" not in data.group_of("step_raises").cases
 
 
+def test_a_case_that_reads_stdin_reads_an_end_of_file_not_the_parent_s_pipe(capsys, tmp_path):
+    """A case's stdin was the parent's pipe (its job, GO, stop): a step's input() took the GO and the run waited for
+    the 300 s watchdog. Now a case reads an end of file there: input() fails its case in one line, at once, and a
+    factory that reads stdin to its end builds, is timed beside numpy and is sampled (its stop still reaches it)."""
+    import time
+
+    from flametool.run import rundir
+
+    out = tmp_path / "run"
+    started = time.monotonic()
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1",
+                                   "--processes", "1", "--case", f"{CASES}:step_reads_stdin", "--out", str(out)], code=1)
+    assert "case 'step_reads_stdin': step() raised in its warm-up: EOFError" in line, line
+    assert time.monotonic() - started < 60
+    out = tmp_path / "run2"
+    assert main.main(["compare", "--device", "cpu", "--libs", "numpy", "--repeats", "1", "--processes", "1",
+                      "--sample-seconds", "1", "--no-count", "--case", f"{CASES}:factory_reads_stdin",
+                      "--out", str(out)]) == 0
+    data = rundir.load(out)
+    assert data.complete and data.results["factory_reads_stdin"].timing.cpu_us_per_call > 0
+    assert (out / "factory_reads_stdin.folded").stat().st_size > 0
+
+
 def test_a_later_process_that_fails_keeps_the_first(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("FLAMETOOL_TEST_BUILDS", str(tmp_path / "builds"))
     out = tmp_path / "run"

@@ -30,6 +30,22 @@ def step_raises(m, k, n, dtype, device):
     return step, lambda: None
 
 
+def step_reads_stdin(m, k, n, dtype, device):
+    """Its step asks for a line on stdin (a script's `input()` left in a case)."""
+    def step():
+        input("go on? ")
+
+    return step, lambda: None
+
+
+def factory_reads_stdin(m, k, n, dtype, device):
+    """Reads all of stdin while it builds (what it reads is not used), then adds as add_case does."""
+    import sys
+
+    sys.stdin.read()
+    return add_case(m, k, n, dtype, device)
+
+
 def not_a_pair(m, k, n, dtype, device):
     return 42
 

@@ -37,7 +37,7 @@ def read_job(on_open: Callable[[], None] | None = None) -> TimeJob | SweepJob | 
     data = b""
     while True:
         while b"\n" not in data:
-            chunk = os.read(0, 1 << 16)
+            chunk = os.read(loops.CONTROL, 1 << 16)
             if not chunk:
                 return None
             data += chunk
@@ -65,6 +65,7 @@ def pin_cpus() -> None:
 def main(argv: list[str]) -> int:
     if argv[1] == FORKSERVER:  # SOCKET_FD FORKSERVER PARENT_PID MODULES: it forks the children, each runs `forked`
         return forkserver.serve(int(argv[0]), int(argv[2]), [m for m in argv[3].split(",") if m], forked)
+    loops.own_control()
     pin_cpus()
     report = Reporter(int(argv[0]))
     if argv[1] == SPARE:
@@ -86,6 +87,7 @@ def main(argv: list[str]) -> int:
 def forked(msg_fd: int, job_line: str, server_pid: int) -> int:
     """A child forked by the fork server (its process group, standard streams, CPU list and MARKER set there):
     from its job on, what a fresh child does."""
+    loops.own_control()
     pin_cpus()
     report = Reporter(msg_fd)
     job = decode_job(job_line)

@@ -224,6 +224,20 @@ def cprofile_phase(step: Step, sync: Sync, calls: int, path: str) -> tuple[float
 
 
 _read_ahead = b""  # what read_job read past its line (entry.read_job)
+CONTROL = 0  # the parent's pipe (its job, OPEN, GO, stop): fd 0 until own_control() moves it
+
+
+def own_control() -> None:
+    """The parent's pipe moved off fd 0 to a descriptor of its own (not inherited by what a case starts), and
+    /dev/null put in its place: a case that reads stdin (input(), sys.stdin.read()) reads an end of file at once,
+    where it took the parent's GO and stop and then waited for the 300 s watchdog."""
+    global CONTROL
+    if CONTROL != 0:
+        return
+    CONTROL = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
 
 
 def keep_read(data: bytes) -> None:
@@ -234,10 +248,10 @@ def keep_read(data: bytes) -> None:
 def _stop_requested() -> bool:
     if STOP.strip() in _read_ahead:
         return True
-    ready, _, _ = select.select([0], [], [], 0)
+    ready, _, _ = select.select([CONTROL], [], [], 0)
     if not ready:
         return False
-    data = os.read(0, 64)
+    data = os.read(CONTROL, 64)
     return data == b"" or STOP.strip() in data
 
 
@@ -246,7 +260,7 @@ def wait_go() -> bool:
     parent writes GO on its stdin; False when the parent closed it instead (the run stops, or no turn came)."""
     global _read_ahead
     while b"\n" not in _read_ahead:
-        data = os.read(0, 64)
+        data = os.read(CONTROL, 64)
         if not data:
             return False
         _read_ahead += data

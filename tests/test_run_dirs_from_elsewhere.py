@@ -119,6 +119,26 @@ def test_a_non_utf8_out_with_an_ascii_terminal(tmp_path):
     assert "\\xd7" in stdout or "x" in stdout  # '×' printed as an escape, not a crash
 
 
+def test_an_ascii_output_reads_as_text_not_escapes():
+    """With PYTHONIOENCODING=ascii, diff's tables came out as '\\u250f\\u2501...' (every box character escaped) and
+    its figures as '1.026\\xd7': now the boxes are drawn in ASCII and the symbols written as 'x', '+-' and '->'."""
+    samples = fk.ROOT / "samples"
+    proc = subprocess.run([sys.executable, "-m", "flametool", "diff", str(samples / "h200-seed-fp16"),
+                           str(samples / "h200-seed-as-reported")], capture_output=True,
+                          env=fk.env(PYTHONIOENCODING="ascii"), cwd=fk.ROOT, timeout=120)
+    stdout = proc.stdout.decode("ascii")
+    assert proc.returncode == 0, proc.stderr
+    assert "\\u" not in stdout and "\\x" not in stdout, stdout[:2000]
+    assert "relative to torch = 1.026x" in stdout and " -> B " in stdout
+    assert "| Python " in stdout and "+- 0." in stdout and "+-----" in stdout
+
+
+def test_the_ascii_fallback_keeps_what_it_cannot_name():
+    from flametool.commands.streams import ascii_fallback  # noqa: F401 -- registers "flametool-ascii"
+
+    assert "1.5× ± 2 µs ┃ ╋ ━ █ é".encode("ascii", "flametool-ascii") == b"1.5x +- 2 us | + - # \\xe9"
+
+
 def test_run_json_too_large_for_memory(tmp_path):
     """Item 9: run.json read under a memory limit ended in MemoryError."""
     run = hostile_run(tmp_path / "d")

@@ -62,7 +62,7 @@ def terminal_options(out: Console, **given) -> Options:
     """The terminal's width and colours, for the terminal renderer."""
     from ..render.base import Options
 
-    return Options(width=out.width, colour=out.is_terminal, **given)
+    return Options(width=out.width, colour=out.is_terminal, ascii=not out.encoding.startswith("utf"), **given)
 
 
 def write_report(run_dir: Path, analysed: dispatch.AnyAnalysis, err: Console, out: Console, before: str = "") -> bool:

@@ -126,9 +126,9 @@ def interrupted(exc: KeyboardInterrupt) -> int:
 def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     reopen_closed_standard_streams()
-    for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii: '×' and 'µ' printed as escapes, not a crash
+    for stream in (sys.stdout, sys.stderr):  # PYTHONIOENCODING=ascii: '×' printed as 'x', not a crash
         try:
-            cast(io.TextIOWrapper, stream).reconfigure(errors="backslashreplace")  # a stream without it: below
+            cast(io.TextIOWrapper, stream).reconfigure(errors="flametool-ascii")  # a stream without it: below
         except (AttributeError, ValueError, OSError):
             pass
     try:

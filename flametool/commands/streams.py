@@ -3,11 +3,43 @@ that cannot be written ends the command in one line."""
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import sys
 
 from ..errors import FlametoolError
+
+
+# what a symbol the output cannot take is written as: '1.53x', '+- 0.39', 'A -> B' read as they mean
+ASCII = {"×": "x", "µ": "u", "−": "-", "–": "-", "—": "-", "±": "+-", "→": "->", "←": "<-", "…": "...",
+         "≈": "~", "≤": "<=", "≥": ">=", "·": ".", "Δ": "delta ", "✓": "ok", "✗": "x", "‖": "||", "\u00a0": " "}
+
+
+def ascii_fallback(exc: UnicodeError) -> tuple[str, int]:
+    """The error handler ("flametool-ascii") of an output that cannot take a character: the symbols flametool
+    prints in ASCII (ASCII), lines and corners of boxes as '-', '|' and '+', bars as '#', and anything else as
+    its escape (backslashreplace), so that nothing is lost and the command does not fail."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    said = []
+    for c in exc.object[exc.start:exc.end]:
+        if c in ASCII:
+            said.append(ASCII[c])
+        elif "\u2500" <= c <= "\u257f":  # box drawing
+            import unicodedata
+
+            name = unicodedata.name(c, "")
+            said.append("-" if "HORIZONTAL" in name and "VERTICAL" not in name and "AND" not in name else
+                        "|" if "VERTICAL" in name and "HORIZONTAL" not in name and "AND" not in name else "+")
+        elif "\u2580" <= c <= "\u259f":  # block elements (bars)
+            said.append("#")
+        else:
+            said.append(c.encode("ascii", "backslashreplace").decode("ascii"))
+    return "".join(said), exc.end
+
+
+codecs.register_error("flametool-ascii", ascii_fallback)
 
 
 def reopen_closed_standard_streams() -> None:
@@ -27,7 +59,7 @@ def reopen_closed_standard_streams() -> None:
                 os.close(null)
         if getattr(sys, name, None) is None:
             try:
-                setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", errors="backslashreplace",
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w", encoding="utf-8", errors="flametool-ascii",
                                         closefd=False))
             except OSError:
                 pass

@@ -24,6 +24,7 @@ class Options:
     colour: bool = False  # terminal: colour and styles
     view: str = "caller"  # terminal: system libraries charged to their callers' layers, or "library": apart
     top: int = 10  # terminal: frames listed in a diff
+    ascii: bool = False  # terminal: tables drawn in ASCII, for an output that cannot take UTF-8 (PYTHONIOENCODING=ascii)
 
 
 Result = TypeVar("Result")

@@ -120,9 +120,19 @@ def titled(title: str) -> Table:
     return Table(title=Text(title), title_justify="left", min_width=len(title))
 
 
+class AsciiBuffer(io.StringIO):
+    """A text buffer that says it takes ASCII only: rich then draws its tables' boxes in ASCII."""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "ascii"
+
+
 def console_text(options: Options, draw: Callable[[Console], None]) -> str:
-    """What `draw` prints, as text: on a console of the options' width, in colour when asked."""
-    buffer = io.StringIO()
+    """What `draw` prints, as text: on a console of the options' width, in colour when asked, its boxes in ASCII
+    when the output takes no UTF-8 (its other symbols, such as '×', are replaced where it is written:
+    commands/streams.ascii_fallback)."""
+    buffer = AsciiBuffer() if options.ascii else io.StringIO()
     console = Console(file=buffer, width=options.width or 160, force_terminal=options.colour,
                       color_system="auto" if options.colour else None, soft_wrap=False)
     draw(console)

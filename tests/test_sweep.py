@@ -402,6 +402,36 @@ def test_sample_adds_the_layers_at_each_host_bound_size(cli, tmp_path):
     assert said in render.show("terminal", a)
     assert said in render.show("html", a)
 
+    # sweep --sample recorded each sampled size's counted loop in run.json and showed none of it: now the terminal
+    # and the page have a row per case and size, and each pair's differences at each size both sides were counted
+    # at (a twin of numpy, one Python call more at 64, stands for a second library)
+    title = "what one step() call does, counted at each sampled (host-bound) size"
+    assert title in proc.stdout and "numpy at 64" in proc.stdout
+    assert 'id="counts"' in html and 'href="#counts"' in html and "<td>numpy at 8</td>" in html
+    a = dispatch.analyse_dir(out)
+    assert {size: list(by_case) for size, by_case in a.counts.items()} == {"8": ["numpy"], "64": ["numpy"]}
+    assert a.count_diffs == []  # one case: no pair
+    twinned = tmp_path / "twinned"
+    shutil.copytree(out, twinned)
+    data = json.loads((out / "run.json").read_text())
+    twin = json.loads(json.dumps(data["results"]["numpy"]))
+    calls = next(t for t in twin["points"][1]["profile"]["counts"]["tallies"] if t["kind"] == "python")
+    calls["count"] = str(int(calls["count"]) + 1)
+    data["results"]["twin"] = twin
+    data["config"]["pairs"] = [["numpy", "twin"]]
+    (twinned / "run.json").write_text(json.dumps(data))
+    a = dispatch.analyse_dir(twinned)
+    assert [(size, d.base, d.head, len(d.changed)) for size, d in a.count_diffs] == [("8", "numpy", "twin", 0),
+                                                                                   ("64", "numpy", "twin", 1)]
+    shown = render.show("terminal", a)
+    assert "twin against numpy at 64:" in shown and "twin at 64" in shown
+    assert "twin vs numpy at 64" in render.show("html", a)
+    # counts a run.json marks corrupted are left out, as compare leaves them out
+    data["results"]["twin"]["points"][1]["profile"]["counts"]["corrupted"] = "a planted fault"
+    (twinned / "run.json").write_text(json.dumps(data))
+    a = dispatch.analyse_dir(twinned)
+    assert list(a.counts["64"]) == ["numpy"] and [size for size, _ in a.count_diffs] == ["8"]
+
 
 def test_a_wide_interval_says_what_to_do():
     # two processes that disagree by a factor of two at one size: its interval is wide, the other size's not

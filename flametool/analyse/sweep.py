@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 from pathlib import Path
 
-from . import attribution
+from . import attribution, countdiff
 from ..run import casenames, stats
+from ..run.counts import Counts
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands
 from ..run.record import Run, SweepPoint, size_name  # noqa: F401 - sweep.size_name
 from ..run.timing import HOST_BOUND_FACTOR, Timing, host_bound
@@ -324,6 +325,10 @@ class SweepAnalysis:
     # --sample: the sizes a case was profiled at that have no layers, and why ("py-spy kept no samples inside
     # step()"), as compare says "no stack analysis" of a case: (size name, label, reason)
     unanalysed: list[tuple[str, str, str]] = field(default_factory=list)
+    # --sample with counting: size name -> label -> what one step() did there, counted (corrupted counts left out)
+    counts: dict[str, dict[str, Counts]] = field(default_factory=dict)
+    # and each pair's difference at each size both sides were counted at: (size name, head - base)
+    count_diffs: list[tuple[str, countdiff.CountDiff]] = field(default_factory=list)
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
     new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
 
@@ -388,6 +393,8 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
                 out.layers.setdefault(name, {})[label] = attribution.attribute(profile)
             elif not t.error:  # a failed size is said as failed
                 out.unanalysed.append((out.size_name(t.shape), label, reason))
+            if t.profile.counts is not None and not t.profile.counts.corrupted:
+                out.counts.setdefault(out.size_name(t.shape), {})[label] = t.profile.counts
     for base, head in run.pairs:
         together = run.paired(base, head)
         rb, rh = run.results[base], run.results[head]
@@ -397,6 +404,12 @@ def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
                              {l: figures.get((l, tuple(bt.shape)), {}) for l in (base, head)})
                   for bt in rb.points if tuple(bt.shape) in at_head]
         out.pairs.append(SweepPair(base, head, together, points, *verdicts(points)))
+        for shape in out.shapes:  # in the sweep's order of sizes
+            counted = out.counts.get(out.size_name(shape), {})
+            if base in counted and head in counted:
+                d = countdiff.diff_counts(counted[base], counted[head], base, head)
+                if d is not None:
+                    out.count_diffs.append((out.size_name(shape), d))
     return out
 
 

@@ -12,6 +12,7 @@ from ..run import perturbation
 from ..analyse.compare import Analysis
 from ..analyse.attribution import CaseCosts, Skipped
 from ..analyse.layers import order
+from ..run.counts import Counts
 from ..run.profiled import ProfileProcess
 from ..run.record import Run
 from .base import Renderer
@@ -32,12 +33,19 @@ def print_counts(run: Run, console: Console) -> None:
     """Each case's counted loop: per step() call, the CUDA API calls and kernels by name, copies, memsets, device
     allocations and Python calls (exact counts)."""
     counted = {l: r.profile.counts for l, r in run.results.items() if r.profile is not None and r.profile.counts}
+    print_counted(counted, console, fmt.run_device(run) == "cpu")
+
+
+def print_counted(counted: dict[str, Counts], console: Console, cpu_run: bool, rows: str = "case",
+                  where: str = "") -> None:
+    """The counted loops' table, a row each (`rows`: what a row is, 'case' or 'case at size'; `where`: put after
+    the title's 'counted'), then what was not counted (`cpu_run`: once, in a CPU run's words)."""
     if not counted:
         return
     cols, tracers = fmt.counted_columns(counted.values())
-    table = titled("what one step() call does, counted (exact, per step"
+    table = titled(f"what one step() call does, counted{where} (exact, per step"
                    + (f"; CUDA API calls and kernels by {', '.join(tracers)})" if tracers else ")"))
-    for title in ("case", *(col.title for col in cols)):
+    for title in (rows, *(col.title for col in cols)):
         table.add_column(title)
     width = max(20, console.width - 12)  # a name longer than a line is cut in its middle (the JSON has it whole)
     cells = {label: [fmt.count_cell(c, col, "-", short=True, width=width) for col in cols]
@@ -56,7 +64,7 @@ def print_counts(run: Run, console: Console) -> None:
     else:
         show(console, table)
     # on the CPU no empty CUDA columns: one line says what a GPU run adds, then what else was not counted
-    for m in fmt.counted_notes(counted, not tracers and fmt.run_device(run) == "cpu"):
+    for m in fmt.counted_notes(counted, not tracers and cpu_run):
         say(console, fmt.visible(m))
 
 

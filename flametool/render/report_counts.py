@@ -11,6 +11,7 @@ from ..run import counts
 from ..run.counts import Column, Counts, count_words
 from ..analyse import cxxnames
 from ..analyse.compare import Analysis
+from ..analyse.sweep import SweepAnalysis
 from ..run.profiled import ProfileProcess
 
 
@@ -54,6 +55,21 @@ def counts_section(a: Analysis) -> CountsSection | None:
                for label, t in fmt.busy_threads(a.threads).items()]
     return CountsSection(pairs, ["case", *(col.title for col in cols), "counted loop, host time per call"],
                          rows, notes, threads, sources=counted_by(bool(tracers) or not on_cpu), lines=counted_lines.view(a))
+
+
+def sweep_counts_section(a: SweepAnalysis) -> CountsSection | None:
+    """A sweep --sample's counted loops: a row per case and sampled size, each pair's differences at each size
+    (None where nothing was counted: a sweep without --sample, or a --no-count one)."""
+    counted = {f"{label} at {size}": c for size, by_case in a.counts.items() for label, c in by_case.items()}
+    if not counted:
+        return None
+    cols, tracers = fmt.counted_columns(counted.values())
+    on_cpu = not tracers and not a.on_gpu
+    rows: list[list] = [[name, *(named_cell(c, col) for col in cols),
+                         f"{c.us_per_call:,.2f} us" if c.us_per_call else "–"] for name, c in counted.items()]
+    pairs = [(f"{d.head} vs {d.base} at {size}", d.listed_bare if on_cpu else d.listed) for size, d in a.count_diffs]
+    return CountsSection(pairs, ["case at size", *(col.title for col in cols), "counted loop, host time per call"],
+                         rows, fmt.counted_notes(counted, on_cpu), sources=counted_by(bool(tracers) or not on_cpu))
 
 
 def named_cell(c: Counts, col: Column) -> "str | list[tuple[str, str]]":

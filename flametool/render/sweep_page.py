@@ -10,7 +10,7 @@ from datetime import datetime
 from markupsafe import Markup
 
 from .. import __version__
-from . import charts, format as fmt
+from . import charts, format as fmt, report_counts
 from ..analyse.sweep import SweepAnalysis, side
 from ..workload.ops import OPS
 
@@ -47,10 +47,11 @@ class SweepReport:
     headline_title: str = "Where launch cost stops mattering"
     plot_title: str = "Host and GPU time per call against size"
     plot_caption: str = ""
+    counts: report_counts.CountsSection | None = None  # --sample: the counted loops at each sampled size
 
 
 SECTIONS = [("headline", "Answers"), ("plot", "Time per call"), ("ratio", "Wall-time ratio"), ("layers", "Layers"),
-            ("table", "Table"), ("environment", "Environment")]
+            ("counts", "Counted"), ("table", "Table"), ("environment", "Environment")]
 
 METHOD = ("Each size is timed in every process of the run with every case built side by side and their loops "
           "interleaved (AB BA BA AB), as compare times one shape; a loop is --iters calls, fewer where that would "
@@ -152,9 +153,11 @@ def build(a: SweepAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
         columns=columns, rows=rows, failures=failures, method=METHOD if a.on_gpu else METHOD_CPU,
         environment=environment, css=css,
         # a section the page does not have gets no link (Layers without --sample, the ratio with one case)
-        sections=[(id, name) for id, name in SECTIONS if (id != "layers" or a.layers or a.unanalysed) and (id != "ratio" or pair_series)],
+        sections=[(id, name) for id, name in SECTIONS if (id != "layers" or a.layers or a.unanalysed)
+                  and (id != "ratio" or pair_series) and (id != "counts" or a.counts)],
         on_gpu=a.on_gpu,
         headline_title="Where launch cost stops mattering" if a.on_gpu else "Time per call against size, on the CPU",
         plot_title="Host and GPU time per call against size" if a.on_gpu else "Host time per call against size",
         plot_caption=PLOT_CAPTION if a.on_gpu else PLOT_CAPTION_CPU,
+        counts=report_counts.sweep_counts_section(a),
     )

@@ -10,6 +10,8 @@ from ..analyse import sweep
 from ..analyse.layers import order
 from ..analyse.sweep import SweepAnalysis
 from .base import Renderer
+from .compare_tables import print_counted
+from .diff_tables import print_count_diff
 from .terminal import console_text, say, show, text, titled
 
 
@@ -74,6 +76,12 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
         show(console, t)
     for size, label, reason in a.unanalysed:
         say(console, f"{fmt.visible(label)} at {size}: no stack analysis: {fmt.visible(reason)}")
+    if a.counts:  # --sample counts each case where it samples it
+        print_counted({f"{label} at {size}": c for size, by_case in a.counts.items() for label, c in by_case.items()},
+                      console, not a.on_gpu, rows="case at size", where=" at each sampled (host-bound) size")
+        for size, d in a.count_diffs:
+            say(console, f"{fmt.visible(d.head)} against {fmt.visible(d.base)} at {size}:")
+            print_count_diff(d, console, notes=a.on_gpu)
     for label, c in a.crossovers.items():
         say(console, f"{fmt.visible(label)}: {c.text}")
     for what, line in fmt.fairness(a, run):

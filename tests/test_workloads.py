@@ -103,6 +103,11 @@ def test_an_atlas_says_each_library_a_workload_failed_on_and_exits_1(cli, tmp_pa
                                "cannot run fn: ValueError: no library runs this step"), lines
     assert "torch: torch cannot run fn: ValueError" in lines[1] and len(lines) == 2, lines
     assert rundir.load(out / "workload-numpy_only").results["numpy"].error is None
+    # the atlas page says why a cell failed under its table (it was only in the cell's tooltip)
+    import html
+
+    page = html.unescape((out / "report.html").read_text())
+    assert "failed: workload_cases.py:numpy_only torch: torch cannot run fn: AttributeError" in page
 
 def reference(name: str, inputs: list[np.ndarray]):
     """Each built-in's result in float64 numpy, written apart from it."""

@@ -62,6 +62,7 @@ class AtlasPage:
     css: Markup
     sections: list[tuple[str, str]]
     headline_title: str = "Launch cost by op"  # on the CPU there is no launch: "Host time by op, on the CPU"
+    failures: list[str] = field(default_factory=list)  # "add jax: why it failed", under the table (a cell says 'failed')
 
 
 METHOD = ("Each op is its own compare run (the folder linked from its row), at the op's host-bound size: every "
@@ -150,6 +151,7 @@ def build(a: AtlasAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
         chart=charts.stacked(bars, totals) if bars else None, lines=lines, method=METHOD,
         headline_title="Launch cost by op" if a.on_gpu else "Host time by op, on the CPU",
         environment=ran_rows(a, environment),
+        failures=[f"{r.op} {c.label}: {c.error}" for r in a.rows for c in r.cells.values() if c.error],
         css=css, sections=[("headline", "Answers"), ("table", "Op × library"), ("layers", "Layers"),
                            ("frames", "Top frames"), ("environment", "Environment")],
     )

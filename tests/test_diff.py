@@ -328,3 +328,6 @@ def test_compare_says_an_unpaired_verdict_was_not_left_to_a_budget():
     paired = _unpaired_change(True, 3, "processes", 1.0, 1.4)
     assert how_decided("inconclusive", paired, 15.0) == "not decided within the budget of 15 s"
     assert how_decided("inconclusive", paired, None) == "not decided"
+    # the processes stopped at the most compare runs, not at the budget: said as it was
+    assert how_decided("inconclusive", paired, 15.0, 12) == "not decided within the budget of 15 s"
+    assert how_decided("inconclusive", paired, 15.0, 3) == "not decided with the most processes compare runs (3)"

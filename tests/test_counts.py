@@ -133,6 +133,28 @@ def test_work_that_repeats_every_few_calls_is_counted_exactly_whatever_the_loops
         [Fraction(1, 8), Fraction(1, 4), Fraction(1, 2), 1]  # the three lines and step() at its def line
 
 
+def test_the_cprofile_loop_holds_whole_periods_so_lines_of_periodic_work_are_listed(tmp_path, monkeypatch):
+    """The cProfile loop, whose table gives the step's Python calls, ran loops of 250 calls: a step making a call
+    every fourth read 63/250 (or 62/250) there and 1/4 per line, so its Python calls per line were left out as
+    not summing to the step's. Its loops are whole 16s now: both read 1/4, and the lines are listed."""
+    from flametool.measure.child import loops
+
+    monkeypatch.setattr(loops, "CPROFILE_MAX_LOOPS", 1)  # one loop (an odd number of 250s held 62 or 63 fourths)
+    calls = [0]
+
+    def step():
+        calls[0] += 1
+        if calls[0] % 4 == 0:
+            len(())
+
+    _, profiled, table, corrupted = loops.cprofile_phase(step, lambda: None, 250, str(tmp_path / "step.prof"))
+    assert corrupted is None and profiled % 16 == 0 and profiled > 0
+    c = counting.count(step, lambda: None, counting.count_steps(250), "cpu", python=(table, profiled))
+    assert {t.name: t.count for t in c.of("python")}["builtins.len"] == Fraction(1, 4)
+    assert not [m for m in c.missing if "per line" in m], c.missing
+    assert Fraction(1, 4) in [l.counts.get("python") for l in c.by_line]
+
+
 def test_the_kinds_table_is_what_every_reader_says():
     """run/counts.py's COUNTED is the one place a counted kind is written: the table's columns, the diff's words,
     the totals line, run.json's clocks and the report's note all read it."""

@@ -186,20 +186,35 @@ def _cupy_place(host: tuple, dtype: str, device: str) -> tuple[Any, tuple, Sync 
     return cp, tuple(to_cupy(x) for x in host), cp.cuda.runtime.deviceSynchronize
 
 
-def _jax_place(host: tuple, dtype: str, device: str) -> tuple[Any, tuple, Sync | None]:
-    """The operands on the CUDA device jax sees as `device`: the host's bytes where numpy has the dtype, bfloat16
-    rounded from the float32 values on the device."""
+def wall_clock_on(step: Step, device: str) -> None:
+    """A jax step's device time is the wall time to its sync on a CUDA device (cases.py: ``device_clock``). On
+    the CPU there is no GPU to time: XLA's CPU backend runs the work on its own threads, which the run counts
+    as the threads other than the caller, and the step has no device time (a CPU run has no GPU column, and
+    a sweep no crossover, for jax as for numpy)."""
+    if cuda_index(device) is not None:
+        setattr(step, "device_clock", "wall")
+
+
+def jax_device(device: str) -> Any:
+    """The jax device `device` names: the N-th CUDA device jax sees for cuda:N, its CPU device for cpu (the
+    built-in jax case and a workload's jax case alike)."""
+    import jax
+
     index = cuda_index(device)
-    if index is None:
-        raise ValueError("jax is built in for a CUDA device only; use --device cuda:N (or leave jax out of --libs)")
+    found = [d for d in jax.devices() if d.platform in ("gpu", "cuda")] if index is not None else jax.devices("cpu")
+    if len(found) <= (index or 0):
+        raise RuntimeError(f"this jax ({jax.__version__}) has {len(found)} CUDA device(s) (backend "
+                           f"{jax.default_backend()}); install jax[cuda12] or jax[cuda13]")
+    return found[index or 0]
+
+
+def _jax_place(host: tuple, dtype: str, device: str) -> tuple[Any, tuple, Sync | None]:
+    """The operands on the device jax sees as `device` (a CUDA device, or its CPU backend): the host's bytes
+    where numpy has the dtype, bfloat16 rounded from the float32 values on the device."""
     import jax
     import jax.numpy  # noqa: F401  (where the ops' jax functions are)
 
-    gpus = [d for d in jax.devices() if d.platform in ("gpu", "cuda")]
-    if len(gpus) <= index:
-        raise RuntimeError(f"this jax ({jax.__version__}) has {len(gpus)} CUDA device(s) "
-                           f"(backend {jax.default_backend()}); install jax[cuda12] or jax[cuda13]")
-    dev = gpus[index]
+    dev = jax_device(device)
     arrays = tuple(jax.device_put(x, dev) for x in host)
     arrays = tuple(x if x.dtype.kind == "c" or str(x.dtype) == dtype else x.astype(dtype) for x in arrays)
     return jax.numpy, arrays, None
@@ -238,7 +253,7 @@ LIBRARIES: dict[str, Library] = {l.label: l for l in (
     Library("numpy", "numpy", False, "numpy", _numpy_place, numpy_matmul),
     # JAX has no out= (every call returns a new array, which the fairness list says), and jits the op: scale's
     # operator and copy's transpose (which XLA makes as a copy into the transposed layout) as functions
-    Library("jax", "jax", True, "jax.numpy", _jax_place, jit=True,
+    Library("jax", "jax", False, "jax.numpy", _jax_place, jit=True,
             calls={"scale": lambda x: x * 2.0, "copy": lambda x: x.T}),
 )}
 
@@ -249,7 +264,7 @@ def op_case(library: Library, op: str, shape: tuple, dtype: str, device: str) ->
     row = ops.OPS[op]
     xp, arrays, sync = library.place(op_operands(op, list(shape), dtype), dtype, device)
     if library.jit:
-        return jit_step(row, library.function(row), arrays, dtype)
+        return jit_step(row, library.function(row), arrays, dtype, device)
     assert sync is not None  # a library that does not jit waits on its device itself
     return kit_step(row, xp, arrays, dtype, library.function(row)), sync
 
@@ -289,12 +304,12 @@ def kit_step(op: ops.Op, xp: Any, arrays: tuple, dtype: str, f: Any) -> Step:
     return step
 
 
-def jit_step(op: ops.Op, f: Any, arrays: tuple, dtype: str) -> tuple[Step, Sync]:
+def jit_step(op: ops.Op, f: Any, arrays: tuple, dtype: str, device: str) -> tuple[Step, Sync]:
     """`f` (the library's function for the op: what jax.jit compiles; JAX has no out=, every call returns a new
     array) jitted and traced once here, called on device arrays. JAX queues work on streams of its own,
-    which the CUDA events of cupy or torch do not see: the step says ``device_clock = "wall"``, and its device
-    time per call is read as the loop's time to block_until_ready (the GPU's time where the GPU sets the pace;
-    at a host-bound size, the host's)."""
+    which the CUDA events of cupy or torch do not see: on a CUDA device the step says ``device_clock = "wall"``
+    (wall_clock_on), and its device time per call is read as the loop's time to block_until_ready (the GPU's
+    time where the GPU sets the pace; at a host-bound size, the host's)."""
     import jax
 
     jitted = jax.jit(f)
@@ -317,8 +332,8 @@ def jit_step(op: ops.Op, f: Any, arrays: tuple, dtype: str) -> tuple[Step, Sync]
 
     setattr(step, "operands", arrays)
     setattr(step, "operands_made", op_operands_made(op.name, dtype))
-    setattr(step, "device_clock", "wall")
-    setattr(step, "jitted", jitted)  # the last result: what sync waits for, and what a test reads
+    wall_clock_on(step, device)
+    setattr(step, "jitted", jitted)
     setattr(step, "last", last)
     return step, sync
 

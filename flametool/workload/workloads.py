@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import FlametoolError
-from . import builtin_workloads
-from .cases import CaseSpec, Step, Sync, cuda_index, user_case
+from . import builtin_workloads, libraries
+from .cases import CaseSpec, Step, Sync, user_case
 
 BUILTIN_MODULE = "flametool.workload.builtin_workloads"
 # what a workload's case runs it on (the case's label), and the library it imports
@@ -243,8 +243,8 @@ def case_factory(func: Func, xp: str) -> Callable[[tuple, str, str], tuple[Step,
         setattr(step, "operands_made", f"the inputs of the workload {func.__name__}(xp, shape), floating ones as "
                                        f"{dtype}")
         setattr(step, "last", last)
-        if LIBRARY[xp] == "jax":  # JAX's streams are its own: timed to the sync (cases.py)
-            setattr(step, "device_clock", "wall")
+        if LIBRARY[xp] == "jax":  # JAX's streams are its own: timed to the sync on a GPU (cases.py)
+            libraries.wall_clock_on(step, device)
         return step, lambda: sync(last)
 
     factory.__name__ = factory.__qualname__ = f"{xp}_{func.__name__}"
@@ -285,8 +285,6 @@ def _cast(x: Any, dtype: str) -> Any:
 
 def _library(xp: str, dtype: str, device: str) -> tuple[Any, Callable[[Any], Any], Callable[[list[Any]], None]]:
     """(namespace, place: a host array onto the device in `dtype`, sync(last)) of library `xp`."""
-    from . import libraries
-
     def nothing(last: list[Any]) -> None:
         return None
 
@@ -316,12 +314,7 @@ def _library(xp: str, dtype: str, device: str) -> tuple[Any, Callable[[Any], Any
     import jax
     import jax.numpy as jnp
 
-    index = cuda_index(device)
-    found = [d for d in jax.devices() if d.platform in ("gpu", "cuda")] if index is not None else jax.devices("cpu")
-    if len(found) <= (index or 0):
-        raise RuntimeError(f"this jax ({jax.__version__}) has {len(found)} CUDA device(s) (backend "
-                           f"{jax.default_backend()}); install jax[cuda12] or jax[cuda13]")
-    dev = found[index or 0]
+    dev = libraries.jax_device(device)
 
     def place(x: Any) -> Any:
         on = jax.device_put(x, dev)

@@ -6,9 +6,43 @@ from __future__ import annotations
 
 import pytest
 
-from flametool.analyse import dispatch
+from flametool.analyse import compare, dispatch
+from flametool.render import format as fmt
 from flametool.run import rundir
+from flametool.run.profiled import ProfileProcess, Sampling
+from flametool.run.record import CaseResult
+from flametool.run.timing import Loops
 from shared import flametool_once
+
+
+def sampled_case(kept: int, us_per_call: float) -> CaseResult:
+    """A case whose caller py-spy sampled `kept` times in its loop, at `us_per_call` per call while sampled."""
+    sampling = Sampling(command=["py-spy"], rate_hz=100, seconds=5, complete=True, kept_samples=kept,
+                        sampled_us_per_call=us_per_call)
+    return CaseResult("jax", "flametool.cases:jax_matmul", "jax", "cpu", "float32", [64, 64, 64],
+                      profile=ProfileProcess(own=Loops([38.6]), calls=250, sampling=sampling))
+
+
+def test_busy_threads_py_spy_never_sampled_are_said_to_be_native_not_between_samples():
+    """A jax run on the CPU: XLA's workers spent 15.86 us a call beside a caller of 38.6 us a call sampled 273
+    times, so py-spy would have caught them about 112 times; it caught none, since it samples only threads that
+    run Python. The row said 'they ran between py-spy's samples', which is not why."""
+    result = sampled_case(273, 38.6)
+    threads = compare.OtherThreads(15.86, expected_samples=compare.expected_samples(result, 15.86))
+    assert threads.native and round(threads.expected_samples or 0) == 112
+    said = fmt.threads_unsampled(result, threads)
+    assert "py-spy samples only threads that run Python" in said and "about 112" in said
+    assert "between py-spy's samples" not in said
+
+
+def test_threads_too_idle_to_be_sampled_ran_between_the_samples():
+    """numpy's other threads: 0.02 us a call beside 8.4 us, about 1 sample expected: none is no surprise."""
+    result = sampled_case(516, 8.4)
+    threads = compare.OtherThreads(0.02, expected_samples=compare.expected_samples(result, 0.02))
+    assert not threads.native
+    assert fmt.threads_unsampled(result, threads) == "no samples of them (they ran between py-spy's samples)"
+    unsampled = CaseResult("numpy", "f", "numpy", "cpu", "float32", [8])
+    assert fmt.threads_unsampled(unsampled, compare.OtherThreads(3.0)) == "not sampled"
 
 
 def test_jax_is_a_built_in_for_the_cpu_too_and_has_a_device_clock_only_on_a_gpu():
@@ -35,7 +69,7 @@ def jax_run(tmp_path_factory):
                           "--processes", "1", "--repeats", "3", "--sample-seconds", "1")
 
 
-def test_a_cpu_run_of_jax_has_no_gpu_time(jax_run):
+def test_a_cpu_run_of_jax_has_no_gpu_time_and_says_why_its_workers_have_no_samples(jax_run):
     out, proc = jax_run
     assert proc.returncode == 0, proc.stderr
     assert "GPU / call" not in proc.stdout
@@ -44,4 +78,6 @@ def test_a_cpu_run_of_jax_has_no_gpu_time(jax_run):
     assert jax.error is None and jax.device == "cpu"
     assert jax.timing is not None and not any(p.gpu_us for p in jax.timing.processes)
     a = dispatch.analyse_dir(out)
-    assert a.threads["jax"].us_per_call > 0  # XLA's CPU workers run the jitted matmul beside the caller
+    threads = a.threads["jax"]  # XLA's CPU workers run the jitted matmul beside the caller
+    assert threads.us_per_call > 0 and threads.profile is None and threads.native
+    assert "py-spy samples only threads that run Python" in " ".join(proc.stdout.split())

@@ -213,6 +213,27 @@ class OtherThreads:
     us_per_call: float
     profile: attribution.Profile | None = None
     costs: CaseCosts | None = None
+    # the samples py-spy would have taken of them had it sampled them as it sampled the caller (its samples of
+    # the caller's loop times their CPU time over the caller's time per call while sampled); None: not sampled
+    expected_samples: float | None = None
+
+    @property
+    def native(self) -> bool:
+        """Busy threads py-spy never sampled where it would have caught them many times: threads that run no
+        Python, which py-spy does not sample at all (XLA's worker pool, which JAX dispatches to)."""
+        return self.profile is None and (self.expected_samples or 0) >= NATIVE_EXPECTED
+
+
+# so many samples expected and none taken (a chance of e^-5, under 1%) is no bad luck: the threads are not Python's
+NATIVE_EXPECTED = 5.0
+
+
+def expected_samples(result: CaseResult, us_per_call: float) -> float | None:
+    """OtherThreads.expected_samples of `result`'s other threads at `us_per_call` of CPU time per call."""
+    s = result.sampling
+    if s is None or not s.sampled_us_per_call:
+        return None
+    return (s.kept_samples + s.loop_samples) * us_per_call / s.sampled_us_per_call
 
 
 def other_threads(run_dir: Path, run: Run, label: str, attribute: bool) -> OtherThreads | None:
@@ -227,7 +248,8 @@ def other_threads(run_dir: Path, run: Run, label: str, attribute: bool) -> Other
         return None
     us = statistics.fmean(loops)
     profile = attribution.threads_profile(run_dir, result, label, us) if us > 0 else None
-    return OtherThreads(us, profile, attribution.attribute(profile) if profile is not None and attribute else None)
+    return OtherThreads(us, profile, attribution.attribute(profile) if profile is not None and attribute else None,
+                        expected_samples(result, us))
 
 
 def pair_figures(run: Run, base: str, head: str, pooled: dict[str, stats.Pooled] | None = None,

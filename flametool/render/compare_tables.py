@@ -83,7 +83,7 @@ def print_other_threads(a: Analysis, console: Console) -> None:
         c = t.costs
         layers = "; ".join(f"{layer} {f.us_per_call:,.2f}" for layer, f in
                            sorted(c.layers.items(), key=lambda kv: -kv[1].us_per_call)[:4]) if c else \
-            fmt.threads_unsampled(a.run.results[label])
+            fmt.threads_unsampled(a.run.results[label], t)
         top = (f"{c.frames[0].display} {c.frames[0].self.us_per_call:,.2f} us" if c and c.frames else "-")
         table.add_row(text(label), fmt.us(t.us_per_call), str(t.profile.samples) if t.profile else "-", text(layers),
                       text(top))

@@ -517,9 +517,16 @@ def busy_threads(threads: dict) -> dict:
     return {l: t for l, t in threads.items() if t.costs is not None or round(t.us_per_call, 2) > 0}
 
 
-def threads_unsampled(result) -> str:
-    """Why a case's other threads have no layers: the run did not sample, or py-spy caught none of them."""
-    return "no samples of them (they ran between py-spy's samples)" if result.sampling else "not sampled"
+def threads_unsampled(result, threads) -> str:
+    """Why a case's other threads (compare.OtherThreads) have no layers: the run did not sample; py-spy would
+    have caught them many times had it sampled them, so they run no Python, and py-spy samples only threads that
+    do (JAX's: XLA's worker pool); or they ran between py-spy's samples."""
+    if not result.sampling:
+        return "not sampled"
+    if threads.native:
+        return (f"none sampled, where about {threads.expected_samples:,.0f} would have been: py-spy samples only "
+                "threads that run Python, and these run none (native threads, such as XLA's workers under JAX)")
+    return "no samples of them (they ran between py-spy's samples)"
 
 
 def count_cells(c: Counts, empty: str = "") -> list[str]:

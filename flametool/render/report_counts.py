@@ -49,7 +49,7 @@ def counts_section(a: Analysis) -> CountsSection | None:
     threads = [[label, f"{t.us_per_call:,.2f} us", str(t.profile.samples) if t.profile else "–",
                 "; ".join(f"{layer} {f.us_per_call:,.2f} us" for layer, f in
                           sorted(t.costs.layers.items(), key=lambda kv: -kv[1].us_per_call)) if t.costs
-                else fmt.threads_unsampled(a.run.results[label]),
+                else fmt.threads_unsampled(a.run.results[label], t),
                 (f"{t.costs.frames[0].display} ({t.costs.frames[0].self.us_per_call:,.2f} us)"
                  if t.costs and t.costs.frames else "–")]
                for label, t in fmt.busy_threads(a.threads).items()]

@@ -81,3 +81,21 @@ def test_a_cpu_run_of_jax_has_no_gpu_time_and_says_why_its_workers_have_no_sampl
     threads = a.threads["jax"]  # XLA's CPU workers run the jitted matmul beside the caller
     assert threads.us_per_call > 0 and threads.profile is None and threads.native
     assert "py-spy samples only threads that run Python" in " ".join(proc.stdout.split())
+
+
+def test_a_jitted_call_is_named_among_the_calls_cprofile_does_not_see():
+    """`compare --libs numpy,jax` counted 'numpy and jax: the one Python call is step() itself (cProfile does not
+    see a call made through a C type, such as a NumPy ufunc like numpy.matmul)': jax's step calls no ufunc, it
+    calls the function jax.jit compiled, jaxlib's PjitFunction, which is that C type on its side."""
+    from fractions import Fraction
+
+    from flametool.analyse import countdiff
+    from flametool.run.counts import Counts, Tally
+
+    def step_alone() -> Counts:
+        return Counts(steps=256, python_steps=256, tallies=[Tally("python", "step()", Fraction(1))])
+
+    d = countdiff.diff_counts(step_alone(), step_alone(), "numpy", "jax")
+    (said,) = [l for l in countdiff.lines(d) if "the one Python call" in l]
+    assert said.startswith("numpy and jax: the one Python call is step() itself")
+    assert "numpy.matmul" in said and "jax.jit" in said and "PjitFunction" in said

@@ -289,12 +289,16 @@ def named_lines(d: CountDiff | None, notes: bool = True) -> list[tuple[str, str]
         out += [(f"per step, {line_words(l)}", "") for l in d.by_line if l.changed]  # the totals, then by line
         alone = [name for name, c in ((d.base, d.base_counts), (d.head, d.head_counts))
                  if [t.name for t in c.tallies if t.kind == "python"] == ["step()"]]
-        if alone:  # numpy's matmul is a ufunc, called through its type: cProfile records no call of it
+        if alone:  # numpy's matmul is a ufunc and a jitted jax function a PjitFunction: called through their types
             out.append((f"{' and '.join(alone)}: the one Python call is step() itself (cProfile does not see a call "
-                        "made through a C type, such as a NumPy ufunc like numpy.matmul)", ""))
+                        f"made through a C type, {C_TYPED})", ""))
     # without `notes`, every note but the one that a side runs on the CPU (a CPU run says that once, in its own
     # words): a counted loop that failed, lines not listed, stay in every view
     return out + [of(r) for r in d.one_side] + [(n, "") for n in d.notes if notes or n.partition(": ")[2] != counts.ON_CPU]
+
+
+# what a step calls through a C type, which cProfile records no call of: the built-in libraries' such calls
+C_TYPED = "such as a NumPy ufunc like numpy.matmul or a function jax.jit compiled (jaxlib's PjitFunction)"
 
 
 def summary_line(c: Counts) -> str:

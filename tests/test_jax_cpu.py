@@ -99,3 +99,14 @@ def test_a_jitted_call_is_named_among_the_calls_cprofile_does_not_see():
     (said,) = [l for l in countdiff.lines(d) if "the one Python call" in l]
     assert said.startswith("numpy and jax: the one Python call is step() itself")
     assert "numpy.matmul" in said and "jax.jit" in said and "PjitFunction" in said
+
+
+def test_the_outputs_sentence_agrees_with_how_many_libraries_it_names():
+    """`compare --libs numpy,jax,torch` said 'jax return a new output buffer every call ..., where numpy, torch
+    write matmul's result into a preallocated out'."""
+    from flametool.analyse.operands import NewOutputs
+
+    said = fmt.outputs_sentence(NewOutputs("matmul", ["jax"], ["numpy", "torch"]))
+    assert said.startswith("jax returns a new output buffer every call (JAX has no out=), where numpy and torch "
+                           "write matmul's result")
+    assert "cupy, numpy and torch write" in fmt.outputs_sentence(NewOutputs("add", ["jax"], ["cupy", "numpy", "torch"]))

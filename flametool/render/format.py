@@ -121,9 +121,13 @@ def differs_most(c) -> str:
 
 def outputs_sentence(n) -> str:
     """What the fairness list says of jax's output buffers (operands.NewOutputs)."""
-    return (f"{', '.join(n.new)} return a new output buffer every call (JAX has no out=), where "
-            f"{', '.join(n.into_out)} write {n.op}'s result into a preallocated out: an allocation a call is part "
-            "of what the jax figures measure")
+    def verb(names: list[str], plural: str, one: str) -> str:
+        return f"{' and '.join([', '.join(names[:-1]), names[-1]] if len(names) > 1 else names)} " + (
+            plural if len(names) > 1 else one)
+
+    return (f"{verb(n.new, 'return', 'returns')} a new output buffer every call (JAX has no out=), where "
+            f"{verb(n.into_out, 'write', 'writes')} {n.op}'s result into a preallocated out: an allocation a call "
+            "is part of what the jax figures measure")
 
 
 def op_shape(op: str, value) -> str:

@@ -67,9 +67,12 @@ def test_both_libraries_stacks_carry_the_same_lines_of_fn(compared):
 
 @pytest.fixture(scope="module")
 def atlas_of_builtins(tmp_path_factory):
+    # each built-in sampled (and counted) as an atlas does, for 0.2 s: nothing here reads how many samples, and each
+    # of the four sampled loops kept a core busy for its window (the test alone: 7.1 s of CPU at 0.5 s, 5.7 s at 0.2 s;
+    # 5 to 13 samples a built-in at 0.1 s, 100 Hz)
     out, proc = flametool_once(tmp_path_factory, "workload-atlas", "atlas", "--workloads", "mlp,softmax,layernorm,adam",
                                "--libs", "numpy", "--device", "cpu", "--pool-threads", "1", "--iters", "50",
-                               "--warmup", "5", "--repeats", "1", "--processes", "1", "--sample-seconds", "0.5")
+                               "--warmup", "5", "--repeats", "1", "--processes", "1", "--sample-seconds", "0.2")
     assert proc.returncode == 0, proc.stderr
     return out, proc.stdout
 

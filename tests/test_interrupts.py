@@ -8,7 +8,6 @@ import json
 import signal
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -17,12 +16,15 @@ from flametool.run import rundir
 from flametool.run.record import Run
 
 SLOW = fk.CASES / "fault_cases.py"
+# a case whose calls sleep: a process that must still be timing when it is stopped lasts on the clock, not on a
+# core the suite's other workers need
+NAPPING = f"{fk.CASES / 'user_cases.py'}:napping_case"
 
 
 def kept(out) -> list[int] | None:
-    """The processes run.json keeps for each size of a sweep's numpy case so far (None: not readable yet)."""
+    """The processes run.json keeps for each size of a sweep's case so far (None: not readable yet)."""
     try:
-        return [len(p.processes) for p in rundir.load(out).results["numpy"].points]
+        return [len(p.processes) for p in rundir.load(out).results["napping_case"].points]
     except Exception:  # noqa: BLE001 - not written yet, or being replaced
         return None
 
@@ -101,11 +103,13 @@ def test_ctrl_c_during_a_sweep_keeps_what_finished(tmp_path, phase):
     second process, and while py-spy samples a size with --sample: exit 130, every size a process finished
     kept in run.json, nothing left running."""
     out = tmp_path / "run"
-    # loops of about 0.1 s, 20 rounds a size: a process is still timing a size when it is stopped
-    timing = ["--processes", "3", "--iters", "100000", "--repeats", "20"] if phase != "sampling" else \
-        ["--processes", "1", "--iters", "1000", "--repeats", "2"]
-    bg = fk.Background(["sweep", "--device", "cpu", "--libs", "numpy", "--sizes", "8,16", *timing, "--sample",
-                        "--sample-seconds", "60", "--out", str(out)], fk.env())
+    # loops of about 0.1 s, 20 rounds a size: a process is still timing a size when it is stopped. Calls that
+    # sleep (NAPPING), not numpy's: its 100,000 calls a loop kept a core busy for each of those seconds (4.6 s of
+    # CPU in the second process's case, for what the clock alone decides)
+    timing = ["--processes", "3", "--iters", "200", "--repeats", "20"] if phase != "sampling" else \
+        ["--processes", "1", "--iters", "20", "--repeats", "2"]
+    bg = fk.Background(["sweep", "--device", "cpu", "--libs", "", "--case", NAPPING, "--sizes", "8,16", *timing,
+                        "--sample", "--sample-seconds", "60", "--out", str(out)], fk.env())
     # where the sweep is, from what run.json keeps (a log's progress is a line per phase, not every loop): the
     # first process past its first size, or the first process done and the second started
     if phase == "first process":
@@ -119,7 +123,7 @@ def test_ctrl_c_during_a_sweep_keeps_what_finished(tmp_path, phase):
     bg.signal(signal.SIGINT, True)
     data = finished(bg, out)
     assert data.kind == "sweep"
-    points = data.results["numpy"].points
+    points = data.results["napping_case"].points
     # the first process's first size was kept as soon as it was measured, before the process finished
     expected = {"first process": [1, 0], "second process": [1, 1], "sampling": [1, 1]}[phase]
     assert [len(p.processes) for p in points] == expected
@@ -181,28 +185,31 @@ def test_ctrl_c_while_two_timing_processes_run_at_once(tmp_path):
     """--processes-at-once 2: Ctrl-C while processes 2 and 3 both time their loops: exit 130, both stopped with
     everything they started, the first process's loops kept."""
     out = tmp_path / "run"
-    bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--processes", "3", "--processes-at-once",
-                        "2", "--iters", "400000", "--repeats", "1", "--no-sample", "--progress", "all", "--out",
-                        str(out)], fk.env())
-    bg.wait_until(lambda: any(l.startswith("timing numpy: process 1/3: result") for l in bg.err), "process 1's result")
-    bg.wait_until(lambda: all(any(l.startswith(f"timing numpy: process {i}/3: timed loop") for l in bg.err)
+    # loops of about 2.4 s that sleep (NAPPING), as numpy's 400,000 products did on a core each
+    bg = fk.Background(["compare", "--device", "cpu", "--libs", "", "--case", NAPPING, "--processes", "3",
+                        "--processes-at-once", "2", "--iters", "4000", "--repeats", "1", "--no-sample", "--progress",
+                        "all", "--out", str(out)], fk.env())
+    bg.wait_until(lambda: any(l.startswith("timing napping_case: process 1/3: result") for l in bg.err),
+                  "process 1's result")
+    bg.wait_until(lambda: all(any(l.startswith(f"timing napping_case: process {i}/3: timed loop") for l in bg.err)
                               for i in (2, 3)), "processes 2 and 3 timing at once")
     bg.signal(signal.SIGINT, True)
     data = finished(bg, out)
-    assert len(data.results["numpy"].timing.processes) == 1  # the first one's; 2 and 3 had not finished
+    assert len(data.results["napping_case"].timing.processes) == 1  # the first one's; 2 and 3 had not finished
 
 
 def test_ctrl_c_while_the_environments_first_processes_run_at_once(tmp_path):
     """compare --env --processes-at-once 2 at the host-bound shape: Ctrl-C while both environments' first processes
     time their loops (paired.firsts_at_once): exit 130, both stopped with everything they started, nothing timed."""
     out = tmp_path / "run"
-    cases = Path(__file__).parent / "cases" / "env_cases.py"
-    bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--case", f"{cases}:dot", "--anchor", "dot",
-                        "--env", f"a={sys.executable}", "--env", f"b={sys.executable}", "--processes", "2",
-                        "--processes-at-once", "2", "--iters", "400000", "--repeats", "1", "--no-sample", "--out",
+    # the anchor's calls sleep (NAPPING): loops of about 2.4 s on the clock, where numpy's and np.dot's 400,000
+    # products each kept a core busy until the stop
+    bg = fk.Background(["compare", "--device", "cpu", "--libs", "numpy", "--case", NAPPING, "--anchor",
+                        "napping_case", "--env", f"a={sys.executable}", "--env", f"b={sys.executable}", "--processes",
+                        "2", "--processes-at-once", "2", "--iters", "4000", "--repeats", "1", "--no-sample", "--out",
                         str(out)], fk.env())
-    bg.wait_until(lambda: all(any(l.startswith(f"timing numpy@{e}+dot@{e}: process 1/2: timed loop") for l in bg.err)
-                              for e in ("a", "b")), "both first processes timing at once")
+    bg.wait_until(lambda: all(any(l.startswith(f"timing numpy@{e}+napping_case@{e}: process 1/2: timed loop")
+                                  for l in bg.err) for e in ("a", "b")), "both first processes timing at once")
     bg.signal(signal.SIGINT, True)
     data = finished(bg, out)
     assert all(r.timing is None for r in data.results.values())

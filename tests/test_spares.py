@@ -274,12 +274,14 @@ def test_settle_bad_values_are_one_line_before_anything_runs():
         assert "Traceback" not in refused.stderr
 
 
-ENV_CASES = Path(__file__).parent / "cases" / "env_cases.py"
-# a's first process times its loops for about 0.7 s (numpy's 64^3 dot: 6 us a call here), so that b, started
-# side by side with it, has set up before a's result is in even when b's interpreter starts slowly (a loaded CI
-# machine): with --iters 50 a's loops took milliseconds and b's set-up came after a's result in one run of many.
-# One after another (the other shape) b's set-up follows a's result however short a's loops are: 50 there
-ITERS_FIRSTS = {True: "30000", False: "50"}
+# a's first process times its loops for about 1.2 s, so that b, started side by side with it, has set up before
+# a's result is in even when b's interpreter starts slowly (a loaded CI machine): with --iters 50 a's loops took
+# milliseconds and b's set-up came after a's result in one run of many. The anchor's calls sleep (napping_case,
+# 0.5 ms): 1000 of them a loop last on the clock, where the 30,000 of np.dot's 64^3 product (6 us a call) that made
+# a's 0.7 s kept a core busy in each of the four timing and four profiled processes (5 s of the test's 7.5 s of
+# CPU), and a loaded machine stretched them no less than b's start. One after another (the other shape) b's set-up
+# follows a's result however short a's loops are: 50 there
+ITERS_FIRSTS = {True: "1000", False: "50"}
 
 
 @pytest.mark.parametrize("shape, side_by_side", [("64,64,64", True), ("32,32,32", False)])
@@ -289,18 +291,18 @@ def test_the_environments_first_processes_run_side_by_side_at_the_host_bound_sha
     before a's result is in); at another shape one after another (a first times the requested shape, which two
     side by side would share the device for). Either way both are recorded, each in its environment's group."""
     out = tmp_path / "run"
-    proc = fk.run(["compare", "--device", "cpu", "--libs", "numpy", "--case", f"{ENV_CASES}:dot", "--anchor", "dot",
-                   "--env", f"a={sys.executable}", "--env", f"b={sys.executable}", "--shape", shape,
+    proc = fk.run(["compare", "--device", "cpu", "--libs", "numpy", "--case", f"{USER}:napping_case", "--anchor",
+                   "napping_case", "--env", f"a={sys.executable}", "--env", f"b={sys.executable}", "--shape", shape,
                    "--processes", "2", "--processes-at-once", "2", "--repeats", "2", "--iters", ITERS_FIRSTS[side_by_side],
                    "--no-sample", "--no-count", "--progress", "all", "--out", str(out)])
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
-    a_in = lines.index(f"timing numpy@a+dot@a: process 1/2: {spawn.RESULT_IN}")
-    b_set_up = next(i for i, l in enumerate(lines) if l.startswith("timing numpy@b+dot@b: process 1/2: ")
+    a_in = lines.index(f"timing numpy@a+napping_case@a: process 1/2: {spawn.RESULT_IN}")
+    b_set_up = next(i for i, l in enumerate(lines) if l.startswith("timing numpy@b+napping_case@b: process 1/2: ")
                     and "setting up" in l)
     assert (b_set_up < a_in) == side_by_side
     run = rundir.load(out)
-    assert [g.cases for g in run.groups] == [["numpy@a", "dot@a"], ["numpy@b", "dot@b"]]
+    assert [g.cases for g in run.groups] == [["numpy@a", "napping_case@a"], ["numpy@b", "napping_case@b"]]
     assert all(run.results[l].group == k for k, g in enumerate(run.groups) for l in g.cases)
     assert all(r.error is None and len(r.timing.processes) == 2 for r in run.results.values())
 

@@ -4,6 +4,8 @@ where jax is not importable."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from flametool.analyse import compare, dispatch
@@ -110,3 +112,28 @@ def test_the_outputs_sentence_agrees_with_how_many_libraries_it_names():
     assert said.startswith("jax returns a new output buffer every call (JAX has no out=), where numpy and torch "
                            "write matmul's result")
     assert "cupy, numpy and torch write" in fmt.outputs_sentence(NewOutputs("add", ["jax"], ["cupy", "numpy", "torch"]))
+
+
+def test_a_caller_off_the_cpu_much_of_its_host_time_is_said_in_the_fairness_list():
+    """jax on the CPU: its caller's host time was 30.8 us a call, of which it ran on the CPU for 13.9 us and waited
+    for XLA's workers the rest, while the table said 'bound: host, the loop's time is the host's own work'. A case
+    whose median loop's caller was on the CPU for under 70% of its clock time is now said in the fairness list;
+    one on the CPU throughout (numpy, or torch with one pool thread: 1.00 of it) is not, nor one preempted in a few
+    loops of a loaded machine (the median loop's share)."""
+    from flametool.run.record import Run
+    from flametool.run.timing import Timing
+
+    def case(label: str, host: list[float], own: list[float], other: float) -> CaseResult:
+        loops = Loops(host, all_threads_us=[o + other for o in own], other_threads_us=[other] * len(own))
+        return CaseResult(label, f"flametool.cases:{label}_matmul", label, "cpu", "float32", [64, 64, 64],
+                          timing=Timing([64, 64, 64], 250, [loops]))
+
+    run = Run(3, True, "", None, [], {"device": "cpu"}, {}, results={
+        "numpy": case("numpy", [5.6] * 5, [5.6, 5.6, 1.5, 5.5, 5.6], 0.0),  # one loop preempted
+        "jax": case("jax", [30.8] * 5, [13.9] * 5, 17.2)})
+    found = compare.off_cpu(run)
+    assert [(o.label, round(o.own_share, 2)) for o in found] == [("jax", 0.45)]
+    said = fmt.off_cpu_sentence(found[0])
+    assert said.startswith("jax's calling thread was on the CPU for 45% of its host time per call") and "55%" in said
+    a = compare.Analysis(Path("."), run, off_cpu=found)
+    assert ("host time is not all work", said) in fmt.fairness(a, run)

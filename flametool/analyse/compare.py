@@ -128,6 +128,7 @@ class Analysis:
     cprofile: dict[str, CProfileTable | RunDirError | None] = field(default_factory=dict)  # label -> its .prof read
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
     new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
+    off_cpu: list["OffCpu"] = field(default_factory=list)  # cases whose caller was off the CPU much of its host time
     # each sampled case's threads other than the caller: their CPU time per call (all threads' minus the
     # caller's, pooled as the caller's is) and its stacks by layer
     threads: dict[str, "OtherThreads"] = field(default_factory=dict)
@@ -202,6 +203,41 @@ class Analysis:
         if name == "library":
             return self.cases_by_library, [p.diff_by_library for p in self.pairs if p.diff_by_library]
         return self.cases, [p.diff for p in self.pairs if p.diff]
+
+
+@dataclass
+class OffCpu:
+    """A case whose calling thread ran on the CPU for much less than its host time at the sample shape (the
+    median loop's thread_time over its clock time): the rest it waited (for worker threads it handed the call to,
+    as JAX's CPU backend does, for a lock or the GPU) or was preempted by other work on the machine, so its host
+    time is not all its own work."""
+
+    label: str
+    own_share: float  # the caller's CPU time over its host time, the median loop's
+
+    @property
+    def off_share(self) -> float:
+        return 1 - self.own_share
+
+
+# a caller on the CPU for under 70% of its host time is said: a busy caller reads 95-100% (its clock and its
+# thread_time read one loop), a loaded 2-core machine's preemption some percent
+OFF_CPU_SHARE = 0.3
+
+
+def off_cpu(run: Run) -> list[OffCpu]:
+    """The cases whose caller was off the CPU for OFF_CPU_SHARE or more of their host time at the sample shape,
+    from each loop's host clock and the caller's own CPU time (all threads' less the others')."""
+    out = []
+    for label, result in run.results.items():
+        t = result.at_sample_shape
+        if t is None or result.error:
+            continue
+        shares = [(every - others) / host for x in t.processes
+                  for host, every, others in zip(x.cpu_us, x.all_threads_us, x.other_threads_us) if host > 0]
+        if shares and 1 - statistics.median(shares) >= OFF_CPU_SHARE:
+            out.append(OffCpu(label, statistics.median(shares)))
+    return out
 
 
 @dataclass
@@ -281,7 +317,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = Fa
     # what follows computes from it; a view of lines is made only where the cases are attributed
     got = loaded.read(run_dir, run, whole=attribute and not row_only)
     out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run, got.op),
-                   gpu_busy=timeline.busy_by_case(run_dir, run))
+                   off_cpu=off_cpu(run), gpu_busy=timeline.busy_by_case(run_dir, run))
     if attribute and not row_only:
         out.sources = got.sources
     # the cases' pooled times in their groups, made once: what their figures, their pairs and their profiles'

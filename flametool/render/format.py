@@ -199,7 +199,16 @@ def fairness(a, run) -> list[tuple[str, str]]:
     values each compared pair read ("operands differ"), and jax's new output buffers ("outputs differ")."""
     out = [("operands differ", line) for line in unlike_lines(a.unlike, run_device(run), run.config.operation,
                                                                [(p.base, p.head) for p in a.pairs])]
-    return out + ([("outputs differ", outputs_sentence(a.new_outputs))] if a.new_outputs else [])
+    out += [("outputs differ", outputs_sentence(a.new_outputs))] if a.new_outputs else []
+    return out + [("host time is not all work", off_cpu_sentence(o)) for o in getattr(a, "off_cpu", [])]
+
+
+def off_cpu_sentence(o) -> str:
+    """What the fairness list says of a case whose caller was off the CPU much of its host time (compare.OffCpu)."""
+    return (f"{o.label}'s calling thread was on the CPU for {o.own_share:.0%} of its host time per call (the median "
+            f"loop); the other {o.off_share:.0%} it waited, for the threads it hands its work to (JAX's CPU backend "
+            "does), a lock or the GPU, or was preempted by other work on the machine: its host time is more than "
+            "its own work (its threads' CPU time is under 'threads other than the caller')")
 
 
 def unlike_lines(unlike: list[UnlikeOperands], device: str | None, op: str,

@@ -214,7 +214,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     # a timing process lost is one process fewer, not a failure; a profile lost is the profile, not the verdict
     for g in run.groups:
         if g.lost:
-            terminal.say(err, f"warning: {'+'.join(g.cases)}: lost {len(g.lost)} timing process"
+            terminal.say(err, f"warning: {rundir.group_stem(g.cases)}: lost {len(g.lost)} timing process"
                               f"{'' if len(g.lost) == 1 else 'es'} ({'; '.join(g.lost)}); went on from the other "
                               f"{g.processes}")
     for label, r in run.results.items():

@@ -4,6 +4,7 @@ the two ways a run stops early."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from .forking import ForkServers
@@ -57,12 +58,17 @@ def stop_if_refused(label: str, profile: ProfileProcess, out: Path) -> None:
         raise FlametoolError(f"case {label!r}: {profile.sampling.error} (its timings and cProfile are kept in {out})")
 
 
-def case_logs(out: Path, label: str) -> list[Path]:
+def case_logs(out: Path, label: str, groups: list[list[str]]) -> list[Path]:
     """The logs in `out` that hold what the case's processes printed: its own (`LABEL.log` of its profiled
     process, `LABEL-timing*.log` of processes it was timed in alone) where there are any, else those of the
-    timing processes it shared (`A+LABEL-timing*.log`): a factory that raises in the first of these has no other."""
+    timing processes it shared (`A+LABEL-timing*.log`): a factory that raises in the first of these has no other.
+    A log's cases are its group's (`groups`, the run's): a group of many cases names its logs after some of them
+    (rundir.group_stem)."""
+    named = {rundir.group_stem(cases): cases for cases in groups}
+
     def cases_of(log: Path) -> list[str]:
-        return log.name.removesuffix(".log").split("-timing")[0].split("+")
+        stem = re.sub(r"-(timing|sweep)(-\d+)?$", "", log.name.removesuffix(".log"))
+        return named.get(stem, stem.split("+"))
 
     logs = sorted(p for p in out.glob("*.log") if has_output(p))  # an empty log says nothing
     return [p for p in logs if cases_of(p) == [label]] or [p for p in logs if label in cases_of(p)]
@@ -73,6 +79,7 @@ def stop_if_failed(run: Run, config: Config) -> None:
     if failed and not config.keep_going:
         label = failed[0]
         error = run.results[label].error or ""
-        logs = [p for p in case_logs(config.out, label) if str(p) not in error]  # not named twice (exit_story's)
+        logs = case_logs(config.out, label, [g.cases for g in run.groups])
+        logs = [p for p in logs if str(p) not in error]  # not named twice (exit_story's)
         printed = f"; what it printed: {', '.join(p.name for p in logs)}" if logs else ""  # in that folder
         raise CaseError(f"case {label!r}: {run.results[label].error} (finished cases kept in {config.out}{printed})")

@@ -17,7 +17,7 @@ from .spawn import Forker, Progress, Spare, Started, first_child, run_child
 from .config import SETTLED, Config  # when a pair's ratio has settled (set beside the defaults)
 from .jobs import as_timing, job_base, job_case, others
 from .measurement import Measurement, stop_if_failed
-from ..run import anchoring, stats
+from ..run import anchoring, rundir, stats
 from ..workload import ops
 from ..workload.cases import CaseSpec
 from .protocol import Phase, PlanItem, Timed, TimeJob
@@ -106,7 +106,7 @@ def _first(m: Measurement, cases: list[CaseSpec], reason: str, progress: Progres
     run.groups.append(group)
     for c in cases:
         run.results[c.label].group = len(run.groups) - 1
-    name = "+".join(group.cases)
+    name = rundir.group_stem(group.cases)
     job = TimeJob(**job_base(config), cases=[job_case(c, config) for c in cases], sample_shape=config.sample_shape,
                   plan=[PlanItem(config.shape, None, "timing", decide=True)], op=config.op)
     tell = progress or m.progress
@@ -255,7 +255,7 @@ def more_processes(m: Measurement, groups: list[Group]) -> None:
         _processes_after_the_first(m, groups)
     finally:
         for group in groups:  # the ratios settled before these were needed: stopped beside what follows, which
-            m.spares.stop(f"{'+'.join(group.cases)}-timing-", wait=False)  # waits for them before it measures
+            m.spares.stop(f"{rundir.group_stem(group.cases)}-timing-", wait=False)  # waits for them before it measures
 
 
 def _processes_after_the_first(m: Measurement, groups: list[Group]) -> None:
@@ -340,7 +340,7 @@ def _prepare(m: Measurement, group: Group, i: int, progress: Progress | None = N
     assert sample_shape is not None  # the first process chose it (decide)
     key = "timing" if sample_shape == config.shape else "sample_timing"
     by_label = {c.label: c for c in config.cases}
-    name = "+".join(group.cases)
+    name = rundir.group_stem(group.cases)
     m.spares.ahead([by_label[l] for l in live], name, i)
     job = TimeJob(**job_base(config), cases=[job_case(by_label[l], config) for l in live],
                   plan=[PlanItem(sample_shape, {l: m.steps[l] for l in live}, key)])

@@ -509,7 +509,7 @@ class Spares:
         config = self.config
         jobs, later = [], []
         for k, cases in enumerate(groups if self.timing else []):
-            name = "+".join(c.label for c in cases)
+            name = rundir.group_stem([c.label for c in cases])
             if firsts and k > 0:
                 jobs.append((cases, self.out / f"{name}-timing.log"))
             if config.processes >= 2:
@@ -522,7 +522,7 @@ class Spares:
         # the ones that run first open their CUDA context now, beside the first process (each later one when the
         # process before it starts: paired._prepare): an idle context holds device memory (open_device), so not all
         for cases in groups if self.timing else []:
-            self.open(self.out / f"{'+'.join(c.label for c in cases)}-timing-2.log")
+            self.open(self.out / f"{rundir.group_stem([c.label for c in cases])}-timing-2.log")
         if not defer:
             self.start_deferred()
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from .spawn import run_child
 from .jobs import job_base, job_case, others
 from .measurement import Measurement
+from ..run import rundir
 from ..workload.cases import CaseSpec
 from .protocol import Point, SweepItem, SweepJob
 from ..run.record import Group, SweepPoint, size_name
@@ -75,7 +76,7 @@ def time_sweep(m: Measurement, cases: list[CaseSpec], reason: str) -> list[tuple
         r = run.results[c.label]
         r.group = len(run.groups) - 1
         r.points = [SweepPoint(shape=list(size), calls=0, processes=[]) for size in config.sizes]
-    name = "+".join(group.cases)
+    name = rundir.group_stem(group.cases)
     # per size, the calls per loop of each case there, as the first process chose them; a case that fails
     # at a size leaves it, so that its processes at every size stay the first ones (pairing reads them by
     # position)

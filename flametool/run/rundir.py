@@ -24,6 +24,28 @@ SCHEMA = record.SCHEMA
 RUN_FILE = "run.json"
 
 
+# the longest name a group's logs begin with, in bytes: a file name may be 255 (NAME_MAX), and the stem is followed
+# by `-timing-NNN.log` or `-sweep-NNN.log`
+MOST_STEM = 200
+
+
+def group_stem(labels: list[str]) -> str:
+    """What the logs of processes that built these cases are named after (`numpy+torch` of
+    `numpy+torch-timing-2.log`): the labels joined by `+`; where that is too long for a file name (a dozen cases
+    of long names), the labels that fit and how many more (`numpy+torch+mine+7-more`). No two groups of a run share
+    a case, so the first label alone tells one group's logs from another's."""
+    whole = "+".join(labels)
+    if len(whole.encode()) <= MOST_STEM:
+        return whole
+    kept: list[str] = []
+    for label in labels:
+        stem = "+".join(kept + [label, f"{len(labels) - len(kept) - 1}-more"])
+        if kept and len(stem.encode()) > MOST_STEM:
+            break
+        kept.append(label)
+    return "+".join(kept + [f"{len(labels) - len(kept)}-more"])
+
+
 def prof_path(run: Path, label: str) -> Path:
     return run / f"{label}.prof"
 

@@ -43,3 +43,71 @@ def test_many_cases_of_long_names_run(cli, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = rundir.load(out)
     assert all(data.results[label].timing.cpu_us_per_call > 0 for label in ["numpy", *LONG])
+
+
+LABELS = ["numpy", "np_dot", "torch_mm", "busy_10us", *LONG]
+STACK = "step (s.py:1);ufunc_generic_fastcall (_multiarray_umath.so);{leaf} (libopenblas.so) 60\nstep (s.py:1) 7\n"
+
+
+def many_cases_run(tmp_path: Path) -> Path:
+    """A hand-built run of numpy and eight cases, four of them with long names: each with a leaf frame of its own."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from runbuild import make_run
+
+    from flametool.run.record import RunConfig
+
+    out = make_run(tmp_path / "run", {l: (STACK.format(leaf=f"kernel_{i}"), 5.0 + i, 3) for i, l in enumerate(LABELS)})
+    run = rundir.load(out)
+    run.config = RunConfig.of({"pairs": [["numpy", label] for label in LABELS[1:]]})  # as compare's default pairs
+    rundir.save(out, run)
+    return out
+
+
+def printed_at(run: Path, width: int, draw) -> str:
+    import io
+
+    from rich.console import Console
+
+    from flametool.analyse import dispatch
+
+    buffer = io.StringIO()
+    draw(dispatch.analyse_dir(run), Console(file=buffer, width=width, color_system=None))
+    return buffer.getvalue()
+
+
+def test_the_layer_table_of_many_cases_is_drawn_in_parts_that_fit(tmp_path):
+    """The layer table had a column per case and per pair side by side, each as wide as its name: for twelve cases
+    700 columns, every line wrapped over nine of an 80-column terminal. Now it is drawn in parts that fit, the
+    cases' then the pairs', each headed by the layers, every name whole over lines of 20 characters."""
+    from flametool.render import compare_tables, format as fmt
+
+    run = many_cases_run(tmp_path)
+    for width in (80, 160):
+        text = printed_at(run, width, lambda a, c: compare_tables.print_layers(a, c))
+        table = text[:text.index("each case's time per call")]
+        assert max(len(line.rstrip()) for line in table.splitlines()) <= width, table
+        parts = table.count("host time per call by layer, us")
+        assert parts > 1 and f"({parts} of {parts})" in table, table
+        for label in LABELS:  # each name whole, its lines one above another
+            assert all(piece in table for piece in fmt.folded(label, fmt.HEADER_WIDTH).splitlines()), label
+        totals = [line for line in table.splitlines() if "total (measured)" in line]
+        figures = [line.split("total (measured)")[1].replace("│", " ").split() for line in totals]
+        assert len(totals) == parts and sum(map(len, figures)) == 2 * len(LABELS) - 1  # every case and pair
+        # the cases' parts, then the pairs' (signed): no part holds both
+        signed = [all(f[0] in "+-" for f in part) for part in figures]
+        assert not signed[0] and signed[-1] and signed == sorted(signed), figures
+
+
+def test_frame_tables_of_long_names_keep_the_frames_whole(tmp_path):
+    """A frame table's figures were headed `CASE self` on one line: a 69-character name made its column 74 wide and
+    the frames were cut to 20 characters ('float_sum_…_umath.s…'). The name is folded over lines now."""
+    from flametool.render import compare_tables
+
+    run = many_cases_run(tmp_path)
+    text = printed_at(run, 160, lambda a, c: compare_tables.print_layers(a, c))
+    section = text[text.index(f"frames that differ most ({LONG[1]} - numpy)"):]
+    section = section[:section.index("self: time in")]
+    assert "ufunc_generic_fastcall (_multiarray_umath.so)" in section and "kernel_5 (libopenblas.so)" in section
+    assert max(len(line.rstrip()) for line in section.splitlines()) <= 160

@@ -17,7 +17,7 @@ from ..run.profiled import ProfileProcess
 from ..run.record import Run
 from .base import Renderer
 from .diff_tables import layer_key, print_count_diff, print_frame_deltas
-from .terminal import boxless, console_text, fits, say, show, text, titled, unwrapped
+from .terminal import Column, boxless, console_text, fits, say, show, show_parts, text, titled, unwrapped
 
 
 def counted_time(prof: ProfileProcess) -> str:
@@ -234,27 +234,20 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
             say(console, (f"{fmt.visible(label)}: no stack analysis: {fmt.visible(x.reason)}"))
     if not done:
         return
-    table = titled("host time per call by layer, us")
-    table.add_column("layer")
-    for label in done:
-        table.add_column(text(label), justify="right")
-    for d in diffs:
-        table.add_column(text(f"{d.head} - {d.base}"), justify="right")
+    layers = order({l for x in done.values() for l in x.layers})
     deltas = [{r.layer: r for r in d.layers} for d in diffs]
-    for layer in order({l for x in done.values() for l in x.layers}):
-        row: list[Text | str] = [text(layer)]
-        for x in done.values():
-            f = x.layers.get(layer)
-            row.append(fmt.pm(f.us_per_call, f.se_us) if f is not None else "-")
-        for by_layer in deltas:
-            delta = by_layer.get(layer)
-            row.append(fmt.pm(fmt.shown_delta(delta.base_us_per_call, delta.head_us_per_call), delta.delta_se_us,
-                              sign=True) if delta else "-")
-        table.add_row(*row)
-    row = [Text("total (measured)")] + [fmt.num(x.us_per_call) for x in done.values()]
-    row += [fmt.signed(fmt.shown_delta(d.base_us_per_call, d.head_us_per_call)) for d in diffs]
-    table.add_row(*row, end_section=True)
-    show(console, table)
+    columns, pairs = [], []
+    for label, x in done.items():
+        cells: list[Text | str] = [fmt.pm(f.us_per_call, f.se_us) if (f := x.layers.get(layer)) else "-"
+                                   for layer in layers]
+        columns.append(Column(Text(fmt.folded(fmt.visible(label), fmt.HEADER_WIDTH)), [*cells, fmt.num(x.us_per_call)]))
+    for d, by_layer in zip(diffs, deltas):
+        cells = [fmt.pm(fmt.shown_delta(r.base_us_per_call, r.head_us_per_call), r.delta_se_us, sign=True)
+                 if (r := by_layer.get(layer)) else "-" for layer in layers]
+        total = fmt.signed(fmt.shown_delta(d.base_us_per_call, d.head_us_per_call))
+        pairs.append(Column(Text(fmt.folded(fmt.visible(f"{d.head} - {d.base}"), fmt.HEADER_WIDTH)), [*cells, total]))
+    first = Column("layer", [*(text(layer) for layer in layers), Text("total (measured)")])
+    show_parts(console, "host time per call by layer, us", first, [columns, pairs], ends={len(layers)})
     say(console, layer_key(view, timed_how(a.run) != ALONE))
     for d in diffs:
         if d.at_speed:

@@ -29,13 +29,23 @@ FRAME_KEY = ("self: time in the frame's own code; total: with the frames it call
              "{head} spends more), ± one standard error from the number of samples")
 
 
+def headed(name: str, what: str, console: Console | None = None) -> Text:
+    """A figure's column header, `name what` ('numpy self'): a long name (a case's label) folded over lines of
+    format.HEADER_WIDTH, `what` under it (the name whole, the column no wider than its figures need); on a narrow
+    terminal `what` under the name too."""
+    name = fmt.visible(name)
+    if len(name) > fmt.HEADER_WIDTH or (console is not None and console.width < 100):
+        return Text(f"{fmt.folded(name, fmt.HEADER_WIDTH)}\n{what}")
+    return Text(f"{name} {what}")
+
+
 def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> None:
     head, base = fmt.visible(case_diff.head), fmt.visible(case_diff.base)
     table = titled(f"frames that differ most ({head} - {base}), us per call")
     table.add_column("frame")
     table.add_column("layer")
-    two = "\n" if console.width < 100 else " "  # a narrow terminal: the figures' headers on two lines, for the names
-    for col in (f"{base}{two}self", f"{head}{two}self", f"diff{two}self", f"diff{two}total"):
+    for col in (headed(base, "self", console), headed(head, "self", console), headed("diff", "self", console),
+                headed("diff", "total", console)):
         table.add_column(col, justify="right", no_wrap=True)
     changed = [r for r in case_diff.frames if r.delta_us_per_call or r.delta_total_us_per_call]
     if not changed:
@@ -59,9 +69,10 @@ def print_line_deltas(deltas: list, console: Console, base: str, head: str) -> N
         return
     table = titled(f"source lines that differ most ({fmt.visible(head)} - {fmt.visible(base)}), us per call")
     texts = any(r.code for r in rows)
-    for col in ("line", *(["code"] if texts else []), f"{base} self", f"{head} self", "diff self", "diff total"):
-        table.add_column(text(col), justify="left" if col in ("line", "code") else "right",
-                         overflow="ellipsis" if col == "code" else "fold")
+    for col in (text("line"), *([text("code")] if texts else []), headed(base, "self"), headed(head, "self"),
+                text("diff self"), text("diff total")):
+        table.add_column(col, justify="left" if col.plain in ("line", "code") else "right",
+                         overflow="ellipsis" if col.plain == "code" else "fold")
     for r in rows:
         table.add_row(text(r.where), *([text(r.code)] if texts else []), r.base_self, r.head_self, r.diff_self,
                       r.diff_total)
@@ -93,7 +104,8 @@ def print_run_diff(result: DiffResult, console: Console, top: int = 10, view: st
     table = titled(f"{fmt.visible(result.label)}: host time per call by layer, us ({fmt.visible(where)})")
     base, head = cases or ("base", "head")
     for i, col in enumerate(("layer", base, head, f"{head} - {base}")):
-        table.add_column(text(col), justify="left" if i == 0 else "right")
+        table.add_column(Text(fmt.folded(fmt.visible(col), fmt.HEADER_WIDTH)) if i else text(col),
+                         justify="left" if i == 0 else "right")
     for r in case_diff.layers:
         table.add_row(text(r.layer), fmt.num(r.base_us_per_call), fmt.num(r.head_us_per_call),
                       fmt.pm(fmt.shown_delta(r.base_us_per_call, r.head_us_per_call), r.delta_se_us, sign=True))

@@ -33,6 +33,23 @@ def middle(name: str, width: int) -> str:
     return name[:(keep + 1) // 2] + "…" + name[len(name) - keep // 2:]
 
 
+HEADER_WIDTH = 20  # a case's name heads a table's column over lines of this many characters (folded)
+BREAKS = "_.-@/ "  # where a long name is broken over lines (folded): after one of these, where one is near
+
+
+def folded(name: str, width: int) -> str:
+    """A long name (a case's label, 'einsum_numpy_contraction_of_two_operands') over lines of at most `width`
+    characters, each broken after a '_', '.', '-', '@', '/' or space in its second half where there is one: a
+    narrow column (a table's header) that still shows the whole name, where a cut name could be two cases'."""
+    lines = []
+    while len(name) > width > 1:
+        cut = max(name.rfind(c, 0, width) for c in BREAKS) + 1
+        cut = cut if cut > width // 2 else width
+        lines.append(name[:cut].rstrip(" "))  # a line broken at a space does not end in it
+        name = name[cut:]
+    return "\n".join(lines + [name])
+
+
 def as_shown(value: float) -> float:
     """A time per call rounded as us() shows it (two decimals, whole microseconds from 100 us, tenths of a
     millisecond from 10 ms): the figure a difference beside it is taken from."""

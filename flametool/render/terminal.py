@@ -6,6 +6,7 @@ atlas_tables.py; the live progress line: progress.py."""
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from rich import box
@@ -54,6 +55,54 @@ def show(console: Console, table: Table) -> None:
         console.print(table)
     finally:
         console._width, console._height = kept
+
+
+@dataclass
+class Column:
+    """A column of a table that show_parts may draw in a part of its own: its header and a cell per row."""
+
+    header: Text | str
+    cells: list[Text | str]
+
+
+def show_parts(console: Console, title: str, first: Column, groups: list[list[Column]], ends: set[int] = set()) -> None:
+    """A table of a column of row names (`first`) and the columns of `groups`, drawn whole (show) where it fits the
+    console with no cell wrapped, else in parts: as many columns of a group after another as fit, each part headed
+    by the row names again and its title saying which part it is of how many (a layer table of a dozen cases and
+    their pairs was 700 columns wide, each of its lines wrapped over nine of an 80-column terminal); a group (the
+    cases, the pairs) begins a part of its own. A column too wide for the console alone is a part of its own,
+    drawn as show() draws it. `ends`: the rows a section ends after (a line under them)."""
+    def table_of(part: list[Column], shown: str) -> Table:
+        table = titled(shown)
+        table.add_column(first.header)
+        for column in part:
+            table.add_column(column.header, justify="right")
+        for i, name in enumerate(first.cells):
+            table.add_row(name, *(c.cells[i] for c in part), end_section=i in ends)
+        return table
+
+    def fits_drawn(table: Table) -> bool:  # no cell wrapped, boxed or else without the box (as show() would draw it)
+        if unwrapped(console, table):
+            return True
+        boxless(table)
+        return unwrapped(console, table)
+
+    columns = [c for group in groups for c in group]
+    if fits_drawn(table_of(columns, title)):
+        parts = [columns]
+    else:
+        parts = []
+        for group in groups:
+            start = 0
+            while start < len(group):
+                end = start + 1
+                while end < len(group) and fits_drawn(table_of(group[start:end + 1], title)):
+                    end += 1
+                parts.append(group[start:end])
+                start = end
+    for k, part in enumerate(parts):
+        shown = title if len(parts) == 1 else f"{title} ({k + 1} of {len(parts)})"
+        show(console, table_of(part, shown))
 
 
 def boxless(table: Table) -> None:

@@ -111,3 +111,14 @@ def test_frame_tables_of_long_names_keep_the_frames_whole(tmp_path):
     section = section[:section.index("self: time in")]
     assert "ufunc_generic_fastcall (_multiarray_umath.so)" in section and "kernel_5 (libopenblas.so)" in section
     assert max(len(line.rstrip()) for line in section.splitlines()) <= 160
+
+
+def test_the_lines_table_names_each_case_whole(tmp_path):
+    """The terminal's lines table cut a case's name to 30 characters ('numpy_matmul_with_a_freshly_a…'): two cases
+    whose names begin alike read as one. A long name is folded over lines on its case's first row."""
+    from flametool.render import compare_tables, format as fmt
+
+    text = printed_at(many_cases_run(tmp_path), 80, compare_tables.print_lines)
+    assert "source lines, us per call" in text and "…" not in text.split("self: the line's own code")[0]
+    for label in LABELS:
+        assert all(piece in text for piece in fmt.folded(label, 30).splitlines()), label

@@ -274,7 +274,7 @@ def print_lines(a: Analysis, console: Console) -> None:
         if col != "code" or texts:
             table.add_column(col, justify="right" if right else "left", overflow="ellipsis" if col == "code" else "fold")
     for r in rows:
-        table.add_row(text(r.case), text(r.where), *([text(r.code)] if texts else []), r.self, r.total)
+        table.add_row(Text(r.case), text(r.where), *([text(r.code)] if texts else []), r.self, r.total)
     show(console, table)
     say(console, lines_view.TERMINAL_KEY)
 

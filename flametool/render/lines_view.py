@@ -73,7 +73,7 @@ def hottest(case: CaseLines) -> tuple[list[LineCost], int]:
 
 @dataclass
 class TermRow:
-    case: str
+    case: str  # visible text, a long name over lines
     where: str
     code: str
     self: str
@@ -87,14 +87,24 @@ def terminal_rows(a: Analysis) -> list[TermRow]:
     rows = []
     for label, case in a.lines.items():
         lines, left_out = hottest(case)
-        rows += [TermRow(short(label, 30), where(l.where), code(l), fmt.pm(l.self.us_per_call, l.self.se_us),
-                         fmt.pm(l.total.us_per_call, l.total.se_us), l.step) for l in lines]
+        # the whole name (cut to 30 characters, two cases' names read alike): a long one folded over lines on its
+        # case's first row only, the rows under it its own
+        name = fmt.visible(label)
+        first, rest = (name, name) if len(name) <= CASE_WIDTH else (fmt.folded(name, CASE_WIDTH), "")
+        ours = [TermRow(rest, where(l.where), code(l), fmt.pm(l.self.us_per_call, l.self.se_us),
+                        fmt.pm(l.total.us_per_call, l.total.se_us), l.step) for l in lines]
         if left_out:
             # in the line column: a run without the lines' texts has no code column
-            rows.insert(len(rows) - sum(not l.step for l in lines), TermRow(
-                short(label, 30), f"… {left_out} more step() line{'s' if left_out > 1 else ''} with less time "
+            ours.insert(len(ours) - sum(not l.step for l in lines), TermRow(
+                rest, f"… {left_out} more step() line{'s' if left_out > 1 else ''} with less time "
                 "(report.html lists them all)", "", "", "", True))
+        if ours:
+            ours[0].case = first
+        rows += ours
     return rows
+
+
+CASE_WIDTH = 30  # the terminal's lines table: a case's name on lines of at most this many characters
 
 
 TERMINAL_TITLE = "source lines, us per call: each case's step() lines, then its hottest"

@@ -122,3 +122,35 @@ def test_the_lines_table_names_each_case_whole(tmp_path):
     assert "source lines, us per call" in text and "…" not in text.split("self: the line's own code")[0]
     for label in LABELS:
         assert all(piece in text for piece in fmt.folded(label, 30).splitlines()), label
+
+
+def test_a_sweep_of_many_cases_draws_its_sizes_table_in_parts_that_fit(tmp_path):
+    """A sweep's table of time per size had a host and a wall column per case side by side, each as wide as its
+    name: with five cases of long names 300 columns. Now in parts that fit, a case's host and wall kept together."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from runbuild import make_sweep
+
+    from flametool.analyse import dispatch
+    from flametool.render import format as fmt, sweep_tables
+
+    labels = ["numpy", *LONG]
+    run = make_sweep(tmp_path / "sweep", {l: {8: (None, 1.0 + i, None), 32: (None, 2.0 + i, None)}
+                                          for i, l in enumerate(labels)})
+    a = dispatch.analyse(run, rundir.load(run))
+    for width in (80, 160):
+        import io
+
+        from rich.console import Console
+
+        buffer = io.StringIO()
+        sweep_tables.print_sweep(a, Console(file=buffer, width=width, color_system=None))
+        text = buffer.getvalue()
+        table = text[:text.index(" against numpy: wall time per call")]
+        assert max(len(line.rstrip()) for line in table.splitlines()) <= width, table
+        for i, label in enumerate(labels):
+            assert all(piece in table for piece in fmt.folded(label, fmt.HEADER_WIDTH).splitlines()), label
+            assert all(fmt.us(a.at(label, shape).cpu_us) in table for shape in a.shapes), label
+        heads = [line for line in table.splitlines() if line.strip(" ┃").startswith("size")]
+        assert len(heads) > 1 and all(h.count("host") == h.count("wall") > 0 for h in heads), heads  # host and wall

@@ -4,6 +4,7 @@ the extra host time in it, the layers at the sampled sizes, each case's crossove
 from __future__ import annotations
 
 from rich.console import Console
+from rich.text import Text
 
 from . import format as fmt
 from ..analyse import sweep
@@ -12,7 +13,7 @@ from ..analyse.sweep import SweepAnalysis
 from .base import Renderer
 from .compare_tables import print_counted
 from .diff_tables import print_count_diff
-from .terminal import console_text, say, show, text, titled
+from .terminal import Column, console_text, say, show, show_parts, text, titled
 
 
 def print_sweep(a: SweepAnalysis, console: Console) -> None:
@@ -21,29 +22,28 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
     run = a.run
     # a CPU sweep has no GPU times and every size is the host's: no GPU or bound columns
     cols = ("host", "GPU", "wall", "bound") if a.on_gpu else ("host", "wall")
-    table = titled(f"{run.config.operation}: " + (
-                   "time per call at each size: host (CPU), GPU and wall (to the sync after the loop), each pooled over "
+    title = (f"{run.config.operation}: " + (
+             "time per call at each size: host (CPU), GPU and wall (to the sync after the loop), each pooled over "
                    "the processes at the median process's speed; bound: host, the GPU waited on the host's launches, "
                    "or GPU, the host waited on the GPU"
                    if a.on_gpu else
                    "time per call at each size on the CPU, which does all the work: host clock around the loop and "
                    "wall (to the end of the loop), each pooled over the processes at the median process's speed"))
-    table.add_column("size")
+    columns = []
     for label in a.curves:
+        points = [a.at(label, shape) for shape in a.shapes]
         for col in cols:
-            table.add_column(f"{fmt.visible(label)} {col}", justify="right" if col != "bound" else "left")
-    for shape in a.shapes:
-        row = [a.size_name(shape)]
-        for label in a.curves:
-            p = a.at(label, shape)
-            if p is None or p.cpu_us is None:
-                row += ["failed" if p is not None and p.error else "-"] + [""] * (len(cols) - 1)
-                continue
-            shown = {"host": fmt.us(p.cpu_us), "GPU": fmt.us(p.gpu_us), "wall": fmt.us(p.wall_us),
-                     "bound": "host" if p.host_bound else "GPU"}
-            row += [shown[c] for c in cols]
-        table.add_row(*row)
-    show(console, table)
+            cells: list[Text | str] = []
+            for p in points:
+                if p is None or p.cpu_us is None:
+                    cells.append(("failed" if p is not None and p.error else "-") if col == cols[0] else "")
+                else:
+                    cells.append({"host": fmt.us(p.cpu_us), "GPU": fmt.us(p.gpu_us), "wall": fmt.us(p.wall_us),
+                                  "bound": "host" if p.host_bound else "GPU"}[col])
+            name = fmt.folded(fmt.visible(label), fmt.HEADER_WIDTH)
+            columns.append(Column(Text(f"{name}\n{col}" if "\n" in name else f"{name} {col}"), cells))
+    sizes = Column("size", [a.size_name(shape) for shape in a.shapes])
+    show_parts(console, title, sizes, [columns], keep=len(cols))
     for sp in a.pairs:
         t = titled(f"{sp.head} against {sp.base}: wall time per call, " + ("paired" if sp.paired else "not paired")
                    + "; extra host: the slower case's host time beyond the other's, and the share of its wall time "

@@ -65,13 +65,15 @@ class Column:
     cells: list[Text | str]
 
 
-def show_parts(console: Console, title: str, first: Column, groups: list[list[Column]], ends: set[int] = set()) -> None:
+def show_parts(console: Console, title: str, first: Column, groups: list[list[Column]], ends: set[int] = set(),
+               keep: int = 1) -> None:
     """A table of a column of row names (`first`) and the columns of `groups`, drawn whole (show) where it fits the
     console with no cell wrapped, else in parts: as many columns of a group after another as fit, each part headed
     by the row names again and its title saying which part it is of how many (a layer table of a dozen cases and
     their pairs was 700 columns wide, each of its lines wrapped over nine of an 80-column terminal); a group (the
     cases, the pairs) begins a part of its own. A column too wide for the console alone is a part of its own,
-    drawn as show() draws it. `ends`: the rows a section ends after (a line under them)."""
+    drawn as show() draws it. `ends`: the rows a section ends after (a line under them); `keep`: the columns go
+    into parts `keep` at a time, never apart (a sweep's host and wall of one case)."""
     def table_of(part: list[Column], shown: str) -> Table:
         table = titled(shown)
         table.add_column(first.header)
@@ -95,9 +97,9 @@ def show_parts(console: Console, title: str, first: Column, groups: list[list[Co
         for group in groups:
             start = 0
             while start < len(group):
-                end = start + 1
-                while end < len(group) and fits_drawn(table_of(group[start:end + 1], title)):
-                    end += 1
+                end = start + keep
+                while end < len(group) and fits_drawn(table_of(group[start:end + keep], title)):
+                    end += keep
                 parts.append(group[start:end])
                 start = end
     for k, part in enumerate(parts):

@@ -41,7 +41,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
                     cells.append({"host": fmt.us(p.cpu_us), "GPU": fmt.us(p.gpu_us), "wall": fmt.us(p.wall_us),
                                   "bound": "host" if p.host_bound else "GPU"}[col])
             name = fmt.folded(fmt.visible(label), fmt.HEADER_WIDTH)
-            columns.append(Column(Text(f"{name}\n{col}" if "\n" in name else f"{name} {col}"), cells))
+            columns.append(Column(Text(f"{name}\n{col}" if "\n" in name else f"{name} {col}"), cells,
+                                  "left" if col == "bound" else "right"))
     sizes = Column("size", [a.size_name(shape) for shape in a.shapes])
     show_parts(console, title, sizes, [columns], keep=len(cols))
     for sp in a.pairs:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -63,6 +63,7 @@ class Column:
 
     header: Text | str
     cells: list[Text | str]
+    justify: JustifyMethod = "right"  # figures; a word's column (a sweep's "bound") is "left"
 
 
 def show_parts(console: Console, title: str, first: Column, groups: list[list[Column]], ends: set[int] = set(),
@@ -78,7 +79,7 @@ def show_parts(console: Console, title: str, first: Column, groups: list[list[Co
         table = titled(shown)
         table.add_column(first.header)
         for column in part:
-            table.add_column(column.header, justify="right")
+            table.add_column(column.header, justify=column.justify)
         for i, name in enumerate(first.cells):
             table.add_row(name, *(c.cells[i] for c in part), end_section=i in ends)
         return table

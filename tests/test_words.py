@@ -206,3 +206,14 @@ def test_a_closure_of_one_sample_says_one_sample():
     for n, said in ((1, "from 1 sample"), (2, "from 2 samples")):
         line = fmt.closure_sentence(SimpleNamespace(closure=closure, samples=n, repaired_samples=0))
         assert line.endswith(said), line
+
+
+def test_an_interval_is_written_at_its_figures_precision():
+    """'274 us (272.37 to 275.50)': a figure of 100 us or more is whole microseconds, its interval was written to
+    two decimals beside it; now both alike, and a figure under 100 us keeps its two decimals in both."""
+    from flametool.render import format as fmt
+    from flametool.run.stats import Interval
+
+    assert f"{fmt.us(274.1)} ({fmt.interval(Interval(272.37, 275.5, ''), fmt.us_bare)})" == "274 us (272 to 276)"
+    assert fmt.interval(Interval(17.104, 17.3, ""), fmt.us_bare) == "17.10 to 17.30"
+    assert fmt.interval(Interval(12_500, 12_700, ""), fmt.us_bare) == "12.5 ms to 12.7 ms"

@@ -81,7 +81,7 @@ METHOD = ("Each op is its own compare run (the folder linked from its row), at t
 def cell(c: AtlasCell, fastest: str | None) -> AtlasPageCell:
     if c.error:
         return AtlasPageCell("failed", c.error, cls="failed")
-    return AtlasPageCell(fmt.us(c.us), f"95%: {fmt.interval(c.interval)}" if c.interval else "",
+    return AtlasPageCell(fmt.us(c.us), f"95%: {fmt.interval(c.interval, fmt.us_bare)}" if c.interval else "",
                 fmt.ratio_to_fastest(c.ratio, fastest if c.label == fastest or c.ratio else ""), fmt.differs_most(c),
                 f"all threads {fmt.us(c.all_threads_us)}" if c.all_threads_us is not None else "",
                 "fastest" if c.label == fastest else "", c.counted)

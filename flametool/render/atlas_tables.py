@@ -30,7 +30,7 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
             first = i == 0
             op = row.op + (" (incomplete)" if row.error else "")  # figures of an op the atlas stopped during
             table.add_row(text(op if first else ""), text(fmt.shape(row.shape) if first else ""), text(label),
-                          text(f"failed: {c.error}") if c.error else fmt.us(c.us) + (f" ({fmt.interval(c.interval)})"
+                          text(f"failed: {c.error}") if c.error else fmt.us(c.us) + (f" ({fmt.interval(c.interval, fmt.us_bare)})"
                                                                                     if c.interval else ""),
                           fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, "" if c.error else row.fastest or "")),
                           text(fmt.differs_most(c)), *([text(c.counted or "-")] if counted else []))

@@ -163,7 +163,7 @@ def print_summary(a: Analysis, console: Console) -> None:
         assert r.timing is not None  # t is made from it
         timing.add_row(
             text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)),
-            fmt.us(t.cpu_us) + (f" ({fmt.interval(t.interval)})" if t.interval else ""),
+            fmt.us(t.cpu_us) + (f" ({fmt.interval(t.interval, fmt.us_bare)})" if t.interval else ""),
             *([fmt.us(t.gpu_us)] if gpu else []), f"{len(t.loops)} in {t.processes} process{'' if t.processes == 1 else 'es'}",
             "host" if r.timing.host_bound else "device",
         )

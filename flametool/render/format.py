@@ -78,6 +78,12 @@ def num(value: float) -> str:
     return f"{value:,.2f}"
 
 
+def us_bare(value: float) -> str:
+    """A time per call's figure written as us() writes it, without its ' us': an interval beside it, so that
+    '274 us' reads '(272 to 276)', not '(272.37 to 275.50)' (a figure of 10 ms or more keeps its ' ms')."""
+    return us(value, "")
+
+
 def signed(value: float) -> str:
     return f"{value:+,.2f}"
 

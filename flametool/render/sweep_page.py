@@ -96,7 +96,7 @@ def cells(a: SweepAnalysis) -> tuple[list[str], list[list[SweepCell]]]:
                 row += [SweepCell("failed", p.error or "", "bad") if p is not None and p.error else SweepCell("–")] + [
                     SweepCell("") for _ in range(3 if on_gpu else 1)]
                 continue
-            host = SweepCell(fmt.us(p.cpu_us), f"95%: {fmt.interval(p.cpu_interval)} us" if p.cpu_interval else "")
+            host = SweepCell(fmt.us(p.cpu_us), f"95%: {fmt.interval(p.cpu_interval, fmt.us)}" if p.cpu_interval else "")
             row += [host, SweepCell(fmt.us(p.gpu_us)), SweepCell(fmt.us(p.wall_us)),
                     SweepCell("host-bound" if p.host_bound else "GPU-bound", cls="host" if p.host_bound else "muted")
                     ] if on_gpu else [host, SweepCell(fmt.us(p.wall_us))]

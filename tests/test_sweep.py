@@ -51,6 +51,15 @@ def test_crossover_where_the_gpu_line_meets_the_host_line():
     assert "between 256, host-bound, and 1024, GPU-bound" in c.text
 
 
+def test_a_case_measured_at_no_size_has_no_crossover_sentence_of_a_cpu_run():
+    """A case that failed at every size was told 'no GPU time measured (a CPU run): the host does all the work at
+    every size', of a GPU sweep too: it was measured nowhere."""
+    failed = [sweep.SizePoint([n, n, n], n, error="refuses") for n in (64, 128)]
+    assert sweep.crossover(failed, "matmul").text == "not measured at any size"
+    cpu = points([(64, 5.0, 0.0), (128, 9.0, 0.0)])
+    assert sweep.crossover(cpu, "matmul").text.startswith("no GPU time measured (a CPU run)")
+
+
 def test_crossover_of_the_h200_sample_cupy():
     # samples/h200-sweep-fp16, cupy float16 (host us, GPU us per call as printed there): the GPU-bound line
     # through 4096 and 8192 has slope ln(1620/207)/ln 2; its value at 2048 meets the host's line 2048-4096
@@ -276,6 +285,27 @@ def test_loops_at_each_size_interleave_the_cases(swept):
             assert len(live) == (3 if j < 2 else 2)
             slots = sorted(s for loops in live for s in loops.slots)
             assert slots == list(range(2 * len(live)))  # one sequence of loops, every case's loops in it
+
+
+def test_a_case_that_failed_at_every_size_is_said_so_and_its_pair_has_no_table(swept, tmp_path):
+    """A case that failed at every size was told 'no GPU time measured (a CPU run): the host does all the work at
+    every size', and its pair got a table of '-' before 'nothing to compare'."""
+    import shutil
+
+    from flametool import render
+
+    out, _ = swept
+    failed = tmp_path / "failed"
+    shutil.copytree(out, failed)
+    data = json.loads((failed / "run.json").read_text())
+    for point in data["results"]["fails_from_128"]["points"]:
+        point["processes"], point["error"] = [], point.get("error") or "refuses it here too"
+    (failed / "run.json").write_text(json.dumps(data))
+    shown = render.show("terminal", dispatch.analyse_dir(failed))
+    assert "fails_from_128: not measured at any size" in shown
+    assert "fails_from_128 against numpy: nothing to compare" in shown
+    assert "fails_from_128 against numpy: wall time per call" not in shown
+    assert "torch against numpy: wall time per call" in shown  # a pair with figures keeps its table
 
 
 def test_sweep_terminal_table_and_report(swept):

@@ -144,6 +144,8 @@ def crossover(points: list[SizePoint], op: str) -> Crossover:
     it is where GPU/host time reaches the host-bound factor, on the same scale. `op`: the run's, which names
     the sizes (record.size_name)."""
     usable = [p for p in points if p.cpu_us and p.gpu_us]
+    if not any(p.cpu_us for p in points):  # failed (or not run) at every size: its failures say why
+        return Crossover(None, "not measured at any size")
     if not usable:
         return Crossover(None, "no GPU time measured (a CPU run): the host does all the work at every size")
     host = [bool(p.host_bound) for p in usable]

@@ -61,7 +61,8 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
             ratio = "inconclusive" if sweep.side(pp) is None else fmt.ratio(w.ratio)  # the interval says nothing
             t.add_row(a.size_name(pp.shape), ratio + iv, fmt.signed(w.diff_us) + " us", text(pp.slower),
                       fmt.us(fmt.extra_host(a, sp, pp)), f"{pp.share:.0%}" if pp.share is not None else "-")
-        show(console, t)
+        if any(pp.wall is not None and pp.wall.ratio is not None for pp in sp.points):  # else a table of '-'
+            show(console, t)
         for line in fmt.sweep_pair_lines(sp, run.config.timing_processes, run.config.operation):
             say(console, line)
     if a.layers:

@@ -150,6 +150,11 @@ def test_keep_going_runs_the_other_cases(capsys, tmp_path):
     # the others ran to the end: profiled too, and still paired with each other
     assert data.results["add_case"].profile.cprofile_calls > 0 and data.results["numpy"].profile.cprofile_calls > 0
     assert data.group_of("numpy") is data.group_of("add_case") and data.group_of("numpy").paired
+    # the failed case's line says where what it printed is, as it does without --keep-going (it did not)
+    err = capsys.readouterr().err
+    line = next(l for l in err.splitlines() if l.startswith("flametool: case 'raising_case': "))
+    assert "(what it printed: raising_case-timing.log in " in line, line
+    assert "what it printed before it raised" in (out / "raising_case-timing.log").read_text()
 
 
 def test_parse_dtypes():

@@ -137,7 +137,7 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
     # the runner, the analyses (numpy) and the report (jinja2) are imported here, not for `flametool --help`
     from .. import render
     from ..analyse import dispatch
-    from ..measure import runner
+    from ..measure import measurement, runner
     from ..render import format as fmt, progress as live, terminal
     from ..run import rundir
     from ..run.record import size_name
@@ -194,8 +194,10 @@ def cmd_compare(args: argparse.Namespace, argv: list[str], err: Console, out: Co
             f"; flametool report {rundir.shell_word(run_dir)} writes the report"))
         return interrupt_code(exc)
     failed = [l for l, r in run.results.items() if r.error]
-    for label in failed:
-        terminal.say(err, f"flametool: case {label!r}: {run.results[label].error}")
+    for label in failed:  # --keep-going: each failed case, and where what it printed is (as without it)
+        logs = measurement.printed_logs(run_dir, run, label)
+        terminal.say(err, f"flametool: case {label!r}: {run.results[label].error}"
+                          + (f" (what it printed: {', '.join(logs)} in {rundir.shown(run_dir)})" if logs else ""))
     # a sweep's case that failed at one size (out of memory at the largest) still has the others; one that failed
     # at every size has nothing, as a case of compare that failed
     nowhere = [l for l, r in run.results.items() if sweeping and not r.error and r.points

@@ -74,12 +74,17 @@ def case_logs(out: Path, label: str, groups: list[list[str]]) -> list[Path]:
     return [p for p in logs if cases_of(p) == [label]] or [p for p in logs if label in cases_of(p)]
 
 
+def printed_logs(out: Path, run: Run, label: str) -> list[str]:
+    """The names of the logs in `out` that hold what a failed case printed (case_logs), less any its error names
+    already (exit_story's)."""
+    error = run.results[label].error or ""
+    return [p.name for p in case_logs(out, label, [g.cases for g in run.groups]) if str(p) not in error]
+
+
 def stop_if_failed(run: Run, config: Config) -> None:
     failed = [l for l, r in run.results.items() if r.error]
     if failed and not config.keep_going:
         label = failed[0]
-        error = run.results[label].error or ""
-        logs = case_logs(config.out, label, [g.cases for g in run.groups])
-        logs = [p for p in logs if str(p) not in error]  # not named twice (exit_story's)
-        printed = f"; what it printed: {', '.join(p.name for p in logs)}" if logs else ""  # in that folder
+        logs = printed_logs(config.out, run, label)
+        printed = f"; what it printed: {', '.join(logs)}" if logs else ""  # in that folder
         raise CaseError(f"case {label!r}: {run.results[label].error} (finished cases kept in {config.out}{printed})")

@@ -86,9 +86,13 @@ def test_the_four_builtins_run_in_an_atlas(atlas_of_builtins):
         assert op_run.config.operation == part.op
         assert op_run.results["numpy"].error is None and op_run.results["numpy"].timing.cpu_us_per_call > 0
         assert part.op in stdout
-    # the page's headline on the CPU says host time: there is no launch there (it said "Launch cost by op")
+    # the page's headline on the CPU says host time: there is no launch there (it said "Launch cost by op"); and
+    # its rows are workloads, not ops (the header said "each op's host-bound size", the column "op")
     page = (out / rundir.REPORT_FILE).read_text()
-    assert "<h2>Host time by op, on the CPU</h2>" in page and "Launch cost" not in page
+    assert "<h2>Host time by workload, on the CPU</h2>" in page and "Launch cost" not in page
+    assert "<th>workload</th>" in page and "Each workload is its own compare run" in page and "<th>op</th>" not in page
+    title = " ".join(stdout.split("┏", 1)[0].split())
+    assert "at each workload's size" in title and "op's" not in title
 
 
 def test_an_atlas_says_each_library_a_workload_failed_on_and_exits_1(cli, tmp_path):
@@ -100,9 +104,9 @@ def test_an_atlas_says_each_library_a_workload_failed_on_and_exits_1(cli, tmp_pa
                "--processes", "1", "--sample-seconds", "0.5", "--out", str(out))
     assert proc.returncode == 1, proc.stderr
     lines = [l for l in proc.stderr.splitlines() if l.startswith("flametool: ")]
-    assert lines[0].startswith("flametool: op workload_cases.py:numpy_only: case 'torch': torch cannot run fn: "
+    assert lines[0].startswith("flametool: workload workload_cases.py:numpy_only: case 'torch': torch cannot run fn: "
                                "AttributeError"), lines
-    assert lines[1].startswith("flametool: op workload_cases.py:fails_everywhere: no library was timed: numpy: numpy "
+    assert lines[1].startswith("flametool: workload workload_cases.py:fails_everywhere: no library was timed: numpy: numpy "
                                "cannot run fn: ValueError: no library runs this step"), lines
     assert "torch: torch cannot run fn: ValueError" in lines[1] and len(lines) == 2, lines
     assert rundir.load(out / "workload-numpy_only").results["numpy"].error is None

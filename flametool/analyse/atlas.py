@@ -16,7 +16,7 @@ from ..run import rundir, stats
 from ..workload import builtin_workloads, builtins, ops
 from ..errors import RunDirError
 from ..run.counts import count_words
-from ..run.record import AtlasPart, Run
+from ..run.record import AtlasPart, Run, part_word
 
 
 @dataclass
@@ -89,6 +89,12 @@ class AtlasAnalysis:
     @property
     def on_gpu(self) -> bool:
         return (self.run.config.device or "cpu") != "cpu"
+
+    @property
+    def item(self) -> str:
+        """What a row is, as the views name it: 'op', 'workload' (an atlas of --workloads), or both."""
+        workloads = [part_word(r.op) == "workload" for r in self.rows]
+        return "workload" if workloads and all(workloads) else "op or workload" if any(workloads) else "op"
 
 
 TOP_FRAMES = 5

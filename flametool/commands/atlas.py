@@ -37,6 +37,7 @@ class Atlas:
         from .. import render
         from ..analyse import dispatch
         from ..analyse.atlas import AtlasAnalysis
+        from ..run.record import part_word
         from ..errors import interrupt_code
         from ..measure import atlasrun
         from ..render import progress as live, terminal
@@ -66,7 +67,7 @@ class Atlas:
         written = write_report(run_dir, analysed, err, out)
         failed = [p for p in run.parts if p.error]
         for part in failed:
-            terminal.say(err, f"flametool: op {part.op}: {part.error}")
+            terminal.say(err, f"flametool: {part_word(part.op)} {part.op}: {part.error}")
         # a case that failed while its op's run went on (a workload's run keeps going, as --keep-going does): said,
         # and the atlas exits 1, as compare does
         said = {p.op for p in failed}
@@ -76,8 +77,8 @@ class Atlas:
             if row.op in said:
                 continue
             if row.error and not row.cells:
-                kept_going.append(f"flametool: op {row.op}: {row.error}")
-            kept_going += [f"flametool: op {row.op}: case {label!r}: {c.error}" for label, c in row.cells.items()
+                kept_going.append(f"flametool: {part_word(row.op)} {row.op}: {row.error}")
+            kept_going += [f"flametool: {part_word(row.op)} {row.op}: case {label!r}: {c.error}" for label, c in row.cells.items()
                            if c.error]
         for line in kept_going:
             terminal.say(err, line)

@@ -15,7 +15,7 @@ from . import machine, runner, sampler
 from .spawn import Progress
 from .config import Config
 from ..errors import CaseError
-from ..run.record import AtlasPart, Run, RunConfig
+from ..run.record import AtlasPart, Run, RunConfig, part_word
 
 
 def op_config(atlas: Config, op: str, out: Path, workload: workloads.Workload | None = None) -> Config:
@@ -61,7 +61,7 @@ def atlas(config: Config, op_names: list[str], argv: list[str], progress: Progre
     rundir.save(config.out, run)
     try:
         for i, part in enumerate(run.parts):
-            say = lambda label, what, i=i, op=part.op: progress(f"op {i + 1}/{len(run.parts)} {op}: {label}", what)  # noqa: E731
+            say = lambda label, what, i=i, op=part.op: progress(f"{part_word(op)} {i + 1}/{len(run.parts)} {op}: {label}", what)  # noqa: E731
             try:
                 runner.compare(op_config(config, part.op, config.out / part.dir, found.get(part.op)), argv, say)
             except CaseError as exc:  # the op's run keeps what it measured; the next op goes on

@@ -62,6 +62,7 @@ class AtlasPage:
     css: Markup
     sections: list[tuple[str, str]]
     headline_title: str = "Launch cost by op"  # on the CPU there is no launch: "Host time by op, on the CPU"
+    item: str = "op"  # what a row is: 'op', 'workload' (an atlas of --workloads), 'op or workload'
     failures: list[str] = field(default_factory=list)  # "add jax: why it failed", under the table (a cell says 'failed')
 
 
@@ -148,10 +149,12 @@ def build(a: AtlasAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
               f"({', '.join(dtypes)})",
         run_dir=str(a.run_dir), generated=datetime.now().astimezone().isoformat(timespec="seconds"),
         version=__version__, complete=run.complete, libraries=a.libraries, rows=rows,
-        chart=charts.stacked(bars, totals) if bars else None, lines=lines, method=METHOD,
-        headline_title="Launch cost by op" if a.on_gpu else "Host time by op, on the CPU",
+        chart=charts.stacked(bars, totals) if bars else None, lines=lines, item=a.item,
+        method=METHOD if a.item == "op" else METHOD.replace("at the op's host-bound size", "at its size").replace(
+            "Each op", f"Each {a.item}").replace("the op's fastest", f"the {a.item}'s fastest"),
+        headline_title=f"Launch cost by {a.item}" if a.on_gpu else f"Host time by {a.item}, on the CPU",
         environment=ran_rows(a, environment),
         failures=[f"{r.op} {c.label}: {c.error}" for r in a.rows for c in r.cells.values() if c.error],
-        css=css, sections=[("headline", "Answers"), ("table", "Op × library"), ("layers", "Layers"),
+        css=css, sections=[("headline", "Answers"), ("table", f"{a.item.capitalize()} × library"), ("layers", "Layers"),
                            ("frames", "Top frames"), ("environment", "Environment")],
     )

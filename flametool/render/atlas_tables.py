@@ -14,10 +14,12 @@ from .terminal import console_text, say, show, text, titled
 def print_atlas(a: AtlasAnalysis, console: Console) -> None:
     """An atlas: per op and library the host time per call, the CPU time of all threads, the ratio to the op's
     fastest library and the layer that differs most from it; where each op's report is."""
-    table = titled("atlas: host time per call at each op's host-bound size (pooled over the processes at the median "
-                   "process's speed, 95% interval), the ratio to the op's fastest library (paired) and the layer that differs most from it")
+    item = a.item
+    table = titled(f"atlas: host time per call at each {item}'s {'host-bound ' if item == 'op' else ''}size (pooled "
+                   f"over the processes at the median process's speed, 95% interval), the ratio to the {item}'s fastest "
+                   "library (paired) and the layer that differs most from it")
     counted = any(c.counted for row in a.rows for c in row.cells.values())  # runs before counting: as they were
-    cols = (("op", False), ("size", False), ("library", False), ("host / call", True), ("all threads / call", True),
+    cols = ((item, False), ("size", False), ("library", False), ("host / call", True), ("all threads / call", True),
             ("x fastest", True), ("layer that differs most", False)) + ((("kernels, API calls / call", False),)
                                                                        if counted else ())
     for col, right in cols:

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..workload.builtins import default_pairs
-from ..workload.ops import by_n
+from ..workload.ops import OPS, by_n
 from ..errors import RunDirError
 from .profiled import ProfileProcess, Sampling
 from .reader import Reader, is_count, is_shape
@@ -350,6 +350,11 @@ class RunConfig:
     def of(cls, data: dict[str, Any]) -> "RunConfig":
         return cls(**{f.name: data.get(f.name) for f in fields(cls) if f.init and f.name != "recorded"},
                    recorded=dict(data))
+
+
+def part_word(name: str) -> str:
+    """What an atlas's part is called in words: 'op' (one of ops.OPS) or 'workload' (atlas --workloads)."""
+    return "op" if name in OPS else "workload"
 
 
 @dataclass

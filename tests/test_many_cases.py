@@ -154,3 +154,21 @@ def test_a_sweep_of_many_cases_draws_its_sizes_table_in_parts_that_fit(tmp_path)
             assert all(fmt.us(a.at(label, shape).cpu_us) in table for shape in a.shapes), label
         heads = [line for line in table.splitlines() if line.strip(" ┃").startswith("size")]
         assert len(heads) > 1 and all(h.count("host") == h.count("wall") > 0 for h in heads), heads  # host and wall
+
+
+def test_the_time_and_profiled_tables_fold_a_long_name(tmp_path):
+    """The time per call and profiled loops tables printed a 72-character name on one line: at 80 columns they were
+    150-190 columns wide, every row wrapped by the terminal. A long name is folded over lines of 30 characters
+    there, whole, so the name column is no wider than that (the other columns keep their figures whole)."""
+    import re
+
+    from flametool.render import compare_tables, format as fmt
+
+    run = many_cases_run(tmp_path)
+    for width in (80, 160):
+        text = printed_at(run, width, compare_tables.print_summary)
+        heads = [m for line in text.splitlines() if (m := re.match(r"[\s┃]*case\s+[┃\s]*", line))]
+        assert len(heads) >= 2, text  # the time table's and the profiled loops'
+        assert all(m.end() <= fmt.LABEL_WIDTH + 6 for m in heads), [m.group(0) for m in heads]
+        for label in LABELS:
+            assert all(piece in text for piece in fmt.folded(label, fmt.LABEL_WIDTH).splitlines()), label

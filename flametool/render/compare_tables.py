@@ -18,6 +18,7 @@ from ..run.record import Run
 from .base import Renderer
 from .diff_tables import layer_key, print_count_diff, print_frame_deltas
 from .terminal import Column, boxless, console_text, fits, say, show, show_parts, text, titled, unwrapped
+from .terminal import label as terminal_label
 
 
 def counted_time(prof: ProfileProcess) -> str:
@@ -52,7 +53,7 @@ def print_counted(counted: dict[str, Counts], console: Console, cpu_run: bool, r
              for label, c in counted.items()}
     for label, row in cells.items():
         # a total is flametool's own words and figures ('12 in 5 functions'), a name is the library's: not markup
-        table.add_row(text(label), *(cell if col.cell == "total" else text(cell) for col, cell in zip(cols, row)))
+        table.add_row(terminal_label(label), *(cell if col.cell == "total" else text(cell) for col, cell in zip(cols, row)))
     drawn = (table.box, table.show_edge, table.padding, table.min_width)
     boxless(table)
     narrow = not fits(console, table)  # names wider than their columns: a case per line, wrapped between names
@@ -85,7 +86,7 @@ def print_other_threads(a: Analysis, console: Console) -> None:
                            sorted(c.layers.items(), key=lambda kv: -kv[1].us_per_call)[:4]) if c else \
             fmt.threads_unsampled(a.run.results[label], t)
         top = (f"{c.frames[0].display} {c.frames[0].self.us_per_call:,.2f} us" if c and c.frames else "-")
-        table.add_row(text(label), fmt.us(t.us_per_call), str(t.profile.samples) if t.profile else "-", text(layers),
+        table.add_row(terminal_label(label), fmt.us(t.us_per_call), str(t.profile.samples) if t.profile else "-", text(layers),
                       text(top))
     show(console, table)
 
@@ -157,12 +158,12 @@ def print_summary(a: Analysis, console: Console) -> None:
     for label, r in run.results.items():
         t = a.timings.get(label)
         if r.error or t is None:
-            timing.add_row(text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)), "failed" if r.error else "-",
+            timing.add_row(terminal_label(label), text(r.dtype), text(fmt.op_shape(op, r.shape)), "failed" if r.error else "-",
                            *[""] * (len(timing.columns) - 4))
             continue
         assert r.timing is not None  # t is made from it
         timing.add_row(
-            text(label), text(r.dtype), text(fmt.op_shape(op, r.shape)),
+            terminal_label(label), text(r.dtype), text(fmt.op_shape(op, r.shape)),
             fmt.us(t.cpu_us) + (f" ({fmt.interval(t.interval, fmt.us_bare)})" if t.interval else ""),
             *([fmt.us(t.gpu_us)] if gpu else []), f"{len(t.loops)} in {t.processes} process{'' if t.processes == 1 else 'es'}",
             "host" if r.timing.host_bound else "device",
@@ -180,7 +181,7 @@ def print_summary(a: Analysis, console: Console) -> None:
         prof, s = r.profile, r.sampling
         at = a.sample_timings.get(label)
         profiling.add_row(
-            text((label)), text(fmt.op_shape(op, r.sample_shape)), fmt.us(at.cpu_us if at else None),
+            terminal_label(label), text(fmt.op_shape(op, r.sample_shape)), fmt.us(at.cpu_us if at else None),
             fmt.us(prof.own_us_per_call),
             f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
             counted_time(prof),

@@ -34,6 +34,7 @@ def middle(name: str, width: int) -> str:
 
 
 HEADER_WIDTH = 20  # a case's name heads a table's column over lines of this many characters (folded)
+LABEL_WIDTH = 30  # a case's name in a table's first column, over lines of at most this many characters (folded)
 BREAKS = "_.-@/ "  # where a long name is broken over lines (folded): after one of these, where one is near
 
 

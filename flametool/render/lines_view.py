@@ -90,7 +90,7 @@ def terminal_rows(a: Analysis) -> list[TermRow]:
         # the whole name (cut to 30 characters, two cases' names read alike): a long one folded over lines on its
         # case's first row only, the rows under it its own
         name = fmt.visible(label)
-        first, rest = (name, name) if len(name) <= CASE_WIDTH else (fmt.folded(name, CASE_WIDTH), "")
+        first, rest = (name, name) if len(name) <= fmt.LABEL_WIDTH else (fmt.folded(name, fmt.LABEL_WIDTH), "")
         ours = [TermRow(rest, where(l.where), code(l), fmt.pm(l.self.us_per_call, l.self.se_us),
                         fmt.pm(l.total.us_per_call, l.total.se_us), l.step) for l in lines]
         if left_out:
@@ -102,9 +102,6 @@ def terminal_rows(a: Analysis) -> list[TermRow]:
             ours[0].case = first
         rows += ours
     return rows
-
-
-CASE_WIDTH = 30  # the terminal's lines table: a case's name on lines of at most this many characters
 
 
 TERMINAL_TITLE = "source lines, us per call: each case's step() lines, then its hottest"

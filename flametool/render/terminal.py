@@ -23,6 +23,12 @@ def text(value: object) -> Text:
     return Text(fmt.visible(value))
 
 
+def label(name: str) -> Text:
+    """A case's name in a table's first column: whole, a long one folded over lines of format.LABEL_WIDTH (at 80
+    columns a 72-character name on one line made the time, counted and threads tables 150-190 columns wide)."""
+    return Text(fmt.folded(fmt.visible(name), fmt.LABEL_WIDTH))
+
+
 def say(console: Console, line: object, **kwargs: Any) -> None:
     """Print one line of untrusted text (an error naming a path or a label)."""
     console.print(text(line), highlight=False, **kwargs)

@@ -235,8 +235,9 @@ def off_cpu(run: Run) -> list[OffCpu]:
             continue
         shares = [(every - others) / host for x in t.processes
                   for host, every, others in zip(x.cpu_us, x.all_threads_us, x.other_threads_us) if host > 0]
-        if shares and 1 - statistics.median(shares) >= OFF_CPU_SHARE:
-            out.append(OffCpu(label, statistics.median(shares)))
+        own = statistics.median(shares) if shares else 1.0
+        if 1 - own >= OFF_CPU_SHARE:
+            out.append(OffCpu(label, own))
     return out
 
 

@@ -333,6 +333,8 @@ class SweepAnalysis:
     count_diffs: list[tuple[str, countdiff.CountDiff]] = field(default_factory=list)
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
     new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
+    # compare's callers off the CPU (compare.OffCpu): a sweep has none, its loops at each size are not read so
+    off_cpu: list = field(default_factory=list)
 
     _index: dict[str, dict[tuple, SizePoint]] = field(default_factory=dict, repr=False, compare=False)  # label -> by_shape of its curve
 

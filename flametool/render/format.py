@@ -220,11 +220,12 @@ def cautions(a, run) -> list[tuple[str, str]]:
 
 def fairness(a, run) -> list[tuple[str, str]]:
     """(what differs, the sentence) of a compare's or a sweep's analysis `a`, as every view says it: the operand
-    values each compared pair read ("operands differ"), and jax's new output buffers ("outputs differ")."""
+    values each compared pair read ("operands differ"), jax's new output buffers ("outputs differ"), and a caller
+    off the CPU much of its host time ("host time is not all work")."""
     out = [("operands differ", line) for line in unlike_lines(a.unlike, run_device(run), run.config.operation,
                                                                [(p.base, p.head) for p in a.pairs])]
     out += [("outputs differ", outputs_sentence(a.new_outputs))] if a.new_outputs else []
-    return out + [("host time is not all work", off_cpu_sentence(o)) for o in getattr(a, "off_cpu", [])]
+    return out + [("host time is not all work", off_cpu_sentence(o)) for o in a.off_cpu]
 
 
 def off_cpu_sentence(o) -> str:

@@ -66,17 +66,20 @@ class AtlasPage:
     failures: list[str] = field(default_factory=list)  # "add jax: why it failed", under the table (a cell says 'failed')
 
 
-METHOD = ("Each op is its own compare run (the folder linked from its row), at the op's host-bound size: every "
-          "library built in each timing process and their loops interleaved, then each library alone under "
-          "cProfile and py-spy --native. Host / call: the calling thread's clock around a loop of --iters calls, "
-          "pooled over the processes at the median process's speed (as compare gives it, the figure its layers add "
-          "up to), with its 95% interval. × fastest: "
-          "the ratio of its host time to the op's fastest library, paired (taken within each process, pooled over "
-          "processes) with a Student t 95% interval. All threads: CPU time of every thread of the process during "
-          "the loop, per call: the host work a library hands to worker threads (jax does) beside the caller's "
-          "own. Layers: the calling thread's samples only (stacks outside the loop, and worker threads, are not "
-          "in them), each layer's share times the case's paired time per call; the layer that differs most is "
-          "the one whose time differs most from the fastest library's.")
+def method(item: str = "op") -> str:
+    """The page's note on how its figures were made; `item`: what a row is (AtlasAnalysis.item)."""
+    at = "at the op's host-bound size" if item == "op" else "at its size"
+    return (f"Each {item} is its own compare run (the folder linked from its row), {at}: every "
+            "library built in each timing process and their loops interleaved, then each library alone under "
+            "cProfile and py-spy --native. Host / call: the calling thread's clock around a loop of --iters calls, "
+            "pooled over the processes at the median process's speed (as compare gives it, the figure its layers "
+            "add up to), with its 95% interval. × fastest: "
+            f"the ratio of its host time to the {item}'s fastest library, paired (taken within each process, pooled "
+            "over processes) with a Student t 95% interval. All threads: CPU time of every thread of the process "
+            "during the loop, per call: the host work a library hands to worker threads (jax does) beside the "
+            "caller's own. Layers: the calling thread's samples only (stacks outside the loop, and worker threads, "
+            "are not in them), each layer's share times the case's paired time per call; the layer that differs "
+            "most is the one whose time differs most from the fastest library's.")
 
 
 def cell(c: AtlasCell, fastest: str | None) -> AtlasPageCell:
@@ -150,8 +153,7 @@ def build(a: AtlasAnalysis, css: Markup, environment: list[tuple[str, str]]) -> 
         run_dir=str(a.run_dir), generated=datetime.now().astimezone().isoformat(timespec="seconds"),
         version=__version__, complete=run.complete, libraries=a.libraries, rows=rows,
         chart=charts.stacked(bars, totals) if bars else None, lines=lines, item=a.item,
-        method=METHOD if a.item == "op" else METHOD.replace("at the op's host-bound size", "at its size").replace(
-            "Each op", f"Each {a.item}").replace("the op's fastest", f"the {a.item}'s fastest"),
+        method=method(a.item),
         headline_title=f"Launch cost by {a.item}" if a.on_gpu else f"Host time by {a.item}, on the CPU",
         environment=ran_rows(a, environment),
         failures=[f"{r.op} {c.label}: {c.error}" for r in a.rows for c in r.cells.values() if c.error],

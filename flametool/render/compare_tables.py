@@ -17,7 +17,7 @@ from ..run.profiled import ProfileProcess
 from ..run.record import Run
 from .base import Renderer
 from .diff_tables import layer_key, print_count_diff, print_frame_deltas
-from .terminal import Column, boxless, console_text, fits, say, show, show_parts, text, titled, unwrapped
+from .terminal import Column, boxless, console_text, fits, header, say, show, show_parts, text, titled, unwrapped
 from .terminal import label as terminal_label
 
 
@@ -241,12 +241,12 @@ def print_layers(a: Analysis, console: Console, top: int = 10, view: str = "call
     for label, x in done.items():
         cells: list[Text | str] = [fmt.pm(f.us_per_call, f.se_us) if (f := x.layers.get(layer)) else "-"
                                    for layer in layers]
-        columns.append(Column(Text(fmt.folded(fmt.visible(label), fmt.HEADER_WIDTH)), [*cells, fmt.num(x.us_per_call)]))
+        columns.append(Column(header(label), [*cells, fmt.num(x.us_per_call)]))
     for d, by_layer in zip(diffs, deltas):
         cells = [fmt.pm(fmt.shown_delta(r.base_us_per_call, r.head_us_per_call), r.delta_se_us, sign=True)
                  if (r := by_layer.get(layer)) else "-" for layer in layers]
         total = fmt.signed(fmt.shown_delta(d.base_us_per_call, d.head_us_per_call))
-        pairs.append(Column(Text(fmt.folded(fmt.visible(f"{d.head} - {d.base}"), fmt.HEADER_WIDTH)), [*cells, total]))
+        pairs.append(Column(header(f"{d.head} - {d.base}"), [*cells, total]))
     first = Column("layer", [*(text(layer) for layer in layers), Text("total (measured)")])
     show_parts(console, "host time per call by layer, us", first, [columns, pairs], ends={len(layers)})
     say(console, layer_key(view, timed_how(a.run) != ALONE))

@@ -11,7 +11,7 @@ from ..analyse import countdiff
 from ..analyse.diff import DiffResult
 from ..analyse.treediff import PairDiff
 from .base import Renderer
-from .terminal import console_text, fit_names, say, show, text, titled
+from .terminal import console_text, fit_names, header, say, show, text, titled
 
 
 # One line under each table says what its columns are, in words a first reader knows.
@@ -29,23 +29,13 @@ FRAME_KEY = ("self: time in the frame's own code; total: with the frames it call
              "{head} spends more), ± one standard error from the number of samples")
 
 
-def headed(name: str, what: str, console: Console | None = None) -> Text:
-    """A figure's column header, `name what` ('numpy self'): a long name (a case's label) folded over lines of
-    format.HEADER_WIDTH, `what` under it (the name whole, the column no wider than its figures need); on a narrow
-    terminal `what` under the name too."""
-    name = fmt.visible(name)
-    if len(name) > fmt.HEADER_WIDTH or (console is not None and console.width < 100):
-        return Text(f"{fmt.folded(name, fmt.HEADER_WIDTH)}\n{what}")
-    return Text(f"{name} {what}")
-
-
 def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> None:
     head, base = fmt.visible(case_diff.head), fmt.visible(case_diff.base)
     table = titled(f"frames that differ most ({head} - {base}), us per call")
     table.add_column("frame")
     table.add_column("layer")
-    for col in (headed(base, "self", console), headed(head, "self", console), headed("diff", "self", console),
-                headed("diff", "total", console)):
+    for col in (header(base, "self", console), header(head, "self", console), header("diff", "self", console),
+                header("diff", "total", console)):
         table.add_column(col, justify="right", no_wrap=True)
     changed = [r for r in case_diff.frames if r.delta_us_per_call or r.delta_total_us_per_call]
     if not changed:
@@ -69,7 +59,7 @@ def print_line_deltas(deltas: list, console: Console, base: str, head: str) -> N
         return
     table = titled(f"source lines that differ most ({fmt.visible(head)} - {fmt.visible(base)}), us per call")
     texts = any(r.code for r in rows)
-    for col in (text("line"), *([text("code")] if texts else []), headed(base, "self"), headed(head, "self"),
+    for col in (text("line"), *([text("code")] if texts else []), header(base, "self"), header(head, "self"),
                 text("diff self"), text("diff total")):
         table.add_column(col, justify="left" if col.plain in ("line", "code") else "right",
                          overflow="ellipsis" if col.plain == "code" else "fold")
@@ -104,7 +94,7 @@ def print_run_diff(result: DiffResult, console: Console, top: int = 10, view: st
     table = titled(f"{fmt.visible(result.label)}: host time per call by layer, us ({fmt.visible(where)})")
     base, head = cases or ("base", "head")
     for i, col in enumerate(("layer", base, head, f"{head} - {base}")):
-        table.add_column(Text(fmt.folded(fmt.visible(col), fmt.HEADER_WIDTH)) if i else text(col),
+        table.add_column(header(col) if i else text(col),
                          justify="left" if i == 0 else "right")
     for r in case_diff.layers:
         table.add_row(text(r.layer), fmt.num(r.base_us_per_call), fmt.num(r.head_us_per_call),

@@ -13,7 +13,7 @@ from ..analyse.sweep import SweepAnalysis
 from .base import Renderer
 from .compare_tables import print_counted
 from .diff_tables import print_count_diff
-from .terminal import Column, console_text, say, show, show_parts, text, titled
+from .terminal import Column, console_text, header, say, show, show_parts, text, titled
 
 
 def print_sweep(a: SweepAnalysis, console: Console) -> None:
@@ -40,9 +40,7 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
                 else:
                     cells.append({"host": fmt.us(p.cpu_us), "GPU": fmt.us(p.gpu_us), "wall": fmt.us(p.wall_us),
                                   "bound": "host" if p.host_bound else "GPU"}[col])
-            name = fmt.folded(fmt.visible(label), fmt.HEADER_WIDTH)
-            columns.append(Column(Text(f"{name}\n{col}" if "\n" in name else f"{name} {col}"), cells,
-                                  "left" if col == "bound" else "right"))
+            columns.append(Column(header(label, col), cells, "left" if col == "bound" else "right"))
     sizes = Column("size", [a.size_name(shape) for shape in a.shapes])
     show_parts(console, title, sizes, [columns], keep=len(cols))
     for sp in a.pairs:

@@ -29,6 +29,18 @@ def label(name: str) -> Text:
     return Text(fmt.folded(fmt.visible(name), fmt.LABEL_WIDTH))
 
 
+def header(name: str, what: str = "", console: Console | None = None) -> Text:
+    """A column's header naming a case: a long name (over format.HEADER_WIDTH) folded over lines, whole; with
+    `what`, `name what` ('numpy self'), `what` under the name where the name is folded or the terminal narrow
+    (`console` under 100 columns), so that the column is no wider than its figures need."""
+    name = fmt.visible(name)
+    if not what:
+        return Text(fmt.folded(name, fmt.HEADER_WIDTH))
+    if len(name) > fmt.HEADER_WIDTH or (console is not None and console.width < 100):
+        return Text(f"{fmt.folded(name, fmt.HEADER_WIDTH)}\n{what}")
+    return Text(f"{name} {what}")
+
+
 def say(console: Console, line: object, **kwargs: Any) -> None:
     """Print one line of untrusted text (an error naming a path or a label)."""
     console.print(text(line), highlight=False, **kwargs)

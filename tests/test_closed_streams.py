@@ -97,3 +97,20 @@ def test_an_output_file_that_is_a_pipe_whose_reader_left_is_not_a_fault():
         rundir.write_output(Path(f"/proc/self/fd/{write}"), "x" * 1_000_000)
     finally:
         os.close(write)
+
+
+def test_piped_output_takes_the_width_columns_gives(tmp_path):
+    """Output that is not a terminal is drawn 160 columns wide (a CI log), unless COLUMNS says how wide: it had
+    been ignored, so `COLUMNS=80 flametool diff ... | less` drew tables 160 wide."""
+    samples = Path(fk.ROOT) / "samples"
+    args = ["diff", str(samples / "h200-seed-as-reported"), str(samples / "h200-hostbound-1024")]
+    widths = {}
+    for columns in ("", "80", "0"):  # unset, given, and nonsense (ignored)
+        environ = fk.env()
+        environ.pop("COLUMNS", None)
+        if columns:
+            environ["COLUMNS"] = columns
+        proc = fk.run(args, environ)
+        assert proc.returncode == 0, proc.stderr
+        widths[columns] = max(len(line) for line in proc.stdout.splitlines())
+    assert widths == {"": 160, "80": 80, "0": 160}, widths

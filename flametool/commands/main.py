@@ -149,8 +149,11 @@ def _main(argv: list[str] | None) -> int:
     # (Stdout has the file methods rich calls, though not the whole of TextIO: the casts say it stands for one)
     err = Console(file=cast(TextIO, Stdout(sys.stderr, quiet=True)), soft_wrap=True)
     stdout = Stdout(sys.stdout)
-    # piped or redirected output is read in a log or an editor, not squeezed to 80 columns
-    out = Console(file=cast(TextIO, stdout)) if stdout.isatty() else Console(file=cast(TextIO, stdout), width=160)
+    # piped or redirected output is read in a log or an editor, not squeezed to 80 columns, unless COLUMNS says
+    # how wide (rich reads COLUMNS itself when no width is given)
+    columns = os.environ.get("COLUMNS", "").strip()
+    given = int(columns) if columns.isdigit() and int(columns) > 0 else None
+    out = Console(file=cast(TextIO, stdout), width=given or (None if stdout.isatty() else 160))
     if parse_error is not None:
         terminal.say(err, f"flametool: {parse_error}")
         return parse_error.exit_code

@@ -131,6 +131,15 @@ def test_an_ascii_output_reads_as_text_not_escapes():
     assert "\\u" not in stdout and "\\x" not in stdout, stdout[:2000]
     assert "relative to torch = 1.026x" in stdout and " -> B " in stdout
     assert "| Python " in stdout and "+- 0." in stdout and "+-----" in stdout
+    # each table's rows as wide as its box: '+-' is spelled before the table is laid out, not after ('±' written
+    # as '+-' by the stream had put the column one character off)
+    tables: list[set[int]] = []
+    for line in stdout.splitlines():
+        if line.startswith(("|", "+")):
+            tables[-1].add(len(line.rstrip()))
+        elif not tables or tables[-1]:
+            tables.append(set())
+    assert [t for t in tables if len(t) > 1] == [] and len([t for t in tables if t]) >= 2, tables
 
 
 def test_the_ascii_fallback_keeps_what_it_cannot_name():

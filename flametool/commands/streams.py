@@ -9,17 +9,13 @@ import os
 import sys
 
 from ..errors import FlametoolError
-
-
-# what a symbol the output cannot take is written as: '1.53x', '+- 0.39', 'A -> B' read as they mean
-ASCII = {"×": "x", "µ": "u", "−": "-", "–": "-", "—": "-", "±": "+-", "→": "->", "←": "<-", "…": "...",
-         "≈": "~", "≤": "<=", "≥": ">=", "·": ".", "Δ": "delta ", "✓": "ok", "✗": "x", "‖": "||", "\u00a0": " "}
+from ..render.symbols import ASCII
 
 
 def ascii_fallback(exc: UnicodeError) -> tuple[str, int]:
     """The error handler ("flametool-ascii") of an output that cannot take a character: the symbols flametool
-    prints in ASCII (ASCII), lines and corners of boxes as '-', '|' and '+', bars as '#', and anything else as
-    its escape (backslashreplace), so that nothing is lost and the command does not fail."""
+    prints in ASCII (render/symbols.py), lines and corners of boxes as '-', '|' and '+', bars as '#', and anything
+    else as its escape (backslashreplace), so that nothing is lost and the command does not fail."""
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
     said = []

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from rich import box
-from rich.console import Console, JustifyMethod
+from rich.console import Console, JustifyMethod, RenderableType, RenderHook
 from rich.table import Table
-from rich.text import Text
+from rich.text import Span, Text
 
 from . import format as fmt
+from .symbols import in_ascii
 from .base import Options
 
 
@@ -135,6 +136,7 @@ def fits(console: Console, table: Table) -> bool:
     """Whether rich draws every column of `table` at least as wide as its longest word (header included) at the
     console's width: else it would cut words and figures ('timed togeth…', '3.… us'). Read off the widths rich
     itself would draw (the table's own measure and its drawn widths differ by a column or two)."""
+    spelled(console, table)
     unbounded = console.options.update_width(1 << 20)
     kept, table.min_width = table.min_width, None  # the width kept for a title (titled) may be wrapped
     try:
@@ -177,6 +179,7 @@ def fit_names(console: Console, table: Table, index: int, shortest: int = 20) ->
 
 def unwrapped(console: Console, table: Table) -> bool:
     """Whether the table is drawn with no cell wrapped ('0.16 ±' over '0.16') at the console's width."""
+    spelled(console, table)
     kept, table.min_width = table.min_width, None  # the width kept for a title (titled) may be wrapped
     try:
         return table.__rich_measure__(console, console.options.update_width(1 << 20)).maximum <= console.width
@@ -188,6 +191,63 @@ def titled(title: str) -> Table:
     """A table at least as wide as its title, so a long title is not folded over a narrow table."""
     title = fmt.visible(title)
     return Table(title=Text(title), title_justify="left", min_width=len(title))
+
+
+def ascii_text(value: Text) -> Text:
+    """`value` with flametool's symbols spelled in ASCII, each replacement in the style of the symbol it stands
+    for."""
+    plain = value.plain
+    if in_ascii(plain) == plain:
+        return value
+    spelled_text = value.blank_copy()
+    last = 0
+    for i, c in enumerate(plain):
+        if in_ascii(c) != c:
+            symbol = value[i:i + 1]
+            spelled_text.append(value[last:i])
+            spelled_text.append(Text(in_ascii(c), style=symbol.style, spans=[
+                Span(0, len(in_ascii(c)), span.style) for span in symbol.spans]))
+            last = i + 1
+    spelled_text.append(value[last:])
+    return spelled_text
+
+
+def spelled(console: Console, renderable: RenderableType) -> RenderableType:
+    """`renderable` as drawn on `console`: on an output that takes ASCII only (AsciiBuffer), its text and a
+    table's title, headers and cells with flametool's symbols spelled in ASCII ('+-' for '±') before rich lays
+    them out, so that a column holding one is as wide as its cells ('±' written as '+-' by the stream's error
+    handler had put the column one character off). A table is spelled in place: the widths measured (fits,
+    unwrapped) are those drawn."""
+    if console.encoding.startswith("utf"):
+        return renderable
+    if isinstance(renderable, str):
+        return in_ascii(renderable)
+    if isinstance(renderable, Text):
+        return ascii_text(renderable)
+    if isinstance(renderable, Table):
+        table = renderable
+        if isinstance(table.title, Text) and table.min_width == len(table.title.plain):  # as titled() made it
+            table.title = ascii_text(table.title)
+            table.min_width = len(table.title.plain)
+        elif table.title is not None:
+            table.title = in_ascii(table.title) if isinstance(table.title, str) else ascii_text(table.title)
+        if table.caption is not None:
+            table.caption = in_ascii(table.caption) if isinstance(table.caption, str) else ascii_text(table.caption)
+        for column in table.columns:
+            column.header = spelled(console, column.header)
+            column.footer = spelled(console, column.footer)
+            column._cells = [spelled(console, cell) for cell in column._cells]
+    return renderable
+
+
+class AsciiSymbols(RenderHook):
+    """What is printed on an ASCII-only console, spelled in ASCII before it is laid out (spelled)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def process_renderables(self, renderables: list[Any]) -> list[Any]:
+        return [spelled(self.console, r) for r in renderables]
 
 
 class AsciiBuffer(io.StringIO):
@@ -205,5 +265,7 @@ def console_text(options: Options, draw: Callable[[Console], None]) -> str:
     buffer = AsciiBuffer() if options.ascii else io.StringIO()
     console = Console(file=buffer, width=options.width or 160, force_terminal=options.colour,
                       color_system="auto" if options.colour else None, soft_wrap=False)
+    if options.ascii:
+        console.push_render_hook(AsciiSymbols(console))
     draw(console)
     return buffer.getvalue()

@@ -331,3 +331,21 @@ def test_compare_says_an_unpaired_verdict_was_not_left_to_a_budget():
     # the processes stopped at the most compare runs, not at the budget: said as it was
     assert how_decided("inconclusive", paired, 15.0, 12) == "not decided within the budget of 15 s"
     assert how_decided("inconclusive", paired, 15.0, 3) == "not decided with the most processes compare runs (3)"
+
+
+def test_an_inconclusive_verdict_at_the_most_processes_asks_for_more_processes_not_a_longer_budget():
+    """compare --fail-above that stopped at the most processes it runs (60 a side with --env) advised 'a longer
+    --budget SECONDS', which adds none: it now names --processes as many as would settle it."""
+    from types import SimpleNamespace
+
+    from flametool.analyse.diff import Change, verdict
+    from flametool.run.stats import Interval
+
+    anchored = SimpleNamespace(processes_to_settle=lambda limit: 90, units=60, unit_name="processes")
+    change = Change(1.04, Interval(1.01, 1.07, "t"), "relative to torch", anchored)  # type: ignore[arg-type]
+    at_most = verdict(change, "numpy@b vs numpy@a", 5.0, most=60)
+    assert at_most.outcome == "inconclusive" and "longer --budget SECONDS" not in at_most.sentence, at_most.sentence
+    assert "--fail-above 5 --processes 90 (this run stopped at the most processes compare runs, 60 a side" \
+        in at_most.sentence, at_most.sentence
+    # stopped by the budget (no `most`): the budget's advice, as before
+    assert "a longer --budget SECONDS" in verdict(change, "numpy@b vs numpy@a", 5.0).sentence

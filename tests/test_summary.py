@@ -222,6 +222,17 @@ def test_every_summary_format_says_where_compare_stopped_before_the_interval_set
     code, doc, _ = run_cli(capsys, "summary", str(run), "--format", "json")
     stopped = json.loads(doc)["pairs"][0]["stopped"]
     assert code == 0 and stopped == {"reason": "spread", "limit": 0.02, "most": 12, "sentence": line}
+    # stopped at the most processes, undecided: the verdict asks for more --processes, not what adds them (a run
+    # whose head, torch, is the slower: --fail-above takes no negative percent)
+    run = saved_run(tmp_path / "slower", 11.0, 17.0, noise=noisy)
+    record = rundir.load(run)
+    record.timing_stop = TimingStop("most", "cupy", "torch", 0.02, 12)
+    rundir.save(run, record)
+    pair = json.loads(run_cli(capsys, "summary", str(run), "--format", "json")[1])["pairs"][0]
+    pct = (pair["ratio"]["value"] - 1) * 100  # the interval holds it: inconclusive
+    code, text, _ = run_cli(capsys, "summary", str(run), "--fail-above", f"{pct:.4f}")
+    assert code == 4 and "and --processes over 12 (this run stopped at the most processes compare runs, 12)" in text, text
+    assert "it adds processes until" not in text, text
 
 
 def test_the_summary_says_the_shape_its_figures_are_at_and_the_reports_cautions(capsys):

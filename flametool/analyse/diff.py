@@ -95,11 +95,14 @@ class Verdict:
     processes: int | None = None
 
 
-def verdict(change: Change, label: str, pct: float, caution: Difference | None = None) -> Verdict:
+def verdict(change: Change, label: str, pct: float, caution: Difference | None = None,
+            most: int | None = None) -> Verdict:
     """Decided on the interval, not the point: a change whose interval reaches above PCT may still be noise.
     `caution`: the anchor's library changed version between the runs (DiffResult.anchor_moved), which the
-    sentence ends with, as the diff's differences say it: the verdict is of the change relative to it."""
-    got = decided(change, label, pct)
+    sentence ends with, as the diff's differences say it: the verdict is of the change relative to it. `most`: the
+    most processes compare runs (a side), where it stopped there undecided (the run's TimingStop, reason "most"):
+    a longer --budget would not add one, a larger --processes would."""
+    got = decided(change, label, pct, most)
     if caution is not None:
         got.sentence += f"; caution: {caution}"
     return got
@@ -113,7 +116,7 @@ def not_paired(change: Change) -> bool:
             and not change.absolute.paired)
 
 
-def decided(change: Change, label: str, pct: float) -> Verdict:
+def decided(change: Change, label: str, pct: float, most: int | None = None) -> Verdict:
     """verdict, without its caution."""
     if change.ratio is None:
         return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct, f"{label}: nothing to compare; inconclusive")
@@ -140,9 +143,13 @@ def decided(change: Change, label: str, pct: float) -> Verdict:
     if iv.high <= limit:
         return Verdict("passed", 0, pct, f"{label}: {span}: within --fail-above {pct:g}%")
     need = change.anchored.processes_to_settle(limit) if change.anchored is not None else None
+    a_side = " a side" if change.anchored is not None else ""
     again = (f"; to decide it, time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
              f"--fail-above {pct:g} adds processes until it is decided (--budget SECONDS bounds it)"
              if change.between_runs else
+             # --processes past the most lifts it (commands/settings: the most is the larger of the two)
+             f"; to decide it, compare again with --fail-above {pct:g} --processes {need} (this run stopped at the "
+             f"most processes compare runs, {most}{a_side}; a longer --budget would not add one)" if most and need else
              f"; to decide it, compare again with --fail-above {pct:g} (it adds processes until the verdict is decided) "
              "and a longer --budget SECONDS" if change.anchored is not None and need else "")
     return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
@@ -152,6 +159,8 @@ def decided(change: Change, label: str, pct: float) -> Verdict:
                       if change.anchored is not None else
                       "an anchor (a case timed beside it in both runs) would settle it" if change.between_runs else
                       f"more processes would settle it: compare again with more --processes ({UNPAIRED})" if unpaired
+                      else f"more processes would settle it: compare again with --fail-above {pct:g} and --processes "
+                      f"over {most} (this run stopped at the most processes compare runs, {most})" if most
                       else f"more processes would settle it: compare again with --fail-above {pct:g} (it adds processes "
                       "until the verdict is decided)") + again, need)
 

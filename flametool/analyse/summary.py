@@ -115,7 +115,10 @@ def pair_change(p: PairAnalysis) -> Change | None:
 
 def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
               fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None,
-              lines: list[LineDelta] | None = None, caution: Difference | None = None) -> PairSummary:
+              lines: list[LineDelta] | None = None, caution: Difference | None = None,
+              stop: TimingStop | None = None) -> PairSummary:
+    """`stop`: compare stopped adding processes before this pair's interval settled (run.timing_stop, where it
+    applies): the pair's `stopped`, and its verdict's advice where the stop was the most processes."""
     a = change.anchored
     diff_us: float | None
     base_us: float | None
@@ -128,10 +131,11 @@ def of_change(label: str, base: str, head: str, head_where: str, change: Change,
         diff_us, interval, base_us = f.diff_us, f.diff_interval, f.base_us
         units = f"{f.units} {f.unit_name}"
     layer, frame = largest(d)
+    most = stop.most if stop is not None and stop.reason == "most" else None
     return PairSummary(label, base, head, head_where, change, diff_us, interval, base_us, units, layer, frame,
                        not_sampled if d is None else None,
-                       verdict(change, label, fail_above, caution) if fail_above is not None else None, counts,
-                       list(d.layers) if d else [], list(d.frames) if d else [], list(lines or []))
+                       verdict(change, label, fail_above, caution, most) if fail_above is not None else None, counts,
+                       list(d.layers) if d else [], list(d.frames) if d else [], list(lines or []), stopped=stop)
 
 
 def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
@@ -146,11 +150,10 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         if change is None:
             missing.append(f"{p.head} vs {p.base}")
             continue
-        pair = of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff, fail_above,
-                         "not both sampled: no layer or frame differences", p.counts, a.pair_lines.get((p.base, p.head)))
         stop = run.timing_stop
-        if stop is not None and stop.applies(p.base, p.head, change.reach):
-            pair.stopped = stop
+        pair = of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff, fail_above,
+                         "not both sampled: no layer or frame differences", p.counts, a.pair_lines.get((p.base, p.head)),
+                         stop=stop if stop is not None and stop.applies(p.base, p.head, change.reach) else None)
         head = run.results[p.head]
         at_sample = p.anchored is not None or (p.sample is not None and p.headline is p.sample)
         pair.shape = head.sample_shape if at_sample else head.shape

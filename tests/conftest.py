@@ -19,11 +19,18 @@ sys.dont_write_bytecode = False
 # profiled cases' 0.4 s off the suite. Every run's processes inherit it; a test that sets its own environment
 # starts from os.environ (faultkit.env), so has it too.
 os.environ.setdefault("FLAMETOOL_CPROFILE_SECONDS", "0.1")
-# pytest-xdist's workers have COLUMNS=80 and LINES=24 set; flametool's output, when not a terminal, is drawn at
-# COLUMNS's width where it is given (else 160, as a CI log reads it): the tests read output as a user's pipe gives
-# it, whichever way the suite is run. A test of COLUMNS sets it in its own environment.
+# flametool's output, when not a terminal, is drawn at COLUMNS's width where it is given (else 160, as a CI log
+# reads it), and the tests' processes have it: GNU readline, once imported (pytest's debugger support imports it),
+# sets COLUMNS and LINES in the C environment the children inherit, behind os.environ's back (80 and 24 where there
+# is no terminal). Readline is started here and both are unset, so that the tests read output as a user's pipe
+# gives it, however the suite is run. A test of COLUMNS sets it in its own environment.
+try:
+    import readline  # noqa: F401 - for its side effect on the environment, undone below
+except ImportError:
+    pass
 for _size in ("COLUMNS", "LINES"):
     os.environ.pop(_size, None)
+    os.unsetenv(_size)
 # OpenBLAS starts a thread per core at numpy's import, and each spins after every call before it sleeps: on the two
 # cores here, beside three other workers' processes, that spinning is CPU the tests' own processes wait for. One
 # thread per process (as four workers on two cores get anyway); a test that sets its own pools still can.

@@ -10,6 +10,7 @@ import gc
 import importlib.util
 import json
 import shutil
+from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
@@ -59,6 +60,7 @@ def test_a_cpu_step_is_counted_per_line_exactly(three):
     assert "python" not in lines.get(LINE["LINE 2"], {})  # no call
     assert lines[LINE["LINE 3"]]["python"] == 1  # list.append
     assert lines[LINE["LINE 3"]]["host-alloc"] >= 1  # the list it keeps
+    assert all(c.get("host-alloc", 0) >= 0 for c in lines.values())  # blocks kept by the line that made them
     assert "host-alloc" not in lines.get(LINE["LINE 1"], {})
     assert three.by_line_kinds == ["python", "host-alloc"]
     texts = {l.line: l.text for l in three.by_line}
@@ -174,6 +176,47 @@ def test_counters_are_credited_to_the_running_line():
     first = step.__code__.co_firstlineno
     assert got[(first + 1, "device-alloc")] == 3 and got[(first + 2, "device-alloc")] == 6
     assert sum(got.values()) == 9 and isinstance(step.__code__, types.CodeType)
+
+
+def test_host_blocks_alive_are_placed_on_the_step_line_that_allocated_them():
+    """tracemalloc's tracebacks (oldest frame first), hand-built: a block is the line of step() the counted loop's
+    frame called, a callee's at its caller's line; the loop's own, a block made outside any step or one whose
+    traceback was cut short of the loop is OUTSIDE; the measurement's own files are left out."""
+    def step():
+        c = [1]
+        d = c * 2
+        return d
+
+    loop = counting._loop.__code__
+    call = next(l for l in steplines.code_lines(loop) if "step()" in SOURCE_OF(loop, l))
+    here, first = step.__code__.co_filename, step.__code__.co_firstlineno
+    at_loop = (("main.py", 5), (loop.co_filename, call))
+    blocks = [(at_loop + ((here, first + 1),), 3, 300),  # made at `c = [1]`
+              (at_loop + ((here, first + 2), ("lib.py", 9)), 2, 20),  # in a callee of `d = c * 2`
+              (at_loop, 1, 8),  # the loop's own (its range's int)
+              ((("main.py", 5),), 4, 40),  # before the loop
+              (at_loop + (("other.py", 3),), 1, 1),  # the loop called something else than this step
+              (((here, first + 1),), 1, 1),  # cut short of the loop's frame: not placed
+              (at_loop + (("tracemalloc.py", 1),), 7, 7)]  # the snapshot's own
+    got, size = steplines.alive_by_line(blocks, loop, step.__code__, own=("tracemalloc.py",))
+    assert got == {(first + 1, "host-alloc"): 3, (first + 2, "host-alloc"): 2, (steplines.OUTSIDE_LINE, "host-alloc"): 7}
+    assert size == 300 + 20 + 8 + 40 + 1 + 1
+    # a step with no code (step = a.sum) keeps all it keeps OUTSIDE
+    assert steplines.alive_by_line(blocks[:2], loop, None)[0] == {(steplines.OUTSIDE_LINE, "host-alloc"): 5}
+    # the defect this replaced: a counter read at each line charged the step's temporaries, freed after its last
+    # line, to the lines (+1 each) and their frees to OUTSIDE (-2); by the allocating line, a block freed anywhere
+    # is the line's again, so a window that made and freed them reads 0 everywhere
+    before, _ = steplines.alive_by_line(blocks[:2], loop, step.__code__)
+    after, _ = steplines.alive_by_line(blocks[:2], loop, step.__code__)
+    kept = Counter(after)
+    kept.subtract(before)
+    assert not any(kept.values())
+
+
+def SOURCE_OF(code, line: int) -> str:
+    import linecache
+
+    return linecache.getline(code.co_filename, line)
 
 
 # --- one step's timeline and its trace ------------------------------------------------------------------------
@@ -342,6 +385,24 @@ def test_a_cpu_run_records_and_shows_its_per_line_counts(cli, cpu_run):
     cases = summary["cases"]
     case = cases["three_lines"] if isinstance(cases, dict) else next(c for c in cases if c.get("label") == "three_lines")
     assert case["counts"]["by_line"]
+
+
+def test_a_cpu_runs_host_blocks_per_line_are_what_each_line_keeps(cpu_run, tmp_path_factory):
+    """A NumPy step's temporaries (`c = a @ b`, `d = c + 1`, freed after its last line) are kept by no line: each
+    line reads 0 and so does what is outside them. A line hook reading a counter at each line read them +1 each and
+    -2 outside step()'s lines (a free charged to where the interpreter was, not to the line that allocated)."""
+    out, proc = flametool_once(tmp_path_factory, "counted-lines-temporaries", "compare", "--device", "cpu", "--libs",
+                               "numpy", "--case", f"{CASES}:temporaries", "--no-sample", "--processes", "1",
+                               "--repeats", "2", "--iters", "50")
+    assert proc.returncode == 0, proc.stderr
+    temporaries = Counts.from_json(json.loads((out / "run.json").read_text())["results"]["temporaries"]["profile"]["counts"])
+    assert "host-alloc" in temporaries.by_line_kinds
+    kept = {l.line: l.counts["host-alloc"] for l in temporaries.by_line if "host-alloc" in l.counts}
+    assert kept == {} and temporaries.placed_total("host-alloc") == 0, kept
+    out, _ = cpu_run
+    three = Counts.from_json(json.loads((out / "run.json").read_text())["results"]["three_lines"]["profile"]["counts"])
+    kept = {l.line: l.counts["host-alloc"] for l in three.by_line if "host-alloc" in l.counts}
+    assert kept.get(LINE["LINE 3"], 0) >= 1 and all(v >= 0 for v in kept.values()), kept
 
 
 def test_the_timeline_export_of_a_cpu_run_says_it_needs_cupti(cli, cpu_run):

@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 import tracemalloc
+import types
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
@@ -394,36 +395,47 @@ def save_timeline(file: str, label: str, code: Any, marks: steplines.StepLines, 
         steptrace.save(file, trace)
 
 
+HOST_FRAMES = 64  # tracemalloc's frames per block: enough to reach the counted loop's frame from a step's callees
+
+
+def _alive(step: types.CodeType | None) -> tuple[Counter[steplines.Key], int]:
+    """The traced blocks alive now, by the line of step() that allocated them, and their bytes (steplines)."""
+    # a full collection empties the interpreter's free lists: a tuple or float freed into one is still a traced
+    # block under its old traceback (the snapshot's own, an earlier window's), and frees what is garbage
+    gc.collect()
+    snapshot = tracemalloc.take_snapshot()
+    blocks = [(tuple((f.filename, f.lineno) for f in s.traceback), s.count, s.size)
+              for s in snapshot.statistics("traceback")]
+    del snapshot
+    # the snapshots' own blocks (tracemalloc.py) and the tables made of them (steplines.py) are not the step's
+    return steplines.alive_by_line(blocks, _loop.__code__, step, own=(tracemalloc.__file__, steplines.__file__))
+
+
 def host_allocations(step: Step, sync: Sync, n: int, by_line: steplines.Placed | None = None) -> list[Tally]:
     """tracemalloc around two windows (n, 2n calls): blocks and bytes a step keeps (net, exact), and the peak
-    one step reaches above what it started with (the most over `n` single steps). `by_line`: the blocks kept
-    by line of step() go there (a line hook reads the count at each line; what no line kept is OUTSIDE)."""
+    one step reaches above what it started with (the most over `n` single steps). `by_line`: the blocks kept by
+    line of step() go there: each block alive at a window's end is the line's whose run allocated it (from its
+    traceback), so a block freed later, wherever, is taken back from the line that made it; what no line of
+    step() made (the loop's, the interpreter's) is OUTSIDE."""
+    code = getattr(step, "__code__", None)
+    code = code if isinstance(code, types.CodeType) else None
     was = tracemalloc.is_tracing()
     if not was:
-        tracemalloc.start()
-    credit = []
+        tracemalloc.start(HOST_FRAMES)
+    # tracing started elsewhere with fewer frames may cut a block's traceback short of the loop's frame
+    placed = by_line is not None and code is not None and tracemalloc.get_traceback_limit() >= HOST_FRAMES
+    windows = []
     try:
-        nets = []
-        if by_line is not None:  # the hook's own first allocations (its table of lines) before the windows
-            warm = steplines.StepLines(_loop.__code__, counters=lambda: (sys.getallocatedblocks(),),
-                                       step=getattr(step, "__code__", None))
-            warm.start()
-            _loop(step, 2)
-            warm.stop()
         for calls in (n, 2 * n):
             sync()
-            marks = (steplines.StepLines(_loop.__code__, counters=lambda: (sys.getallocatedblocks(),),
-                                         step=getattr(step, "__code__", None)) if by_line is not None else None)
-            blocks0, (bytes0, _) = sys.getallocatedblocks(), tracemalloc.get_traced_memory()
-            if marks is not None:
-                marks.start()
+            before = _alive(code)
+            gc.collect()  # the free lists emptied again of what reading `before` freed into them (as in _alive)
             _loop(step, calls)
-            if marks is not None:
-                marks.stop()
-                credit.append(steplines.credited(marks, ["host-alloc"]))
             sync()
-            blocks1, (bytes1, _) = sys.getallocatedblocks(), tracemalloc.get_traced_memory()
-            nets.append((blocks1 - blocks0, bytes1 - bytes0))
+            after = _alive(code)
+            kept = Counter(after[0])
+            kept.subtract(before[0])  # subtract, not '-': a line's net may be below 0 in one window
+            windows.append((kept, after[1] - before[1]))
         peak = 0
         for _ in range(n):
             tracemalloc.reset_peak()
@@ -434,9 +446,9 @@ def host_allocations(step: Step, sync: Sync, n: int, by_line: steplines.Placed |
     finally:
         if not was:
             tracemalloc.stop()
-    (k1, b1), (k2, b2) = nets
-    if by_line is not None and len(credit) == 2:
-        by_line.add(steplines.per_step(credit[0], credit[1], n), ["host-alloc"],
-                    outside={"host-alloc": _per_step(k1, k2, n)})
+    (c1, b1), (c2, b2) = windows
+    k1, k2 = sum(c1.values()), sum(c2.values())
+    if by_line is not None and placed:
+        by_line.add(steplines.per_step(c1, c2, n), ["host-alloc"], outside={"host-alloc": _per_step(k1, k2, n)})
     return [Tally("host-alloc", "blocks kept (net)", _per_step(k1, k2, n), _per_step(b1, b2, n)),
             Tally("host-alloc", "peak above start, one step", Fraction(1), Fraction(peak))]

@@ -6,15 +6,17 @@ current frame by walking ``f_back`` and reads the line it is at.
 - Python calls: a profile hook (``sys.setprofile``; on 3.12 it is served by sys.monitoring underneath, the same
   events cProfile's counts come from) counts each 'call' and 'c_call' inside a step at the step frame's current
   line; the call of step() itself counts at its ``def`` line.
-- Everything else is placed by time: a trace hook on the step frame alone (``sys.settrace``, line events of that
+- Everything else but host memory is placed by time: a trace hook on the step frame alone (``sys.settrace``, line events of that
   frame only) marks each line as it begins and step()'s return (line 0). With ``clock`` (``cupti.get_timestamp``,
   the clock CUPTI's activity records carry) the marks are a list of (time, line); an API call on the calling
   thread is placed at the line current at its start, and a kernel, copy, memset or memory record at its
   launching call's line by correlation id (the GPU runs it later, when another line may be current: the time of
   the launch, not of the work, says which line made it). Why time for the API calls and not a callback per call:
   the activity records already carry the host's start times, so the only extra cost in the traced loop is one
-  timestamp per line run. With ``counters`` (a pool's allocation count, tracemalloc's blocks) each mark reads
-  them and the change since the last mark is the line's.
+  timestamp per line run. With ``counters`` (a pool's allocation count) each mark reads them and the change
+  since the last mark is the line's: right for counters that only rise, wrong for a count of what is alive (a
+  step's temporaries are freed after its last line, outside it), so host memory is placed otherwise:
+- Host memory by the line that allocated it, from each block's tracemalloc traceback (``alive_by_line``).
 What falls between the marks (the window's synchronisation, another thread's calls) is ``OUTSIDE``; it cancels in
 the difference of the two windows unless it grows with the steps, and it is kept so that the lines always sum to
 the step's count.
@@ -28,7 +30,7 @@ import types
 from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..run.steptrace import ApiCall, GpuOp, LineSpan, StepTrace
 
@@ -174,6 +176,52 @@ def credited(lines: StepLines, kinds: Sequence[str]) -> Counter[Key]:
         for kind, v in zip(kinds, values):
             out[(line, kind)] += v
     return out
+
+
+# --- placing host memory by the line that allocated it (pure: tested on hand-built tracebacks) ------------------
+
+Frames = Sequence[tuple[str, int]]  # a traceback as tracemalloc keeps it: (file, line), the oldest frame first
+
+
+def code_lines(code: types.CodeType) -> set[int]:
+    """The lines a code object's frame can be at (its def line, where the call itself is, included)."""
+    return {code.co_firstlineno} | {line for _s, _e, line in code.co_lines() if line is not None}
+
+
+def _allocating_line(frames: Frames, loop_file: str, loop_lines: set[int], step_file: str,
+                     step_lines: set[int]) -> int:
+    """The line of step() that was running when a block was allocated, from the block's traceback: the frame the
+    counted loop called, where it is step()'s (a callee's line counts as its caller's line in step). OUTSIDE
+    where the block was made outside any step (the loop's own, another thread's, the interpreter's between two
+    steps) or its traceback was cut short of the loop's frame."""
+    for i in range(len(frames) - 1, 0, -1):  # the newest call of the loop: a step may run another's loop
+        file, line = frames[i - 1]
+        if file == loop_file and line in loop_lines:
+            at_file, at = frames[i]
+            return at if at_file == step_file and at in step_lines else OUTSIDE_LINE
+    return OUTSIDE_LINE
+
+
+def alive_by_line(blocks: Iterable[tuple[Frames, int, int]], loop: types.CodeType, step: types.CodeType | None,
+                  own: Sequence[str] = ()) -> tuple[Counter[Key], int]:
+    """Blocks alive now by the line of step() that allocated them, (line, "host-alloc"): count, and their bytes
+    in all, from tracemalloc's (traceback, count, size) of every traced block. A block that any frame of `own`'s
+    files made (the measurement's snapshots and tables) is left out; a step with no code (step = a.sum) has no
+    lines, and all it keeps is OUTSIDE. Two of these around a window differ by
+    what each line allocated and kept, net: a block freed anywhere later is taken back from the line that made it,
+    so in a steady loop no line reads below 0 (a line hook reading a counter charges a free to whichever line
+    was running, and a step's locals are freed after its last line)."""
+    loop_lines, step_lines = code_lines(loop), code_lines(step) if step is not None else set()
+    step_file = step.co_filename if step is not None else ""
+    counts: Counter[Key] = Counter()
+    size = 0
+    for frames, n, nbytes in blocks:
+        if any(file in own for file, _line in frames):
+            continue
+        counts[(_allocating_line(frames, loop.co_filename, loop_lines, step_file, step_lines),
+                "host-alloc")] += n
+        size += nbytes
+    return counts, size
 
 
 @dataclass

@@ -268,3 +268,23 @@ def test_a_def_line_is_not_matched_with_an_op_when_the_counts_happen_to_agree():
     cupy = case_of("cf.<locals>.step (c.py:10) 3\ncf.<locals>.step (c.py:11) 97\n", record=record)
     torch = case_of("tf.<locals>.step (t.py:20) 50\ntf.<locals>.step (t.py:21) 50\n", record=record)
     assert all(d.matched_by == "" for d in ln.diff_lines(cupy, torch))
+
+
+def test_a_step_edited_between_two_runs_does_not_match_a_line_with_one_its_edit_moved():
+    # run B's file has two lines added above fn and line 7 edited (`h = h + b` -> `h = h + b * 2.0`, now line 9):
+    # base's `return e / s` (12) was sampled, head's (14) not; head's line 12 is base's 10, matched by its text.
+    # Base's 12 is not head's edited 9 (the diff printed `steps.py:12 -> steps.py:9 return e / s -> h = h + b * 2.0`)
+    a = {6: "h = xp.matmul(x, w)", 7: "h = h + b", 8: "h = xp.maximum(h, 0.0)",
+         9: "m = xp.max(h, axis=-1, keepdims=True)", 10: "e = xp.exp(h - m)", 12: "return e / s"}
+    b = {8: "h = xp.matmul(x, w)", 9: "h = h + b * 2.0", 10: "h = xp.maximum(h, 0.0)",
+         11: "m = xp.max(h, axis=-1, keepdims=True)", 12: "e = xp.exp(h - m)"}
+    fn = "several.<locals>.fn (steps.py:{}) {}\n"
+    base = case_of("".join(fn.format(n, 10) for n in a),
+                   record=rec.Sources({"steps.py": rec.SourceFile("case", "/s", a)}))
+    head = case_of("".join(fn.format(n, 10) for n in b),
+                   record=rec.Sources({"steps.py": rec.SourceFile("case", "/s", b)}))
+    deltas = {d.where: d.matched_by for d in ln.diff_lines(base, head)}
+    assert deltas == {"steps.py:6 -> steps.py:8": ln.BY_FUNCTION_TEXT, "steps.py:8 -> steps.py:10": ln.BY_FUNCTION_TEXT,
+                      "steps.py:9 -> steps.py:11": ln.BY_FUNCTION_TEXT, "steps.py:10 -> steps.py:12": ln.BY_FUNCTION_TEXT,
+                      "steps.py:7": "", "steps.py:9": "",
+                      "steps.py:12": ""}

@@ -226,12 +226,12 @@ def _header(l: LineCost) -> bool:
     return code.endswith((":", ",", "("))
 
 
-def _unmatched_steps(left: Iterable[LineCost], other: CaseLines) -> list[LineCost]:
+def _unmatched_steps(left: Iterable[LineCost], other: CaseLines, others_left: dict[Key, LineCost]) -> list[LineCost]:
     """The step lines of one side left unmatched that may be matched in step order with the other side's: every
-    one where the other's step is another function, else those whose file:line the other side has too."""
+    one where the other's step is another function, else those whose file:line the other side has unmatched too
+    (edited in place: the same line, other text; not a line whose number the other side's edit moved)."""
     steps = {(l.function, l.file) for l in other.lines if l.step}
-    keys = {l.key for l in other.lines}
-    return [l for l in left if l.step and ((l.function, l.file) not in steps or l.key in keys)]
+    return [l for l in left if l.step and ((l.function, l.file) not in steps or l.key in others_left)]
 
 
 def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineDelta]:
@@ -261,8 +261,8 @@ def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineD
     # one step function on both sides (a workload's fn on two libraries, a case in two builds) has the same
     # lines on both: a line sampled on one side only is that line unsampled on the other, not another line of
     # it, so only a line edited in place (its file:line on both, the text differing) is left to match in order
-    steps_b = _unmatched_steps(left.values(), head)
-    steps_h = _unmatched_steps(right.values(), base)
+    steps_b = _unmatched_steps(left.values(), head, right)
+    steps_h = _unmatched_steps(right.values(), base, left)
     # a step's `def` line holds only the few samples taken as the call enters it, on one side and not the
     # other as often as not: the ops are matched without it, and two def lines with each other
     defs_b, defs_h = [l for l in steps_b if _header(l)], [l for l in steps_h if _header(l)]

@@ -108,6 +108,27 @@ def test_a_case_with_another_step_gets_host_time_at_the_shared_lines_only():
     assert [r.line for r in a.rows] == [11]
 
 
+def test_jax_eager_and_jitted_jax_are_not_joined_by_the_wrapper_around_fn():
+    # as a workload's run reads them: jax-eager's sampled step is fn (its lines in w.py), its counted loop's step
+    # the wrapper in workloads.py that calls fn; jitted jax runs none of fn's lines, and its counted loop the same
+    # wrapper. The wrapper's lines joined jitted jax to the table (its fn lines reading 0.00 ± 0.00) and put
+    # jax-eager's counts outside fn's lines (its cells blank: "none at the line")
+    wrapper = {267: {"python": F(1)}, 268: {"python": F(31)}}
+    lines = {"numpy": case("numpy", cost("w.py", 11, 1, 2), cost("w.py", 12, 1, 3)),
+             "jax": case("jax", cost("jax/_src/pjit.py", 5, 9, 9, step=False)),
+             "jax-eager": case("jax-eager", cost("w.py", 11, 2, 4), cost("w.py", 12, 1, 5))}
+    counts = {"numpy": counted("w.py", {10: {"python": F(1)}, 12: {"python": F(2)}}),
+              "jax": counted("flametool/workload/workloads.py", wrapper),
+              "jax-eager": counted("flametool/workload/workloads.py", wrapper)}
+    a = align(lines, counts, ["numpy", "jax", "jax-eager"])
+    assert a is not None and a.file == "w.py" and [c.label for c in a.columns] == ["numpy", "jax-eager"]
+    assert [r.line for r in a.rows] == [10, 11, 12]
+    eager = a.columns[1]
+    assert eager.shares_step and eager.kinds == [] and eager.outside == {}  # no per-line counts: '–', not blank
+    assert a.rows[1].cells["jax-eager"].total == Figure(2.0, 0.2, 4) and a.rows[1].cells["jax-eager"].counts == {}
+    assert aligned_lines.view(a, aligned_lines.full_fields(a)).rows[1].cells[1][2] == "–"
+
+
 def test_a_case_counted_but_not_sampled_has_counts_and_no_figures():
     lines = {"numpy": case("numpy", cost("w.py", 11, 1, 2))}
     counts = {"torch": counted("w.py", {11: {"python": F(2)}})}

@@ -240,3 +240,51 @@ def test_the_h200_sample_reads_the_steps_line_and_cupys_cpp_lines():
     assert cpp.kind == ln.NATIVE and cpp.function == "cupy._core._routines_linalg.matmul" and cpp.total.us_per_call > 10
     steps = next(d for d in ln.diff_lines(cupy, torch) if d.matched_by == ln.BY_STEP_ORDER)
     assert steps.where == "flametool/cases.py:155 -> flametool/cases.py:136"
+
+
+def test_a_workloads_line_sampled_on_one_library_only_is_not_matched_with_another_line():
+    # a workload's fn on numpy and torch, one function of one file: numpy's samples caught `return s, d` and not
+    # the def line, torch's the def line and not `return s, d`; each is that line on its own side, not one
+    # line against the other (the compare printed `work.py:32 -> work.py:29 `return s, d` -> `def fn(a, b):``)
+    record = rec.Sources({"work.py": rec.SourceFile("case", "/w", {
+        29: "    def fn(a, b):", 30: "        s = a + b", 31: "        d = a - b", 32: "        return s, d"})})
+    fn = "tuple_ret.<locals>.fn (work.py:{})"
+    numpy = case_of(f"{fn.format(30)} 40\n{fn.format(31)} 50\n{fn.format(32)} 10\n", record=record)
+    torch = case_of(f"{fn.format(29)} 5\n{fn.format(30)} 45\n{fn.format(31)} 50\n", record=record)
+    deltas = {d.where: d.matched_by for d in ln.diff_lines(numpy, torch)}
+    assert deltas == {"work.py:29": "", "work.py:30": ln.BY_FILE_LINE, "work.py:31": ln.BY_FILE_LINE,
+                      "work.py:32": ""}
+    # nor an op with another op: numpy sampled lines 30 and 32, torch 30 and 31
+    torch_31 = case_of(f"{fn.format(30)} 45\n{fn.format(31)} 55\n", record=record)
+    numpy_32 = case_of(f"{fn.format(30)} 45\n{fn.format(32)} 55\n", record=record)
+    assert {d.where: d.matched_by for d in ln.diff_lines(numpy_32, torch_31)} == {
+        "work.py:30": ln.BY_FILE_LINE, "work.py:31": "", "work.py:32": ""}
+
+
+def test_a_def_line_is_not_matched_with_an_op_when_the_counts_happen_to_agree():
+    # cupy's step sampled on its def line and one op, torch's on two ops: the def line stays apart
+    record = rec.Sources({"c.py": rec.SourceFile("case", "/c", {10: "    def step():", 11: "        mm(a, b)"}),
+                          "t.py": rec.SourceFile("case", "/t", {20: "        mm(a, b)", 21: "        add(a, b)"})})
+    cupy = case_of("cf.<locals>.step (c.py:10) 3\ncf.<locals>.step (c.py:11) 97\n", record=record)
+    torch = case_of("tf.<locals>.step (t.py:20) 50\ntf.<locals>.step (t.py:21) 50\n", record=record)
+    assert all(d.matched_by == "" for d in ln.diff_lines(cupy, torch))
+
+
+def test_a_step_edited_between_two_runs_does_not_match_a_line_with_one_its_edit_moved():
+    # run B's file has two lines added above fn and line 7 edited (`h = h + b` -> `h = h + b * 2.0`, now line 9):
+    # base's `return e / s` (12) was sampled, head's (14) not; head's line 12 is base's 10, matched by its text.
+    # Base's 12 is not head's edited 9 (the diff printed `steps.py:12 -> steps.py:9 return e / s -> h = h + b * 2.0`)
+    a = {6: "h = xp.matmul(x, w)", 7: "h = h + b", 8: "h = xp.maximum(h, 0.0)",
+         9: "m = xp.max(h, axis=-1, keepdims=True)", 10: "e = xp.exp(h - m)", 12: "return e / s"}
+    b = {8: "h = xp.matmul(x, w)", 9: "h = h + b * 2.0", 10: "h = xp.maximum(h, 0.0)",
+         11: "m = xp.max(h, axis=-1, keepdims=True)", 12: "e = xp.exp(h - m)"}
+    fn = "several.<locals>.fn (steps.py:{}) {}\n"
+    base = case_of("".join(fn.format(n, 10) for n in a),
+                   record=rec.Sources({"steps.py": rec.SourceFile("case", "/s", a)}))
+    head = case_of("".join(fn.format(n, 10) for n in b),
+                   record=rec.Sources({"steps.py": rec.SourceFile("case", "/s", b)}))
+    deltas = {d.where: d.matched_by for d in ln.diff_lines(base, head)}
+    assert deltas == {"steps.py:6 -> steps.py:8": ln.BY_FUNCTION_TEXT, "steps.py:8 -> steps.py:10": ln.BY_FUNCTION_TEXT,
+                      "steps.py:9 -> steps.py:11": ln.BY_FUNCTION_TEXT, "steps.py:10 -> steps.py:12": ln.BY_FUNCTION_TEXT,
+                      "steps.py:7": "", "steps.py:9": "",
+                      "steps.py:12": ""}

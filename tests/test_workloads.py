@@ -218,6 +218,9 @@ def test_a_case_spec_of_a_workload_travels_to_the_child():
 @pytest.mark.parametrize("argv, words", [
     ([f"{CASES}:lists_not_arrays"], "inputs[0] is builtins.list, not a NumPy array"),
     ([f"{CASES}:no_shape"], "cannot be called as no_shape(xp, shape)"),
+    # the signature as written: it read 'shape_keyword_only(xp, shape) cannot be called as shape_keyword_only(xp, shape)'
+    ([f"{CASES}:shape_keyword_only"], "shape_keyword_only(xp, *, shape=(4,)) cannot be called as "
+                                      "shape_keyword_only(xp, shape)"),
     ([f"{CASES}:fn_alone"], "returned function; a workload returns (fn, inputs)"),
     ([f"{CASES}:raises"], "raised RuntimeError: cannot make the inputs at "),
     ([f"{CASES}:exits"], "raised SystemExit: 3 at "),

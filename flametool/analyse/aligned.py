@@ -9,7 +9,9 @@ Which cases: each case's step lines are its sampled step() lines and the lines i
 Cases whose step lines share a file:line are one group; the largest group (the first in run order among equals)
 is the table, its rows the group's step lines. Cases whose steps are other functions (cupy's and torch's built-in
 steps, in one file but at other lines) share no line and make no table. A case outside the group that still has
-samples at a row's line (jax-eager's fn below its step) gets a column of host time.
+samples at a row's line gets a column of host time. A case whose counted loop counted another function than its
+samples' step (jax-eager: fn is sampled, the wrapper that calls it counted) has host time at the rows and no
+per-line counts; the wrapper's lines join it to no other case (jitted jax, which runs none of fn's lines).
 
 The file a line is in is named by the samples as py-spy names it (relative to the child's sys.path) and by the
 per-line counts as the counted loop names it; where those differ ('workload_cases.py' against
@@ -103,7 +105,12 @@ def align(lines: Mapping[str, CaseLines], counts: Mapping[str, Counts | None],
     for l in labels:
         mine = {(name[x.file], x.line) for x in lines[l].step_lines()} if l in lines else set()
         if l in counted:
-            mine |= {(name[x.file], x.line) for x in counted[l].by_line if x.file != OUTSIDE}
+            # the counted loop's step is the step the samples show, except where the samples' is a function it
+            # calls (a workload's fn under jax-eager's step, which keeps the result): those counts are the
+            # wrapper's lines, not fn's, and join the wrapper's other cases (jitted jax) to nothing
+            files = {f for f, _ in mine}
+            mine |= {(name[x.file], x.line) for x in counted[l].by_line
+                     if x.file != OUTSIDE and (not files or name[x.file] in files)}
         if mine:
             steps[l] = mine
     group = _largest_group(steps, labels)
@@ -113,16 +120,19 @@ def align(lines: Mapping[str, CaseLines], counts: Mapping[str, Counts | None],
     keys = sorted({k for l in group for k in steps[l] if k[0] == file}, key=lambda k: k[1])
     sampled_at = {l: {(name[x.file], x.line): x for x in lines[l].lines} for l in labels if l in lines}
     members = [l for l in labels if l in group or any(k in sampled_at.get(l, {}) for k in keys)]
-    # only the group's counts are at these lines: another case's are at its own step's lines
-    counts_at = {l: {(name[x.file], x.line): x.counts for x in counted[l].by_line if x.file != OUTSIDE}
-                 for l in group if l in counted}
+    # only the group's counts are at these lines, and only where they were counted at this file's lines: another
+    # case's are at its own step's lines, jax-eager's at the wrapper around fn (not counted per line of fn)
+    here = {l: counted[l] for l in group if l in counted
+            and any(x.file != OUTSIDE and name[x.file] == file for x in counted[l].by_line)}
+    counts_at = {l: {(name[x.file], x.line): x.counts for x in c.by_line if x.file != OUTSIDE}
+                 for l, c in here.items()}
     rows = []
     for key in keys:
         cells = {l: _cell(sampled_at.get(l, {}).get(key), l in sampled_at, counts_at.get(l, {}).get(key, {}))
                  for l in members}
         rows.append(Row(key[0], key[1], _text(key, [sampled_at.get(l, {}).get(key) for l in members],
-                                              [counted[l] for l in group if l in counted], name), cells))
-    columns = [_column(l, lines.get(l), counted.get(l) if l in group else None, set(keys), name, l in group)
+                                              list(here.values()), name), cells))
+    columns = [_column(l, lines.get(l), here.get(l), set(keys), name, l in group)
                for l in members]
     return Aligned(file, columns, rows)
 

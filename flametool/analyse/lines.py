@@ -226,6 +226,14 @@ def _header(l: LineCost) -> bool:
     return code.endswith((":", ",", "("))
 
 
+def _unmatched_steps(left: Iterable[LineCost], other: CaseLines, others_left: dict[Key, LineCost]) -> list[LineCost]:
+    """The step lines of one side left unmatched that may be matched in step order with the other side's: every
+    one where the other's step is another function, else those whose file:line the other side has unmatched too
+    (edited in place: the same line, other text; not a line whose number the other side's edit moved)."""
+    steps = {(l.function, l.file) for l in other.lines if l.step}
+    return [l for l in left if l.step and ((l.function, l.file) not in steps or l.key in others_left)]
+
+
 def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineDelta]:
     """The lines of two cases matched, head - base, by |difference| in `by` ('self' or 'total'), largest first.
 
@@ -234,8 +242,9 @@ def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineD
     lines are the same lines of one file); the same function and line text (a file edited between two runs, its
     lines moved); the step()'s own lines left in source order, where the two steps have as many of them (cupy's
     four ops against torch's four; a line of one step edited in place), the steps' `def` lines (the samples
-    taken as the call enters) apart from their ops. A line left over is shown on its own side, against
-    nothing."""
+    taken as the call enters) apart from their ops; where both steps are one function (a workload's fn), only
+    its lines edited in place, as a line sampled on one side alone is that line, unsampled on the other. A line
+    left over is shown on its own side, against nothing."""
     if by not in ("self", "total"):
         raise ValueError(f"by: 'self' or 'total', not {by!r}")
     left = {l.key: l for l in base.lines}
@@ -249,15 +258,17 @@ def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineD
 
     for b, h in _pair_groups(left.values(), right.values(), function_text):
         out.append(_delta(left.pop(b.key), right.pop(h.key), BY_FUNCTION_TEXT))
-    steps_b = [l for l in left.values() if l.step]
-    steps_h = [l for l in right.values() if l.step]
-    if len(steps_b) != len(steps_h):
-        # a step's `def` line holds only the few samples taken as the call enters it, on one side and not the
-        # other as often as not: the ops are matched without it, and two def lines with each other
-        defs_b, defs_h = [l for l in steps_b if _header(l)], [l for l in steps_h if _header(l)]
-        if len(defs_b) == len(defs_h) == 1:
-            out.append(_delta(left.pop(defs_b[0].key), right.pop(defs_h[0].key), BY_STEP_ORDER))
-        steps_b, steps_h = [l for l in steps_b if not _header(l)], [l for l in steps_h if not _header(l)]
+    # one step function on both sides (a workload's fn on two libraries, a case in two builds) has the same
+    # lines on both: a line sampled on one side only is that line unsampled on the other, not another line of
+    # it, so only a line edited in place (its file:line on both, the text differing) is left to match in order
+    steps_b = _unmatched_steps(left.values(), head, right)
+    steps_h = _unmatched_steps(right.values(), base, left)
+    # a step's `def` line holds only the few samples taken as the call enters it, on one side and not the
+    # other as often as not: the ops are matched without it, and two def lines with each other
+    defs_b, defs_h = [l for l in steps_b if _header(l)], [l for l in steps_h if _header(l)]
+    if len(defs_b) == len(defs_h) == 1:
+        out.append(_delta(left.pop(defs_b[0].key), right.pop(defs_h[0].key), BY_STEP_ORDER))
+    steps_b, steps_h = [l for l in steps_b if not _header(l)], [l for l in steps_h if not _header(l)]
     if steps_b and len(steps_b) == len(steps_h):
         for b, h in zip(sorted(steps_b, key=lambda l: l.key), sorted(steps_h, key=lambda l: l.key)):
             out.append(_delta(left.pop(b.key), right.pop(h.key), BY_STEP_ORDER))

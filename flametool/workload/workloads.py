@@ -137,8 +137,8 @@ def default_shape(func: Func, text: str) -> tuple[int, ...] | None:
     required = [p for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     star = any(p.kind is p.VAR_POSITIONAL for p in params)
     if len(required) > 2 or any(p.kind is p.KEYWORD_ONLY for p in required) or (len(positional) < 2 and not star):
-        shown = ", ".join(p.name for p in params)
-        raise FlametoolError(f"--workload {text}: {func.__name__}({shown}) cannot be called as "
+        # the signature as written (its `*` and defaults): the names alone read as the call it cannot take
+        raise FlametoolError(f"--workload {text}: {func.__name__}{inspect.signature(func)} cannot be called as "
                              f"{func.__name__}(xp, shape); a workload is FUNC(xp, shape) -> (fn, inputs)")
     if len(positional) < 2 or positional[1].default is positional[1].empty:
         return None

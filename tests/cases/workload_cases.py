@@ -64,3 +64,7 @@ def fails_everywhere(xp, shape=(4,)):
         raise ValueError("no library runs this step")
 
     return fn, [np.ones(shape)]
+
+
+def shape_keyword_only(xp, *, shape=(4,)):
+    return (lambda a: a + 1.0), [np.ones(shape)]

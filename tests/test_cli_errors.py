@@ -254,3 +254,19 @@ def test_diff_top_is_refused_where_it_would_do_nothing(capsys, tmp_path, fmt):
     nothing, silently."""
     line = one_line_error(capsys, ["diff", str(tmp_path), "--base", "a", "--head", "b", "--format", fmt, "--top", "3"])
     assert f"--top with --format {fmt}" in line, line
+
+
+def test_a_factory_misfit_is_said_as_what_is_wrong_with_it():
+    """A factory returning (step, None) was told 'returned tuple, expected a (step, sync) pair of callables',
+    though it had returned a pair: the message names the part that is not callable."""
+    from flametool.measure.child.building import misfit
+
+    def step():
+        pass
+
+    assert misfit((step, None)) == ("returned (step, sync) whose sync is NoneType, not callable: expected a (step, "
+                                    "sync) pair of callables (a step with nothing to wait for returns `lambda: None` "
+                                    "as its sync)")
+    assert "whose step is int and whose sync is str" in misfit((1, "x"))
+    assert misfit((step, step, step)).startswith("returned a tuple of 3, expected")
+    assert misfit(step).startswith("returned function, expected")

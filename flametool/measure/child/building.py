@@ -72,10 +72,24 @@ def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tupl
             raise CaseUnavailable(known) from exc
         raise FactoryFailed(describe(exc)) from exc
     if not (isinstance(made, tuple) and len(made) == 2 and all(callable(f) for f in made)):
-        raise FactoryFailed(f"returned {type(made).__name__}, expected a (step, sync) pair of callables")
+        raise FactoryFailed(misfit(made))
     check_ops(made[0])
     check_step(made[0])
     return made
+
+
+def misfit(made: object) -> str:
+    """What a factory returned that is not a (step, sync) pair of callables, said as what is wrong with it: a pair
+    whose sync is None was told 'returned tuple', though it did return a pair."""
+    expected = "expected a (step, sync) pair of callables"
+    if isinstance(made, tuple) and len(made) == 2:
+        wrong = [f"{which} is {type(f).__name__}" for which, f in zip(("step", "sync"), made) if not callable(f)]
+        hint = (" (a step with nothing to wait for returns `lambda: None` as its sync)"
+                if made[1] is None and callable(made[0]) else "")
+        return f"returned (step, sync) whose {' and whose '.join(wrong)}, not callable: {expected}{hint}"
+    if isinstance(made, tuple):
+        return f"returned a tuple of {len(made)}, {expected}"
+    return f"returned {type(made).__name__}, {expected}"
 
 
 DEVICE_CLOCKS = ("wall",)  # step.device_clock, when set: the wall time to its sync (left out: CUDA events)

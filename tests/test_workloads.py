@@ -222,6 +222,10 @@ def test_a_case_spec_of_a_workload_travels_to_the_child():
     ([f"{CASES}:shape_keyword_only"], "shape_keyword_only(xp, *, shape=(4,)) cannot be called as "
                                       "shape_keyword_only(xp, shape)"),
     ([f"{CASES}:fn_alone"], "returned function; a workload returns (fn, inputs)"),
+    # fn's signature is checked before anything runs: each library's set-up failed with two lines each (exit 1)
+    ([f"{CASES}:fn_wants_a_keyword"], "returned fn fn(a, *, scale), which cannot be called with the 1 input "
+                                      "returned (missing a required argument: 'scale'); each step calls fn(*inputs)"),
+    ([f"{CASES}:fn_takes_fewer"], "returned fn fn(a), which cannot be called with the 2 inputs returned"),
     ([f"{CASES}:raises"], "raised RuntimeError: cannot make the inputs at "),
     ([f"{CASES}:exits"], "raised SystemExit: 3 at "),
     ([f"{CASES}:needs_a_shape"], "has no default; give --shape"),

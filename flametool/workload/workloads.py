@@ -164,6 +164,17 @@ def checked(made: object, where: str) -> tuple[Callable[..., Any], list[Any]]:
         if not isinstance(x, np.ndarray):
             raise WorkloadMisfit(f"{where}: inputs[{i}] is {type(x).__module__}.{type(x).__qualname__}, not a NumPy "
                                  "array (flametool moves NumPy arrays to each library's device)")
+    try:  # fn's signature against the call each step makes, here, not in every library's set-up
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or extension with no signature: its call says
+        return fn, list(inputs)
+    try:
+        signature.bind(*inputs)
+    except TypeError as exc:
+        name = getattr(fn, "__name__", "fn")
+        raise WorkloadMisfit(f"{where} returned fn {name}{signature}, which cannot be called with the "
+                             f"{len(inputs)} input{'' if len(inputs) == 1 else 's'} returned ({exc}); each step calls "
+                             "fn(*inputs)") from None
     return fn, list(inputs)
 
 

@@ -41,6 +41,24 @@ def no_shape(xp):
     return (lambda: None), []
 
 
+def fn_wants_a_keyword(xp, shape=(4,)):
+    import numpy as np
+
+    def fn(a, *, scale):
+        return a * scale
+
+    return fn, [np.ones(shape, dtype=np.float32)]
+
+
+def fn_takes_fewer(xp, shape=(4,)):
+    import numpy as np
+
+    def fn(a):
+        return a + 1
+
+    return fn, [np.ones(shape, dtype=np.float32), np.ones(shape, dtype=np.float32)]
+
+
 def fn_alone(xp, shape=(4,)):
     return lambda a: a
 

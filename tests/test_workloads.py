@@ -110,6 +110,10 @@ def test_an_atlas_says_each_library_a_workload_failed_on_and_exits_1(cli, tmp_pa
                                "cannot run fn: ValueError: no library runs this step"), lines
     assert "torch: torch cannot run fn: ValueError" in lines[1] and len(lines) == 2, lines
     assert rundir.load(out / "workload-numpy_only").results["numpy"].error is None
+    # the terminal's table says 'failed (below)' in the cell and the reason whole under the table (folded over ten
+    # lines of a narrow cell, it was)
+    assert "failed (below)" in proc.stdout, proc.stdout
+    assert "\nfailed: workload_cases.py:numpy_only torch: torch cannot run fn: AttributeError" in proc.stdout, proc.stdout
     # the atlas page says why a cell failed under its table (it was only in the cell's tooltip)
     import html
 

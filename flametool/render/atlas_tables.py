@@ -26,17 +26,25 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
         table.add_column(col, justify="right" if right else "left")
     for row in a.rows:
         if row.error and not row.cells:
-            table.add_row(text(row.op), "-", "-", text(row.error), "", "", "", *([""] if counted else []))
+            table.add_row(text(row.op), "-", "-", "failed (below)", "", "", "", *([""] if counted else []))
             continue
         for i, (label, c) in enumerate(row.cells.items()):
             first = i == 0
             op = row.op + (" (incomplete)" if row.error else "")  # figures of an op the atlas stopped during
             table.add_row(text(op if first else ""), text(fmt.shape(row.shape) if first else ""), text(label),
-                          text(f"failed: {c.error}") if c.error else fmt.us(c.us) + (f" ({fmt.interval(c.interval, fmt.us_bare)})"
+                          "failed (below)" if c.error else fmt.us(c.us) + (f" ({fmt.interval(c.interval, fmt.us_bare)})"
                                                                                     if c.interval else ""),
                           fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, "" if c.error else row.fastest or "")),
                           text(fmt.differs_most(c)), *([text(c.counted or "-")] if counted else []))
     show(console, table)
+    # why a cell failed, whole under the table, as the page says it: in its cell a reason of a few hundred
+    # characters was folded over ten lines of a column 40 wide
+    for row in a.rows:
+        if row.error and not row.cells:
+            say(console, f"failed: {row.op}: {row.error}")
+        for label, c in row.cells.items():
+            if c.error:
+                say(console, f"failed: {row.op} {label}: {c.error}")
     say(console, "host / call: the calling thread's clock around the loop (what a program waits for); all threads: "
                  "CPU time of every thread of the process during the loop, per call (a library's worker threads "
                  "included); layers: the calling thread's samples")

@@ -95,11 +95,12 @@ class Verdict:
     processes: int | None = None
 
 
-def verdict(change: Change, label: str, pct: float, caution: Difference | None = None,
+def verdict(change: Change, label: str, pct: float, caution: Difference | str | None = None,
             most: int | None = None) -> Verdict:
     """Decided on the interval, not the point: a change whose interval reaches above PCT may still be noise.
-    `caution`: the anchor's library changed version between the runs (DiffResult.anchor_moved), which the
-    sentence ends with, as the diff's differences say it: the verdict is of the change relative to it. `most`: the
+    `caution`: the anchor's library changed version between the runs (DiffResult.anchor_moved), or differs between
+    a run's environments (run.sameness.anchor_caution), which the sentence ends with, as the diff's differences (the
+    run's cautions) say it: the verdict is of the change relative to it. `most`: the
     most processes compare runs (a side), where it stopped there undecided (the run's TimingStop, reason "most"):
     a longer --budget would not add one, a larger --processes would."""
     got = decided(change, label, pct, most)

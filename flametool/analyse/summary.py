@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..run import stats
+from ..run import sameness, stats
 from .compare import Analysis, PairAnalysis
 from .diff import INCONCLUSIVE_EXIT, Change, DiffResult, Difference, Verdict, verdict
 from .aligned import Aligned
@@ -115,10 +115,12 @@ def pair_change(p: PairAnalysis) -> Change | None:
 
 def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
               fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None,
-              lines: list[LineDelta] | None = None, caution: Difference | None = None,
+              lines: list[LineDelta] | None = None, caution: Difference | str | None = None,
               stop: TimingStop | None = None) -> PairSummary:
     """`stop`: compare stopped adding processes before this pair's interval settled (run.timing_stop, where it
-    applies): the pair's `stopped`, and its verdict's advice where the stop was the most processes."""
+    applies): the pair's `stopped`, and its verdict's advice where the stop was the most processes. `caution`:
+    what the anchor's own change carries (a diff's anchor_moved, a run's sameness.anchor_caution), which the
+    verdict ends with."""
     a = change.anchored
     diff_us: float | None
     base_us: float | None
@@ -145,6 +147,7 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
                   counts={l: r.profile.counts for l, r in run.results.items() if r.profile and r.profile.counts},
                   aligned=a.aligned, analysis=a)
     missing = []
+    anchor_differs = sameness.anchor_caution(run)  # the run's anchor carries its own change: its verdicts say so
     for p in a.pairs:
         change = pair_change(p)
         if change is None:
@@ -153,6 +156,7 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         stop = run.timing_stop
         pair = of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff, fail_above,
                          "not both sampled: no layer or frame differences", p.counts, a.pair_lines.get((p.base, p.head)),
+                         caution=anchor_differs if p.anchored is not None else None,
                          stop=stop if stop is not None and stop.applies(p.base, p.head, change.reach) else None)
         head = run.results[p.head]
         at_sample = p.anchored is not None or (p.sample is not None and p.headline is p.sample)

@@ -116,11 +116,11 @@ def pair_change(p: PairAnalysis) -> Change | None:
 def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
               fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None,
               lines: list[LineDelta] | None = None, caution: Difference | str | None = None,
-              stop: TimingStop | None = None) -> PairSummary:
+              stop: TimingStop | None = None, ended: str = "budget") -> PairSummary:
     """`stop`: compare stopped adding processes before this pair's interval settled (run.timing_stop, where it
     applies): the pair's `stopped`, and its verdict's advice where the stop was the most processes. `caution`:
     what the anchor's own change carries (a diff's anchor_moved, a run's sameness.anchor_caution), which the
-    verdict ends with."""
+    verdict ends with. `ended`: what ended the run (diff.ENDED), for an undecided verdict's advice."""
     a = change.anchored
     diff_us: float | None
     base_us: float | None
@@ -136,7 +136,7 @@ def of_change(label: str, base: str, head: str, head_where: str, change: Change,
     most = stop.most if stop is not None and stop.reason == "most" else None
     return PairSummary(label, base, head, head_where, change, diff_us, interval, base_us, units, layer, frame,
                        not_sampled if d is None else None,
-                       verdict(change, label, fail_above, caution, most) if fail_above is not None else None, counts,
+                       verdict(change, label, fail_above, caution, most, ended) if fail_above is not None else None, counts,
                        list(d.layers) if d else [], list(d.frames) if d else [], list(lines or []), stopped=stop)
 
 
@@ -148,6 +148,7 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
                   aligned=a.aligned, analysis=a)
     missing = []
     anchor_differs = sameness.anchor_caution(run)  # the run's anchor carries its own change: its verdicts say so
+    ended = ended_by(run)
     for p in a.pairs:
         change = pair_change(p)
         if change is None:
@@ -156,7 +157,7 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         stop = run.timing_stop
         pair = of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff, fail_above,
                          "not both sampled: no layer or frame differences", p.counts, a.pair_lines.get((p.base, p.head)),
-                         caution=anchor_differs if p.anchored is not None else None,
+                         caution=anchor_differs if p.anchored is not None else None, ended=ended,
                          stop=stop if stop is not None and stop.applies(p.base, p.head, change.reach) else None)
         head = run.results[p.head]
         at_sample = p.anchored is not None or (p.sample is not None and p.headline is p.sample)
@@ -170,6 +171,15 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         out.uncompared = Verdict("inconclusive", INCONCLUSIVE_EXIT, fail_above,
                                  nothing_compared(run, missing, fail_above))
     return out
+
+
+def ended_by(run: Run) -> str:
+    """What ended a run, as an undecided verdict's advice names it (diff.ENDED): it did not finish; it was made
+    without --fail-above (run.json's config has none), so no budget ran out; else its --fail-above budget ran out
+    (a decided pair needs no advice)."""
+    if not run.complete:
+        return "unfinished"
+    return "budget" if run.config.recorded.get("fail_above") is not None else "unasked"
 
 
 def not_compared(run: Run, missing: list[str]) -> str:

@@ -194,3 +194,74 @@ def test_the_default_anchor_s_order(a_versions, b_versions, anchor, mine, expect
     versions: dict[str, str | None] = {"cupy": "14.0.0", "numpy": "2.4.6", "jax": "0.9.0", "torch": "2.13.0"}
     a, b = (env_run(versions | changed, libraries, anchor) for changed in (a_versions, b_versions))
     assert diff.anchor_for(a, b, "cupy@a", None) == (expected, None)
+
+
+# --- one run of two environments whose anchor was shown to differ (--anchor given so) ----------------------------
+
+def two_envs(path, numpy_b: str, torch_b: float = 1.0):
+    """`compare --env a --env b --anchor numpy`, torch compared: torch the same in both, numpy 2.4.6 from the same
+    installed files in both, its top-level objects `numpy_b` in b ("n": as in a; "patched": a sitecustomize
+    wrapped numpy.matmul, which made numpy@b 25% slower), torch@b `torch_b` times torch@a. Not sampled, two
+    environments' processes."""
+    run = new_run({"anchor": "numpy", "pairs": [["torch@a", "torch@b"]], "device": "cpu"})
+    for i, (env, surface, slower) in enumerate((("a", "n", 1.0), ("b", numpy_b, 1.25 if numpy_b != "n" else 1.0))):
+        run.environments.append(Environment(name=env, python=f"/py/{env}", versions={"numpy": "2.4.6", "torch": "2.13"},
+                                            files={"numpy": "record:np", "torch": "record:pt"},
+                                            surface={"numpy": surface, "torch": "t"}))
+        run.groups.append(Group([f"numpy@{env}", f"torch@{env}"], True, "hand-built", len(SPEEDS)))
+        for lib, us in (("numpy", 5.0 * slower), ("torch", 7.0 * (torch_b if i else 1.0))):
+            r = case_result(f"{lib}@{env}", us, 0, group=i, library=lib, env=env)
+            r.timing, r.profile = timing(us, 1.0, (NOISE[::-1] if i else NOISE) if lib == "torch" else None), None
+            run.results[f"{lib}@{env}"] = r
+    run.complete = True
+    path.mkdir(parents=True)
+    rundir.save(path, run)
+    return path
+
+
+def test_a_run_whose_anchor_differs_between_environments_says_so_in_every_view(tmp_path, capsys):
+    """The warning before the run ('the anchor numpy is ... not the same top-level objects') was said once, on
+    standard error, and nothing after it: summary's verdict read 'passed' (torch@b 20% faster relative to a numpy
+    made slower) with no word of it, in the CI line, the pull-request comment and the JSON alike."""
+    patched = two_envs(tmp_path / "patched", "patched")
+    carries = ("the anchor numpy is numpy 2.4.6 in every environment and the same files, but not the same top-level "
+               "objects")
+    assert main.main(["summary", str(patched), "--fail-above", "5"]) == 0
+    out, err = capsys.readouterr()
+    assert carries in error_of(err) and "; caution: " in error_of(err)
+    assert f"caution: anchor differs: {carries}" in out
+    assert main.main(["summary", str(patched), "--fail-above", "5", "--format", "markdown"]) == 0
+    assert carries in capsys.readouterr().out
+    assert main.main(["summary", str(patched), "--fail-above", "5", "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [c["kind"] for c in got["cautions"]] == ["anchor differs"] and got["cautions"][0]["text"].startswith(carries)
+    assert "; caution: " + carries in got["pairs"][0]["verdict"]["sentence"]
+    # the same numpy in both: no caution
+    same = two_envs(tmp_path / "same", "n")
+    assert main.main(["summary", str(same), "--fail-above", "5", "--format", "json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["cautions"] == [] and "caution" not in got["pairs"][0]["verdict"]["sentence"]
+
+
+@pytest.mark.parametrize("recorded, complete, advice", [
+    # compare --fail-above that ran out of its budget undecided: a longer one
+    ({"fail_above": 5.0, "budget": 30.0}, True, "(it adds processes until the verdict is decided) and a longer "
+                                                "--budget SECONDS"),
+    # made without --fail-above (--processes 6): no budget ran out; --fail-above adds the processes
+    ({}, True, "(it adds processes until the verdict is decided)"),
+    # interrupted (Ctrl-C) part-way: it did not run out of anything
+    ({"fail_above": 5.0, "budget": 30.0}, False, "(it adds processes until the verdict is decided); this run did not "
+                                                 "finish (run.json complete: false)"),
+])
+def test_an_inconclusive_run_s_advice_names_what_stopped_it(tmp_path, capsys, recorded, complete, advice):
+    """summary --fail-above of a run undecided at PCT asked for 'a longer --budget SECONDS' whatever had stopped it:
+    of a run interrupted at 2 + 2 of its 8 + 8 processes, and of one made without --fail-above, whose budget never
+    ran out either."""
+    path = two_envs(tmp_path / "run", "n", torch_b=1.047)
+    run = rundir.load(path)
+    run.config.recorded.update(recorded)
+    run.complete = complete
+    rundir.save(path, run)
+    assert main.main(["summary", str(path), "--fail-above", "5"]) == diff.INCONCLUSIVE_EXIT
+    line = error_of(capsys.readouterr().err)
+    assert line.endswith("; to decide it, compare again with --fail-above 5 " + advice), line

@@ -95,14 +95,22 @@ class Verdict:
     processes: int | None = None
 
 
-def verdict(change: Change, label: str, pct: float, caution: Difference | None = None,
-            most: int | None = None) -> Verdict:
+# What ended a run whose verdict is undecided, for its advice (Verdict's sentence): its --fail-above budget ran out
+# (or a stored run of two: nothing known), it was made without --fail-above (nothing ran out: --fail-above adds the
+# processes), or it did not finish (interrupted, or a failure part-way)
+ENDED = ("budget", "unasked", "unfinished")
+
+
+def verdict(change: Change, label: str, pct: float, caution: Difference | str | None = None,
+            most: int | None = None, ended: str = "budget") -> Verdict:
     """Decided on the interval, not the point: a change whose interval reaches above PCT may still be noise.
-    `caution`: the anchor's library changed version between the runs (DiffResult.anchor_moved), which the
-    sentence ends with, as the diff's differences say it: the verdict is of the change relative to it. `most`: the
+    `caution`: the anchor's library changed version between the runs (DiffResult.anchor_moved), or differs between
+    a run's environments (run.sameness.anchor_caution), which the sentence ends with, as the diff's differences (the
+    run's cautions) say it: the verdict is of the change relative to it. `most`: the
     most processes compare runs (a side), where it stopped there undecided (the run's TimingStop, reason "most"):
-    a longer --budget would not add one, a larger --processes would."""
-    got = decided(change, label, pct, most)
+    a longer --budget would not add one, a larger --processes would. `ended`: what ended the run (ENDED), which the
+    advice of an undecided verdict names: 'a longer --budget' only where the budget ran out."""
+    got = decided(change, label, pct, most, ended)
     if caution is not None:
         got.sentence += f"; caution: {caution}"
     return got
@@ -116,8 +124,11 @@ def not_paired(change: Change) -> bool:
             and not change.absolute.paired)
 
 
-def decided(change: Change, label: str, pct: float, most: int | None = None) -> Verdict:
+def decided(change: Change, label: str, pct: float, most: int | None = None, ended: str = "budget") -> Verdict:
     """verdict, without its caution."""
+    # how compare adds the processes, and why this run did not: its budget ran out, it was not asked, it ended early
+    adds = {"budget": " and a longer --budget SECONDS", "unasked": "",
+            "unfinished": "; this run did not finish (run.json complete: false)"}[ended]
     if change.ratio is None:
         return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct, f"{label}: nothing to compare; inconclusive")
     grew, iv = (change.ratio - 1) * 100, change.interval
@@ -135,8 +146,7 @@ def decided(change: Change, label: str, pct: float, most: int | None = None) -> 
                        + ("time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
                           f"--fail-above {pct:g}" if change.between_runs else
                           f"compare again with --processes 2 or more ({UNPAIRED})" if unpaired else
-                          f"compare again with --fail-above {pct:g} and a longer --budget SECONDS (or --processes 2 "
-                          "or more)"))
+                          f"compare again with --fail-above {pct:g}{adds} (or --processes 2 or more)"))
     span = f"{grew:+.1f}% (95%: {(iv.low - 1) * 100:+.1f}% to {(iv.high - 1) * 100:+.1f}%) {change.how}"
     if iv.low > limit:
         return Verdict("slower", SLOWER_EXIT, pct, f"{label}: {span}: slower by more than --fail-above {pct:g}%")
@@ -150,8 +160,8 @@ def decided(change: Change, label: str, pct: float, most: int | None = None) -> 
              # --processes past the most lifts it (commands/settings: the most is the larger of the two)
              f"; to decide it, compare again with --fail-above {pct:g} --processes {need} (this run stopped at the "
              f"most processes compare runs, {most}{a_side}; a longer --budget would not add one)" if most and need else
-             f"; to decide it, compare again with --fail-above {pct:g} (it adds processes until the verdict is decided) "
-             "and a longer --budget SECONDS" if change.anchored is not None and need else "")
+             f"; to decide it, compare again with --fail-above {pct:g} (it adds processes until the verdict is "
+             f"decided){adds}" if change.anchored is not None and need else "")
     return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
                    f"{label}: {span}: inconclusive, the interval holds --fail-above {pct:g}%; "
                    + (f"about {need} processes a side would settle it at the spread seen" if need else

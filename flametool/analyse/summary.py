@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..run import stats
+from ..run import sameness, stats
 from .compare import Analysis, PairAnalysis
 from .diff import INCONCLUSIVE_EXIT, Change, DiffResult, Difference, Verdict, verdict
 from .aligned import Aligned
@@ -115,10 +115,12 @@ def pair_change(p: PairAnalysis) -> Change | None:
 
 def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
               fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None,
-              lines: list[LineDelta] | None = None, caution: Difference | None = None,
-              stop: TimingStop | None = None) -> PairSummary:
+              lines: list[LineDelta] | None = None, caution: Difference | str | None = None,
+              stop: TimingStop | None = None, ended: str = "budget") -> PairSummary:
     """`stop`: compare stopped adding processes before this pair's interval settled (run.timing_stop, where it
-    applies): the pair's `stopped`, and its verdict's advice where the stop was the most processes."""
+    applies): the pair's `stopped`, and its verdict's advice where the stop was the most processes. `caution`:
+    what the anchor's own change carries (a diff's anchor_moved, a run's sameness.anchor_caution), which the
+    verdict ends with. `ended`: what ended the run (diff.ENDED), for an undecided verdict's advice."""
     a = change.anchored
     diff_us: float | None
     base_us: float | None
@@ -134,7 +136,7 @@ def of_change(label: str, base: str, head: str, head_where: str, change: Change,
     most = stop.most if stop is not None and stop.reason == "most" else None
     return PairSummary(label, base, head, head_where, change, diff_us, interval, base_us, units, layer, frame,
                        not_sampled if d is None else None,
-                       verdict(change, label, fail_above, caution, most) if fail_above is not None else None, counts,
+                       verdict(change, label, fail_above, caution, most, ended) if fail_above is not None else None, counts,
                        list(d.layers) if d else [], list(d.frames) if d else [], list(lines or []), stopped=stop)
 
 
@@ -145,6 +147,8 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
                   counts={l: r.profile.counts for l, r in run.results.items() if r.profile and r.profile.counts},
                   aligned=a.aligned, analysis=a)
     missing = []
+    anchor_differs = sameness.anchor_caution(run)  # the run's anchor carries its own change: its verdicts say so
+    ended = ended_by(run)
     for p in a.pairs:
         change = pair_change(p)
         if change is None:
@@ -153,6 +157,7 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         stop = run.timing_stop
         pair = of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff, fail_above,
                          "not both sampled: no layer or frame differences", p.counts, a.pair_lines.get((p.base, p.head)),
+                         caution=anchor_differs if p.anchored is not None else None, ended=ended,
                          stop=stop if stop is not None and stop.applies(p.base, p.head, change.reach) else None)
         head = run.results[p.head]
         at_sample = p.anchored is not None or (p.sample is not None and p.headline is p.sample)
@@ -166,6 +171,15 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         out.uncompared = Verdict("inconclusive", INCONCLUSIVE_EXIT, fail_above,
                                  nothing_compared(run, missing, fail_above))
     return out
+
+
+def ended_by(run: Run) -> str:
+    """What ended a run, as an undecided verdict's advice names it (diff.ENDED): it did not finish; it was made
+    without --fail-above (run.json's config has none), so no budget ran out; else its --fail-above budget ran out
+    (a decided pair needs no advice)."""
+    if not run.complete:
+        return "unfinished"
+    return "budget" if run.config.recorded.get("fail_above") is not None else "unasked"
 
 
 def not_compared(run: Run, missing: list[str]) -> str:

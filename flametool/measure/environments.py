@@ -26,6 +26,7 @@ from .. import procs as hygiene
 from ..workload import builtins, workloads
 from ..workload.cases import CaseSpec
 from ..errors import FlametoolError
+from ..run import sameness
 from ..run.record import Environment, env_label
 from .importcheck import ANSWER
 
@@ -149,47 +150,11 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     return found
 
 
-def apart(envs: list[Environment], lib: str) -> tuple[bool, str] | None:
-    """None when `lib` is shown to be one copy in every environment: one version, the same installed files
-    (importcheck.installed_files: one RECORD's files, or the very same directory) and the same top-level objects
-    (importcheck.surface). Else (whether it is known to differ, what tells them apart or what is not known).
-    A version alone shows nothing: a build from a branch, or an editable install with a patch, keeps the
-    release's version string."""
-    versions = [e.versions.get(lib) for e in envs]
-    if len(set(versions)) > 1 or any(lib not in e.versions for e in envs):  # not probed: not known to differ
-        return len(set(versions)) > 1, f"{lib} " + ", ".join(f"{v or 'no version'} in {e.name}"
-                                                             for e, v in zip(envs, versions))
-    version = f"{lib} {versions[0] or '(no version)'} in every environment"
-    files = [e.files.get(lib) for e in envs]
-    if None in files:
-        return False, f"{version}, its files not known in " + ", ".join(e.name for e, f in zip(envs, files) if f is None)
-    if len(set(files)) > 1:
-        # two RECORDs that differ are two builds; a copy that is not an installed one (a checkout, an editable
-        # install, a copy edited in place) is the same only as the very same directory, which is not known to differ
-        known = all(f.startswith("record:") for f in files if f)
-        shown = ", ".join(f"{e.name}: {files_shown(f)}" for e, f in zip(envs, files) if f)
-        return known, f"{version}, but not the same files ({shown})"
-    surfaces = [e.surface.get(lib) for e in envs]
-    if None in surfaces:
-        return False, f"{version}, its top-level objects not known in " + ", ".join(
-            e.name for e, x in zip(envs, surfaces) if x is None)
-    if len(set(surfaces)) > 1:
-        return True, (f"{version} and the same files, but not the same top-level objects (a function replaced at "
-                      "start-up, by a sitecustomize or a .pth?)")
-    return None
-
-
-def files_shown(files: str) -> str:
-    """An Environment.files entry in words: the directory of a copy that is not an installed one, or the digest."""
-    kind, _, what = files.partition(":")
-    return what if kind == "at" else f"installed files {what[:12]}"
-
-
 def choose_anchor(envs: list[Environment], specs: list[CaseSpec], given: str | None,
                   paired: set[str] | frozenset[str] = frozenset()) -> tuple[str, str | None]:
     """The case every environment's processes time beside the others, and a line saying why when it was not
     given: --anchor, else the last built-in case whose library is shown to be one copy in every environment
-    (apart), not a case of --pair (`paired`: the cases they compare, without their environments), and, where
+    (sameness.apart), not a case of --pair (`paired`: the cases they compare, without their environments), and, where
     another such case is there, not one whose library is that of a case it would be compared beside (cublas,
     cupy's, beside cupy). None shown so: FlametoolError asking for --anchor. A version that reads alike is not
     enough: two builds of one library can report one version string, and an anchor on the library that changed
@@ -202,7 +167,7 @@ def choose_anchor(envs: list[Environment], specs: list[CaseSpec], given: str | N
             raise FlametoolError(f"--anchor {given!r}: the run needs another case to compare beside the anchor")
         return given, None
     libs = {s.label: library(s) for s in specs}
-    why = {lib: apart(envs, lib) for lib in dict.fromkeys(l for l in libs.values() if l)}
+    why = {lib: sameness.apart(envs, lib) for lib in dict.fromkeys(l for l in libs.values() if l)}
     same = [s.label for s in specs if (lib := libs[s.label]) and why[lib] is None and s.label not in paired]
 
     def compared(label: str) -> set[str | None]:
@@ -239,16 +204,12 @@ def choose_anchor(envs: list[Environment], specs: list[CaseSpec], given: str | N
 def anchor_warning(envs: list[Environment], specs: list[CaseSpec], anchor: str) -> str | None:
     """A warning when the anchor's library (an --anchor given so) is known to differ between the environments (its
     version, its installed files, or its top-level objects): its own change is then the host's speed and the
-    library's change together, and the anchored ratio carries both."""
+    library's change together, and the anchored ratio carries both (every view of the run says so too:
+    sameness.anchor_caution)."""
     spec = next((s for s in specs if s.label == anchor), None)
-    lib = library(spec) if spec is not None else None
-    found = apart(envs, lib) if lib is not None else None
-    if found is None or not found[0]:
-        return None
-    what = found[1] if found[1].startswith(f"{lib} ") else f"{lib}, {found[1]}"
-    return (f"warning: the anchor {anchor} is {what}: its own change is then the host's speed and {lib}'s "
-            "change together, and the anchored ratio carries both; anchor on a case whose library is the same in "
-            "every environment")
+    found = sameness.differs(envs, anchor, library(spec) if spec is not None else None)
+    return (f"warning: {found}; anchor on a case whose library is the same in every environment"
+            if found is not None else None)
 
 
 def expand(specs: list[CaseSpec], envs: list[Environment]) -> list[CaseSpec]:

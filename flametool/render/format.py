@@ -9,6 +9,7 @@ from typing import overload
 
 from ..analyse import countdiff, cxxnames
 from ..analyse.attribution import CaseCosts
+from ..run import sameness
 from ..run.anchoring import Anchored
 from ..run.stats import MAX_ADVISED_PROCESSES, WIDE, Interval, PairFigures, processes_for
 from ..analyse.operands import UnlikeOperands
@@ -220,11 +221,15 @@ def cautions(a, run) -> list[tuple[str, str]]:
 
 def fairness(a, run) -> list[tuple[str, str]]:
     """(what differs, the sentence) of a compare's or a sweep's analysis `a`, as every view says it: the operand
-    values each compared pair read ("operands differ"), jax's new output buffers ("outputs differ"), and a caller
-    off the CPU much of its host time ("host time is not all work")."""
+    values each compared pair read ("operands differ"), jax's new output buffers ("outputs differ"), an anchor
+    whose library differs between the environments ("anchor differs"), and a caller off the CPU much of its host
+    time ("host time is not all work")."""
     out = [("operands differ", line) for line in unlike_lines(a.unlike, run_device(run), run.config.operation,
                                                                [(p.base, p.head) for p in a.pairs])]
     out += [("outputs differ", outputs_sentence(a.new_outputs))] if a.new_outputs else []
+    # an --anchor whose library the environments' probes showed to differ: said once before the run, and here in
+    # every view after it (the verdict ends with it too: summary.of_run)
+    out += [("anchor differs", found)] if (found := sameness.anchor_caution(run)) else []
     return out + [("host time is not all work", off_cpu_sentence(o)) for o in a.off_cpu]
 
 

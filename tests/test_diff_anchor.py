@@ -16,6 +16,7 @@ from flametool.commands import main
 from flametool.run import rundir
 from flametool.run.record import Environment, Group
 from flametool.run.timing import Loops, Timing
+import runbuild
 from runbuild import case_result, new_run
 
 # per-process speeds of a host: they multiply every case in a process alike
@@ -265,3 +266,14 @@ def test_an_inconclusive_run_s_advice_names_what_stopped_it(tmp_path, capsys, re
     assert main.main(["summary", str(path), "--fail-above", "5"]) == diff.INCONCLUSIVE_EXIT
     line = error_of(capsys.readouterr().err)
     assert line.endswith("; to decide it, compare again with --fail-above 5 " + advice), line
+
+
+def test_an_environments_run_says_its_intervals_are_over_each_sides_processes(tmp_path):
+    """The headline's note on what the intervals cover said 'over this run's 4 processes' of a run of 4 + 4 (each
+    environment's): an anchored pair's are over both sides' processes."""
+    from flametool.analyse import dispatch
+    from flametool.render import format as fmt
+
+    run = runbuild.env_run_dir(tmp_path / "envs", [1.5, 1.52, 1.49, 1.51], [1.6, 1.62, 1.58, 1.61])
+    note = fmt.speed_note(dispatch.analyse_dir(run).pairs)
+    assert note is not None and "95% intervals over this run's 4 + 4 processes" in note, note

@@ -395,7 +395,10 @@ def speed_note(pairs: list) -> str | None:
     leads = [p.headline for p in pairs if p.headline is not None and p.headline.ratio is not None]
     if not leads:
         return None
-    units = sorted({f"{f.units} {f.unit_name}" for f in leads})
+    # an anchored pair (--env) is over each environment's processes: '8 + 8 processes', not the 8 of one side
+    units = sorted({f"{p.anchored.base_units} + {p.anchored.head_units} {p.anchored.unit_name}" if p.anchored is not None
+                    else f"{p.headline.units} {p.headline.unit_name}"
+                    for p in pairs if p.headline is not None and p.headline.ratio is not None})
     return ("The ratio is the figure to compare between runs (flametool diff RUN_A RUN_B --case CASE); microseconds "
             f"are this run's host speed, their 95% intervals over this run's {' / '.join(units)} (docs/glossary.md).")
 

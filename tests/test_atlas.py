@@ -154,6 +154,12 @@ def test_the_layer_that_differs_most_is_the_largest_difference_either_way():
     assert (cells["b"].differs_most, cells["b"].differs_by) == ("Cython", -4.0)  # a layer b does not have at all
     assert (cells["c"].differs_most, cells["c"].differs_by) == ("NumPy", 4.0)
     assert cells["a"].differs_most is None
+    # c is 0.5 us from a in all: its NumPy +4.0 is mostly taken back by Cython -3.5, which the cell says with it
+    # (alone it read as a 4 us difference); b's Cython -4.0 is not over twice b's whole +2.0, so it stands alone
+    from flametool.render import format as fmt
+
+    assert cells["c"].offset_by == ("Cython", -3.5) and fmt.differs_most(cells["c"]) == "NumPy +4.00 us, Cython -3.50 us"
+    assert cells["b"].offset_by is None and fmt.differs_most(cells["b"]) == "Cython -4.00 us"
 
 
 def test_bad_ops_and_an_atlas_given_to_diff_are_one_line(capsys, atlas_run, tmp_path):

@@ -196,3 +196,28 @@ def test_a_stopped_atlas_names_only_the_op_folders_it_made(tmp_path, capsys):
     (stopped / "matmul" / "run.json").unlink()
     line = one_line_error(capsys, ["diff", str(stopped), "--base", "cupy", "--head", "torch"])
     assert "none was made: the atlas stopped before its first op" in line, line
+
+
+def test_an_export_of_a_run_without_stacks_says_why(tmp_path, capsys):
+    """`export` of a run made with --no-sample said 'no case has stacks to export' and no more (diff said 'not
+    sampled (--no-sample)'); now the one line says why, case by case, exit 2 as before."""
+    out = tmp_path / "nosample"
+    assert main.main(["compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--processes", "1",
+                      "--repeats", "1", "--iters", "50", "--out", str(out)]) == 0
+    capsys.readouterr()
+    line = one_line_error(capsys, ["export", str(out), "--format", "speedscope"])
+    assert line.endswith("no case has stacks to export: numpy: not sampled (--no-sample)"), line
+    # one case named: the reason run.json knows, not '--no-sample, or py-spy did not run'
+    line = one_line_error(capsys, ["export", str(out), "--format", "folded", "--case", "numpy"])
+    assert line.endswith("case 'numpy' cannot be analysed: not sampled (--no-sample)"), line
+    # a failed case, and one whose sampling kept no samples inside step(), by hand
+    from flametool.run import rundir
+
+    hand = make_run(tmp_path / "hand", {"numpy": (A, 5.0, 0), "torch": (B, 10.0, 0)})
+    run = rundir.load(hand)
+    run.results["numpy"].error = "factory numpy failed: ValueError: no"
+    run.results["torch"].profile.sampling.kept_samples = 0
+    rundir.save(hand, run)
+    line = one_line_error(capsys, ["export", str(hand), "--format", "speedscope"])
+    assert line.endswith("no case has stacks to export: numpy: the case failed; torch: py-spy kept no samples "
+                         "inside step()"), line

@@ -221,3 +221,29 @@ def test_an_export_of_a_run_without_stacks_says_why(tmp_path, capsys):
     line = one_line_error(capsys, ["export", str(hand), "--format", "speedscope"])
     assert line.endswith("no case has stacks to export: numpy: the case failed; torch: py-spy kept no samples "
                          "inside step()"), line
+
+
+def test_speedscope_lines_gives_each_frame_its_line(run, capsys):
+    """`export --lines --format speedscope`: each frame gave its `file` but its line only inside its name
+    ('step:65'); speedscope's Frame takes a `line`, given now where py-spy reported one. The name keeps the line
+    (speedscope draws only names), and a function-level export gives none (a function is many lines)."""
+    assert main.main(["export", str(run), "--format", "speedscope", "--lines"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    exporters.check_speedscope(doc)
+    frames = {f["name"]: f for f in doc["shared"]["frames"]}
+    assert frames["flametool.cases.numpy_matmul.<locals>.step:65"] == {
+        "name": "flametool.cases.numpy_matmul.<locals>.step:65", "file": "flametool/cases.py", "line": 65}
+    assert frames["flametool.cases.torch_mm.<locals>.step:87"]["line"] == 87
+    assert "line" not in frames["[libc.so.6]"] and "line" not in frames[naming.LOOP_FRAME]
+    assert main.main(["export", str(run), "--format", "speedscope"]) == 0
+    assert not any("line" in f for f in json.loads(capsys.readouterr().out)["shared"]["frames"])
+
+
+def test_check_speedscope_checks_a_frame_s_optional_fields():
+    doc = {"$schema": exporters.SPEEDSCOPE_SCHEMA, "shared": {"frames": [{"name": "a", "file": "f.py", "line": "3"}]},
+           "profiles": [{"type": "sampled", "name": "x", "unit": "microseconds", "startValue": 0, "endValue": 1,
+                         "samples": [[0]], "weights": [1]}]}
+    with pytest.raises(FlametoolError, match=r"shared.frames\[0\].line"):
+        exporters.check_speedscope(doc)
+    doc["shared"]["frames"][0]["line"] = 3
+    exporters.check_speedscope(doc)

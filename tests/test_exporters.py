@@ -196,3 +196,54 @@ def test_a_stopped_atlas_names_only_the_op_folders_it_made(tmp_path, capsys):
     (stopped / "matmul" / "run.json").unlink()
     line = one_line_error(capsys, ["diff", str(stopped), "--base", "cupy", "--head", "torch"])
     assert "none was made: the atlas stopped before its first op" in line, line
+
+
+def test_an_export_of_a_run_without_stacks_says_why(tmp_path, capsys):
+    """`export` of a run made with --no-sample said 'no case has stacks to export' and no more (diff said 'not
+    sampled (--no-sample)'); now the one line says why, case by case, exit 2 as before."""
+    out = tmp_path / "nosample"
+    assert main.main(["compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--processes", "1",
+                      "--repeats", "1", "--iters", "50", "--out", str(out)]) == 0
+    capsys.readouterr()
+    line = one_line_error(capsys, ["export", str(out), "--format", "speedscope"])
+    assert line.endswith("no case has stacks to export: numpy: not sampled (--no-sample)"), line
+    # one case named: the reason run.json knows, not '--no-sample, or py-spy did not run'
+    line = one_line_error(capsys, ["export", str(out), "--format", "folded", "--case", "numpy"])
+    assert line.endswith("case 'numpy' cannot be analysed: not sampled (--no-sample)"), line
+    # a failed case, and one whose sampling kept no samples inside step(), by hand
+    from flametool.run import rundir
+
+    hand = make_run(tmp_path / "hand", {"numpy": (A, 5.0, 0), "torch": (B, 10.0, 0)})
+    run = rundir.load(hand)
+    run.results["numpy"].error = "factory numpy failed: ValueError: no"
+    run.results["torch"].profile.sampling.kept_samples = 0
+    rundir.save(hand, run)
+    line = one_line_error(capsys, ["export", str(hand), "--format", "speedscope"])
+    assert line.endswith("no case has stacks to export: numpy: the case failed; torch: py-spy kept no samples "
+                         "inside step()"), line
+
+
+def test_speedscope_lines_gives_each_frame_its_line(run, capsys):
+    """`export --lines --format speedscope`: each frame gave its `file` but its line only inside its name
+    ('step:65'); speedscope's Frame takes a `line`, given now where py-spy reported one. The name keeps the line
+    (speedscope draws only names), and a function-level export gives none (a function is many lines)."""
+    assert main.main(["export", str(run), "--format", "speedscope", "--lines"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    exporters.check_speedscope(doc)
+    frames = {f["name"]: f for f in doc["shared"]["frames"]}
+    assert frames["flametool.cases.numpy_matmul.<locals>.step:65"] == {
+        "name": "flametool.cases.numpy_matmul.<locals>.step:65", "file": "flametool/cases.py", "line": 65}
+    assert frames["flametool.cases.torch_mm.<locals>.step:87"]["line"] == 87
+    assert "line" not in frames["[libc.so.6]"] and "line" not in frames[naming.LOOP_FRAME]
+    assert main.main(["export", str(run), "--format", "speedscope"]) == 0
+    assert not any("line" in f for f in json.loads(capsys.readouterr().out)["shared"]["frames"])
+
+
+def test_check_speedscope_checks_a_frame_s_optional_fields():
+    doc = {"$schema": exporters.SPEEDSCOPE_SCHEMA, "shared": {"frames": [{"name": "a", "file": "f.py", "line": "3"}]},
+           "profiles": [{"type": "sampled", "name": "x", "unit": "microseconds", "startValue": 0, "endValue": 1,
+                         "samples": [[0]], "weights": [1]}]}
+    with pytest.raises(FlametoolError, match=r"shared.frames\[0\].line"):
+        exporters.check_speedscope(doc)
+    doc["shared"]["frames"][0]["line"] = 3
+    exporters.check_speedscope(doc)

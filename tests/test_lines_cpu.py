@@ -156,3 +156,21 @@ def test_a_cython_module_whose_c_is_under_source_reads_its_hot_pyx_line(cython_r
     assert hottest.pyx is not None and hottest.pyx.line in (cythonbuild.HOT_LINE - 1, cythonbuild.HOT_LINE), mapped
     assert hottest.pyx.text == cythonbuild.HOT_PYX.splitlines()[hottest.pyx.line - 1]
     assert lines.lines[0].file == "hot2.c"  # the hottest line by own time is the module's loop
+
+
+@serial
+def test_the_report_lists_the_whole_step_from_its_def_line(run):
+    """The step's listing began at its first sampled line (`b = a + 1.0`), its `def step():` left out (and a
+    trailing line without samples too): a short step is now listed whole, its unsampled lines grey."""
+    out, _ = run
+    html = (out / "report.html").read_text()
+    section = html[html.index('<section id="lines">'):]
+    listing = section[section.index("<h3>planted_lines <span"):]
+    listing = listing[: listing.index("</table>")]  # its step() comes first
+    rows = re.findall(r'<tr class="(hot|cold)"><td class="n">(\d+)</td>.*?<pre>([^<]*)</pre>', listing)
+    first, last = planted_line() - 3, planted_line() + 1  # def step(): ... return c.sum()
+    assert [int(n) for _, n, _ in rows] == list(range(first, last + 1)), rows
+    assert rows[0][0] == "cold" and rows[0][2].strip() == "def step():" and rows[-1][2].strip() == "return c.sum()"
+    files = json.loads((out / "sources.json").read_text())["files"]
+    case = next(f for name, f in files.items() if name.endswith("line_cases.py"))
+    assert case["functions"][str(first)] == last

@@ -21,6 +21,7 @@ from flametool.render.base import Options
 from flametool.analyse.lines import LineCost
 from flametool.run import folded
 from flametool.run import sources as rec
+from flametool.errors import RunDirError
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "h200-seed-fp16"  # cupy and torch, sampled, no sources.json (recorded before it)
@@ -229,3 +230,64 @@ def test_export_lines_keeps_line_level_frames(capsys):
                                                                              for n in names)
     code, out, _ = cli(capsys, "export", str(SAMPLE), "--format", "folded", "--lines", "--case", "cupy")
     assert code == 0 and any(f.endswith(":155") for s in folded.parse(out) for f in s.frames)
+
+
+STEP_FILE = '''import numpy as np
+
+
+def factory():
+    a = np.ones(4)
+
+    @staticmethod
+    def step():
+        b = a + 1
+        c = b * 2
+        return c
+
+    return step
+
+
+def long():
+''' + "    x = 1\n" * 45
+
+
+def test_a_short_step_is_kept_whole_and_listed_from_its_def_line(tmp_path):
+    """A step's listing began at its first sampled line and ended at its last: its `def` line and a trailing
+    `return` without samples were left out. The step (and any function of the case's file) of at most
+    WHOLE_FUNCTION lines is now kept whole in sources.json and listed from its def to its last line."""
+    from flametool.measure import sources as measured
+
+    case = tmp_path / "case.py"
+    case.write_text(STEP_FILE)
+    stacks = [folded.Stack(("factory.<locals>.step (case.py:9)", "add (lib.so)"), 3),
+              folded.Stack(("factory.<locals>.step (case.py:10)",), 1), folded.Stack(("long (case.py:20)",), 1)]
+    whole = profiling.step_functions(stacks, str(case))
+    assert whole == {"case.py": [{9, 10}, {20}]}
+    record = measured.collect(profiling.wanted_lines(stacks), measured.Roots(case), whole)
+    got = record.files["case.py"]
+    # the innermost def holding the lines (not factory), from its def line (not its decorator); `long` is too long
+    assert got.functions == {8: 11} and {8, 11} <= set(got.lines) and record.function("case.py", [9]) == (8, 11)
+    # round trip, and a record of before (no functions) reads as none
+    again = rec.Sources.from_json(json.loads(json.dumps(record.to_json())), "sources.json")
+    assert again.files["case.py"].functions == {8: 11}
+    old = record.to_json()
+    del old["files"]["case.py"]["functions"]
+    assert rec.Sources.from_json(old, "s").function("case.py", [9]) is None
+    cost = lambda line, n: LineCost("case.py", line, "factory.<locals>.step", "python",  # noqa: E731
+                                    lines_view_figure(n), lines_view_figure(n), got.lines[line], None, True)
+    listed = lines_view.listing([cost(9, 3), cost(10, 1)], record, 10.0, "step")
+    assert [(r.line, r.sampled, r.text.strip()) for r in listed.rows] == [
+        ("8", False, "def step():"), ("9", True, "b = a + 1"), ("10", True, "c = b * 2"), ("11", False, "return c")]
+    # without the function kept (an old run), from the first sampled line to the last, as before
+    assert [r.line for r in lines_view.listing([cost(9, 3), cost(10, 1)], rec.Sources(), 10.0, "step").rows] == ["9", "10"]
+
+
+def test_a_function_kept_whole_is_checked_and_bounded_when_read():
+    doc = {"version": 1, "files": {"c.py": {"origin": "case", "path": "/c", "lines": {}, "functions": {"9": 3}}}}
+    with pytest.raises(RunDirError, match=r"functions\[\"9\"\]"):
+        rec.Sources.from_json(doc, "sources.json")
+    # a hand-written record's huge function is not listed line by line
+    doc["files"]["c.py"]["functions"] = {"1": 10**8}
+    record = rec.Sources.from_json(doc, "sources.json")
+    cost = LineCost("c.py", 5, "f", "python", lines_view_figure(1), lines_view_figure(1), None, None, True)
+    assert [r.line for r in lines_view.listing([cost], record, 10.0, "f").rows] == ["5"]

@@ -144,6 +144,19 @@ def sampled_labels(run: Run) -> list[str]:
     return [l for l, r in run.results.items() if skip_reason(r, run) is None]
 
 
+def why_no_stacks(run: Run) -> str:
+    """Why no case of the run has stacks (sampled_labels is empty), in one line: the cases of each reason,
+    'numpy, torch: not sampled (--no-sample)', so that an export says why as diff does per case."""
+    by_reason: dict[str, list[str]] = {}
+    for label, result in run.results.items():
+        by_reason.setdefault(skip_reason(result, run) or "has stacks", []).append(label)
+    if not by_reason:
+        return "the run has no cases"
+    # a run of 2,000 cases is named by its count: the line stays one line
+    return "; ".join((", ".join(labels) if len(labels) <= 4 else f"{len(labels)} cases") + f": {reason}"
+                     for reason, labels in by_reason.items())
+
+
 def skip_reason(result: CaseResult, run: Run | None = None) -> str | None:
     """Why the case has no stacks to analyse, or None; `run` (its run) says which of the reasons for no stacks
     it was, where run.json knows: --no-sample, or a run stopped before the profile was kept."""
@@ -174,7 +187,7 @@ def load_profile(run_dir: Path, run: Run, label: str, by_line: bool = False,
     if result is None:
         raise RunDirError(f"{run_dir}: no case {label!r} (cases: {', '.join(run.results) or 'none'})")
     pooled = (scale if scale is not None else stats.group_pooled(run, True, intervals=False)).get(label)
-    return profile_of(run_dir, result, label, by_line, pooled.us if pooled else None)
+    return profile_of(run_dir, result, label, by_line, pooled.us if pooled else None, run)
 
 
 def threads_profile(run_dir: Path, result: CaseResult, label: str, us_per_call: float) -> Profile | None:
@@ -192,10 +205,11 @@ def threads_profile(run_dir: Path, result: CaseResult, label: str, us_per_call: 
 
 
 def profile_of(run_dir: Path, result: CaseResult, label: str, by_line: bool = False,
-               us_per_call: float | None = None) -> Profile:
+               us_per_call: float | None = None, run: Run | None = None) -> Profile:
     """load_profile of one result (a sweep's point is read as a result of its own: scaled by the median of
-    its loops unless `us_per_call` is given)."""
-    reason = skip_reason(result)
+    its loops unless `us_per_call` is given); `run`, where given, says which reason a case without stacks has
+    (skip_reason: --no-sample, rather than '--no-sample, or py-spy did not run')."""
+    reason = skip_reason(result, run)
     if reason:
         raise RunDirError(f"{run_dir}: case {label!r} cannot be analysed: {reason}")
     # what skip_reason found: the case was sampled, and has a time per call at the sampled shape

@@ -489,6 +489,7 @@ class Stacks:
 
     run_dir: Path
     profiles: list[attribution.Profile]
+    by_line: bool = False  # each frame is one source line (export --lines): its Frame's line is the frame's
 
 
 def stacks(run_dir: Path, run: Run, case: str | None = None, by_line: bool = False) -> Stacks:
@@ -496,9 +497,9 @@ def stacks(run_dir: Path, run: Run, case: str | None = None, by_line: bool = Fal
     analysed = analyse(run_dir, run, attribute=False)  # every sampled case read, each damaged file an error
     labels = [case] if case is not None else attribution.sampled_labels(run)
     if not labels:
-        raise FlametoolError(f"{run_dir}: no case has stacks to export")
+        raise FlametoolError(f"{run_dir}: no case has stacks to export: {attribution.why_no_stacks(run)}")
     if by_line:  # another naming of the same stacks: read again, keyed by line
-        return Stacks(run_dir, [attribution.load_profile(run_dir, run, label, by_line=True) for label in labels])
+        return Stacks(run_dir, [attribution.load_profile(run_dir, run, label, by_line=True) for label in labels], True)
     return Stacks(run_dir, [analysed.profiles[l] if l in analysed.profiles else attribution.load_profile(run_dir, run, l)
                             for l in labels])
 

@@ -273,6 +273,27 @@ def wanted_lines(stacks: list[folded.Stack]) -> dict[str, set[int]]:
     return wanted
 
 
+def step_functions(stacks: list[folded.Stack], case_file: str | None = None) -> dict[str, list[set[int]]]:
+    """The functions a listing shows whole where they are short (sources.function_spans), file -> each one's
+    sampled lines: the case's step() (each stack's root frame with a line, past the addresses py-spy may put
+    above it) and every function of the case's own file (a workload's fn, which flametool's step calls)."""
+    by_function: dict[tuple[str, str], set[int]] = {}
+    for s in stacks:
+        root = True
+        for frame in s.frames:
+            loc = rec.location(frame)
+            if loc is None:
+                continue
+            mine = case_file is not None and (case_file == loc[0] or case_file.endswith("/" + loc[0].lstrip("/")))
+            if root or mine:
+                by_function.setdefault((folded.frame_function(frame), loc[0]), set()).add(loc[1])
+            root = False
+    out: dict[str, list[set[int]]] = {}
+    for (_, file), lines in by_function.items():
+        out.setdefault(file, []).append(lines)
+    return out
+
+
 def line_texts(stacks_file: Path, case: CaseSpec, sys_path: list[str], source_roots: list[str]) -> rec.Sources:
     """The record of the lines a case's stacks name, read where it ran (its folder, its sys.path, --source);
     a stack file that cannot be read gives an empty one (its lines show as file:line alone)."""
@@ -282,4 +303,4 @@ def line_texts(stacks_file: Path, case: CaseSpec, sys_path: list[str], source_ro
         return rec.Sources()
     roots = sources.Roots(Path(case.file) if case.file else None, tuple(Path(p) for p in sys_path),
                           tuple(Path(p) for p in source_roots))
-    return sources.collect(wanted_lines(stacks), roots)
+    return sources.collect(wanted_lines(stacks), roots, step_functions(stacks, case.file))

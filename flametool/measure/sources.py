@@ -22,6 +22,7 @@ the .pyx is not there, the line Cython copied into the comment (marked `# <<<<<<
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from dataclasses import dataclass, field
@@ -258,10 +259,40 @@ def locations(stacks: Iterable[Stack]) -> dict[str, set[int]]:
     return out
 
 
-def collect(wanted: dict[str, set[int]], roots: Roots) -> rec.Sources:
+WHOLE_FUNCTION = 40  # a function kept whole (whole: its def line to its last) is at most this many lines
+MAX_PARSED = 2 * 2**20  # bytes of a Python file parsed to find a function's extent; a larger one is not
+
+
+def function_spans(path: Path, functions: Iterable[set[int]], most: int = WHOLE_FUNCTION) -> dict[int, int]:
+    """def line -> last line of the innermost function (def or async def, decorators not counted) holding each
+    set of sampled lines, where it is at most `most` lines; none for a file that does not parse as Python (or
+    is larger than MAX_PARSED), or lines no function holds (a module's top level)."""
+    with safeopen.open_regular(path) as fh:
+        source = fh.read(MAX_PARSED + 1)
+    if len(source) > MAX_PARSED:
+        return {}
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):  # another Python's syntax, a NUL byte
+        return {}
+    defs = [(n.lineno, n.end_lineno) for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno is not None]
+    out: dict[int, int] = {}
+    for lines in functions:
+        holding = [(a, b) for a, b in defs if lines and a <= min(lines) and max(lines) <= b]
+        if holding:
+            first, last = min(holding, key=lambda span: span[1] - span[0])
+            if last - first < most:
+                out[first] = last
+    return out
+
+
+def collect(wanted: dict[str, set[int]], roots: Roots, whole: dict[str, list[set[int]]] | None = None) -> rec.Sources:
     """The record of the wanted lines (file -> lines, as locations() gives them): each file found in the
     roots, the texts of those lines, and for a generated Cython file the .pyx lines they map to with theirs.
-    A file not found, or that cannot be read, is left out (its lines show as file:line alone)."""
+    `whole`: file -> the sampled lines of each function to keep whole where it is short (function_spans): its
+    every line's text, and its extent. A file not found, or that cannot be read, is left out (its lines show as
+    file:line alone)."""
     resolver = Resolver(roots)
     files: dict[str, rec.SourceFile] = {}
     pyx_wanted: dict[tuple[str, Path], set[int]] = {}
@@ -272,11 +303,14 @@ def collect(wanted: dict[str, set[int]], roots: Roots) -> rec.Sources:
             continue
         path, origin = found
         try:
+            spans = function_spans(path, whole[file]) if whole and file in whole and path.suffix == ".py" else {}
+            lines = lines.union(*(range(a, b + 1) for a, b in spans.items()))
             texts = read_lines(path, lines)
             mapped = cython_lines(path, lines) if path.suffix in GENERATED else {}
         except (OSError, RunDirError):
             continue
-        files[file] = rec.SourceFile(origin, rec.clean_text(str(path)), texts, {n: (m.pyx, m.line) for n, m in mapped.items()})
+        files[file] = rec.SourceFile(origin, rec.clean_text(str(path)), texts, {n: (m.pyx, m.line) for n, m in mapped.items()},
+                                     spans)
         for m in mapped.values():
             pyx_wanted.setdefault((m.pyx, path.parent), set()).add(m.line)
             if m.copied is not None:

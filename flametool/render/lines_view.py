@@ -234,12 +234,17 @@ def _pct(value: float, whole: float) -> float:
 
 
 def listing(lines: list[LineCost], record: Sources, case_us: float, title: str) -> Listing:
-    """One function's lines in source order: every line from its first sampled one to its last where they span
-    at most LISTING_SPAN (the lines without samples greyed, with their text where it was kept), else the
-    sampled ones with '⋮' where lines are left out."""
+    """One function's lines in source order: of a short function kept whole (the case's step(), run/sources.py
+    functions), every line from its `def` to its last; else every line from its first sampled one to its last
+    where they span at most LISTING_SPAN (the lines without samples greyed, with their text where it was
+    kept), else the sampled ones with '⋮' where lines are left out."""
     by_line = {l.line: l for l in lines}
     file = lines[0].file
     first, last = min(by_line), max(by_line)
+    # bounded here too: sources.json may be written by hand
+    whole = record.function(file, by_line)
+    if whole is not None and whole[1] - whole[0] < LISTING_SPAN:
+        first, last = whole
     numbers = list(range(first, last + 1)) if last - first < LISTING_SPAN else sorted(by_line)
     rows: list[ListingRow] = []
     for i, n in enumerate(numbers):

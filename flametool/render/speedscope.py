@@ -19,7 +19,10 @@ from .base import ExportRenderer
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
-def speedscope(profs: list[attribution.Profile], name: str) -> dict:
+def speedscope(profs: list[attribution.Profile], name: str, by_line: bool = False) -> dict:
+    """`by_line`: the profiles' frames are source lines (export --lines), each given its `line` where py-spy
+    reported one; a function-level frame stands for many lines (its Frame's is only the first one met), so it
+    is given none."""
     # frames shared between profiles, numbered in the order they are first met (profile by profile, stack
     # by stack, root first); each stack is then one C-level map over that index
     index: dict[str, int] = {}
@@ -29,7 +32,14 @@ def speedscope(profs: list[attribution.Profile], name: str) -> dict:
             if key not in index:
                 index[key] = len(frames)
                 frame = p.frames[key]
-                frames.append({"name": key, "file": frame.file} if frame.file else {"name": key})
+                out: dict = {"name": key}
+                if frame.file:
+                    out["file"] = frame.file
+                # the line also stays in the name: speedscope draws only the name, and two lines of one
+                # function side by side must be told apart there
+                if by_line and frame.line is not None:
+                    out["line"] = frame.line
+                frames.append(out)
 
     out_profiles = []
     for p in profs:
@@ -57,6 +67,15 @@ def check_speedscope(doc: dict) -> None:
     frames = (doc.get("shared") or {}).get("frames")
     if not isinstance(frames, list) or not all(isinstance(f, dict) and isinstance(f.get("name"), str) for f in frames):
         problems.append("shared.frames[].name")
+    # the optional fields, where given: file a string, line and col numbers
+    for i, f in enumerate(frames if isinstance(frames, list) else []):
+        if not isinstance(f, dict):
+            continue
+        if "file" in f and not isinstance(f["file"], str):
+            problems.append(f"shared.frames[{i}].file")
+        for key in ("line", "col"):
+            if key in f and (not isinstance(f[key], (int, float)) or isinstance(f[key], bool)):
+                problems.append(f"shared.frames[{i}].{key}")
     profs = doc.get("profiles")
     if not isinstance(profs, list) or not profs:
         problems.append("profiles")
@@ -84,7 +103,8 @@ class SpeedscopeRenderer(ExportRenderer):
 
     def render(self, result: Stacks) -> str:
         # the folder's own name, also where the run was given as `.` or `run/..` (its name there is empty)
-        doc = speedscope(result.profiles, name=f"flametool {Path(os.path.abspath(result.run_dir)).name}")
+        doc = speedscope(result.profiles, name=f"flametool {Path(os.path.abspath(result.run_dir)).name}",
+                         by_line=result.by_line)
         # checked as written: json.dumps turns these dicts, lists, strings and numbers into JSON that reads
         # back as the same, and refuses a number JSON has not (allow_nan=False)
         check_speedscope(doc)

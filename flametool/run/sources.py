@@ -74,6 +74,9 @@ class SourceFile:
     path: str  # where it was read, for a person (the measuring host's path)
     lines: dict[int, str] = field(default_factory=dict)  # line -> its text (clean_text)
     pyx: dict[int, tuple[str, int]] = field(default_factory=dict)  # generated line -> (.pyx file, .pyx line)
+    # the short functions kept whole (their def line to their last, every line's text), def line -> last line:
+    # a listing of one shows it from its `def` to its last line, not from its first sampled line to its last
+    functions: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,16 @@ class Sources:
         found = self.files.get(file)
         return found.lines.get(line) if found else None
 
+    def function(self, file: str, lines: Iterable[int]) -> tuple[int, int] | None:
+        """The function kept whole (its def line and its last) that holds all of `lines`, the innermost; None
+        where none was kept (a long one, a library's, a run recorded before functions were kept)."""
+        found = self.files.get(file)
+        lines = list(lines)
+        if found is None or not lines:
+            return None
+        holding = [(a, b) for a, b in found.functions.items() if a <= min(lines) and max(lines) <= b]
+        return min(holding, key=lambda span: span[1] - span[0]) if holding else None
+
     def origin(self, file: str) -> str | None:
         found = self.files.get(file)
         return found.origin if found else None
@@ -118,6 +131,7 @@ class Sources:
             name: {"origin": f.origin, "path": f.path,
                    "lines": {str(n): t for n, t in sorted(f.lines.items())},
                    "pyx": {str(n): [p, m] for n, (p, m) in sorted(f.pyx.items())}}
+                  | ({"functions": {str(a): b for a, b in sorted(f.functions.items())}} if f.functions else {})
             for name, f in sorted(self.files.items())}}
 
     @classmethod
@@ -162,7 +176,17 @@ class Sources:
                         and 0 < target[1] <= MAX_LINE):
                     raise bad(f"files[{_short(name)}].pyx[{_short(key)}] is not [file, line]")
                 mapped[_line_number(key, bad, name)] = (target[0], target[1])
-            out[name] = SourceFile(origin, clean_text(path), texts, mapped)
+            # optional (a run recorded before it has none; a flametool before it reads past it)
+            spans = doc.get("functions", {})
+            if not isinstance(spans, dict):
+                raise bad(f"files[{_short(name)}].functions is not an object")
+            functions: dict[int, int] = {}
+            for key, last in spans.items():
+                first = _line_number(key, bad, name)
+                if not (isinstance(last, int) and not isinstance(last, bool) and first <= last <= MAX_LINE):
+                    raise bad(f"files[{_short(name)}].functions[{_short(key)}] is not its function's last line")
+                functions[first] = last
+            out[name] = SourceFile(origin, clean_text(path), texts, mapped, functions)
         return cls(out, VERSION)
 
 
@@ -183,7 +207,7 @@ def merge(records: list[Sources]) -> Sources:
         for name, f in record.files.items():
             known = files.get(name)
             files[name] = f if known is None else SourceFile(known.origin, known.path, {**f.lines, **known.lines},
-                                                             {**f.pyx, **known.pyx})
+                                                             {**f.pyx, **known.pyx}, {**f.functions, **known.functions})
     return Sources(files)
 
 

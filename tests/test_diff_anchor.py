@@ -277,3 +277,40 @@ def test_an_environments_run_says_its_intervals_are_over_each_sides_processes(tm
     run = runbuild.env_run_dir(tmp_path / "envs", [1.5, 1.52, 1.49, 1.51], [1.6, 1.62, 1.58, 1.61])
     note = fmt.speed_note(dispatch.analyse_dir(run).pairs)
     assert note is not None and "95% intervals over this run's 4 + 4 processes" in note, note
+
+
+def test_an_anchor_that_is_not_the_same_on_both_sides_is_not_read_as_the_host_s_speed(tmp_path, only_cupy_beside,
+                                                                                        capsys):
+    """The 'not anchored' line said "numpy's own change 1.250×: the host ran 25.0% slower in torch@b's processes"
+    of an anchor known to differ between the environments (a sitecustomize made numpy@b slower), and of a diff
+    whose anchor's library changed version between the runs: that change may be the library's, not the host's.
+    An anchor that is the same on both sides still reads as the host's speed."""
+    from flametool.analyse import dispatch
+    from flametool.render import format as fmt
+
+    differs = "but its library is not the same on both sides, so this may be that library's own change, not the host's speed"
+    patched = two_envs(tmp_path / "patched", "patched")
+    a = dispatch.analyse_dir(patched)
+    lines = fmt.pair_lines(a.pairs[0], a.run, a.run.config.timing_processes)  # compare's and the report's
+    assert re.search(r"numpy's own change 1\.2\d\d×: numpy ran 2\d\.\d% slower in torch@b's processes, " + differs,
+                     lines[1]), lines[1]
+    assert "the host ran" not in " ".join(lines)
+    for form in ("text", "markdown"):  # the summary's line beside the change
+        main.main(["summary", str(patched), "--format", form])
+        out = " ".join(capsys.readouterr().out.replace("\\", "").split())
+        assert differs in out and not re.search(r"the host ran [\d.]+%", out), form
+    # diff of two cases of the run: as the run's own views say it, and its verdict ends with the caution too
+    code, out, err = diff_cli(capsys, patched, "--base", "torch@a", "--head", "torch@b", "--fail-above", "50")
+    assert differs in " ".join(out.split()) and "the host ran" not in out
+    assert "; caution: the anchor numpy is numpy 2.4.6" in error_of(err)
+    # diff of two runs whose only anchor, cupy, changed version between them
+    a_run, b_run = only_cupy_beside
+    code, out, err = diff_cli(capsys, a_run, b_run, "--case", "torch")
+    text = " ".join(out.split())
+    assert re.search(r"cupy's own change 1\.1\d\d×: cupy ran 1\d\.\d% slower in B, " + differs, text), text
+    assert "the host ran" not in text
+    # the same numpy in both environments: its own change is the host's speed, as before
+    same = dispatch.analyse_dir(two_envs(tmp_path / "same", "n"))
+    lines = fmt.pair_lines(same.pairs[0], same.run, same.run.config.timing_processes)
+    assert re.search(r"numpy's own change [01]\.\d\d\d×: the host ran [\d.]+% (slower|faster) in torch@b's processes$",
+                     lines[1]), lines[1]

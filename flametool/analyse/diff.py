@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import attribution, countdiff, treediff
-from ..run import anchoring, casenames, rundir, sources, stats
+from ..run import anchoring, casenames, rundir, sameness, sources, stats
 from ..errors import FlametoolError
 from .lines import LineDelta, case_lines, diff_lines
 from .compare import at_common_speed, count_pair, cross_library, speed_heading, step_source
@@ -75,6 +75,10 @@ class Change:
     absolute: stats.PairFigures | None = None  # not anchored: the pooled times, head against base
     no_anchor: str | None = None  # why there is no anchor
     between_runs: bool = False  # two stored runs (diff RUN_A RUN_B): a decision needs a new run
+    # what the anchor's own change carries besides the host's speed: its library changed version between the runs
+    # (DiffResult.anchor_moved) or differs between a run's environments (run.sameness.anchor_caution); every view
+    # then says the anchor's change may be that library's (render/format.host_moved), and a verdict ends with it
+    anchor_caution: Difference | str | None = None
 
     @property
     def reach(self) -> float | None:
@@ -408,6 +412,7 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
                       counts=count_pair(a, label, b, label, ("A", "B")),
                       differences=differences(a, b, label, used, given=anchor is not None),
                       incomplete=[name for name, run in (("A", a), ("B", b)) if not run.complete])
+    change.anchor_caution = result.anchor_moved
     if sampled:
         result.lines = line_diff(run_a, a, label, run_b, b, label, change.anchored)
     result.shape = one_shape(a.results[label].sample_shape, b.results[label].sample_shape)
@@ -435,8 +440,9 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
     sampled = base in attribution.sampled_labels(run) and head in attribution.sampled_labels(run)
     figures = anchored_diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head),
                             got, view, (base, head), cross_library(rb, rh)) if sampled else None
-    if got is not None:
-        change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
+    if got is not None:  # an anchor that differs between the run's environments, as its own views say it
+        change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute,
+                        anchor_caution=sameness.anchor_caution(run))
     else:
         sb, sh = rb.at_sample_shape, rh.at_sample_shape
         assert sb is not None and sh is not None  # load_profile: both have times at the sampled shape

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..run import sameness, stats
 from .compare import Analysis, PairAnalysis
-from .diff import INCONCLUSIVE_EXIT, Change, DiffResult, Difference, Verdict, verdict
+from .diff import INCONCLUSIVE_EXIT, Change, DiffResult, Verdict, verdict
 from .aligned import Aligned
 from .atlas import AtlasAnalysis
 from .countdiff import CountDiff
@@ -115,12 +115,12 @@ def pair_change(p: PairAnalysis) -> Change | None:
 
 def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
               fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None,
-              lines: list[LineDelta] | None = None, caution: Difference | str | None = None,
-              stop: TimingStop | None = None, ended: str = "budget") -> PairSummary:
+              lines: list[LineDelta] | None = None, stop: TimingStop | None = None,
+              ended: str = "budget") -> PairSummary:
     """`stop`: compare stopped adding processes before this pair's interval settled (run.timing_stop, where it
-    applies): the pair's `stopped`, and its verdict's advice where the stop was the most processes. `caution`:
-    what the anchor's own change carries (a diff's anchor_moved, a run's sameness.anchor_caution), which the
-    verdict ends with. `ended`: what ended the run (diff.ENDED), for an undecided verdict's advice."""
+    applies): the pair's `stopped`, and its verdict's advice where the stop was the most processes. What the
+    anchor's own change carries (Change.anchor_caution) the verdict ends with. `ended`: what ended the run
+    (diff.ENDED), for an undecided verdict's advice."""
     a = change.anchored
     diff_us: float | None
     base_us: float | None
@@ -136,7 +136,7 @@ def of_change(label: str, base: str, head: str, head_where: str, change: Change,
     most = stop.most if stop is not None and stop.reason == "most" else None
     return PairSummary(label, base, head, head_where, change, diff_us, interval, base_us, units, layer, frame,
                        not_sampled if d is None else None,
-                       verdict(change, label, fail_above, caution, most, ended) if fail_above is not None else None, counts,
+                       verdict(change, label, fail_above, change.anchor_caution, most, ended) if fail_above is not None else None, counts,
                        list(d.layers) if d else [], list(d.frames) if d else [], list(lines or []), stopped=stop)
 
 
@@ -154,10 +154,11 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         if change is None:
             missing.append(f"{p.head} vs {p.base}")
             continue
+        change.anchor_caution = anchor_differs if p.anchored is not None else None
         stop = run.timing_stop
         pair = of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff, fail_above,
                          "not both sampled: no layer or frame differences", p.counts, a.pair_lines.get((p.base, p.head)),
-                         caution=anchor_differs if p.anchored is not None else None, ended=ended,
+                         ended=ended,
                          stop=stop if stop is not None and stop.applies(p.base, p.head, change.reach) else None)
         head = run.results[p.head]
         at_sample = p.anchored is not None or (p.sample is not None and p.headline is p.sample)
@@ -214,8 +215,7 @@ def of_diff(result: DiffResult, fail_above: float | None = None, allow_unlike: b
         out.no_verdict, fail_above = unlike_sentence(result), None
     if result.change is not None:
         out.pairs.append(of_change(label, base, head, head if result.cases else "B", result.change, result.figures,
-                                   fail_above, result.not_sampled, result.counts, result.lines,
-                                   result.anchor_moved))
+                                   fail_above, result.not_sampled, result.counts, result.lines))
         out.pairs[-1].shape = result.shape
     return out
 

@@ -244,24 +244,37 @@ def test_a_run_whose_anchor_differs_between_environments_says_so_in_every_view(t
     assert got["cautions"] == [] and "caution" not in got["pairs"][0]["verdict"]["sentence"]
 
 
-@pytest.mark.parametrize("recorded, complete, advice", [
-    # compare --fail-above that ran out of its budget undecided: a longer one
-    ({"fail_above": 5.0, "budget": 30.0}, True, "(it adds processes until the verdict is decided) and a longer "
-                                                "--budget SECONDS"),
+@pytest.mark.parametrize("recorded, complete, finished, advice", [
+    # compare --fail-above that ran out of its budget undecided: a longer one, in seconds. Its 6 processes a side
+    # were its --processes, which may run past the budget: they took at most the whole run, 45 s, 7.5 s each; the 9
+    # that would settle it 67.5 s, up to 70
+    ({"fail_above": 5.0, "budget": 30.0, "processes": 6}, True, "2026-11-29T00:00:45+00:00",
+     "(it adds processes until the verdict is decided) and a longer budget, --budget 70 (9 processes a side at this "
+     "run's 7.5 s a process a side)"),
+    # past its --processes (4): it stopped within its budget, 30 s for 6 a side, 5.0 s each: 45 s, up to 50
+    ({"fail_above": 5.0, "budget": 30.0, "processes": 4}, True, "2026-11-29T00:01:40+00:00",
+     "(it adds processes until the verdict is decided) and a longer budget, --budget 50 (9 processes a side at this "
+     "run's 5.0 s a process a side)"),
+    # no budget recorded, or no time it took (not finished): no time to go by, the words as they were
+    ({"fail_above": 5.0}, True, "2026-11-29T00:00:45+00:00",
+     "(it adds processes until the verdict is decided) and a longer --budget SECONDS"),
+    ({"fail_above": 5.0, "budget": 30.0, "processes": 6}, True, None,
+     "(it adds processes until the verdict is decided) and a longer --budget SECONDS"),
     # made without --fail-above (--processes 6): no budget ran out; --fail-above adds the processes
-    ({}, True, "(it adds processes until the verdict is decided)"),
+    ({}, True, None, "(it adds processes until the verdict is decided)"),
     # interrupted (Ctrl-C) part-way: it did not run out of anything
-    ({"fail_above": 5.0, "budget": 30.0}, False, "(it adds processes until the verdict is decided); this run did not "
-                                                 "finish (run.json complete: false)"),
+    ({"fail_above": 5.0, "budget": 30.0}, False, None, "(it adds processes until the verdict is decided); this run "
+                                                       "did not finish (run.json complete: false)"),
 ])
-def test_an_inconclusive_run_s_advice_names_what_stopped_it(tmp_path, capsys, recorded, complete, advice):
+def test_an_inconclusive_run_s_advice_names_what_stopped_it(tmp_path, capsys, recorded, complete, finished, advice):
     """summary --fail-above of a run undecided at PCT asked for 'a longer --budget SECONDS' whatever had stopped it:
     of a run interrupted at 2 + 2 of its 8 + 8 processes, and of one made without --fail-above, whose budget never
-    ran out either."""
+    ran out either. Where the budget ran out it named no budget, though the processes that would settle it and the
+    time the run's took were known: now it names one."""
     path = two_envs(tmp_path / "run", "n", torch_b=1.047)
     run = rundir.load(path)
     run.config.recorded.update(recorded)
-    run.complete = complete
+    run.complete, run.finished = complete, finished
     rundir.save(path, run)
     assert main.main(["summary", str(path), "--fail-above", "5"]) == diff.INCONCLUSIVE_EXIT
     line = error_of(capsys.readouterr().err)
@@ -314,3 +327,4 @@ def test_an_anchor_that_is_not_the_same_on_both_sides_is_not_read_as_the_host_s_
     lines = fmt.pair_lines(same.pairs[0], same.run, same.run.config.timing_processes)
     assert re.search(r"numpy's own change [01]\.\d\d\d×: the host ran [\d.]+% (slower|faster) in torch@b's processes$",
                      lines[1]), lines[1]
+

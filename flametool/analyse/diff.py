@@ -5,6 +5,7 @@ layers and frames (treediff.PairDiff). Nothing here writes: every view computes 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -106,15 +107,17 @@ ENDED = ("budget", "unasked", "unfinished")
 
 
 def verdict(change: Change, label: str, pct: float, caution: Difference | str | None = None,
-            most: int | None = None, ended: str = "budget") -> Verdict:
+            most: int | None = None, ended: str = "budget", spent: float | None = None) -> Verdict:
     """Decided on the interval, not the point: a change whose interval reaches above PCT may still be noise.
     `caution`: the anchor's library changed version between the runs (DiffResult.anchor_moved), or differs between
     a run's environments (run.sameness.anchor_caution), which the sentence ends with, as the diff's differences (the
     run's cautions) say it: the verdict is of the change relative to it. `most`: the
     most processes compare runs (a side), where it stopped there undecided (the run's TimingStop, reason "most"):
     a longer --budget would not add one, a larger --processes would. `ended`: what ended the run (ENDED), which the
-    advice of an undecided verdict names: 'a longer --budget' only where the budget ran out."""
-    got = decided(change, label, pct, most, ended)
+    advice of an undecided verdict names: 'a longer --budget' only where the budget ran out. `spent`: the seconds
+    the run's timing processes took where its budget ran out (summary.timing_seconds), from which that advice names
+    a budget for the processes that would settle it."""
+    got = decided(change, label, pct, most, ended, spent)
     if caution is not None:
         got.sentence += f"; caution: {caution}"
     return got
@@ -128,7 +131,8 @@ def not_paired(change: Change) -> bool:
             and not change.absolute.paired)
 
 
-def decided(change: Change, label: str, pct: float, most: int | None = None, ended: str = "budget") -> Verdict:
+def decided(change: Change, label: str, pct: float, most: int | None = None, ended: str = "budget",
+            spent: float | None = None) -> Verdict:
     """verdict, without its caution."""
     # how compare adds the processes, and why this run did not: its budget ran out, it was not asked, it ended early
     adds = {"budget": " and a longer --budget SECONDS", "unasked": "",
@@ -158,6 +162,8 @@ def decided(change: Change, label: str, pct: float, most: int | None = None, end
         return Verdict("passed", 0, pct, f"{label}: {span}: within --fail-above {pct:g}%")
     need = change.anchored.processes_to_settle(limit) if change.anchored is not None else None
     a_side = " a side" if change.anchored is not None else ""
+    if ended == "budget" and need and spent is not None and change.anchored is not None:
+        adds = longer_budget(need, spent, anchoring.processes_a_side(change.anchored)) or adds
     again = (f"; to decide it, time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
              f"--fail-above {pct:g} adds processes until it is decided (--budget SECONDS bounds it)"
              if change.between_runs else
@@ -177,6 +183,18 @@ def decided(change: Change, label: str, pct: float, most: int | None = None, end
                       f"over {most} (this run stopped at the most processes compare runs, {most})" if most
                       else f"more processes would settle it: compare again with --fail-above {pct:g} (it adds processes "
                       "until the verdict is decided)") + again, need)
+
+
+def longer_budget(need: int, spent: float, ran: int) -> str | None:
+    """The advice's budget for `need` processes a side, at the pace of this run's `ran` a side (`spent`: the seconds
+    they took, summary.timing_seconds: the budget counts from the first timing process and bounds them all,
+    measure/paired.py), rounded up to 10 s (to a minute past five minutes); None where that is not longer."""
+    each = spent / max(ran, 1)
+    step = 10 if need * each <= 300 else 60
+    seconds = math.ceil(need * each / step) * step
+    if seconds <= spent:
+        return None
+    return f" and a longer budget, --budget {seconds} ({need} processes a side at this run's {each:.1f} s a process a side)"
 
 
 # what compare does for a pair whose cases were not timed in the same processes, where a verdict's advice says it

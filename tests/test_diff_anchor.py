@@ -328,3 +328,26 @@ def test_an_anchor_that_is_not_the_same_on_both_sides_is_not_read_as_the_host_s_
     assert re.search(r"numpy's own change [01]\.\d\d\d×: the host ran [\d.]+% (slower|faster) in torch@b's processes$",
                      lines[1]), lines[1]
 
+
+@pytest.mark.parametrize("pythons, options", [
+    # each run's interpreter, as its run recorded it (flametool's own: sys.executable), one with a space: quoted
+    (("/venvs/main/bin/python", "/venvs/my pr/bin/python"), "--env A=/venvs/main/bin/python --env "
+                                                            "B='/venvs/my pr/bin/python'"),
+    # one interpreter for both (the builds told apart otherwise) or none recorded: the placeholders, as before
+    (("/usr/bin/python3", "/usr/bin/python3"), "--env A=PYTHON_A --env B=PYTHON_B"),
+    (("", "/usr/bin/python3"), "--env A=PYTHON_A --env B=PYTHON_B"),
+])
+def test_a_diff_s_advice_names_the_interpreters_the_runs_ran_under(tmp_path, capsys, pythons, options):
+    """diff RUN_A RUN_B undecided advised 'flametool compare --env A=PYTHON_A --env B=PYTHON_B ...' though each
+    run.json records the interpreter it ran under."""
+    paths = []
+    for name, python in zip("ab", pythons):
+        path = saved_run(tmp_path / name, {"cupy": 17.0, "torch": 11.0}, VERSIONS, noise=NOISE)
+        run = rundir.load(path)
+        run.env.executable = python
+        rundir.save(path, run)
+        paths.append(path)
+    code, out, err = diff_cli(capsys, *paths, "--case", "torch", "--fail-above", "0")  # the interval holds 1.000
+    line = error_of(err)
+    assert code == diff.INCONCLUSIVE_EXIT, line
+    assert f"time both builds in one run: flametool compare {options} --fail-above 0 adds processes" in line, line

@@ -76,6 +76,9 @@ class Change:
     absolute: stats.PairFigures | None = None  # not anchored: the pooled times, head against base
     no_anchor: str | None = None  # why there is no anchor
     between_runs: bool = False  # two stored runs (diff RUN_A RUN_B): a decision needs a new run
+    # two stored runs: the interpreter the case ran under in each (interpreter()), for the advice to time both in
+    # one run (envs_options); "" where a run did not record it
+    pythons: tuple[str, str] = ("", "")
     # what the anchor's own change carries besides the host's speed: its library changed version between the runs
     # (DiffResult.anchor_moved) or differs between a run's environments (run.sameness.anchor_caution); every view
     # then says the anchor's change may be that library's (render/format.host_moved), and a verdict ends with it
@@ -151,7 +154,7 @@ def decided(change: Change, label: str, pct: float, most: int | None = None, end
         return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
                        f"{label}: {span} {change.how}: inconclusive, {few or 'no interval to decide on'}: a verdict on "
                        f"--fail-above {pct:g}% needs two or more processes a side; "
-                       + ("time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
+                       + (f"time both builds in one run: flametool compare {envs_options(change)} "
                           f"--fail-above {pct:g}" if change.between_runs else
                           f"compare again with --processes 2 or more ({UNPAIRED})" if unpaired else
                           f"compare again with --fail-above {pct:g}{adds} (or --processes 2 or more)"))
@@ -164,7 +167,7 @@ def decided(change: Change, label: str, pct: float, most: int | None = None, end
     a_side = " a side" if change.anchored is not None else ""
     if ended == "budget" and need and spent is not None and change.anchored is not None:
         adds = longer_budget(need, spent, anchoring.processes_a_side(change.anchored)) or adds
-    again = (f"; to decide it, time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
+    again = (f"; to decide it, time both builds in one run: flametool compare {envs_options(change)} "
              f"--fail-above {pct:g} adds processes until it is decided (--budget SECONDS bounds it)"
              if change.between_runs else
              # --processes past the most lifts it (commands/settings: the most is the larger of the two)
@@ -195,6 +198,24 @@ def longer_budget(need: int, spent: float, ran: int) -> str | None:
     if seconds <= spent:
         return None
     return f" and a longer budget, --budget {seconds} ({need} processes a side at this run's {each:.1f} s a process a side)"
+
+
+def envs_options(change: Change) -> str:
+    """compare's --env options that time a diff's two builds in one run: each run's interpreter (Change.pythons),
+    shell-quoted; placeholders where a run did not record one, or both ran under the same one (what told the builds
+    apart was not the interpreter: a PYTHONPATH, an install changed between the runs)."""
+    a, b = change.pythons
+    if not a or not b or a == b:
+        return "--env A=PYTHON_A --env B=PYTHON_B"
+    return f"--env A={rundir.shell_word(a)} --env B={rundir.shell_word(b)}"
+
+
+def interpreter(run: Run, label: str) -> str:
+    """The interpreter case `label` ran under, as its run recorded it: its environment's (`compare --env`: as given,
+    what ran its processes), else flametool's own (sys.executable: its processes run under it); "" where not
+    recorded."""
+    where = run.environment(run.results[label].env)
+    return (where.python or where.executable) if where is not None else run.env.executable
 
 
 # what compare does for a pair whose cases were not timed in the same processes, where a verdict's advice says it
@@ -254,6 +275,7 @@ def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | 
     pa, pb = stats.group_pooled(a, True, intervals=False), stats.group_pooled(b, True, intervals=False)
     ta, tb = a.results[label].at_sample_shape, b.results[label].at_sample_shape
     assert ta is not None and tb is not None  # diff_runs: timed in both runs
+    pythons = (interpreter(a, label), interpreter(b, label))
     if anchor is not None:
         xa, xb = a.results[anchor].at_sample_shape, b.results[anchor].at_sample_shape
         assert xa is not None and xb is not None  # anchor_for: timed beside it in both runs
@@ -262,13 +284,14 @@ def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | 
                              (pa[anchor].us, pb[anchor].us) if anchor in pa and anchor in pb else None,
                              pb[label].us if label in pb else None)
         if got is not None:
-            return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute, between_runs=True)
+            return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute, between_runs=True,
+                          pythons=pythons)
         no_anchor = f"no anchor: {anchor} has no loops to compare in one of the runs"
     # the pooled times every view shows
     absolute = stats.apart(label, (ta,), label, (tb,), pa[label].us if label in pa else None,
                            pb[label].us if label in pb else None)
     return Change(absolute.ratio, absolute.ratio_interval, "absolute (not anchored)", None, absolute, no_anchor,
-                  between_runs=True)
+                  between_runs=True, pythons=pythons)
 
 
 @dataclass(frozen=True)

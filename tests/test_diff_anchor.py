@@ -244,24 +244,37 @@ def test_a_run_whose_anchor_differs_between_environments_says_so_in_every_view(t
     assert got["cautions"] == [] and "caution" not in got["pairs"][0]["verdict"]["sentence"]
 
 
-@pytest.mark.parametrize("recorded, complete, advice", [
-    # compare --fail-above that ran out of its budget undecided: a longer one
-    ({"fail_above": 5.0, "budget": 30.0}, True, "(it adds processes until the verdict is decided) and a longer "
-                                                "--budget SECONDS"),
+@pytest.mark.parametrize("recorded, complete, finished, advice", [
+    # compare --fail-above that ran out of its budget undecided: a longer one, in seconds. Its 6 processes a side
+    # were its --processes, which may run past the budget: they took at most the whole run, 45 s, 7.5 s each; the 9
+    # that would settle it 67.5 s, up to 70
+    ({"fail_above": 5.0, "budget": 30.0, "processes": 6}, True, "2026-11-29T00:00:45+00:00",
+     "(it adds processes until the verdict is decided) and a longer budget, --budget 70 (9 processes a side at this "
+     "run's 7.5 s a process a side)"),
+    # past its --processes (4): it stopped within its budget, 30 s for 6 a side, 5.0 s each: 45 s, up to 50
+    ({"fail_above": 5.0, "budget": 30.0, "processes": 4}, True, "2026-11-29T00:01:40+00:00",
+     "(it adds processes until the verdict is decided) and a longer budget, --budget 50 (9 processes a side at this "
+     "run's 5.0 s a process a side)"),
+    # no budget recorded, or no time it took (not finished): no time to go by, the words as they were
+    ({"fail_above": 5.0}, True, "2026-11-29T00:00:45+00:00",
+     "(it adds processes until the verdict is decided) and a longer --budget SECONDS"),
+    ({"fail_above": 5.0, "budget": 30.0, "processes": 6}, True, None,
+     "(it adds processes until the verdict is decided) and a longer --budget SECONDS"),
     # made without --fail-above (--processes 6): no budget ran out; --fail-above adds the processes
-    ({}, True, "(it adds processes until the verdict is decided)"),
+    ({}, True, None, "(it adds processes until the verdict is decided)"),
     # interrupted (Ctrl-C) part-way: it did not run out of anything
-    ({"fail_above": 5.0, "budget": 30.0}, False, "(it adds processes until the verdict is decided); this run did not "
-                                                 "finish (run.json complete: false)"),
+    ({"fail_above": 5.0, "budget": 30.0}, False, None, "(it adds processes until the verdict is decided); this run "
+                                                       "did not finish (run.json complete: false)"),
 ])
-def test_an_inconclusive_run_s_advice_names_what_stopped_it(tmp_path, capsys, recorded, complete, advice):
+def test_an_inconclusive_run_s_advice_names_what_stopped_it(tmp_path, capsys, recorded, complete, finished, advice):
     """summary --fail-above of a run undecided at PCT asked for 'a longer --budget SECONDS' whatever had stopped it:
     of a run interrupted at 2 + 2 of its 8 + 8 processes, and of one made without --fail-above, whose budget never
-    ran out either."""
+    ran out either. Where the budget ran out it named no budget, though the processes that would settle it and the
+    time the run's took were known: now it names one."""
     path = two_envs(tmp_path / "run", "n", torch_b=1.047)
     run = rundir.load(path)
     run.config.recorded.update(recorded)
-    run.complete = complete
+    run.complete, run.finished = complete, finished
     rundir.save(path, run)
     assert main.main(["summary", str(path), "--fail-above", "5"]) == diff.INCONCLUSIVE_EXIT
     line = error_of(capsys.readouterr().err)
@@ -277,3 +290,64 @@ def test_an_environments_run_says_its_intervals_are_over_each_sides_processes(tm
     run = runbuild.env_run_dir(tmp_path / "envs", [1.5, 1.52, 1.49, 1.51], [1.6, 1.62, 1.58, 1.61])
     note = fmt.speed_note(dispatch.analyse_dir(run).pairs)
     assert note is not None and "95% intervals over this run's 4 + 4 processes" in note, note
+
+
+def test_an_anchor_that_is_not_the_same_on_both_sides_is_not_read_as_the_host_s_speed(tmp_path, only_cupy_beside,
+                                                                                        capsys):
+    """The 'not anchored' line said "numpy's own change 1.250×: the host ran 25.0% slower in torch@b's processes"
+    of an anchor known to differ between the environments (a sitecustomize made numpy@b slower), and of a diff
+    whose anchor's library changed version between the runs: that change may be the library's, not the host's.
+    An anchor that is the same on both sides still reads as the host's speed."""
+    from flametool.analyse import dispatch
+    from flametool.render import format as fmt
+
+    differs = "but its library is not the same on both sides, so this may be that library's own change, not the host's speed"
+    patched = two_envs(tmp_path / "patched", "patched")
+    a = dispatch.analyse_dir(patched)
+    lines = fmt.pair_lines(a.pairs[0], a.run, a.run.config.timing_processes)  # compare's and the report's
+    assert re.search(r"numpy's own change 1\.2\d\d×: numpy ran 2\d\.\d% slower in torch@b's processes, " + differs,
+                     lines[1]), lines[1]
+    assert "the host ran" not in " ".join(lines)
+    for form in ("text", "markdown"):  # the summary's line beside the change
+        main.main(["summary", str(patched), "--format", form])
+        out = " ".join(capsys.readouterr().out.replace("\\", "").split())
+        assert differs in out and not re.search(r"the host ran [\d.]+%", out), form
+    # diff of two cases of the run: as the run's own views say it, and its verdict ends with the caution too
+    code, out, err = diff_cli(capsys, patched, "--base", "torch@a", "--head", "torch@b", "--fail-above", "50")
+    assert differs in " ".join(out.split()) and "the host ran" not in out
+    assert "; caution: the anchor numpy is numpy 2.4.6" in error_of(err)
+    # diff of two runs whose only anchor, cupy, changed version between them
+    a_run, b_run = only_cupy_beside
+    code, out, err = diff_cli(capsys, a_run, b_run, "--case", "torch")
+    text = " ".join(out.split())
+    assert re.search(r"cupy's own change 1\.1\d\d×: cupy ran 1\d\.\d% slower in B, " + differs, text), text
+    assert "the host ran" not in text
+    # the same numpy in both environments: its own change is the host's speed, as before
+    same = dispatch.analyse_dir(two_envs(tmp_path / "same", "n"))
+    lines = fmt.pair_lines(same.pairs[0], same.run, same.run.config.timing_processes)
+    assert re.search(r"numpy's own change [01]\.\d\d\d×: the host ran [\d.]+% (slower|faster) in torch@b's processes$",
+                     lines[1]), lines[1]
+
+
+@pytest.mark.parametrize("pythons, options", [
+    # each run's interpreter, as its run recorded it (flametool's own: sys.executable), one with a space: quoted
+    (("/venvs/main/bin/python", "/venvs/my pr/bin/python"), "--env A=/venvs/main/bin/python --env "
+                                                            "B='/venvs/my pr/bin/python'"),
+    # one interpreter for both (the builds told apart otherwise) or none recorded: the placeholders, as before
+    (("/usr/bin/python3", "/usr/bin/python3"), "--env A=PYTHON_A --env B=PYTHON_B"),
+    (("", "/usr/bin/python3"), "--env A=PYTHON_A --env B=PYTHON_B"),
+])
+def test_a_diff_s_advice_names_the_interpreters_the_runs_ran_under(tmp_path, capsys, pythons, options):
+    """diff RUN_A RUN_B undecided advised 'flametool compare --env A=PYTHON_A --env B=PYTHON_B ...' though each
+    run.json records the interpreter it ran under."""
+    paths = []
+    for name, python in zip("ab", pythons):
+        path = saved_run(tmp_path / name, {"cupy": 17.0, "torch": 11.0}, VERSIONS, noise=NOISE)
+        run = rundir.load(path)
+        run.env.executable = python
+        rundir.save(path, run)
+        paths.append(path)
+    code, out, err = diff_cli(capsys, *paths, "--case", "torch", "--fail-above", "0")  # the interval holds 1.000
+    line = error_of(err)
+    assert code == diff.INCONCLUSIVE_EXIT, line
+    assert f"time both builds in one run: flametool compare {options} --fail-above 0 adds processes" in line, line

@@ -5,11 +5,12 @@ layers and frames (treediff.PairDiff). Nothing here writes: every view computes 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import attribution, countdiff, treediff
-from ..run import anchoring, casenames, rundir, sources, stats
+from ..run import anchoring, casenames, rundir, sameness, sources, stats
 from ..errors import FlametoolError
 from .lines import LineDelta, case_lines, diff_lines
 from .compare import at_common_speed, count_pair, cross_library, speed_heading, step_source
@@ -75,6 +76,13 @@ class Change:
     absolute: stats.PairFigures | None = None  # not anchored: the pooled times, head against base
     no_anchor: str | None = None  # why there is no anchor
     between_runs: bool = False  # two stored runs (diff RUN_A RUN_B): a decision needs a new run
+    # two stored runs: the interpreter the case ran under in each (interpreter()), for the advice to time both in
+    # one run (envs_options); "" where a run did not record it
+    pythons: tuple[str, str] = ("", "")
+    # what the anchor's own change carries besides the host's speed: its library changed version between the runs
+    # (DiffResult.anchor_moved) or differs between a run's environments (run.sameness.anchor_caution); every view
+    # then says the anchor's change may be that library's (render/format.host_moved), and a verdict ends with it
+    anchor_caution: Difference | str | None = None
 
     @property
     def reach(self) -> float | None:
@@ -102,15 +110,17 @@ ENDED = ("budget", "unasked", "unfinished")
 
 
 def verdict(change: Change, label: str, pct: float, caution: Difference | str | None = None,
-            most: int | None = None, ended: str = "budget") -> Verdict:
+            most: int | None = None, ended: str = "budget", spent: float | None = None) -> Verdict:
     """Decided on the interval, not the point: a change whose interval reaches above PCT may still be noise.
     `caution`: the anchor's library changed version between the runs (DiffResult.anchor_moved), or differs between
     a run's environments (run.sameness.anchor_caution), which the sentence ends with, as the diff's differences (the
     run's cautions) say it: the verdict is of the change relative to it. `most`: the
     most processes compare runs (a side), where it stopped there undecided (the run's TimingStop, reason "most"):
     a longer --budget would not add one, a larger --processes would. `ended`: what ended the run (ENDED), which the
-    advice of an undecided verdict names: 'a longer --budget' only where the budget ran out."""
-    got = decided(change, label, pct, most, ended)
+    advice of an undecided verdict names: 'a longer --budget' only where the budget ran out. `spent`: the seconds
+    the run's timing processes took where its budget ran out (summary.timing_seconds), from which that advice names
+    a budget for the processes that would settle it."""
+    got = decided(change, label, pct, most, ended, spent)
     if caution is not None:
         got.sentence += f"; caution: {caution}"
     return got
@@ -124,7 +134,8 @@ def not_paired(change: Change) -> bool:
             and not change.absolute.paired)
 
 
-def decided(change: Change, label: str, pct: float, most: int | None = None, ended: str = "budget") -> Verdict:
+def decided(change: Change, label: str, pct: float, most: int | None = None, ended: str = "budget",
+            spent: float | None = None) -> Verdict:
     """verdict, without its caution."""
     # how compare adds the processes, and why this run did not: its budget ran out, it was not asked, it ended early
     adds = {"budget": " and a longer --budget SECONDS", "unasked": "",
@@ -143,7 +154,7 @@ def decided(change: Change, label: str, pct: float, most: int | None = None, end
         return Verdict("inconclusive", INCONCLUSIVE_EXIT, pct,
                        f"{label}: {span} {change.how}: inconclusive, {few or 'no interval to decide on'}: a verdict on "
                        f"--fail-above {pct:g}% needs two or more processes a side; "
-                       + ("time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
+                       + (f"time both builds in one run: flametool compare {envs_options(change)} "
                           f"--fail-above {pct:g}" if change.between_runs else
                           f"compare again with --processes 2 or more ({UNPAIRED})" if unpaired else
                           f"compare again with --fail-above {pct:g}{adds} (or --processes 2 or more)"))
@@ -154,7 +165,9 @@ def decided(change: Change, label: str, pct: float, most: int | None = None, end
         return Verdict("passed", 0, pct, f"{label}: {span}: within --fail-above {pct:g}%")
     need = change.anchored.processes_to_settle(limit) if change.anchored is not None else None
     a_side = " a side" if change.anchored is not None else ""
-    again = (f"; to decide it, time both builds in one run: flametool compare --env A=PYTHON_A --env B=PYTHON_B "
+    if ended == "budget" and need and spent is not None and change.anchored is not None:
+        adds = longer_budget(need, spent, anchoring.processes_a_side(change.anchored)) or adds
+    again = (f"; to decide it, time both builds in one run: flametool compare {envs_options(change)} "
              f"--fail-above {pct:g} adds processes until it is decided (--budget SECONDS bounds it)"
              if change.between_runs else
              # --processes past the most lifts it (commands/settings: the most is the larger of the two)
@@ -173,6 +186,36 @@ def decided(change: Change, label: str, pct: float, most: int | None = None, end
                       f"over {most} (this run stopped at the most processes compare runs, {most})" if most
                       else f"more processes would settle it: compare again with --fail-above {pct:g} (it adds processes "
                       "until the verdict is decided)") + again, need)
+
+
+def longer_budget(need: int, spent: float, ran: int) -> str | None:
+    """The advice's budget for `need` processes a side, at the pace of this run's `ran` a side (`spent`: the seconds
+    they took, summary.timing_seconds: the budget counts from the first timing process and bounds them all,
+    measure/paired.py), rounded up to 10 s (to a minute past five minutes); None where that is not longer."""
+    each = spent / max(ran, 1)
+    step = 10 if need * each <= 300 else 60
+    seconds = math.ceil(need * each / step) * step
+    if seconds <= spent:
+        return None
+    return f" and a longer budget, --budget {seconds} ({need} processes a side at this run's {each:.1f} s a process a side)"
+
+
+def envs_options(change: Change) -> str:
+    """compare's --env options that time a diff's two builds in one run: each run's interpreter (Change.pythons),
+    shell-quoted; placeholders where a run did not record one, or both ran under the same one (what told the builds
+    apart was not the interpreter: a PYTHONPATH, an install changed between the runs)."""
+    a, b = change.pythons
+    if not a or not b or a == b:
+        return "--env A=PYTHON_A --env B=PYTHON_B"
+    return f"--env A={rundir.shell_word(a)} --env B={rundir.shell_word(b)}"
+
+
+def interpreter(run: Run, label: str) -> str:
+    """The interpreter case `label` ran under, as its run recorded it: its environment's (`compare --env`: as given,
+    what ran its processes), else flametool's own (sys.executable: its processes run under it); "" where not
+    recorded."""
+    where = run.environment(run.results[label].env)
+    return (where.python or where.executable) if where is not None else run.env.executable
 
 
 # what compare does for a pair whose cases were not timed in the same processes, where a verdict's advice says it
@@ -232,6 +275,7 @@ def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | 
     pa, pb = stats.group_pooled(a, True, intervals=False), stats.group_pooled(b, True, intervals=False)
     ta, tb = a.results[label].at_sample_shape, b.results[label].at_sample_shape
     assert ta is not None and tb is not None  # diff_runs: timed in both runs
+    pythons = (interpreter(a, label), interpreter(b, label))
     if anchor is not None:
         xa, xb = a.results[anchor].at_sample_shape, b.results[anchor].at_sample_shape
         assert xa is not None and xb is not None  # anchor_for: timed beside it in both runs
@@ -240,13 +284,14 @@ def run_change(a: Run, b: Run, label: str, anchor: str | None, no_anchor: str | 
                              (pa[anchor].us, pb[anchor].us) if anchor in pa and anchor in pb else None,
                              pb[label].us if label in pb else None)
         if got is not None:
-            return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute, between_runs=True)
+            return Change(got.ratio, got.ratio_interval, f"relative to {anchor}", got, got.absolute, between_runs=True,
+                          pythons=pythons)
         no_anchor = f"no anchor: {anchor} has no loops to compare in one of the runs"
     # the pooled times every view shows
     absolute = stats.apart(label, (ta,), label, (tb,), pa[label].us if label in pa else None,
                            pb[label].us if label in pb else None)
     return Change(absolute.ratio, absolute.ratio_interval, "absolute (not anchored)", None, absolute, no_anchor,
-                  between_runs=True)
+                  between_runs=True, pythons=pythons)
 
 
 @dataclass(frozen=True)
@@ -408,6 +453,7 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
                       counts=count_pair(a, label, b, label, ("A", "B")),
                       differences=differences(a, b, label, used, given=anchor is not None),
                       incomplete=[name for name, run in (("A", a), ("B", b)) if not run.complete])
+    change.anchor_caution = result.anchor_moved
     if sampled:
         result.lines = line_diff(run_a, a, label, run_b, b, label, change.anchored)
     result.shape = one_shape(a.results[label].sample_shape, b.results[label].sample_shape)
@@ -435,8 +481,9 @@ def diff_cases(run_dir: Path, base: str, head: str, view: str = "caller") -> Dif
     sampled = base in attribution.sampled_labels(run) and head in attribution.sampled_labels(run)
     figures = anchored_diff(attribution.load_profile(run_dir, run, base), attribution.load_profile(run_dir, run, head),
                             got, view, (base, head), cross_library(rb, rh)) if sampled else None
-    if got is not None:
-        change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute)
+    if got is not None:  # an anchor that differs between the run's environments, as its own views say it
+        change = Change(got.ratio, got.ratio_interval, f"relative to {got.anchor}", got, got.absolute,
+                        anchor_caution=sameness.anchor_caution(run))
     else:
         sb, sh = rb.at_sample_shape, rh.at_sample_shape
         assert sb is not None and sh is not None  # load_profile: both have times at the sampled shape

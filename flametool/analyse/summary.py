@@ -5,10 +5,11 @@ anchor where there is one), the largest layer and frame differences, and the --f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
-from ..run import sameness, stats
+from ..run import anchoring, sameness, stats
 from .compare import Analysis, PairAnalysis
-from .diff import INCONCLUSIVE_EXIT, Change, DiffResult, Difference, Verdict, verdict
+from .diff import INCONCLUSIVE_EXIT, Change, DiffResult, Verdict, verdict
 from .aligned import Aligned
 from .atlas import AtlasAnalysis
 from .countdiff import CountDiff
@@ -115,12 +116,12 @@ def pair_change(p: PairAnalysis) -> Change | None:
 
 def of_change(label: str, base: str, head: str, head_where: str, change: Change, d: PairDiff | None,
               fail_above: float | None, not_sampled: str | None, counts: CountDiff | None = None,
-              lines: list[LineDelta] | None = None, caution: Difference | str | None = None,
-              stop: TimingStop | None = None, ended: str = "budget") -> PairSummary:
+              lines: list[LineDelta] | None = None, stop: TimingStop | None = None,
+              ended: str = "budget", spent: float | None = None) -> PairSummary:
     """`stop`: compare stopped adding processes before this pair's interval settled (run.timing_stop, where it
-    applies): the pair's `stopped`, and its verdict's advice where the stop was the most processes. `caution`:
-    what the anchor's own change carries (a diff's anchor_moved, a run's sameness.anchor_caution), which the
-    verdict ends with. `ended`: what ended the run (diff.ENDED), for an undecided verdict's advice."""
+    applies): the pair's `stopped`, and its verdict's advice where the stop was the most processes. What the
+    anchor's own change carries (Change.anchor_caution) the verdict ends with. `ended`: what ended the run
+    (diff.ENDED), and `spent`, the seconds its timing took (timing_seconds), for an undecided verdict's advice."""
     a = change.anchored
     diff_us: float | None
     base_us: float | None
@@ -136,7 +137,7 @@ def of_change(label: str, base: str, head: str, head_where: str, change: Change,
     most = stop.most if stop is not None and stop.reason == "most" else None
     return PairSummary(label, base, head, head_where, change, diff_us, interval, base_us, units, layer, frame,
                        not_sampled if d is None else None,
-                       verdict(change, label, fail_above, caution, most, ended) if fail_above is not None else None, counts,
+                       verdict(change, label, fail_above, change.anchor_caution, most, ended, spent) if fail_above is not None else None, counts,
                        list(d.layers) if d else [], list(d.frames) if d else [], list(lines or []), stopped=stop)
 
 
@@ -154,10 +155,14 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         if change is None:
             missing.append(f"{p.head} vs {p.base}")
             continue
+        change.anchor_caution = anchor_differs if p.anchored is not None else None
+        # the seconds its processes took, for the budget an undecided verdict advises (anchored: its processes a side)
+        spent = (timing_seconds(run, anchoring.processes_a_side(p.anchored))
+                 if ended == "budget" and p.anchored is not None else None)
         stop = run.timing_stop
         pair = of_change(f"{p.head} vs {p.base}", p.base, p.head, f"{p.head}'s processes", change, p.diff, fail_above,
                          "not both sampled: no layer or frame differences", p.counts, a.pair_lines.get((p.base, p.head)),
-                         caution=anchor_differs if p.anchored is not None else None, ended=ended,
+                         ended=ended, spent=spent,
                          stop=stop if stop is not None and stop.applies(p.base, p.head, change.reach) else None)
         head = run.results[p.head]
         at_sample = p.anchored is not None or (p.sample is not None and p.headline is p.sample)
@@ -180,6 +185,24 @@ def ended_by(run: Run) -> str:
     if not run.complete:
         return "unfinished"
     return "budget" if run.config.recorded.get("fail_above") is not None else "unasked"
+
+
+def timing_seconds(run: Run, ran: int) -> float | None:
+    """The seconds a run's timing processes took (at most), where its --budget (run.json's config) ran out with
+    `ran` processes a side. measure/paired.py counts the budget from the first timing process and checks it only
+    past --processes: a run that went past them stopped within its budget, so they took the budget; one that
+    stopped at them may have run long past it (8 + 8 processes took 57 s of a 15 s budget), so they took at most
+    the whole run, started to finished. None where the run recorded no budget, or that time is not known."""
+    budget, least = run.config.recorded.get("budget"), run.config.processes
+    if not isinstance(budget, (int, float)) or budget <= 0:
+        return None
+    if least is not None and ran > least:
+        return float(budget)
+    try:
+        took = (datetime.fromisoformat(run.finished or "") - datetime.fromisoformat(run.started)).total_seconds()
+    except ValueError:  # not finished, or a time not written as runner._now writes it
+        return None
+    return took if took > 0 else None
 
 
 def not_compared(run: Run, missing: list[str]) -> str:
@@ -214,8 +237,7 @@ def of_diff(result: DiffResult, fail_above: float | None = None, allow_unlike: b
         out.no_verdict, fail_above = unlike_sentence(result), None
     if result.change is not None:
         out.pairs.append(of_change(label, base, head, head if result.cases else "B", result.change, result.figures,
-                                   fail_above, result.not_sampled, result.counts, result.lines,
-                                   result.anchor_moved))
+                                   fail_above, result.not_sampled, result.counts, result.lines))
         out.pairs[-1].shape = result.shape
     return out
 

@@ -279,17 +279,24 @@ def pair_sentence(f: PairFigures, where: str = "") -> str:
     return f"{text}{where}, {how}"
 
 
-def host_moved(change: float, where: str) -> str:
-    """The anchor's own change in words: 'the host ran 38% slower in B'."""
-    if not math.isfinite(change) or abs(change - 1) < 0.0005:
-        return f"the host ran at the same speed in {where}"
-    return f"the host ran {abs(change - 1):.1%} {'slower' if change > 1 else 'faster'} in {where}"
+def host_moved(change: float, where: str, anchor: str | None = None) -> str:
+    """The anchor's own change in words: 'the host ran 38% slower in B'. `anchor`: the anchor's name, where its
+    library is known not to be the same on both sides (an anchor that differs between the environments,
+    sameness.anchor_caution; one whose library changed version between the runs, DiffResult.anchor_moved): its own
+    change is then not the host's speed alone, and the sentence does not give it to the host."""
+    moved = ("at the same speed" if not math.isfinite(change) or abs(change - 1) < 0.0005
+             else f"{abs(change - 1):.1%} {'slower' if change > 1 else 'faster'}")
+    if anchor is not None:
+        return (f"{anchor} ran {moved} in {where}, but its library is not the same on both sides, so this may be "
+                "that library's own change, not the host's speed")
+    return f"the host ran {moved} in {where}"
 
 
-def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[str]:
+def anchored_lines(a: Anchored, base: str, head: str, head_where: str, differs: bool = False) -> list[str]:
     """A case on two sides relative to the anchor timed beside it (the figure that holds), then the absolute
-    figures, which carry the host's speed, and the anchor's own change: how far the host's speed moved; then,
-    when the ratio is speed-adjusted (Anchored.speed), what the adjustment did."""
+    figures, which carry the host's speed, and the anchor's own change: how far the host's speed moved (`differs`:
+    the anchor's library is known not to be the same on both sides, so its change may be that library's: host_moved);
+    then, when the ratio is speed-adjusted (Anchored.speed), what the adjustment did."""
     iv = lambda i, f: f" (95%: {interval(i, f)})" if i else " (no interval: fewer than two processes a side)"  # noqa: E731
     lead = (f"{head} / {base} relative to {a.anchor} = {ratio(a.ratio)}{iv(a.ratio_interval, lambda v: f'{v:.3f}')}; "
             f"{head} − {base} = {signed(a.diff_us)} us per call{iv(a.diff_interval, signed) if a.diff_interval else ''} "
@@ -301,7 +308,7 @@ def anchored_lines(a: Anchored, base: str, head: str, head_where: str) -> list[s
                 f"per call, {signed(difference(b.diff_us, b.base_us)) if b.diff_us is not None else DASH} us"
                 + (f" (95%: {interval(b.diff_interval, signed)})" if b.diff_interval else "")
                 + (f", {ratio(b.ratio)}" if b.ratio else "")
-                + f"; {a.anchor}'s own change {ratio(a.anchor_change)}: {host_moved(a.anchor_change, head_where)}")
+                + f"; {a.anchor}'s own change {ratio(a.anchor_change)}: {host_moved(a.anchor_change, head_where, a.anchor if differs else None)}")
     return [lead, absolute] + ([a.speed.sentence(base, head)] if a.speed is not None else [])
 
 
@@ -312,7 +319,8 @@ def change_lines(change, label: str, cases: tuple[str, str] | None) -> list[str]
     if change is None or change.ratio is None:
         return [f"{label}: nothing to compare"]
     if change.anchored is not None:
-        lead, *rest = anchored_lines(change.anchored, base, head, head if cases else "B")  # as markdown says it
+        lead, *rest = anchored_lines(change.anchored, base, head, head if cases else "B",  # as markdown says it
+                                     change.anchor_caution is not None)
         return [(f"{label}: " if not cases else "") + lead, *rest]
     f = change.absolute
     text = (f"{head} / {base} = {ratio(f.ratio)}"
@@ -378,7 +386,8 @@ def pair_lines(pair, run, processes: int) -> list[str]:
         where = f"{pair.head}'s processes"
         reach = pair.anchored.reach
         stopped = stop_note(stop, True, reach) if stop and stop.applies(pair.base, pair.head, reach) else None
-        return anchored_lines(pair.anchored, pair.base, pair.head, where) + ([stopped] if stopped else [])
+        differs = sameness.anchor_caution(run) is not None  # its own change may be its library's, not the host's
+        return anchored_lines(pair.anchored, pair.base, pair.head, where, differs) + ([stopped] if stopped else [])
     if lead is None:
         return []
     stopped = (stop_note(stop, bool(run.environments), lead.reach)

@@ -40,7 +40,7 @@ def beside_text(p: PairSummary) -> str | None:
     """The absolute figures and the anchor's own change, beside an anchored change; or why there is no anchor."""
     a = p.change.anchored
     if a is not None:
-        return fmt.anchored_lines(a, p.base, p.head, p.head_where)[1]
+        return fmt.anchored_lines(a, p.base, p.head, p.head_where, p.change.anchor_caution is not None)[1]
     return p.change.no_anchor
 
 

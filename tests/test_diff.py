@@ -331,6 +331,12 @@ def test_compare_says_an_unpaired_verdict_was_not_left_to_a_budget():
     # the processes stopped at the most compare runs, not at the budget: said as it was
     assert how_decided("inconclusive", paired, 15.0, 12) == "not decided within the budget of 15 s"
     assert how_decided("inconclusive", paired, 15.0, 3) == "not decided with the most processes compare runs (3)"
+    # stopped at the --processes it always runs (3 here): a --budget 15 run that took 57 s read 'not decided within
+    # the budget of 15 s'
+    assert how_decided("inconclusive", paired, 15.0, 12, 3) == (
+        "not decided with the 3 processes it starts with (--processes; the budget of 15 s bounds only the processes "
+        "added after them)")
+    assert how_decided("inconclusive", paired, 15.0, 12, 2) == "not decided within the budget of 15 s"
 
 
 def test_an_inconclusive_verdict_at_the_most_processes_asks_for_more_processes_not_a_longer_budget():

@@ -244,7 +244,7 @@ def decided_verdict(analysed, config: Config, took: float, out: Console) -> int:
         v = p.verdict
         if v is None:  # summary.of gives every pair a verdict with --fail-above
             continue
-        how = how_decided(v.outcome, p.change, config.budget, config.max_processes)
+        how = how_decided(v.outcome, p.change, config.budget, config.max_processes, config.processes)
         # one line however long, as diff and summary say theirs: wrapped at a log's 160 columns, its tail
         # '--fail-above 5%' stood on a line of its own, read as the start of the next pair's verdict line
         terminal.say(out, f"--fail-above {config.fail_above:g}%: {v.outcome} ({how}) over {p.units} in {took:.0f} s: "
@@ -252,9 +252,12 @@ def decided_verdict(analysed, config: Config, took: float, out: Console) -> int:
     return made.exit_code
 
 
-def how_decided(outcome: str, change, budget: float | None, most: int | None = None) -> str:
+def how_decided(outcome: str, change, budget: float | None, most: int | None = None,
+                least: int | None = None) -> str:
     """compare --fail-above's word on how a pair's verdict came: decided, not with the most processes compare runs
-    (`most` a side: the processes stopped there, not the budget), or not within the budget; a pair not timed in
+    (`most` a side: the processes stopped there, not the budget), not with the `least` it always runs (--processes:
+    the budget bounds only the processes added after them, so a run of --budget 15 that took 57 s was said 'not
+    decided within the budget of 15 s'), or not within the budget; a pair not timed in
     the same processes (--isolate) is given no process past --processes (analyse.diff.not_paired), so its budget
     never ran out: 'not decided within the budget of 15 s' was said of a run that stopped after 7 s."""
     from ..analyse import diff
@@ -267,4 +270,7 @@ def how_decided(outcome: str, change, budget: float | None, most: int | None = N
     figures = change.anchored if change.anchored is not None else change.absolute
     if most is not None and figures is not None and anchoring.processes_a_side(figures) >= most:
         return f"not decided with the most processes compare runs ({most}{' a side' if change.anchored else ''})"
+    if least is not None and budget is not None and figures is not None and anchoring.processes_a_side(figures) <= least:
+        return (f"not decided with the {least} processes{' a side' if change.anchored else ''} it starts with "
+                f"(--processes; the budget of {budget:g} s bounds only the processes added after them)")
     return f"not decided within the budget of {budget:g} s" if budget is not None else "not decided"

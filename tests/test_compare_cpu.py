@@ -360,7 +360,7 @@ def test_compare_s_fail_above_verdicts_are_one_line_each_in_a_log(tmp_path):
     analysed = dispatch.analyse_dir(env_run_dir(tmp_path / "r", [0.60, 0.61, 0.59, 0.60], [0.66, 0.67, 0.65, 0.66]))
     log = io.StringIO()
     out = Console(file=log, width=160)  # as commands/main makes standard output when it is not a terminal
-    config = SimpleNamespace(fail_above=5.0, budget=180.0, max_processes=60)
+    config = SimpleNamespace(fail_above=5.0, budget=180.0, max_processes=60, processes=8)
     code = decided_verdict(analysed, config, 79.0, out)
     (line,) = log.getvalue().splitlines()
     assert code == 3 and len(line) > 160, line

@@ -13,7 +13,7 @@ from ..analyse.sweep import SweepAnalysis
 from .base import Renderer
 from .compare_tables import print_counted
 from .diff_tables import print_count_diff
-from .terminal import Column, console_text, header, say, show, show_parts, text, titled
+from .terminal import Column, console_text, header, label as name_cell, say, show, show_parts, text, titled
 
 
 def print_sweep(a: SweepAnalysis, console: Console) -> None:
@@ -57,7 +57,7 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
             assert w.diff_us is not None  # a ratio comes with its difference
             iv = f" ({fmt.interval(w.ratio_interval, lambda v: f'{v:.3f}')})" if w.ratio_interval else ""
             ratio = "inconclusive" if sweep.side(pp) is None else fmt.ratio(w.ratio)  # the interval says nothing
-            t.add_row(a.size_name(pp.shape), ratio + iv, fmt.signed(w.diff_us) + " us", text(pp.slower),
+            t.add_row(a.size_name(pp.shape), ratio + iv, fmt.signed(w.diff_us) + " us", name_cell(pp.slower or ""),
                       fmt.us(fmt.extra_host(a, sp, pp)), f"{pp.share:.0%}" if pp.share is not None else "-")
         if any(pp.wall is not None and pp.wall.ratio is not None for pp in sp.points):  # else a table of '-'
             show(console, t)

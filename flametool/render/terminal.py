@@ -51,7 +51,19 @@ def show(console: Console, table: Table) -> None:
     """Print a table whole. Where the console is narrower than the table, rich narrows columns below their
     longest word and cuts words to '…', figures too ('3.… us'); so then the table is drawn without its box,
     and where that is still wider than the console, on a console just wide enough for every column to keep
-    its longest word (the terminal wraps the lines: a figure is never cut)."""
+    its longest word (the terminal wraps the lines: a figure is never cut). A title longer than the table is
+    wide (titled) is printed as lines of its own above it, the table at its own width: held to the title's
+    width, a table of five short figures was stretched across 160 columns."""
+    if table.title is not None and table.min_width:
+        spelled(console, table)
+        asked, table.min_width = table.min_width, None
+        natural = table.__rich_measure__(console, console.options.update_width(1 << 20)).maximum
+        if asked > natural:
+            title = table.title  # made visible by titled() already
+            table.title = None
+            console.print(title if isinstance(title, Text) else Text(title), highlight=False)
+        else:
+            table.min_width = asked
     if table.min_width and table.min_width > console.width:  # a title wider than the console: rich would squeeze
         table.min_width = console.width  # the columns below their words to keep the width the title asked for
     if fits(console, table):

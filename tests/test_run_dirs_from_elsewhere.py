@@ -289,3 +289,31 @@ def test_a_table_wider_than_a_dumb_terminal_is_drawn(monkeypatch):
     drawn = console.file.getvalue()
     assert "f" * 90 in drawn and "c" * 70 in drawn, drawn
     assert console.width == 80  # the console's own width is as it was
+
+
+def test_a_long_title_does_not_stretch_its_table():
+    """A table whose title is longer than its columns are wide was held to the title's width: a sweep's five short
+    figures were drawn 160 columns wide. The title is now lines of its own above a table of its own width."""
+    import io
+
+    from rich.console import Console
+
+    from flametool.render import terminal
+
+    console = Console(file=io.StringIO(), width=160, color_system=None)
+    table = terminal.titled("a title of some length that says what the figures are, " * 3)
+    table.add_column("size")
+    table.add_column("us")
+    table.add_row("16", "0.96")
+    terminal.show(console, table)
+    drawn = console.file.getvalue().splitlines()
+    boxed = [l for l in drawn if l[:1] in "┏┃┡│└"]
+    assert boxed and max(len(l) for l in boxed) < 20, drawn
+    assert drawn[0].startswith("a title of some length") and len(drawn[0]) > 100, drawn
+    # a title no longer than its table stays its title
+    console = Console(file=io.StringIO(), width=160, color_system=None)
+    table = terminal.titled("short")
+    table.add_column("size of the thing measured")
+    table.add_row("16")
+    terminal.show(console, table)
+    assert console.file.getvalue().splitlines()[0].strip() == "short"

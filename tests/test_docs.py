@@ -132,3 +132,13 @@ def test_the_counted_differences_in_docs_counts_md_are_what_a_diff_prints():
                   tracer="cupti-python 13.4.0")
     printed = [f"  counted: {line}" for line in countdiff.lines(countdiff.diff_counts(base, head, "cupy@a", "cupy@b"))]
     assert printed[:len(block)] == block
+
+
+def test_the_readme_s_lines_example_quotes_the_lines_of_its_case_file():
+    """The Cython example's `line_cases.py:N  code` rows: line N of tests/cases/line_cases.py holds that code (it
+    read line_cases.py:41 after the file had moved the call to 45)."""
+    readme = (ROOT / "README.md").read_text()
+    source = (ROOT / "tests" / "cases" / "line_cases.py").read_text().splitlines()
+    rows = re.findall(r"^ \S+\s+line_cases\.py:(\d+)\s+(.+?)\s{2,}", readme, re.M)
+    assert rows
+    assert all(source[int(n) - 1].strip() == code for n, code in rows), rows

@@ -1,6 +1,7 @@
 """Structural differences, exact: what the head does per step() call that the base does not, and the reverse,
-from the two sides' counted loops (counts.Counts). A count is exact (a Fraction), so a difference is too: +1
-numpy.empty, -1 cudaStreamIsCapturing, kernel nvjet_... x1 in both. These come before any timed figure: they
+from the two sides' counted loops (counts.Counts). A count is exact (a Fraction), so a difference is too, said in
+words (line()): 'torch makes 1 call of torch.mm per step; numpy makes none of it', 'both make 1 launch of kernel
+nvjet_... per step'. Every view lists them right under the pair's headline, before the layers and frames: they
 need no interval.
 
 Per line of step() (``Counts.by_line``): each line's counts on both sides, head - base, the lines matched by

@@ -271,6 +271,7 @@ def how_decided(outcome: str, change, budget: float | None, most: int | None = N
     if most is not None and figures is not None and anchoring.processes_a_side(figures) >= most:
         return f"not decided with the most processes compare runs ({most}{' a side' if change.anchored else ''})"
     if least is not None and budget is not None and figures is not None and anchoring.processes_a_side(figures) <= least:
-        return (f"not decided with the {least} processes{' a side' if change.anchored else ''} it starts with "
+        return (f"not decided with the {least} process{'' if least == 1 else 'es'}"
+                f"{' a side' if change.anchored else ''} it starts with "
                 f"(--processes; the budget of {budget:g} s bounds only the processes added after them)")
     return f"not decided within the budget of {budget:g} s" if budget is not None else "not decided"

@@ -68,8 +68,8 @@ for w in "${what[@]}"; do
     started=$SECONDS
     case "$w" in
     gpu)
-        { echo "# H200, $(date -u +%F), $head: python3 -m pytest -q -m gpu -p no:randomly tests"
-          timeout -k 10 "${GPU_TESTS_SECONDS:-450}" python3 -m pytest -q -m gpu -p no:randomly tests; echo "rc $?"; } \
+        { echo "# H200, $(date -u +%F), $head: python3 -m pytest -q -m gpu -p no:randomly --durations=25 tests"
+          timeout -k 10 "${GPU_TESTS_SECONDS:-450}" python3 -m pytest -q -m gpu -p no:randomly --durations=25 tests; echo "rc $?"; } \
             > "$out/gpu-tests.txt" 2>&1 ;;
     compare)
         # COMPARE_RUNS (default 1) runs one after the other: item 1's figure moved 1.207-1.238 between runs

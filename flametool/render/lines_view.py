@@ -41,6 +41,21 @@ def where(text: str, width: int = WHERE_WIDTH) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1):]
 
 
+def delta_where(d: LineDelta, width: int = WHERE_WIDTH) -> str:
+    """A matched pair's place: 'file:line', or 'base file:line -> head file:line' where the two differ. Too long
+    for `width`, each side is cut on its own (cut whole, at its start, the base's path lost its name and the
+    head's stayed whole: '…kload/libraries.py:42 -> flametool/workload/libraries.py:73'); two lines of one file
+    name the file once ('flametool/workload/libraries.py:42 -> line 73')."""
+    b, h = d.base, d.head
+    if b is None or h is None or len(fmt.visible(d.where)) <= width:
+        return where(d.where, width)
+    if b.file == h.file:
+        tail = f" -> line {h.line}"
+        return where(b.where, width - len(tail)) + tail
+    half = (width - 4) // 2
+    return f"{where(b.where, half)} -> {where(h.where, half)}"
+
+
 def code(line: LineCost | None, width: int = TEXT_WIDTH) -> str:
     """A line's text as a table shows it (indentation dropped); for generated C/C++ mapped to a .pyx line, that
     line's text, after its place; '' where the file was not found (the row shows file:line alone)."""
@@ -135,7 +150,7 @@ def delta_rows(deltas: list[LineDelta], top: int = DIFF_LINES) -> list[DeltaRow]
     def us_of(l: LineCost | None) -> str:
         return fmt.num(l.self.us_per_call) if l is not None else fmt.DASH
 
-    return [DeltaRow(where(d.where), delta_code(d), us_of(d.base), us_of(d.head),
+    return [DeltaRow(delta_where(d), delta_code(d), us_of(d.base), us_of(d.head),
                      fmt.pm(shown(d, "self"), d.self_se, sign=True), fmt.pm(shown(d, "total"), d.total_se, sign=True),
                      d.matched_by or ("head only" if d.base is None else "base only"))
             for d in changed(deltas)[:top]]
@@ -150,7 +165,7 @@ def delta_sentence(d: LineDelta, text: Callable[[str], str] = str) -> str:
     `text`: how its words are written (a Markdown summary escapes them); the code spans are written as they are."""
     # both texts where the two lines read differently (matched in step order: `matmul(...)` -> `mm(...)`)
     quoted = text(" -> ").join(f"`{t.replace('`', '')}`" for t in dict.fromkeys((code(d.base), code(d.head))) if t)
-    return (text(where(d.where)) + (f" {quoted}" if quoted else "")
+    return (text(delta_where(d)) + (f" {quoted}" if quoted else "")
             + text(f" {fmt.pm(shown(d, 'self'), d.self_se, sign=True)} us of its own time"
                    f" (total {fmt.pm(shown(d, 'total'), d.total_se, sign=True)})"))
 

@@ -234,6 +234,9 @@ class LinesSection:
     cases: list[CaseListings]
     pairs: list[PairLines] = field(default_factory=list)
     note: str = ""
+    # whether any line has its text: a run recorded before lines were kept has none, and its tables then have no
+    # code column (as the terminal's), the note saying why, rather than a column empty on every row
+    texts: bool = True
 
 
 LISTING_NOTE = ("Host time per call by source line, from the same samples as the frames: self, the line's own code; "
@@ -242,6 +245,10 @@ LISTING_NOTE = ("Host time per call by source line, from the same samples as the
                 "a generated C/C++ line shows the .pyx line it came from where the generated source was found "
                 "(beside the module, or under --source). See docs/lines.md for where lines come from and their "
                 "limits.")
+
+
+NO_TEXTS = ("This run kept no line's text (it was recorded before flametool kept them in sources.json): each "
+            "line shows as file:line alone.")
 
 
 def _pct(value: float, whole: float) -> float:
@@ -298,4 +305,6 @@ def section(a: Analysis) -> LinesSection | None:
     pairs = [PairLines(short(f"{head} − {base}", 80), short(base, 40), short(head, 40), delta_rows(d, 15),
                        DELTA_KEY.format(head=fmt.visible(head), base=fmt.visible(base)))
              for (base, head), d in a.pair_lines.items() if changed(d)]
-    return LinesSection(cases, pairs, LISTING_NOTE)
+    texts = any(r.text or r.pyx for c in cases for l in c.listings for r in l.rows) or any(
+        r.code for p in pairs for r in p.rows)
+    return LinesSection(cases, pairs, LISTING_NOTE if texts else f"{LISTING_NOTE} {NO_TEXTS}", texts)

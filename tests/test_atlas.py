@@ -243,3 +243,23 @@ def test_the_answers_give_every_library_s_ratio_and_the_environment_what_ran():
     env = dict(page.environment)
     assert env["processes run"] == "3 in each op's run"
     assert "–" not in env["rounds run per process"]
+
+
+def test_the_page_shows_each_cell_s_interval_not_only_on_hover():
+    """The atlas page's note says each library's host time comes 'with its 95% interval', and the terminal's
+    table prints it ('23.33 us (22.60 to 24.08)'), but the page had it only in the cell's tooltip: a reader (or a
+    printout, or a phone, where nothing hovers) saw the figure without it. Each cell now shows it under the time."""
+    from flametool.commands.base import page
+    from test_report import Page
+
+    sample = Path(__file__).resolve().parent.parent / "samples" / "h200-atlas"
+    if not sample.is_dir():
+        pytest.skip("samples/h200-atlas is not recorded")
+    from flametool.render import format as fmt
+
+    a = dispatch.analyse_dir(sample)
+    shown = " ".join(Page(page(sample)).text)
+    intervals = [f"95%: {fmt.interval(c.interval, fmt.us_bare)}" for r in a.rows for c in r.cells.values() if c.interval]
+    assert intervals
+    for iv in intervals:
+        assert iv in shown, iv

@@ -147,6 +147,30 @@ def test_two_lines_matched_in_step_order_show_both_texts():
     assert lines_view.delta_rows([same])[0].code == "x = 1" and lines_view.delta_sentence(same).count("`") == 2
 
 
+def test_a_long_matched_pair_s_place_names_both_lines():
+    """A CPU compare's page listed numpy's step line matched to torch's as
+    '…kload/libraries.py:42 -> flametool/workload/libraries.py:73': the pair's text was cut at its start as one, so
+    the base's file lost its name and the head's stayed whole. Each side now keeps its file's name."""
+    from flametool.analyse.lines import BY_STEP_ORDER, LineDelta
+
+    def line(file: str, n: int) -> LineCost:
+        return LineCost(file, n, "f.<locals>.step", "python", lines_view_figure(1), lines_view_figure(7), "x",
+                        None, True)
+
+    one_file = LineDelta(line("flametool/workload/libraries.py", 42), line("flametool/workload/libraries.py", 73),
+                         BY_STEP_ORDER, 0.0, 0.1, 1.0, 0.1)
+    (row,) = lines_view.delta_rows([one_file])
+    assert row.where == "flametool/workload/libraries.py:42 -> line 73", row.where
+    assert lines_view.delta_sentence(one_file).startswith("flametool/workload/libraries.py:42 -> line 73 ")
+    deep = "/very/long/site-packages/path/of/a/library/"
+    two_files = LineDelta(line(deep + "numpy_side.py", 42), line(deep + "torch_side.py", 73), BY_STEP_ORDER,
+                          0.0, 0.1, 1.0, 0.1)
+    (row,) = lines_view.delta_rows([two_files])
+    base, head = row.where.split(" -> ")
+    assert base.endswith("/numpy_side.py:42") and head.endswith("/torch_side.py:73"), row.where
+    assert len(row.where) <= lines_view.WHERE_WIDTH
+
+
 def test_a_markdown_summary_s_line_keeps_its_code_as_code():
     """In Markdown (summary --format markdown, a pull-request comment) a line's sentence escapes its words and
     keeps its code spans as code: escaped whole, `s += i` had rendered as literal backticks around the text."""

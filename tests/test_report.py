@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -644,3 +645,29 @@ def test_the_rounds_row_names_timed_seconds_only_where_the_command_has_it(tmp_pa
     said = rows["rounds run per process"]
     assert said.startswith("2 (at least 1, --repeats;") and "until it has been timed for 0.3 s" in said
     assert ("--timed-seconds" in said) is option
+
+
+def test_a_run_without_line_texts_has_no_empty_code_column(tmp_path):
+    """samples/h200-seed-fp16 was recorded before lines' texts were kept (no sources.json): the terminal's line
+    tables drop their code column for such a run, but the page's Lines section had a 'code' column empty on every
+    row of every table, under a note saying the texts are 'kept in sources.json'. The page now drops the column
+    and says the run kept no text; a run that kept texts keeps the column (its texts shown)."""
+    from flametool.render import lines_view
+
+    sample = ROOT / "samples" / "h200-seed-fp16"
+    if not (sample / "run.json").is_file():
+        pytest.skip("samples/h200-seed-fp16 is not recorded")
+    assert not (sample / "sources.json").exists()
+    html = base.page(sample)
+    lines = html[html.index('<section id="lines">'):]
+    lines = lines[:lines.index("</section>")]
+    assert "<th>code</th>" not in lines and "<th>line</th>" in lines
+    assert lines_view.NO_TEXTS.split(":")[0] in " ".join(Page(lines).text)
+    # a run that kept its lines' texts: the column is there, with them
+    kept = tmp_path / "kept"
+    shutil.copytree(sample, kept)
+    (kept / "sources.json").write_text(json.dumps({"version": 1, "files": {"flametool/cases.py": {
+        "origin": "case", "path": "/work/main/flametool/cases.py", "lines": {"155": "    return cupy.matmul(a, b)"}}}}))
+    html = base.page(kept)
+    lines = html[html.index('<section id="lines">'):]
+    assert "<th>code</th>" in lines and "return cupy.matmul(a, b)" in lines

@@ -25,6 +25,7 @@ class AtlasPageCell:
     threads: str = ""  # all threads' CPU time per call
     cls: str = ""  # "fastest", "failed"
     counted: str = ""  # kernels and CUDA API calls per call (the counted loop), '' where not counted
+    why: str = ""  # a failed cell's reason, its tooltip (the whole reason is under the table)
 
 
 @dataclass
@@ -84,7 +85,7 @@ def method(item: str = "op") -> str:
 
 def cell(c: AtlasCell, fastest: str | None) -> AtlasPageCell:
     if c.error:
-        return AtlasPageCell("failed", c.error, cls="failed")
+        return AtlasPageCell("failed", cls="failed", why=c.error)
     return AtlasPageCell(fmt.us(c.us), f"95%: {fmt.interval(c.interval, fmt.us_bare)}" if c.interval else "",
                 fmt.ratio_to_fastest(c.ratio, fastest if c.label == fastest or c.ratio else ""), fmt.differs_most(c),
                 f"all threads {fmt.us(c.all_threads_us)}" if c.all_threads_us is not None else "",

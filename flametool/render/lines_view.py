@@ -41,6 +41,21 @@ def where(text: str, width: int = WHERE_WIDTH) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1):]
 
 
+def delta_where(d: LineDelta, width: int = WHERE_WIDTH) -> str:
+    """A matched pair's place: 'file:line', or 'base file:line -> head file:line' where the two differ. Too long
+    for `width`, each side is cut on its own (cut whole, at its start, the base's path lost its name and the
+    head's stayed whole: '…kload/libraries.py:42 -> flametool/workload/libraries.py:73'); two lines of one file
+    name the file once ('flametool/workload/libraries.py:42 -> line 73')."""
+    b, h = d.base, d.head
+    if b is None or h is None or len(fmt.visible(d.where)) <= width:
+        return where(d.where, width)
+    if b.file == h.file:
+        tail = f" -> line {h.line}"
+        return where(b.where, width - len(tail)) + tail
+    half = (width - 4) // 2
+    return f"{where(b.where, half)} -> {where(h.where, half)}"
+
+
 def code(line: LineCost | None, width: int = TEXT_WIDTH) -> str:
     """A line's text as a table shows it (indentation dropped); for generated C/C++ mapped to a .pyx line, that
     line's text, after its place; '' where the file was not found (the row shows file:line alone)."""
@@ -135,7 +150,7 @@ def delta_rows(deltas: list[LineDelta], top: int = DIFF_LINES) -> list[DeltaRow]
     def us_of(l: LineCost | None) -> str:
         return fmt.num(l.self.us_per_call) if l is not None else fmt.DASH
 
-    return [DeltaRow(where(d.where), delta_code(d), us_of(d.base), us_of(d.head),
+    return [DeltaRow(delta_where(d), delta_code(d), us_of(d.base), us_of(d.head),
                      fmt.pm(shown(d, "self"), d.self_se, sign=True), fmt.pm(shown(d, "total"), d.total_se, sign=True),
                      d.matched_by or ("head only" if d.base is None else "base only"))
             for d in changed(deltas)[:top]]
@@ -150,7 +165,7 @@ def delta_sentence(d: LineDelta, text: Callable[[str], str] = str) -> str:
     `text`: how its words are written (a Markdown summary escapes them); the code spans are written as they are."""
     # both texts where the two lines read differently (matched in step order: `matmul(...)` -> `mm(...)`)
     quoted = text(" -> ").join(f"`{t.replace('`', '')}`" for t in dict.fromkeys((code(d.base), code(d.head))) if t)
-    return (text(where(d.where)) + (f" {quoted}" if quoted else "")
+    return (text(delta_where(d)) + (f" {quoted}" if quoted else "")
             + text(f" {fmt.pm(shown(d, 'self'), d.self_se, sign=True)} us of its own time"
                    f" (total {fmt.pm(shown(d, 'total'), d.total_se, sign=True)})"))
 
@@ -219,6 +234,9 @@ class LinesSection:
     cases: list[CaseListings]
     pairs: list[PairLines] = field(default_factory=list)
     note: str = ""
+    # whether any line has its text: a run recorded before lines were kept has none, and its tables then have no
+    # code column (as the terminal's), the note saying why, rather than a column empty on every row
+    texts: bool = True
 
 
 LISTING_NOTE = ("Host time per call by source line, from the same samples as the frames: self, the line's own code; "
@@ -227,6 +245,10 @@ LISTING_NOTE = ("Host time per call by source line, from the same samples as the
                 "a generated C/C++ line shows the .pyx line it came from where the generated source was found "
                 "(beside the module, or under --source). See docs/lines.md for where lines come from and their "
                 "limits.")
+
+
+NO_TEXTS = ("This run kept no line's text (it was recorded before flametool kept them in sources.json): each "
+            "line shows as file:line alone.")
 
 
 def _pct(value: float, whole: float) -> float:
@@ -283,4 +305,6 @@ def section(a: Analysis) -> LinesSection | None:
     pairs = [PairLines(short(f"{head} − {base}", 80), short(base, 40), short(head, 40), delta_rows(d, 15),
                        DELTA_KEY.format(head=fmt.visible(head), base=fmt.visible(base)))
              for (base, head), d in a.pair_lines.items() if changed(d)]
-    return LinesSection(cases, pairs, LISTING_NOTE)
+    texts = any(r.text or r.pyx for c in cases for l in c.listings for r in l.rows) or any(
+        r.code for p in pairs for r in p.rows)
+    return LinesSection(cases, pairs, LISTING_NOTE if texts else f"{LISTING_NOTE} {NO_TEXTS}", texts)

@@ -251,3 +251,17 @@ def test_docs_summary_json_md_example_has_the_fields_and_types_a_summary_writes(
     rows = countdiff.to_json(diffed)
     assert [r["text"] for r in counts["differences"] + counts["same"]] == \
         [r["text"] for r in rows["differences"] + rows["same"]]
+
+
+def test_docs_contributing_md_folder_listing_names_every_module():
+    """Each module of flametool/ is in contributing.md's listing of where the code is (a module named there as
+    `name.py`, `name.Class` or by a pattern such as `report_*.py`); twenty, counting.py, lines.py and anchoring.py
+    among them, were missing from it."""
+    text = (ROOT / "docs" / "contributing.md").read_text()
+    listing = text[text.index("```\nflametool/"):text.index("\n```", text.index("```\nflametool/"))]
+    named = set(re.findall(r"\b(\w+)\.(?:py\b|[A-Z])", listing))
+    patterns = [re.compile(p.replace("*", r"\w+") + "$") for p in re.findall(r"\b(\w*\*\w*)\.py\b", listing)]
+    missing = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "flametool").rglob("*.py")
+                     if p.stem not in ("__init__", "__main__") and p.stem not in named
+                     and not any(pat.match(p.stem) for pat in patterns))
+    assert not missing, missing

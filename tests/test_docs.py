@@ -6,12 +6,14 @@ what a diff prints. On the text and the parser alone, no measuring."""
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from fractions import Fraction
 from pathlib import Path
 
 from flametool.analyse import countdiff
 from flametool.analyse.summary import VERSION
+from flametool.commands import main
 from flametool.commands.main import build_parser
 from flametool.run.counts import Counts, Tally
 from flametool.run.record import SCHEMA
@@ -142,3 +144,124 @@ def test_the_readme_s_lines_example_quotes_the_lines_of_its_case_file():
     rows = re.findall(r"^ \S+\s+line_cases\.py:(\d+)\s+(.+?)\s{2,}", readme, re.M)
     assert rows
     assert all(source[int(n) - 1].strip() == code for n, code in rows), rows
+
+
+# --- docs/summary-json.md against `summary --format json` of the committed runs ------------------------------------
+
+SUMMARY_JSON = ROOT / "docs" / "summary-json.md"
+# keys a document carries only where they apply (docs/summary-json.md says when): not in every object of their kind
+OPTIONAL_KEYS = {"by_line", "by_line_kinds", "corrupted", "aligned_lines"}
+
+
+def summary_documents(capsys) -> list[dict]:
+    """What summary and diff --format json write for the committed runs: a run (samples/), a run with counted loops
+    (tests/data/h200-sum-counts), an anchored diff with a speed adjustment and a verdict, a sweep and an atlas."""
+    samples = ROOT / "samples"
+    runs = [["summary", str(samples / "h200-seed-as-reported")], ["summary", str(ROOT / "tests" / "data" / "h200-sum-counts")],
+            ["diff", str(samples / "h200-seed-as-reported"), str(samples / "h200-seed-fp16"), "--case", "cupy",
+             "--fail-above", "1"],
+            ["summary", str(samples / "h200-sweep-fp16")], ["summary", str(samples / "h200-atlas")]]
+    docs = []
+    for argv in runs:
+        main.main([*argv, "--format", "json"])
+        docs.append(json.loads(capsys.readouterr().out))
+    return docs
+
+
+def summary_example() -> dict:
+    text = SUMMARY_JSON.read_text()
+    return json.loads(text[text.index("```json\n") + 8:text.index("\n```", text.index("```json\n"))])
+
+
+def objects(doc, path: str = "") -> list[tuple[str, dict]]:
+    """Every object of a JSON document with its path ('.pairs[].counts'), a map keyed by labels or kinds (a
+    `versions`, a line's `counts`) and the example's placeholders ({"...": "the same for the head"}) left out."""
+    found: list[tuple[str, dict]] = []
+    if isinstance(doc, dict):
+        if "..." in doc or path.endswith((".versions", ".describe", ".clocks", ".counts.python", ".delta", ".cases")) \
+                or re.search(r"\.(by_line\[\]|rows\[\])\.counts$|\.(outside|lines_sum|step)$", path):
+            return found
+        found.append((path, doc))
+        for key, value in doc.items():
+            found += objects(value, f"{path}.{key}")
+    elif isinstance(doc, list):
+        for item in doc:
+            found += objects(item, f"{path}[]")
+    return found
+
+
+def named_in_table() -> tuple[set[str], list[re.Pattern]]:
+    """The words in `code` in docs/summary-json.md's field table, and its patterns (`*_self_us`, `self_*`)."""
+    table = "\n".join(line for line in SUMMARY_JSON.read_text().splitlines() if line.startswith("| "))
+    words: set[str] = set()
+    patterns = []
+    for span in re.findall(r"`([^`]+)`", table):
+        for word in re.findall(r"[\w*]+", span):
+            if "*" in word:
+                patterns.append(re.compile(word.replace("*", r"\w+") + "$"))
+            else:
+                words.add(word)
+    return words, patterns
+
+
+def test_every_field_a_json_summary_writes_is_explained_in_docs_summary_json_md(capsys):
+    """Each key of the real documents and of the page's example is named in the field table (`python_version`,
+    `ops_per_step`, `missing`, `threshold_pct`, `base_bytes` and speed_adjustment's `method` were written and
+    shown in the example, and explained nowhere)."""
+    words, patterns = named_in_table()
+    keys = {(key, path) for doc in [*summary_documents(capsys), summary_example()]
+            for path, obj in objects(doc) for key in obj}
+    unexplained = sorted({f"{path}.{key}" for key, path in keys
+                          if key not in words and not any(p.match(key) for p in patterns)})
+    assert not unexplained, unexplained
+
+
+def test_docs_summary_json_md_example_has_the_fields_and_types_a_summary_writes(capsys):
+    """Each object of the example has the keys its kind has in a real document (fields added to the tool and not
+    to the example, or kept in the example after the tool dropped them, fail here), each value of the type the tool
+    writes (null aside), and its counted rows' `text` is what the tool writes for them (it showed `+1 numpy.zeros
+    (0 -> 1)` after those lines had become sentences)."""
+    always: dict[str, set[str]] = {}  # the keys every object of a kind has
+    ever: dict[str, set[str]] = {}  # and those some have (a tally's `bytes`: where memory moves)
+    types: dict[str, set[str]] = {}
+    for doc in summary_documents(capsys):
+        for path, obj in objects(doc):
+            always[path] = always.get(path, set(obj)) & set(obj)
+            ever.setdefault(path, set()).update(obj)
+            for key, value in obj.items():
+                if value is not None:
+                    types.setdefault(f"{path}.{key}", set()).add("number" if type(value) in (int, float) else type(value).__name__)
+    example = summary_example()
+    wrong = []
+    for path, obj in objects(example):
+        lacks = always.get(path, set()) - set(obj) - OPTIONAL_KEYS
+        unwritten = set(obj) - ever[path] - OPTIONAL_KEYS if path in ever else set()
+        if lacks or unwritten:
+            wrong.append(f"{path or 'top'}: the example lacks {sorted(lacks)}, has {sorted(unwritten)} never written")
+        for key, value in obj.items():
+            kind = "number" if type(value) in (int, float) else type(value).__name__
+            if value is not None and f"{path}.{key}" in types and kind not in types[f"{path}.{key}"]:
+                wrong.append(f"{path}.{key}: example {kind}, written {sorted(types[f'{path}.{key}'])}")
+    assert not wrong, wrong
+    counts = example["pairs"][0]["counts"]
+    base, head = (Counts(10, 10, [Tally(r["kind"], r["name"], Fraction(r[side])) for r in counts["differences"] + counts["same"]
+                                  if r[side] != "0"], tracer="cupti-python 13.4.0") for side in ("base", "head"))
+    diffed = countdiff.diff_counts(base, head, counts["base"], counts["head"])
+    assert diffed is not None
+    rows = countdiff.to_json(diffed)
+    assert [r["text"] for r in counts["differences"] + counts["same"]] == \
+        [r["text"] for r in rows["differences"] + rows["same"]]
+
+
+def test_docs_contributing_md_folder_listing_names_every_module():
+    """Each module of flametool/ is in contributing.md's listing of where the code is (a module named there as
+    `name.py`, `name.Class` or by a pattern such as `report_*.py`); twenty, counting.py, lines.py and anchoring.py
+    among them, were missing from it."""
+    text = (ROOT / "docs" / "contributing.md").read_text()
+    listing = text[text.index("```\nflametool/"):text.index("\n```", text.index("```\nflametool/"))]
+    named = set(re.findall(r"\b(\w+)\.(?:py\b|[A-Z])", listing))
+    patterns = [re.compile(p.replace("*", r"\w+") + "$") for p in re.findall(r"\b(\w*\*\w*)\.py\b", listing)]
+    missing = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "flametool").rglob("*.py")
+                     if p.stem not in ("__init__", "__main__") and p.stem not in named
+                     and not any(pat.match(p.stem) for pat in patterns))
+    assert not missing, missing

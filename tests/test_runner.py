@@ -103,6 +103,14 @@ def test_a_sweep_says_which_size_and_how_much_is_left(monkeypatch):
     assert left.line(2).startswith("5/6 timed (3 sizes in each of 2 processes), about 8 s left; size 3/3 (64x64x32)")
 
 
+
+def test_a_sweep_of_one_process_or_one_size_says_so_in_the_singular():
+    """`sweep --processes 1` read '(5 sizes in each of 1 processes)'."""
+    assert sweeping.SweepLeft([[8, 8, 8], [16, 16, 16]], processes=1, op="matmul").line(1) == \
+        "0/2 timed (2 sizes in 1 process); size 1/2 (8) in process 1/1"
+    assert sweeping.SweepLeft([[8, 8, 8]], processes=3, op="matmul").line(1) == \
+        "0/3 timed (1 size in each of 3 processes); size 1/1 (8) in process 1/3"
+
 def spare_config(out: Path, processes: int = 3) -> runner.Config:
     specs = [builtins.builtin("numpy"), cases.user_case(f"{USER}:add_case")]
     return runner.Config(cases=specs, device="cpu", shape=[16, 16, 16], dtypes={s.label: "float32" for s in specs},

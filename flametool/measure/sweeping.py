@@ -58,8 +58,10 @@ class SweepLeft:
                  if self.done < len(self.sizes) * self.processes else f"process {process}/{self.processes}")
         left = self.left_seconds()
         eta = "" if left is None else f", about {left:.0f} s left" if left < 120 else f", about {left / 60:.0f} min left"
-        return (f"{self.done}/{len(self.sizes) * self.processes} timed ({len(self.sizes)} sizes in each of "
-                f"{self.processes} processes){eta}; {where}")
+        sizes = f"{len(self.sizes)} size{'s' if len(self.sizes) != 1 else ''}"
+        # one process: "5 sizes in 1 process", not "in each of 1 processes"
+        within = f"in each of {self.processes} processes" if self.processes != 1 else "in 1 process"
+        return f"{self.done}/{len(self.sizes) * self.processes} timed ({sizes} {within}){eta}; {where}"
 
 
 def time_sweep(m: Measurement, cases: list[CaseSpec], reason: str) -> list[tuple[CaseSpec, str]]:

@@ -674,3 +674,18 @@ def test_the_summary_says_a_size_the_sweep_calls_inconclusive_is_so():
     for fmt_ in ("text", "markdown"):
         assert wide.note in render.show(fmt_, made).replace("\\", ""), fmt_
     assert [r["note"] for r in json.loads(render.show("json", made))["rows"]] == [wide.note, None]
+
+
+def test_every_column_of_the_pages_per_size_table_has_a_header():
+    """The page's per-size table of a GPU sweep had a column per case saying 'host-bound' or 'GPU-bound' under an
+    empty header."""
+    from flametool.analyse import dispatch
+    from flametool.render import sweep_page
+
+    run = Path(__file__).parent.parent / "samples" / "h200-sweep-fp16"
+    if not run.is_dir():
+        pytest.skip("the H200 sweep sample is not recorded")
+    columns, rows = sweep_page.cells(dispatch.analyse_dir(run))
+    assert all(c.strip() for c in columns), columns
+    bound = [i for i, c in enumerate(columns) if c.endswith(" bound")]
+    assert bound and all(row[i].text in ("host-bound", "GPU-bound", "") for row in rows for i in bound)

@@ -84,7 +84,7 @@ def cells(a: SweepAnalysis) -> tuple[list[str], list[list[SweepCell]]]:
     columns = ["size"]
     on_gpu = a.on_gpu  # a CPU sweep: no GPU column, and no bound column that would say "host" at every size
     for label in a.curves:
-        columns += [f"{label} host", f"{label} GPU", f"{label} wall", ""] if on_gpu else [f"{label} host", f"{label} wall"]
+        columns += [f"{label} host", f"{label} GPU", f"{label} wall", f"{label} bound"] if on_gpu else [f"{label} host", f"{label} wall"]
     for sp in a.pairs:
         columns += [f"{sp.head} / {sp.base} wall", "extra host", "share of wall"]
     rows = []

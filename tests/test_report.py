@@ -671,3 +671,16 @@ def test_a_run_without_line_texts_has_no_empty_code_column(tmp_path):
     html = base.page(kept)
     lines = html[html.index('<section id="lines">'):]
     assert "<th>code</th>" in lines and "return cupy.matmul(a, b)" in lines
+
+
+def test_the_page_title_names_its_pair_as_the_headline_does():
+    """The page's title read 'cupy vs torch' (the cases' order) above a headline and summary of 'torch vs cupy'."""
+    from flametool.analyse import dispatch
+    from flametool.render import html
+
+    run = Path(__file__).parent.parent / "samples" / "h200-seed-fp16"
+    if not run.is_dir():
+        pytest.skip("the H200 samples are not recorded")
+    a = dispatch.analyse_dir(run)
+    assert [(p.head, p.base) for p in a.pairs] == [("torch", "cupy")]
+    assert html.build(a).title == "flametool: torch vs cupy"

@@ -69,6 +69,14 @@ SECTIONS = [("headline", "Headline"), ("warnings", "Fairness"), ("layers", "Laye
             ("flames", "Flame graphs"), ("cprofile", "cProfile"), ("environment", "Environment")]
 
 
+def page_title(a: Analysis, labels: list[str]) -> str:
+    """What the page is of: its one pair as the headline says it (head vs base: 'torch vs cupy', where the cases'
+    order read 'cupy vs torch' above a headline of torch / cupy), else its cases in their order."""
+    if len(a.pairs) == 1 and len(labels) == 2:
+        return f"{a.pairs[0].head} vs {a.pairs[0].base}"
+    return " vs ".join(labels) or "empty run"
+
+
 def build(a: Analysis) -> Report:
     """The view model of an analysed run directory."""
     run, data = a.run_dir, a.run
@@ -87,7 +95,7 @@ def build(a: Analysis) -> Report:
     sections = [*sections[:at], *after_frames, *sections[at:]]
     return Report(
         pairs=[f"{d.head} − {d.base}" for d in diffs],
-        title=f"flametool: {' vs '.join(labels) or 'empty run'}",
+        title=f"flametool: {page_title(a, labels)}",
         run_dir=str(run),
         generated=datetime.now().astimezone().isoformat(timespec="seconds"),
         version=__version__,

@@ -319,7 +319,7 @@ def change_lines(change, label: str, cases: tuple[str, str] | None) -> list[str]
     if change is None or change.ratio is None:
         return [f"{label}: nothing to compare"]
     if change.anchored is not None:
-        lead, *rest = anchored_lines(change.anchored, base, head, head if cases else "B",  # as markdown says it
+        lead, *rest = anchored_lines(change.anchored, base, head, f"{head}'s processes" if cases else "B",  # as markdown says it
                                      change.anchor_caution is not None)
         return [(f"{label}: " if not cases else "") + lead, *rest]
     f = change.absolute

@@ -70,6 +70,21 @@ def test_factory_that_raises(capsys, tmp_path):
     assert data.group_of("raising_case").reason.startswith("could not be built or run beside numpy")
 
 
+def test_a_factory_that_raises_stops_the_run_after_the_first_process(capsys, tmp_path):
+    """A new user's first case raised in its factory: the run timed numpy in all its processes (8 on the CPU, 12 s)
+    before it tried the case alone and said so. Now the case is tried alone right after the first process, and the
+    run stops there: numpy is timed in that one process, not the three asked for."""
+    out = tmp_path / "run"
+    line = one_line_error(capsys, ["compare", "--device", "cpu", "--libs", "numpy", "--no-sample", "--repeats", "1",
+                                   "--processes", "3", "--case", f"{CASES}:raising_case", "--out", str(out)], code=1)
+    assert "ValueError: this factory refuses to build" in line, line
+    from flametool.run import rundir
+
+    data = rundir.load(out)
+    assert data.results["numpy"].timing.cpu_us_per_call > 0  # what the first process measured is kept
+    assert data.group_of("numpy").processes == 1
+
+
 def test_a_step_that_raises_in_its_warm_up_is_its_case_s_failure(capsys, tmp_path):
     """A case whose step raises (a broken build) fails alone, said as its own: the process it shared with numpy
     goes on (numpy is timed in it), and the line says it was the case's step, in its warm-up; it had failed the

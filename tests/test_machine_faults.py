@@ -330,7 +330,10 @@ def test_out_of_memory_through_the_command_line(tmp_path):
     (ModuleNotFoundError("No module named 'torch'", name="torch"), "cpu", "torch is not installed (pip install torch)"),
     (ModuleNotFoundError("No module named 'cupy_backends.cuda'", name="cupy_backends.cuda"), "cuda:0",
      "cupy is not installed (pip install flametool[cuda12] or [cuda13])"),
-    (ModuleNotFoundError("No module named 'jax'", name="jax"), "cpu", "module 'jax' is not installed (the case imports it)"),
+    (ModuleNotFoundError("No module named 'jax'", name="jax"), "cpu",
+     'jax is not installed (pip install jax; on CUDA "jax[cuda13]" or "jax[cuda12]")'),
+    (ModuleNotFoundError("No module named 'mylib'", name="mylib"), "cpu",
+     "module 'mylib' is not installed (the case imports it)"),
     (RuntimeError("CUDA error: no CUDA-capable device is detected"), "cuda:1", "sees no CUDA device cuda:1"),
     (ValueError("shapes (2,3) and (4,5) not aligned"), "cpu", None),
 ])

@@ -352,6 +352,22 @@ def test_an_anchored_pair_s_method_and_sentence_are_of_the_anchored_figure(tmp_p
     assert a.timings["numpy@a"].cpu_us != pytest.approx(pair.anchored.at_us, rel=1e-3)
 
 
+def test_a_fail_above_run_s_page_gives_its_verdict(tmp_path):
+    """compare --env ... --fail-above 3 exited 3 (slower), and its page said +10% but never whether that failed the
+    gate the run was given: a CI user opening the report could not see the verdict. Now the headline gives it, as
+    summary --fail-above gives it; a run made without --fail-above has none."""
+    run = env_run_dir(tmp_path / "r", [0.60, 0.61, 0.59, 0.60], [0.66, 0.67, 0.65, 0.66])
+    assert report.build(dispatch.analyse_dir(run)).headline.verdicts == []
+    data = json.loads((run / "run.json").read_text())
+    data["config"]["fail_above"] = 3.0
+    (run / "run.json").write_text(json.dumps(data))
+    (line,) = report.build(dispatch.analyse_dir(run)).headline.verdicts
+    assert line.startswith("verdict: slower: numpy@b vs numpy@a: +10.0% (95%: "), line
+    assert line.endswith("slower by more than --fail-above 3%"), line
+    assert main.main(["report", str(run)]) == 0
+    assert line in (run / "report.html").read_text()
+
+
 def test_pairs_that_are_not_paired_say_so(tmp_path):
     """A case timed in processes of its own (--isolate, or it could not share one): the caveat, with why,
     and the pair figure marked not paired."""

@@ -23,6 +23,10 @@ INSTALL_HINT = {
     "cupyx": CUPY_INSTALL,
     "torch": "pip install torch",
     "numpy": "pip install numpy",
+    # the built-in jax case (README: flametool does not require JAX): "module 'jax' is not installed" left a CPU
+    # user to guess that the README's "jax[cuda13]" is for CUDA and plain jax is what the CPU needs
+    "jax": 'pip install jax; on CUDA "jax[cuda13]" or "jax[cuda12]"',
+    "jaxlib": 'pip install jax; on CUDA "jax[cuda13]" or "jax[cuda12]"',
 }
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8}
 NO_DEVICE = re.compile(r"cudaErrorNoDevice|no CUDA-capable device|No CUDA GPUs are available|"

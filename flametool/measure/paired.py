@@ -205,6 +205,15 @@ def _record_first(m: Measurement, first: First, got: Timed | None, error: str | 
     group.lost += first.lost
     m.save()
     if more:
+        if retry and not config.keep_going:
+            # a case that failed beside the others is tried alone before their later processes: where it fails
+            # alone too (a factory that raises, a library not installed) the run stops after one process of
+            # theirs, not all of them (a first case of one's own failed 12 s into a CPU run, numpy and torch
+            # timed in 8 processes first; on a GPU each of those processes imports for seconds)
+            for case, why in retry:
+                time_group(m, [case], why)
+            stop_if_failed(run, config)
+            retry = []
         more_processes(m, [group])
     return retry
 

@@ -38,6 +38,9 @@ class Headline:
     pairs: list[str] = field(default_factory=list)  # each compared pair: ratio and difference with intervals
     method: str = ""  # how those were computed, and which time the layer and frame figures use
     speed_note: str = ""  # which figures hold across runs, and what the intervals of microseconds cover
+    # compare --fail-above PCT: each pair's verdict, as the run's exit code and summary --fail-above PCT give it (the
+    # page of a CI run said how much slower, never whether that failed the gate the run was given)
+    verdicts: list[str] = field(default_factory=list)
 
 
 # How the figure an anchored pair (compare --env) leads with is made (anchoring.anchored), and the one beside it
@@ -96,7 +99,18 @@ def headline(a: Analysis) -> Headline:
                     + f"× first: host time against the first case's ({base}). bound: host-bound, "
                     + ("the GPU waited for the host's launches (what flametool measures), or not, the host waited "
                        "for the GPU." if on_gpu else "the loop's time is the host's own work."),
-                    against_floors(a, ok), pairs, method, fmt.speed_note(a.pairs) or "")
+                    against_floors(a, ok), pairs, method, fmt.speed_note(a.pairs) or "", verdicts(a))
+
+
+def verdicts(a: Analysis) -> list[str]:
+    """The --fail-above verdict of each pair of a run made with it, in summary's words."""
+    pct = a.run.config.fail_above
+    if pct is None:
+        return []
+    from ..analyse import summary
+
+    made = summary.of(a, pct)
+    return [f"verdict: {v.outcome}: {v.sentence}" for p in made.pairs if (v := p.verdict) is not None]
 
 
 def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:

@@ -332,6 +332,7 @@ class RunConfig:
     pairs: list[list[str]] | None = None
     anchor: str | None = None  # `compare --env`: the case (as named in --libs) every environment's processes time
     op: str | None = None  # --op (ops.py); runs before it are matmul runs
+    fail_above: float | None = None  # compare --fail-above PCT: the report gives the verdict the run exited with
     recorded: dict[str, Any] = field(default_factory=dict, repr=False)
     # made with the record, so that a reader reads them rather than asks: the op the run measured (matmul where
     # run.json does not say: runs before --op), and the processes asked for as the figures' notes count them (1
@@ -503,6 +504,7 @@ class Run:
             for key in ("sample", "keep_going", "cpu_fallback", "isolate", "extend_rounds", "out_is_default"):
                 config.flag(key)
             config.shape("shape"), config.shape("sample_shape"), config.text("device"), config.number("extra_seconds")
+            config.number("fail_above")
             config.text("anchor")
             config.text("op")
             config.get("sizes", lambda v: isinstance(v, list) and all(is_shape(x) for x in v), "a list of shapes")

@@ -700,3 +700,24 @@ def test_the_page_title_names_its_pair_as_the_headline_does():
     a = dispatch.analyse_dir(run)
     assert [(p.head, p.base) for p in a.pairs] == [("torch", "cupy")]
     assert html.build(a).title == "flametool: torch vs cupy"
+
+
+def test_a_page_without_stacks_says_why(tmp_path):
+    """The headline of a --no-sample run said 'fewer than two cases were sampled', where none was, and the reason
+    was --no-sample; a run with one case sampled names it."""
+    from flametool.analyse import dispatch
+    from flametool.render import report_headline
+    from flametool.run import rundir
+
+    run = make_run(tmp_path / "r", {"a": ("step (s.py:1);f (s.py:2) 50\n", 10.0, 0),
+                                    "b": ("step (s.py:1);g (s.py:3) 50\n", 12.0, 0)})
+    record = rundir.load(run)
+    record.results["b"].profile.files.pop("folded", None)
+    rundir.save(run, record)
+    (run / "b.folded").unlink()
+    assert report_headline.why_unsampled(dispatch.analyse_dir(run)) == "only a was sampled"
+    record.results["a"].profile.files.pop("folded", None)
+    record.config.recorded["sample"] = False
+    rundir.save(run, record)
+    (run / "a.folded").unlink()
+    assert report_headline.why_unsampled(dispatch.analyse_dir(run)) == "the run was made with --no-sample"

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from . import format as fmt
 from ..workload import builtins
+from ..analyse import attribution
 from ..analyse.compare import Analysis
 from ..run.record import CaseResult, Run
 
@@ -171,7 +172,7 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
     # torch@a, the anchor beside it, a pair nothing compares (the compared one is numpy@a against numpy@b)
     cpu = dict(timed)
     first = next((p for p in a.pairs if p.base in cpu and p.head in cpu), None)
-    unsampled = "there is no stack diff to say where (fewer than two cases were sampled)."
+    unsampled = f"there is no stack diff to say where ({why_unsampled(a)})."
     if first is not None and first.anchored is not None:
         an = first.anchored
         return (f"{first.head} − {first.base} = {fmt.signed(an.diff_us)} us per call relative to {an.anchor} "
@@ -183,3 +184,14 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
     if timed:
         return f"One case measured: {timed[0][0]}, {timed[0][1]:,.2f} us per call on the host."
     return "No case finished; nothing was measured."
+
+
+def why_unsampled(a: Analysis) -> str:
+    """Why the page has no stack diff, in its words: a --no-sample run was told 'fewer than two cases were
+    sampled', where none was, and why."""
+    sampled = attribution.sampled_labels(a.run)
+    if not sampled and a.run.config.recorded.get("sample") is False:
+        return "the run was made with --no-sample" if a.run.kind != "sweep" else "the sweep ran without --sample"
+    if len(sampled) == 1:
+        return f"only {sampled[0]} was sampled"
+    return f"no case was sampled: {attribution.why_no_stacks(a.run)}" if not sampled else "fewer than two cases were sampled"

@@ -702,6 +702,15 @@ def test_the_page_title_names_its_pair_as_the_headline_does():
     assert html.build(a).title == "flametool: torch vs cupy"
 
 
+def test_an_environments_page_title_names_its_pairs_not_every_case(tmp_path):
+    """An --env run's title listed all its cases, the anchor's too ('numpy@a vs torch@a vs numpy@b vs torch@b')."""
+    from flametool.analyse import dispatch
+    from flametool.render import html
+
+    run = env_run_dir(tmp_path / "envs", [1.5, 1.52, 1.49], [1.6, 1.62, 1.58])
+    assert html.build(dispatch.analyse_dir(run)).title == "flametool: numpy@b vs numpy@a"
+
+
 def test_a_page_without_stacks_says_why(tmp_path):
     """The headline of a --no-sample run said 'fewer than two cases were sampled', where none was, and the reason
     was --no-sample; a run with one case sampled names it."""

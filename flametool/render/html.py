@@ -70,10 +70,11 @@ SECTIONS = [("headline", "Headline"), ("warnings", "Fairness"), ("layers", "Laye
 
 
 def page_title(a: Analysis, labels: list[str]) -> str:
-    """What the page is of: its one pair as the headline says it (head vs base: 'torch vs cupy', where the cases'
-    order read 'cupy vs torch' above a headline of torch / cupy), else its cases in their order."""
-    if len(a.pairs) == 1 and len(labels) == 2:
-        return f"{a.pairs[0].head} vs {a.pairs[0].base}"
+    """What the page is of: its pairs as the headline says them (head vs base: 'torch vs cupy', where the cases'
+    order read 'cupy vs torch' above a headline of torch / cupy; an --env run's 'numpy@pr vs numpy@main', not
+    its six cases with the anchor's), else its cases in their order."""
+    if a.pairs:
+        return "; ".join(f"{p.head} vs {p.base}" for p in a.pairs)
     return " vs ".join(labels) or "empty run"
 
 

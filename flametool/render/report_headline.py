@@ -194,4 +194,4 @@ def why_unsampled(a: Analysis) -> str:
         return "the run was made with --no-sample" if a.run.kind != "sweep" else "the sweep ran without --sample"
     if len(sampled) == 1:
         return f"only {sampled[0]} was sampled"
-    return f"no case was sampled: {attribution.why_no_stacks(a.run)}" if not sampled else "fewer than two cases were sampled"
+    return "no case was sampled" if not sampled else "fewer than two cases were sampled"

@@ -88,8 +88,14 @@ def test_a_two_op_steps_timeline_exports_for_perfetto(cli, gpu_lines_run):
     starts = {e["id"]: e for e in events if e["ph"] == "s"}
     ends = {e["id"]: e for e in events if e["ph"] == "f"}
     assert starts and starts.keys() == ends.keys()
-    corr = {e["args"]["correlation"] for e in gpu}
-    assert set(ends) == corr
+    # a flow's id is the trace's own (numbered per case and correlation id, not the correlation id: 2e0c323; this
+    # test, run on a GPU only, still compared the ids with the correlations and failed on the H100, 2026-12-05):
+    # each flow joins the launch and the GPU op of one correlation id, and every GPU op has its flow
+    at = lambda e: (e["pid"], e["tid"], e["ts"])  # noqa: E731
+    launch = {at(e): e["args"]["correlation"] for e in host}
+    op = {at(e): e["args"]["correlation"] for e in gpu}
+    assert all(launch[at(starts[i])] == op[at(ends[i])] for i in starts)
+    assert {op[at(e)] for e in ends.values()} == {e["args"]["correlation"] for e in gpu}
     assert sum(1 for e in gpu if e["cat"] == "kernel") >= 2  # the two ops' kernels
     assert [e for e in xs if e["cat"] == "line"]  # the step's lines above the calls
 

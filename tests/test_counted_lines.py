@@ -364,7 +364,7 @@ def test_a_case_file_edited_between_two_runs_matches_its_lines_by_text_not_by_nu
 
 def test_the_per_line_table_is_shown_with_its_sum(three):
     t = counted_lines.table("three", three)
-    assert t is not None and t.headers == ["line", "text", "Python calls", "host allocations"]
+    assert t is not None and t.headers == ["line", "text", "Python calls", "host blocks kept (net)"]
     assert t.rows[-1][:3] == ["step()", "(the lines' sum)", "4"]
     hostile = counts_of("c.py", {3: {"python": 1}}, {3: "\x1b[31m" + "x" * 500})
     row = counted_lines.table("h", hostile).rows[0]

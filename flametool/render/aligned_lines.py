@@ -21,7 +21,7 @@ SELF, TOTAL = "self", "total"
 WITH = "total+"  # WITH + a kind: one cell of total us and that count, '4.50 (2)' (the narrowest table)
 TITLE = "lines aligned: {file}, us per call, counts per step"
 SHORT = {"python": "Py calls", "api": "API calls", "kernel": "kernels", "copy": "copies", "memset": "memsets",
-         "device-alloc": "dev allocs", "host-alloc": "host allocs"}  # the terminal's headers
+         "device-alloc": "dev allocs", "host-alloc": "host kept"}  # the terminal's headers (host: blocks kept, net)
 KEY = ("self: the line's own code; total: with all it calls; us per call ± one standard error, each case at its "
        "own time per call; counts exact per step, one that is not whole rounded here (blank: none at the line; "
        "{dash}: not counted per line, or not sampled); the lines' sum, with what no line made, is the step's count")
@@ -87,7 +87,7 @@ def view(a: Aligned, fields: list[str], spread: bool = True, code_width: int = l
     """The table with, per case, the cells `fields` names (SELF, TOTAL, kinds), `spread`: with ± one standard
     error; `short`: as the terminal writes them, the kinds' headers (SHORT) and a count that is not whole
     rounded."""
-    names = SHORT if short else {k: KINDS[k].title for k in KINDS}
+    names = dict(SHORT) if short else {k: KINDS[k].line_title for k in KINDS}
     names.update({WITH + k: f"us ({names[k]})" for k in a.kinds})
     groups = [Group(c.label, [names.get(f, f) for f in fields]) for c in a.columns]
 

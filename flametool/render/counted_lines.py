@@ -54,7 +54,7 @@ def table(label: str, c: Counts) -> LineTable | None:
     rows = [[l.where, shorten(l.text), *(count_words(l.counts[k.name]) if k.name in l.counts else "" for k in kinds)]
             for l in c.by_line]
     rows.append(["step()", "(the lines' sum)", *(count_words(c.line_total(k.name)) for k in kinds)])
-    return LineTable(label, ["line", "text", *(k.title for k in kinds)], rows)
+    return LineTable(label, ["line", "text", *(k.line_title for k in kinds)], rows)
 
 
 def view(a: Analysis) -> CountedLines:

@@ -48,7 +48,10 @@ class Kind:
     is still listed (the GPU's work). column: the column of the counted loop's table it shows in (kinds that
     share one are listed in it together, its header their titles; None: not shown there); cell: how its
     column's cell is written, "total" ('12 in 5 functions'), "named" ('6 cudaGetDevice, 1 cuLaunchKernelEx',
-    or 'not counted') or "listed" ('1 copy HtoD (4096 B)' for every kind of the column, '' where none)."""
+    or 'not counted') or "listed" ('1 copy HtoD (4096 B)' for every kind of the column, '' where none).
+    per_line: the header of its column in the tables per line of step(), where that is not its title: host
+    memory is placed per line as the blocks each line keeps, net (blank on a line whose temporaries are freed),
+    not as allocations made."""
 
     name: str
     title: str
@@ -60,6 +63,12 @@ class Kind:
     same_listed: bool = False
     column: str | None = None
     cell: str = "listed"
+    per_line: str = ""
+
+    @property
+    def line_title(self) -> str:
+        """Its column's header in the tables per line of step()."""
+        return self.per_line or self.title
 
 
 GPU_CLOCK = "GPU us per step"
@@ -72,7 +81,8 @@ COUNTED: tuple[Kind, ...] = (
     Kind("copy", "copies", "copy", GPU_CLOCK, "tracer", summed="made", same_listed=True, column="memory"),
     Kind("memset", "memsets", "", GPU_CLOCK, "tracer", summed="made", same_listed=True, column="memory"),
     Kind("device-alloc", "device allocations", "device allocation", column="memory"),
-    Kind("host-alloc", "host allocations", "host", structural=False, column="memory"),
+    Kind("host-alloc", "host allocations", "host", structural=False, column="memory",
+         per_line="host blocks kept (net)"),
 )
 KINDS: dict[str, Kind] = {k.name: k for k in COUNTED}
 CLOCKS = {k.name: k.clock for k in COUNTED if k.clock is not None}  # run.json's "clocks"

@@ -208,6 +208,9 @@ def test_words_fit_the_device_op_and_run(run):
     said = fmt.unlike_sentence(same, "cpu", "add")
     assert "torch and numpy read different values" not in said and "seeded" not in said  # the generator: run.json
     assert "mine and numpy" in said and "mine and torch" in said
+    # a case of one's own is told where the built-in cases' values come from (a new user met the warning and had to
+    # find the fix in docs/writing-cases.md)
+    assert "flametool.workload.values.uniform: docs/writing-cases.md#operand-values-and-fingerprints" in said
     # only the pairs compared: torch against numpy read the same bytes, so nothing is said of them
     assert fmt.unlike_lines([same], "cpu", "add", [("numpy", "torch")]) == []
     assert fmt.unlike_lines([same], "cpu", "add", [("numpy", "mine")])[0].startswith(

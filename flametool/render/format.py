@@ -187,7 +187,9 @@ def _unlike_parts(u: UnlikeOperands, device: str | None, op: str,
         return None
     verb = "multiply" if op == "matmul" else "read"
     what = (f"at {shape(u.shape)} {u.dtype}, " + "; ".join(f"{h} and {b}" for b, h in differ)
-            + f" {verb} different values (how each case made its operands: run.json, each result's operands)")
+            + f" {verb} different values (how each case made its operands: run.json, each result's operands; a case "
+              "of your own takes the built-in cases' values from flametool.workload.values.uniform: "
+              "docs/writing-cases.md#operand-values-and-fingerprints)")
     if device != "cpu" and op == "matmul":
         return what, ("A GEMM's GPU time depends on the values (power-limited clocks), so their GPU times differ by "
                       "the data too")

@@ -263,3 +263,17 @@ def test_the_page_shows_each_cell_s_interval_not_only_on_hover():
     assert intervals
     for iv in intervals:
         assert iv in shown, iv
+
+
+def test_an_atlas_ratio_is_written_as_every_other_ratio():
+    """The atlas wrote '1.80x (1.77-1.82)' where every other ratio reads '1.800× (95%: ...)' and its intervals
+    'a to b'."""
+    from flametool.render import format as fmt
+    from flametool.run.stats import Interval
+
+    class F:
+        ratio, ratio_interval = 1.8, Interval(1.77, 1.82, "t")
+
+    assert fmt.ratio_to_fastest(F(), "torch") == "1.80× (1.77 to 1.82)"
+    assert fmt.ratio_to_fastest(None, "torch") == "fastest"
+

@@ -130,13 +130,14 @@ def shape(value) -> str:
 
 
 def ratio_to_fastest(f, fastest: str | None) -> str:
-    """An atlas cell's ratio to its op's fastest library: '2.41x (2.30-2.52)', or 'fastest'."""
+    """An atlas cell's ratio to its op's fastest library, as every other ratio is written: '2.41× (2.30 to
+    2.52)' (it read '2.41x (2.30-2.52)'), or 'fastest'."""
     if f is None:
         return "fastest" if fastest else DASH
     if f.ratio is None:
         return DASH
     iv = f.ratio_interval
-    return f"{f.ratio:.2f}x" + (f" ({iv.low:.2f}-{iv.high:.2f})" if iv else "")
+    return f"{f.ratio:.2f}×" + (f" ({iv.low:.2f} to {iv.high:.2f})" if iv else "")
 
 
 def differs_most(c) -> str:

@@ -306,3 +306,35 @@ def test_every_summary_format_says_which_pair_was_not_compared_and_why(tmp_path,
     (run / "run.json").write_text(json.dumps(data))
     code, out, _ = run_cli(capsys, "summary", str(run), "--format", "json")
     assert json.loads(out)["not_compared"] is None
+
+
+def test_markdown_leads_with_the_verdict_and_its_exit_code(tmp_path, capsys):
+    """The pull-request comment said each pair's outcome in a table column and the exit code nowhere: its first
+    line after the heading is now the worst verdict (the one that set the exit code), how the others came out,
+    and the exit code."""
+    run = SAMPLES / "h200-hostbound-1024"
+    if not run.is_dir():
+        pytest.skip("samples/h200-hostbound-1024 is not recorded")
+    md = MarkdownIt("commonmark").enable("table")
+    for pct, code_wanted, words in ((5, 3, "❌ slower, exit 3 (of 3 comparisons: 2 slower, 1 passed): cupy vs cublas: "),
+                                    (90, 0, "✅ passed, exit 0 (of 3 comparisons: 3 passed): torch vs cupy: ")):
+        code, out, err = run_cli(capsys, "summary", str(run), "--format", "markdown", "--fail-above", str(pct))
+        tokens = md.parse(out)
+        assert code == code_wanted and tokens[0].tag == "h3" and tokens[3].type == "paragraph_open", out
+        first = rendered_text(md, tokens[4].content)
+        assert first.startswith(words) and first.endswith(err.removeprefix("flametool: ").strip()), first
+    # a pair not compared is an inconclusive verdict: said first too, with its exit code
+    from runbuild import make_run
+
+    stack = "case.step (case.py:1);lib (lib.so) 40\n"
+    broken = make_run(tmp_path / "r", {"numpy": (stack, 6.0, 0), "mine": (stack, 1.0, 0)}, processes=2)
+    data = json.loads((broken / "run.json").read_text())
+    data["results"]["mine"].update(error="step() raised in its warm-up: RuntimeError: broken build", timing=None)
+    (broken / "run.json").write_text(json.dumps(data))
+    code, out, _ = run_cli(capsys, "summary", str(broken), "--format", "markdown", "--fail-above", "5")
+    tokens = md.parse(out)
+    assert code == 4 and rendered_text(md, tokens[4].content).startswith("⚠️ inconclusive, exit 4: "), out
+    # without --fail-above there is no verdict to lead with
+    out = run_cli(capsys, "summary", str(run), "--format", "markdown")[1]
+    assert "exit" not in out.split("|")[0]
+

@@ -338,3 +338,34 @@ def test_markdown_leads_with_the_verdict_and_its_exit_code(tmp_path, capsys):
     out = run_cli(capsys, "summary", str(run), "--format", "markdown")[1]
     assert "exit" not in out.split("|")[0]
 
+
+def test_markdown_keeps_a_frame_s_and_a_line_s_code_as_it_is(capsys):
+    """A frame's name and a line's code are Markdown code spans: their backticks had been dropped (`a`b` showed
+    as ab), so the comment named a frame or a line other than the one sampled; now the span's fence is longer
+    than any run of backticks inside, and what renders is the name itself, markup characters and all."""
+    import dataclasses
+
+    from flametool.analyse.lines import BY_FILE_LINE, LineDelta
+    from flametool.render import summary_formats
+
+    run = SAMPLES / "h200-hostbound-1024"
+    if not run.is_dir():
+        pytest.skip("samples/h200-hostbound-1024 is not recorded")
+    from flametool.analyse.attribution import Figure
+    from flametool.analyse.lines import LineCost
+
+    made = summary.of(dispatch.analyse_dir(run), None)
+    name = "`tick``_a_b_*|<x>` (lib`q`.so)"
+    pair = made.pairs[0]
+    pair.largest_frame = dataclasses.replace(pair.largest_frame, display=name)
+    line = LineCost("my_case|x.py", 5, "a_b_c.<locals>.step", "python", Figure(1.0, 0.1, 1), Figure(1.0, 0.1, 1),
+                    "s = f\"`{x}`\"  # a_b*c", None, True)
+    pair.lines = [LineDelta(line, line, BY_FILE_LINE, 5.0, 0.1, 5.0, 0.1)]
+    out = render.show("markdown", made)
+    md = MarkdownIt("commonmark").enable("table")
+    codes = [c.content for t in md.parse(out) if t.type == "inline" for c in (t.children or [])
+             if c.type == "code_inline"]
+    assert name in codes and 's = f"`{x}`"  # a_b*c' in codes, codes
+    # the text format quotes them the same way: the same words, one way of writing a span
+    assert summary_formats.frame_text(pair).startswith(f"{name} (") and "``s = f\"`{x}`\"  # a_b*c``" in (
+        summary_formats.line_texts(pair)[0])

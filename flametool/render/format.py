@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from fractions import Fraction
 from typing import overload
 
@@ -517,6 +518,17 @@ def visible(value: object) -> str:
     """The text with every control character written as an escape (\\x1b, \\u202e): a name from another
     machine's run (ESC[2J) prints as text and clears nothing."""
     return str(value).translate(_VISIBLE)
+
+
+def code_span(text: str) -> str:
+    """`text` as a Markdown code span that keeps all of it, backticks included (CommonMark: a fence of one backtick
+    more than the longest run of them inside, and a space inside the fence where the text starts or ends with one);
+    plain text reads it as quoted. Dropping its backticks had shown a frame or a line other than the one sampled.
+    Its control characters are written as escapes (visible): nothing in a span is escaped otherwise."""
+    text = visible(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def differences_text(differences) -> str | None:

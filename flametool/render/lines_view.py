@@ -164,7 +164,7 @@ def delta_sentence(d: LineDelta, text: Callable[[str], str] = str) -> str:
     """One line of a summary: 'case.py:21 `y = a * 2.0` +19.80 ± 0.41 us of its own time (total +19.90 ± 0.41)'.
     `text`: how its words are written (a Markdown summary escapes them); the code spans are written as they are."""
     # both texts where the two lines read differently (matched in step order: `matmul(...)` -> `mm(...)`)
-    quoted = text(" -> ").join(f"`{t.replace('`', '')}`" for t in dict.fromkeys((code(d.base), code(d.head))) if t)
+    quoted = text(" -> ").join(fmt.code_span(t) for t in dict.fromkeys((code(d.base), code(d.head))) if t)
     return (text(delta_where(d)) + (f" {quoted}" if quoted else "")
             + text(f" {fmt.pm(shown(d, 'self'), d.self_se, sign=True)} us of its own time"
                    f" (total {fmt.pm(shown(d, 'total'), d.total_se, sign=True)})"))

@@ -79,8 +79,7 @@ def frame_text(p: PairSummary, code: bool = False) -> str | None:
     r = p.largest_frame
     if r is None:
         return None
-    name = fmt.visible(r.display)
-    name = f"`{name.replace('`', '')}`" if code else name
+    name = fmt.code_span(r.display) if code else fmt.visible(r.display)
     return (f"{name} ({r.layer_label}) {fmt.signed(fmt.shown_delta(r.base_self_us_per_call, r.head_self_us_per_call))} "
             f"± {r.delta_se_us:,.2f} us of its own time")
 

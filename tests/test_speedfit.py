@@ -51,14 +51,14 @@ def test_speeds_that_do_not_overlap_are_said_and_not_extrapolated():
     assert not f.overlap and not f.adjusted and f.slope is None
     assert f.ratio == f.unadjusted and f.low == f.unadjusted_low
     line = f.sentence("main", "pr")
-    assert "do not overlap" in line and "11.8-12.2 us" in line and "16.8-17.5 us" in line
+    assert "do not overlap" in line and "11.8 to 12.2 us" in line and "16.8 to 17.5 us" in line
 
 
 def test_the_line_says_what_the_adjustment_did():
     f = speedfit.fit(*side([FAST] * 4 + [SLOW] * 4), *side([FAST] * 3 + [SLOW] * 5, change=1.03))
     line = f.sentence("a", "b")
     assert f"slope {f.slope:+.3f}" in line and f"unadjusted {f.unadjusted:.4f}" in line
-    assert f"adjusted {f.ratio:.4f}" in line and "12.0-17.0 us" in line
+    assert f"adjusted {f.ratio:.4f}" in line and "12.0 to 17.0 us" in line
     assert f.to_json()["unadjusted"]["ratio"] == f.unadjusted and f.to_json()["overlap"] is True
 
 
@@ -116,4 +116,4 @@ def test_a_range_of_one_figure_at_its_precision_is_said_as_one():
     # every process on one side at one speed (to a tenth of a us): '12.0 us', not '12.0-12.0 us'
     a, b = side([FAST, FAST * 1.001, FAST]), side([SLOW, SLOW * 1.03, SLOW * 0.99])
     line = speedfit.fit(*a, *b).sentence("main", "pr")
-    assert "took 12.0 us a call in main's processes" in line and "16.8-17.5 us in pr's" in line
+    assert "took 12.0 us a call in main's processes" in line and "16.8 to 17.5 us in pr's" in line

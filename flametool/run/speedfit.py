@@ -106,7 +106,7 @@ class SpeedFit:
         """One line: what the adjustment did (slope, each side's speed range, the unadjusted figure beside)."""
         def rng(r: tuple[float, float]) -> str:  # one figure where the range is one at this precision: not "1.2-1.2"
             low, high = f"{r[0]:.1f}", f"{r[1]:.1f}"
-            return f"{low} us" if low == high else f"{low}-{high} us"
+            return f"{low} us" if low == high else f"{low} to {high} us"
 
         un = f"unadjusted {self.unadjusted:.4f}" + (
             f" ({self.unadjusted_low:.4f} to {self.unadjusted_high:.4f})" if self.unadjusted_low is not None else "")

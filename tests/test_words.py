@@ -4,6 +4,7 @@ columns. On the committed runs and small hand-built records, no measuring."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from fractions import Fraction
@@ -217,3 +218,26 @@ def test_an_interval_is_written_at_its_figures_precision():
     assert f"{fmt.us(274.1)} ({fmt.interval(Interval(272.37, 275.5, ''), fmt.us_bare)})" == "274 us (272 to 276)"
     assert fmt.interval(Interval(17.104, 17.3, ""), fmt.us_bare) == "17.10 to 17.30"
     assert fmt.interval(Interval(12_500, 12_700, ""), fmt.us_bare) == "12.5 ms to 12.7 ms"
+
+
+def test_a_table_too_wide_for_the_console_takes_its_width_from_columns_that_can_fold():
+    """rich narrows a table's widest columns first: a column of names went below its longest name and the console was
+    widened until it fitted, so the atlas table was drawn 109 wide at 80 columns (its lines wrapped on the terminal)
+    though folding the headers of its figures' columns ('all threads / call') left it room at 80."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from flametool.render import terminal
+
+    table = Table()
+    table.add_column("size")
+    for name in ("all threads / call", "host time / call", "layer that differs most", "kernels, API calls / call"):
+        table.add_column(name, justify="right")
+    table.add_row("1024,1024,1024,1024,1024,1024,1024,1024,1024", "23.43 us", "1.53 us", "Cython +8.81 us", "1 kernel")
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    terminal.show(console, table)
+    drawn = console.file.getvalue()
+    assert "1024,1024,1024,1024,1024,1024,1024,1024,1024" in drawn and "…" not in drawn, drawn
+    assert max(map(len, drawn.splitlines())) <= 80, drawn
+    atlas = render.show("terminal", dispatch.analyse_dir(ROOT / "samples" / "h200-atlas"), Options(width=80))
+    assert max(map(len, atlas.splitlines())) <= 80, atlas

@@ -70,6 +70,7 @@ def show(console: Console, table: Table) -> None:
         console.print(table)
         return
     boxless(table)
+    held_at_words(console, table)
     # print(width=) is clamped to the console's: widen the console itself, for this table. Its size is set
     # whole: a console on a dumb terminal (TERM=dumb: Emacs' shell, some CI logs) reads 80 columns whatever its
     # width was set to, unless its height is set too, and the search below never ended on one
@@ -142,6 +143,23 @@ def show_parts(console: Console, title: str, first: Column, groups: list[list[Co
 def boxless(table: Table) -> None:
     """A table drawn without its box and edge, one space between columns: the narrowest rich draws."""
     table.box, table.show_edge, table.padding, table.min_width = box.SIMPLE_HEAD, False, (0, 1, 0, 0), None
+
+
+def held_at_words(console: Console, table: Table) -> None:
+    """Each column that rich would draw narrower than its longest word at the console's width held at that word's
+    width, until none is: rich takes the width a table must give up from its widest columns first, so a column of
+    names was cut below its longest name while a column headed 'all threads / call' kept 15 columns for figures
+    of 8, and widening the console until the names fitted drew an atlas table 109 wide at 80 columns where 80
+    sufficed. Held, the width comes from the columns that can fold (a header of several words) instead."""
+    unbounded = console.options.update_width(1 << 20)
+    need = [table._measure_column(console, unbounded, column).minimum for column in table.columns]
+    while not fits(console, table):
+        widths = table._calculate_column_widths(console, console.options.update_width(console.width - table._extra_width))
+        squeezed = [i for i, (column, w, n) in enumerate(zip(table.columns, widths, need)) if w < n and column.width is None]
+        if not squeezed:  # every column short of its word is held already: the table cannot fit (show widens it)
+            return
+        for i in squeezed:
+            table.columns[i].width = need[i] - table._get_padding_width(i)
 
 
 def fits(console: Console, table: Table) -> bool:

@@ -228,3 +228,10 @@ def json_of(model) -> str:
     import json
 
     return json.dumps(dataclasses.asdict(model), default=str)
+
+
+def test_a_signed_figure_that_rounds_to_zero_has_no_minus():
+    """An interval read '-0.02 to -0.00' (a not-anchored difference of two runs)."""
+    from flametool.render import format as fmt
+
+    assert fmt.signed(-0.001) == "+0.00" and fmt.signed(-0.006) == "-0.01" and fmt.signed(1234.5) == "+1,234.50"

@@ -88,7 +88,10 @@ def us_bare(value: float) -> str:
 
 
 def signed(value: float) -> str:
-    return f"{value:+,.2f}"
+    """'+1.25', '-0.75'; a value that rounds to zero is '+0.00' whichever its sign ('-0.02 to -0.00' read as if
+    the interval stopped short of zero)."""
+    text = f"{value:+,.2f}"
+    return "+0.00" if text == "-0.00" else text
 
 
 def shown_delta(base: float, head: float) -> float:

@@ -145,6 +145,10 @@ def test_two_lines_matched_in_step_order_show_both_texts():
     assert "`matmul(a, b, out=out)` -> `mm(a, b, out=out)`" in lines_view.delta_sentence(d)
     same = LineDelta(line(42, "x = 1"), line(42, "x = 1"), BY_STEP_ORDER, 0.0, 0.1, 1.0, 0.1)
     assert lines_view.delta_rows([same])[0].code == "x = 1" and lines_view.delta_sentence(same).count("`") == 2
+    # a line whose difference shows as +0.00 is not among those that differ (a summary listed one at '+0.00 ± 0.00
+    # us of its own time (total +0.00 ± 0.00)')
+    nothing = LineDelta(line(43, "y = 2"), line(43, "y = 2"), BY_STEP_ORDER, 0.004, 0.1, -0.003, 0.1)
+    assert lines_view.changed([d, nothing, same]) == [d, same]
 
 
 def test_a_long_matched_pair_s_place_names_both_lines():

@@ -369,3 +369,13 @@ def test_markdown_keeps_a_frame_s_and_a_line_s_code_as_it_is(capsys):
     # the text format quotes them the same way: the same words, one way of writing a span
     assert summary_formats.frame_text(pair).startswith(f"{name} (") and "``s = f\"`{x}`\"  # a_b*c``" in (
         summary_formats.line_texts(pair)[0])
+
+
+def test_markdown_of_an_incomplete_run_says_so_at_the_top(capsys):
+    """A sweep stopped part-way said '**Run incomplete.**' only at the very bottom of its comment."""
+    run = SAMPLES / "h200-sweep-same-operands"
+    if not run.is_dir():
+        pytest.skip("the H200 samples are not recorded")
+    code, out, _ = run_cli(capsys, "summary", str(run), "--format", "markdown")
+    lines = [l for l in out.splitlines() if l.strip()]
+    assert code == 0 and lines[1] == "**Run incomplete: run.json holds what finished**", lines[:4]

@@ -216,8 +216,10 @@ class MarkdownSummary(Renderer[Summary]):
         verdict = verdict_line(s)
         if verdict:  # the answer CI acts on, first: the worst verdict and the exit code it gave
             out += [verdict, ""]
-        for note in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete), s.no_verdict,
-                     s.not_compared):
+        # an incomplete run says so with the notes at the top (a sweep stopped part-way said it only at the bottom)
+        unfinished = None if s.complete else "Run incomplete: run.json holds what finished"
+        for note in (unfinished, fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete),
+                     s.no_verdict, s.not_compared):
             if note:
                 out += [f"**{md(note)}**", ""]
         warned = [f"⚠️ {md(f'{what}: {line}')}" for what, line in cautions(s)]
@@ -268,7 +270,7 @@ class MarkdownSummary(Renderer[Summary]):
             out += [f"- {md(fmt.environment_line(e))}" for e in s.environments] + ["", "</details>", ""]
         out.append("Ratios relative to an anchor (or paired in the same processes) move far less from run to run "
                    "than microseconds, which hold for the speed the host ran at in these runs (words: "
-                   "docs/glossary.md)." + ("" if s.complete else " **Run incomplete.**"))
+                   "docs/glossary.md).")
         return "\n".join(out) + "\n"
 
 

@@ -379,3 +379,10 @@ def test_markdown_of_an_incomplete_run_says_so_at_the_top(capsys):
     code, out, _ = run_cli(capsys, "summary", str(run), "--format", "markdown")
     lines = [l for l in out.splitlines() if l.strip()]
     assert code == 0 and lines[1] == "**Run incomplete: run.json holds what finished**", lines[:4]
+
+
+def test_markdown_escapes_strikethrough_entities_and_math():
+    """A name with '~', '&' or '$' was read as GitHub's strikethrough, an entity or math."""
+    from flametool.render.summary_formats import md
+
+    assert md("a~b~ &amp; $x$") == "a\\~b\\~ \\&amp; \\$x\\$"

@@ -176,9 +176,11 @@ class TextSummary(Renderer[Summary]):
 
 
 def md(text: object) -> str:
-    """Text for a Markdown table cell or line: no markup read from it (a label with '|' or '*' stays text)."""
+    """Text for a Markdown table cell or line: no markup read from it (a label with '|' or '*' stays text; '~'
+    is GitHub's strikethrough, '&' starts an entity and '$' GitHub's math: each escaped, as CommonMark allows for
+    any ASCII punctuation)."""
     out = fmt.visible(text)
-    for c in "\\`*_[]<>|#":
+    for c in "\\`*_[]<>|#~&$":
         out = out.replace(c, "\\" + c)
     return out
 

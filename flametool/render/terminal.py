@@ -242,6 +242,11 @@ def ascii_text(value: Text) -> Text:
     return spelled_text
 
 
+def words(value: str | Text) -> str | Text:
+    """A title's or caption's text with flametool's symbols spelled in ASCII."""
+    return in_ascii(value) if isinstance(value, str) else ascii_text(value)
+
+
 def spelled(console: Console, renderable: RenderableType) -> RenderableType:
     """`renderable` as drawn on `console`: on an output that takes ASCII only (AsciiBuffer), its text and a
     table's title, headers and cells with flametool's symbols spelled in ASCII ('+-' for '±') before rich lays
@@ -250,19 +255,17 @@ def spelled(console: Console, renderable: RenderableType) -> RenderableType:
     unwrapped) are those drawn."""
     if console.encoding.startswith("utf"):
         return renderable
-    if isinstance(renderable, str):
-        return in_ascii(renderable)
-    if isinstance(renderable, Text):
-        return ascii_text(renderable)
+    if isinstance(renderable, (str, Text)):
+        return words(renderable)
     if isinstance(renderable, Table):
         table = renderable
-        if isinstance(table.title, Text) and table.min_width == len(table.title.plain):  # as titled() made it
-            table.title = ascii_text(table.title)
-            table.min_width = len(table.title.plain)
-        elif table.title is not None:
-            table.title = in_ascii(table.title) if isinstance(table.title, str) else ascii_text(table.title)
+        if table.title is not None:
+            as_titled = table.min_width == len(str(table.title))  # titled(): the table as wide as its title
+            table.title = words(table.title)
+            if as_titled:
+                table.min_width = len(str(table.title))
         if table.caption is not None:
-            table.caption = in_ascii(table.caption) if isinstance(table.caption, str) else ascii_text(table.caption)
+            table.caption = words(table.caption)
         for column in table.columns:
             column.header = spelled(console, column.header)
             column.footer = spelled(console, column.footer)

@@ -170,7 +170,11 @@ def test_the_report_lists_the_whole_step_from_its_def_line(run):
     rows = re.findall(r'<tr class="(hot|cold)"><td class="n">(\d+)</td>.*?<pre>([^<]*)</pre>', listing)
     first, last = planted_line() - 3, planted_line() + 1  # def step(): ... return c.sum()
     assert [int(n) for _, n, _ in rows] == list(range(first, last + 1)), rows
-    assert rows[0][0] == "cold" and rows[0][2].strip() == "def step():" and rows[-1][2].strip() == "return c.sum()"
+    assert rows[0][2].strip() == "def step():" and rows[-1][2].strip() == "return c.sum()"
+    # a row is grey where its line has no samples: py-spy takes some as the call enters, at the def line, in some
+    # runs and none in others (CI, 2026-12-05: the def line read hot), so each row is checked against the stacks
+    stacks = (out / "planted_lines.folded").read_text()
+    assert all((kind == "hot") == (f"line_cases.py:{n})" in stacks) for kind, n, _ in rows), rows
     files = json.loads((out / "sources.json").read_text())["files"]
     case = next(f for name, f in files.items() if name.endswith("line_cases.py"))
     assert case["functions"][str(first)] == last

@@ -184,7 +184,7 @@ def ended_by(run: Run) -> str:
     (a decided pair needs no advice)."""
     if not run.complete:
         return "unfinished"
-    return "budget" if run.config.recorded.get("fail_above") is not None else "unasked"
+    return "budget" if run.config.fail_above is not None else "unasked"
 
 
 def timing_seconds(run: Run, ran: int) -> float | None:

@@ -268,10 +268,11 @@ def how_decided(outcome: str, change, budget: float | None, most: int | None = N
     if diff.not_paired(change):
         return "not decided: not paired, so no processes were added"
     figures = change.anchored if change.anchored is not None else change.absolute
-    if most is not None and figures is not None and anchoring.processes_a_side(figures) >= most:
-        return f"not decided with the most processes compare runs ({most}{' a side' if change.anchored else ''})"
-    if least is not None and budget is not None and figures is not None and anchoring.processes_a_side(figures) <= least:
-        return (f"not decided with the {least} process{'' if least == 1 else 'es'}"
-                f"{' a side' if change.anchored else ''} it starts with "
+    ran = anchoring.processes_a_side(figures) if figures is not None else None
+    a_side = " a side" if change.anchored else ""
+    if most is not None and ran is not None and ran >= most:
+        return f"not decided with the most processes compare runs ({most}{a_side})"
+    if least is not None and budget is not None and ran is not None and ran <= least:
+        return (f"not decided with the {least} process{'' if least == 1 else 'es'}{a_side} it starts with "
                 f"(--processes; the budget of {budget:g} s bounds only the processes added after them)")
     return f"not decided within the budget of {budget:g} s" if budget is not None else "not decided"

@@ -132,23 +132,29 @@ def test_a_listing_greys_the_lines_without_samples_and_shows_the_pyx_line():
 def test_two_lines_matched_in_step_order_show_both_texts():
     # numpy's step line against torch's, matched by their order in the two steps: the row and the summary's
     # sentence say what each side's line reads, not the head's text alone beside the base's place
-    from flametool.analyse.lines import BY_STEP_ORDER, LineDelta
+    from flametool.analyse.attribution import Figure
+    from flametool.analyse.lines import BY_FILE_LINE, BY_STEP_ORDER, LineDelta
 
-    def line(n: int, text: str) -> LineCost:
-        return LineCost("lib.py", n, "f.<locals>.step", "python", lines_view_figure(1), lines_view_figure(7), text,
-                        None, True)
+    def line(n: int, text: str, self_us: float = 1.0, total_us: float = 7.0) -> LineCost:
+        return LineCost("lib.py", n, "f.<locals>.step", "python", Figure(self_us, 0.1, 1), Figure(total_us, 0.1, 7),
+                        text, None, True)
 
-    d = LineDelta(line(42, "        matmul(a, b, out=out)"), line(73, "        mm(a, b, out=out)"), BY_STEP_ORDER,
-                  0.0, 0.1, 1.0, 0.1)
+    d = LineDelta(line(42, "        matmul(a, b, out=out)"), line(73, "        mm(a, b, out=out)", 1.0, 8.0),
+                  BY_STEP_ORDER, 0.0, 0.1, 1.0, 0.1)
     (row,) = lines_view.delta_rows([d])
     assert row.where == "lib.py:42 -> lib.py:73" and row.code == "matmul(a, b, out=out) -> mm(a, b, out=out)"
     assert "`matmul(a, b, out=out)` -> `mm(a, b, out=out)`" in lines_view.delta_sentence(d)
-    same = LineDelta(line(42, "x = 1"), line(42, "x = 1"), BY_STEP_ORDER, 0.0, 0.1, 1.0, 0.1)
+    same = LineDelta(line(42, "x = 1"), line(42, "x = 1", 1.0, 8.0), BY_STEP_ORDER, 0.0, 0.1, 1.0, 0.1)
     assert lines_view.delta_rows([same])[0].code == "x = 1" and lines_view.delta_sentence(same).count("`") == 2
     # a line whose difference shows as +0.00 is not among those that differ (a summary listed one at '+0.00 ± 0.00
     # us of its own time (total +0.00 ± 0.00)')
-    nothing = LineDelta(line(43, "y = 2"), line(43, "y = 2"), BY_STEP_ORDER, 0.004, 0.1, -0.003, 0.1)
-    assert lines_view.changed([d, nothing, same]) == [d, same]
+    nothing = LineDelta(line(43, "y = 2"), line(43, "y = 2", 1.004, 6.997), BY_STEP_ORDER, 0.004, 0.1, -0.003, 0.1)
+    # the rows show the difference of the two sides' rounded figures: 1.004 - 0.996 is 0.008 (rounds to 0.01) but
+    # shows as 1.00 - 1.00 = +0.00, and 1.006 - 0.996 rounds to 0.01 and shows as 1.01 - 1.00 = +0.01
+    hidden = LineDelta(line(44, "z = 3", 0.996), line(44, "z = 3", 1.004), BY_FILE_LINE, 0.008, 0.1, 0.0, 0.1)
+    shows = LineDelta(line(45, "w = 4", 0.996), line(45, "w = 4", 1.006), BY_FILE_LINE, 0.01, 0.1, 0.0, 0.1)
+    assert lines_view.changed([d, nothing, same, hidden, shows]) == [d, same, shows]
+    assert "+0.01 ± 0.10 us of its own time" in lines_view.delta_sentence(shows)
 
 
 def test_a_long_matched_pair_s_place_names_both_lines():
@@ -157,9 +163,9 @@ def test_a_long_matched_pair_s_place_names_both_lines():
     the base's file lost its name and the head's stayed whole. Each side now keeps its file's name."""
     from flametool.analyse.lines import BY_STEP_ORDER, LineDelta
 
-    def line(file: str, n: int) -> LineCost:
-        return LineCost(file, n, "f.<locals>.step", "python", lines_view_figure(1), lines_view_figure(7), "x",
-                        None, True)
+    def line(file: str, n: int) -> LineCost:  # the head's (line 73's) total is 1 us above the base's
+        return LineCost(file, n, "f.<locals>.step", "python", lines_view_figure(1), lines_view_figure(7 + (n == 73)),
+                        "x", None, True)
 
     one_file = LineDelta(line("flametool/workload/libraries.py", 42), line("flametool/workload/libraries.py", 73),
                          BY_STEP_ORDER, 0.0, 0.1, 1.0, 0.1)

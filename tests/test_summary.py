@@ -360,7 +360,8 @@ def test_markdown_keeps_a_frame_s_and_a_line_s_code_as_it_is(capsys):
     pair.largest_frame = dataclasses.replace(pair.largest_frame, display=name)
     line = LineCost("my_case|x.py", 5, "a_b_c.<locals>.step", "python", Figure(1.0, 0.1, 1), Figure(1.0, 0.1, 1),
                     "s = f\"`{x}`\"  # a_b*c", None, True)
-    pair.lines = [LineDelta(line, line, BY_FILE_LINE, 5.0, 0.1, 5.0, 0.1)]
+    pair.lines = [LineDelta(line, dataclasses.replace(line, self=Figure(6.0, 0.1, 6), total=Figure(6.0, 0.1, 6)),
+                            BY_FILE_LINE, 5.0, 0.1, 5.0, 0.1)]
     out = render.show("markdown", made)
     md = MarkdownIt("commonmark").enable("table")
     codes = [c.content for t in md.parse(out) if t.type == "inline" for c in (t.children or [])

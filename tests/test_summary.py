@@ -108,12 +108,14 @@ def test_markdown_reads_as_a_table_per_comparison_with_its_notes(capsys):
     tokens = md.parse(out)
     assert tokens[0].type == "heading_open" and tokens[0].tag == "h3"
     rows = cells(tokens)
-    assert rows[0] == ["comparison", "ratio (95%)", "difference (95%)", "measured", "verdict"]
+    assert rows[0] == ["comparison", "ratio (95% interval)", "difference, us per call (95% interval)", "measured",
+                       "verdict (--fail-above 90%)"]
     assert [rendered_text(md, r[0]) for r in rows[1:]] == ["torch vs cupy", "cupy vs cublas", "torch vs cublas"]
     assert all(len(r) == 5 for r in rows)
-    assert rendered_text(md, rows[1][1]).startswith("0.666× (95%: 0.655 to 0.678)")
+    assert rendered_text(md, rows[1][1]) == "0.666× (0.655 to 0.678)"
+    assert rendered_text(md, rows[1][2]) == "-5.91 (-6.11 to -5.71) at cupy's 17.72 us"
     # cupy is 84% slower than cublas: more than 90%? no: within it
-    assert "passed" in rendered_text(md, rows[2][4]) and code == 0
+    assert rendered_text(md, rows[2][4]) == "✅ passed" and code == 0
     html = md.render(out)
     assert "<strong>torch vs cupy</strong>" in html and "largest frame difference" in html and "<code>" in html
 
@@ -192,8 +194,8 @@ def test_summary_of_a_sweep_or_an_atlas_is_its_headline_table(capsys, sample, wh
     out = render.show("text", made)
     assert f"{label} at {where} {at}: {f.ratio:.3f}× (95%: {f.ratio_interval.low:.3f} to {f.ratio_interval.high:.3f})" in out
     out = render.show("markdown", made)
-    assert f"| comparison | {where} | ratio (95%) | measured |" in out
-    assert f"| {label} | {at} | {f.ratio:.3f}× (95%: {f.ratio_interval.low:.3f} to {f.ratio_interval.high:.3f}) |" in out
+    cell = f"{f.ratio:.3f}× ({f.ratio_interval.low:.3f} to {f.ratio_interval.high:.3f})"
+    assert f"| comparison | {where} | ratio (95% interval) | measured |" in out and f"| {label} | {at} | {cell} |" in out
 
 
 def test_every_summary_format_says_where_compare_stopped_before_the_interval_settled(tmp_path, capsys):
@@ -387,3 +389,27 @@ def test_markdown_escapes_strikethrough_entities_and_math():
     from flametool.render.summary_formats import md
 
     assert md("a~b~ &amp; $x$") == "a\\~b\\~ \\&amp; \\$x\\$"
+
+
+@pytest.mark.parametrize("run", ["samples/h200-atlas", "samples/h200-hostbound-1024", "samples/h200-seed-as-reported",
+                                 "samples/h200-seed-fp16", "samples/h200-sweep-fp16", "samples/h200-sweep-same-operands",
+                                 "tests/data/h200-sum-counts", "tests/data/schema1-run"])
+def test_markdown_says_95_once_per_column_and_every_interval_in_the_cells(capsys, run):
+    """Every cell said '(95%: ...)' and a header 'ratio (95%)': each header now says '95% interval' once and each
+    cell '1.836× (1.810 to 1.862)'; every ratio, difference and bound of the JSON is still in the comment."""
+    path = SAMPLES.parent / run
+    if not path.is_dir():
+        pytest.skip(f"{run} is not recorded")
+    out = run_cli(capsys, "summary", str(path), "--format", "markdown")[1]
+    doc = json.loads(run_cli(capsys, "summary", str(path), "--format", "json")[1])
+    md = MarkdownIt("commonmark").enable("table")
+    rows = cells(md.parse(out))
+    assert [h for h in rows[0] if "95%" in h] and all(h.endswith("(95% interval)") for h in rows[0] if "95%" in h)
+    assert not [c for r in rows[1:] for c in r if "95%" in c], rows
+    text = "\n".join(rendered_text(md, c) for r in rows[1:] for c in r)
+    for p in doc["pairs"] + doc["rows"]:
+        r = p["ratio"]
+        assert f"{r['value']:.3f}× ({r['low']:.3f} to {r['high']:.3f})" in text, (p["label"], text)
+    for p in doc["pairs"]:
+        d = p["difference_us"]
+        assert f"({d['low']:+,.2f} to {d['high']:+,.2f}) at " in text, (p["label"], text)

@@ -16,16 +16,27 @@ from ..analyse.summary import SCHEMA, VERSION, HeadlineRow, PairSummary, Summary
 from .base import Renderer
 
 
-def ratio_text(p: PairSummary) -> str:
+# how an interval is introduced in its brackets: the text says "95%: " in each; a Markdown table says "95% interval"
+# once, in its header, and a cell reads "0.666× (0.655 to 0.678)"
+SAID = "95%: "
+
+
+def ratio_interval(iv: Interval | None, said: str = SAID) -> str:
+    """A ratio's interval in brackets after it: ' (95%: 0.655 to 0.678)', or ' (no interval)'."""
+    return f" ({said}{fmt.interval(iv, lambda v: f'{v:.3f}')})" if iv else " (no interval)"
+
+
+def ratio_text(p: PairSummary, said: str = SAID) -> str:
     c = p.change
-    iv = f" (95%: {fmt.interval(c.interval, lambda v: f'{v:.3f}')})" if c.interval else " (no interval)"
-    return f"{fmt.ratio(c.ratio)}{iv}"
+    return f"{fmt.ratio(c.ratio)}{ratio_interval(c.interval, said)}"
 
 
-def diff_text(p: PairSummary) -> str:
+def diff_text(p: PairSummary, said: str = SAID, unit: str = " us per call") -> str:
+    """'-5.91 us per call (95%: -6.11 to -5.71) at cupy's 17.72 us'; Markdown's cell, under a header that says
+    the unit and the 95% once: '-5.91 (-6.11 to -5.71) at cupy's 17.72 us'."""
     if p.diff_us is None:
         return fmt.DASH
-    iv = f" (95%: {fmt.interval(p.diff_interval, fmt.signed)})" if p.diff_interval else ""
+    iv = f" ({said}{fmt.interval(p.diff_interval, fmt.signed)})" if p.diff_interval else ""
     if not p.base_us:
         at = ""
     elif p.change.anchored is not None:
@@ -33,7 +44,7 @@ def diff_text(p: PairSummary) -> str:
     else:
         at = f" at {p.base}'s {fmt.us(p.base_us)}"
     shown = p.diff_us if p.change.anchored is not None else fmt.difference(p.diff_us, p.base_us)
-    return f"{fmt.signed(shown)} us per call{iv}{at}"
+    return f"{fmt.signed(shown)}{unit}{iv}{at}"
 
 
 def beside_text(p: PairSummary) -> str | None:
@@ -101,13 +112,13 @@ def title(s: Summary) -> str:
     return f"flametool summary: {s.base_run}"
 
 
-def row_ratio(r: HeadlineRow) -> str:
+def row_ratio(r: HeadlineRow, said: str = SAID) -> str:
     """A sweep's or an atlas's row: its ratio with its interval, or why it has none."""
     f = r.figures
     if f is None or f.ratio is None:
         return r.note or fmt.DASH
-    iv = f" (95%: {fmt.interval(f.ratio_interval, lambda v: f'{v:.3f}')})" if f.ratio_interval else " (no interval)"
-    return f"{fmt.ratio(f.ratio)}{iv}" + (f"; {r.note}" if r.note else "")  # an op stopped part way says so
+    return f"{fmt.ratio(f.ratio)}{ratio_interval(f.ratio_interval, said)}" + (
+        f"; {r.note}" if r.note else "")  # an op stopped part way says so
 
 
 def row_units(r: HeadlineRow) -> str:
@@ -190,6 +201,11 @@ def escaped(text: str | None) -> str | None:
     return md(text) if text else None
 
 
+def table(head: list[str], rows: list[list[str]]) -> list[str]:
+    """A Markdown table, and a blank line."""
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows] + [""]
+
+
 VERDICT_MARK = {"passed": "✅ passed", "slower": "❌ slower", "inconclusive": "⚠️ inconclusive"}
 
 
@@ -226,28 +242,27 @@ class MarkdownSummary(Renderer[Summary]):
                 out += [f"**{md(note)}**", ""]
         warned = [f"⚠️ {md(f'{what}: {line}')}" for what, line in cautions(s)]
         out += warned + ([""] if warned else [])
-        verdicts = any(p.verdict is not None for p in s.pairs)
+        judged = next((p.verdict.threshold for p in s.pairs if p.verdict is not None), None)
         if s.pairs:
-            head = ["comparison", "ratio (95%)", "difference (95%)", "measured"] + (["verdict"] if verdicts else [])
-            out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            # the interval's 95%, the difference's unit and --fail-above (one for the run) said once, in the header
+            head = ["comparison", "ratio (95% interval)", "difference, us per call (95% interval)", "measured"] + (
+                [f"verdict (--fail-above {judged:g}%)"] if judged is not None else [])
+            rows = []
             for p in s.pairs:
-                row = [md(p.label), md(ratio_text(p)), md(diff_text(p)),
+                row = [md(p.label), md(ratio_text(p, "")), md(diff_text(p, "", "")),
                        md(f"{p.change.how}, over {p.units}" + (f", {shape_text(p)}" if shape_text(p) else ""))]
-                if verdicts:
-                    row.append(md(VERDICT_MARK[p.verdict.outcome] + f" (--fail-above {p.verdict.threshold:g}%)")
-                               if p.verdict else "")
-                out.append("| " + " | ".join(row) + " |")
-            out.append("")
+                if judged is not None:
+                    row.append(md(VERDICT_MARK[p.verdict.outcome]) if p.verdict else "")
+                rows.append(row)
+            out += table(head, rows)
             for p in s.pairs:  # right under the table of ratios: what a step does on each side, counted (exact)
-                counted = count_lines(p)
-                if counted:
+                listed = count_lines(p)
+                if listed:
                     out += [f"**{md(p.label)}: counted per step** (exact)", ""]
-                    out += [f"- {md(c)}" for c in counted] + [""]
+                    out += [f"- {md(c)}" for c in listed] + [""]
         elif s.rows:
-            head = ["comparison", row_where(s), "ratio (95%)", "measured"]
-            out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-            out += ["| " + " | ".join(md(x) for x in (r.label, r.at, row_ratio(r), row_units(r))) + " |" for r in s.rows]
-            out.append("")
+            head = ["comparison", row_where(s), "ratio (95% interval)", "measured"]
+            out += table(head, [[md(x) for x in (r.label, r.at, row_ratio(r, ""), row_units(r))] for r in s.rows])
         else:
             out += ["Nothing compared.", ""]
         for p in s.pairs:

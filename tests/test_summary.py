@@ -108,14 +108,17 @@ def test_markdown_reads_as_a_table_per_comparison_with_its_notes(capsys):
     tokens = md.parse(out)
     assert tokens[0].type == "heading_open" and tokens[0].tag == "h3"
     rows = cells(tokens)
-    assert rows[0] == ["comparison", "ratio (95% interval)", "difference, us per call (95% interval)", "measured",
+    assert rows[0] == ["comparison", "ratio (95% interval)", "difference, us per call (95% interval)",
                        "verdict (--fail-above 90%)"]
     assert [rendered_text(md, r[0]) for r in rows[1:]] == ["torch vs cupy", "cupy vs cublas", "torch vs cublas"]
-    assert all(len(r) == 5 for r in rows)
+    assert all(len(r) == 4 for r in rows)
     assert rendered_text(md, rows[1][1]) == "0.666× (0.655 to 0.678)"
     assert rendered_text(md, rows[1][2]) == "-5.91 (-6.11 to -5.71) at cupy's 17.72 us"
     # cupy is 84% slower than cublas: more than 90%? no: within it
-    assert rendered_text(md, rows[2][4]) == "✅ passed" and code == 0
+    assert rendered_text(md, rows[2][3]) == "✅ passed" and code == 0
+    # how every pair was measured: once, under the table, not in a column of the same cell on every row
+    assert out.count("paired in the same processes, over 10 processes") == 1
+    assert "<p>measured: paired in the same processes, over 10 processes</p>" in md.render(out)
     html = md.render(out)
     assert "<strong>torch vs cupy</strong>" in html and "largest frame difference" in html and "<code>" in html
 
@@ -129,7 +132,7 @@ def test_markdown_keeps_a_label_s_markup_as_text(tmp_path, capsys):
     _, out, _ = run_cli(capsys, "summary", str(a), "--format", "markdown")
     md = MarkdownIt("commonmark").enable("table")
     rows = cells(md.parse(out))
-    assert len(rows[1]) == 4 and rendered_text(md, rows[1][0]) == "torch vs cu*py|x"
+    assert len(rows[1]) == 3 and rendered_text(md, rows[1][0]) == "torch vs cu*py|x"
 
 
 def test_text_summary_says_the_headline_the_verdict_and_what_holds(two_runs, capsys):
@@ -195,7 +198,15 @@ def test_summary_of_a_sweep_or_an_atlas_is_its_headline_table(capsys, sample, wh
     assert f"{label} at {where} {at}: {f.ratio:.3f}× (95%: {f.ratio_interval.low:.3f} to {f.ratio_interval.high:.3f})" in out
     out = render.show("markdown", made)
     cell = f"{f.ratio:.3f}× ({f.ratio_interval.low:.3f} to {f.ratio_interval.high:.3f})"
-    assert f"| comparison | {where} | ratio (95% interval) | measured |" in out and f"| {label} | {at} | {cell} |" in out
+    # an atlas compares several pairs: a column of them; a sweep one pair, said once under the table with how
+    # its ratios were measured (the same on every row)
+    measured = f"measured: {made.rows[0].measure}, over {f.units} {f.unit_name}"
+    if where == "op":
+        assert f"| comparison | {where} | ratio (95% interval) |" in out and f"| {label} | {at} | {cell} |" in out
+        assert f"\n\n{measured}\n\n" in out
+    else:
+        assert f"| {where} | ratio (95% interval) |" in out and f"| {at} | {cell} |" in out
+        assert f"\n\ncomparison: {label}; {measured}\n\n" in out
 
 
 def test_every_summary_format_says_where_compare_stopped_before_the_interval_settled(tmp_path, capsys):
@@ -413,3 +424,15 @@ def test_markdown_says_95_once_per_column_and_every_interval_in_the_cells(capsys
     for p in doc["pairs"]:
         d = p["difference_us"]
         assert f"({d['low']:+,.2f} to {d['high']:+,.2f}) at " in text, (p["label"], text)
+
+
+def test_markdown_says_a_column_the_same_on_every_row_once_and_keeps_one_that_differs():
+    from flametool.render.summary_formats import table
+
+    head = ["comparison", "ratio (95% interval)", "measured"]
+    same = table(head, [["a vs b", "1.1×", "paired, over 2 processes"], ["c vs b", "1.2×", "paired, over 2 processes"]],
+                 lift={2})
+    assert same == ["| comparison | ratio (95% interval) |", "|---|---|", "| a vs b | 1.1× |", "| c vs b | 1.2× |", "",
+                    "measured: paired, over 2 processes", ""]
+    differ = table(head, [["a vs b", "1.1×", "paired, over 2 processes"], ["c vs b", "1.2×", "not paired"]], lift={2})
+    assert differ[0] == "| comparison | ratio (95% interval) | measured |" and differ[-1] == "" and len(differ) == 5

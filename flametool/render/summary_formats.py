@@ -201,9 +201,14 @@ def escaped(text: str | None) -> str | None:
     return md(text) if text else None
 
 
-def table(head: list[str], rows: list[list[str]]) -> list[str]:
-    """A Markdown table, and a blank line."""
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows] + [""]
+def table(head: list[str], rows: list[list[str]], lift: set[int]) -> list[str]:
+    """A Markdown table, and a blank line; a column of `lift` whose cell is the same on every row is said once, in
+    a line under the table ('measured: paired in the same processes, over 10 processes'), not on every row."""
+    said = [i for i in sorted(lift) if rows and all(r[i] == rows[0][i] for r in rows)]
+    kept = [i for i in range(len(head)) if i not in said]
+    out = ["| " + " | ".join(head[i] for i in kept) + " |", "|" + "---|" * len(kept)]
+    out += ["| " + " | ".join(r[i] for i in kept) + " |" for r in rows] + [""]
+    return out + (["; ".join(f"{head[i]}: {rows[0][i]}" for i in said), ""] if said else [])
 
 
 VERDICT_MARK = {"passed": "✅ passed", "slower": "❌ slower", "inconclusive": "⚠️ inconclusive"}
@@ -244,7 +249,8 @@ class MarkdownSummary(Renderer[Summary]):
         out += warned + ([""] if warned else [])
         judged = next((p.verdict.threshold for p in s.pairs if p.verdict is not None), None)
         if s.pairs:
-            # the interval's 95%, the difference's unit and --fail-above (one for the run) said once, in the header
+            # the interval's 95% and the difference's unit said once, in the header; how a ratio was measured
+            # under the table where every row's is the same; --fail-above (one for the run) in the header
             head = ["comparison", "ratio (95% interval)", "difference, us per call (95% interval)", "measured"] + (
                 [f"verdict (--fail-above {judged:g}%)"] if judged is not None else [])
             rows = []
@@ -254,7 +260,7 @@ class MarkdownSummary(Renderer[Summary]):
                 if judged is not None:
                     row.append(md(VERDICT_MARK[p.verdict.outcome]) if p.verdict else "")
                 rows.append(row)
-            out += table(head, rows)
+            out += table(head, rows, lift={3})
             for p in s.pairs:  # right under the table of ratios: what a step does on each side, counted (exact)
                 listed = count_lines(p)
                 if listed:
@@ -262,7 +268,8 @@ class MarkdownSummary(Renderer[Summary]):
                     out += [f"- {md(c)}" for c in listed] + [""]
         elif s.rows:
             head = ["comparison", row_where(s), "ratio (95% interval)", "measured"]
-            out += table(head, [[md(x) for x in (r.label, r.at, row_ratio(r, ""), row_units(r))] for r in s.rows])
+            out += table(head, [[md(x) for x in (r.label, r.at, row_ratio(r, ""), row_units(r))] for r in s.rows],
+                         lift={0, 3})
         else:
             out += ["Nothing compared.", ""]
         for p in s.pairs:

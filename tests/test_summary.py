@@ -436,3 +436,39 @@ def test_markdown_says_a_column_the_same_on_every_row_once_and_keeps_one_that_di
                     "measured: paired, over 2 processes", ""]
     differ = table(head, [["a vs b", "1.1×", "paired, over 2 processes"], ["c vs b", "1.2×", "not paired"]], lift={2})
     assert differ[0] == "| comparison | ratio (95% interval) | measured |" and differ[-1] == "" and len(differ) == 5
+
+
+def test_a_note_on_the_counts_of_every_pair_is_said_once(capsys):
+    """Three pairs of CPU cases counted: every pair's list repeated 'both: the case runs on the CPU ...', and
+    'numpy: the one Python call is step() itself (...)' in each pair with numpy; text and Markdown now say each
+    once, under every pair's own counted lines, which stay with their pair."""
+    from fractions import Fraction
+
+    from flametool.analyse import countdiff
+    from flametool.run.counts import ON_CPU, Counts, Tally
+
+    run = SAMPLES / "h200-hostbound-1024"
+    if not run.is_dir():
+        pytest.skip("samples/h200-hostbound-1024 is not recorded")
+    made = summary.of(dispatch.analyse_dir(run))
+    calls = {"cupy": ["step()"], "torch": ["step()", "torch.mm"], "cublas": ["step()"]}
+    counted = {side: Counts(10, 10, [Tally("python", n, Fraction(1)) for n in names], missing=[ON_CPU])
+               for side, names in calls.items()}
+    for p in made.pairs:
+        p.counts = countdiff.diff_counts(counted[p.base], counted[p.head], p.base, p.head)
+    itself = countdiff.step_itself_note(["cupy", "cublas"])
+    assert [countdiff.step_itself(p.counts) for p in made.pairs] == [["cupy"], ["cublas", "cupy"], ["cublas"]]
+    text = render.show("text", made)
+    assert text.count(ON_CPU) == 1 and f"counted, every comparison: every case: {ON_CPU}" in text.splitlines()
+    assert text.count("the one Python call is step() itself") == 1
+    assert f"counted, every comparison: {itself}" in text.splitlines()
+    mine = "  counted: torch makes 1 call of torch.mm per step; cupy makes none of it"
+    assert text.splitlines()[text.splitlines().index(mine) - 1].startswith("torch vs cupy: ")
+    out = render.show("markdown", made)
+    plain = MarkdownIt("commonmark").enable("table").render(out)
+    assert out.count("the case runs on the CPU") == 1 and out.count("the one Python call is step() itself") == 1
+    assert "<li>every case: the case runs on the CPU (no CUDA API calls or kernels to count)</li>" in plain
+    assert out.index("**torch vs cublas: counted per step**") < out.index("**counted, every comparison**")
+    # each pair's own lines: its difference and its totals
+    assert out.count("- no difference: the same calls per step on both sides") == 1
+    assert out.count("- cupy: 1 Python call per step; torch: 2 Python calls per step") == 1

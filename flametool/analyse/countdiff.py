@@ -288,11 +288,9 @@ def named_lines(d: CountDiff | None, notes: bool = True) -> list[tuple[str, str]
         out += [of(r) for r in d.same if r.kind in counts.KINDS and counts.KINDS[r.kind].same_listed]
         out.append((f"{d.base}: {summary_line(d.base_counts)}; {d.head}: {summary_line(d.head_counts)}", ""))
         out += [(f"per step, {line_words(l)}", "") for l in d.by_line if l.changed]  # the totals, then by line
-        alone = [name for name, c in ((d.base, d.base_counts), (d.head, d.head_counts))
-                 if [t.name for t in c.tallies if t.kind == "python"] == ["step()"]]
+        alone = step_itself(d)
         if alone:  # numpy's matmul is a ufunc and a jitted jax function a PjitFunction: called through their types
-            out.append((f"{' and '.join(alone)}: the one Python call is step() itself (cProfile does not see a call "
-                        f"made through a C type, {C_TYPED})", ""))
+            out.append((step_itself_note(alone), ""))
     # without `notes`, every note but the one that a side runs on the CPU (a CPU run says that once, in its own
     # words): a counted loop that failed, lines not listed, stay in every view
     return out + [of(r) for r in d.one_side] + [(n, "") for n in d.notes if notes or n.partition(": ")[2] != counts.ON_CPU]
@@ -300,6 +298,19 @@ def named_lines(d: CountDiff | None, notes: bool = True) -> list[tuple[str, str]
 
 # what a step calls through a C type, which cProfile records no call of: the built-in libraries' such calls
 C_TYPED = "such as a NumPy ufunc like numpy.matmul or a function jax.jit compiled (jaxlib's PjitFunction)"
+
+
+def step_itself(d: CountDiff) -> list[str]:
+    """The sides of `d` whose only Python call cProfile counted is step() itself."""
+    return [name for name, c in ((d.base, d.base_counts), (d.head, d.head_counts))
+            if c is not None and [t.name for t in c.tallies if t.kind == "python"] == ["step()"]]
+
+
+def step_itself_note(sides: list[str]) -> str:
+    """Why `sides` count one Python call, step() itself: one sentence, which a view of several pairs says once
+    for all of their sides (render/summary_formats.counted)."""
+    return (f"{' and '.join(sides)}: the one Python call is step() itself (cProfile does not see a call made "
+            f"through a C type, {C_TYPED})")
 
 
 def summary_line(c: Counts) -> str:

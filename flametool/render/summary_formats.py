@@ -104,6 +104,23 @@ def count_lines(p: PairSummary) -> list[str]:
     return [text for text, _ in p.counts.listed] if p.counts is not None else []  # made by the analysis
 
 
+def counted(s: Summary) -> tuple[list[str], list[list[str]]]:
+    """What a step does, counted: the notes said once for every pair, and each pair's own lines (count_lines, less
+    those). With two or more pairs counted, a note on what every pair's sides could not count ('both: the case
+    runs on the CPU ...') is said once, as of every case, and the sides whose one Python call is step() itself
+    are named in one sentence: each pair had repeated them, word for word."""
+    own = [count_lines(p) for p in s.pairs]
+    diffs = [p.counts for p in s.pairs if p.counts is not None]
+    if len(diffs) < 2:
+        return [], own
+    common = [n for n in diffs[0].notes if all(n in d.notes for d in diffs[1:])]
+    sides = list(dict.fromkeys(name for d in diffs for name in countdiff.step_itself(d)))
+    shared = [f"every case: {n.removeprefix('both: ')}" if n.startswith("both: ") else n for n in common]
+    shared += [countdiff.step_itself_note(sides)] if sides else []
+    said = set(common) | {countdiff.step_itself_note(countdiff.step_itself(d)) for d in diffs if countdiff.step_itself(d)}
+    return shared, [[t for t in lines if t not in said] for lines in own]
+
+
 def title(s: Summary) -> str:
     if s.kind == "diff":
         return f"flametool diff: {s.base_run} (A) → {s.head_run} (B)"
@@ -154,11 +171,12 @@ class TextSummary(Renderer[Summary]):
         lines = [title(s)] + [fmt.environment_line(e) for e in s.environments]
         lines += [l for l in (fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete)) if l]
         lines += [f"caution: {what}: {line}" for what, line in cautions(s)]
-        for p in s.pairs:
+        shared, own = counted(s)
+        for p, listed in zip(s.pairs, own):
             where = shape_text(p)
             lines.append(f"{p.label}{' ' + where if where else ''}: {ratio_text(p)} {p.change.how}, over {p.units}; "
                          f"{p.head} − {p.base} = {diff_text(p)}")
-            lines += [f"  counted: {c}" for c in count_lines(p)]  # under the headline: exact, per step
+            lines += [f"  counted: {c}" for c in listed]  # under the headline: exact, per step
             for extra in (beside_text(p), speed_text(p), wide_text(p), stop_text(s, p)):
                 if extra:
                     lines.append(f"  {extra}")
@@ -172,6 +190,7 @@ class TextSummary(Renderer[Summary]):
                 lines.append(f"  {p.not_sampled}")
             if p.verdict is not None:
                 lines.append(f"  --fail-above {p.verdict.threshold:g}%: {p.verdict.outcome}: {p.verdict.sentence}")
+        lines += [f"counted, every comparison: {c}" for c in shared]
         if s.no_verdict:
             lines.append(s.no_verdict)
         if s.not_compared:
@@ -261,11 +280,13 @@ class MarkdownSummary(Renderer[Summary]):
                     row.append(md(VERDICT_MARK[p.verdict.outcome]) if p.verdict else "")
                 rows.append(row)
             out += table(head, rows, lift={3})
-            for p in s.pairs:  # right under the table of ratios: what a step does on each side, counted (exact)
-                listed = count_lines(p)
+            shared, own = counted(s)
+            for p, listed in zip(s.pairs, own):  # under the table of ratios: what a step does on each side, exact
                 if listed:
                     out += [f"**{md(p.label)}: counted per step** (exact)", ""]
                     out += [f"- {md(c)}" for c in listed] + [""]
+            if shared:
+                out += ["**counted, every comparison**", ""] + [f"- {md(c)}" for c in shared] + [""]
         elif s.rows:
             head = ["comparison", row_where(s), "ratio (95% interval)", "measured"]
             out += table(head, [[md(x) for x in (r.label, r.at, row_ratio(r, ""), row_units(r))] for r in s.rows],

@@ -266,7 +266,10 @@ class MarkdownSummary(Renderer[Summary]):
                 out += [f"**{md(note)}**", ""]
         warned = [f"⚠️ {md(f'{what}: {line}')}" for what, line in cautions(s)]
         out += warned + ([""] if warned else [])
-        judged = next((p.verdict.threshold for p in s.pairs if p.verdict is not None), None)
+        # a verdict column where the pairs' outcomes differ; where they are one, the verdict line above says it (its
+        # tally: 'of 3 comparisons: 3 passed'), and a column would repeat it on every row
+        given = [p.verdict for p in s.pairs if p.verdict is not None]
+        judged = given[0].threshold if len({v.outcome for v in given}) > 1 else None
         if s.pairs:
             # the interval's 95% and the difference's unit said once, in the header; how a ratio was measured
             # under the table where every row's is the same; --fail-above (one for the run) in the header

@@ -490,6 +490,9 @@ class Stacks:
     run_dir: Path
     profiles: list[attribution.Profile]
     by_line: bool = False  # each frame is one source line (export --lines): its Frame's line is the frame's
+    # the run's record of line texts (sources.json): the .pyx line a generated C/C++ line came from, as the lines
+    # views show it
+    sources: sources.Sources = field(default_factory=sources.Sources)
 
 
 def stacks(run_dir: Path, run: Run, case: str | None = None, by_line: bool = False) -> Stacks:
@@ -499,7 +502,8 @@ def stacks(run_dir: Path, run: Run, case: str | None = None, by_line: bool = Fal
     if not labels:
         raise FlametoolError(f"{run_dir}: no case has stacks to export: {attribution.why_no_stacks(run)}")
     if by_line:  # another naming of the same stacks: read again, keyed by line
-        return Stacks(run_dir, [attribution.load_profile(run_dir, run, label, by_line=True) for label in labels], True)
+        return Stacks(run_dir, [attribution.load_profile(run_dir, run, label, by_line=True) for label in labels], True,
+                      analysed.sources)
     return Stacks(run_dir, [analysed.profiles[l] if l in analysed.profiles else attribution.load_profile(run_dir, run, l)
                             for l in labels])
 

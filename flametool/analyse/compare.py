@@ -21,10 +21,11 @@ from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - compare.unlike_operands
 from .attribution import CaseCosts, Skipped
 from .aligned import Aligned, align
-from .lines import CaseLines, LineDelta, case_lines, diff_lines, workload_source
+from .lines import CaseLines, LineDelta, case_lines, diff_lines
 from .treediff import PairDiff
 from ..run.record import CaseResult, Run
 from ..run.timing import Timing
+from ..workload.cases import own_file
 
 
 @dataclass
@@ -526,4 +527,4 @@ def step_source(run: Run, label: str) -> str | None:
     """A workload case's file (its step is fn, in that file; lines.step_functions), None for any other case."""
     spec = next((c for c in (run.config.recorded or {}).get("cases") or [] if isinstance(c, dict)
                  and c.get("label") == label and c.get("xp")), None)
-    return workload_source(spec.get("module"), spec.get("file")) if spec else None
+    return own_file(spec.get("file"), spec.get("module"), True) if spec else None

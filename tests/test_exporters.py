@@ -8,7 +8,7 @@ from checks import one_line_error
 
 from flametool.commands import main
 from flametool.render import speedscope as exporters
-from flametool.run import folded
+from flametool.run import folded, sources
 from flametool.analyse import naming
 from flametool.errors import FlametoolError
 from runbuild import make_run, snapshot
@@ -237,6 +237,34 @@ def test_speedscope_lines_gives_each_frame_its_line(run, capsys):
     assert "line" not in frames["[libc.so.6]"] and "line" not in frames[naming.LOOP_FRAME]
     assert main.main(["export", str(run), "--format", "speedscope"]) == 0
     assert not any("line" in f for f in json.loads(capsys.readouterr().out)["shared"]["frames"])
+
+
+def test_speedscope_lines_name_a_generated_line_by_the_pyx_line_it_came_from(tmp_path, capsys):
+    """`export --lines --format speedscope`: a Python frame's `file` was named from its sys.path entry
+    ('cupy/_core/_gufuncs.py') and a generated C++ line's by its bare name ('_linalg.cpp', line 120), though the run's
+    record (sources.json) maps that line to the .pyx line it came from, as the lines views show it (and as py-spy
+    names a .pyx line it maps itself). Now such a frame's `file` and `line` are the .pyx's, named as Cython names it;
+    its name keeps the generated line; a line the record does not map keeps the name the stacks give."""
+    stack = ("_GUFunc.__call__ (cupy/_core/_gufuncs.py:685);matmul (_linalg.cpp:120) 6\n"
+             "_GUFunc.__call__ (cupy/_core/_gufuncs.py:685);matmul (_linalg.cpp:121);helper (_linalg.cpp:900) 4\n")
+    run = make_run(tmp_path / "run", {"cupy": (stack, 5.0, 0)})
+    sources.save(run, sources.Sources({
+        "_linalg.cpp": sources.SourceFile("source", "/src/cupy/_core/_linalg.cpp", {120: "__pyx_t_1 = gemm();"},
+                                          {120: ("cupy/_core/_linalg.pyx", 612), 121: ("cupy/_core/_linalg.pyx", 612)}),
+        "cupy/_core/_linalg.pyx": sources.SourceFile("source", "/src/cupy/_core/_linalg.pyx", {612: "gemm(a, b)"})}))
+    assert main.main(["export", str(run), "--format", "speedscope", "--lines"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    exporters.check_speedscope(doc)
+    places = {f["name"]: (f.get("file"), f.get("line")) for f in doc["shared"]["frames"]}
+    assert places == {"cupy._core._gufuncs._GUFunc.__call__:685": ("cupy/_core/_gufuncs.py", 685),
+                      "matmul (_linalg.cpp:120)": ("cupy/_core/_linalg.pyx", 612),
+                      "matmul (_linalg.cpp:121)": ("cupy/_core/_linalg.pyx", 612),
+                      "helper (_linalg.cpp:900)": ("_linalg.cpp", 900)}, places
+    # by function, a frame is many lines: its file as the stacks name it, no line
+    assert main.main(["export", str(run), "--format", "speedscope"]) == 0
+    frames = json.loads(capsys.readouterr().out)["shared"]["frames"]
+    assert {f.get("file") for f in frames} == {"cupy/_core/_gufuncs.py", "_linalg.cpp"}
+    assert not any("line" in f for f in frames)
 
 
 def test_check_speedscope_checks_a_frame_s_optional_fields():

@@ -316,6 +316,45 @@ def test_a_short_step_is_kept_whole_and_listed_from_its_def_line(tmp_path):
     assert [r.line for r in lines_view.listing([cost(9, 3), cost(10, 1)], rec.Sources(), 10.0, "step").rows] == ["9", "10"]
 
 
+def test_a_built_in_workload_s_fn_is_kept_whole_as_a_user_s_is(tmp_path):
+    """A built-in workload (`--workload softmax`, named by its module) was listed from its first sampled line in
+    the report where a user's workload file was listed whole from its `def fn` line: only the case's `file` told
+    the measuring side which functions are the case's own, and a built-in's CaseSpec names a module. Where fn is
+    not the stacks' root (jax-eager's step is a function around fn, as here) nothing kept it whole. Now the
+    module, as a path (CaseSpec.own_file), is the case's own file, as the analysis already took it."""
+    from flametool.workload import builtin_workloads, workloads
+    from flametool.workload.cases import CaseSpec
+
+    root = Path(builtin_workloads.__file__).resolve().parents[2]  # the sys.path entry flametool is found under
+    source = Path(builtin_workloads.__file__).read_text().splitlines()
+    start = source.index("def softmax(xp: Any, shape: tuple[int, ...] = (64, 256)) -> tuple[Callable[..., Any], "
+                         "list[np.ndarray]]:")
+    def_line = 1 + source.index("    def fn(x):", start)  # fn: its def line and four lines
+    file = "flametool/workload/builtin_workloads.py"
+    wrapper = "_step.<locals>.step (flametool/workload/workloads.py:279)"
+    stacks = "".join(f"{wrapper};softmax.<locals>.fn ({file}:{def_line + i}) {n}\n" for i, n in ((1, 6), (2, 4), (4, 3)))
+    (tmp_path / "jax-eager.folded").write_text(stacks)
+    built_in = CaseSpec("jax-eager", "softmax", module=workloads.BUILTIN_MODULE, xp="jax-eager")
+    assert built_in.own_file == file
+    record = profiling.line_texts(tmp_path / "jax-eager.folded", built_in, [str(root)], [])
+    assert record.function(file, [def_line + 1]) == (def_line, def_line + 4), record.files[file].functions
+    # as a user's copy of it, named by its file, was and is
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    shutil.copy(builtin_workloads.__file__, mine / "steps.py")
+    (tmp_path / "mine.folded").write_text(stacks.replace(file, "steps.py"))
+    user = CaseSpec("jax-eager", "softmax", file=str(mine / "steps.py"), xp="jax-eager")
+    assert profiling.line_texts(tmp_path / "mine.folded", user, [str(mine)], []).function(
+        "steps.py", [def_line + 1]) == (def_line, def_line + 4)
+    # and the listing begins at the def line, its unsampled lines grey
+    cost = lambda line, n: LineCost(file, line, "softmax.<locals>.fn", "python",  # noqa: E731
+                                    lines_view_figure(n), lines_view_figure(n), record.text(file, line), None, True)
+    listed = lines_view.listing([cost(def_line + 1, 6), cost(def_line + 2, 4), cost(def_line + 4, 3)], record, 10.0, "fn")
+    assert [(int(r.line) - def_line, r.sampled) for r in listed.rows] == [(0, False), (1, True), (2, True), (3, False),
+                                                                         (4, True)]
+    assert listed.rows[0].text.strip() == "def fn(x):"
+
+
 def test_a_function_kept_whole_is_checked_and_bounded_when_read():
     doc = {"version": 1, "files": {"c.py": {"origin": "case", "path": "/c", "lines": {}, "functions": {"9": 3}}}}
     with pytest.raises(RunDirError, match=r"functions\[\"9\"\]"):

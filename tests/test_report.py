@@ -156,7 +156,7 @@ def test_cpu_run_report(cpu_run):
         assert f"snakeviz {cpu_run / (label + '.prof')}" in text
     assert "torch − numpy = " in text and "us per call on the host (torch " in text  # the headline sentence
     # the headline leads with the paired ratio of the two cases, timed in the same processes
-    pairs = report.build(dispatch.analyse_dir(cpu_run)).headline.pairs
+    pairs = report.build(dispatch.analyse_dir(cpu_run)).headline.pairs[0].lines
     assert pairs[0].startswith("torch / numpy = ") and pairs[0].endswith(", paired over 2 processes"), pairs
     assert text.index(pairs[0]) < text.index("us per call on the host (torch ")
     # a graph for each of the three cases and a differential one for each of the two pairs (torch and add_case,
@@ -282,8 +282,9 @@ def test_headline_names_the_difference(tmp_path):
     })
     model = report.build(dispatch.analyse_dir(run))
     # the headline leads with the paired ratio and difference (one process, one round each: no interval)...
-    assert model.headline.pairs == ["b / a = 2.000× (no interval); b − a = +10.00 us per call, paired over 1 round of one process",
-                                    "b / a: no interval (too few processes or rounds); run with --processes 5 for one"]
+    (answer,) = model.headline.pairs
+    assert answer.lines == ["b / a = 2.000× (no interval); b − a = +10.00 us per call, paired over 1 round of one process"]
+    assert answer.cautions == ["b / a: no interval (too few processes or rounds); run with --processes 5 for one"]
     # ...then says where the difference is
     assert model.headline.sentence.startswith("At the sampled shape (64,64,64) b − a = +10.00 us per call on the host "
                                               "(b 20.00 us against a 10.00 us, 2.00×")
@@ -311,14 +312,14 @@ def test_headline_names_the_processes(tmp_path):
     # the processes run at speeds of their own; b / a is 1.19, 1.20 and 1.21 within them
     paired_processes(run, {"a": [[10.0, 10.0], [15.0, 15.0], [20.0, 20.0]], "b": [[11.9, 11.9], [18.0, 18.0], [24.2, 24.2]]})
     model = report.build(dispatch.analyse_dir(run))
-    (line,) = model.headline.pairs  # a tight interval: no note that it is wide
+    ((line,),) = [p.lines + p.cautions for p in model.headline.pairs]  # a tight interval: no note that it is wide
     assert line.startswith("b / a = 1.200× (95%: 1.17") and line.endswith(", paired over 3 processes"), line
     assert "over 3 processes" in model.headline.method
     rows = {c.label: c for c in model.headline.cases}
     assert rows["a"].cpu == "15.00 us" and rows["a"].cpu_spread.startswith("95%: ")  # bootstrap over the processes
     # one process of three rounds: the units are rounds of that process, and the page says so, not "3 processes"
     paired_processes(run, {"a": [[10.0, 10.2, 10.4]], "b": [[12.0, 12.3, 12.5]]})
-    (line,) = report.build(dispatch.analyse_dir(run)).headline.pairs
+    ((line,),) = [p.lines for p in report.build(dispatch.analyse_dir(run)).headline.pairs]
     assert line.startswith("b / a = 1.20") and "3 processes" not in line and "3 rounds" in line, line
 
 
@@ -331,7 +332,7 @@ def test_an_anchored_pair_s_method_and_sentence_are_of_the_anchored_figure(tmp_p
     (pair,) = a.pairs
     assert pair.anchored is not None and pair.anchored.ratio == pytest.approx(1.1, rel=1e-3)
     h = report.build(a).headline
-    assert h.pairs[0].startswith("numpy@b / numpy@a relative to torch = 1.100×"), h.pairs
+    assert h.pairs[0].lines[0].startswith("numpy@b / numpy@a relative to torch = 1.100×"), h.pairs
     assert h.method.startswith("Anchored: each environment's processes time the case beside the anchor"), h.method
     assert "Isolated" not in h.method
     # the compared pair, at the figures its line leads with
@@ -357,15 +358,42 @@ def test_a_fail_above_run_s_page_gives_its_verdict(tmp_path):
     gate the run was given: a CI user opening the report could not see the verdict. Now the headline gives it, as
     summary --fail-above gives it; a run made without --fail-above has none."""
     run = env_run_dir(tmp_path / "r", [0.60, 0.61, 0.59, 0.60], [0.66, 0.67, 0.65, 0.66])
-    assert report.build(dispatch.analyse_dir(run)).headline.verdicts == []
+    assert [p.verdict for p in report.build(dispatch.analyse_dir(run)).headline.pairs] == [""]
     data = json.loads((run / "run.json").read_text())
     data["config"]["fail_above"] = 3.0
     (run / "run.json").write_text(json.dumps(data))
-    (line,) = report.build(dispatch.analyse_dir(run)).headline.verdicts
+    (line,) = [p.verdict for p in report.build(dispatch.analyse_dir(run)).headline.pairs]
     assert line.startswith("verdict: slower: numpy@b vs numpy@a: +10.0% (95%: "), line
     assert line.endswith("slower by more than --fail-above 3%"), line
     assert main.main(["report", str(run)]) == 0
     assert line in (run / "report.html").read_text()
+
+
+def test_an_env_run_s_page_leads_with_the_answer_and_puts_the_method_below_it(tmp_path):
+    """The page of a compare --env --fail-above run gave its anchored figure, the figure not anchored and what the
+    speed adjustment did as equally bold bullets, and the verdict under all of them: the answer did not stand out
+    from how it was reached. Now the answer (the anchored figure, then its verdict) comes first, in bold, and the
+    method lines after it in a quieter list."""
+    run = env_run_dir(tmp_path / "r", [0.60, 0.61, 0.59, 0.60], [0.66, 0.67, 0.65, 0.66])
+    data = json.loads((run / "run.json").read_text())
+    data["config"]["fail_above"] = 3.0
+    (run / "run.json").write_text(json.dumps(data))
+    h = report.build(dispatch.analyse_dir(run)).headline
+    (answer,) = h.pairs
+    (figure,) = answer.lines
+    assert figure.startswith("numpy@b / numpy@a relative to torch = 1.100× (95%: "), figure
+    assert answer.verdict.startswith("verdict: slower: numpy@b vs numpy@a: +10.0% (95%: ") and answer.outcome == "slower"
+    assert [line.split(":")[0] for line in h.how] == ["not anchored", "speed adjustment"], h.how
+    html = render.show("html", dispatch.analyse_dir(run))
+    head = html[html.index('<section id="headline">'):]
+    at = {what: head.index(what) for what in ('<span class="answer">numpy@b / numpy@a relative to torch',
+                                              '<span class="verdict slower">verdict: slower',
+                                              '<ul class="how">', "<li>not anchored: ", "<li>speed adjustment: ")}
+    assert list(at.values()) == sorted(at.values()), at
+    # the answer is bold and the method quiet: the page's own style says so
+    style = " ".join(Page(html).styles)
+    assert "ul.pairs .answer { font-size: 17px; font-weight: 600; }" in style
+    assert "ul.how { color: var(--muted); font-size: 12.5px;" in style
 
 
 def test_pairs_that_are_not_paired_say_so(tmp_path):
@@ -379,7 +407,7 @@ def test_pairs_that_are_not_paired_say_so(tmp_path):
     data.results["a"].group, data.results["b"].group = 0, 1
     rundir.save(run, data)
     model = report.build(dispatch.analyse_dir(run))
-    assert model.headline.pairs[0] == "b / a = 1.200× (no interval); b − a = +2.00 us per call, not paired: each case in processes of its own"
+    assert model.headline.pairs[0].lines[0] == "b / a = 1.200× (no interval); b − a = +2.00 us per call, not paired: each case in processes of its own"
     caveats = [w.text for w in model.warnings if w.kind == "not paired"]
     assert len(caveats) == 2 and caveats[0].startswith("a: --isolate: each case in processes of its own.")
 
@@ -582,12 +610,12 @@ def test_the_headline_says_each_thing_once_and_one_number_for_each_figure():
     m = report.build(dispatch.analyse_dir(run))
     h = m.headline
     assert h.method.count("Paired: ") == 1 and h.method.count("loops interleaved") == 1, h.method
-    line = next(p for p in h.pairs if p.startswith("cupy / cublas"))
+    line = next(p.lines[0] for p in h.pairs if p.lines[0].startswith("cupy / cublas"))
     shown = re.search(r"cupy − cublas = (\S+) us per call", line).group(1)
     assert m.layers.total_deltas[m.layers.diff_titles.index("cupy − cublas")] == shown
     assert f"{shown} us against cublas" in next(f for f in h.floors if f.startswith("cupy "))
     # the prose speaks of the pair the page shows first (issue 43: it named cupy − cublas above torch − cupy)
-    first = next(p for p in h.pairs if p.startswith("torch / cupy"))
+    first = next(p.lines[0] for p in h.pairs if p.lines[0].startswith("torch / cupy"))
     shown = re.search(r"torch − cupy = (\S+) us per call", first).group(1)
     assert m.pairs[0] == "torch − cupy" and f"torch − cupy = {shown} us per call on the host" in h.sentence
     assert re.search(r"\)\. In torch − cupy, the largest", h.sentence)

@@ -121,7 +121,8 @@ def test_samples_one_sign_and_what_ran(run):
         assert few == [f"{label}: {n} samples in the loop (fewer than 200): small figures carry large uncertainty; "
                        "sample longer (--sample-seconds)."]
     # one sign convention: head − base of the pair numpy:torch, in the pair line, the sentence, the chart titles
-    assert model.headline.pairs[0].startswith("torch / numpy = ") and "torch − numpy = +" in model.headline.pairs[0]
+    (lead,) = model.headline.pairs[0].lines
+    assert lead.startswith("torch / numpy = ") and "torch − numpy = +" in lead
     assert model.headline.sentence.startswith("At the sampled shape (64,64,64) torch − numpy = +1.23 us per call")
     assert "In torch − numpy, the largest layer difference" in model.headline.sentence
     assert "minus" not in model.headline.sentence and model.layers.diff_titles == ["torch − numpy"]

@@ -21,10 +21,11 @@ from ..errors import FlametoolError, RunDirError
 from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - compare.unlike_operands
 from .attribution import CaseCosts, Skipped
 from .aligned import Aligned, align
-from .lines import CaseLines, LineDelta, case_lines, diff_lines, workload_source
+from .lines import CaseLines, LineDelta, case_lines, diff_lines
 from .treediff import PairDiff
 from ..run.record import CaseResult, Run
 from ..run.timing import Timing
+from ..workload.cases import own_file
 
 
 @dataclass
@@ -490,6 +491,9 @@ class Stacks:
     run_dir: Path
     profiles: list[attribution.Profile]
     by_line: bool = False  # each frame is one source line (export --lines): its Frame's line is the frame's
+    # the run's record of line texts (sources.json): the .pyx line a generated C/C++ line came from, as the lines
+    # views show it
+    sources: sources.Sources = field(default_factory=sources.Sources)
 
 
 def stacks(run_dir: Path, run: Run, case: str | None = None, by_line: bool = False) -> Stacks:
@@ -499,7 +503,8 @@ def stacks(run_dir: Path, run: Run, case: str | None = None, by_line: bool = Fal
     if not labels:
         raise FlametoolError(f"{run_dir}: no case has stacks to export: {attribution.why_no_stacks(run)}")
     if by_line:  # another naming of the same stacks: read again, keyed by line
-        return Stacks(run_dir, [attribution.load_profile(run_dir, run, label, by_line=True) for label in labels], True)
+        return Stacks(run_dir, [attribution.load_profile(run_dir, run, label, by_line=True) for label in labels], True,
+                      analysed.sources)
     return Stacks(run_dir, [analysed.profiles[l] if l in analysed.profiles else attribution.load_profile(run_dir, run, l)
                             for l in labels])
 
@@ -522,4 +527,4 @@ def step_source(run: Run, label: str) -> str | None:
     """A workload case's file (its step is fn, in that file; lines.step_functions), None for any other case."""
     spec = next((c for c in (run.config.recorded or {}).get("cases") or [] if isinstance(c, dict)
                  and c.get("label") == label and c.get("xp")), None)
-    return workload_source(spec.get("module"), spec.get("file")) if spec else None
+    return own_file(spec.get("file"), spec.get("module"), True) if spec else None

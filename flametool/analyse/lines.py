@@ -37,6 +37,7 @@ from typing import Callable, Iterable
 from . import naming
 from .attribution import Figure, Profile
 from ..run import sources as rec
+from ..run.sources import same_file
 
 PYTHON, CYTHON, NATIVE = "python", "cython", "native"
 Key = tuple[str, int]  # (file as the frames name it, line)
@@ -86,7 +87,7 @@ def step_functions(profile: Profile, step_source: str | None = None) -> set[tupl
     """(name, file) of the case's step(): each stack's root frame, past an unnamed address py-spy now and then
     puts above it, when that frame is Python (a native step, step = np.matmul, has no line of its own).
 
-    `step_source`: a workload's file (its path, or its module's as a path): flametool's own step() only calls
+    `step_source`: a workload's file (cases.own_file: its path, or its module's as a path): flametool's own step() only calls
     the workload's fn, so the step is the first frame of that file (fn, the same lines in every library's case);
     a stack without one (jitted JAX: its dispatch runs, not fn's lines) has no step line."""
     out: set[tuple[str, str]] = set()
@@ -101,19 +102,6 @@ def step_functions(profile: Profile, step_source: str | None = None) -> set[tupl
         if root is not None and root.kind == "python" and root.line is not None:
             out.add((root.name, root.file))
     return out
-
-
-def same_file(a: str, b: str) -> bool:
-    """Whether two names of a file name one file: py-spy strips a sys.path entry from a Python file's path, the
-    counted loop and a case's spec keep more of it ('flametool/workload/builtin_workloads.py', 'mywork.py',
-    '/home/me/mywork.py'), so one is the other or a tail of it."""
-    a, b = a.replace("\\", "/"), b.replace("\\", "/")
-    return a == b or a.endswith("/" + b.lstrip("/")) or b.endswith("/" + a.lstrip("/"))
-
-
-def workload_source(module: str | None, file: str | None) -> str | None:
-    """The workload file a case's spec names, as step_functions takes it: its file, else its module as a path."""
-    return file if file else (module.replace(".", "/") + ".py" if module else None)
 
 
 def case_lines(profile: Profile, record: rec.Sources = rec.Sources(), fold_pyx: bool = False,

@@ -273,10 +273,12 @@ def wanted_lines(stacks: list[folded.Stack]) -> dict[str, set[int]]:
     return wanted
 
 
-def step_functions(stacks: list[folded.Stack], case_file: str | None = None) -> dict[str, list[set[int]]]:
+def step_functions(stacks: list[folded.Stack], own_file: str | None = None) -> dict[str, list[set[int]]]:
     """The functions a listing shows whole where they are short (sources.function_spans), file -> each one's
     sampled lines: the case's step() (each stack's root frame with a line, past the addresses py-spy may put
-    above it) and every function of the case's own file (a workload's fn, which flametool's step calls)."""
+    above it) and every function of the case's own file (CaseSpec.own_file: a user's file, or a built-in
+    workload's module; a workload's fn, which flametool's step calls, is not the root where that step is a
+    function around it, as jax-eager's)."""
     by_function: dict[tuple[str, str], set[int]] = {}
     for s in stacks:
         root = True
@@ -284,7 +286,7 @@ def step_functions(stacks: list[folded.Stack], case_file: str | None = None) -> 
             loc = rec.location(frame)
             if loc is None:
                 continue
-            mine = case_file is not None and (case_file == loc[0] or case_file.endswith("/" + loc[0].lstrip("/")))
+            mine = own_file is not None and rec.same_file(own_file, loc[0])
             if root or mine:
                 by_function.setdefault((folded.frame_function(frame), loc[0]), set()).add(loc[1])
             root = False
@@ -303,4 +305,4 @@ def line_texts(stacks_file: Path, case: CaseSpec, sys_path: list[str], source_ro
         return rec.Sources()
     roots = sources.Roots(Path(case.file) if case.file else None, tuple(Path(p) for p in sys_path),
                           tuple(Path(p) for p in source_roots))
-    return sources.collect(wanted_lines(stacks), roots, step_functions(stacks, case.file))
+    return sources.collect(wanted_lines(stacks), roots, step_functions(stacks, case.own_file))

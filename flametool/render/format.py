@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import overload
 
@@ -383,10 +384,23 @@ def stop_note(stop: TimingStop, a_side: bool, reach: float) -> str:
             f"than the ±{stop.limit * 100:.3g}% it settles at: {why}")
 
 
-def pair_lines(pair, run, processes: int) -> list[str]:
-    """What a compared pair (compare.PairAnalysis of `run`) says first, in the terminal and the report alike:
-    its leading figure, the requested shape's when that is another, a line when the interval is wide, and one
-    when compare stopped adding processes before it settled (stop_note)."""
+@dataclass
+class PairText:
+    """What a compared pair says first, sorted by what it is: `answer`, its leading figure (and the requested
+    shape's, where that was led at the sample shape); `method`, how an anchored figure was reached (the figure not
+    anchored and the anchor's own change, what the speed adjustment did); `cautions`, how far to trust the answer
+    (a wide interval, compare stopping before it settled). The report leads with the answers and puts the method
+    below, quieter; the terminal prints them as pair_lines orders them."""
+
+    answer: list[str]
+    method: list[str] = field(default_factory=list)
+    cautions: list[str] = field(default_factory=list)
+
+
+def pair_text(pair, run) -> PairText:
+    """A compared pair (compare.PairAnalysis of `run`): its leading figure, the requested shape's when that is
+    another, a line when the interval is wide, and one when compare stopped adding processes before it settled
+    (stop_note)."""
     lead = pair.headline
     stop = run.timing_stop
     if getattr(pair, "anchored", None) is not None:
@@ -394,9 +408,10 @@ def pair_lines(pair, run, processes: int) -> list[str]:
         reach = pair.anchored.reach
         stopped = stop_note(stop, True, reach) if stop and stop.applies(pair.base, pair.head, reach) else None
         differs = sameness.anchor_caution(run) is not None  # its own change may be its library's, not the host's
-        return anchored_lines(pair.anchored, pair.base, pair.head, where, differs) + ([stopped] if stopped else [])
+        figure, *method = anchored_lines(pair.anchored, pair.base, pair.head, where, differs)
+        return PairText([figure], method, [stopped] if stopped else [])
     if lead is None:
-        return []
+        return PairText([])
     stopped = (stop_note(stop, bool(run.environments), lead.reach)
                if stop and stop.applies(pair.base, pair.head, lead.reach) else None)
     at_sample = pair.sample is not None and lead is pair.sample
@@ -404,7 +419,14 @@ def pair_lines(pair, run, processes: int) -> list[str]:
     if at_sample and pair.timing is not None and pair.timing.ratio is not None:
         lines.append(f"At the requested shape {shape(run.results[pair.head].shape)}: " + pair_sentence(pair.timing))
     note = wide_note(lead, bool(run.config.recorded.get("isolate")))
-    return lines + [line for line in (note, stopped) if line]
+    return PairText(lines, [], [line for line in (note, stopped) if line])
+
+
+def pair_lines(pair, run, processes: int) -> list[str]:
+    """What a compared pair says first in the terminal (pair_text): the answer, how it was reached, then the
+    cautions on it."""
+    t = pair_text(pair, run)
+    return t.answer + t.method + t.cautions
 
 
 def speed_note(pairs: list) -> str | None:

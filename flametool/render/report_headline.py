@@ -30,24 +30,35 @@ class CaseRow:
 
 
 @dataclass
+class Answer:
+    """One compared pair's answer, as the headline leads with it: its figure (ratio and difference with intervals),
+    its verdict where the run was given --fail-above, and how far to trust it (format.PairText)."""
+
+    lines: list[str]
+    verdict: str = ""
+    outcome: str = ""  # the verdict's: slower, passed, inconclusive (the page marks each its own way)
+    cautions: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Headline:
     cases: list[CaseRow]
     sentence: str
     base: str
     note: str
     floors: list[str] = field(default_factory=list)
-    pairs: list[str] = field(default_factory=list)  # each compared pair: ratio and difference with intervals
+    # each compared pair's answer, first and in bold: the page of a compare --env run gave its figure, the figure
+    # not anchored and the speed adjustment as equal bold bullets, and the verdict below all of them
+    pairs: list[Answer] = field(default_factory=list)
+    how: list[str] = field(default_factory=list)  # how the answers were reached (anchored pairs), after them, quieter
     method: str = ""  # how those were computed, and which time the layer and frame figures use
     speed_note: str = ""  # which figures hold across runs, and what the intervals of microseconds cover
-    # compare --fail-above PCT: each pair's verdict, as the run's exit code and summary --fail-above PCT give it (the
-    # page of a CI run said how much slower, never whether that failed the gate the run was given)
-    verdicts: list[str] = field(default_factory=list)
 
 
 # How the figure an anchored pair (compare --env) leads with is made (anchoring.anchored), and the one beside it
 ANCHORED_METHOD = ("anchored: each environment's processes time the case beside the anchor, loops interleaved; the "
                    "ratio is of the two sides' case/anchor ratios with a t 95% interval, speed-adjusted where each side "
-                   "has two or more processes (the line under the pair says what the adjustment did), and the "
+                   "has two or more processes (the line 'speed adjustment' says what the adjustment did), and the "
                    "difference is the base's time at the common speed of both sides' processes times (ratio - 1); "
                    "not anchored, beside it: the pooled times alone, each side in processes of its own, so the host's "
                    "own speed is not cancelled")
@@ -75,10 +86,14 @@ def headline(a: Analysis) -> Headline:
             bound=("host-bound" if r.timing.host_bound else "not host-bound") if r.timing and r.timing.host_bound is not None else "–",
             error=r.error or "",
         ))
-    processes = run.config.timing_processes
-    pairs, methods = [], []
+    pairs, how, methods = [], [], []
+    given = verdicts(a)
     for p in a.pairs:
-        pairs += fmt.pair_lines(p, run, processes)
+        text = fmt.pair_text(p, run)
+        if text.answer:
+            outcome, verdict = given.get((p.base, p.head), ("", ""))
+            pairs.append(Answer(text.answer, verdict, outcome, text.cautions))
+        how += text.method
         # an anchored pair leads with its anchored figure (fmt.pair_lines): its headline's method is that of the
         # not-anchored figure beside it ("isolated: ... not cancelled"), which said of the lead was wrong
         m = ANCHORED_METHOD if p.anchored is not None else p.headline.method if p.headline is not None else None
@@ -100,18 +115,20 @@ def headline(a: Analysis) -> Headline:
                     + f"× first: host time against the first case's ({base}). bound: host-bound, "
                     + ("the GPU waited for the host's launches (what flametool measures), or not, the host waited "
                        "for the GPU." if on_gpu else "the loop's time is the host's own work."),
-                    against_floors(a, ok), pairs, method, fmt.speed_note(a.pairs) or "", verdicts(a))
+                    against_floors(a, ok), pairs, how, method, fmt.speed_note(a.pairs) or "")
 
 
-def verdicts(a: Analysis) -> list[str]:
-    """The --fail-above verdict of each pair of a run made with it, in summary's words."""
+def verdicts(a: Analysis) -> dict[tuple[str, str], tuple[str, str]]:
+    """The --fail-above verdict of each pair (base, head) of a run made with it, as the run's exit code and summary
+    --fail-above PCT give it: (its outcome, summary's words)."""
     pct = a.run.config.fail_above
     if pct is None:
-        return []
+        return {}
     from ..analyse import summary
 
     made = summary.of(a, pct)
-    return [f"verdict: {v.outcome}: {v.sentence}" for p in made.pairs if (v := p.verdict) is not None]
+    return {(p.base, p.head): (v.outcome, f"verdict: {v.outcome}: {v.sentence}")
+            for p in made.pairs if (v := p.verdict) is not None}
 
 
 def against_floors(a: Analysis, ok: dict[str, CaseResult]) -> list[str]:

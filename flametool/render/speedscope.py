@@ -14,15 +14,21 @@ from .. import __version__
 from ..analyse import attribution
 from ..analyse.compare import Stacks
 from ..errors import FlametoolError
+from ..run import sources
 from .base import ExportRenderer
 
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
-def speedscope(profs: list[attribution.Profile], name: str, by_line: bool = False) -> dict:
+def speedscope(profs: list[attribution.Profile], name: str, by_line: bool = False,
+               record: sources.Sources = sources.Sources()) -> dict:
     """`by_line`: the profiles' frames are source lines (export --lines), each given its `line` where py-spy
     reported one; a function-level frame stands for many lines (its Frame's is only the first one met), so it
-    is given none."""
+    is given none. A line's `file` and `line` are the source line it was written at, as the lines views name it:
+    py-spy names a Python or .pyx file from its sys.path entry (`cupy/_core/_gufuncs.py`, and a .pyx line where it
+    maps one itself), and a generated C/C++ line by the bare name its line table gives (`_routines_linalg.cpp`);
+    where the run's `record` (sources.json) maps that line to its .pyx line, the frame is given the .pyx's file and
+    line, named as Cython names it (`cupy/_core/_routines_linalg.pyx`), its name keeping the generated line."""
     # frames shared between profiles, numbered in the order they are first met (profile by profile, stack
     # by stack, root first); each stack is then one C-level map over that index
     index: dict[str, int] = {}
@@ -33,12 +39,14 @@ def speedscope(profs: list[attribution.Profile], name: str, by_line: bool = Fals
                 index[key] = len(frames)
                 frame = p.frames[key]
                 out: dict = {"name": key}
-                if frame.file:
-                    out["file"] = frame.file
+                pyx = record.pyx(frame.file, frame.line) if by_line and frame.file and frame.line is not None else None
+                file, line = (pyx.file, pyx.line) if pyx is not None else (frame.file, frame.line)
+                if file:
+                    out["file"] = file
                 # the line also stays in the name: speedscope draws only the name, and two lines of one
                 # function side by side must be told apart there
-                if by_line and frame.line is not None:
-                    out["line"] = frame.line
+                if by_line and line is not None:
+                    out["line"] = line
                 frames.append(out)
 
     out_profiles = []
@@ -104,7 +112,7 @@ class SpeedscopeRenderer(ExportRenderer):
     def render(self, result: Stacks) -> str:
         # the folder's own name, also where the run was given as `.` or `run/..` (its name there is empty)
         doc = speedscope(result.profiles, name=f"flametool {Path(os.path.abspath(result.run_dir)).name}",
-                         by_line=result.by_line)
+                         by_line=result.by_line, record=result.sources)
         # checked as written: json.dumps turns these dicts, lists, strings and numbers into JSON that reads
         # back as the same, and refuses a number JSON has not (allow_nan=False)
         check_speedscope(doc)

@@ -46,6 +46,14 @@ def clean_text(text: str) -> str:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
 
+def same_file(a: str, b: str) -> bool:
+    """Whether two names of a file name one file: py-spy strips a sys.path entry from a Python file's path, the
+    counted loop and a case's spec keep more of it ('flametool/workload/builtin_workloads.py', 'mywork.py',
+    '/home/me/mywork.py'), so one is the other or a tail of it."""
+    a, b = a.replace("\\", "/"), b.replace("\\", "/")
+    return a == b or a.endswith("/" + b.lstrip("/")) or b.endswith("/" + a.lstrip("/"))
+
+
 def location(frame: str) -> tuple[str, int] | None:
     """'name (file:line)' -> (file, line); None for a frame without a line (a library, an address, the loop)."""
     _, sep, loc = frame.rpartition(" (")

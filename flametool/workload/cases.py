@@ -62,9 +62,25 @@ class CaseSpec:
         """The case as --libs or --case names it (cupy), without its environment (cupy@main)."""
         return self.label.removesuffix(f"@{self.env}") if self.env else self.label
 
+    @property
+    def own_file(self) -> str | None:
+        """The file whose functions are the case's own (own_file)."""
+        return own_file(self.file, self.module, self.xp is not None)
+
     def to_json(self) -> dict:
         data = {"label": self.label, "factory": self.factory, "module": self.module, "file": self.file}
         return data | ({"env": self.env} if self.env is not None else {}) | ({"xp": self.xp} if self.xp else {})
+
+
+def own_file(file: str | None, module: str | None, workload: bool) -> str | None:
+    """The file whose functions are a case's own, as a path the frames' names are (a tail of): a user's case or
+    workload, its file; a workload named by its module (the built-ins: flametool.workload.builtin_workloads), that
+    module as a path; None for a built-in case (its step, flametool's, is the stacks' root frame). A case's own
+    short functions are kept whole in the record of lines (measure/profiling.py), and a workload's fn, which
+    flametool's step calls, is its step (analyse/lines.py)."""
+    if file:
+        return file
+    return module.replace(".", "/") + ".py" if workload and module else None
 
 
 def cuda_index(device: str) -> int | None:

@@ -339,3 +339,43 @@ def test_a_workload_sweep_runs_a_ladder_written_with_dots(cli, tmp_path, capsys)
                                  progress_first=True)
     assert "'...' needs growing sizes on one line" in line and "e.g. 8x256x256,16x256x256" in line, line
     assert not bad.exists()
+
+
+DATACLASS_FILE = '''from __future__ import annotations
+from dataclasses import dataclass
+import numpy as np
+
+
+@dataclass
+class Config:
+    scale: float = 2.0
+
+
+def scaled(xp, shape=(4,)):
+    def fn(x):
+        return x * Config().scale
+    return fn, [np.ones(shape, dtype=np.float32)]
+
+
+def mine(shape, dtype, device):
+    a = np.ones(4) * Config().scale
+    return (lambda: np.add(a, 1)), (lambda: None)
+'''
+
+
+def test_a_user_s_file_with_a_dataclass_under_postponed_annotations_imports(tmp_path):
+    """A --case or --workload file with `from __future__ import annotations` and a @dataclass failed to import
+    ("AttributeError: 'NoneType' object has no attribute '__dict__'": dataclasses looks the class's module up in
+    sys.modules, where the file was not) in the parent's workload check, the child's case loader and --env's
+    import check alike."""
+    from flametool.measure import importcheck
+
+    file = tmp_path / "steps_dc.py"
+    file.write_text(DATACLASS_FILE)
+    # first: the child's loader would leave a module of the same name in sys.modules, where dataclasses would find it
+    checked = importcheck.probe([{"label": "mine", "factory": "mine", "file": str(file)}])
+    assert checked["error"] is None, checked["error"]
+    fn, inputs = workloads.load("scaled", None, str(file))(np)
+    assert float(fn(*inputs)[0]) == 2.0
+    step, _ = building.load_factory(CaseSpec("mine", "mine", file=str(file)))([4], "float32", "cpu")
+    assert float(step()[0]) == 3.0

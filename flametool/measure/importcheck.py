@@ -180,6 +180,9 @@ def probe(cases: list[dict]) -> dict:
                 assert spec is not None and spec.loader is not None  # a .py file (cases.parse_case): a source loader
                 module = importlib.util.module_from_spec(spec)
                 sys.path.insert(0, str(Path(case["file"]).parent))
+                # in sys.modules while it runs, as workload/cases.import_file does (this file imports no flametool):
+                # a @dataclass under `from __future__ import annotations` looks its module up there
+                sys.modules[spec.name] = module
                 spec.loader.exec_module(module)
                 if not callable(getattr(module, case["factory"], None)):
                     raise TypeError(f"{case['factory']} is not callable")

@@ -26,8 +26,12 @@ loads as it always did.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
+import os
+import sys
 import tokenize
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -81,6 +85,25 @@ def own_file(file: str | None, module: str | None, workload: bool) -> str | None
     if file:
         return file
     return module.replace(".", "/") + ".py" if workload and module else None
+
+
+def import_file(name: str, file: str) -> types.ModuleType:
+    """A user's .py file (a --case's or a --workload's) imported as module `name`, its folder first on sys.path
+    (its own imports of files beside it), while it runs and after (a factory may import them when called). The
+    module is in sys.modules while its code runs, as an imported module is: a @dataclass under `from __future__
+    import annotations` looks its module up there, and failed with "'NoneType' object has no attribute
+    '__dict__'" without it. (measure/importcheck.py, standard library only, does the same for --env.)"""
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec is not None and spec.loader is not None  # a .py file (user_case checked): a source loader
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.dirname(file))
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
 
 
 def cuda_index(device: str) -> int | None:

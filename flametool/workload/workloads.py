@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from ..errors import FlametoolError
 from . import builtin_workloads, libraries
-from .cases import CaseSpec, Step, Sync, user_case
+from .cases import CaseSpec, Step, Sync, import_file, user_case
 
 BUILTIN_MODULE = "flametool.workload.builtin_workloads"
 # what a workload's case runs it on (the case's label), and the library it imports
@@ -110,12 +110,8 @@ def load(func: str, module: str | None, file: str | None) -> Func:
         found = getattr(importlib.import_module(module), func, None)
     else:
         assert file is not None
-        spec = importlib.util.spec_from_file_location(f"flametool_workload_{func}", file)
-        assert spec is not None and spec.loader is not None  # a .py file (user_case checked)
-        loaded = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, os.path.dirname(file))
         try:
-            spec.loader.exec_module(loaded)
+            loaded = import_file(f"flametool_workload_{func}", file)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 -- the file's own fault (sys.exit too), in one line
             raise FlametoolError(f"--workload {file}:{func}: importing {file} raised {_one_line(exc)}") from None
         finally:

@@ -31,12 +31,8 @@ def load_factory(case: CaseSpec) -> Callable[..., tuple[Step, Sync]]:
     if case.module:
         module = importlib.import_module(case.module)
     else:
-        spec = importlib.util.spec_from_file_location(f"flametool_case_{case.factory}", case.file)
-        # a case without a module has a .py file (cases.parse_case), which a source loader loads
-        assert spec is not None and spec.loader is not None and case.file is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, os.path.dirname(case.file))
-        spec.loader.exec_module(module)
+        assert case.file is not None  # a case without a module has a .py file (cases.parse_case)
+        module = cases.import_file(f"flametool_case_{case.factory}", case.file)
     factory = getattr(module, case.factory, None)
     if not callable(factory):
         raise TypeError(f"{case.factory} is not callable")

@@ -151,8 +151,7 @@ def held_at_words(console: Console, table: Table) -> None:
     names was cut below its longest name while a column headed 'all threads / call' kept 15 columns for figures
     of 8, and widening the console until the names fitted drew an atlas table 109 wide at 80 columns where 80
     sufficed. Held, the width comes from the columns that can fold (a header of several words) instead."""
-    unbounded = console.options.update_width(1 << 20)
-    need = [table._measure_column(console, unbounded, column).minimum for column in table.columns]
+    need = needs(console, table)
     while not fits(console, table):
         widths = table._calculate_column_widths(console, console.options.update_width(console.width - table._extra_width))
         squeezed = [i for i, (column, w, n) in enumerate(zip(table.columns, widths, need)) if w < n and column.width is None]
@@ -167,14 +166,23 @@ def fits(console: Console, table: Table) -> bool:
     console's width: else it would cut words and figures ('timed togeth…', '3.… us'). Read off the widths rich
     itself would draw (the table's own measure and its drawn widths differ by a column or two)."""
     spelled(console, table)
-    unbounded = console.options.update_width(1 << 20)
     kept, table.min_width = table.min_width, None  # the width kept for a title (titled) may be wrapped
     try:
         widths = table._calculate_column_widths(console, console.options.update_width(console.width - table._extra_width))
-        need = [table._measure_column(console, unbounded, column).minimum for column in table.columns]
+        need = needs(console, table)
     finally:
         table.min_width = kept
     return all(w >= n for w, n in zip(widths, need))
+
+
+def needs(console: Console, table: Table) -> list[int]:
+    """The width each column of `table` needs to draw every word whole (its padding included): its longest word,
+    or for a column that is not wrapped (no_wrap: a line's code, a frame's name) its longest line. rich measures a
+    cell by its longest word either way, so a column of code was given the width of '(the lines'…' and rich cut
+    it to '(the l…' (a '…' of its own, in ASCII output too)."""
+    unbounded = console.options.update_width(1 << 20)
+    got = [table._measure_column(console, unbounded, column) for column in table.columns]
+    return [m.maximum if column.no_wrap else m.minimum for column, m in zip(table.columns, got)]
 
 
 def fit_names(console: Console, table: Table, index: int, shortest: int = 20) -> None:

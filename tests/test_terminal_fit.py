@@ -1,0 +1,68 @@
+"""The terminal's tables at 80 columns and in ASCII: no word or figure cut by rich, no table wider than the
+console where it can be made to fit, nothing but ASCII on an output that takes ASCII only. On the committed runs and
+small hand-built tables and runs, no measuring."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from flametool import render
+from flametool.analyse import dispatch
+from flametool.render import terminal
+from flametool.render.base import Options
+
+ROOT = Path(__file__).resolve().parent.parent
+LONG = ["numpy_matmul_with_a_freshly_allocated_output_every_single_call",
+        "einsum_numpy_contraction_of_two_operands_spelled_as_a_string_ij_jk_ik"]
+
+
+def drawn(table: Table, width: int, ascii: bool = False) -> str:
+    buffer = terminal.AsciiBuffer() if ascii else io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, soft_wrap=False)
+    if ascii:
+        console.push_render_hook(terminal.AsciiSymbols(console))
+    terminal.show(console, table)
+    return buffer.getvalue()
+
+
+def long_named_run(tmp_path: Path) -> Path:
+    """Four cases sampled at one line of one step (s.py:1), two of them with long names."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from runbuild import make_run
+
+    stack = "step (s.py:1);ufunc_generic_fastcall (_multiarray_umath.so);{leaf} (libopenblas.so) 60\nstep (s.py:1) 7\n"
+    labels = ["numpy", "np_dot", *LONG]
+    return make_run(tmp_path / "run", {l: (stack.format(leaf=f"kernel_{i}"), 5.0 + i, 3) for i, l in enumerate(labels)})
+
+
+def test_a_column_that_is_not_wrapped_is_as_wide_as_its_longest_line():
+    """rich measures a cell by its longest word, a column that is not wrapped too: the aligned lines' code column was
+    given the width of 'step(a,' and rich cut its lines to 'def step…' with a '…' of its own (in ASCII output too)."""
+    def table() -> Table:  # a new one each time: show() holds a drawn table's columns at their widths
+        made = Table()
+        made.add_column("line", justify="right")
+        made.add_column("code", no_wrap=True)
+        for name in ("numpy", "torch", "cupy", "jax", "jax-eager", "dpnp"):
+            made.add_column(f"{name}\ntotal", justify="right", no_wrap=True)
+        made.add_row("10", "def step(a, b):", *["10.00 ± 0.25"] * 6)
+        return made
+
+    for ascii in (False, True):
+        text = drawn(table(), 80, ascii)
+        assert "def step(a, b):" in text and "…" not in text, text
+        assert all(ord(c) < 128 for c in text) or not ascii, text
+
+
+def test_the_aligned_lines_of_long_named_cases_keep_their_code_whole_in_ascii(tmp_path):
+    a = dispatch.analyse_dir(long_named_run(tmp_path))
+    assert a.aligned is not None
+    for width in (60, 80, 160):
+        text = render.show("terminal", a, Options(width=width, ascii=True))
+        assert [c for c in text if ord(c) > 127] == [], width
+        table = text[text.index("lines aligned"):]
+        assert "(the lines'..." in table, table  # format's own cut, spelled in ASCII, and not cut again by rich

@@ -66,3 +66,25 @@ def test_the_aligned_lines_of_long_named_cases_keep_their_code_whole_in_ascii(tm
         assert [c for c in text if ord(c) > 127] == [], width
         table = text[text.index("lines aligned"):]
         assert "(the lines'..." in table, table  # format's own cut, spelled in ASCII, and not cut again by rich
+
+
+def frame_table(text: str, pair: str) -> list[str]:
+    table = text[text.index(f"frames that differ most ({pair})"):]
+    return table[:table.index("self: time in the frame's own code")].splitlines()
+
+
+def test_frame_names_are_cut_only_where_folding_the_headers_leaves_them_too_wide():
+    """The frame table's headers were on one line from 100 columns up whatever the frames ('cupy self'): at 100
+    columns the H200 run's frames were cut to 33 characters ('cupy._core._gufu…_GUFunc.__call__') where with 'self'
+    under each case's name 47 fit. Now the headers fold where that lets the frames be longer; at 80 as they were."""
+    a = dispatch.analyse_dir(ROOT / "samples" / "h200-hostbound-1024")
+    whole = frame_table(render.show("terminal", a, Options(width=160)), "torch - cupy")
+    names = [line.split("│")[1].strip() for line in whole[4:-1] if line.split("│")[1].strip()]
+    assert len(names) == 10 and max(map(len, names)) > 47, names
+    rows = frame_table(render.show("terminal", a, Options(width=100)), "torch - cupy")
+    assert max(map(len, rows)) <= 100, rows
+    shown = [line.split("  ")[0] for line in rows[3:] if line[:1].strip()]
+    assert [s for s in shown if "…" in s] == ["cupy._core._routines_li…__Pyx__Import_GetModule"], shown
+    assert all(name in shown for name in names if len(name) <= 47), shown
+    narrow = frame_table(render.show("terminal", a, Options(width=80)), "torch - cupy")
+    assert max(map(len, narrow)) <= 80 and "cupy._core._r…ort_GetModule" in "\n".join(narrow)  # cut where it must be

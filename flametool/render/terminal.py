@@ -30,14 +30,14 @@ def label(name: str) -> Text:
     return Text(fmt.folded(fmt.visible(name), fmt.LABEL_WIDTH))
 
 
-def header(name: str, what: str = "", console: Console | None = None) -> Text:
+def header(name: str, what: str = "", under: bool = False) -> Text:
     """A column's header naming a case: a long name (over format.HEADER_WIDTH) folded over lines, whole; with
-    `what`, `name what` ('numpy self'), `what` under the name where the name is folded or the terminal narrow
-    (`console` under 100 columns), so that the column is no wider than its figures need."""
+    `what`, `name what` ('numpy self'), `what` under the name where the name is folded or `under` says so (a table
+    that is too wide: the column is then no wider than its figures need)."""
     name = fmt.visible(name)
     if not what:
         return Text(fmt.folded(name, fmt.HEADER_WIDTH))
-    if len(name) > fmt.HEADER_WIDTH or (console is not None and console.width < 100):
+    if len(name) > fmt.HEADER_WIDTH or under:
         return Text(f"{fmt.folded(name, fmt.HEADER_WIDTH)}\n{what}")
     return Text(f"{name} {what}")
 
@@ -185,25 +185,29 @@ def needs(console: Console, table: Table) -> list[int]:
     return [m.maximum if column.no_wrap else m.minimum for column, m in zip(table.columns, got)]
 
 
+def narrowest(console: Console, table: Table) -> int:
+    """The width show() can draw `table` at with no word cut: without its box, each column as wide as it needs
+    (needs), the width taken from the columns that can fold (held_at_words). The table is drawn as it was."""
+    drawn = (table.box, table.show_edge, table.padding, table.min_width)
+    boxless(table)
+    try:
+        spelled(console, table)
+        return sum(needs(console, table)) + table._extra_width
+    finally:
+        table.box, table.show_edge, table.padding, table.min_width = drawn
+
+
 def fit_names(console: Console, table: Table, index: int, shortest: int = 20) -> None:
     """Column `index` of names (frames, kernels) on one line each: where the table is wider than the console, each
-    name is cut in its middle (format.middle) to the widest that lets the table fit, never below `shortest`
-    characters; a name is never broken over lines."""
+    name is cut in its middle (format.middle) to the widest that lets the table fit as show() draws it
+    (narrowest), never below `shortest` characters; a name is never broken over lines."""
     column = table.columns[index]
     column.overflow, column.no_wrap = "ellipsis", True
     names = [c.plain if isinstance(c, Text) else str(c) for c in column._cells]
 
-    drawn = (table.box, table.show_edge, table.padding, table.min_width)
-
-    def fits_at(limit: int) -> bool:  # boxed, or else without the box (as show() would draw it)
+    def fits_at(limit: int) -> bool:  # as show() draws it: the other columns held at their words, folded
         column._cells = [Text(fmt.middle(n, limit)) for n in names]
-        table.box, table.show_edge, table.padding, table.min_width = drawn
-        if fits(console, table):
-            return True
-        boxless(table)
-        ok = fits(console, table)
-        table.box, table.show_edge, table.padding, table.min_width = drawn
-        return ok
+        return narrowest(console, table) <= console.width
 
     longest = max(map(len, names), default=0)
     if longest <= shortest or fits_at(longest):

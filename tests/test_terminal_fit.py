@@ -88,3 +88,23 @@ def test_frame_names_are_cut_only_where_folding_the_headers_leaves_them_too_wide
     assert all(name in shown for name in names if len(name) <= 47), shown
     narrow = frame_table(render.show("terminal", a, Options(width=80)), "torch - cupy")
     assert max(map(len, narrow)) <= 80 and "cupy._core._r…ort_GetModule" in "\n".join(narrow)  # cut where it must be
+
+
+def test_a_sweeps_layer_table_too_wide_for_80_columns_is_drawn_in_parts_with_every_figure():
+    """The table of layers at each sampled size had a column per layer: eleven layers drew it 123 columns wide at 80
+    (every line wrapped). Now in parts that fit, each headed by the size and case, every figure in one of them."""
+    a = dispatch.analyse_dir(ROOT / "samples" / "h200-sweep-fp16")
+    title = "host time per call by layer at each sampled (host-bound) size"
+    wide = render.show("terminal", a, Options(width=160))
+    table = wide[wide.index(title):].splitlines()
+    cells = [line.replace("│", " ").split() for line in table[1:]]
+    rows = [c for c in cells if c and c[0].isdigit()][:10]
+    assert len(rows) == 10 and len(rows[0]) == 13, rows  # size, case, total and ten layers
+    text = render.show("terminal", a, Options(width=80))
+    assert max(map(len, text.splitlines())) <= 80, text
+    parts = text[text.index(title):].split(title)[1:]
+    assert len(parts) == 2 and "(1 of 2)" in parts[0] and "(2 of 2)" in parts[1], parts
+    for size, case, *figures in rows:  # each row's figures, in order, over the parts
+        got = [f for part in parts for line in part.replace("│", " ").splitlines()
+               if line.split()[:2] == [size, case] for f in line.split()[2:]]
+        assert got == figures, (size, case, got, figures)

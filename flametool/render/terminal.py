@@ -98,25 +98,32 @@ class Column:
     justify: JustifyMethod = "right"  # figures; a word's column (a sweep's "bound") is "left"
 
 
-def show_parts(console: Console, title: str, first: Column, groups: list[list[Column]], ends: set[int] = set(),
-               keep: int = 1) -> None:
-    """A table of a column of row names (`first`) and the columns of `groups`, drawn whole (show) where it fits the
-    console with no cell wrapped, else in parts: as many columns of a group after another as fit, each part headed
+def show_parts(console: Console, title: str, first: Column | list[Column], groups: list[list[Column]],
+               ends: set[int] = set(), keep: int = 1, fold_headers: bool = False) -> None:
+    """A table of a column of row names (`first`, or several: a sweep's size and case) and the columns of `groups`,
+    drawn whole (show) where it fits the console with no cell wrapped (`fold_headers`: no word cut, for columns
+    whose figures are one word each, their headers folded over lines: 'PyTorch' over 'dispatcher'), else in
+    parts: as many columns of a group after another as fit, each part headed
     by the row names again and its title saying which part it is of how many (a layer table of a dozen cases and
     their pairs was 700 columns wide, each of its lines wrapped over nine of an 80-column terminal); a group (the
     cases, the pairs) begins a part of its own. A column too wide for the console alone is a part of its own,
     drawn as show() draws it. `ends`: the rows a section ends after (a line under them); `keep`: the columns go
     into parts `keep` at a time, never apart (a sweep's host and wall of one case)."""
+    names = first if isinstance(first, list) else [first]
+
     def table_of(part: list[Column], shown: str) -> Table:
         table = titled(shown)
-        table.add_column(first.header)
+        for name in names:  # row names to the left, whatever their Column says
+            table.add_column(name.header)
         for column in part:
             table.add_column(column.header, justify=column.justify)
-        for i, name in enumerate(first.cells):
-            table.add_row(name, *(c.cells[i] for c in part), end_section=i in ends)
+        for i in range(len(names[0].cells)):
+            table.add_row(*(c.cells[i] for c in (*names, *part)), end_section=i in ends)
         return table
 
     def fits_drawn(table: Table) -> bool:  # no cell wrapped, boxed or else without the box (as show() would draw it)
+        if fold_headers:
+            return narrowest(console, table) <= console.width
         if unwrapped(console, table):
             return True
         boxless(table)

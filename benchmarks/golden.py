@@ -1,6 +1,6 @@
 """Every output flametool makes of the committed run directories (samples/ and tests/data/), written to one
-folder, a file per view: the terminal's tables (at 80 and 160 columns), report.html, summary in each format,
-the exports, and diffs. A refactor that must keep outputs byte for byte runs this before and after and
+folder, a file per view: the terminal's tables (at 80 and 160 columns, and at 80 in ASCII), report.html, summary
+in each format, the exports, and diffs (the text one at 160 and 80 columns). A refactor that must keep outputs byte for byte runs this before and after and
 compares the folders: `python3 benchmarks/golden.py OUT_DIR` then `diff -r BEFORE AFTER`.
 
 Run it from the repository root; it prints how many files it wrote. Each view runs through the command line
@@ -32,19 +32,15 @@ def cli(argv: list[str]) -> str:
     return f"exit {code}\n--- stdout\n{STAMP.sub('report generated (time) by', out.getvalue())}\n--- stderr\n{err.getvalue()}"
 
 
-def terminal(run: str, width: int) -> str:
-    """The terminal's view of a stored run, as compare/sweep/atlas print it at the end."""
-    from rich.console import Console
-
+def terminal(run: str, width: int, ascii: bool = False) -> str:
+    """The terminal's view of a stored run, as compare/sweep/atlas print it at the end on a terminal `width` columns
+    wide (laid out at that width: it was laid out at 160 and its lines wrapped at 80), `ascii`: on an output that
+    takes ASCII only (PYTHONIOENCODING=ascii)."""
     from flametool import render
     from flametool.analyse import dispatch
+    from flametool.render.base import Options
 
-    buf = io.StringIO()
-    made = dispatch.analyse_dir(run)
-    text = render.show("terminal", made)
-    console = Console(file=buf, width=width, force_terminal=False, color_system=None)
-    console.print(text) if isinstance(text, str) else console.print(text)
-    return buf.getvalue()
+    return render.show("terminal", dispatch.analyse_dir(run), Options(width=width, ascii=ascii))
 
 
 def main(out_dir: str) -> int:
@@ -61,11 +57,12 @@ def main(out_dir: str) -> int:
 
     for run in RUNS:
         tag = run.replace("/", "_")
-        for width in (80, 160):
+        for width, ascii in ((80, False), (160, False), (80, True)):
+            name = f"{tag}.terminal{width}{'.ascii' if ascii else ''}.txt"
             try:
-                put(f"{tag}.terminal{width}.txt", terminal(run, width))
+                put(name, terminal(run, width, ascii))
             except Exception as exc:  # noqa: BLE001 - the failure is an output too
-                put(f"{tag}.terminal{width}.txt", f"raised {type(exc).__name__}: {exc}")
+                put(name, f"raised {type(exc).__name__}: {exc}")
         put(f"{tag}.report.html", cli(["report", run, "-o", "-"]))
         for fmt in ("text", "markdown", "json"):
             put(f"{tag}.summary.{fmt}", cli(["summary", run, "--format", fmt]))
@@ -77,6 +74,9 @@ def main(out_dir: str) -> int:
     for a, b, case in pairs:
         for fmt in ("text", "markdown", "json"):
             put(f"diff_{Path(a).name}_{Path(b).name}_{case}.{fmt}", cli(["diff", a, b, "--case", case, "--format", fmt]))
+        os.environ["COLUMNS"] = "80"
+        put(f"diff_{Path(a).name}_{Path(b).name}_{case}.text80", cli(["diff", a, b, "--case", case]))
+        os.environ["COLUMNS"] = "160"
     for run, base, head in [("samples/h200-hostbound-1024", "cupy", "torch"), ("tests/data/h200-sum-counts", "cupy", "torch")]:
         for fmt in ("text", "json"):
             put(f"diff_{Path(run).name}_{base}_{head}.{fmt}", cli(["diff", run, "--base", base, "--head", head, "--format", fmt]))

@@ -17,7 +17,7 @@ from ..run.profiled import ProfileProcess
 from ..run.record import Run
 from .base import Renderer
 from .diff_tables import layer_key, print_count_diff, print_frame_deltas
-from .terminal import Column, boxless, console_text, fits, header, say, show, show_parts, text, titled, unwrapped
+from .terminal import Column, boxless, console_text, fits, header, narrowest, say, show, show_parts, text, titled, unwrapped
 from .terminal import label as terminal_label
 
 
@@ -118,11 +118,40 @@ def timing_key(gpu: bool, paired: bool = True) -> str:
                "for the GPU" if gpu else "host, the loop's time is the host's own work"))
 
 
+COUNTED_KEY = "counted: that loop while its calls, kernels and allocations were counted (tracing slows it); "
 PROFILED_KEY = ("timed together: the figure above at this shape; alone: the same loop in the profiling process with "
                 "no profiler; under cProfile and under py-spy: that loop while profiled, and in parentheses how many "
                 "times the alone figure (py-spy's samples are spread by time, so a slower loop keeps the layers' "
-                "shares fair); counted: that loop while its calls, kernels and allocations were counted (tracing "
-                "slows it); py-spy samples: the stacks taken inside the loop (why together and alone differ: docs/glossary.md)")
+                "shares fair); " + COUNTED_KEY + "py-spy samples: the stacks taken inside the loop (why together and "
+                "alone differ: docs/glossary.md)")
+
+
+def profiled_table(a: Analysis, together: bool, narrow: bool) -> Table:
+    """The profiled loops, a row per case; `narrow`, for a console too narrow for it: the sampled shape without the
+    op (the timing table above names it; a workload's op, 'workload_cases.py:scaled_exp_sum', is one word of 32
+    characters) and no counted column where no case was counted (a column of '-'), so that it fits 80 columns (it
+    was 82 wide, and 94 for a workload)."""
+    run, op = a.run, a.run.config.operation
+    rows = [(label, r) for label, r in run.results.items() if not r.error and r.profile is not None]
+    counted = not narrow or any(counted_time(r.profile) != "-" for _, r in rows if r.profile is not None)
+    profiling = titled("profiled loops: each case alone in a process of its own, at the sampled shape, us per call")
+    for col, right in (("case", False), ("sampled at", False), ("timed together" if together else "timed", True),
+                       ("alone", True), ("under cProfile", True), ("counted", True), ("under py-spy", True), ("py-spy samples", True)):
+        if col != "counted" or counted:
+            profiling.add_column(col, justify="right" if right else "left")
+    for label, r in rows:
+        prof, s = r.profile, r.sampling
+        assert prof is not None  # rows has only the profiled cases
+        at = a.sample_timings.get(label)
+        profiling.add_row(
+            terminal_label(label), text(fmt.shape(r.sample_shape) if narrow else fmt.op_shape(op, r.sample_shape)),
+            fmt.us(at.cpu_us if at else None), fmt.us(prof.own_us_per_call),
+            f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
+            *([counted_time(prof)] if counted else []),
+            f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
+            f"{s.analysed_samples} at {s.rate_hz} Hz" if s else "-",
+        )
+    return profiling
 
 
 def print_summary(a: Analysis, console: Console) -> None:
@@ -171,25 +200,12 @@ def print_summary(a: Analysis, console: Console) -> None:
     show(console, timing)
     say(console, timing_key(gpu, paired=together))
 
-    profiling = titled("profiled loops: each case alone in a process of its own, at the sampled shape, us per call")
-    for col, right in (("case", False), ("sampled at", False), ("timed together" if together else "timed", True),
-                       ("alone", True), ("under cProfile", True), ("counted", True), ("under py-spy", True), ("py-spy samples", True)):
-        profiling.add_column(col, justify="right" if right else "left")
-    for label, r in run.results.items():
-        if r.error or r.profile is None:
-            continue
-        prof, s = r.profile, r.sampling
-        at = a.sample_timings.get(label)
-        profiling.add_row(
-            terminal_label(label), text(fmt.op_shape(op, r.sample_shape)), fmt.us(at.cpu_us if at else None),
-            fmt.us(prof.own_us_per_call),
-            f"{fmt.us(prof.cprofile_us_per_call)} ({prof.cprofile_inflation:.2f}x)" if prof.cprofile_inflation else "-",
-            counted_time(prof),
-            f"{fmt.us(s.sampled_us_per_call)} ({prof.slowdown:.2f}x)" if s and prof.slowdown else "-",
-            f"{s.analysed_samples} at {s.rate_hz} Hz" if s else "-",
-        )
+    profiling = profiled_table(a, together, narrow=False)
+    if narrowest(console, profiling) > console.width:
+        profiling = profiled_table(a, together, narrow=True)
     show(console, profiling)
-    say(console, PROFILED_KEY if together else "timed" + PROFILED_KEY.removeprefix("timed together"))
+    key = PROFILED_KEY if "counted" in [str(c.header) for c in profiling.columns] else PROFILED_KEY.replace(COUNTED_KEY, "")
+    say(console, key if together else "timed" + key.removeprefix("timed together"))
     print_counts(run, console)
     counted_lines.print_tables(a, console)
     print_other_threads(a, console)

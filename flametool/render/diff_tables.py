@@ -4,6 +4,7 @@ pair's frames and lines in `compare`'s output: layers, the frames and source lin
 from __future__ import annotations
 
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from . import format as fmt, lines_view
@@ -11,7 +12,7 @@ from ..analyse import countdiff
 from ..analyse.diff import DiffResult
 from ..analyse.treediff import PairDiff
 from .base import Renderer
-from .terminal import console_text, fit_names, header, say, show, text, titled
+from .terminal import console_text, fit_names, header, narrowest, say, show, text, titled
 
 
 # One line under each table says what its columns are, in words a first reader knows.
@@ -31,22 +32,31 @@ FRAME_KEY = ("self: time in the frame's own code; total: with the frames it call
 
 def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> None:
     head, base = fmt.visible(case_diff.head), fmt.visible(case_diff.base)
-    table = titled(f"frames that differ most ({head} - {base}), us per call")
-    table.add_column("frame")
-    table.add_column("layer")
-    for col in (header(base, "self", console), header(head, "self", console), header("diff", "self", console),
-                header("diff", "total", console)):
-        table.add_column(col, justify="right", no_wrap=True)
     changed = [r for r in case_diff.frames if r.delta_us_per_call or r.delta_total_us_per_call]
     if not changed:
         say(console, ("no frame differs"))
         return
-    for r in changed[:top]:
-        table.add_row(text((r.display)), r.layer_label or r.layer, fmt.num(r.base_self_us_per_call),
-                      fmt.num(r.head_self_us_per_call),
-                      fmt.pm(fmt.shown_delta(r.base_self_us_per_call, r.head_self_us_per_call), r.delta_se_us,
-                             sign=True),
-                      fmt.signed(fmt.shown_delta(r.base_total_us_per_call, r.head_total_us_per_call)))
+
+    def drawn(under: bool) -> Table:  # `under`: 'self' under each case's name, the figures' columns narrower
+        table = titled(f"frames that differ most ({head} - {base}), us per call")
+        table.add_column("frame", no_wrap=True)
+        table.add_column("layer")
+        for col in (header(base, "self", under), header(head, "self", under), header("diff", "self", under),
+                    header("diff", "total", under)):
+            table.add_column(col, justify="right", no_wrap=True)
+        for r in changed[:top]:
+            table.add_row(text((r.display)), r.layer_label or r.layer, fmt.num(r.base_self_us_per_call),
+                          fmt.num(r.head_self_us_per_call),
+                          fmt.pm(fmt.shown_delta(r.base_self_us_per_call, r.head_self_us_per_call), r.delta_se_us,
+                                 sign=True),
+                          fmt.signed(fmt.shown_delta(r.base_total_us_per_call, r.head_total_us_per_call)))
+        return table
+
+    # the headers on one line where the frames fit whole beside them, else folded so that the frames are cut less
+    # (the headers were folded under 100 columns whatever the frames: at 100 five frames were cut that fitted)
+    table = drawn(False)
+    if narrowest(console, table) > console.width:
+        table = drawn(True)
     fit_names(console, table, 0)
     show(console, table)
     say(console, FRAME_KEY.format(head=head, base=base) + (fmt.ROLE_KEY if any(r.role for r in changed) else ""))

@@ -65,15 +65,15 @@ def print_sweep(a: SweepAnalysis, console: Console) -> None:
             say(console, line)
     if a.layers:
         layers = order({k for by_case in a.layers.values() for x in by_case.values() for k in x.layers})
-        t = titled("host time per call by layer at each sampled (host-bound) size, us: each layer's share of the "
-                   "samples times the case's paired time there")
-        for col in ("size", "case", "total", *layers):
-            t.add_column(text(col), justify="left" if col in ("size", "case") else "right")
-        for size, by_case in a.layers.items():
-            for label, x in by_case.items():
-                t.add_row(size, text(label), fmt.num(x.us_per_call),
-                          *[fmt.num(x.layers[k].us_per_call) if k in x.layers else "-" for k in layers])
-        show(console, t)
+        # in parts where the layers do not fit beside one another (eleven layers drew it 123 wide at 80 columns),
+        # each part headed by the size and case again
+        rows = [(size, label, x) for size, by_case in a.layers.items() for label, x in by_case.items()]
+        names = [Column(text("size"), [size for size, _, _ in rows]), Column(text("case"), [text(l) for _, l, _ in rows])]
+        figures = [Column(text("total"), [fmt.num(x.us_per_call) for _, _, x in rows])]
+        figures += [Column(text(k), [fmt.num(x.layers[k].us_per_call) if k in x.layers else "-" for _, _, x in rows])
+                    for k in layers]
+        show_parts(console, "host time per call by layer at each sampled (host-bound) size, us: each layer's share of "
+                   "the samples times the case's paired time there", names, [figures], fold_headers=True)
     for size, label, reason in a.unanalysed:
         say(console, f"{fmt.visible(label)} at {size}: no stack analysis: {fmt.visible(reason)}")
     if a.counts:  # --sample counts each case where it samples it

@@ -30,14 +30,14 @@ def label(name: str) -> Text:
     return Text(fmt.folded(fmt.visible(name), fmt.LABEL_WIDTH))
 
 
-def header(name: str, what: str = "", console: Console | None = None) -> Text:
+def header(name: str, what: str = "", under: bool = False) -> Text:
     """A column's header naming a case: a long name (over format.HEADER_WIDTH) folded over lines, whole; with
-    `what`, `name what` ('numpy self'), `what` under the name where the name is folded or the terminal narrow
-    (`console` under 100 columns), so that the column is no wider than its figures need."""
+    `what`, `name what` ('numpy self'), `what` under the name where the name is folded or `under` says so (a table
+    that is too wide: the column is then no wider than its figures need)."""
     name = fmt.visible(name)
     if not what:
         return Text(fmt.folded(name, fmt.HEADER_WIDTH))
-    if len(name) > fmt.HEADER_WIDTH or (console is not None and console.width < 100):
+    if len(name) > fmt.HEADER_WIDTH or under:
         return Text(f"{fmt.folded(name, fmt.HEADER_WIDTH)}\n{what}")
     return Text(f"{name} {what}")
 
@@ -98,25 +98,32 @@ class Column:
     justify: JustifyMethod = "right"  # figures; a word's column (a sweep's "bound") is "left"
 
 
-def show_parts(console: Console, title: str, first: Column, groups: list[list[Column]], ends: set[int] = set(),
-               keep: int = 1) -> None:
-    """A table of a column of row names (`first`) and the columns of `groups`, drawn whole (show) where it fits the
-    console with no cell wrapped, else in parts: as many columns of a group after another as fit, each part headed
+def show_parts(console: Console, title: str, first: Column | list[Column], groups: list[list[Column]],
+               ends: set[int] = set(), keep: int = 1, fold_headers: bool = False) -> None:
+    """A table of a column of row names (`first`, or several: a sweep's size and case) and the columns of `groups`,
+    drawn whole (show) where it fits the console with no cell wrapped (`fold_headers`: no word cut, for columns
+    whose figures are one word each, their headers folded over lines: 'PyTorch' over 'dispatcher'), else in
+    parts: as many columns of a group after another as fit, each part headed
     by the row names again and its title saying which part it is of how many (a layer table of a dozen cases and
     their pairs was 700 columns wide, each of its lines wrapped over nine of an 80-column terminal); a group (the
     cases, the pairs) begins a part of its own. A column too wide for the console alone is a part of its own,
     drawn as show() draws it. `ends`: the rows a section ends after (a line under them); `keep`: the columns go
     into parts `keep` at a time, never apart (a sweep's host and wall of one case)."""
+    names = first if isinstance(first, list) else [first]
+
     def table_of(part: list[Column], shown: str) -> Table:
         table = titled(shown)
-        table.add_column(first.header)
+        for name in names:  # row names to the left, whatever their Column says
+            table.add_column(name.header)
         for column in part:
             table.add_column(column.header, justify=column.justify)
-        for i, name in enumerate(first.cells):
-            table.add_row(name, *(c.cells[i] for c in part), end_section=i in ends)
+        for i in range(len(names[0].cells)):
+            table.add_row(*(c.cells[i] for c in (*names, *part)), end_section=i in ends)
         return table
 
     def fits_drawn(table: Table) -> bool:  # no cell wrapped, boxed or else without the box (as show() would draw it)
+        if fold_headers:
+            return narrowest(console, table) <= console.width
         if unwrapped(console, table):
             return True
         boxless(table)
@@ -151,8 +158,7 @@ def held_at_words(console: Console, table: Table) -> None:
     names was cut below its longest name while a column headed 'all threads / call' kept 15 columns for figures
     of 8, and widening the console until the names fitted drew an atlas table 109 wide at 80 columns where 80
     sufficed. Held, the width comes from the columns that can fold (a header of several words) instead."""
-    unbounded = console.options.update_width(1 << 20)
-    need = [table._measure_column(console, unbounded, column).minimum for column in table.columns]
+    need = needs(console, table)
     while not fits(console, table):
         widths = table._calculate_column_widths(console, console.options.update_width(console.width - table._extra_width))
         squeezed = [i for i, (column, w, n) in enumerate(zip(table.columns, widths, need)) if w < n and column.width is None]
@@ -167,35 +173,48 @@ def fits(console: Console, table: Table) -> bool:
     console's width: else it would cut words and figures ('timed togeth…', '3.… us'). Read off the widths rich
     itself would draw (the table's own measure and its drawn widths differ by a column or two)."""
     spelled(console, table)
-    unbounded = console.options.update_width(1 << 20)
     kept, table.min_width = table.min_width, None  # the width kept for a title (titled) may be wrapped
     try:
         widths = table._calculate_column_widths(console, console.options.update_width(console.width - table._extra_width))
-        need = [table._measure_column(console, unbounded, column).minimum for column in table.columns]
+        need = needs(console, table)
     finally:
         table.min_width = kept
     return all(w >= n for w, n in zip(widths, need))
 
 
+def needs(console: Console, table: Table) -> list[int]:
+    """The width each column of `table` needs to draw every word whole (its padding included): its longest word,
+    or for a column that is not wrapped (no_wrap: a line's code, a frame's name) its longest line. rich measures a
+    cell by its longest word either way, so a column of code was given the width of '(the lines'…' and rich cut
+    it to '(the l…' (a '…' of its own, in ASCII output too)."""
+    unbounded = console.options.update_width(1 << 20)
+    got = [table._measure_column(console, unbounded, column) for column in table.columns]
+    return [m.maximum if column.no_wrap else m.minimum for column, m in zip(table.columns, got)]
+
+
+def narrowest(console: Console, table: Table) -> int:
+    """The width show() can draw `table` at with no word cut: without its box, each column as wide as it needs
+    (needs), the width taken from the columns that can fold (held_at_words). The table is drawn as it was."""
+    drawn = (table.box, table.show_edge, table.padding, table.min_width)
+    boxless(table)
+    try:
+        spelled(console, table)
+        return sum(needs(console, table)) + table._extra_width
+    finally:
+        table.box, table.show_edge, table.padding, table.min_width = drawn
+
+
 def fit_names(console: Console, table: Table, index: int, shortest: int = 20) -> None:
     """Column `index` of names (frames, kernels) on one line each: where the table is wider than the console, each
-    name is cut in its middle (format.middle) to the widest that lets the table fit, never below `shortest`
-    characters; a name is never broken over lines."""
+    name is cut in its middle (format.middle) to the widest that lets the table fit as show() draws it
+    (narrowest), never below `shortest` characters; a name is never broken over lines."""
     column = table.columns[index]
     column.overflow, column.no_wrap = "ellipsis", True
     names = [c.plain if isinstance(c, Text) else str(c) for c in column._cells]
 
-    drawn = (table.box, table.show_edge, table.padding, table.min_width)
-
-    def fits_at(limit: int) -> bool:  # boxed, or else without the box (as show() would draw it)
+    def fits_at(limit: int) -> bool:  # as show() draws it: the other columns held at their words, folded
         column._cells = [Text(fmt.middle(n, limit)) for n in names]
-        table.box, table.show_edge, table.padding, table.min_width = drawn
-        if fits(console, table):
-            return True
-        boxless(table)
-        ok = fits(console, table)
-        table.box, table.show_edge, table.padding, table.min_width = drawn
-        return ok
+        return narrowest(console, table) <= console.width
 
     longest = max(map(len, names), default=0)
     if longest <= shortest or fits_at(longest):

@@ -1,0 +1,127 @@
+"""The terminal's tables at 80 columns and in ASCII: no word or figure cut by rich, no table wider than the
+console where it can be made to fit, nothing but ASCII on an output that takes ASCII only. On the committed runs and
+small hand-built tables and runs, no measuring."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from flametool import render
+from flametool.analyse import dispatch
+from flametool.render import terminal
+from flametool.render.base import Options
+
+ROOT = Path(__file__).resolve().parent.parent
+LONG = ["numpy_matmul_with_a_freshly_allocated_output_every_single_call",
+        "einsum_numpy_contraction_of_two_operands_spelled_as_a_string_ij_jk_ik"]
+
+
+def drawn(table: Table, width: int, ascii: bool = False) -> str:
+    buffer = terminal.AsciiBuffer() if ascii else io.StringIO()
+    console = Console(file=buffer, width=width, color_system=None, soft_wrap=False)
+    if ascii:
+        console.push_render_hook(terminal.AsciiSymbols(console))
+    terminal.show(console, table)
+    return buffer.getvalue()
+
+
+def long_named_run(tmp_path: Path) -> Path:
+    """Four cases sampled at one line of one step (s.py:1), two of them with long names."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from runbuild import make_run
+
+    stack = "step (s.py:1);ufunc_generic_fastcall (_multiarray_umath.so);{leaf} (libopenblas.so) 60\nstep (s.py:1) 7\n"
+    labels = ["numpy", "np_dot", *LONG]
+    return make_run(tmp_path / "run", {l: (stack.format(leaf=f"kernel_{i}"), 5.0 + i, 3) for i, l in enumerate(labels)})
+
+
+def test_a_column_that_is_not_wrapped_is_as_wide_as_its_longest_line():
+    """rich measures a cell by its longest word, a column that is not wrapped too: the aligned lines' code column was
+    given the width of 'step(a,' and rich cut its lines to 'def step…' with a '…' of its own (in ASCII output too)."""
+    def table() -> Table:  # a new one each time: show() holds a drawn table's columns at their widths
+        made = Table()
+        made.add_column("line", justify="right")
+        made.add_column("code", no_wrap=True)
+        for name in ("numpy", "torch", "cupy", "jax", "jax-eager", "dpnp"):
+            made.add_column(f"{name}\ntotal", justify="right", no_wrap=True)
+        made.add_row("10", "def step(a, b):", *["10.00 ± 0.25"] * 6)
+        return made
+
+    for ascii in (False, True):
+        text = drawn(table(), 80, ascii)
+        assert "def step(a, b):" in text and "…" not in text, text
+        assert all(ord(c) < 128 for c in text) or not ascii, text
+
+
+def test_the_aligned_lines_of_long_named_cases_keep_their_code_whole_in_ascii(tmp_path):
+    a = dispatch.analyse_dir(long_named_run(tmp_path))
+    assert a.aligned is not None
+    for width in (60, 80, 160):
+        text = render.show("terminal", a, Options(width=width, ascii=True))
+        assert [c for c in text if ord(c) > 127] == [], width
+        table = text[text.index("lines aligned"):]
+        assert "(the lines'..." in table, table  # format's own cut, spelled in ASCII, and not cut again by rich
+
+
+def frame_table(text: str, pair: str) -> list[str]:
+    table = text[text.index(f"frames that differ most ({pair})"):]
+    return table[:table.index("self: time in the frame's own code")].splitlines()
+
+
+def test_frame_names_are_cut_only_where_folding_the_headers_leaves_them_too_wide():
+    """The frame table's headers were on one line from 100 columns up whatever the frames ('cupy self'): at 100
+    columns the H200 run's frames were cut to 33 characters ('cupy._core._gufu…_GUFunc.__call__') where with 'self'
+    under each case's name 47 fit. Now the headers fold where that lets the frames be longer; at 80 as they were."""
+    a = dispatch.analyse_dir(ROOT / "samples" / "h200-hostbound-1024")
+    whole = frame_table(render.show("terminal", a, Options(width=160)), "torch - cupy")
+    names = [line.split("│")[1].strip() for line in whole[4:-1] if line.split("│")[1].strip()]
+    assert len(names) == 10 and max(map(len, names)) > 47, names
+    rows = frame_table(render.show("terminal", a, Options(width=100)), "torch - cupy")
+    assert max(map(len, rows)) <= 100, rows
+    shown = [line.split("  ")[0] for line in rows[3:] if line[:1].strip()]
+    assert [s for s in shown if "…" in s] == ["cupy._core._routines_li…__Pyx__Import_GetModule"], shown
+    assert all(name in shown for name in names if len(name) <= 47), shown
+    narrow = frame_table(render.show("terminal", a, Options(width=80)), "torch - cupy")
+    assert max(map(len, narrow)) <= 80 and "cupy._core._r…ort_GetModule" in "\n".join(narrow)  # cut where it must be
+
+
+def test_a_sweeps_layer_table_too_wide_for_80_columns_is_drawn_in_parts_with_every_figure():
+    """The table of layers at each sampled size had a column per layer: eleven layers drew it 123 columns wide at 80
+    (every line wrapped). Now in parts that fit, each headed by the size and case, every figure in one of them."""
+    a = dispatch.analyse_dir(ROOT / "samples" / "h200-sweep-fp16")
+    title = "host time per call by layer at each sampled (host-bound) size"
+    wide = render.show("terminal", a, Options(width=160))
+    table = wide[wide.index(title):].splitlines()
+    cells = [line.replace("│", " ").split() for line in table[1:]]
+    rows = [c for c in cells if c and c[0].isdigit()][:10]
+    assert len(rows) == 10 and len(rows[0]) == 13, rows  # size, case, total and ten layers
+    text = render.show("terminal", a, Options(width=80))
+    assert max(map(len, text.splitlines())) <= 80, text
+    parts = text[text.index(title):].split(title)[1:]
+    assert len(parts) == 2 and "(1 of 2)" in parts[0] and "(2 of 2)" in parts[1], parts
+    for size, case, *figures in rows:  # each row's figures, in order, over the parts
+        got = [f for part in parts for line in part.replace("│", " ").splitlines()
+               if line.split()[:2] == [size, case] for f in line.split()[2:]]
+        assert got == figures, (size, case, got, figures)
+
+
+def test_the_profiled_loops_fit_80_columns_without_the_op_and_an_empty_counted_column():
+    """The profiled loops' table was 82 columns wide at 80 on the H200 run (94 for a workload, whose op is one word of
+    32 characters), wrapped on the terminal. Too wide, it leaves out the op in its sampled shape (the timing table
+    names it) and a counted column of '-' (no case counted), and its key the counted column's words."""
+    a = dispatch.analyse_dir(ROOT / "samples" / "h200-hostbound-1024")
+    text = render.show("terminal", a, Options(width=80))
+    table = text[text.index("profiled loops:"):text.index("timed together: the figure above")]
+    assert max(map(len, table.splitlines())) <= 80, table
+    assert "counted" not in table and "matmul" not in table and "1024,1024,1024" in table
+    for figures in (["17.72 us", "15.84 us", "19.34 us", "18.97 us", "398 at 25"], ["0.10 us", "0.12 us", "0.28 us",
+                                                                                    "0.19 us", "16 at 25"]):
+        assert any(all(f in line for f in figures) for line in table.splitlines()), (figures, table)
+    assert "counted: that loop" not in " ".join(text.split())
+    wide = render.show("terminal", a, Options(width=160))  # where it fits, as it was
+    assert "│ matmul 1024,1024,1024 │       17.72 us │" in wide and "counted: that loop" in " ".join(wide.split())

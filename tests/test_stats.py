@@ -104,18 +104,35 @@ def test_long_gpu_bound_loops_stop_after_two_rounds(monkeypatch, gpu_ms, extend,
     assert len(loops["a"].gpu_us) == len(loops["a"].wall_us) == rounds
 
 
-def test_host_bound_rounds_go_on_until_each_case_had_its_seconds():
-    import time
+def test_host_bound_rounds_go_on_until_each_case_had_its_seconds(monkeypatch):
+    """Past --repeats' 3 rounds, host-bound cases get rounds until each one's loops have had `extend` seconds (here
+    1/32 s), and no more. The loops read a clock of the test's own, each call 1/512 s of it: with calls that slept
+    2 ms of the real one the machine decided the count (a sleep woke 4-12 ms late beside busy loops on 2 cores:
+    6-7 rounds where the test asked for more than 6.25, and one case's loops read 29 ms of the 50 its rounds had
+    counted)."""
+    from flametool.measure.child import loops as child_loops, ownclock
 
-    from flametool.measure.child import loops as child_loops
+    now = [0.0]
+    monkeypatch.setattr(ownclock, "perf_counter", lambda: now[0])
 
-    step = (lambda: time.sleep(0.002), lambda: None)
-    started = time.perf_counter()
-    loops = child_loops.interleaved({"a": step, "b": step}, {"a": 1, "b": 1}, 3, None, _Phases(), [8, 8, 8], {}, 0.05)
-    took = time.perf_counter() - started
-    rounds = len(loops["a"].cpu_us)
-    assert rounds == len(loops["b"].cpu_us) and 0.05 / 0.002 / 4 < rounds <= 0.05 / 0.002 + 1, rounds
-    assert 0.1 <= took < 1.0, took  # 0.05 s each, not the CPU's 1 s
+    def call() -> None:
+        now[0] += 1 / 512  # a power of two: the sums are exact
+
+    step = (call, lambda: None)
+    loops = child_loops.interleaved({"a": step, "b": step}, {"a": 1, "b": 1}, 3, None, _Phases(), [8, 8, 8], {},
+                                    1 / 32)
+    # 16 loops of 1/512 s make each case's 1/32 s: 16 rounds, not --repeats' 3, nor one more
+    assert [len(loops[l].cpu_us) for l in ("a", "b")] == [16, 16]
+    assert {us for l in ("a", "b") for us in loops[l].cpu_us + loops[l].wall_us} == {1e6 / 512}
+    # a case whose loops are twice as long has its seconds in 8 rounds; the rounds go on for the other one, both
+    # cases timed in each (a round is of every host-bound case)
+    def twice() -> None:
+        call()
+        call()
+
+    loops = child_loops.interleaved({"a": step, "b": (twice, lambda: None)}, {"a": 1, "b": 1}, 3, None, _Phases(), [8, 8, 8], {},
+                                    1 / 32)
+    assert [len(loops[l].cpu_us) for l in ("a", "b")] == [16, 16]
 
 
 def test_headline_prefers_processes_to_rounds_of_one_process():

@@ -27,8 +27,10 @@ USER_CASE = Path(__file__).parent / "cases" / "op_cases.py"
 def atlas_run(tmp_path_factory):
     """The one real run of this file: numpy and the README's user case of the generalised protocol,
     FACTORY(shape, dtype, device), at two ops."""
-    # made once in the session, by whichever worker asks first (tests/shared.py), and only read
-    out, proc = flametool_once(tmp_path_factory, "atlas", "atlas", "--ops", ",".join(OPS), "--iters", "100",
+    # made once in the session, by whichever worker asks first (tests/shared.py), and only read. --iters 1000: loops
+    # of 2-3 ms, not 0.2-0.3 (a time slice lost beside busy loops stretches a short loop many times over, and the
+    # paired ratio below is asked to stay above 0.8: one loaded run's interval read 0.28 to 4.5 at --iters 100)
+    out, proc = flametool_once(tmp_path_factory, "atlas", "atlas", "--ops", ",".join(OPS), "--iters", "1000",
                                "--warmup", "10", "--repeats", "2", "--processes", "2", "--sample-seconds", "0.5",
                                "--libs", "numpy", "--case", f"{USER_CASE}:add_one")
     assert proc.returncode == 0, proc.stderr

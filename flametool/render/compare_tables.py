@@ -310,7 +310,8 @@ def print_aligned(a: Analysis, console: Console) -> None:
             table.add_column("code", no_wrap=True)
             for g in got.groups:
                 for h in g.headers:
-                    table.add_column(Text(f"{fmt.visible(g.label)}\n{h}"), justify="right")
+                    # a long name folded (header) as every table's: whole, it drew the table 340 wide
+                    table.add_column(header(g.label, h, under=True), justify="right")
             for r in got.rows:
                 table.add_row(text(r.line), text(r.code), *(text(c) for cells in r.cells for c in cells),
                               end_section=r.kind == "line" and r is got.rows[-2])

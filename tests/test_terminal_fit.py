@@ -144,3 +144,60 @@ def test_the_aligned_lines_fold_long_case_names_in_their_headers(tmp_path):
         words = table.replace("│", " ").replace("┃", " ").split()
         assert all(piece in words for name in LONG for piece in fmt.folded(name, fmt.HEADER_WIDTH).splitlines()), table
     assert "6.70 ± 0.17" in aligned_table(render.show("terminal", a, Options(width=160)))
+
+
+ALIASES = "array_api_compat/torch/_aliases.py"
+FROMNUMERIC = "numpy/_core/fromnumeric.py"
+
+
+def library_lines_run(tmp_path: Path, labels: tuple[str, str] = ("numpy", "torch")) -> Path:
+    """Two cases of a workload's fn (w.py) that reach library lines with long paths, their texts in sources.json
+    (as a CPU workload run's are: array_api_compat's torch.sum beside numpy's reductions)."""
+    import json
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from runbuild import make_run
+
+    base, head = labels
+    stacks = {base: (f"fn (w.py:11);_wrapreduction ({FROMNUMERIC}:83) 30\nfn (w.py:12);_wrapreduction ({FROMNUMERIC}:67) 20\n"
+                     f"fn (w.py:12);sum ({FROMNUMERIC}:2417) 10\n", 5.0, 3),
+              head: (f"fn (w.py:11);sum ({ALIASES}:376) 40\nfn (w.py:12);sum ({ALIASES}:376) 10\n", 8.0, 3)}
+    run = make_run(tmp_path / "run", stacks)
+    texts = {"w.py": {11: "e = xp.sum(d, axis=0)", 12: "return e + 1.0"},
+             FROMNUMERIC: {67: "passkwargs = {k: v for k, v in kwargs.items()", 83:
+                           "return ufunc.reduce(obj, axis, dtype, out, **passkwargs)", 2417: "if isinstance(a, _gentype):"},
+             ALIASES: {376: "return torch.sum(x, axis, dtype=dtype, keepdims=keepdims, **kwargs)"}}
+    doc = {"version": 1, "files": {f: {"origin": "library", "path": f"/site/{f}", "pyx": {},
+                                       "lines": {str(n): f"    {t}" for n, t in lines.items()}}
+                                   for f, lines in texts.items()}}
+    (run / "sources.json").write_text(json.dumps(doc))
+    return run
+
+
+def block(text: str, start: str, end: str) -> str:
+    table = text[text.index(start):]
+    return table[:table.index(end)]
+
+
+def test_the_source_lines_tables_fold_a_long_path_after_a_folder_to_fit(tmp_path):
+    """The diff's lines that differ most were 86 columns wide at 80 on a CPU workload run: its path
+    'array_api_compat/torch/_aliases.py:376' one word the table could not give its width. Each table of source
+    lines (the diff's, and compare's, with a case's name beside) now folds a path after a folder where the table
+    does not fit, whole ('array_api_compat/torch/' over '_aliases.py:376'); where it fits, as it was."""
+    from flametool.analyse import diff
+
+    got = diff.diff_cases(library_lines_run(tmp_path / "short"), "numpy", "torch", "caller")
+    key = "self: the line's own code; total: with all it calls; diff:"
+    wide = block(render.show("terminal", got, Options(width=160)), "source lines that differ most", key)
+    assert f"{ALIASES}:376" in wide and "return torch.sum(x," in wide, wide
+    for ascii in (False, True):
+        table = block(render.show("terminal", got, Options(width=80, ascii=ascii)), "source lines that differ most", key)
+        assert max(map(len, table.splitlines())) <= 80, table
+        words = table.replace("|", " ").split()
+        assert "array_api_compat/torch/" in words and "_aliases.py:376" in words, table
+        # folded after a folder, never inside a name ('numpy/_core/fromnumeric.py:241' over '7')
+        assert f"{FROMNUMERIC}:2417" in words or "fromnumeric.py:2417" in words, table
+    a = dispatch.analyse_dir(library_lines_run(tmp_path / "named", ("numpy", "torch_fresh_out")))
+    table = block(render.show("terminal", a, Options(width=80)), "source lines, us per call", "self: the line's own code")
+    assert max(map(len, table.splitlines())) <= 80, table
+    assert "array_api_compat/torch/" in table and "_aliases.py:376" in table, table

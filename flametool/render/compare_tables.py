@@ -17,7 +17,7 @@ from ..run.profiled import ProfileProcess
 from ..run.record import Run
 from .base import Renderer
 from .diff_tables import layer_key, print_count_diff, print_frame_deltas
-from .terminal import Column, boxless, console_text, fits, header, narrowest, say, show, show_parts, text, titled, unwrapped
+from .terminal import Column, boxless, console_text, fits, fold_paths, header, narrowest, say, show, show_parts, text, titled, unwrapped
 from .terminal import label as terminal_label
 
 
@@ -292,6 +292,7 @@ def print_lines(a: Analysis, console: Console) -> None:
             table.add_column(col, justify="right" if right else "left", overflow="ellipsis" if col == "code" else "fold")
     for r in rows:
         table.add_row(Text(r.case), text(r.where), *([text(r.code)] if texts else []), r.self, r.total)
+    fold_paths(console, table, 1)
     show(console, table)
     say(console, lines_view.TERMINAL_KEY)
 

@@ -210,10 +210,27 @@ def fit_names(console: Console, table: Table, index: int, shortest: int = 20) ->
     (narrowest), never below `shortest` characters; a name is never broken over lines."""
     column = table.columns[index]
     column.overflow, column.no_wrap = "ellipsis", True
+    narrowed_to_fit(console, table, index, fmt.middle, shortest)
+
+
+def fold_paths(console: Console, table: Table, index: int) -> None:
+    """Column `index` of file:line (a source line's place), each whole: where the table is wider than the console,
+    folded after a folder (format.PATH_BREAKS) to the widest that fits (narrowed_to_fit). Left to rich, a path was
+    one word wider than the table could give ('array_api_compat/torch/_aliases.py:376': the diff's lines 86 wide at
+    80), or folded inside a name ('tests/cases/workloa' over 'd_cases.py:10')."""
+    narrowed_to_fit(console, table, index, lambda name, width: fmt.folded(name, width, fmt.PATH_BREAKS, anywhere=True))
+
+
+def narrowed_to_fit(console: Console, table: Table, index: int, cut: Callable[[str, int], str],
+                    shortest: int = 20) -> None:
+    """Each cell of column `index` made `cut(cell, limit)` at the widest limit that lets the table fit as show()
+    draws it (narrowest: the other columns held at their words), never below `shortest` characters; the table as
+    it was where it fits."""
+    column = table.columns[index]
     names = [c.plain if isinstance(c, Text) else str(c) for c in column._cells]
 
     def fits_at(limit: int) -> bool:  # as show() draws it: the other columns held at their words, folded
-        column._cells = [Text(fmt.middle(n, limit)) for n in names]
+        column._cells = [Text(cut(n, limit)) for n in names]
         return narrowest(console, table) <= console.width
 
     longest = max(map(len, names), default=0)

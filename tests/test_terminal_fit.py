@@ -150,9 +150,10 @@ ALIASES = "array_api_compat/torch/_aliases.py"
 FROMNUMERIC = "numpy/_core/fromnumeric.py"
 
 
-def library_lines_run(tmp_path: Path, labels: tuple[str, str] = ("numpy", "torch")) -> Path:
+def library_lines_run(tmp_path: Path, labels: tuple[str, str] = ("numpy", "torch"), whole: bool = True) -> Path:
     """Two cases of a workload's fn (w.py) that reach library lines with long paths, their texts in sources.json
-    (as a CPU workload run's are: array_api_compat's torch.sum beside numpy's reductions)."""
+    (as a CPU workload run's are: array_api_compat's torch.sum beside numpy's reductions); `whole`: fn kept whole
+    from its def line (10) to its last (12), as a run records a short step."""
     import json
 
     sys.path.insert(0, str(Path(__file__).parent))
@@ -163,13 +164,15 @@ def library_lines_run(tmp_path: Path, labels: tuple[str, str] = ("numpy", "torch
                      f"fn (w.py:12);sum ({FROMNUMERIC}:2417) 10\n", 5.0, 3),
               head: (f"fn (w.py:11);sum ({ALIASES}:376) 40\nfn (w.py:12);sum ({ALIASES}:376) 10\n", 8.0, 3)}
     run = make_run(tmp_path / "run", stacks)
-    texts = {"w.py": {11: "e = xp.sum(d, axis=0)", 12: "return e + 1.0"},
+    texts = {"w.py": {10: "def fn(a, b):", 11: "e = xp.sum(d, axis=0)", 12: "return e + 1.0"},
              FROMNUMERIC: {67: "passkwargs = {k: v for k, v in kwargs.items()", 83:
                            "return ufunc.reduce(obj, axis, dtype, out, **passkwargs)", 2417: "if isinstance(a, _gentype):"},
              ALIASES: {376: "return torch.sum(x, axis, dtype=dtype, keepdims=keepdims, **kwargs)"}}
     doc = {"version": 1, "files": {f: {"origin": "library", "path": f"/site/{f}", "pyx": {},
                                        "lines": {str(n): f"    {t}" for n, t in lines.items()}}
                                    for f, lines in texts.items()}}
+    if whole:
+        doc["files"]["w.py"]["functions"] = {"10": 12}
     (run / "sources.json").write_text(json.dumps(doc))
     return run
 
@@ -201,3 +204,23 @@ def test_the_source_lines_tables_fold_a_long_path_after_a_folder_to_fit(tmp_path
     table = block(render.show("terminal", a, Options(width=80)), "source lines, us per call", "self: the line's own code")
     assert max(map(len, table.splitlines())) <= 80, table
     assert "array_api_compat/torch/" in table and "_aliases.py:376" in table, table
+
+
+def test_the_lines_table_heads_a_short_step_with_its_def_line_greyed(tmp_path):
+    """The report lists a short step() whole from its def line (lines_view.listing); the terminal's lines table began
+    at its first sampled line ('w.py:11 e = xp.sum(d, axis=0)'), the step's name nowhere. Now headed by its def line,
+    no figures, greyed where the terminal has colour; a step not kept whole as before."""
+    run = library_lines_run(tmp_path / "whole")
+    a = dispatch.analyse_dir(run)
+    text = render.show("terminal", a, Options(width=160))
+    table = block(text, "source lines, us per call", "self: the line's own code").splitlines()
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in table if line.startswith("│")]
+    for label in ("numpy", "torch"):
+        ours = [r for r in rows if r[0] == label]
+        assert ours[0] == [label, "w.py:10", "def fn(a, b):", "", ""] and ours[1][1] == "w.py:11", rows
+    assert "a short step() is headed by its def line" in " ".join(text.split())
+    coloured = render.show("terminal", a, Options(width=160, colour=True))
+    assert any("def fn(a, b):" in line and "\x1b[2m" in line for line in coloured.splitlines()), coloured
+    plain = render.show("terminal", dispatch.analyse_dir(library_lines_run(tmp_path / "cut", whole=False)),
+                        Options(width=160))
+    assert "def fn(a, b):" not in plain and "w.py:11" in plain and "def line" not in plain

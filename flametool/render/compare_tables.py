@@ -290,11 +290,12 @@ def print_lines(a: Analysis, console: Console) -> None:
     for col, right in (("case", False), ("line", False), ("code", False), ("self", True), ("total", True)):
         if col != "code" or texts:
             table.add_column(col, justify="right" if right else "left", overflow="ellipsis" if col == "code" else "fold")
-    for r in rows:
-        table.add_row(Text(r.case), text(r.where), *([text(r.code)] if texts else []), r.self, r.total)
+    for r in rows:  # a line without samples (a step's def line) greyed, as the report greys it
+        table.add_row(Text(r.case), text(r.where), *([text(r.code)] if texts else []), r.self, r.total,
+                      style=None if r.sampled else "dim")
     fold_paths(console, table, 1)
     show(console, table)
-    say(console, lines_view.TERMINAL_KEY)
+    say(console, lines_view.TERMINAL_KEY + (lines_view.DEF_KEY if not all(r.sampled for r in rows) else ""))
 
 
 def print_aligned(a: Analysis, console: Console) -> None:

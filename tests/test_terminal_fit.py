@@ -65,8 +65,9 @@ def test_the_aligned_lines_of_long_named_cases_keep_their_code_whole_in_ascii(tm
         text = render.show("terminal", a, Options(width=width, ascii=True))
         assert [c for c in text if ord(c) > 127] == [], width
         table = text[text.index("lines aligned"):]
-        # whole, or format's own cut, spelled in ASCII, and not cut again by rich
-        assert "(the lines' sum)" in table or "(the lines'..." in table, table
+        # whole, folded at its words where narrow, never cut by rich (in ASCII neither)
+        assert "(the lines' sum)" in table or "(the lines'" in table and "sum)" in table.replace("|", " ").split(), table
+        assert "..." not in table, table
 
 
 def frame_table(text: str, pair: str) -> list[str]:
@@ -224,3 +225,38 @@ def test_the_lines_table_heads_a_short_step_with_its_def_line_greyed(tmp_path):
     plain = render.show("terminal", dispatch.analyse_dir(library_lines_run(tmp_path / "cut", whole=False)),
                         Options(width=160))
     assert "def fn(a, b):" not in plain and "w.py:11" in plain and "def line" not in plain
+
+
+def test_five_cases_fold_the_aligned_lines_code_at_its_words_beside_their_figures():
+    """Five cases at 80 columns: the aligned lines' code was cut to 12 characters ('def step(a,…', 'return xp.s…')
+    beside case columns wider than their figures. Now the code is folded at its words into the width the figures of
+    the lines leave (the step's sum and the headers wrap at their words, as they did), every line's text whole."""
+    import io
+    from dataclasses import replace
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import test_aligned_lines as t
+    from flametool.analyse.aligned import Aligned
+    from flametool.render import compare_tables
+
+    base = t.two_libraries()
+    texts = {10: "def step(a, b):", 11: "c = a * b", 12: "d = xp.exp(c)", 13: "return xp.sum(d, axis=0) + 1.0"}
+    base = replace(base, rows=[replace(r, text=texts[r.line]) for r in base.rows])
+    more = ["cupy", "jax", "jax-eager"]
+    five = Aligned(base.file, [*base.columns, *(replace(base.columns[i % 2], label=l) for i, l in enumerate(more))],
+                   [replace(r, cells={**r.cells, **{l: r.cells[("numpy", "torch")[i % 2]] for i, l in enumerate(more)}})
+                    for r in base.rows])
+    for ascii in (False, True):
+        buffer = terminal.AsciiBuffer() if ascii else io.StringIO()
+        console = Console(file=buffer, width=80, color_system=None, soft_wrap=False)
+        if ascii:
+            console.push_render_hook(terminal.AsciiSymbols(console))
+        compare_tables.print_aligned(t.Analysed(five), console)  # type: ignore[arg-type]
+        table = aligned_table(buffer.getvalue())
+        assert max(map(len, table.splitlines())) <= 80, table
+        assert "…" not in table and "..." not in table, table
+        lines = table.splitlines()
+        for text in ("def step(a, b):", "c = a * b", "d = xp.exp(c)"):  # on one line each, beside their figures
+            assert any(text in line and "0.00" in line or text in line and "2.00" in line or text in line and
+                       "3.00" in line for line in lines), table
+        assert "return xp.sum(d," in table and "axis=0) + 1.0" in table, table  # at its words, over two lines

@@ -222,25 +222,28 @@ def fold_paths(console: Console, table: Table, index: int) -> None:
 
 
 def narrowed_to_fit(console: Console, table: Table, index: int, cut: Callable[[str, int], str],
-                    shortest: int = 20) -> None:
-    """Each cell of column `index` made `cut(cell, limit)` at the widest limit that lets the table fit as show()
-    draws it (narrowest: the other columns held at their words), never below `shortest` characters; the table as
-    it was where it fits."""
+                    shortest: int = 20, fits: Callable[[], bool] | None = None) -> bool:
+    """Each cell of column `index` made `cut(cell, limit)` at the widest limit that lets the table fit (`fits`;
+    by default as show() draws it: narrowest, the other columns held at their words), never below `shortest`
+    characters (at `shortest` where nothing fits); whether it fits. The cells as they were where they fit whole."""
     column = table.columns[index]
     names = [c.plain if isinstance(c, Text) else str(c) for c in column._cells]
+    fitting = fits or (lambda: narrowest(console, table) <= console.width)
 
-    def fits_at(limit: int) -> bool:  # as show() draws it: the other columns held at their words, folded
+    def fits_at(limit: int) -> bool:
         column._cells = [Text(cut(n, limit)) for n in names]
-        return narrowest(console, table) <= console.width
+        return fitting()
 
     longest = max(map(len, names), default=0)
-    if longest <= shortest or fits_at(longest):
-        return
+    if fits_at(longest):
+        return True
+    if longest <= shortest:
+        return False
     low, high = shortest, longest  # the widest limit that fits, by halves
     while low < high:
         mid = (low + high + 1) // 2
         low, high = (mid, high) if fits_at(mid) else (low, mid - 1)
-    fits_at(low)
+    return fits_at(low)
 
 
 def unwrapped(console: Console, table: Table) -> bool:

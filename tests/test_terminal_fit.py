@@ -13,7 +13,7 @@ from rich.table import Table
 
 from flametool import render
 from flametool.analyse import dispatch
-from flametool.render import terminal
+from flametool.render import format as fmt, terminal
 from flametool.render.base import Options
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +65,9 @@ def test_the_aligned_lines_of_long_named_cases_keep_their_code_whole_in_ascii(tm
         text = render.show("terminal", a, Options(width=width, ascii=True))
         assert [c for c in text if ord(c) > 127] == [], width
         table = text[text.index("lines aligned"):]
-        assert "(the lines'..." in table, table  # format's own cut, spelled in ASCII, and not cut again by rich
+        # whole, folded at its words where narrow, never cut by rich (in ASCII neither)
+        assert "(the lines' sum)" in table or "(the lines'" in table and "sum)" in table.replace("|", " ").split(), table
+        assert "..." not in table, table
 
 
 def frame_table(text: str, pair: str) -> list[str]:
@@ -125,3 +127,136 @@ def test_the_profiled_loops_fit_80_columns_without_the_op_and_an_empty_counted_c
     assert "counted: that loop" not in " ".join(text.split())
     wide = render.show("terminal", a, Options(width=160))  # where it fits, as it was
     assert "│ matmul 1024,1024,1024 │       17.72 us │" in wide and "counted: that loop" in " ".join(wide.split())
+
+
+def aligned_table(text: str) -> str:
+    block = text[text.index("lines aligned"):]
+    return block[:block.index("self: the line's own code")]
+
+
+def test_the_aligned_lines_fold_long_case_names_in_their_headers(tmp_path):
+    """The aligned lines' headers held each case's whole name on one line: with two names of 62 and 69 characters
+    the table was 190 columns wide at 160 (and wider with more cases, at any width). Now folded as every table's
+    (terminal.header): within the console, every name whole over its lines, the figures with their ± at 160."""
+    a = dispatch.analyse_dir(long_named_run(tmp_path))
+    for width in (80, 160):
+        table = aligned_table(render.show("terminal", a, Options(width=width)))
+        assert max(map(len, table.splitlines())) <= width, table
+        words = table.replace("│", " ").replace("┃", " ").split()
+        assert all(piece in words for name in LONG for piece in fmt.folded(name, fmt.HEADER_WIDTH).splitlines()), table
+    assert "6.70 ± 0.17" in aligned_table(render.show("terminal", a, Options(width=160)))
+
+
+ALIASES = "array_api_compat/torch/_aliases.py"
+FROMNUMERIC = "numpy/_core/fromnumeric.py"
+
+
+def library_lines_run(tmp_path: Path, labels: tuple[str, str] = ("numpy", "torch"), whole: bool = True) -> Path:
+    """Two cases of a workload's fn (w.py) that reach library lines with long paths, their texts in sources.json
+    (as a CPU workload run's are: array_api_compat's torch.sum beside numpy's reductions); `whole`: fn kept whole
+    from its def line (10) to its last (12), as a run records a short step."""
+    import json
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from runbuild import make_run
+
+    base, head = labels
+    stacks = {base: (f"fn (w.py:11);_wrapreduction ({FROMNUMERIC}:83) 30\nfn (w.py:12);_wrapreduction ({FROMNUMERIC}:67) 20\n"
+                     f"fn (w.py:12);sum ({FROMNUMERIC}:2417) 10\n", 5.0, 3),
+              head: (f"fn (w.py:11);sum ({ALIASES}:376) 40\nfn (w.py:12);sum ({ALIASES}:376) 10\n", 8.0, 3)}
+    run = make_run(tmp_path / "run", stacks)
+    texts = {"w.py": {10: "def fn(a, b):", 11: "e = xp.sum(d, axis=0)", 12: "return e + 1.0"},
+             FROMNUMERIC: {67: "passkwargs = {k: v for k, v in kwargs.items()", 83:
+                           "return ufunc.reduce(obj, axis, dtype, out, **passkwargs)", 2417: "if isinstance(a, _gentype):"},
+             ALIASES: {376: "return torch.sum(x, axis, dtype=dtype, keepdims=keepdims, **kwargs)"}}
+    doc = {"version": 1, "files": {f: {"origin": "library", "path": f"/site/{f}", "pyx": {},
+                                       "lines": {str(n): f"    {t}" for n, t in lines.items()}}
+                                   for f, lines in texts.items()}}
+    if whole:
+        doc["files"]["w.py"]["functions"] = {"10": 12}
+    (run / "sources.json").write_text(json.dumps(doc))
+    return run
+
+
+def block(text: str, start: str, end: str) -> str:
+    table = text[text.index(start):]
+    return table[:table.index(end)]
+
+
+def test_the_source_lines_tables_fold_a_long_path_after_a_folder_to_fit(tmp_path):
+    """The diff's lines that differ most were 86 columns wide at 80 on a CPU workload run: its path
+    'array_api_compat/torch/_aliases.py:376' one word the table could not give its width. Each table of source
+    lines (the diff's, and compare's, with a case's name beside) now folds a path after a folder where the table
+    does not fit, whole ('array_api_compat/torch/' over '_aliases.py:376'); where it fits, as it was."""
+    from flametool.analyse import diff
+
+    got = diff.diff_cases(library_lines_run(tmp_path / "short"), "numpy", "torch", "caller")
+    key = "self: the line's own code; total: with all it calls; diff:"
+    wide = block(render.show("terminal", got, Options(width=160)), "source lines that differ most", key)
+    assert f"{ALIASES}:376" in wide and "return torch.sum(x," in wide, wide
+    for ascii in (False, True):
+        table = block(render.show("terminal", got, Options(width=80, ascii=ascii)), "source lines that differ most", key)
+        assert max(map(len, table.splitlines())) <= 80, table
+        words = table.replace("|", " ").split()
+        assert "array_api_compat/torch/" in words and "_aliases.py:376" in words, table
+        # folded after a folder, never inside a name ('numpy/_core/fromnumeric.py:241' over '7')
+        assert f"{FROMNUMERIC}:2417" in words or "fromnumeric.py:2417" in words, table
+    a = dispatch.analyse_dir(library_lines_run(tmp_path / "named", ("numpy", "torch_fresh_out")))
+    table = block(render.show("terminal", a, Options(width=80)), "source lines, us per call", "self: the line's own code")
+    assert max(map(len, table.splitlines())) <= 80, table
+    assert "array_api_compat/torch/" in table and "_aliases.py:376" in table, table
+
+
+def test_the_lines_table_heads_a_short_step_with_its_def_line_greyed(tmp_path):
+    """The report lists a short step() whole from its def line (lines_view.listing); the terminal's lines table began
+    at its first sampled line ('w.py:11 e = xp.sum(d, axis=0)'), the step's name nowhere. Now headed by its def line,
+    no figures, greyed where the terminal has colour; a step not kept whole as before."""
+    run = library_lines_run(tmp_path / "whole")
+    a = dispatch.analyse_dir(run)
+    text = render.show("terminal", a, Options(width=160))
+    table = block(text, "source lines, us per call", "self: the line's own code").splitlines()
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in table if line.startswith("│")]
+    for label in ("numpy", "torch"):
+        ours = [r for r in rows if r[0] == label]
+        assert ours[0] == [label, "w.py:10", "def fn(a, b):", "", ""] and ours[1][1] == "w.py:11", rows
+    assert "a short step() is headed by its def line" in " ".join(text.split())
+    coloured = render.show("terminal", a, Options(width=160, colour=True))
+    assert any("def fn(a, b):" in line and "\x1b[2m" in line for line in coloured.splitlines()), coloured
+    plain = render.show("terminal", dispatch.analyse_dir(library_lines_run(tmp_path / "cut", whole=False)),
+                        Options(width=160))
+    assert "def fn(a, b):" not in plain and "w.py:11" in plain and "def line" not in plain
+
+
+def test_five_cases_fold_the_aligned_lines_code_at_its_words_beside_their_figures():
+    """Five cases at 80 columns: the aligned lines' code was cut to 12 characters ('def step(a,…', 'return xp.s…')
+    beside case columns wider than their figures. Now the code is folded at its words into the width the figures of
+    the lines leave (the step's sum and the headers wrap at their words, as they did), every line's text whole."""
+    import io
+    from dataclasses import replace
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import test_aligned_lines as t
+    from flametool.analyse.aligned import Aligned
+    from flametool.render import compare_tables
+
+    base = t.two_libraries()
+    texts = {10: "def step(a, b):", 11: "c = a * b", 12: "d = xp.exp(c)", 13: "return xp.sum(d, axis=0) + 1.0"}
+    base = replace(base, rows=[replace(r, text=texts[r.line]) for r in base.rows])
+    more = ["cupy", "jax", "jax-eager"]
+    five = Aligned(base.file, [*base.columns, *(replace(base.columns[i % 2], label=l) for i, l in enumerate(more))],
+                   [replace(r, cells={**r.cells, **{l: r.cells[("numpy", "torch")[i % 2]] for i, l in enumerate(more)}})
+                    for r in base.rows])
+    for ascii in (False, True):
+        buffer = terminal.AsciiBuffer() if ascii else io.StringIO()
+        console = Console(file=buffer, width=80, color_system=None, soft_wrap=False)
+        if ascii:
+            console.push_render_hook(terminal.AsciiSymbols(console))
+        compare_tables.print_aligned(t.Analysed(five), console)  # type: ignore[arg-type]
+        table = aligned_table(buffer.getvalue())
+        assert max(map(len, table.splitlines())) <= 80, table
+        assert "…" not in table and "..." not in table, table
+        lines = table.splitlines()
+        for text in ("def step(a, b):", "c = a * b", "d = xp.exp(c)"):  # on one line each, beside their figures
+            assert any(text in line and "0.00" in line or text in line and "2.00" in line or text in line and
+                       "3.00" in line for line in lines), table
+        assert "return xp.sum(d," in table and "axis=0) + 1.0" in table, table  # at its words, over two lines

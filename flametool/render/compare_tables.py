@@ -17,7 +17,7 @@ from ..run.profiled import ProfileProcess
 from ..run.record import Run
 from .base import Renderer
 from .diff_tables import layer_key, print_count_diff, print_frame_deltas
-from .terminal import Column, boxless, console_text, fits, header, narrowest, say, show, show_parts, text, titled, unwrapped
+from .terminal import Column, boxless, console_text, fits, fold_paths, header, narrowed_to_fit, narrowest, say, show, show_parts, text, titled, unwrapped
 from .terminal import label as terminal_label
 
 
@@ -290,10 +290,20 @@ def print_lines(a: Analysis, console: Console) -> None:
     for col, right in (("case", False), ("line", False), ("code", False), ("self", True), ("total", True)):
         if col != "code" or texts:
             table.add_column(col, justify="right" if right else "left", overflow="ellipsis" if col == "code" else "fold")
-    for r in rows:
-        table.add_row(Text(r.case), text(r.where), *([text(r.code)] if texts else []), r.self, r.total)
+    for r in rows:  # a line without samples (a step's def line) greyed, as the report greys it
+        table.add_row(Text(r.case), text(r.where), *([text(r.code)] if texts else []), r.self, r.total,
+                      style=None if r.sampled else "dim")
+    fold_paths(console, table, 1)
     show(console, table)
-    say(console, lines_view.TERMINAL_KEY)
+    say(console, lines_view.TERMINAL_KEY + (lines_view.DEF_KEY if not all(r.sampled for r in rows) else ""))
+
+
+CODE_FOLD = 12  # the aligned lines' code is folded at its words no narrower than this before a figure is left out
+
+
+def fold_words(code: str, width: int) -> str:
+    """A line's code over lines of at most `width` characters, broken at its spaces (a word longer, at the width)."""
+    return fmt.folded(code, width, " ", anywhere=True)
 
 
 def print_aligned(a: Analysis, console: Console) -> None:
@@ -303,25 +313,37 @@ def print_aligned(a: Analysis, console: Console) -> None:
     if a.aligned is None:
         return
     for fields, spread, left in aligned_lines.narrowed(a.aligned):
-        for width in (32, 20, 12):  # the code cut shorter before a figure is left out
-            got = aligned_lines.view(a.aligned, fields, spread, code_width=width, short=True)
-            table = titled(got.title)
-            table.add_column("line", justify="right")
-            table.add_column("code", no_wrap=True)
-            for g in got.groups:
-                for h in g.headers:
-                    table.add_column(Text(f"{fmt.visible(g.label)}\n{h}"), justify="right")
-            for r in got.rows:
-                table.add_row(text(r.line), text(r.code), *(text(c) for cells in r.cells for c in cells),
-                              end_section=r.kind == "line" and r is got.rows[-2])
+        got = aligned_lines.view(a.aligned, fields, spread, short=True)
+        table = titled(got.title)
+        table.add_column("line", justify="right")
+        table.add_column("code", no_wrap=True)  # folded at its words below, never cut by rich
+        for g in got.groups:
+            for h in g.headers:
+                # a long name folded (header) as every table's: whole, it drew the table 340 wide
+                table.add_column(header(g.label, h, under=True), justify="right")
+        for r in got.rows:
+            table.add_row(text(r.line), text(r.code), *(text(c) for cells in r.cells for c in cells),
+                          end_section=r.kind == "line" and r is got.rows[-2])
+
+        def drawn(table: Table = table) -> bool:  # no figure wrapped, boxed or else without the box, as show() draws
             if unwrapped(console, table):
-                break
-            boxless(table)  # as show() would draw it
-            if unwrapped(console, table):
-                break
-        else:
-            continue
-        break
+                return True
+            boxless(table)
+            return unwrapped(console, table)
+
+        # the code folded at its words, as narrow as CODE_FOLD, before a figure is left out: cut to 12 characters
+        # it read 'def step(a,…' and 'return xp.s…' with five cases at 80 columns
+        if narrowed_to_fit(console, table, 1, fold_words, CODE_FOLD, drawn):
+            break
+    else:
+        # nothing fits unwrapped (five cases at 80): the narrowest table, each case's column as wide as the figures
+        # of its lines, its header and the step's sum wrapped at their words where they must; the code folded into
+        # the width left (at CODE_FOLD it had wrapped over four lines beside columns wider than their figures)
+        for column in table.columns[2:]:
+            lines = column._cells[:-1]  # the last row is the step's sum
+            column.min_width = max((c.cell_len for c in lines if isinstance(c, Text)), default=0)
+        table.columns[1]._cells = [text(r.code) for r in got.rows]  # whole again: folded above at CODE_FOLD
+        narrowed_to_fit(console, table, 1, fold_words, CODE_FOLD)
     show(console, table)
     say(console, aligned_lines.KEY.format(dash=fmt.DASH) + (f"; {left}{aligned_lines.WIDER}" if left else ""))
     for line in got.notes:

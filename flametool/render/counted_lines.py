@@ -9,13 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from ..analyse.compare import Analysis
 from ..run import counts
 from ..run.counts import Counts, count_words
 from ..run.sources import clean_text
+from .terminal import say, show, text, titled
 
 TITLE = "counted per line of step() (exact, per step)"
 MAX_TEXT = 60  # of a line's text, in a table
@@ -70,14 +69,16 @@ def view(a: Analysis) -> CountedLines:
 
 
 def print_tables(a: Analysis, console: Console) -> None:
-    """The terminal's per-line tables and busy lines (nothing for a run without them)."""
+    """The terminal's per-line tables and busy lines (nothing for a run without them), drawn as every other table
+    is (terminal.show: no word cut, a path never folded inside it, 'tests/cases/workloa' over 'd_cases.py:10'),
+    the label and every cell made visible (a run from another machine may name a case '\\x1b[2J')."""
     got = view(a)
     for t in got.tables:
-        grid = Table(title=Text(f"{t.label}: {TITLE}"), title_justify="left", show_edge=False)
+        grid = titled(f"{t.label}: {TITLE}")
         for i, h in enumerate(t.headers):
-            grid.add_column(h, justify="left" if i < 2 else "right", overflow="fold")
+            grid.add_column(text(h), justify="left" if i < 2 else "right")
         for row in t.rows:
-            grid.add_row(*(Text(cell) for cell in row))
-        console.print(grid)
+            grid.add_row(*(text(cell) for cell in row))
+        show(console, grid)
     for line in got.busy:
-        console.print(Text(line))
+        say(console, line)

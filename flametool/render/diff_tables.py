@@ -12,7 +12,7 @@ from ..analyse import countdiff
 from ..analyse.diff import DiffResult
 from ..analyse.treediff import PairDiff
 from .base import Renderer
-from .terminal import console_text, fit_names, header, narrowest, say, show, text, titled
+from .terminal import console_text, fit_names, fold_paths, header, narrowest, say, show, text, titled
 
 
 # One line under each table says what its columns are, in words a first reader knows.
@@ -76,6 +76,7 @@ def print_line_deltas(deltas: list, console: Console, base: str, head: str) -> N
     for r in rows:
         table.add_row(text(r.where), *([text(r.code)] if texts else []), r.base_self, r.head_self, r.diff_self,
                       r.diff_total)
+    fold_paths(console, table, 0)
     show(console, table)
     say(console, lines_view.DELTA_KEY.format(head=fmt.visible(head), base=fmt.visible(base)))
 

@@ -39,16 +39,19 @@ def middle(name: str, width: int) -> str:
 HEADER_WIDTH = 20  # a case's name heads a table's column over lines of this many characters (folded)
 LABEL_WIDTH = 30  # a case's name in a table's first column, over lines of at most this many characters (folded)
 BREAKS = "_.-@/ "  # where a long name is broken over lines (folded): after one of these, where one is near
+PATH_BREAKS = "/ "  # where a file:line is: after a folder ('array_api_compat/torch/' over '_aliases.py:376')
 
 
-def folded(name: str, width: int) -> str:
+def folded(name: str, width: int, breaks: str = BREAKS, anywhere: bool = False) -> str:
     """A long name (a case's label, 'einsum_numpy_contraction_of_two_operands') over lines of at most `width`
-    characters, each broken after a '_', '.', '-', '@', '/' or space in its second half where there is one: a
-    narrow column (a table's header) that still shows the whole name, where a cut name could be two cases'."""
+    characters, each broken after a '_', '.', '-', '@', '/' or space (`breaks`) in its second half where there is
+    one (`anywhere`: in the line at all, as a path is broken after its last folder that fits: broken at its width,
+    'numpy/_core/fromnumeric.py:2417' read 'numpy/_core/fromnumeric.py:241' over '7'): a narrow column (a table's
+    header) that still shows the whole name, where a cut name could be two cases'."""
     lines = []
     while len(name) > width > 1:
-        cut = max(name.rfind(c, 0, width) for c in BREAKS) + 1
-        cut = cut if cut > width // 2 else width
+        cut = max(name.rfind(c, 0, width) for c in breaks) + 1
+        cut = cut if cut > (0 if anywhere else width // 2) else width
         lines.append(name[:cut].rstrip(" "))  # a line broken at a space does not end in it
         name = name[cut:]
     return "\n".join(lines + [name])

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from . import format as fmt
 from ..analyse.compare import Analysis
+from ..analyse.attribution import Figure
 from ..analyse.lines import CaseLines, LineCost, LineDelta
 from ..run.sources import Sources
 
@@ -94,11 +95,26 @@ class TermRow:
     self: str
     total: str
     step: bool
+    sampled: bool = True  # False: a short step()'s def line, listed without samples (greyed)
+
+
+def def_line(steps: list[LineCost], record: Sources) -> LineCost | None:
+    """The def line of a short step() (kept whole in sources.json, its lines spanning under LISTING_SPAN, as the
+    report lists it: listing) where no sample was at it, with its text, to head the step's rows; None otherwise."""
+    if not steps:
+        return None
+    file = steps[0].file
+    whole = record.function(file, [l.line for l in steps if l.file == file])
+    if whole is None or whole[1] - whole[0] >= LISTING_SPAN or any(l.key == (file, whole[0]) for l in steps):
+        return None
+    return LineCost(file, whole[0], steps[0].function, steps[0].kind, Figure(0.0, 0.0, 0), Figure(0.0, 0.0, 0),
+                    record.text(file, whole[0]) or "", None, True)
 
 
 def terminal_rows(a: Analysis) -> list[TermRow]:
     """Each sampled case's hottest lines, as hottest() chooses them, and a row saying how many step() lines with
-    less time were left out, where some were (the report lists them all)."""
+    less time were left out, where some were (the report lists them all); a short step() with all its lines shown
+    is headed by its def line, as the report lists it (def_line)."""
     rows = []
     for label, case in a.lines.items():
         lines, left_out = hottest(case)
@@ -108,6 +124,9 @@ def terminal_rows(a: Analysis) -> list[TermRow]:
         first, rest = (name, name) if len(name) <= fmt.LABEL_WIDTH else (fmt.folded(name, fmt.LABEL_WIDTH), "")
         ours = [TermRow(rest, where(l.where), code(l), fmt.pm(l.self.us_per_call, l.self.se_us),
                         fmt.pm(l.total.us_per_call, l.total.se_us), l.step) for l in lines]
+        head = def_line([l for l in lines if l.step], a.sources) if not left_out else None
+        if head is not None:
+            ours.insert(0, TermRow(rest, where(head.where), code(head), "", "", True, sampled=False))
         if left_out:
             # in the line column: a run without the lines' texts has no code column
             ours.insert(len(ours) - sum(not l.step for l in lines), TermRow(
@@ -123,6 +142,7 @@ TERMINAL_TITLE = "source lines, us per call: each case's step() lines, then its 
 TERMINAL_KEY = ("self: the line's own code; total: with all it calls; ± one standard error from the number of "
                 "samples; a generated C/C++ line shows the .pyx line it came from where known, a line whose file "
                 "was not found shows file:line alone (docs/lines.md)")
+DEF_KEY = "; a short step() is headed by its def line, blank where it has no samples"
 
 
 @dataclass

@@ -210,20 +210,40 @@ def fit_names(console: Console, table: Table, index: int, shortest: int = 20) ->
     (narrowest), never below `shortest` characters; a name is never broken over lines."""
     column = table.columns[index]
     column.overflow, column.no_wrap = "ellipsis", True
-    names = [c.plain if isinstance(c, Text) else str(c) for c in column._cells]
+    narrowed_to_fit(console, table, index, fmt.middle, shortest)
 
-    def fits_at(limit: int) -> bool:  # as show() draws it: the other columns held at their words, folded
-        column._cells = [Text(fmt.middle(n, limit)) for n in names]
-        return narrowest(console, table) <= console.width
+
+def fold_paths(console: Console, table: Table, index: int) -> None:
+    """Column `index` of file:line (a source line's place), each whole: where the table is wider than the console,
+    folded after a folder (format.PATH_BREAKS) to the widest that fits (narrowed_to_fit). Left to rich, a path was
+    one word wider than the table could give ('array_api_compat/torch/_aliases.py:376': the diff's lines 86 wide at
+    80), or folded inside a name ('tests/cases/workloa' over 'd_cases.py:10')."""
+    narrowed_to_fit(console, table, index, lambda name, width: fmt.folded(name, width, fmt.PATH_BREAKS, anywhere=True))
+
+
+def narrowed_to_fit(console: Console, table: Table, index: int, cut: Callable[[str, int], str],
+                    shortest: int = 20, fits: Callable[[], bool] | None = None) -> bool:
+    """Each cell of column `index` made `cut(cell, limit)` at the widest limit that lets the table fit (`fits`;
+    by default as show() draws it: narrowest, the other columns held at their words), never below `shortest`
+    characters (at `shortest` where nothing fits); whether it fits. The cells as they were where they fit whole."""
+    column = table.columns[index]
+    names = [c.plain if isinstance(c, Text) else str(c) for c in column._cells]
+    fitting = fits or (lambda: narrowest(console, table) <= console.width)
+
+    def fits_at(limit: int) -> bool:
+        column._cells = [Text(cut(n, limit)) for n in names]
+        return fitting()
 
     longest = max(map(len, names), default=0)
-    if longest <= shortest or fits_at(longest):
-        return
+    if fits_at(longest):
+        return True
+    if longest <= shortest:
+        return False
     low, high = shortest, longest  # the widest limit that fits, by halves
     while low < high:
         mid = (low + high + 1) // 2
         low, high = (mid, high) if fits_at(mid) else (low, mid - 1)
-    fits_at(low)
+    return fits_at(low)
 
 
 def unwrapped(console: Console, table: Table) -> bool:

@@ -214,7 +214,10 @@ def test_a_long_step_s_hottest_lines_are_in_the_terminal_and_the_rest_counted():
 
     steps = [line(n, 1) for n in range(10, 20)] + [line(20, 40), line(21, 60)]
     case = CaseLines("mine", 110.0, 110, sorted(steps, key=lambda l: -l.self.samples))
-    rows = lines_view.terminal_rows(SimpleNamespace(lines={"mine": case}))  # type: ignore[arg-type]
+    # an Analysis's two fields that terminal_rows reads (sources: a step kept whole gets its def row from them)
+    from flametool.run.sources import Sources
+
+    rows = lines_view.terminal_rows(SimpleNamespace(lines={"mine": case}, sources=Sources()))  # type: ignore[arg-type]
     shown = [r.where for r in rows]
     assert "case.py:20" in shown and "case.py:21" in shown
     assert len(shown) == lines_view.STEP_LINES + 1 and shown[:-1] == sorted(shown[:-1], key=lambda w: int(w[8:]))

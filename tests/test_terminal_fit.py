@@ -260,3 +260,44 @@ def test_five_cases_fold_the_aligned_lines_code_at_its_words_beside_their_figure
             assert any(text in line and "0.00" in line or text in line and "2.00" in line or text in line and
                        "3.00" in line for line in lines), table
         assert "return xp.sum(d," in table and "axis=0) + 1.0" in table, table  # at its words, over two lines
+
+
+def test_eight_cases_draw_the_aligned_lines_in_parts_each_headed_by_the_line_and_its_code():
+    """Eight cases, four of them long-named, at 80 columns: no one table of the aligned lines fits (it was drawn 143
+    wide, every line wrapped). Now in parts, each headed by the line and its code again, a case's columns together,
+    every case's figure of every line in one of them; the code whole, folded at its words only where it must be."""
+    import io
+    from dataclasses import replace
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import test_aligned_lines as t
+    from flametool.analyse.aligned import Aligned
+    from flametool.render import compare_tables
+
+    base = t.two_libraries()
+    texts = {10: "def step(a, b):", 11: "c = a * b", 12: "d = xp.exp(c)", 13: "return xp.sum(d, axis=0) + 1.0"}
+    base = replace(base, rows=[replace(r, text=texts[r.line]) for r in base.rows])
+    more = ["cupy", "jax", *LONG, "numpy_dot_of_the_two_operands_returning_a_new_array", "jax-eager"]
+    eight = Aligned(base.file, [*base.columns, *(replace(base.columns[i % 2], label=l) for i, l in enumerate(more))],
+                    [replace(r, cells={**r.cells, **{l: r.cells[("numpy", "torch")[i % 2]] for i, l in enumerate(more)}})
+                     for r in base.rows])
+    for ascii in (False, True):
+        buffer = terminal.AsciiBuffer() if ascii else io.StringIO()
+        console = Console(file=buffer, width=80, color_system=None, soft_wrap=False)
+        if ascii:
+            console.push_render_hook(terminal.AsciiSymbols(console))
+        compare_tables.print_aligned(t.Analysed(eight), console)  # type: ignore[arg-type]
+        table = aligned_table(buffer.getvalue())
+        assert max(map(len, table.splitlines())) <= 80, table
+        parts = table.split("lines aligned")[1:]
+        assert len(parts) > 1 and all(f"of {len(parts)})" in p.splitlines()[0] for p in parts), table
+        assert "…" not in table and "..." not in table, table
+        for part in parts:  # each part has every line's code, on one line or at its words (no narrower than needed)
+            words = part.replace("|", " ").replace("│", " ").split()
+            for text in texts.values():
+                assert all(w in words for w in text.split()), (text, part)
+            assert "def step(a, b):" in part and "d = xp.exp(c)" in part, part
+        assert table.count("10.00 (") == 8, table  # each case's step() sum, in one part
+        cells = " ".join(table.replace("|", " ").replace("│", " ").replace("┃", " ").split())
+        for label in ("numpy", "torch", *more):  # every case's header, whole over its lines
+            assert all(piece in cells.split() for piece in fmt.folded(label, fmt.HEADER_WIDTH).splitlines()), label

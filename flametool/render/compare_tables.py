@@ -17,7 +17,8 @@ from ..run.profiled import ProfileProcess
 from ..run.record import Run
 from .base import Renderer
 from .diff_tables import layer_key, print_count_diff, print_frame_deltas
-from .terminal import Column, boxless, console_text, fits, fold_paths, header, narrowed_to_fit, narrowest, say, show, show_parts, text, titled, unwrapped
+from .terminal import (Column, boxless, console_text, fits, fold_paths, header, narrowed_to_fit, narrowest, say, show,
+                       show_parts, split_parts, text, titled, unwrapped)
 from .terminal import label as terminal_label
 
 
@@ -306,12 +307,40 @@ def fold_words(code: str, width: int) -> str:
     return fmt.folded(code, width, " ", anywhere=True)
 
 
+def aligned_parts(got: aligned_lines.AlignedView, console: Console) -> None:
+    """The aligned lines in parts (terminal.show_parts), each headed by the line and its code, a case's columns
+    never apart; the code folded at its words to the widest that takes no more parts than at CODE_FOLD."""
+    fields = len(got.groups[0].headers)
+    cases = [Column(header(g.label, h, under=True), [text(r.cells[i][j]) for r in got.rows])
+             for i, g in enumerate(got.groups) for j, h in enumerate(g.headers)]
+    ends = {len(got.rows) - 2} if len(got.rows) > 1 and got.rows[-2].kind == "line" else set()
+    line = Column("line", [text(r.line) for r in got.rows], "right")
+    whole = [text(r.code) for r in got.rows]
+    code = Table()  # narrowed_to_fit folds this column's cells; each try is split into parts
+    code.add_column("code")
+    for cell in whole:
+        code.add_row(cell)
+
+    def names() -> list[Column]:
+        return [line, Column("code", list(code.columns[0]._cells), "left", no_wrap=True)]  # type: ignore[arg-type]
+
+    def count() -> int:
+        return len(split_parts(console, names(), [cases], ends, fields))
+
+    code.columns[0]._cells = [Text(fold_words(c.plain, CODE_FOLD)) for c in whole]
+    fewest = count()
+    code.columns[0]._cells = list(whole)
+    narrowed_to_fit(console, code, 0, fold_words, CODE_FOLD, lambda: count() <= fewest)
+    show_parts(console, got.title, names(), [cases], ends, fields)
+
+
 def print_aligned(a: Analysis, console: Console) -> None:
     """The step lines the cases share, a column group per case (render/aligned_lines.py), as much of it as fits
     the console (every figure; one count; total us and one count; without ±: it says which), then each pair's
     lines that differ most. Nothing for a run whose cases share no step line."""
     if a.aligned is None:
         return
+    in_parts = False
     for fields, spread, left in aligned_lines.narrowed(a.aligned):
         got = aligned_lines.view(a.aligned, fields, spread, short=True)
         table = titled(got.title)
@@ -343,8 +372,11 @@ def print_aligned(a: Analysis, console: Console) -> None:
             lines = column._cells[:-1]  # the last row is the step's sum
             column.min_width = max((c.cell_len for c in lines if isinstance(c, Text)), default=0)
         table.columns[1]._cells = [text(r.code) for r in got.rows]  # whole again: folded above at CODE_FOLD
-        narrowed_to_fit(console, table, 1, fold_words, CODE_FOLD)
-    show(console, table)
+        in_parts = not narrowed_to_fit(console, table, 1, fold_words, CODE_FOLD)  # eight cases at 80: 143 wide
+    if in_parts:  # too many cases for any one table: in parts, each headed by the lines
+        aligned_parts(got, console)
+    else:
+        show(console, table)
     say(console, aligned_lines.KEY.format(dash=fmt.DASH) + (f"; {left}{aligned_lines.WIDER}" if left else ""))
     for line in got.notes:
         say(console, line)

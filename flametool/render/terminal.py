@@ -95,7 +95,8 @@ class Column:
 
     header: Text | str
     cells: list[Text | str]
-    justify: JustifyMethod = "right"  # figures; a word's column (a sweep's "bound") is "left"
+    justify: JustifyMethod | None = None  # None: a figure's place (right), or a row name's (left) in `first`
+    no_wrap: bool = False  # a cell's lines as they are (an aligned line's code, folded at its words beforehand)
 
 
 def show_parts(console: Console, title: str, first: Column | list[Column], groups: list[list[Column]],
@@ -110,18 +111,30 @@ def show_parts(console: Console, title: str, first: Column | list[Column], group
     drawn as show() draws it. `ends`: the rows a section ends after (a line under them); `keep`: the columns go
     into parts `keep` at a time, never apart (a sweep's host and wall of one case)."""
     names = first if isinstance(first, list) else [first]
+    parts = split_parts(console, names, groups, ends, keep, fold_headers)
+    for k, part in enumerate(parts):
+        shown = title if len(parts) == 1 else f"{title} ({k + 1} of {len(parts)})"
+        show(console, parts_table(shown, names, part, ends))
 
-    def table_of(part: list[Column], shown: str) -> Table:
-        table = titled(shown)
-        for name in names:  # row names to the left, whatever their Column says
-            table.add_column(name.header)
-        for column in part:
-            table.add_column(column.header, justify=column.justify)
-        for i in range(len(names[0].cells)):
-            table.add_row(*(c.cells[i] for c in (*names, *part)), end_section=i in ends)
-        return table
 
-    def fits_drawn(table: Table) -> bool:  # no cell wrapped, boxed or else without the box (as show() would draw it)
+def parts_table(title: str, names: list[Column], part: list[Column], ends: set[int] = set()) -> Table:
+    """One part of show_parts' table: the row names (to the left unless their Column says) and `part`'s columns."""
+    table = titled(title)
+    for name in names:
+        table.add_column(name.header, justify=name.justify or "left", no_wrap=name.no_wrap)
+    for column in part:
+        table.add_column(column.header, justify=column.justify or "right", no_wrap=column.no_wrap)
+    for i in range(len(names[0].cells)):
+        table.add_row(*(c.cells[i] for c in (*names, *part)), end_section=i in ends)
+    return table
+
+
+def split_parts(console: Console, names: list[Column], groups: list[list[Column]], ends: set[int] = set(),
+                keep: int = 1, fold_headers: bool = False) -> list[list[Column]]:
+    """The parts show_parts draws: the columns of `groups` whole where they fit beside `names`, else as many of a
+    group after another as fit, `keep` at a time."""
+    def fits_drawn(part: list[Column]) -> bool:  # no cell wrapped, boxed or else without the box (as show() draws)
+        table = parts_table("", names, part, ends)
         if fold_headers:
             return narrowest(console, table) <= console.width
         if unwrapped(console, table):
@@ -130,21 +143,18 @@ def show_parts(console: Console, title: str, first: Column | list[Column], group
         return unwrapped(console, table)
 
     columns = [c for group in groups for c in group]
-    if fits_drawn(table_of(columns, title)):
-        parts = [columns]
-    else:
-        parts = []
-        for group in groups:
-            start = 0
-            while start < len(group):
-                end = start + keep
-                while end < len(group) and fits_drawn(table_of(group[start:end + keep], title)):
-                    end += keep
-                parts.append(group[start:end])
-                start = end
-    for k, part in enumerate(parts):
-        shown = title if len(parts) == 1 else f"{title} ({k + 1} of {len(parts)})"
-        show(console, table_of(part, shown))
+    if fits_drawn(columns):
+        return [columns]
+    parts = []
+    for group in groups:
+        start = 0
+        while start < len(group):
+            end = start + keep
+            while end < len(group) and fits_drawn(group[start:end + keep]):
+                end += keep
+            parts.append(group[start:end])
+            start = end
+    return parts
 
 
 def boxless(table: Table) -> None:

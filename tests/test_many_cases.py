@@ -172,3 +172,21 @@ def test_the_time_and_profiled_tables_fold_a_long_name(tmp_path):
         assert all(m.end() <= fmt.LABEL_WIDTH + 6 for m in heads), [m.group(0) for m in heads]
         for label in LABELS:
             assert all(piece in text for piece in fmt.folded(label, fmt.LABEL_WIDTH).splitlines()), label
+
+
+def test_the_profiled_loops_of_eight_cases_fit_80_columns_their_long_names_folded_narrower(tmp_path):
+    """Eight cases, four of them long-named, at 80 columns: the profiled loops' table was 85 wide (its names folded
+    at 30 characters, as the timing table's, left its figures too little room). Where it is too wide, its names are
+    folded narrower (no narrower than a header's 20): 80 wide, every name whole over its lines."""
+    from flametool.render import compare_tables, format as fmt
+
+    text = printed_at(many_cases_run(tmp_path), 80, compare_tables.print_summary)
+    table = text[text.index("profiled loops:"):text.index("timed together: the figure above")]
+    assert max(len(line.rstrip()) for line in table.splitlines()) <= 80, table
+    lines = table.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.startswith("─"))
+    names = [line.split("  ")[0].strip() for line in lines[rule + 1:]]
+    joined = "".join(names)
+    for label in LABELS:
+        assert label in joined, (label, names)
+    assert all(len(n) <= fmt.LABEL_WIDTH for n in names), names

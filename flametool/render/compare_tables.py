@@ -14,10 +14,10 @@ from ..analyse.attribution import CaseCosts, Skipped
 from ..analyse.layers import order
 from ..run.counts import Counts
 from ..run.profiled import ProfileProcess
-from ..run.record import Run
+from ..run.record import CaseResult, Run
 from .base import Renderer
 from .diff_tables import layer_key, print_count_diff, print_frame_deltas
-from .terminal import (Column, boxless, console_text, fits, fold_paths, header, narrowed_to_fit, narrowest, say, show,
+from .terminal import (Column, boxless, console_text, fits, fold_labels, fold_paths, header, narrowed_to_fit, narrowest, say, show,
                        show_parts, split_parts, text, titled, unwrapped)
 from .terminal import label as terminal_label
 
@@ -127,13 +127,18 @@ PROFILED_KEY = ("timed together: the figure above at this shape; alone: the same
                 "alone differ: docs/glossary.md)")
 
 
+def profiled_rows(run: Run) -> list[tuple[str, CaseResult]]:
+    """The profiled loops' table's rows: each case that ran and was profiled."""
+    return [(label, r) for label, r in run.results.items() if not r.error and r.profile is not None]
+
+
 def profiled_table(a: Analysis, together: bool, narrow: bool) -> Table:
     """The profiled loops, a row per case; `narrow`, for a console too narrow for it: the sampled shape without the
     op (the timing table above names it; a workload's op, 'workload_cases.py:scaled_exp_sum', is one word of 32
     characters) and no counted column where no case was counted (a column of '-'), so that it fits 80 columns (it
     was 82 wide, and 94 for a workload)."""
     run, op = a.run, a.run.config.operation
-    rows = [(label, r) for label, r in run.results.items() if not r.error and r.profile is not None]
+    rows = profiled_rows(run)
     counted = not narrow or any(counted_time(r.profile) != "-" for _, r in rows if r.profile is not None)
     profiling = titled("profiled loops: each case alone in a process of its own, at the sampled shape, us per call")
     for col, right in (("case", False), ("sampled at", False), ("timed together" if together else "timed", True),
@@ -204,6 +209,8 @@ def print_summary(a: Analysis, console: Console) -> None:
     profiling = profiled_table(a, together, narrow=False)
     if narrowest(console, profiling) > console.width:
         profiling = profiled_table(a, together, narrow=True)
+        # long names folded narrower than a timing table's: eight cases, four long-named, drew it 85 wide at 80
+        fold_labels(console, profiling, [label for label, _ in profiled_rows(run)])
     show(console, profiling)
     key = PROFILED_KEY if "counted" in [str(c.header) for c in profiling.columns] else PROFILED_KEY.replace(COUNTED_KEY, "")
     say(console, key if together else "timed" + key.removeprefix("timed together"))

@@ -223,6 +223,15 @@ def fit_names(console: Console, table: Table, index: int, shortest: int = 20) ->
     narrowed_to_fit(console, table, index, fmt.middle, shortest)
 
 
+def fold_labels(console: Console, table: Table, labels: list[str], index: int = 0) -> bool:
+    """Column `index` of case names (label, folded over lines of format.LABEL_WIDTH): where the table is wider than
+    the console, folded narrower, to the widest that fits (narrowed_to_fit), no narrower than a header's
+    (format.HEADER_WIDTH); whether it fits. `labels`: the column's names, a row each, as given to label()."""
+    table.columns[index]._cells = [Text(fmt.visible(name)) for name in labels]
+    return narrowed_to_fit(console, table, index, lambda name, width: fmt.folded(name, min(width, fmt.LABEL_WIDTH)),
+                           fmt.HEADER_WIDTH)
+
+
 def fold_paths(console: Console, table: Table, index: int) -> None:
     """Column `index` of file:line (a source line's place), each whole: where the table is wider than the console,
     folded after a folder (format.PATH_BREAKS) to the widest that fits (narrowed_to_fit). Left to rich, a path was

@@ -477,3 +477,14 @@ def test_a_note_on_the_counts_of_every_pair_is_said_once(capsys):
     # each pair's own lines: its difference and its totals
     assert out.count("- no difference: the same calls per step on both sides") == 1
     assert out.count("- cupy: 1 Python call per step; torch: 2 Python calls per step") == 1
+
+
+def test_markdown_speaks_of_microseconds_only_where_it_shows_them(capsys):
+    """Every comment ended with 'Ratios relative to an anchor ... move far less from run to run than microseconds,
+    ...' (197 characters), a sweep's and an atlas's too, which show ratios only. Now only under a difference in us."""
+    closing = "move far less from run to run than microseconds"
+    for run in ("h200-sweep-fp16", "h200-atlas"):
+        code, out, _ = run_cli(capsys, "summary", str(SAMPLES / run), "--format", "markdown")
+        assert code == 0 and closing not in out and " us" not in out, (run, out)
+    code, out, _ = run_cli(capsys, "summary", str(SAMPLES / "h200-hostbound-1024"), "--format", "markdown")
+    assert closing in out.splitlines()[-1] and "at cupy's 17.72 us" in out

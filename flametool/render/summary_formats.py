@@ -316,9 +316,10 @@ class MarkdownSummary(Renderer[Summary]):
         if s.environments:
             out += ["<details><summary>environments</summary>", ""]
             out += [f"- {md(fmt.environment_line(e))}" for e in s.environments] + ["", "</details>", ""]
-        out.append("Ratios relative to an anchor (or paired in the same processes) move far less from run to run "
-                   "than microseconds, which hold for the speed the host ran at in these runs (words: "
-                   "docs/glossary.md).")
+        if any(p.diff_us is not None for p in s.pairs):  # a sweep's or an atlas's comment shows no microseconds
+            out.append("Ratios relative to an anchor (or paired in the same processes) move far less from run to run "
+                       "than microseconds, which hold for the speed the host ran at in these runs (words: "
+                       "docs/glossary.md).")
         return "\n".join(out) + "\n"
 
 

@@ -191,9 +191,9 @@ def sentence(a: Analysis, ok: dict[str, CaseResult]) -> str:
     first = next((p for p in a.pairs if p.base in cpu and p.head in cpu), None)
     unsampled = f"there is no stack diff to say where ({why_unsampled(a)})."
     if first is not None and first.anchored is not None:
-        an = first.anchored
-        return (f"{first.head} − {first.base} = {fmt.signed(an.diff_us)} us per call relative to {an.anchor} "
-                f"({fmt.ratio(an.ratio)}, the pair's figure above); " + unsampled)
+        # the pair's line just above gives the anchored ratio and difference: said again here, it read as new
+        return (f"There is no stack diff to say where {first.head}'s difference from {first.base} comes from "
+                f"({why_unsampled(a)}).")
     if first is not None or len(timed) >= 2:
         (x, tx), (y, ty) = ((first.base, cpu[first.base]), (first.head, cpu[first.head])) if first else timed[:2]
         return (f"{y} takes {ty:,.2f} us per call on the host against {x}'s {tx:,.2f} us ({ty / tx:.2f}×); "

@@ -234,7 +234,7 @@ def case_factory(func: Func, xp: str) -> Callable[[tuple, str, str], tuple[Step,
             raise WorkloadFailed(f"{xp}: {func.__name__}(xp, shape) raised {_one_line(exc)}"
                                  f"{_at(exc, func.__code__)}") from exc
         fn, inputs = checked(made, f"{func.__name__}(xp, {tuple(shape)})")
-        arrays = tuple(place(_cast(x, dtype)) for x in inputs)
+        arrays = tuple(_placed(xp, place, _cast(x, dtype), i) for i, x in enumerate(inputs))
         last: list[Any] = [None]
         run = _jit(fn) if xp == "jax" else fn
         step = _step(run, arrays, last, keeps_result=LIBRARY[xp] == "jax")
@@ -275,6 +275,16 @@ def _step(fn: Callable[..., Any], arrays: tuple, last: list[Any], keeps_result: 
         last[0] = fn(*arrays)
 
     return step
+
+
+def _placed(xp: str, place: Callable[[Any], Any], x: Any, i: int) -> Any:
+    """inputs[i] where library `xp` runs; one it cannot take (a dtype it has not, or keeps in fewer bits) fails
+    its case alone, in one line naming the input (WorkloadFailed)."""
+    try:
+        return place(x)
+    except Exception as exc:
+        raise WorkloadFailed(f"{xp} cannot take inputs[{i}] ({x.dtype}, shape {tuple(x.shape)}): "
+                             f"{_one_line(exc)}") from exc
 
 
 def _jit(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -322,12 +332,7 @@ def _library(xp: str, dtype: str, device: str) -> tuple[Any, Callable[[Any], Any
     import jax.numpy as jnp
 
     dev = libraries.jax_device(device)
-
-    def place(x: Any) -> Any:
-        on = jax.device_put(x, dev)
-        return on.astype(dtype) if x.dtype.kind == "f" and str(on.dtype) != dtype else on
-
-    return jnp, place, lambda last: jax.block_until_ready(last[0])
+    return jnp, lambda x: libraries.jax_put(x, dev, dtype), lambda last: jax.block_until_ready(last[0])
 
 
 def _one_line(exc: BaseException) -> str:

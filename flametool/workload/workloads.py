@@ -245,7 +245,7 @@ def case_factory(func: Func, xp: str) -> Callable[[tuple, str, str], tuple[Step,
             sync(last)
         except Exception as exc:
             raise WorkloadFailed(f"{xp} cannot run {getattr(fn, '__name__', 'fn')}: {_one_line(exc)}"
-                                 f"{_at(exc, getattr(fn, '__code__', None))}") from exc
+                                 f"{_at(exc, getattr(fn, '__code__', None) or func.__code__)}") from exc
         setattr(step, "operands", arrays)
         setattr(step, "operands_made", f"the inputs of the workload {func.__name__}(xp, shape), floating ones as "
                                        f"{dtype}")
@@ -343,7 +343,8 @@ def _one_line(exc: BaseException) -> str:
 
 def _at(exc: BaseException, code: Any) -> str:
     """' at FILE:LINE (the line's text)': the deepest frame of the traceback in the file of `code` (fn's or
-    FUNC's code object: a helper of the same file counts); '' where none is."""
+    FUNC's code object: a helper of the same file counts; FUNC's for an fn with no code of its own, a
+    functools.partial of a helper or an object's __call__, whose failure named no line); '' where none is."""
     frames = traceback.extract_tb(exc.__traceback__)
     hits = [f for f in frames if code is not None and f.filename == code.co_filename]
     if not hits:

@@ -14,7 +14,8 @@ from flametool.run import rundir
 from flametool.run.profiled import ProfileProcess, Sampling
 from flametool.run.record import CaseResult
 from flametool.run.timing import Loops
-from shared import flametool_once
+from flametool.workload import libraries, workloads
+from shared import WORKLOAD_CASES, flametool_once
 
 
 def sampled_case(kept: int, us_per_call: float) -> CaseResult:
@@ -137,3 +138,32 @@ def test_a_caller_off_the_cpu_much_of_its_host_time_is_said_in_the_fairness_list
     assert said.startswith("jax's calling thread was on the CPU for 45% of its host time per call") and "55%" in said
     a = compare.Analysis(Path("."), run, off_cpu=found)
     assert ("host time is not all work", said) in fmt.fairness(a, run)
+
+
+def test_a_64_bit_type_jax_would_narrow_is_said_not_run_as_32_bits():
+    """`compare --workload w.py:step --libs numpy,jax --dtype float64` ran jax in float32 (JAX has no 64-bit types
+    unless jax_enable_x64 is on) under the label float64, and int64 inputs as int32: the only sign was a caution that
+    jax 'read different values'."""
+    said = libraries.jax_narrowed("float64", "float64", "float32")
+    assert said and said.startswith("jax makes float64 arrays float32") and "JAX_ENABLE_X64=1" in said
+    assert libraries.jax_narrowed("int64", "float32", "int32").startswith("jax makes int64 arrays int32")
+    assert libraries.jax_narrowed("float32", "bfloat16", "bfloat16") is None  # rounded by jax, as asked
+    assert libraries.jax_narrowed("float64", "float32", "float32") is None  # cast on the host first
+    assert libraries.jax_narrowed("complex64", "float32", "complex64") is None
+    assert libraries.jax_narrowed("int64", "float32", "int64") is None  # with jax_enable_x64
+
+
+def test_a_workload_s_jax_case_fails_on_an_input_jax_narrows_naming_it():
+    jax = pytest.importorskip("jax")
+    if jax.config.jax_enable_x64:
+        pytest.skip("JAX_ENABLE_X64 is set: jax keeps float64")
+    from flametool.measure.child import building
+
+    func = workloads.load("scaled_exp_sum", None, str(WORKLOAD_CASES))
+    with pytest.raises(building.CaseUnavailable) as got:
+        building.set_up(workloads.case_factory(func, "jax-eager"), [4, 3], "float64", "cpu")
+    said = str(got.value)
+    assert said.startswith("jax-eager cannot take inputs[0] (float64, shape (4, 3)): ValueError: jax makes float64 "
+                           "arrays float32") and "\n" not in said
+    step, _ = building.set_up(workloads.case_factory(func, "jax-eager"), [4, 3], "float32", "cpu")
+    assert [str(x.dtype) for x in step.operands] == ["float32", "float32"]

@@ -488,3 +488,35 @@ def test_markdown_speaks_of_microseconds_only_where_it_shows_them(capsys):
         assert code == 0 and closing not in out and " us" not in out, (run, out)
     code, out, _ = run_cli(capsys, "summary", str(SAMPLES / "h200-hostbound-1024"), "--format", "markdown")
     assert closing in out.splitlines()[-1] and "at cupy's 17.72 us" in out
+
+
+def test_every_summary_format_says_which_case_failed_outside_the_compared_pairs(tmp_path, capsys):
+    """`compare --workload w.py:f --libs numpy,torch,jax` where fn writes in place: jax's case failed (JAX's arrays
+    are immutable) and the run exited 1, but `summary` said nothing of jax in text, Markdown or JSON: jax is in
+    none of the pairs (the default is the first two libraries), and only a pair left out said what failed. Every
+    format now names it and why; a long reason is cut in its middle, keeping the line of fn at its end."""
+    from runbuild import make_run
+
+    stack = "case.step (case.py:1);lib (lib.so) 40\n"
+    run = make_run(tmp_path / "r", {"numpy": (stack, 6.0, 0), "torch": (stack, 9.0, 0), "jax": (stack, 1.0, 0)},
+                   processes=2)
+    data = json.loads((run / "run.json").read_text())
+    data["config"]["pairs"] = [["numpy", "torch"]]
+    why = ("jax cannot run fn: TypeError: JAX arrays are immutable and do not support in-place item assignment. "
+           "Instead of x[idx] = y, use x = x.at[idx].set(y) or another .at[] method: https://docs.jax.dev/en/latest/"
+           "_autosummary... at /me/w.py:58 (a[0] = 1.0)")
+    data["results"]["jax"].update(error=why, timing=None)
+    (run / "run.json").write_text(json.dumps(data))
+    code, out, _ = run_cli(capsys, "summary", str(run))
+    said = next(l for l in out.splitlines() if l.startswith("jax failed ("))
+    assert code == 0 and said.endswith(" at /me/w.py:58 (a[0] = 1.0))") and " … " in said and len(said) < 200
+    assert said.startswith("jax failed (jax cannot run fn: TypeError: JAX arrays are immutable")
+    code, out, _ = run_cli(capsys, "summary", str(run), "--format", "markdown")
+    assert "jax failed (jax cannot run fn" in MarkdownIt().render(out)
+    doc = json.loads(run_cli(capsys, "summary", str(run), "--format", "json")[1])
+    assert doc["failed"] == {"jax": why} and doc["not_compared"] is None
+    # where a pair left out says it, it is said there, once
+    data["config"]["pairs"].append(["numpy", "jax"])
+    (run / "run.json").write_text(json.dumps(data))
+    out = run_cli(capsys, "summary", str(run))[1]
+    assert out.count("jax failed (") == 1 and "jax vs numpy not compared: jax failed (" in out

@@ -183,6 +183,18 @@ def test_a_library_fn_does_not_port_to_fails_its_case_naming_the_library_and_lin
     assert "\n" not in said
 
 
+def test_an_fn_with_no_code_of_its_own_that_fails_names_the_line_too():
+    """fn a functools.partial of a helper in the workload's file (an object's __call__ alike): torch's failure said
+    'torch cannot run fn: AttributeError: ... no attribute 'polyval'' and no line, as fn has no __code__."""
+    func = workloads.load("partial_numpy_only", None, str(CASES))
+    line = next(i + 1 for i, l in enumerate(CASES.read_text().splitlines()) if "xp.polyval(a, b)" in l)
+    with pytest.raises(building.CaseUnavailable) as got:
+        building.set_up(workloads.case_factory(func, "torch"), [8], "float32", "cpu")
+    said = str(got.value)
+    assert said.startswith("torch cannot run fn: AttributeError") and "\n" not in said
+    assert said.endswith(f" at {CASES}:{line} (return xp.polyval(a, b)  # a helper fn calls through functools.partial)")
+
+
 def test_a_workloads_cases_go_on_when_one_fails():
     from flametool.commands.main import build_parser
     from flametool.commands.settings import compare_config

@@ -76,6 +76,7 @@ class Summary:
     # --fail-above on a run with a pair it could not compare (or none): inconclusive, and why (never a pass)
     uncompared: Verdict | None = None
     not_compared: str | None = None  # a run's pairs that could not be compared, and why (with or without --fail-above)
+    failed: dict[str, str] = field(default_factory=dict)  # a run's cases that failed: label -> why, on one line
     aligned: Aligned | None = None  # a run's step lines its cases share, a column per case (analyse/aligned.py)
     # a run's analysis, for what the report says too: its cautions (render/format.cautions) and the shape of
     # each case's pooled time in `cases` (the sample shape)
@@ -146,7 +147,7 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
     out = Summary("run", str(a.run_dir), str(a.run_dir), environments=list(run.environments), complete=run.complete,
                   cases=stats.group_pooled(run, True),
                   counts={l: r.profile.counts for l, r in run.results.items() if r.profile and r.profile.counts},
-                  aligned=a.aligned, analysis=a)
+                  aligned=a.aligned, analysis=a, failed=failures(run))
     missing = []
     anchor_differs = sameness.anchor_caution(run)  # the run's anchor carries its own change: its verdicts say so
     ended = ended_by(run)
@@ -205,9 +206,38 @@ def timing_seconds(run: Run, ran: int) -> float | None:
     return took if took > 0 else None
 
 
+def failures(run: Run) -> dict[str, str]:
+    """Each case that failed, and why, on one line."""
+    return {l: " ".join(r.error.split()) for l, r in run.results.items() if r.error}
+
+
+SAID_FAILED = 160  # characters of a failure's reason a sentence quotes (JSON's `failed` has it whole)
+
+
+def failed_sentences(failed: dict[str, str]) -> list[str]:
+    """'LABEL failed (why)' each, a long why cut in its middle: its start says what failed and its end where (a
+    workload's ' at /me/w.py:58 (a[0] = 1.0)', which a cut at its end left out)."""
+    def short(why: str) -> str:
+        if len(why) <= SAID_FAILED:
+            return why
+        tail = SAID_FAILED * 2 // 5
+        return f"{why[:SAID_FAILED - tail - 3].rstrip()} … {why[-tail:].lstrip()}"
+
+    return [f"{l} failed ({short(why)})" for l, why in failed.items()]
+
+
+def failed_text(s: Summary) -> str | None:
+    """The cases that failed, where no pair left out says so (not_compared names every failure): a workload's
+    case on a library its fn does not port to, in none of the run's pairs (jax beside the default pair numpy and
+    torch), read as if it had never been asked for."""
+    if not s.failed or s.not_compared:
+        return None
+    return "; ".join(failed_sentences(s.failed))
+
+
 def not_compared(run: Run, missing: list[str]) -> str:
     """The pairs not compared (or nothing at all), and why: what failed, had no timings, or did not finish."""
-    failed = [f"{l} failed ({' '.join(r.error.split())[:160]})" for l, r in run.results.items() if r.error]
+    failed = failed_sentences(failures(run))
     untimed = [l for l, r in run.results.items() if not r.error and r.at_sample_shape is None]
     why = failed + [f"{l} has no timings" for l in untimed] + ([] if run.complete else ["the run did not finish"])
     what = (f"{', '.join(missing)} not compared" if missing else

@@ -12,7 +12,7 @@ from . import aligned_lines, format as fmt, lines_view
 from ..run.stats import Interval
 from ..run.record import a_kind
 from ..analyse import countdiff
-from ..analyse.summary import SCHEMA, VERSION, HeadlineRow, PairSummary, Summary
+from ..analyse.summary import SCHEMA, VERSION, HeadlineRow, PairSummary, Summary, failed_text
 from .base import Renderer
 
 
@@ -193,8 +193,9 @@ class TextSummary(Renderer[Summary]):
         lines += [f"counted, every comparison: {c}" for c in shared]
         if s.no_verdict:
             lines.append(s.no_verdict)
-        if s.not_compared:
-            lines.append(s.not_compared)
+        for note in (s.not_compared, failed_text(s)):
+            if note:
+                lines.append(note)
         for r in s.rows:
             lines.append(f"{r.label} at {row_where(s)} {r.at}: {row_ratio(r)}"
                          + (f" {row_units(r)}" if r.figures is not None and r.figures.ratio is not None else ""))
@@ -261,7 +262,7 @@ class MarkdownSummary(Renderer[Summary]):
         # an incomplete run says so with the notes at the top (a sweep stopped part-way said it only at the bottom)
         unfinished = None if s.complete else "Run incomplete: run.json holds what finished"
         for note in (unfinished, fmt.differences_text(s.differences), fmt.incomplete_text(s.incomplete),
-                     s.no_verdict, s.not_compared):
+                     s.no_verdict, s.not_compared, failed_text(s)):
             if note:
                 out += [f"**{md(note)}**", ""]
         warned = [f"⚠️ {md(f'{what}: {line}')}" for what, line in cautions(s)]
@@ -399,6 +400,7 @@ class JsonSummary(Renderer[Summary]):
                             for d in s.differences],
             "no_verdict": s.no_verdict,
             "not_compared": s.not_compared,
+            "failed": s.failed,
             "environments": [{"name": e.name, "python": e.python, "executable": e.executable,
                               "python_version": e.python_version, "versions": e.versions, "describe": e.describe}
                              for e in s.environments],

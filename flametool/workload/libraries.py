@@ -215,9 +215,34 @@ def _jax_place(host: tuple, dtype: str, device: str) -> tuple[Any, tuple, Sync |
     import jax.numpy  # noqa: F401  (where the ops' jax functions are)
 
     dev = jax_device(device)
-    arrays = tuple(jax.device_put(x, dev) for x in host)
-    arrays = tuple(x if x.dtype.kind == "c" or str(x.dtype) == dtype else x.astype(dtype) for x in arrays)
-    return jax.numpy, arrays, None
+    return jax.numpy, tuple(jax_put(x, dev, dtype) for x in host), None
+
+
+def jax_put(host: Any, dev: Any, dtype: str) -> Any:
+    """A host array on jax device `dev` from its bytes: a floating one in `dtype` (bfloat16 rounded there from
+    float32), any other (complex, integer, boolean) as it is. JAX without 64-bit types (jax_enable_x64, off by
+    default) makes float64, int64 and complex128 arrays 32-bit with a warning no run shows, and its case then ran
+    in float32 under a float64 label, on other bytes than the other libraries' (run.json's fingerprints differed):
+    ValueError, saying how to turn them on."""
+    import jax
+
+    on = jax.device_put(host, dev)
+    if host.dtype.kind == "f" and str(on.dtype) != dtype:
+        on = on.astype(dtype)
+    narrowed = jax_narrowed(str(host.dtype), dtype, str(on.dtype))
+    if narrowed:
+        raise ValueError(narrowed)
+    return on
+
+
+def jax_narrowed(host: str, dtype: str, got: str) -> str | None:
+    """What is wrong where jax made a `got` array of a `host` one (a floating one asked for in `dtype`); None
+    where it is what was asked."""
+    want = dtype if host.startswith(("float", "bfloat")) else host
+    if got == want:
+        return None
+    return (f"jax makes {want} arrays {got}: JAX has 64-bit types only with JAX_ENABLE_X64=1 in the environment "
+            "(jax_enable_x64); set it, or use 32-bit types")
 
 
 # --- the rows: one a library ---------------------------------------------------------------------------------

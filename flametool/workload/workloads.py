@@ -234,7 +234,7 @@ def case_factory(func: Func, xp: str) -> Callable[[tuple, str, str], tuple[Step,
             raise WorkloadFailed(f"{xp}: {func.__name__}(xp, shape) raised {_one_line(exc)}"
                                  f"{_at(exc, func.__code__)}") from exc
         fn, inputs = checked(made, f"{func.__name__}(xp, {tuple(shape)})")
-        arrays = tuple(place(_cast(x, dtype)) for x in inputs)
+        arrays = tuple(_placed(xp, place, _cast(x, dtype), i) for i, x in enumerate(inputs))
         last: list[Any] = [None]
         run = _jit(fn) if xp == "jax" else fn
         step = _step(run, arrays, last, keeps_result=LIBRARY[xp] == "jax")
@@ -245,7 +245,7 @@ def case_factory(func: Func, xp: str) -> Callable[[tuple, str, str], tuple[Step,
             sync(last)
         except Exception as exc:
             raise WorkloadFailed(f"{xp} cannot run {getattr(fn, '__name__', 'fn')}: {_one_line(exc)}"
-                                 f"{_at(exc, getattr(fn, '__code__', None))}") from exc
+                                 f"{_at(exc, getattr(fn, '__code__', None) or func.__code__)}") from exc
         setattr(step, "operands", arrays)
         setattr(step, "operands_made", f"the inputs of the workload {func.__name__}(xp, shape), floating ones as "
                                        f"{dtype}")
@@ -275,6 +275,16 @@ def _step(fn: Callable[..., Any], arrays: tuple, last: list[Any], keeps_result: 
         last[0] = fn(*arrays)
 
     return step
+
+
+def _placed(xp: str, place: Callable[[Any], Any], x: Any, i: int) -> Any:
+    """inputs[i] where library `xp` runs; one it cannot take (a dtype it has not, or keeps in fewer bits) fails
+    its case alone, in one line naming the input (WorkloadFailed)."""
+    try:
+        return place(x)
+    except Exception as exc:
+        raise WorkloadFailed(f"{xp} cannot take inputs[{i}] ({x.dtype}, shape {tuple(x.shape)}): "
+                             f"{_one_line(exc)}") from exc
 
 
 def _jit(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -322,12 +332,7 @@ def _library(xp: str, dtype: str, device: str) -> tuple[Any, Callable[[Any], Any
     import jax.numpy as jnp
 
     dev = libraries.jax_device(device)
-
-    def place(x: Any) -> Any:
-        on = jax.device_put(x, dev)
-        return on.astype(dtype) if x.dtype.kind == "f" and str(on.dtype) != dtype else on
-
-    return jnp, place, lambda last: jax.block_until_ready(last[0])
+    return jnp, lambda x: libraries.jax_put(x, dev, dtype), lambda last: jax.block_until_ready(last[0])
 
 
 def _one_line(exc: BaseException) -> str:
@@ -338,7 +343,8 @@ def _one_line(exc: BaseException) -> str:
 
 def _at(exc: BaseException, code: Any) -> str:
     """' at FILE:LINE (the line's text)': the deepest frame of the traceback in the file of `code` (fn's or
-    FUNC's code object: a helper of the same file counts); '' where none is."""
+    FUNC's code object: a helper of the same file counts; FUNC's for an fn with no code of its own, a
+    functools.partial of a helper or an object's __call__, whose failure named no line); '' where none is."""
     frames = traceback.extract_tb(exc.__traceback__)
     hits = [f for f in frames if code is not None and f.filename == code.co_filename]
     if not hits:

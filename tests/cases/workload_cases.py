@@ -86,3 +86,14 @@ def fails_everywhere(xp, shape=(4,)):
 
 def shape_keyword_only(xp, *, shape=(4,)):
     return (lambda a: a + 1.0), [np.ones(shape)]
+
+
+def _polyval_of_twice(xp, a, scale):
+    b = a * scale
+    return xp.polyval(a, b)  # a helper fn calls through functools.partial
+
+
+def partial_numpy_only(xp, shape=(8,)):
+    import functools
+
+    return functools.partial(_polyval_of_twice, xp, scale=2.0), [np.ones(shape)]

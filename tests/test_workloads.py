@@ -45,6 +45,9 @@ def test_a_workload_runs_as_one_case_per_library(compared):
     # both read the same bytes (the fingerprint of their operands), cast to float32
     prints = {l: [o.fingerprint for o in r.operands] for l, r in run.results.items()}
     assert prints["numpy"] and prints["numpy"] == prints["torch"], prints
+    # fn writes nothing it reads: its operands hashed after the timed loops were the same bytes (no `after`)
+    assert all(o.after is None for r in run.results.values() for o in r.operands)
+    assert '"after"' not in data["results"]["numpy"]["operands"][0]
 
 
 def test_both_libraries_stacks_carry_the_same_lines_of_fn(compared):
@@ -391,3 +394,56 @@ def test_a_user_s_file_with_a_dataclass_under_postponed_annotations_imports(tmp_
     assert float(fn(*inputs)[0]) == 2.0
     step, _ = building.load_factory(CaseSpec("mine", "mine", file=str(file)))([4], "float32", "cpu")
     assert float(step()[0]) == 3.0
+
+
+def test_a_step_that_writes_what_it_reads_is_told_apart(tmp_path, capsys):
+    """An fn that updates its input in place (`a *= 0.5`: numpy's and torch's arrays are written by the step)
+    ran every loop on other values than the last (here down to subnormals and 0, slow on some CPUs), and each
+    library on others than the other's, with nothing said. The child hashes the operands again after the timed
+    loops (building.read_again): where they differ, run.json keeps the new hash (Operands.after), and every view
+    says so among the cautions; an fn that writes into a new array is left as it was."""
+    import torch
+
+    from flametool.analyse import dispatch
+    from flametool.analyse.operands import wrote_operands
+    from flametool.run.record import Operands
+    from runbuild import make_run
+
+    def halve(xp, shape=(64,)):
+        def fn(a, b):
+            a *= 0.5
+            return a + b
+        return fn, [np.ones(shape, dtype=np.float32), np.ones(shape, dtype=np.float32)]
+
+    def fixed(xp, shape=(64,)):
+        return (lambda a, b: a * 0.5 + b), [np.ones(shape, dtype=np.float32), np.ones(shape, dtype=np.float32)]
+
+    for xp in ("numpy", "torch"):
+        made = {name: workloads.case_factory(func, xp)([64], "float32", "cpu") for name, func in
+                (("halve", halve), ("fixed", fixed))}
+        operands = {name: building.fingerprint(step, [64]) for name, (step, _) in made.items()}
+        for step, _ in made.values():
+            for _ in range(3):
+                step()
+        building.read_again(made, operands, {})  # type: ignore[arg-type]
+        assert operands["fixed"].after is None, xp  # type: ignore[union-attr]
+        assert operands["halve"].after not in (None, operands["halve"].fingerprint), xp  # type: ignore[union-attr]
+        assert isinstance(made["halve"][0].operands[0], torch.Tensor if xp == "torch" else np.ndarray)
+    # what the parent keeps and every view says
+    run_dir = make_run(tmp_path / "r", {"numpy": ("case.step (case.py:1) 40\n", 6.0, 40),
+                                        "torch": ("case.step (case.py:1) 40\n", 9.0, 40)})
+    data = json.loads((run_dir / "run.json").read_text())
+    for label in ("numpy", "torch"):
+        data["results"][label]["operands"] = [{"shape": [64], "fingerprint": "aaaaaaaaaaaa", "made": "inputs",
+                                               "hashed": "every byte", **({"after": "bbbbbbbbbbbb"} if label == "torch"
+                                                                          else {})}]
+    (run_dir / "run.json").write_text(json.dumps(data))
+    run = rundir.load(run_dir)
+    assert wrote_operands(run) == ["torch"] and run.results["numpy"].operands[0].after is None
+    assert run.results["torch"].operands[0].to_json()["after"] == "bbbbbbbbbbbb"
+    assert "after" not in run.results["numpy"].operands[0].to_json()
+    assert dispatch.analyse_dir(run_dir).rewritten == ["torch"]
+    code, out, _ = (main.main(["summary", str(run_dir)]), *capsys.readouterr())
+    assert code == 0 and "operands written: torch: step() wrote the values it reads" in out, out
+    assert main.main(["report", str(run_dir)]) == 0
+    assert "torch: step() wrote the values it reads" in (run_dir / "report.html").read_text()

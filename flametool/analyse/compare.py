@@ -18,7 +18,7 @@ from . import attribution, countdiff, flamegraph, profstats, reading, timeline, 
 from .. import pool
 from ..run import anchoring, loaded, rundir, sources, stats
 from ..errors import FlametoolError, RunDirError
-from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands  # noqa: F401 - compare.unlike_operands
+from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands, wrote_operands  # noqa: F401 - compare.unlike_operands
 from .attribution import CaseCosts, Skipped
 from .aligned import Aligned, align
 from .lines import CaseLines, LineDelta, case_lines, diff_lines
@@ -129,6 +129,7 @@ class Analysis:
     cprofile: dict[str, CProfileTable | RunDirError | None] = field(default_factory=dict)  # label -> its .prof read
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
     new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
+    rewritten: list[str] = field(default_factory=list)  # cases whose step wrote the values it reads (a += b)
     off_cpu: list["OffCpu"] = field(default_factory=list)  # cases whose caller was off the CPU much of its host time
     # each sampled case's threads other than the caller: their CPU time per call (all threads' minus the
     # caller's, pooled as the caller's is) and its stacks by layer
@@ -318,7 +319,7 @@ def analyse(run_dir: Path, run: Run, attribute: bool = True, row_only: bool = Fa
     # the run directory read first, whole (the record's derived values, the stack files' sizes, sources.json):
     # what follows computes from it; a view of lines is made only where the cases are attributed
     got = loaded.read(run_dir, run, whole=attribute and not row_only)
-    out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run, got.op),
+    out = Analysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run, got.op), rewritten=wrote_operands(run),
                    off_cpu=off_cpu(run), gpu_busy=timeline.busy_by_case(run_dir, run))
     if attribute and not row_only:
         out.sources = got.sources

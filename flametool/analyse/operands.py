@@ -32,6 +32,12 @@ def unlike_operands(run: Run) -> list[UnlikeOperands]:
             for (shape, dtype), found in seen.items() if len({fp for fp, _ in found.values()}) > 1]
 
 
+def wrote_operands(run: Run) -> list[str]:
+    """The cases whose step wrote the values it reads (their operands hashed again after the timed loops differed:
+    record.Operands.after), in the run's order."""
+    return [label for label, r in run.results.items() if not r.error and any(o.after for o in r.operands)]
+
+
 @dataclass
 class NewOutputs:
     """Built-in jax cases beside cases that write into a preallocated out (matmul, add): jax has no out=, so each

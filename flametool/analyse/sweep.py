@@ -21,7 +21,7 @@ from pathlib import Path
 from . import attribution, countdiff
 from ..run import casenames, stats
 from ..run.counts import Counts
-from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands
+from .operands import NewOutputs, UnlikeOperands, new_outputs, unlike_operands, wrote_operands
 from ..run.record import Run, SweepPoint, size_name  # noqa: F401 - sweep.size_name
 from ..run.timing import HOST_BOUND_FACTOR, Timing, host_bound
 from ..workload.ops import OPS
@@ -333,6 +333,7 @@ class SweepAnalysis:
     count_diffs: list[tuple[str, countdiff.CountDiff]] = field(default_factory=list)
     unlike: list[UnlikeOperands] = field(default_factory=list)  # shapes at which the cases multiply other values
     new_outputs: NewOutputs | None = None  # jax's new output buffer each call beside cases that write into out
+    rewritten: list[str] = field(default_factory=list)  # cases whose step wrote the values it reads (a += b)
     # compare's callers off the CPU (compare.OffCpu): a sweep has none, its loops at each size are not read so
     off_cpu: list = field(default_factory=list)
 
@@ -375,7 +376,7 @@ def by_shape(points: list[Shaped]) -> dict[tuple, Shaped]:
 
 def analyse(run_dir: Path, run: Run) -> SweepAnalysis:
     """Every case's points and crossover, the layers at each sampled size, every compared pair per size."""
-    out = SweepAnalysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run))
+    out = SweepAnalysis(run_dir, run, unlike=unlike_operands(run), new_outputs=new_outputs(run), rewritten=wrote_operands(run))
     figures = _pooled(run)
     for label, result in run.results.items():
         out.curves[label] = [point(t, figures.get((label, tuple(t.shape)))) for t in result.points]

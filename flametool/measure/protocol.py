@@ -78,8 +78,9 @@ def _paths(value: Any) -> list[str]:
 
 
 def _operands(data: dict) -> Operands:
+    after = data.get("after")
     return Operands(shape=_shape(data["shape"]), fingerprint=str(data["fingerprint"]), made=str(data["made"]),
-                    hashed=str(data["hashed"]))
+                    hashed=str(data["hashed"]), after=None if after is None else str(after))
 
 
 # --- the job: parent -> child -------------------------------------------------------------------------------

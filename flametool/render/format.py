@@ -168,6 +168,16 @@ def outputs_sentence(n) -> str:
             "is part of what the jax figures measure")
 
 
+def rewritten_sentence(labels: list[str]) -> str:
+    """What the fairness list says of cases whose step wrote the values it reads (operands.rewritten)."""
+    names = " and ".join([", ".join(labels[:-1]), labels[-1]] if len(labels) > 1 else labels)
+    return (f"{names}: step() wrote the values it reads (its operands hashed after the timed loops differed from "
+            "set-up: an in-place update such as a += b), so each loop ran on other values than the last, and each "
+            "case on other values than the others' (their loops differ in number); values that grow to inf or shrink "
+            "to subnormals can change a library's speed. To time fixed values, write into a copy or an array of fn's "
+            "own")
+
+
 def op_shape(op: str, value) -> str:
     """A shape with the op it is a shape of (--op): 'matmul 1024,1024,1024', 'add 1048576'."""
     return f"{op} {shape(value)}"
@@ -242,6 +252,7 @@ def fairness(a, run) -> list[tuple[str, str]]:
     out = [("operands differ", line) for line in unlike_lines(a.unlike, run_device(run), run.config.operation,
                                                                [(p.base, p.head) for p in a.pairs])]
     out += [("outputs differ", outputs_sentence(a.new_outputs))] if a.new_outputs else []
+    out += [("operands written", rewritten_sentence(a.rewritten))] if a.rewritten else []
     # an --anchor whose library the environments' probes showed to differ: said once before the run, and here in
     # every view after it (the verdict ends with it too: summary.of_run)
     out += [("anchor differs", found)] if (found := sameness.anchor_caution(run)) else []

@@ -93,11 +93,21 @@ class Operands:
     fingerprint: str
     made: str
     hashed: str
+    # the same hash after the timed loops, where it differs: the step wrote what it reads (`a += b` in a workload's
+    # fn), so each call ran on other values than the last, and the cases on other values than each other's.
+    # None where they were the same (or were not read again: runs before 2026-12-05)
+    after: str | None = None
 
     @classmethod
     def from_json(cls, r: Reader) -> "Operands":
         return cls(shape=r.shape("shape") or [], fingerprint=r.text("fingerprint", ""), made=r.text("made", ""),
-                   hashed=r.text("hashed", ""))
+                   hashed=r.text("hashed", ""), after=r.text("after"))
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        if self.after is None:  # operands the loops left as they were read as before
+            data.pop("after")
+        return data
 
 
 @dataclass
@@ -260,6 +270,8 @@ class CaseResult:
             data.pop("points")
         if not self.operands:  # a case without step.operands reads as before
             data.pop("operands")
+        else:
+            data["operands"] = [o.to_json() for o in self.operands]
         if self.env is None:  # a run of one environment reads as before
             data.pop("env")
         for key in ("profile_error", "warnings"):  # a case without them reads as before

@@ -21,7 +21,7 @@ from ..protocol import (MAX_PATHS, CaseProfiled, CaseTimed, JobCase, PlanItem, P
     SweepJob, Swept, Timed, TimedLoops, TimeJob)
 from ...run.record import DeviceInfo, Operands
 from ...run.timing import Loops, balanced_calls
-from .building import CaseUnavailable, build, describe, load_factory, set_up
+from .building import CaseUnavailable, build, describe, load_factory, read_again, set_up
 from . import ownclock
 from .clocks import Events, device_events, device_info
 from .loops import (bound, calls_for, cprofile_phase, extend_seconds, interleaved, ops_per_step, sampled_phase, wait_go,
@@ -90,6 +90,7 @@ def time_cases(job: TimeJob, report: Reporter) -> Timed:
         for label in made:
             out.cases[label].ops_per_step = ops[label]
         loops = interleaved(made, calls, job.repeats, events, report, shape, errors, extend_seconds(job), watch)
+        read_again(made, operands, errors)
         for label in made:
             if label in errors:
                 continue
@@ -224,6 +225,7 @@ def sweep_cases(job: SweepJob, report: Reporter) -> Swept:
             info = device_info(job.device, events)
         ops_by_case.update(ops)
         loops = interleaved(made, calls, job.repeats, events, report, shape, errors, extend_seconds(job))
+        read_again(made, operands, errors)
         # each size as soon as it is measured: a run stopped at a later size keeps it
         report.send(Point(i, ops_by_case, info, {
             c.label: PointCase(error=errors[c.label]) if c.label in errors else

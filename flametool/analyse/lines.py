@@ -110,6 +110,7 @@ def case_lines(profile: Profile, record: rec.Sources = rec.Sources(), fold_pyx: 
     mapped to a .pyx line counts as that .pyx line, so the lines of one .pyx line are one row (a sample
     through several of them still counts once in its total)."""
     _needs_lines(profile)
+    record = record.for_case(profile.label)  # its own copy of a file another --env build has too
     steps = step_functions(profile, step_source)
     line_of: dict[str, Key | None] = {}
     about: dict[Key, tuple[str, str, bool, rec.PyxLine | None]] = {}  # function, kind, step, pyx

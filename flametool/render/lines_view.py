@@ -124,7 +124,7 @@ def terminal_rows(a: Analysis) -> list[TermRow]:
         first, rest = (name, name) if len(name) <= fmt.LABEL_WIDTH else (fmt.folded(name, fmt.LABEL_WIDTH), "")
         ours = [TermRow(rest, where(l.where), code(l), fmt.pm(l.self.us_per_call, l.self.se_us),
                         fmt.pm(l.total.us_per_call, l.total.se_us), l.step) for l in lines]
-        head = def_line([l for l in lines if l.step], a.sources) if not left_out else None
+        head = def_line([l for l in lines if l.step], a.sources.for_case(label)) if not left_out else None
         if head is not None:
             ours.insert(0, TermRow(rest, where(head.where), code(head), "", "", True, sampled=False))
         if left_out:
@@ -309,6 +309,7 @@ def listing(lines: list[LineCost], record: Sources, case_us: float, title: str) 
 
 def case_listings(case: CaseLines, record: Sources) -> CaseListings:
     """A case's step() listed, then its LISTED_FUNCTIONS hottest functions (by their lines' own time)."""
+    record = record.for_case(case.label)
     groups: dict[tuple[str, str], list[LineCost]] = {}
     for l in case.lines:
         groups.setdefault((l.function, l.file), []).append(l)

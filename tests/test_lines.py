@@ -222,6 +222,24 @@ def test_two_env_builds_of_a_library_keep_each_ones_lines(tmp_path):
     assert rows["28"].text.strip() == "raise ValueError" and not rows["28"].sampled
 
 
+def test_a_line_one_build_added_leads_by_its_total():
+    # B's check calls numpy for all it costs (self 0 of 12 us): by its own time it ranked below line 10's noise
+    # (5 us of its own), and the summary's 'line that differs most' was numpy's, not the line B added
+    record = rec.Sources({"lib/core.py": rec.SourceFile("library", "/l", {
+        10: "    m = x.mean()", 12: "    if not np.isfinite(x).all():"})})
+    base = case_of("s (case.py:5);f (lib/core.py:10) 60\ns (case.py:5);f (lib/core.py:10);mean (np.so) 40\n",
+                   record=record)
+    head = case_of("s (case.py:5);f (lib/core.py:10) 55\ns (case.py:5);f (lib/core.py:10);mean (np.so) 33\n"
+                   "s (case.py:5);f (lib/core.py:12);isfinite (np.so) 12\n", record=record)
+    first = ln.diff_lines(base, head)[0]
+    assert first.where == "lib/core.py:12" and first.added and first.total_delta == pytest.approx(12.0)
+    assert lines_view.delta_sentence(first).startswith(
+        "lib/core.py:12 `if not np.isfinite(x).all():` head only: +12.00 ± 3.25 us with all it calls (+0.00 ")
+    # a line of a file the other side never ran (another library's) is ranked by its own time, as before
+    other = case_of("s (case.py:5);g (other/lib.py:3);mean (np.so) 100\n")
+    assert not any(d.added for d in ln.diff_lines(base, other))
+
+
 def test_a_def_line_sampled_on_one_side_does_not_unmatch_the_steps_ops():
     # numpy's step caught on its `def` line as the call entered it (1 sample), torch's never: the two ops are
     # still the two steps' lines in order, and their difference is the ops' (not one op against nothing)

@@ -188,9 +188,11 @@ def delta_sentence(d: LineDelta, text: Callable[[str], str] = str) -> str:
     `text`: how its words are written (a Markdown summary escapes them); the code spans are written as they are."""
     # both texts where the two lines read differently (matched in step order: `matmul(...)` -> `mm(...)`)
     quoted = text(" -> ").join(fmt.code_span(t) for t in dict.fromkeys((code(d.base), code(d.head))) if t)
-    return (text(delta_where(d)) + (f" {quoted}" if quoted else "")
-            + text(f" {fmt.pm(shown(d, 'self'), d.self_se, sign=True)} us of its own time"
-                   f" (total {fmt.pm(shown(d, 'total'), d.total_se, sign=True)})"))
+    own, total = fmt.pm(shown(d, 'self'), d.self_se, sign=True), fmt.pm(shown(d, 'total'), d.total_se, sign=True)
+    # a line one side alone runs (LineDelta.added) is ranked by its total: the sentence leads with it
+    figures = (f" {'base' if d.head is None else 'head'} only: {total} us with all it calls ({own} of its own)"
+               if d.added else f" {own} us of its own time (total {total})")
+    return text(delta_where(d)) + (f" {quoted}" if quoted else "") + text(figures)
 
 
 DELTA_KEY = ("self: the line's own code; total: with all it calls; diff: {head} minus {base}, ± one standard error "

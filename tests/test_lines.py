@@ -235,9 +235,10 @@ def test_a_line_one_build_added_leads_by_its_total():
     assert first.where == "lib/core.py:12" and first.added and first.total_delta == pytest.approx(12.0)
     assert lines_view.delta_sentence(first).startswith(
         "lib/core.py:12 `if not np.isfinite(x).all():` head only: +12.00 ± 3.25 us with all it calls (+0.00 ")
-    # a line of a file the other side never ran (another library's) is ranked by its own time, as before
-    other = case_of("s (case.py:5);g (other/lib.py:3);mean (np.so) 100\n")
-    assert not any(d.added for d in ln.diff_lines(base, other))
+    # a line of a function the other side never ran (another library's step in one case file) is ranked by its
+    # own time, as before: its total is all the case's time
+    other = case_of("s (case.py:5);f (lib/core.py:30);mean (np.so) 100\n", record=record)
+    assert not any(d.added for d in ln.diff_lines(case_of("t (case.py:9);mean (np.so) 100\n"), other))
 
 
 def test_a_def_line_sampled_on_one_side_does_not_unmatch_the_steps_ops():

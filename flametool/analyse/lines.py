@@ -169,8 +169,8 @@ class LineDelta:
     self_se: float
     total_delta: float
     total_se: float
-    # a line one side runs in a file both sides run (a check one build added to a function both have): what it
-    # adds is its total, everything it calls being its, so it is ranked by that (diff_lines)
+    # a line one side runs in a function both sides run (a check one build added to it): what it adds is its
+    # total, everything it calls being its, so it is ranked by that (diff_lines)
     added: bool = False
 
     @property
@@ -264,13 +264,14 @@ def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineD
     if steps_b and len(steps_b) == len(steps_h):
         for b, h in zip(sorted(steps_b, key=lambda l: l.key), sorted(steps_h, key=lambda l: l.key)):
             out.append(_delta(left.pop(b.key), right.pop(h.key), BY_STEP_ORDER))
-    # a line left on one side in a file the other side ran too is code that side runs and the other does not (B's
-    # new `if not np.isfinite(x).all():` in mylib/core.py): its own time is the few samples in its bytecode, the
-    # rest is in the calls it makes (1.9 us of its 2.0 here), so by its own time it ranked below lines differing
-    # by noise (+0.4 us of numpy's), not among the 50 a JSON summary lists; ranked by its total it leads
-    files = {l.file for l in base.lines} & {l.file for l in head.lines}
-    out += [replace(_delta(l, None, ""), added=l.file in files) for l in left.values()]
-    out += [replace(_delta(None, l, ""), added=l.file in files) for l in right.values()]
+    # a line left on one side in a function the other side ran too is code that side runs and the other does not
+    # (B's new `if not np.isfinite(x).all():` in mylib's standardize): its own time is the few samples in its
+    # bytecode, the rest is in the calls it makes (1.9 us of its 2.0 here), so by its own time it ranked below
+    # lines differing by noise (+0.4 us of numpy's), not among the 50 a JSON summary lists; ranked by its total it
+    # leads. Not a line of a function one side alone runs (cupy's step beside torch's: its total is the case's)
+    functions = {(l.function, l.file) for l in base.lines} & {(l.function, l.file) for l in head.lines}
+    out += [replace(_delta(l, None, ""), added=(l.function, l.file) in functions) for l in left.values()]
+    out += [replace(_delta(None, l, ""), added=(l.function, l.file) in functions) for l in right.values()]
     first, second = ("self_delta", "total_delta") if by == "self" else ("total_delta", "self_delta")
     out.sort(key=lambda d: (-abs(d.total_delta if d.added else getattr(d, first)), -abs(getattr(d, second)), d.where))
     return out

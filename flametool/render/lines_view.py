@@ -195,6 +195,18 @@ def delta_sentence(d: LineDelta, text: Callable[[str], str] = str) -> str:
     return text(delta_where(d)) + (f" {quoted}" if quoted else "") + text(figures)
 
 
+def pair_sentences(a: Analysis, keep: Callable[[str, str], bool] = lambda base, head: True,
+                   top: int = SUMMARY_LINES) -> list[tuple[str, list[str]]]:
+    """Each pair (base, head) that `keep` takes and whose lines differ: ('head − base', the lines that differ
+    most, one sentence each)."""
+    out = []
+    for p in a.pairs:
+        deltas = a.pair_lines.get((p.base, p.head))
+        if keep(p.base, p.head) and deltas and changed(deltas):
+            out.append((f"{p.head} − {p.base}", [delta_sentence(d) for d in changed(deltas)[:top]]))
+    return out
+
+
 DELTA_KEY = ("self: the line's own code; total: with all it calls; diff: {head} minus {base}, ± one standard error "
              "from the number of samples; lines matched by file and line (the same text), else by function and "
              "text, else the step()'s lines in source order")

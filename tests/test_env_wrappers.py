@@ -3,6 +3,7 @@ are no text, and wrapper scripts that run Python without `exec` (the shell stays
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import uuid
@@ -140,3 +141,35 @@ def test_two_wrapper_scripts_of_one_interpreter_read_as_two_environments():
                      "environment pr: Python 3.11.7 (/envs/pr.sh, running /venv/bin/python), numpy 2.1.0"]
     venv = Environment("a", "/venv/bin/python", "/venv/bin/python", "3.11.7")
     assert fmt.environment_line(venv) == "environment a: Python 3.11.7 (/venv/bin/python)"
+
+
+def test_a_package_installed_beside_flametool_does_not_shadow_an_environment_s_own(tmp_path):
+    """flametool installed in a site-packages that holds mylib 1.0, and --env B a venv with its own mylib 1.1: the
+    child's PYTHONPATH (the folder flametool was imported from) came first on sys.path, so B's child imported mylib
+    1.0 and B's change read as nothing (1.002x where it was 1.085x). The child's boot now puts that folder last
+    once flametool is imported; the parent's flametool is still the one it runs."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from flametool.measure import spawn
+
+    site = tmp_path / "site"  # flametool installed, and mylib beside it
+    shutil.copytree(Path(fk.ROOT) / "flametool", site / "flametool", ignore=shutil.ignore_patterns("__pycache__"))
+    (site / "mylib").mkdir()
+    (site / "mylib" / "__init__.py").write_text("WHERE = 'beside flametool'\n")
+    venv = tmp_path / "venv"  # the environment, with a mylib of its own
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    own = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True, check=True).stdout.strip()) / "mylib"
+    own.mkdir(parents=True)
+    (own / "__init__.py").write_text("WHERE = 'the environment'\n")
+    # the child's boot up to its entry, run as the parent (flametool from `site`) runs it, with its child_env
+    boot = spawn.CHILD_BOOT.split("from flametool.measure.child.entry")[0]
+    parent = (f"import subprocess, sys; sys.path.insert(0, {str(site)!r}); from flametool.measure import spawn; "
+              f"sys.exit(subprocess.run([{python!r}, '-c', {boot!r} + "
+              "'import flametool, mylib; print(mylib.WHERE, flametool.__file__)'], env=spawn.child_env()).returncode)")
+    got = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True, check=True, cwd=tmp_path,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert got.stdout.split() == ["the", "environment", str(site / "flametool" / "__init__.py")], got

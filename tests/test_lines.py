@@ -9,6 +9,7 @@ import pytest
 from flametool.analyse import attribution as at
 from flametool.analyse import lines as ln
 from flametool.run import folded
+from flametool.render import lines_view
 from flametool.run import sources as rec
 
 STEP = "cupy_step.<locals>.step (case.py:{})"
@@ -187,6 +188,57 @@ def test_a_case_file_edited_between_two_runs_matches_its_lines_by_text_not_by_nu
     # a line whose text is not known on one side still matches by file and line (nothing says it moved)
     bare = case_of(f"{STEP.format(20)} 30\n{STEP.format(23)} 70\n")
     assert {d.where: d.matched_by for d in ln.diff_lines(base, bare)}["case.py:23"] == ln.BY_FILE_LINE
+
+
+def test_two_env_builds_of_a_library_keep_each_ones_lines(tmp_path):
+    # `compare --env A=... --env B=...` of mylib whose B adds a check at line 27: both builds' frames name
+    # 'mylib/core.py', one file per build. The merged record kept A's texts for both, so B's check read as
+    # `mean = ...` and A's line 27 (mean) was matched with B's (the check) by file and line: -5 us, +5 us and
+    # -15 us on lines B had not changed, and the changed line nowhere
+    old = {26: "    x = _as_array(x)", 27: "    mean = x.mean()", 28: "    std = x.std()"}
+    new = {26: "    x = _as_array(x)", 27: "    if not np.isfinite(x).all():", 28: "        raise ValueError",
+           29: "    mean = x.mean()", 30: "    std = x.std()"}
+    records = [(label, rec.Sources({"bench.py": rec.SourceFile("case", "/w/bench.py", {5: "    norm()"}),
+                                    "mylib/core.py": rec.SourceFile("library", f"/{label}/mylib/core.py", texts)}))
+               for label, texts in (("s@A", old), ("s@B", new))]
+    rec.save(tmp_path, rec.merge(records))
+    record = rec.load(tmp_path)  # as every view reads it
+    step = "s (bench.py:5);standardize (mylib/core.py:{}) {}\n"
+    base = case_of(step.format(27, 20) + step.format(28, 60) + "s (bench.py:5) 20\n", record=record, label="s@A")
+    head = case_of(step.format(27, 10) + step.format(29, 20) + step.format(30, 60) + "s (bench.py:5) 10\n",
+                   record=record, label="s@B")  # 100 samples a side: a sample is 1 us
+    assert by_where(head)["mylib/core.py:27"].text == "    if not np.isfinite(x).all():"
+    assert by_where(base)["mylib/core.py:27"].text == "    mean = x.mean()"
+    deltas = {d.where: d for d in ln.diff_lines(base, head, by="total")}
+    assert deltas["mylib/core.py:27 -> mylib/core.py:29"].total_delta == pytest.approx(0.0)
+    assert deltas["mylib/core.py:28 -> mylib/core.py:30"].total_delta == pytest.approx(0.0)
+    check = deltas["mylib/core.py:27"]
+    assert check.base is None and check.total_delta == pytest.approx(10.0)
+    # a file both read from one path (the case's own, a library the same in both) is kept once
+    assert set(record.cases) == {"s@B"} and set(record.cases["s@B"]) == {"mylib/core.py"}
+    # the report's listing of B's function greys B's unsampled line 28 with B's text, not A's `std = ...`
+    rows = {r.line: r for listed in lines_view.case_listings(head, record).listings for r in listed.rows
+            if listed.file == "mylib/core.py"}
+    assert rows["28"].text.strip() == "raise ValueError" and not rows["28"].sampled
+
+
+def test_a_line_one_build_added_leads_by_its_total():
+    # B's check calls numpy for all it costs (self 0 of 12 us): by its own time it ranked below line 10's noise
+    # (5 us of its own), and the summary's 'line that differs most' was numpy's, not the line B added
+    record = rec.Sources({"lib/core.py": rec.SourceFile("library", "/l", {
+        10: "    m = x.mean()", 12: "    if not np.isfinite(x).all():"})})
+    base = case_of("s (case.py:5);f (lib/core.py:10) 60\ns (case.py:5);f (lib/core.py:10);mean (np.so) 40\n",
+                   record=record)
+    head = case_of("s (case.py:5);f (lib/core.py:10) 55\ns (case.py:5);f (lib/core.py:10);mean (np.so) 33\n"
+                   "s (case.py:5);f (lib/core.py:12);isfinite (np.so) 12\n", record=record)
+    first = ln.diff_lines(base, head)[0]
+    assert first.where == "lib/core.py:12" and first.added and first.total_delta == pytest.approx(12.0)
+    assert lines_view.delta_sentence(first).startswith(
+        "lib/core.py:12 `if not np.isfinite(x).all():` head only: +12.00 ± 3.25 us with all it calls (+0.00 ")
+    # a line of a function the other side never ran (another library's step in one case file) is ranked by its
+    # own time, as before: its total is all the case's time
+    other = case_of("s (case.py:5);f (lib/core.py:30);mean (np.so) 100\n", record=record)
+    assert not any(d.added for d in ln.diff_lines(case_of("t (case.py:9);mean (np.so) 100\n"), other))
 
 
 def test_a_def_line_sampled_on_one_side_does_not_unmatch_the_steps_ops():

@@ -49,6 +49,16 @@ def test_a_run_without_sources_json_shows_its_lines_as_file_and_line(capsys):
     assert code == 0 and '<section id="lines">' in html and '<a href="#lines">Lines</a>' in html
 
 
+def test_compare_s_terminal_says_a_pair_s_lines_that_differ_most_without_an_aligned_table():
+    # the pair's lines were said only under the aligned table, so two --env builds of a case of one's own (no step
+    # line shared with another library) had them in summary and the report, not where compare ends
+    a = dispatch.analyse_dir(str(SAMPLE))
+    assert a.aligned is None
+    terminal = render.show("terminal", a)
+    block = terminal[terminal.index("torch − cupy, the lines that differ most:"):].splitlines()
+    assert block[1].startswith("  flametool/cases.py:155 -0.57 ± 0.16 us of its own time")
+
+
 HOSTILE = "[b]m[/b] <script>alert(1)</script> \x1b[2J\x1b]8;;http://x\x07 & `tick` |pipe| \u202e" + "A" * 100_000
 
 

@@ -108,7 +108,7 @@ def test_frame_locations():
 def test_merge_keeps_every_cases_lines():
     a = rec.Sources({"m.py": rec.SourceFile("library", "/m.py", {1: "a"})})
     b = rec.Sources({"m.py": rec.SourceFile("library", "/m.py", {2: "b"}), "n.py": rec.SourceFile("case", "/n.py", {})})
-    merged = rec.merge([a, b])
+    merged = rec.merge([("x", a), ("y", b)])
     assert merged.files["m.py"].lines == {1: "a", 2: "b"} and set(merged.files) == {"m.py", "n.py"}
 
 

@@ -32,8 +32,7 @@ from .importcheck import ANSWER
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 PROBE_SECONDS = 180.0  # importing torch and cupy in a cold environment takes seconds; a hung import, not minutes
-PROBE_BOOT = ("import sys; sys.path.append(sys.path.pop(0)); "
-              "from flametool.measure.importcheck import main; sys.exit(main(sys.argv[1:]))")
+PROBE_MAIN = "from flametool.measure.importcheck import main; sys.exit(main(sys.argv[1:]))"  # after spawn.BOOT
 
 
 def parse(texts: list[str]) -> list[Environment]:
@@ -92,7 +91,7 @@ def library(spec: CaseSpec) -> str | None:
 def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     """Each environment's interpreter imports flametool's child and every case (in parallel); what it found is
     recorded in its Environment. One that cannot: FlametoolError, before anything runs."""
-    from .spawn import child_env
+    from .spawn import BOOT, child_env
 
     wanted = [{"label": s.label, "library": library(s), "file": s.file, "factory": s.factory} for s in specs]
     if any(s.xp and workloads.LIBRARY[s.xp] != "jax" for s in specs):  # their namespaces (workloads.COMPAT)
@@ -107,7 +106,7 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     # Popen, before it returns, is found by the token (kill_marked)
     try:
         for e in envs:
-            procs.append((e, subprocess.Popen([e.python, "-c", PROBE_BOOT, json.dumps(wanted), token],
+            procs.append((e, subprocess.Popen([e.python, "-c", BOOT + PROBE_MAIN, json.dumps(wanted), token],
                                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                               text=True, errors="backslashreplace",  # what prints bytes is no Python
                                               env=child_env(token=token), **hygiene.own_group())))

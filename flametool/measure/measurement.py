@@ -41,7 +41,7 @@ class Measurement:
             # a case's processes in the order they ended (sorted() keeps it)
             order = {c.label: i for i, c in enumerate(self.config.cases)}
             kept = sorted(self.sources, key=lambda key: order.get(key[0], len(order)))
-            rec.save(self.out, rec.merge([self.sources[key] for key in kept]))
+            rec.save(self.out, rec.merge((key[0], self.sources[key]) for key in kept))
 
     def case_groups(self) -> list[list[CaseSpec]]:
         """The cases that share processes: all of them, or with --env those of each environment."""

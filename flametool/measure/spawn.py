@@ -105,8 +105,14 @@ def child_env(pool_threads: int | None = None, token: str | None = None) -> dict
 # `python -m flametool.measure.child` (and `-c`) would put the current directory first on sys.path, ahead of the
 # PYTHONPATH that child_env gives the child, so a `flametool/` there (a checkout beside an installed flametool)
 # would run in the child instead of the parent's: the child moves the current directory to the end, then imports.
-CHILD_BOOT = ("import sys; sys.path.append(sys.path.pop(0)); "
-              "from flametool.measure.child.entry import main; sys.exit(main(sys.argv[1:]))")
+# The folder child_env puts first is the one flametool was imported from: where flametool is installed, a
+# site-packages, and first on sys.path every package beside flametool came before an --env interpreter's own (a
+# venv's mylib 1.1 ran as the 1.0 installed beside flametool: B read 1.002x of A, its 1.085x gone). Once
+# flametool is imported that folder goes to the end, there still for what the environment has not.
+BOOT = ("import sys, os; sys.path.append(sys.path.pop(0)); import flametool; "
+        "_root = os.path.dirname(os.path.dirname(os.path.abspath(flametool.__file__))); "
+        "sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _root] + [_root]; ")
+CHILD_BOOT = BOOT + "from flametool.measure.child.entry import main; sys.exit(main(sys.argv[1:]))"
 
 
 def child_command(*args: str, python: str | None = None) -> list[str]:

@@ -146,18 +146,15 @@ def narrowed(a: Aligned) -> list[tuple[list[str], bool, str]]:
 WIDER = "; the report and `flametool summary RUN --format json` have every figure"
 
 
+def in_table(a: Analysis, base: str, head: str) -> bool:
+    """Whether both cases of a pair are columns of the aligned table (its lines that differ most are said under it)."""
+    shown = {c.label for c in a.aligned.columns} if a.aligned is not None else set()
+    return base in shown and head in shown
+
+
 def pair_sentences(a: Analysis, top: int = lines_view.SUMMARY_LINES) -> list[tuple[str, list[str]]]:
     """Each pair of the table's cases: ('head − base', the lines that differ most, one sentence each)."""
-    if a.aligned is None:
-        return []
-    shown = {c.label for c in a.aligned.columns}
-    out = []
-    for p in a.pairs:
-        deltas = a.pair_lines.get((p.base, p.head))
-        if p.base in shown and p.head in shown and deltas and lines_view.changed(deltas):
-            out.append((f"{p.head} − {p.base}",
-                        [lines_view.delta_sentence(d) for d in lines_view.changed(deltas)[:top]]))
-    return out
+    return lines_view.pair_sentences(a, lambda base, head: in_table(a, base, head), top)
 
 
 # --- the report ------------------------------------------------------------------------------------------------

@@ -304,6 +304,12 @@ def print_lines(a: Analysis, console: Console) -> None:
     fold_paths(console, table, 1)
     show(console, table)
     say(console, lines_view.TERMINAL_KEY + (lines_view.DEF_KEY if not all(r.sampled for r in rows) else ""))
+    # a pair's lines that differ most, here where the aligned table (print_aligned says them under it) has not its
+    # cases: two --env builds of a case of one's own had theirs in summary and the report only
+    for pair, sentences in lines_view.pair_sentences(a, lambda base, head: not aligned_lines.in_table(a, base, head)):
+        say(console, f"{pair}, the lines that differ most:")
+        for line in sentences:
+            say(console, f"  {line}")
 
 
 CODE_FOLD = 12  # the aligned lines' code is folded at its words no narrower than this before a figure is left out

@@ -124,7 +124,7 @@ def terminal_rows(a: Analysis) -> list[TermRow]:
         first, rest = (name, name) if len(name) <= fmt.LABEL_WIDTH else (fmt.folded(name, fmt.LABEL_WIDTH), "")
         ours = [TermRow(rest, where(l.where), code(l), fmt.pm(l.self.us_per_call, l.self.se_us),
                         fmt.pm(l.total.us_per_call, l.total.se_us), l.step) for l in lines]
-        head = def_line([l for l in lines if l.step], a.sources) if not left_out else None
+        head = def_line([l for l in lines if l.step], a.sources.for_case(label)) if not left_out else None
         if head is not None:
             ours.insert(0, TermRow(rest, where(head.where), code(head), "", "", True, sampled=False))
         if left_out:
@@ -188,9 +188,23 @@ def delta_sentence(d: LineDelta, text: Callable[[str], str] = str) -> str:
     `text`: how its words are written (a Markdown summary escapes them); the code spans are written as they are."""
     # both texts where the two lines read differently (matched in step order: `matmul(...)` -> `mm(...)`)
     quoted = text(" -> ").join(fmt.code_span(t) for t in dict.fromkeys((code(d.base), code(d.head))) if t)
-    return (text(delta_where(d)) + (f" {quoted}" if quoted else "")
-            + text(f" {fmt.pm(shown(d, 'self'), d.self_se, sign=True)} us of its own time"
-                   f" (total {fmt.pm(shown(d, 'total'), d.total_se, sign=True)})"))
+    own, total = fmt.pm(shown(d, 'self'), d.self_se, sign=True), fmt.pm(shown(d, 'total'), d.total_se, sign=True)
+    # a line one side alone runs (LineDelta.added) is ranked by its total: the sentence leads with it
+    figures = (f" {'base' if d.head is None else 'head'} only: {total} us with all it calls ({own} of its own)"
+               if d.added else f" {own} us of its own time (total {total})")
+    return text(delta_where(d)) + (f" {quoted}" if quoted else "") + text(figures)
+
+
+def pair_sentences(a: Analysis, keep: Callable[[str, str], bool] = lambda base, head: True,
+                   top: int = SUMMARY_LINES) -> list[tuple[str, list[str]]]:
+    """Each pair (base, head) that `keep` takes and whose lines differ: ('head − base', the lines that differ
+    most, one sentence each)."""
+    out = []
+    for p in a.pairs:
+        deltas = a.pair_lines.get((p.base, p.head))
+        if keep(p.base, p.head) and deltas and changed(deltas):
+            out.append((f"{p.head} − {p.base}", [delta_sentence(d) for d in changed(deltas)[:top]]))
+    return out
 
 
 DELTA_KEY = ("self: the line's own code; total: with all it calls; diff: {head} minus {base}, ± one standard error "
@@ -309,6 +323,7 @@ def listing(lines: list[LineCost], record: Sources, case_us: float, title: str) 
 
 def case_listings(case: CaseLines, record: Sources) -> CaseListings:
     """A case's step() listed, then its LISTED_FUNCTIONS hottest functions (by their lines' own time)."""
+    record = record.for_case(case.label)
     groups: dict[tuple[str, str], list[LineCost]] = {}
     for l in case.lines:
         groups.setdefault((l.function, l.file), []).append(l)

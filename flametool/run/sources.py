@@ -101,6 +101,14 @@ class LineText:
 class Sources:
     files: dict[str, SourceFile] = field(default_factory=dict)
     version: int = VERSION
+    # case label -> the files that case read from another copy than `files` holds (one name, another path: two
+    # --env builds of a library, whose 'mylib/core.py' is two files with other lines at one number)
+    cases: dict[str, dict[str, SourceFile]] = field(default_factory=dict)
+
+    def for_case(self, label: str) -> Sources:
+        """The record as the case `label` read its files: its own copy of a file where it read another."""
+        own = self.cases.get(label)
+        return Sources({**self.files, **own}, self.version) if own else self
 
     def look_up(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], LineText]:
         """Each file:line's text, origin and .pyx line, all at once: what a reader of many lines asks."""
@@ -135,12 +143,9 @@ class Sources:
         return PyxLine(target[0], target[1], self.text(*target))
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "files": {
-            name: {"origin": f.origin, "path": f.path,
-                   "lines": {str(n): t for n, t in sorted(f.lines.items())},
-                   "pyx": {str(n): [p, m] for n, (p, m) in sorted(f.pyx.items())}}
-                  | ({"functions": {str(a): b for a, b in sorted(f.functions.items())}} if f.functions else {})
-            for name, f in sorted(self.files.items())}}
+        # "cases" only where a case read its own copy: a flametool before it reads past it (and shows `files`)
+        return {"version": self.version, "files": _files_json(self.files)} | (
+            {"cases": {label: _files_json(files) for label, files in sorted(self.cases.items())}} if self.cases else {})
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Sources:
@@ -160,42 +165,62 @@ class Sources:
         files = data.get("files")
         if not isinstance(files, dict):
             raise bad("files is not an object")
-        out: dict[str, SourceFile] = {}
-        for name, doc in files.items():
-            if not name or not isinstance(doc, dict):
-                raise bad(f"files[{_short(name)}] is not an object")
-            origin, path = doc.get("origin"), doc.get("path")
-            if origin not in ORIGINS:
-                raise bad(f"files[{_short(name)}].origin is not one of {', '.join(ORIGINS)}")
-            if not isinstance(path, str):
-                raise bad(f"files[{_short(name)}].path is not a string")
-            lines, pyx = doc.get("lines", {}), doc.get("pyx", {})
-            if not isinstance(lines, dict) or not isinstance(pyx, dict):
-                raise bad(f"files[{_short(name)}]: lines and pyx are objects")
-            texts: dict[int, str] = {}
-            for key, text in lines.items():
-                if not isinstance(text, str):
-                    raise bad(f"files[{_short(name)}].lines[{_short(key)}] is not a string")
-                texts[_line_number(key, bad, name)] = clean_text(text)
-            mapped: dict[int, tuple[str, int]] = {}
-            for key, target in pyx.items():
-                if not (isinstance(target, list) and len(target) == 2 and isinstance(target[0], str) and target[0]
-                        and isinstance(target[1], int) and not isinstance(target[1], bool)
-                        and 0 < target[1] <= MAX_LINE):
-                    raise bad(f"files[{_short(name)}].pyx[{_short(key)}] is not [file, line]")
-                mapped[_line_number(key, bad, name)] = (target[0], target[1])
-            # optional (a run recorded before it has none; a flametool before it reads past it)
-            spans = doc.get("functions", {})
-            if not isinstance(spans, dict):
-                raise bad(f"files[{_short(name)}].functions is not an object")
-            functions: dict[int, int] = {}
-            for key, last in spans.items():
-                first = _line_number(key, bad, name)
-                if not (isinstance(last, int) and not isinstance(last, bool) and first <= last <= MAX_LINE):
-                    raise bad(f"files[{_short(name)}].functions[{_short(key)}] is not its function's last line")
-                functions[first] = last
-            out[name] = SourceFile(origin, clean_text(path), texts, mapped, functions)
-        return cls(out, VERSION)
+        cases = data.get("cases", {})  # optional: none where no case read a copy of its own
+        if not isinstance(cases, dict) or not all(isinstance(f, dict) for f in cases.values()):
+            raise bad("cases is not an object of objects")
+
+        def bad_in(label: str) -> Callable[[str], RunDirError]:
+            return lambda what: bad(f"cases[{_short(label)}].{what}")
+
+        return cls(_files_from_json(files, bad), VERSION,
+                   {label: _files_from_json(f, bad_in(label)) for label, f in cases.items()})
+
+
+def _files_json(files: dict[str, SourceFile]) -> dict[str, Any]:
+    return {name: {"origin": f.origin, "path": f.path,
+                   "lines": {str(n): t for n, t in sorted(f.lines.items())},
+                   "pyx": {str(n): [p, m] for n, (p, m) in sorted(f.pyx.items())}}
+            | ({"functions": {str(a): b for a, b in sorted(f.functions.items())}} if f.functions else {})
+            for name, f in sorted(files.items())}
+
+
+def _files_from_json(files: dict[str, Any], bad: Callable[[str], RunDirError]) -> dict[str, SourceFile]:
+    out: dict[str, SourceFile] = {}
+    for name, doc in files.items():
+        if not name or not isinstance(doc, dict):
+            raise bad(f"files[{_short(name)}] is not an object")
+        origin, path = doc.get("origin"), doc.get("path")
+        if origin not in ORIGINS:
+            raise bad(f"files[{_short(name)}].origin is not one of {', '.join(ORIGINS)}")
+        if not isinstance(path, str):
+            raise bad(f"files[{_short(name)}].path is not a string")
+        lines, pyx = doc.get("lines", {}), doc.get("pyx", {})
+        if not isinstance(lines, dict) or not isinstance(pyx, dict):
+            raise bad(f"files[{_short(name)}]: lines and pyx are objects")
+        texts: dict[int, str] = {}
+        for key, text in lines.items():
+            if not isinstance(text, str):
+                raise bad(f"files[{_short(name)}].lines[{_short(key)}] is not a string")
+            texts[_line_number(key, bad, name)] = clean_text(text)
+        mapped: dict[int, tuple[str, int]] = {}
+        for key, target in pyx.items():
+            if not (isinstance(target, list) and len(target) == 2 and isinstance(target[0], str) and target[0]
+                    and isinstance(target[1], int) and not isinstance(target[1], bool)
+                    and 0 < target[1] <= MAX_LINE):
+                raise bad(f"files[{_short(name)}].pyx[{_short(key)}] is not [file, line]")
+            mapped[_line_number(key, bad, name)] = (target[0], target[1])
+        # optional (a run recorded before it has none; a flametool before it reads past it)
+        spans = doc.get("functions", {})
+        if not isinstance(spans, dict):
+            raise bad(f"files[{_short(name)}].functions is not an object")
+        functions: dict[int, int] = {}
+        for key, last in spans.items():
+            first = _line_number(key, bad, name)
+            if not (isinstance(last, int) and not isinstance(last, bool) and first <= last <= MAX_LINE):
+                raise bad(f"files[{_short(name)}].functions[{_short(key)}] is not its function's last line")
+            functions[first] = last
+        out[name] = SourceFile(origin, clean_text(path), texts, mapped, functions)
+    return out
 
 
 def _line_number(key: str, bad: Callable[[str], RunDirError], name: str) -> int:
@@ -208,15 +233,27 @@ def _short(text: str) -> str:
     return json.dumps(text[:60] + ("..." if len(text) > 60 else ""))
 
 
-def merge(records: list[Sources]) -> Sources:
-    """One record of several (one per case): a file's lines and mappings together, the first origin kept."""
+def merge(records: Iterable[tuple[str, Sources]]) -> Sources:
+    """One record of several, each (its case's label, its record): a file's lines and mappings together, the
+    first origin kept. A case that read a file of that name from another path (its --env build of the library:
+    'mylib/core.py' of two checkouts, other lines at one number) keeps its copy apart, in `cases`."""
     files: dict[str, SourceFile] = {}
-    for record in records:
+    cases: dict[str, dict[str, SourceFile]] = {}
+    for label, record in records:
         for name, f in record.files.items():
             known = files.get(name)
-            files[name] = f if known is None else SourceFile(known.origin, known.path, {**f.lines, **known.lines},
-                                                             {**f.pyx, **known.pyx}, {**f.functions, **known.functions})
-    return Sources(files)
+            if known is not None and known.path != f.path:
+                known = cases.get(label, {}).get(name)
+                cases.setdefault(label, {})[name] = f if known is None else _joined(known, f)
+            else:
+                files[name] = f if known is None else _joined(known, f)
+    return Sources(files, VERSION, cases)
+
+
+def _joined(known: SourceFile, f: SourceFile) -> SourceFile:
+    """Two records of one file (its path) as one: the lines and mappings of both, the first origin kept."""
+    return SourceFile(known.origin, known.path, {**f.lines, **known.lines}, {**f.pyx, **known.pyx},
+                      {**f.functions, **known.functions})
 
 
 def path(run: Path) -> Path:

@@ -227,8 +227,11 @@ def test_a_line_one_build_added_leads_by_its_total():
     # (5 us of its own), and the summary's 'line that differs most' was numpy's, not the line B added
     record = rec.Sources({"lib/core.py": rec.SourceFile("library", "/l", {
         10: "    m = x.mean()", 12: "    if not np.isfinite(x).all():"})})
+    # A's copy of the file: line 12 is the statement B's check now stands above (two builds' copies of one file)
+    a_record = rec.Sources({"lib/core.py": rec.SourceFile("library", "/a", {
+        10: "    m = x.mean()", 12: "    return (x - m) / s"})})
     base = case_of("s (case.py:5);f (lib/core.py:10) 60\ns (case.py:5);f (lib/core.py:10);mean (np.so) 40\n",
-                   record=record)
+                   record=a_record)
     head = case_of("s (case.py:5);f (lib/core.py:10) 55\ns (case.py:5);f (lib/core.py:10);mean (np.so) 33\n"
                    "s (case.py:5);f (lib/core.py:12);isfinite (np.so) 12\n", record=record)
     first = ln.diff_lines(base, head)[0]
@@ -239,6 +242,39 @@ def test_a_line_one_build_added_leads_by_its_total():
     # own time, as before: its total is all the case's time
     other = case_of("s (case.py:5);f (lib/core.py:30);mean (np.so) 100\n", record=record)
     assert not any(d.added for d in ln.diff_lines(case_of("t (case.py:9);mean (np.so) 100\n"), other))
+
+
+def test_a_line_sampled_on_one_side_only_that_both_have_is_not_sampled_not_one_sides_alone():
+    # two runs of one numpy: _methods.py:79 caught 4 times in one and never in the other was labelled 'head only'
+    # (+0.40), as if only that run's numpy ran the line
+    methods = {77: "def _sum(a, axis=None):", 78: "    x = 1", 79: "    return umr_sum(a, axis)"}
+    record = rec.Sources({"numpy/_methods.py": rec.SourceFile("library", "/np", methods)})
+    base = case_of("s (case.py:5);_sum (numpy/_methods.py:78) 6\ns (case.py:5) 94\n", record=record)
+    head = case_of("s (case.py:5);_sum (numpy/_methods.py:78) 6\ns (case.py:5);_sum (numpy/_methods.py:79) 4\n"
+                   "s (case.py:5) 90\n", record=record)
+    d = next(d for d in ln.diff_lines(base, head) if d.where == "numpy/_methods.py:79")
+    assert d.base is None and d.unsampled and d.one_side == "not sampled in base"
+    row = next(r for r in lines_view.delta_rows(ln.diff_lines(base, head)) if r.where == "numpy/_methods.py:79")
+    assert row.matched == "not sampled in base"
+    assert lines_view.delta_sentence(d).startswith(
+        "numpy/_methods.py:79 `return umr_sum(a, axis)` not sampled in base: +4.00 ± ")
+    got = next(j for j in lines_view.deltas_json(ln.diff_lines(base, head)) if j["where"] == "numpy/_methods.py:79")
+    assert got["not_sampled_in"] == "base" and got["matched_by"] is None
+    # and from the other side: base's line that head did not catch
+    back = next(d for d in ln.diff_lines(head, base) if d.where == "numpy/_methods.py:79")
+    assert back.one_side == "not sampled in head"
+    # the text unknown (its file not found), in a function both sides ran: the same, nothing says it is not there
+    bare = next(d for d in ln.diff_lines(case_of("s (case.py:5);_sum (numpy/_methods.py:78) 6\n"), case_of(
+        "s (case.py:5);_sum (numpy/_methods.py:78) 6\ns (case.py:5);_sum (numpy/_methods.py:79) 4\n"))
+        if d.where == "numpy/_methods.py:79")
+    assert bare.one_side == "not sampled in base"
+    # a line of a file the other side never ran (numpy's, against torch's step), in one run whose record holds
+    # the file for both cases: that side's alone
+    torch = case_of("s (case.py:5);mm (torch/functional.py:3) 100\n", record=record)
+    alone = next(d for d in ln.diff_lines(head, torch) if d.where == "numpy/_methods.py:79")
+    assert not alone.unsampled and alone.one_side == "base only"
+    assert next(r for r in lines_view.delta_rows(ln.diff_lines(head, torch))
+                if r.where == "numpy/_methods.py:79").matched == "base only"
 
 
 def test_a_def_line_sampled_on_one_side_does_not_unmatch_the_steps_ops():

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from . import naming
@@ -71,6 +71,9 @@ class CaseLines:
     us_per_call: float
     samples: int  # the denominator of every share
     lines: list[LineCost]  # every line, by self time, largest first
+    # the line texts as this case read its files (run/sources.py, Sources.for_case): diff_lines asks it whether
+    # a line sampled on the other side only is in this case's copy of the file too (one_side)
+    record: rec.Sources = field(default_factory=rec.Sources, compare=False, repr=False)
 
     def step_lines(self) -> list[LineCost]:
         """The step()'s own lines, in source order."""
@@ -150,7 +153,7 @@ def case_lines(profile: Profile, record: rec.Sources = rec.Sources(), fold_pyx: 
              for (file, line), n in total_n.items()
              for function, kind, step, pyx in [about[(file, line)]]]
     lines.sort(key=lambda l: (-l.self.samples, -l.total.samples, l.key))
-    return CaseLines(profile.label, profile.us_per_call, profile.denominator, lines)
+    return CaseLines(profile.label, profile.us_per_call, profile.denominator, lines, record)
 
 
 # --- two cases, runs or builds -------------------------------------------------------------------------
@@ -172,6 +175,18 @@ class LineDelta:
     # a line one side runs in a function both sides run (a check one build added to it): what it adds is its
     # total, everything it calls being its, so it is ranked by that (diff_lines)
     added: bool = False
+    # a line of one side only that the other side has too, without a sample there (on_both_sides): numpy's
+    # _methods.py:79 caught in one run of numpy and not in the other is not a line only that run runs
+    unsampled: bool = False
+
+    @property
+    def one_side(self) -> str:
+        """How a line of one side only is labelled: 'not sampled in base' where the base has the line too
+        (unsampled), 'head only' where it does not or nothing says it does; '' for a matched line."""
+        if self.base is not None and self.head is not None:
+            return ""
+        missing = "base" if self.base is None else "head"
+        return f"not sampled in {missing}" if self.unsampled else f"{'head' if missing == 'base' else 'base'} only"
 
     @property
     def where(self) -> str:
@@ -226,6 +241,20 @@ def _unmatched_steps(left: Iterable[LineCost], other: CaseLines, others_left: di
     return [l for l in left if l.step and ((l.function, l.file) not in steps or l.key in others_left)]
 
 
+def on_both_sides(line: LineCost, other: CaseLines, functions: set[tuple[str, str]]) -> bool:
+    """Whether a line sampled on one side only is a line the `other` side has too (only not sampled there):
+    the other side ran its file and its copy of the file holds the same text at that line; or the line is in a
+    function both sides ran and the other's copy does not say another statement is there (B's check added at
+    line 27 of mylib's standardize, where A's line 27 is `mean = x.mean()`: B's alone). A line of a function
+    and file the other side never ran (numpy's _methods.py beside torch, in one run whose record holds the
+    file for both) is that side's alone."""
+    ran_file = any(l.file == line.file for l in other.lines)
+    theirs = other.record.text(line.file, line.line) if ran_file else None
+    if theirs is not None and line.text is not None:
+        return theirs.strip() == line.text.strip()
+    return (line.function, line.file) in functions
+
+
 def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineDelta]:
     """The lines of two cases matched, head - base, by |difference| in `by` ('self' or 'total'), largest first.
 
@@ -236,7 +265,8 @@ def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineD
     four ops against torch's four; a line of one step edited in place), the steps' `def` lines (the samples
     taken as the call enters) apart from their ops; where both steps are one function (a workload's fn), only
     its lines edited in place, as a line sampled on one side alone is that line, unsampled on the other. A line
-    left over is shown on its own side, against nothing."""
+    left over is shown on its own side, against nothing: not sampled on the other where that side has it too
+    (on_both_sides), else that side's alone."""
     if by not in ("self", "total"):
         raise ValueError(f"by: 'self' or 'total', not {by!r}")
     left = {l.key: l for l in base.lines}
@@ -270,8 +300,10 @@ def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineD
     # lines differing by noise (+0.4 us of numpy's), not among the 50 a JSON summary lists; ranked by its total it
     # leads. Not a line of a function one side alone runs (cupy's step beside torch's: its total is the case's)
     functions = {(l.function, l.file) for l in base.lines} & {(l.function, l.file) for l in head.lines}
-    out += [replace(_delta(l, None, ""), added=(l.function, l.file) in functions) for l in left.values()]
-    out += [replace(_delta(None, l, ""), added=(l.function, l.file) in functions) for l in right.values()]
+    out += [replace(_delta(l, None, ""), added=(l.function, l.file) in functions,
+                    unsampled=on_both_sides(l, head, functions)) for l in left.values()]
+    out += [replace(_delta(None, l, ""), added=(l.function, l.file) in functions,
+                    unsampled=on_both_sides(l, base, functions)) for l in right.values()]
     first, second = ("self_delta", "total_delta") if by == "self" else ("total_delta", "self_delta")
     out.sort(key=lambda d: (-abs(d.total_delta if d.added else getattr(d, first)), -abs(getattr(d, second)), d.where))
     return out

@@ -172,7 +172,7 @@ def delta_rows(deltas: list[LineDelta], top: int = DIFF_LINES) -> list[DeltaRow]
 
     return [DeltaRow(delta_where(d), delta_code(d), us_of(d.base), us_of(d.head),
                      fmt.pm(shown(d, "self"), d.self_se, sign=True), fmt.pm(shown(d, "total"), d.total_se, sign=True),
-                     d.matched_by or ("head only" if d.base is None else "base only"))
+                     d.matched_by or d.one_side)
             for d in changed(deltas)[:top]]
 
 
@@ -189,8 +189,9 @@ def delta_sentence(d: LineDelta, text: Callable[[str], str] = str) -> str:
     # both texts where the two lines read differently (matched in step order: `matmul(...)` -> `mm(...)`)
     quoted = text(" -> ").join(fmt.code_span(t) for t in dict.fromkeys((code(d.base), code(d.head))) if t)
     own, total = fmt.pm(shown(d, 'self'), d.self_se, sign=True), fmt.pm(shown(d, 'total'), d.total_se, sign=True)
-    # a line one side alone runs (LineDelta.added) is ranked by its total: the sentence leads with it
-    figures = (f" {'base' if d.head is None else 'head'} only: {total} us with all it calls ({own} of its own)"
+    # a line of one side only in a function both ran (LineDelta.added) is ranked by its total: the sentence leads
+    # with it, saying whether the other side has the line unsampled or not at all (LineDelta.one_side)
+    figures = (f" {d.one_side}: {total} us with all it calls ({own} of its own)"
                if d.added else f" {own} us of its own time (total {total})")
     return text(delta_where(d)) + (f" {quoted}" if quoted else "") + text(figures)
 
@@ -224,7 +225,9 @@ def line_json(l: LineCost | None) -> dict[str, Any] | None:
 def deltas_json(deltas: list[LineDelta]) -> list[dict[str, Any]]:
     """A pair's lines for the JSON summary: the JSON_LINES that differ most, and every step() line besides."""
     keep = [d for i, d in enumerate(deltas) if i < JSON_LINES or any(l is not None and l.step for l in (d.base, d.head))]
-    return [{"where": d.where, "matched_by": d.matched_by or None, "base": line_json(d.base), "head": line_json(d.head),
+    return [{"where": d.where, "matched_by": d.matched_by or None,
+             "not_sampled_in": ("base" if d.base is None else "head") if d.unsampled else None,
+             "base": line_json(d.base), "head": line_json(d.head),
              "delta_us": d.self_delta, "delta_se_us": d.self_se, "delta_total_us": d.total_delta,
              "delta_total_se_us": d.total_se} for d in keep]
 

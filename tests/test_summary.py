@@ -520,3 +520,29 @@ def test_every_summary_format_says_which_case_failed_outside_the_compared_pairs(
     (run / "run.json").write_text(json.dumps(data))
     out = run_cli(capsys, "summary", str(run))[1]
     assert out.count("jax failed (") == 1 and "jax vs numpy not compared: jax failed (" in out
+
+
+def test_a_pair_not_compared_names_its_own_cases_failures_only(tmp_path, capsys):
+    """torch failed and so did jax (in no pair): 'torch vs numpy not compared: torch failed (boom); jax failed
+    (...)' read as if jax's failure were a reason torch and numpy were not compared. The pair names torch's alone,
+    and jax's failure is said on its own line, in every format."""
+    from runbuild import make_run
+
+    stack = "case.step (case.py:1);lib (lib.so) 40\n"
+    run = make_run(tmp_path / "r", {"numpy": (stack, 6.0, 0), "torch": (stack, 9.0, 0), "jax": (stack, 1.0, 0)},
+                   processes=2)
+    data = json.loads((run / "run.json").read_text())
+    data["config"]["pairs"] = [["numpy", "torch"]]
+    data["results"]["torch"].update(error="boom", timing=None)
+    data["results"]["jax"].update(error="jax cannot run fn", timing=None)
+    (run / "run.json").write_text(json.dumps(data))
+    code, out, _ = run_cli(capsys, "summary", str(run))
+    said = next(l for l in out.splitlines() if "not compared" in l)
+    assert said.endswith("torch vs numpy not compared: torch failed (boom)") and "jax" not in said, out
+    assert "jax failed (jax cannot run fn)" in out and out.count("jax failed (") == 1
+    markdown = MarkdownIt().render(run_cli(capsys, "summary", str(run), "--format", "markdown")[1])
+    assert "<strong>torch vs numpy not compared: torch failed (boom)</strong>" in markdown
+    assert markdown.count("jax failed (") == 1
+    doc = json.loads(run_cli(capsys, "summary", str(run), "--format", "json")[1])
+    assert doc["not_compared"] == "torch vs numpy not compared: torch failed (boom)"
+    assert set(doc["failed"]) == {"torch", "jax"}

@@ -76,6 +76,7 @@ class Summary:
     # --fail-above on a run with a pair it could not compare (or none): inconclusive, and why (never a pass)
     uncompared: Verdict | None = None
     not_compared: str | None = None  # a run's pairs that could not be compared, and why (with or without --fail-above)
+    not_compared_cases: list[str] = field(default_factory=list)  # the cases of those pairs (failed_text: the others)
     failed: dict[str, str] = field(default_factory=dict)  # a run's cases that failed: label -> why, on one line
     aligned: Aligned | None = None  # a run's step lines its cases share, a column per case (analyse/aligned.py)
     # a run's analysis, for what the report says too: its cautions (render/format.cautions) and the shape of
@@ -148,13 +149,13 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
                   cases=stats.group_pooled(run, True),
                   counts={l: r.profile.counts for l, r in run.results.items() if r.profile and r.profile.counts},
                   aligned=a.aligned, analysis=a, failed=failures(run))
-    missing = []
+    missing: list[tuple[str, str]] = []  # (base, head) of each pair not compared
     anchor_differs = sameness.anchor_caution(run)  # the run's anchor carries its own change: its verdicts say so
     ended = ended_by(run)
     for p in a.pairs:
         change = pair_change(p)
         if change is None:
-            missing.append(f"{p.head} vs {p.base}")
+            missing.append((p.base, p.head))
             continue
         change.anchor_caution = anchor_differs if p.anchored is not None else None
         # the seconds its processes took, for the budget an undecided verdict advises (anchored: its processes a side)
@@ -173,6 +174,7 @@ def of_run(a: Analysis, fail_above: float | None = None) -> Summary:
         out.pairs.append(pair)
     if missing:  # said with or without --fail-above: a pair left out without a word read as never asked for
         out.not_compared = not_compared(run, missing)
+        out.not_compared_cases = list(dict.fromkeys(l for pair in missing for l in pair))
     if fail_above is not None and (missing or not out.pairs):
         out.uncompared = Verdict("inconclusive", INCONCLUSIVE_EXIT, fail_above,
                                  nothing_compared(run, missing, fail_above))
@@ -227,25 +229,28 @@ def failed_sentences(failed: dict[str, str]) -> list[str]:
 
 
 def failed_text(s: Summary) -> str | None:
-    """The cases that failed, where no pair left out says so (not_compared names every failure): a workload's
-    case on a library its fn does not port to, in none of the run's pairs (jax beside the default pair numpy and
-    torch), read as if it had never been asked for."""
-    if not s.failed or s.not_compared:
-        return None
-    return "; ".join(failed_sentences(s.failed))
+    """The cases that failed, but those a pair left out says (not_compared names its own cases' failures): a
+    workload's case on a library its fn does not port to, in none of the run's pairs (jax beside the default pair
+    numpy and torch), read as if it had never been asked for."""
+    rest = {l: why for l, why in s.failed.items() if l not in s.not_compared_cases}
+    return "; ".join(failed_sentences(rest)) if rest else None
 
 
-def not_compared(run: Run, missing: list[str]) -> str:
-    """The pairs not compared (or nothing at all), and why: what failed, had no timings, or did not finish."""
-    failed = failed_sentences(failures(run))
-    untimed = [l for l, r in run.results.items() if not r.error and r.at_sample_shape is None]
+def not_compared(run: Run, missing: list[tuple[str, str]]) -> str:
+    """The pairs (base, head) not compared (or nothing at all), and why: what of their cases failed or had no
+    timings, or that the run did not finish. Only the pairs' own cases: 'torch vs numpy not compared: torch failed
+    (...); jax failed (...)' read as if jax's failure were a reason torch and numpy were not compared (failed_text
+    says the others)."""
+    mine = {l for pair in missing for l in pair} if missing else set(run.results)
+    failed = failed_sentences({l: why for l, why in failures(run).items() if l in mine})
+    untimed = [l for l, r in run.results.items() if l in mine and not r.error and r.at_sample_shape is None]
     why = failed + [f"{l} has no timings" for l in untimed] + ([] if run.complete else ["the run did not finish"])
-    what = (f"{', '.join(missing)} not compared" if missing else
+    what = (f"{', '.join(f'{head} vs {base}' for base, head in missing)} not compared" if missing else
             "nothing compared" + ("" if run.results else " (the run has no cases)"))
     return f"{what}" + (f": {'; '.join(why)}" if why else "")
 
 
-def nothing_compared(run: Run, missing: list[str], pct: float) -> str:
+def nothing_compared(run: Run, missing: list[tuple[str, str]], pct: float) -> str:
     """Why --fail-above has nothing (or not everything) to decide on: the pairs not compared, and what failed."""
     return f"{not_compared(run, missing)}; inconclusive: no verdict on --fail-above {pct:g}%"
 

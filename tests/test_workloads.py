@@ -248,6 +248,13 @@ def test_a_case_spec_of_a_workload_travels_to_the_child():
     ([f"{CASES}:raises"], "raised RuntimeError: cannot make the inputs at "),
     ([f"{CASES}:exits"], "raised SystemExit: 3 at "),
     ([f"{CASES}:needs_a_shape"], "has no default; give --shape"),
+    # a scalar default said 'is not positive integers' (it is one), and named the whole path where 'has no default'
+    # named the file: both name it as the workload's name
+    ([f"{CASES}:scalar_shape"], "--workload workload_cases.py:scalar_shape: the default shape 16 is a number, not a "
+                                "shape; a shape is a tuple of positive integers: shape=(16,)"),
+    ([f"{CASES}:zero_in_shape"], "--workload workload_cases.py:zero_in_shape: the default shape (16, 0) is not a "
+                                 "tuple of positive integers"),
+    ([f"{CASES}:needs_a_shape"], "--workload workload_cases.py:needs_a_shape: needs_a_shape's shape has no default"),
     ([f"{CASES}:needs_a_shape", "--shape", "0,2"], "positive integers"),
     ([f"{CASES}:missing"], "defines no missing"),
     (["nope"], "expected FILE.py:FUNC or a built-in workload: mlp, softmax, layernorm, adam"),

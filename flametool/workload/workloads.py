@@ -100,8 +100,11 @@ def parse(text: str, device: str) -> Workload:
     except FlametoolError as exc:
         raise FlametoolError(str(exc).replace("--case", "--workload", 1).replace("FACTORY", "FUNC")) from None
     func = load(spec.factory, None, spec.file)
-    return Workload(f"{Path(spec.file or '').name}:{spec.factory}", spec.factory, file=spec.file,
-                    does=(inspect.getdoc(func) or "").split("\n")[0], shape=default_shape(func, text))
+    # named as every later message names it (the file's name, not the path given): 'has no default' did, and a
+    # bad default named the whole path
+    name = f"{Path(spec.file or '').name}:{spec.factory}"
+    return Workload(name, spec.factory, file=spec.file, does=(inspect.getdoc(func) or "").split("\n")[0],
+                    shape=default_shape(func, name))
 
 
 def load(func: str, module: str | None, file: str | None) -> Func:
@@ -124,7 +127,8 @@ def load(func: str, module: str | None, file: str | None) -> Func:
 
 def default_shape(func: Func, text: str) -> tuple[int, ...] | None:
     """FUNC's shape default (``def FUNC(xp, shape=(256, 1024))``), None without one; a FUNC that cannot be called
-    as FUNC(xp, shape): FlametoolError."""
+    as FUNC(xp, shape), or a default that is not a tuple of positive integers: FlametoolError. `text`: the
+    workload as the messages name it (Workload.name)."""
     try:
         params = list(inspect.signature(func).parameters.values())
     except (TypeError, ValueError):
@@ -139,8 +143,14 @@ def default_shape(func: Func, text: str) -> tuple[int, ...] | None:
     if len(positional) < 2 or positional[1].default is positional[1].empty:
         return None
     given = positional[1].default
-    if not (isinstance(given, (tuple, list)) and given and all(isinstance(x, int) and x > 0 for x in given)):
-        raise FlametoolError(f"--workload {text}: the default shape {given!r} is not positive integers")
+    if isinstance(given, int) and not isinstance(given, bool) and given > 0:
+        # `shape=16`: one figure, not a shape; it read 'the default shape 16 is not positive integers'
+        raise FlametoolError(f"--workload {text}: the default shape {given!r} is a number, not a shape; a shape is "
+                             f"a tuple of positive integers: shape=({given},)")
+    if not (isinstance(given, (tuple, list)) and given
+            and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in given)):
+        raise FlametoolError(f"--workload {text}: the default shape {given!r} is not a tuple of positive integers "
+                             "(shape=(256, 1024))")
     return tuple(given)
 
 

@@ -84,6 +84,14 @@ def fails_everywhere(xp, shape=(4,)):
     return fn, [np.ones(shape)]
 
 
+def scalar_shape(xp, shape=16):
+    return (lambda a: a + 1.0), [np.ones(shape)]
+
+
+def zero_in_shape(xp, shape=(16, 0)):
+    return (lambda a: a + 1.0), [np.ones(shape)]
+
+
 def shape_keyword_only(xp, *, shape=(4,)):
     return (lambda a: a + 1.0), [np.ones(shape)]
 

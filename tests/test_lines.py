@@ -66,6 +66,22 @@ def test_the_error_is_the_binomial_error_of_the_share_as_for_frames():
     assert (line.self, line.total) == (gemm.self, gemm.total)
 
 
+def test_every_lines_key_says_the_error_is_the_shares_alone():
+    # a workload's one fn line holds every sample of its step: its total is the case's time per call and read
+    # '119.44 ± 0.00', each key saying the ± was 'one standard error from the number of samples', as if that time
+    # were exact. The ± stays the share's (as a frame's, one computation for every view), and every key of lines
+    # now says the time's own uncertainty is not in it
+    from flametool.render import aligned_lines
+
+    whole = by_where(ln.case_lines(profile(f"{STEP.format(7)};exp (lib/e.py:3) 60\n{STEP.format(7)} 40\n", us=119.44)))
+    assert whole["case.py:7"].total.us_per_call == pytest.approx(119.44) and whole["case.py:7"].total.se_us == 0.0
+    assert "not of the case's time per call" in lines_view.LINE_SE and "reads ± 0.00" in lines_view.LINE_SE
+    keys = [lines_view.TERMINAL_KEY, lines_view.DELTA_KEY.format(head="b", base="a"), lines_view.LISTING_NOTE,
+            aligned_lines.KEY.format(dash="-"), aligned_lines.NOTE]
+    assert all(lines_view.LINE_SE in k for k in keys)
+    assert not any("error from the number of samples" in k for k in keys)
+
+
 def test_the_loops_own_samples_and_the_recorded_count_are_in_the_denominator():
     case = ln.case_lines(profile(PLANTED, loop=100))
     assert case.samples == 200

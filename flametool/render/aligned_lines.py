@@ -22,12 +22,12 @@ WITH = "total+"  # WITH + a kind: one cell of total us and that count, '4.50 (2)
 TITLE = "lines aligned: {file}, us per call, counts per step"
 SHORT = {"python": "Py calls", "api": "API calls", "kernel": "kernels", "copy": "copies", "memset": "memsets",
          "device-alloc": "dev allocs", "host-alloc": "host kept"}  # the terminal's headers (host: blocks kept, net)
-KEY = ("self: the line's own code; total: with all it calls; us per call ± one standard error, each case at its "
-       "own time per call; counts exact per step, one that is not whole rounded here (blank: none at the line; "
+KEY = ("self: the line's own code; total: with all it calls; us per call, " + lines_view.LINE_SE + ", each case "
+       "at its own time per call; counts exact per step, one that is not whole rounded here (blank: none at the line; "
        "{dash}: not counted per line, or not sampled); the lines' sum, with what no line made, is the step's count")
 NOT_SHARING = "{label}: its step is another function; its host time at these lines only"
 NOTE = ("One row per line of the step the cases share, in source order, a column group per case: host time per call "
-        "from the samples (self: the line's own code; total: with all it calls; ± one standard error), and what "
+        "from the samples (self: the line's own code; total: with all it calls; " + lines_view.LINE_SE + "), and what "
         "the counted loop counted at the line, exact per step. Blank: none at the line; {dash}: not counted per line "
         "(or not sampled). The last row is the lines' sum, what no line made included: the step's own count. "
         "See docs/workloads.md.").format(dash=fmt.DASH)

@@ -138,9 +138,14 @@ def terminal_rows(a: Analysis) -> list[TermRow]:
     return rows
 
 
+# what a line's ± is, in every view's key (terminal, report, diff, the aligned table): the line's figure is its share
+# of the samples times the case's time per call, and the ± is the share's sampling error alone (attribution.Profile.se)
+# -- a line in every sample of the step (a workload's one fn line) read '119.44 ± 0.00', as if its time were exact
+LINE_SE = ("± one standard error of the line's share of the samples, not of the case's time per call the share "
+           "scales (that time's own uncertainty is not in it: a line in every sample reads ± 0.00)")
+
 TERMINAL_TITLE = "source lines, us per call: each case's step() lines, then its hottest"
-TERMINAL_KEY = ("self: the line's own code; total: with all it calls; ± one standard error from the number of "
-                "samples; a generated C/C++ line shows the .pyx line it came from where known, a line whose file "
+TERMINAL_KEY = ("self: the line's own code; total: with all it calls; " + LINE_SE + "; a generated C/C++ line shows the .pyx line it came from where known, a line whose file "
                 "was not found shows file:line alone (docs/lines.md)")
 DEF_KEY = "; a short step() is headed by its def line, blank where it has no samples"
 
@@ -208,8 +213,8 @@ def pair_sentences(a: Analysis, keep: Callable[[str, str], bool] = lambda base, 
     return out
 
 
-DELTA_KEY = ("self: the line's own code; total: with all it calls; diff: {head} minus {base}, ± one standard error "
-             "from the number of samples; lines matched by file and line (the same text), else by function and "
+DELTA_KEY = ("self: the line's own code; total: with all it calls; diff: {head} minus {base}, " + LINE_SE
+             + "; lines matched by file and line (the same text), else by function and "
              "text, else the step()'s lines in source order")
 
 
@@ -280,7 +285,7 @@ class LinesSection:
 
 
 LISTING_NOTE = ("Host time per call by source line, from the same samples as the frames: self, the line's own code; "
-                "total, with all it calls; the bars are shares of the case's time per call (dark: self). Lines "
+                "total, with all it calls; " + LINE_SE + "; the bars are shares of the case's time per call (dark: self). Lines "
                 "without samples are grey. A line's text is as the measuring host had it (kept in sources.json); "
                 "a generated C/C++ line shows the .pyx line it came from where the generated source was found "
                 "(beside the module, or under --source). See docs/lines.md for where lines come from and their "

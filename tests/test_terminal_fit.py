@@ -341,6 +341,26 @@ def test_a_figure_keeps_its_unit_and_an_interval_breaks_only_before_its_bracket(
             assert lone_units(drawn_table) == [], drawn_table
 
 
+def test_eight_cases_frame_tables_fit_80_columns_with_the_error_under_its_difference(tmp_path):
+    """With eight cases, four long-named, a pair's frames table was 81 columns wide at 80 (84 in ASCII, '+-' for
+    '±'), wrapped by the terminal: its figures' columns were never wrapped and the frames were cut to their
+    shortest already. Where that is still too wide, a difference's error goes under it ('+10.29' over '± 0.50'),
+    never parted from its figure; where the table fits, on one line as before."""
+    from test_many_cases import many_cases_run
+
+    run = many_cases_run(tmp_path)
+    a = dispatch.analyse_dir(run)
+    for ascii in (False, True):
+        text = render.show("terminal", a, Options(width=80, ascii=ascii))
+        tables = text.split("frames that differ most")[1:]
+        assert len(tables) == 7, text  # numpy against each of the seven others
+        for table in (t[:t.index("self: time in the frame's own code")] for t in tables):
+            assert max(map(len, table.splitlines())) <= 80, table
+            assert not [line for line in table.splitlines() if line.rstrip().endswith(("±", "+-"))], table
+    wide = render.show("terminal", a, Options(width=160))
+    assert max(map(len, wide.splitlines())) <= 160 and "+5.14 ± 0.25" in wide, wide
+
+
 def test_a_table_that_fits_only_with_its_figures_parted_from_their_units_is_no_wider_than_the_console():
     """Figures keep their units only where the table still fits: eight columns of '12.34 us' at 60 columns part them
     as rich did ('12.34' over 'us'), rather than draw the table wider than the console."""

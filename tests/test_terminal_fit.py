@@ -121,9 +121,11 @@ def test_the_profiled_loops_fit_80_columns_without_the_op_and_an_empty_counted_c
     table = text[text.index("profiled loops:"):text.index("timed together: the figure above")]
     assert max(map(len, table.splitlines())) <= 80, table
     assert "counted" not in table and "matmul" not in table and "1024,1024,1024" in table
-    for figures in (["17.72 us", "15.84 us", "19.34 us", "18.97 us", "398 at 25"], ["0.10 us", "0.12 us", "0.28 us",
-                                                                                    "0.19 us", "16 at 25"]):
-        assert any(all(f in line for f in figures) for line in table.splitlines()), (figures, table)
+    for figures in (["17.72 us", "15.84 us", "19.34 us", "18.97 us", "398 at"], ["0.10 us", "0.12 us", "0.28 us",
+                                                                                 "0.19 us", "16 at"]):
+        lines = table.splitlines()
+        row = next(i for i, line in enumerate(lines) if all(f in line for f in figures))
+        assert lines[row + 1].endswith(" 25 Hz "), (figures, table)  # the rate with its unit (a lone 'Hz' before)
     assert "counted: that loop" not in " ".join(text.split())
     wide = render.show("terminal", a, Options(width=160))  # where it fits, as it was
     assert "│ matmul 1024,1024,1024 │       17.72 us │" in wide and "counted: that loop" in " ".join(wide.split())
@@ -301,3 +303,73 @@ def test_eight_cases_draw_the_aligned_lines_in_parts_each_headed_by_the_line_and
         cells = " ".join(table.replace("|", " ").replace("│", " ").replace("┃", " ").split())
         for label in ("numpy", "torch", *more):  # every case's header, whole over its lines
             assert all(piece in cells.split() for piece in fmt.folded(label, fmt.HEADER_WIDTH).splitlines()), label
+
+
+def lone_units(table: str) -> list[str]:
+    """The lines of a drawn table where a unit stands without its figure before it ('us' under '32.73')."""
+    lone, lines = [], table.splitlines()
+    body = next(i for i, line in enumerate(lines) if set(line.strip()) <= set("─━-+|┡╇┩"))  # under the headers
+    for line in lines[body:]:
+        words = line.replace("│", " ").replace("|", " ").split()
+        lone += [line for before, word in zip(["", *words], words) if word in ("us", "ms", "Hz") and not before[-1:].isdigit()]
+    return lone
+
+
+def test_a_figure_keeps_its_unit_and_an_interval_breaks_only_before_its_bracket():
+    """rich broke a cell at any space where its column was narrower than the cell: at 80 columns the profiled loops
+    read '32.73' / 'us' / '(1.85x)', the atlas '23.33' / 'us' / '(22.08' / 'to' / '24.96)' (rows five lines tall),
+    the timing table '24.54 us' / '(24.39 to' / '24.69)' and a sweep's ratios '(0.654 to' / '0.686)'. Now a figure
+    keeps its unit, an interval is whole under its figure where the table can give its width (the headers fold
+    first), and broken after its 'to' only where it cannot (the atlas); no table wider than 80, in ASCII neither."""
+    sums = dispatch.analyse_dir(ROOT / "tests" / "data" / "h200-sum-counts")
+    atlas = dispatch.analyse_dir(ROOT / "samples" / "h200-atlas")
+    sweep = dispatch.analyse_dir(ROOT / "samples" / "h200-sweep-fp16")
+    for ascii in (False, True):
+        text = render.show("terminal", sums, Options(width=80, ascii=ascii))
+        timing = block(text, "time per call, as timed", "host (CPU) / call: the host's clock")
+        loops = block(text, "profiled loops:", "timed together: the figure above")
+        assert "(24.39 to 24.69)" in timing and "32.73 us" in loops and "7.61 us" in loops, (timing, loops)
+        table = block(render.show("terminal", atlas, Options(width=80, ascii=ascii)), "atlas:", "host / call: the")
+        lines = table.splitlines()
+        row = next(i for i, line in enumerate(lines) if "23.33 us" in line)
+        assert "(22.08 to" in lines[row + 1] and "24.96)" in lines[row + 2], table
+        pairs = block(render.show("terminal", sweep, Options(width=80, ascii=ascii)), "torch against cupy: wall",
+                      "host time per call by layer")
+        assert "(0.654 to 0.686)" in pairs, pairs
+        for drawn_table in (timing, loops, table, pairs):
+            assert max(map(len, drawn_table.splitlines())) <= 80, drawn_table
+            assert lone_units(drawn_table) == [], drawn_table
+
+
+def test_eight_cases_frame_tables_fit_80_columns_with_the_error_under_its_difference(tmp_path):
+    """With eight cases, four long-named, a pair's frames table was 81 columns wide at 80 (84 in ASCII, '+-' for
+    '±'), wrapped by the terminal: its figures' columns were never wrapped and the frames were cut to their
+    shortest already. Where that is still too wide, a difference's error goes under it ('+10.29' over '± 0.50'),
+    never parted from its figure; where the table fits, on one line as before."""
+    from test_many_cases import many_cases_run
+
+    run = many_cases_run(tmp_path)
+    a = dispatch.analyse_dir(run)
+    for ascii in (False, True):
+        text = render.show("terminal", a, Options(width=80, ascii=ascii))
+        tables = text.split("frames that differ most")[1:]
+        assert len(tables) == 7, text  # numpy against each of the seven others
+        for table in (t[:t.index("self: time in the frame's own code")] for t in tables):
+            assert max(map(len, table.splitlines())) <= 80, table
+            assert not [line for line in table.splitlines() if line.rstrip().endswith(("±", "+-"))], table
+    wide = render.show("terminal", a, Options(width=160))
+    assert max(map(len, wide.splitlines())) <= 160 and "+5.14 ± 0.25" in wide, wide
+
+
+def test_a_table_that_fits_only_with_its_figures_parted_from_their_units_is_no_wider_than_the_console():
+    """Figures keep their units only where the table still fits: eight columns of '12.34 us' at 60 columns part them
+    as rich did ('12.34' over 'us'), rather than draw the table wider than the console."""
+    def table() -> Table:
+        made = Table()
+        for i in range(8):
+            made.add_column(f"c{i}", justify="right")
+        made.add_row(*["12.34 us"] * 8)
+        return made
+
+    assert max(map(len, drawn(table(), 60).splitlines())) <= 60
+    assert "12.34 us" in drawn(table(), 100)

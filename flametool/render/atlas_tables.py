@@ -8,7 +8,7 @@ from rich.console import Console
 from . import format as fmt
 from ..analyse.atlas import AtlasAnalysis
 from .base import Renderer
-from .terminal import console_text, say, show, text, titled
+from .terminal import console_text, narrowed_to_fit, say, show, text, titled
 
 
 def print_atlas(a: AtlasAnalysis, console: Console) -> None:
@@ -36,6 +36,9 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
                                                                                     if c.interval else ""),
                           fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, "" if c.error else row.fastest or "")),
                           text(fmt.differs_most(c)), *([text(c.counted or "-")] if counted else []))
+    # a size is folded after a comma ('1024,1024,' over '1024') where the table is too wide, before a figure is
+    # parted from its unit: at 80 columns the size's one word left the figures too little ('23.33' over 'us')
+    narrowed_to_fit(console, table, 1, lambda size, width: fmt.folded(size, width, ",", anywhere=True), len("1024,"))
     show(console, table)
     # why a cell failed, whole under the table, as the page says it: in its cell a reason of a few hundred
     # characters was folded over ten lines of a column 40 wide

@@ -5,12 +5,17 @@ atlas_tables.py; the live progress line: progress.py."""
 
 from __future__ import annotations
 
+import functools
 import io
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from rich import box
-from rich.console import Console, JustifyMethod, RenderableType, RenderHook
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, JustifyMethod, OverflowMethod, RenderableType, RenderHook
+from rich.containers import Lines
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Span, Text
 
@@ -42,6 +47,152 @@ def header(name: str, what: str = "", under: bool = False) -> Text:
     return Text(f"{name} {what}")
 
 
+# a unit after a figure: the space before it is never a place to break ('32.73' over 'us', '398 at 25' over 'Hz')
+UNIT = re.compile(r"(?:us|ms|ns|s|Hz|kHz|B|KiB|MiB|GiB|kB|MB|GB|%)(?![\w/])")
+PLUS_MINUS = ("±", in_ascii("±"))  # '0.16 ± 0.02': the error with its sign, '+-' in ASCII
+
+
+WHOLE, PIECES, WORDS = 0, 1, 2  # a cell broken between its phrases only; inside them too; at any space (as rich)
+
+
+class Phrased(Text):
+    """A table cell's text that breaks over lines between its phrases only: never between a figure and its unit
+    ('32.73 us', '± 0.16'), inside brackets only where its column cannot hold them whole ('(22.08 to' over
+    '24.96)'), at any space only where its table cannot fit otherwise (kept_whole). rich breaks a cell at any
+    space, and a space that does not break (U+00A0) is one to rich (str.split and the pattern its wrap splits
+    words by take it for one), so a column narrower than a cell's line read '32.73' / 'us' / '(1.85x)' and
+    '23.33' / 'us' / '(22.08' / 'to' / '24.96)'. Measured (__rich_measure__) no narrower than its widest phrase,
+    piece or word as its `level` says, no wider than its lines at the width given; drawn (wrap) broken at the
+    fewest places its column's width needs: between its phrases, then inside those that do not fit. The spaces
+    printed are plain spaces (a table copied from the terminal reads as it did)."""
+
+    level: int = PIECES  # WHOLE, PIECES or WORDS: where it may break to be as narrow as it is measured
+
+    @classmethod
+    def of(cls, text: Text) -> "Phrased":
+        made = cls(style=text.style, justify=text.justify, overflow=text.overflow, no_wrap=text.no_wrap,
+                   end=text.end, tab_size=text.tab_size)
+        made.append_text(text)
+        return made
+
+    def phrases(self) -> list[list[list[tuple[int, int]]]]:
+        """Its lines, each as its phrases (where it may break), each phrase as its pieces (where it breaks only if the
+        phrase does not fit: inside brackets, before a '±'), each piece (start, end) in `plain`."""
+        return phrases_of(self.plain)
+
+    def width_of(self, start: int, end: int) -> int:
+        return cell_len(self.plain[start:end])
+
+    def laid(self, width: int) -> list[tuple[int, int]]:
+        """Its lines at `width`: phrases filled in line by line, a phrase wider than `width` begun on a line of its
+        own and broken between its pieces; a piece wider than `width` is left to rich (wrapped at its spaces)."""
+        laid = []
+        for phrases in self.phrases():
+            line: tuple[int, int] | None = None
+            for phrase in phrases:
+                start, end = phrase[0][0], phrase[-1][1]
+                whole = self.width_of(start, end) <= width
+                if not whole and line is not None:
+                    laid.append(line)
+                    line = None
+                for s, e in [(start, end)] if whole else phrase:
+                    if line is not None and self.width_of(line[0], e) <= width:
+                        line = (line[0], e)
+                    else:
+                        if line is not None:
+                            laid.append(line)
+                        line = (s, e)
+            laid.append(line if line is not None else (0, 0))
+        return laid
+
+    def need(self, level: int) -> int:
+        """The width it cannot be drawn narrower than at `level`: its widest phrase (WHOLE), piece (PIECES) or
+        word (WORDS)."""
+        if level == WORDS:
+            return max((cell_len(word) for word in self.plain.split()), default=0)
+        return max((self.width_of(p[0][0], p[-1][1]) if level == WHOLE else max(self.width_of(s, e) for s, e in p)
+                    for phrases in self.phrases() for p in phrases), default=0)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        least = self.need(self.level)
+        return Measurement(least, max(least, max((self.width_of(s, e) for s, e in self.laid(options.max_width)), default=0)))
+
+    def wrap(self, console: Console, width: int, *, justify: JustifyMethod | None = None,
+             overflow: OverflowMethod | None = None, tab_size: int = 8, no_wrap: bool | None = None) -> Lines:
+        if no_wrap:
+            return super().wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
+        broken = self.blank_copy()
+        for i, (s, e) in enumerate(self.laid(width)):
+            broken.append_text(Text("\n") if i else Text())
+            broken.append_text(self[s:e])
+        return broken.wrap(console, width, justify=justify, overflow=overflow, tab_size=tab_size, no_wrap=no_wrap)
+
+
+@functools.lru_cache(maxsize=4096)  # a table is measured many times over while it is fitted (kept_whole)
+def phrases_of(plain: str) -> list[list[list[tuple[int, int]]]]:
+    """Phrased.phrases of a cell's text."""
+    lines, start = [], 0
+    for line in plain.split("\n"):
+        phrases: list[list[tuple[int, int]]] = []
+        depth, last = 0, None  # brackets open before the word; the word before (its start, end)
+        for word in re.finditer(r"\S+", line):
+            s, e = start + word.start(), start + word.end()
+            if last is None:
+                phrases.append([(s, e)])
+            else:
+                before = plain[last[0]:last[1]]
+                glued = (before in PLUS_MINUS or (before[-1].isdigit() and UNIT.match(plain, s) is not None)
+                         or (depth > 0 and word.group() == "to"))  # '(22.08 to' over '24.96)'
+                if glued:  # one piece with the word before
+                    phrases[-1][-1] = (phrases[-1][-1][0], e)
+                elif depth > 0 or word.group() in PLUS_MINUS:
+                    phrases[-1].append((s, e))
+                else:
+                    phrases.append([(s, e)])
+            depth = max(0, depth + word.group().count("(") - word.group().count(")"))
+            last = (s, e)
+        lines.append(phrases)
+        start += len(line) + 1
+    return lines
+
+
+def phrased(console: Console, cell: Any) -> Any:
+    """A table cell as a Phrased (rich's reading of a str: its markup, no highlighting); any other renderable as
+    it is."""
+    if isinstance(cell, str):
+        cell = console.render_str(cell, highlight=False)
+    return Phrased.of(cell) if type(cell) is Text else cell
+
+
+def kept_whole(console: Console, table: Table) -> None:
+    """Each column's cells measured whole ('23.33 us (22.08 to 24.96)', at most broken before its bracket) where
+    the table, drawn as narrow as show() draws it (narrowest), still fits the console; where it does not, the
+    intervals of the column that gives up the most width may break inside their brackets, then the next's, until
+    it fits. Where only parting figures from their units lets it fit, they part, as rich parted them (else the
+    table is drawn wider than the console, each of its lines wrapped by the terminal); where even that does not
+    fit, they stay together ('±' alone on a line gained one column of a table too wide whatever)."""
+    spelled(console, table)
+    cells = [[c for c in column._cells if isinstance(c, Phrased)] for column in table.columns]
+    if not cells:
+        return
+    for column in cells:
+        for c in column:
+            c.level = WHOLE
+    for level in (PIECES, WORDS):
+        before = [c.level for column in cells for c in column]
+        while narrowest(console, table) > console.width:
+            gains = [max((c.need(c.level) for c in column), default=0) - max((c.need(level) for c in column), default=0)
+                     if any(c.level < level for c in column) else 0 for column in cells]
+            best = max(range(len(cells)), key=gains.__getitem__)
+            if gains[best] <= 0:
+                break
+            for c in cells[best]:
+                c.level = level
+        if level == WORDS and narrowest(console, table) > console.width:
+            for c, kept in zip((c for column in cells for c in column), before):
+                c.level = kept
+
+
 def say(console: Console, line: object, **kwargs: Any) -> None:
     """Print one line of untrusted text (an error naming a path or a label)."""
     console.print(text(line), highlight=False, **kwargs)
@@ -66,6 +217,7 @@ def show(console: Console, table: Table) -> None:
             table.min_width = asked
     if table.min_width and table.min_width > console.width:  # a title wider than the console: rich would squeeze
         table.min_width = console.width  # the columns below their words to keep the width the title asked for
+    kept_whole(console, table)
     if fits(console, table):
         console.print(table)
         return
@@ -311,23 +463,25 @@ def spelled(console: Console, renderable: RenderableType) -> RenderableType:
     them out, so that a column holding one is as wide as its cells ('±' written as '+-' by the stream's error
     handler had put the column one character off). A table is spelled in place: the widths measured (fits,
     unwrapped) are those drawn."""
-    if console.encoding.startswith("utf"):
-        return renderable
+    in_utf8 = console.encoding.startswith("utf")
     if isinstance(renderable, (str, Text)):
-        return words(renderable)
+        return renderable if in_utf8 else words(renderable)
     if isinstance(renderable, Table):
         table = renderable
-        if table.title is not None:
-            as_titled = table.min_width == len(str(table.title))  # titled(): the table as wide as its title
-            table.title = words(table.title)
-            if as_titled:
-                table.min_width = len(str(table.title))
-        if table.caption is not None:
-            table.caption = words(table.caption)
+        if not in_utf8:
+            if table.title is not None:
+                as_titled = table.min_width == len(str(table.title))  # titled(): the table as wide as its title
+                table.title = words(table.title)
+                if as_titled:
+                    table.min_width = len(str(table.title))
+            if table.caption is not None:
+                table.caption = words(table.caption)
         for column in table.columns:
             column.header = spelled(console, column.header)
             column.footer = spelled(console, column.footer)
-            column._cells = [spelled(console, cell) for cell in column._cells]
+            # its cells broken between their phrases (Phrased), a line's code or a frame's name (no_wrap) as it is
+            column._cells = [spelled(console, cell) if column.no_wrap else phrased(console, spelled(console, cell))
+                             for cell in column._cells]
     return renderable
 
 

@@ -20,7 +20,7 @@ from rich.console import Console  # noqa: E402
 from flametool.run import stats  # noqa: E402
 from flametool.run.record import Run  # noqa: E402
 from flametool.render import sweep_page, sweep_tables  # noqa: E402
-from flametool.analyse.sweep import PairPoint, Point, SweepAnalysis, SweepPair  # noqa: E402
+from flametool.analyse.sweep import PairPoint, SizePoint, SweepAnalysis, SweepPair  # noqa: E402
 
 
 def analysis(n: int) -> SweepAnalysis:
@@ -28,7 +28,7 @@ def analysis(n: int) -> SweepAnalysis:
     run = Run(schema=2, complete=True, started=None, finished=None, command=[], config={"sizes": shapes}, env={})
     a = SweepAnalysis(Path("."), run)
     for label in ("numpy", "torch"):
-        a.curves[label] = [Point(s, float(s[0]), 1.0, None, 1.5, None, None, True, 1) for s in shapes]
+        a.curves[label] = [SizePoint(s, float(s[0]), 1.0, None, 1.5, None, None, True, 1) for s in shapes]
     wall = stats.PairFigures("numpy", "torch", True, 1.1, None, 0.1, None, 1, "processes", [1.1], [0.1], "hand-built")
     a.pairs.append(SweepPair("numpy", "torch", True, [PairPoint(s, float(s[0]), wall, wall, "torch", 0.1, 0.05)
                                                       for s in shapes]))

@@ -275,3 +275,35 @@ def test_check_speedscope_checks_a_frame_s_optional_fields():
         exporters.check_speedscope(doc)
     doc["shared"]["frames"][0]["line"] = 3
     exporters.check_speedscope(doc)
+
+
+def test_speedscope_lines_map_each_builds_generated_line_by_its_own_pyx(tmp_path, capsys):
+    """`compare --env A=... --env B=...` of two builds of one Cython library: both builds' stacks name
+    `_linalg.cpp:120`, generated from .pyx line 612 in A and from 640 in B (B added lines above it). sources.json
+    keeps B's copy apart (`cases`), but the export mapped every profile's frames by the first copy: B's
+    `matmul (_linalg.cpp:120)` was given A's line 612, a line B's build does not run there. Each profile's frames
+    now map by its own case's copy: one frame name, two frames, each build's profile pointing at its own."""
+    stack = "step (bench.py:5);matmul (_linalg.cpp:120) 6\nstep (bench.py:5) 4\n"
+    run = make_run(tmp_path / "run", {"s@A": (stack, 5.0, 0), "s@B": (stack, 6.0, 0)})
+
+    def build(root: str, pyx_line: int) -> sources.Sources:
+        return sources.Sources({
+            "bench.py": sources.SourceFile("case", "/w/bench.py", {5: "    matmul(a, b)"}),
+            "_linalg.cpp": sources.SourceFile("library", f"{root}/cupy/_core/_linalg.cpp", {120: "gemm();"},
+                                              {120: ("cupy/_core/_linalg.pyx", pyx_line)}),
+            "cupy/_core/_linalg.pyx": sources.SourceFile("library", f"{root}/cupy/_core/_linalg.pyx",
+                                                         {pyx_line: "gemm(a, b)"})})
+
+    sources.save(run, sources.merge([("s@A", build("/A", 612)), ("s@B", build("/B", 640))]))
+    assert set(sources.load(run).cases) == {"s@B"}  # as the measuring parent writes it
+    assert main.main(["export", str(run), "--format", "speedscope", "--lines"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    exporters.check_speedscope(doc)
+    frames = doc["shared"]["frames"]
+    for profile, line in zip(doc["profiles"], (612, 640)):
+        assert profile["name"].startswith(("s@A", "s@B")[line == 640])
+        leaves = {frames[s[-1]]["name"]: frames[s[-1]] for s in profile["samples"]}
+        assert leaves["matmul (_linalg.cpp:120)"] == {
+            "name": "matmul (_linalg.cpp:120)", "file": "cupy/_core/_linalg.pyx", "line": line}, leaves
+    # the frames both builds name alike stay one frame
+    assert [f["name"] for f in frames] == ["bench.step:5", "matmul (_linalg.cpp:120)", "matmul (_linalg.cpp:120)"], frames

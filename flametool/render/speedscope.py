@@ -28,19 +28,25 @@ def speedscope(profs: list[attribution.Profile], name: str, by_line: bool = Fals
     py-spy names a Python or .pyx file from its sys.path entry (`cupy/_core/_gufuncs.py`, and a .pyx line where it
     maps one itself), and a generated C/C++ line by the bare name its line table gives (`_routines_linalg.cpp`);
     where the run's `record` (sources.json) maps that line to its .pyx line, the frame is given the .pyx's file and
-    line, named as Cython names it (`cupy/_core/_routines_linalg.pyx`), its name keeping the generated line."""
+    line, named as Cython names it (`cupy/_core/_routines_linalg.pyx`), its name keeping the generated line. Each
+    profile's lines are mapped by its case's own copy of the file (Sources.for_case: two --env builds of a library,
+    whose generated line 120 came from other .pyx lines), so a frame of one name may be two frames, one a build."""
     # frames shared between profiles, numbered in the order they are first met (profile by profile, stack
     # by stack, root first); each stack is then one C-level map over that index
-    index: dict[str, int] = {}
+    index: dict[tuple[str, str | None, int | None], int] = {}  # (name, file, line) -> its place in `frames`
     frames: list[dict] = []
+    numbered: list[dict[str, int]] = []  # each profile's frame name -> its place in `frames`
     for p in profs:
+        own = record.for_case(p.label)
+        ids: dict[str, int] = {}
         for key in dict.fromkeys(chain.from_iterable(s.frames for s in p.stacks)):
-            if key not in index:
-                index[key] = len(frames)
-                frame = p.frames[key]
+            frame = p.frames[key]
+            pyx = own.pyx(frame.file, frame.line) if by_line and frame.file and frame.line is not None else None
+            file, line = (pyx.file, pyx.line) if pyx is not None else (frame.file, frame.line)
+            place = (key, file or None, line if by_line else None)
+            if place not in index:
+                index[place] = len(frames)
                 out: dict = {"name": key}
-                pyx = record.pyx(frame.file, frame.line) if by_line and frame.file and frame.line is not None else None
-                file, line = (pyx.file, pyx.line) if pyx is not None else (frame.file, frame.line)
                 if file:
                     out["file"] = file
                 # the line also stays in the name: speedscope draws only the name, and two lines of one
@@ -48,10 +54,12 @@ def speedscope(profs: list[attribution.Profile], name: str, by_line: bool = Fals
                 if by_line and line is not None:
                     out["line"] = line
                 frames.append(out)
+            ids[key] = index[place]
+        numbered.append(ids)
 
     out_profiles = []
-    for p in profs:
-        samples = [list(map(index.__getitem__, s.frames)) for s in p.stacks]
+    for p, ids in zip(profs, numbered):
+        samples = [list(map(ids.__getitem__, s.frames)) for s in p.stacks]
         weights = [p.us(s.count) for s in p.stacks]
         out_profiles.append({
             "type": "sampled", "name": f"{p.label} (us per call)", "unit": "microseconds",

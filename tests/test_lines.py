@@ -279,11 +279,12 @@ def test_a_line_sampled_on_one_side_only_that_both_have_is_not_sampled_not_one_s
     # and from the other side: base's line that head did not catch
     back = next(d for d in ln.diff_lines(head, base) if d.where == "numpy/_methods.py:79")
     assert back.one_side == "not sampled in head"
-    # the text unknown (its file not found), in a function both sides ran: the same, nothing says it is not there
+    # the text unknown (its file not found, a run recorded before sources.json), in a function both sides ran:
+    # nothing says whether the base has it (test_a_line_past_the_other_builds_known_text_is_unknown_there)
     bare = next(d for d in ln.diff_lines(case_of("s (case.py:5);_sum (numpy/_methods.py:78) 6\n"), case_of(
         "s (case.py:5);_sum (numpy/_methods.py:78) 6\ns (case.py:5);_sum (numpy/_methods.py:79) 4\n"))
         if d.where == "numpy/_methods.py:79")
-    assert bare.one_side == "not sampled in base"
+    assert bare.one_side == "unknown in base" and not bare.unsampled and bare.unknown
     # a line of a file the other side never ran (numpy's, against torch's step), in one run whose record holds
     # the file for both cases: that side's alone
     torch = case_of("s (case.py:5);mm (torch/functional.py:3) 100\n", record=record)
@@ -392,3 +393,94 @@ def test_a_step_edited_between_two_runs_does_not_match_a_line_with_one_its_edit_
                       "steps.py:9 -> steps.py:11": ln.BY_FUNCTION_TEXT, "steps.py:10 -> steps.py:12": ln.BY_FUNCTION_TEXT,
                       "steps.py:7": "", "steps.py:9": "",
                       "steps.py:12": ""}
+
+
+def _two_runs(tmp_path, texts: dict[str, tuple[str, rec.Sources]]):
+    """Hand-built run directories, one a name: (its case's stacks, its sources.json), as `diff` reads them."""
+    from flametool.run import rundir
+    from runbuild import make_run
+
+    out = {}
+    for name, (stacks, record) in texts.items():
+        run = make_run(tmp_path / name, {"c": (stacks, 100.0, 0)})
+        rec.save(run, record)
+        out[name] = (run, rundir.load(run))
+    return out
+
+
+def test_a_line_the_other_run_moved_and_did_not_sample_is_that_line_unsampled(tmp_path):
+    # bench.py edited between two runs: a line added at 12 moved `z = y + 1` to 13 and `return z.sum()` to 14.
+    # Base never sampled its `return z.sum()` (line 13 there); head's line 14 read 'head only', since base's line
+    # 14 is another statement (its next function's def), as if the edit had added the return
+    from flametool.analyse import diff
+
+    old = {10: "def step():", 11: "    y = a @ b", 12: "    z = y + 1", 13: "    return z.sum()",
+           14: "def other():", 15: "    return a"}
+    new = {10: "def step():", 11: "    y = a @ b", 12: "    y = y * 2", 13: "    z = y + 1",
+           14: "    return z.sum()", 15: "def other():", 16: "    return a"}
+    spans = {"old": {10: 13, 14: 15}, "new": {10: 14, 15: 16}}
+    step = "step (bench.py:{}) {}\n"
+    runs = _two_runs(tmp_path, {
+        name: (stacks, rec.Sources({"bench.py": rec.SourceFile("case", "/w/bench.py", texts, {}, spans[name])}))
+        for name, texts, stacks in (
+            ("old", old, step.format(11, 50) + step.format(12, 40) + "other (bench.py:15) 10\n"),
+            ("new", new, step.format(11, 40) + step.format(12, 20) + step.format(13, 30) + step.format(14, 5)
+             + "other (bench.py:16) 5\n"))})
+    (base_dir, base_run), (head_dir, head_run) = runs["old"], runs["new"]
+    deltas = {d.where: d for d in diff.line_diff(base_dir, base_run, "c", head_dir, head_run, "c", None)}
+    moved = deltas["bench.py:13 -> bench.py:14"]
+    assert moved.base is None and moved.head is not None and moved.head.text == "    return z.sum()"
+    assert moved.unsampled and moved.unsampled_at == 13 and moved.one_side == "not sampled in base"
+    row = next(r for r in lines_view.delta_rows(list(deltas.values())) if r.matched == "not sampled in base")
+    assert row.where == "bench.py:13 -> bench.py:14"
+    got = next(j for j in lines_view.deltas_json(list(deltas.values())) if j["not_sampled_in"])
+    assert got["where"] == "bench.py:13 -> bench.py:14" and got["base"] is None
+    # the added line is still head's alone; the moved line both sampled is matched by its text
+    assert deltas["bench.py:12"].one_side == "head only" and not deltas["bench.py:12"].unsampled
+    assert deltas["bench.py:12 -> bench.py:13"].matched_by == ln.BY_FUNCTION_TEXT
+    # the same text at two unsampled lines of the function: not sampled there, at no one line
+    twice = {**old, 13: "    return z.sum()", 12: "    return z.sum()"}
+    base = case_of(step.format(11, 60) + "s (x.py:1) 40\n",
+                   record=rec.Sources({"bench.py": rec.SourceFile("case", "/w/bench.py", twice, {}, {10: 13})}))
+    head = case_of(step.format(11, 60) + step.format(14, 40) + "\n",
+                   record=rec.Sources({"bench.py": rec.SourceFile("case", "/w/bench.py", new, {}, {10: 14})}))
+    lone = next(d for d in ln.diff_lines(base, head) if d.head is not None and d.head.line == 14)
+    assert lone.one_side == "not sampled in base" and lone.unsampled_at is None and lone.where == "bench.py:14"
+
+
+def test_a_line_past_the_other_builds_known_text_is_unknown_there(tmp_path):
+    # `compare --env A=... --env B=...` of mylib, B adding `_check(out)` at 31, past A's last sampled line (A's
+    # record holds a library's text only at A's sampled lines): it read 'not sampled in base', as if A had the
+    # line and never caught it, when nothing says A's build has it
+    from flametool.analyse import diff
+    from flametool.run import rundir
+    from runbuild import make_run
+
+    old = {26: "    x = _as_array(x)", 27: "    out = (x - x.mean()) / x.std()"}
+    new = {26: "    x = _as_array(x)", 27: "    out = (x - x.mean()) / x.std()", 31: "    _check(out)"}
+    step = "s (bench.py:5);standardize (mylib/core.py:{}) {}\n"
+    run = make_run(tmp_path / "run", {
+        "s@A": (step.format(26, 20) + step.format(27, 80), 100.0, 0),
+        "s@B": (step.format(26, 20) + step.format(27, 70) + step.format(31, 10), 100.0, 0)})
+    rec.save(run, rec.merge([(label, rec.Sources({
+        "bench.py": rec.SourceFile("case", "/w/bench.py", {5: "    standardize(x)"}),
+        "mylib/core.py": rec.SourceFile("library", f"/{label}/mylib/core.py", texts)}))
+        for label, texts in (("s@A", old), ("s@B", new))]))
+    loaded = rundir.load(run)
+    deltas = {d.where: d for d in diff.line_diff(run, loaded, "s@A", run, loaded, "s@B", None)}
+    added = deltas["mylib/core.py:31"]
+    assert added.base is None and not added.unsampled and added.unknown and added.one_side == "unknown in base"
+    assert lines_view.delta_sentence(added).startswith(
+        "mylib/core.py:31 `_check(out)` unknown in base: +10.00 ± ")
+    assert next(j for j in lines_view.deltas_json(list(deltas.values()))
+                if j["where"] == "mylib/core.py:31")["not_sampled_in"] is None
+    # two runs of one install (the file read from one path, every line both hold alike): the line is there,
+    # only not sampled in the base
+    same = {n: rec.Sources({"mylib/core.py": rec.SourceFile("library", "/A/mylib/core.py", t)}) for n, t in
+            (("old", old), ("new", new))}
+    runs = _two_runs(tmp_path, {"old": (step.format(26, 20) + step.format(27, 80), same["old"]),
+                                "new": (step.format(26, 20) + step.format(27, 70) + step.format(31, 10), same["new"])})
+    (base_dir, base_run), (head_dir, head_run) = runs["old"], runs["new"]
+    again = next(d for d in diff.line_diff(base_dir, base_run, "c", head_dir, head_run, "c", None)
+                 if d.where == "mylib/core.py:31")
+    assert again.one_side == "not sampled in base" and again.unsampled

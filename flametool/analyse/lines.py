@@ -178,20 +178,34 @@ class LineDelta:
     # a line of one side only that the other side has too, without a sample there (on_both_sides): numpy's
     # _methods.py:79 caught in one run of numpy and not in the other is not a line only that run runs
     unsampled: bool = False
+    # the line number where the other side has it, unsampled, where that side's build moved it (B's `mean =
+    # x.mean()` at 29, A's at 27 with no sample there); None: at this line's own number, or not known there
+    unsampled_at: int | None = None
+    # a line of one side only in a function both ran, where nothing says whether the other side has it: the
+    # other's copy of the file holds no text at it nor the same text elsewhere in the function (a library's
+    # file is kept only near its sampled lines) and is not this side's copy (another path: another build)
+    unknown: bool = False
 
     @property
     def one_side(self) -> str:
         """How a line of one side only is labelled: 'not sampled in base' where the base has the line too
-        (unsampled), 'head only' where it does not or nothing says it does; '' for a matched line."""
+        (unsampled, at its own number or where the base's build moved it), 'unknown in base' where nothing says
+        whether it has, 'head only' where it has not; '' for a matched line."""
         if self.base is not None and self.head is not None:
             return ""
         missing = "base" if self.base is None else "head"
-        return f"not sampled in {missing}" if self.unsampled else f"{'head' if missing == 'base' else 'base'} only"
+        if self.unsampled or self.unknown:
+            return f"{'not sampled' if self.unsampled else 'unknown'} in {missing}"
+        return f"{'head' if missing == 'base' else 'base'} only"
 
     @property
     def where(self) -> str:
-        """'file:line', or 'base file:line -> head file:line' where the two differ."""
-        ends = [l.where for l in (self.base, self.head) if l is not None]
+        """'file:line', or 'base file:line -> head file:line' where the two differ (a line of one side only
+        that the other side has unsampled at another number names that number on its side)."""
+        line = self.base or self.head
+        assert line is not None
+        moved = f"{line.file}:{self.unsampled_at}" if self.unsampled_at is not None else None
+        ends = [e for e in (self.base.where if self.base else moved, self.head.where if self.head else moved) if e]
         return ends[0] if len(set(ends)) == 1 else " -> ".join(ends)
 
 
@@ -241,18 +255,60 @@ def _unmatched_steps(left: Iterable[LineCost], other: CaseLines, others_left: di
     return [l for l in left if l.step and ((l.function, l.file) not in steps or l.key in others_left)]
 
 
-def on_both_sides(line: LineCost, other: CaseLines, functions: set[tuple[str, str]]) -> bool:
-    """Whether a line sampled on one side only is a line the `other` side has too (only not sampled there):
-    the other side ran its file and its copy of the file holds the same text at that line; or the line is in a
-    function both sides ran and the other's copy does not say another statement is there (B's check added at
-    line 27 of mylib's standardize, where A's line 27 is `mean = x.mean()`: B's alone). A line of a function
-    and file the other side never ran (numpy's _methods.py beside torch, in one run whose record holds the
-    file for both) is that side's alone."""
+@dataclass(frozen=True)
+class OtherSide:
+    """What the other side's own copy of its file says of a line sampled on one side only (on_both_sides)."""
+
+    has: bool | None  # True: it has the line, unsampled; False: it has not; None: nothing says
+    at: int | None = None  # where it has it at another number (its build moved the line)
+
+
+def on_both_sides(line: LineCost, mine: CaseLines, other: CaseLines, functions: set[tuple[str, str]]) -> OtherSide:
+    """Whether a line of `mine` sampled there only is a line the `other` side has too (only not sampled there).
+    It has: where it ran the file and its own copy holds the same text at that line, or, in a function both
+    ran, at another line of that function, one it did not sample (its build moved the line: B's check above A's
+    `mean = x.mean()` moved it from 27 to 29); or where the line is in a function both ran, its text unknown
+    in the other's copy, and that copy is this side's (the file read from one path, no line of it reading
+    otherwise: two runs of one numpy's _methods.py). It has not: a line of a file or function the other side
+    never ran (numpy's _methods.py beside torch, in one run whose record holds the file for both), or where its
+    copy holds another statement there and the text nowhere else in the function (B's check added at line 27
+    of mylib's standardize, where A's line 27 is `mean = x.mean()`). Else nothing says (has None): the text
+    unknown at the line in another copy (a library's file is kept only near its sampled lines, so code B added
+    past A's last sampled line is not known to be new), or in no copy (a run recorded before sources.json)."""
     ran_file = any(l.file == line.file for l in other.lines)
     theirs = other.record.text(line.file, line.line) if ran_file else None
+    if theirs is not None and line.text is not None and theirs.strip() == line.text.strip():
+        return OtherSide(True)
+    both_ran = (line.function, line.file) in functions
+    if not both_ran:
+        return OtherSide(False)
+    moved = _moved_to(line, other) if line.text is not None and line.text.strip() else []
+    if moved:  # the same statement elsewhere in the function: one place is that line, several none surely
+        return OtherSide(True, moved[0] if len(moved) == 1 else None)
     if theirs is not None and line.text is not None:
-        return theirs.strip() == line.text.strip()
-    return (line.function, line.file) in functions
+        return OtherSide(False)  # another statement at the line, and this one nowhere in the function
+    return OtherSide(True if _one_copy(line.file, mine.record, other.record) else None)
+
+
+def _moved_to(line: LineCost, other: CaseLines) -> list[int]:
+    """The lines of the other side's copy of the file, inside the function `line` is in as that side ran it
+    (the function kept whole, else its sampled lines' first to last), that hold `line`'s text without a sample."""
+    found = other.record.files.get(line.file)
+    ran = sorted(l.line for l in other.lines if (l.function, l.file) == (line.function, line.file))
+    if found is None or not ran:
+        return []
+    first, last = other.record.function(line.file, ran) or (ran[0], ran[-1])
+    sampled = {l.line for l in other.lines if l.file == line.file}
+    assert line.text is not None
+    return [n for n, t in sorted(found.lines.items())
+            if first <= n <= last and n not in sampled and t.strip() == line.text.strip()]
+
+
+def _one_copy(file: str, mine: rec.Sources, theirs: rec.Sources) -> bool:
+    """Whether the two sides read `file` from one copy: one path, and no line both hold reads otherwise."""
+    a, b = mine.files.get(file), theirs.files.get(file)
+    return (a is not None and b is not None and a.path == b.path
+            and all(b.lines[n] == t for n, t in a.lines.items() if n in b.lines))
 
 
 def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineDelta]:
@@ -300,10 +356,12 @@ def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineD
     # lines differing by noise (+0.4 us of numpy's), not among the 50 a JSON summary lists; ranked by its total it
     # leads. Not a line of a function one side alone runs (cupy's step beside torch's: its total is the case's)
     functions = {(l.function, l.file) for l in base.lines} & {(l.function, l.file) for l in head.lines}
-    out += [replace(_delta(l, None, ""), added=(l.function, l.file) in functions,
-                    unsampled=on_both_sides(l, head, functions)) for l in left.values()]
-    out += [replace(_delta(None, l, ""), added=(l.function, l.file) in functions,
-                    unsampled=on_both_sides(l, base, functions)) for l in right.values()]
+    for mine, other, lines in ((base, head, left), (head, base, right)):
+        for l in lines.values():
+            said = on_both_sides(l, mine, other, functions)
+            out.append(replace(_delta(l, None, "") if mine is base else _delta(None, l, ""),
+                               added=(l.function, l.file) in functions, unsampled=said.has is True,
+                               unsampled_at=said.at, unknown=said.has is None))
     first, second = ("self_delta", "total_delta") if by == "self" else ("total_delta", "self_delta")
     out.sort(key=lambda d: (-abs(d.total_delta if d.added else getattr(d, first)), -abs(getattr(d, second)), d.where))
     return out

@@ -5,6 +5,7 @@ small hand-built tables and runs, no measuring."""
 from __future__ import annotations
 
 import io
+import re
 import sys
 from pathlib import Path
 
@@ -373,3 +374,23 @@ def test_a_table_that_fits_only_with_its_figures_parted_from_their_units_is_no_w
 
     assert max(map(len, drawn(table(), 60).splitlines())) <= 60
     assert "12.34 us" in drawn(table(), 100)
+
+
+def test_a_count_keeps_its_noun_and_the_atlas_rows_are_shorter():
+    """At 80 columns the atlas's counts read '1' / 'kernel,' / '10 API' / 'calls' (every row four lines tall, the
+    table 97 lines): a count is now one piece with its noun ('1 kernel,', '2 processes'), parted only where the
+    table cannot fit otherwise, and a size is never folded inside a dimension ('104857' over '6')."""
+    def pieces(cell: str) -> list[list[str]]:
+        return [[cell[s:e] for s, e in phrase] for phrase in terminal.phrases_of(cell)[0]]
+
+    assert pieces("1 kernel, 10 API calls") == [["1 kernel,"], ["10 API calls"]]
+    assert pieces("800 in 2 processes") == [["800"], ["in"], ["2 processes"]]
+    assert pieces("0.25 (1/4) kernels, 2 hosts") == [["0.25 (1/4) kernels,"], ["2"], ["hosts"]]
+    atlas = dispatch.analyse_dir(ROOT / "samples" / "h200-atlas")
+    for ascii in (False, True):
+        table = block(render.show("terminal", atlas, Options(width=80, ascii=ascii)), "atlas:", "host / call: the")
+        lines = table.splitlines()
+        assert max(map(len, lines)) <= 80, table
+        assert len(lines) <= 87, table  # 97 when the counts were folded at every space
+        assert "1048576" in table and "104857\n" not in table, table
+        assert sum(bool(re.search(r"\b1 kernel,", line)) for line in lines) == 13, table  # a count with its noun

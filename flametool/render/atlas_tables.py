@@ -3,6 +3,8 @@ library, the layer that differs most, and where each op's report is."""
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 
 from . import format as fmt
@@ -37,8 +39,11 @@ def print_atlas(a: AtlasAnalysis, console: Console) -> None:
                           fmt.us(c.all_threads_us), text(fmt.ratio_to_fastest(c.ratio, "" if c.error else row.fastest or "")),
                           text(fmt.differs_most(c)), *([text(c.counted or "-")] if counted else []))
     # a size is folded after a comma ('1024,1024,' over '1024') where the table is too wide, before a figure is
-    # parted from its unit: at 80 columns the size's one word left the figures too little ('23.33' over 'us')
-    narrowed_to_fit(console, table, 1, lambda size, width: fmt.folded(size, width, ",", anywhere=True), len("1024,"))
+    # parted from its unit: at 80 columns the size's one word left the figures too little ('23.33' over 'us');
+    # never inside a dimension (narrowed by the counts' column, '1048576' read '104857' over '6')
+    dims = [d for row in a.rows if row.cells for d in re.findall(r"[^,]+,?", fmt.shape(row.shape))]
+    narrowed_to_fit(console, table, 1, lambda size, width: fmt.folded(size, width, ",", anywhere=True),
+                    max(map(len, dims), default=len("1024,")))
     show(console, table)
     # why a cell failed, whole under the table, as the page says it: in its cell a reason of a few hundred
     # characters was folded over ten lines of a column 40 wide

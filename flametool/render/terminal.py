@@ -49,6 +49,11 @@ def header(name: str, what: str = "", under: bool = False) -> Text:
 
 # a unit after a figure: the space before it is never a place to break ('32.73' over 'us', '398 at 25' over 'Hz')
 UNIT = re.compile(r"(?:us|ms|ns|s|Hz|kHz|B|KiB|MiB|GiB|kB|MB|GB|%)(?![\w/])")
+# a count and the noun it counts ('1 kernel,', '10 API calls', '2 processes', '0.25 (1/4) kernels'): one piece, as a
+# figure and its unit are (the atlas's counts read '1' / 'kernel,' / '10 API' / 'calls', each row four lines tall)
+COUNT = re.compile(r"[+-]?\d[\d,.]*|\(\d+/\d+\)")
+COUNTED = re.compile(r"(?:\(\d+/\d+\)\s+)?(?:(?:CUDA|API|Python|device|host)\s+)*(?:kernel|call|process|sample|thread|loop|step|line|frame"
+                     r"|memset|cop(?:y|ie)|launch|allocation|function|round|case)(?:e?s)?(?![\w/])")
 PLUS_MINUS = ("±", in_ascii("±"))  # '0.16 ± 0.02': the error with its sign, '+-' in ASCII
 
 
@@ -135,14 +140,17 @@ def phrases_of(plain: str) -> list[list[list[tuple[int, int]]]]:
     for line in plain.split("\n"):
         phrases: list[list[tuple[int, int]]] = []
         depth, last = 0, None  # brackets open before the word; the word before (its start, end)
+        counted = 0  # where the noun after a count ends: the words before it are glued to the count
         for word in re.finditer(r"\S+", line):
             s, e = start + word.start(), start + word.end()
             if last is None:
                 phrases.append([(s, e)])
             else:
                 before = plain[last[0]:last[1]]
+                if COUNT.fullmatch(before) and (noun := COUNTED.match(plain, s)) is not None:
+                    counted = noun.end()
                 glued = (before in PLUS_MINUS or (before[-1].isdigit() and UNIT.match(plain, s) is not None)
-                         or (depth > 0 and word.group() == "to"))  # '(22.08 to' over '24.96)'
+                         or s < counted or (depth > 0 and word.group() == "to"))  # '(22.08 to' over '24.96)'
                 if glued:  # one piece with the word before
                     phrases[-1][-1] = (phrases[-1][-1][0], e)
                 elif depth > 0 or word.group() in PLUS_MINUS:

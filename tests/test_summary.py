@@ -546,3 +546,25 @@ def test_a_pair_not_compared_names_its_own_cases_failures_only(tmp_path, capsys)
     doc = json.loads(run_cli(capsys, "summary", str(run), "--format", "json")[1])
     assert doc["not_compared"] == "torch vs numpy not compared: torch failed (boom)"
     assert set(doc["failed"]) == {"torch", "jax"}
+
+
+def test_every_sampled_figure_s_plus_minus_is_said_once_in_the_same_words(capsys, tmp_path):
+    """The per-line keys said the ± is the share's error alone (a line in every sample reads ± 0.00); the frames' and
+    layers' keys still said 'one standard error from the number of samples', and `summary` printed ± figures (the
+    largest layer and frame, the lines) with no key at all. Every key now says it in format.share_se's words, and a
+    summary says it once where it shows a sampled ±, not where it shows none."""
+    from flametool.render import diff_tables, format as fmt, lines_view
+
+    assert lines_view.LINE_SE == fmt.share_se("line")
+    assert diff_tables.FRAME_KEY.endswith(fmt.share_se("frame")) and fmt.share_se("layer") in diff_tables.layer_key("caller")
+    assert "from the number of samples" not in diff_tables.layer_key("library")
+    said = "layers, frames and lines: ± one standard error of its share of the samples, not of the case's time per call"
+    for form in ("text", "markdown"):
+        code, out, _ = run_cli(capsys, "summary", str(SAMPLES / "h200-seed-fp16"), "--format", form)
+        assert code == 0 and out.count(said) == 1 and " ± " in out.split(said)[0], (form, out)
+        code, out, _ = run_cli(capsys, "summary", str(SAMPLES / "h200-atlas"), "--format", form)  # no sampled ±
+        assert code == 0 and said not in out, (form, out)
+    assert main.main(["report", str(SAMPLES / "h200-seed-fp16"), "--out", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "from the number of samples" not in page and "from the sample count" not in page
+    assert fmt.share_se("frame") in page.replace("&#39;", "'")

@@ -21,13 +21,13 @@ def layer_key(view: str, together: bool = True) -> str:
     system = ("the C library, allocator and locks are counted in the layer that called them (--layers library "
               "lists them as a layer of their own)" if view == "caller"
               else "the C library, allocator and locks as a layer of their own")
-    return (f"each case's time per call ({'timed together' if together else 'as timed'}) split by its share of py-spy samples in each layer; ± one "
-            "standard error from the number of samples; " + system + "; the layers' names (ATen glue, loop): "
+    return (f"each case's time per call ({'timed together' if together else 'as timed'}) split by its share of py-spy samples in each layer; "
+            + fmt.share_se("layer") + "; " + system + "; the layers' names (ATen glue, loop): "
             "docs/glossary.md")
 
 
 FRAME_KEY = ("self: time in the frame's own code; total: with the frames it calls; diff: {head} minus {base} (+: "
-             "{head} spends more), ± one standard error from the number of samples")
+             "{head} spends more), " + fmt.share_se("frame"))
 
 
 def print_frame_deltas(case_diff: PairDiff, console: Console, top: int = 10) -> None:

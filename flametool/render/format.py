@@ -238,6 +238,17 @@ def unlike_work(run) -> list[tuple[str, str]]:
     return out
 
 
+def share_se(what: str) -> str:
+    """What the ± of a sampled figure (a line's, a frame's, a layer's) is, in every key that shows one: the figures
+    are the share of the samples times the case's time per call, and the ± the share's sampling error alone, so a
+    `what` in every sample of the step (a workload's one fn line, the step's own frame) reads ± 0.00."""
+    return SHARE_SE.format(whose=f"the {what}'s", one=f"a {what}")
+
+
+SHARE_SE = ("± one standard error of {whose} share of the samples, not of the case's time per call the share scales "
+            "(that time's own uncertainty is not in it: {one} in every sample reads ± 0.00)")
+
+
 def cautions(a, run) -> list[tuple[str, str]]:
     """What a reader of a compare run's figures must know before trusting them, as (tag, sentence): cases
     that ran unlike work, read other operand values or made new outputs (unlike_work, fairness)."""

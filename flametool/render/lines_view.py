@@ -141,8 +141,7 @@ def terminal_rows(a: Analysis) -> list[TermRow]:
 # what a line's ± is, in every view's key (terminal, report, diff, the aligned table): the line's figure is its share
 # of the samples times the case's time per call, and the ± is the share's sampling error alone (attribution.Profile.se)
 # -- a line in every sample of the step (a workload's one fn line) read '119.44 ± 0.00', as if its time were exact
-LINE_SE = ("± one standard error of the line's share of the samples, not of the case's time per call the share "
-           "scales (that time's own uncertainty is not in it: a line in every sample reads ± 0.00)")
+LINE_SE = fmt.share_se("line")
 
 TERMINAL_TITLE = "source lines, us per call: each case's step() lines, then its hottest"
 TERMINAL_KEY = ("self: the line's own code; total: with all it calls; " + LINE_SE + "; a generated C/C++ line shows the .pyx line it came from where known, a line whose file "

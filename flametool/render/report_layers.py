@@ -41,6 +41,7 @@ class Layers:
     skipped: list[str]
     diff_titles: list[str]
     speed_notes: list[str] = field(default_factory=list)  # a pair's sides put at their common speed (anchored)
+    se_key: str = fmt.share_se("layer")  # what the ± is, in every view's words
 
 
 @dataclass
@@ -108,8 +109,8 @@ def frame_tables(analysis_data: dict[str, CaseCosts | Skipped]) -> list[FrameTab
         total = len(a.frames)
         tables.append(FrameTable(f"frames-{i}", label, ["self us/call", "total us/call", "samples"], rows,
                                  f"{len(rows)} of {total} frames, by own (self) time, us per call. self: time in the frame's own code; "
-                                 "total: with the frames it calls; samples: py-spy's stacks with the frame on top; ± one "
-                                 "standard error from the sample count."))
+                                 "total: with the frames it calls; samples: py-spy's stacks with the frame on top; "
+                                 + fmt.share_se("frame") + "."))
     return tables
 
 
@@ -126,7 +127,7 @@ def diff_table(case_diff: PairDiff, pair: int) -> FrameTable:
     return FrameTable(f"frames-diff-{pair}", f"{head} − {base}", [f"{base} self", f"{head} self", "Δ self", "Δ total"],
                       rows, f"{len(rows)} of {len(changed)} frames that differ, largest difference in own time first, "
                       f"us per call. self: time in the frame's own code; total: with the frames it calls; Δ: {head} "
-                      f"minus {base} (+: {head} spends more), ± one standard error from the number of samples; frames "
+                      f"minus {base} (+: {head} spends more), {fmt.share_se('frame')}; frames "
                       "matched by name on the merged call tree" + (fmt.ROLE_KEY if any(r.role for r in changed) else "")
                       + "."
                       + (f" {case_diff.at_speed}." if case_diff.at_speed else ""), pair)

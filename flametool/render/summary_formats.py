@@ -121,6 +121,14 @@ def counted(s: Summary) -> tuple[list[str], list[list[str]]]:
     return shared, [[t for t in lines if t not in said] for lines in own]
 
 
+def sampled_key(s: Summary) -> str | None:
+    """What the ± of the sampled differences is (the largest layer and frame, the lines that differ most), said
+    once under them where a pair has any: the same words as the keys of every other view (format.share_se)."""
+    if not any(layer_text(p) or frame_text(p) or line_texts(p) for p in s.pairs):
+        return None
+    return "layers, frames and lines: " + fmt.SHARE_SE.format(whose="its", one="one")
+
+
 def title(s: Summary) -> str:
     if s.kind == "diff":
         return f"flametool diff: {s.base_run} (A) → {s.head_run} (B)"
@@ -191,6 +199,8 @@ class TextSummary(Renderer[Summary]):
             if p.verdict is not None:
                 lines.append(f"  --fail-above {p.verdict.threshold:g}%: {p.verdict.outcome}: {p.verdict.sentence}")
         lines += [f"counted, every comparison: {c}" for c in shared]
+        if (se_key := sampled_key(s)) is not None:
+            lines.append(se_key)
         if s.no_verdict:
             lines.append(s.no_verdict)
         for note in (s.not_compared, failed_text(s)):
@@ -314,6 +324,8 @@ class MarkdownSummary(Renderer[Summary]):
                 for key, value in notes:
                     out.append(f"- {key}: {value}" if key else f"- {value}")
                 out.append("")
+        if (se_key := sampled_key(s)) is not None:
+            out += [md(se_key), ""]
         if s.environments:
             out += ["<details><summary>environments</summary>", ""]
             out += [f"- {md(fmt.environment_line(e))}" for e in s.environments] + ["", "</details>", ""]

@@ -230,32 +230,49 @@ def test_the_lines_table_heads_a_short_step_with_its_def_line_greyed(tmp_path):
     assert "def fn(a, b):" not in plain and "w.py:11" in plain and "def line" not in plain
 
 
-def test_five_cases_fold_the_aligned_lines_code_at_its_words_beside_their_figures():
-    """Five cases at 80 columns: the aligned lines' code was cut to 12 characters ('def step(a,…', 'return xp.s…')
-    beside case columns wider than their figures. Now the code is folded at its words into the width the figures of
-    the lines leave (the step's sum and the headers wrap at their words, as they did), every line's text whole."""
-    import io
+STEP_TEXTS = {10: "def step(a, b):", 11: "c = a * b", 12: "d = xp.exp(c)", 13: "return xp.sum(d, axis=0) + 1.0"}
+
+
+def more_cases(more: list[str]):
+    """test_aligned_lines' numpy and torch lines (their code STEP_TEXTS) and the cases `more`, each a copy of numpy's
+    or torch's column in turn."""
     from dataclasses import replace
 
     sys.path.insert(0, str(Path(__file__).parent))
     import test_aligned_lines as t
     from flametool.analyse.aligned import Aligned
-    from flametool.render import compare_tables
 
     base = t.two_libraries()
-    texts = {10: "def step(a, b):", 11: "c = a * b", 12: "d = xp.exp(c)", 13: "return xp.sum(d, axis=0) + 1.0"}
-    base = replace(base, rows=[replace(r, text=texts[r.line]) for r in base.rows])
-    more = ["cupy", "jax", "jax-eager"]
-    five = Aligned(base.file, [*base.columns, *(replace(base.columns[i % 2], label=l) for i, l in enumerate(more))],
+    base = replace(base, rows=[replace(r, text=STEP_TEXTS[r.line]) for r in base.rows])
+    return Aligned(base.file, [*base.columns, *(replace(base.columns[i % 2], label=l) for i, l in enumerate(more))],
                    [replace(r, cells={**r.cells, **{l: r.cells[("numpy", "torch")[i % 2]] for i, l in enumerate(more)}})
                     for r in base.rows])
+
+
+def aligned_at_80(aligned, ascii: bool) -> str:
+    """The aligned lines' table of `aligned` as compare prints it at 80 columns (ASCII: as to a terminal without
+    UTF-8)."""
+    import io
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import test_aligned_lines as t
+    from flametool.render import compare_tables
+
+    buffer = terminal.AsciiBuffer() if ascii else io.StringIO()
+    console = Console(file=buffer, width=80, color_system=None, soft_wrap=False)
+    if ascii:
+        console.push_render_hook(terminal.AsciiSymbols(console))
+    compare_tables.print_aligned(t.Analysed(aligned), console)  # type: ignore[arg-type]
+    return aligned_table(buffer.getvalue())
+
+
+def test_five_cases_fold_the_aligned_lines_code_at_its_words_beside_their_figures():
+    """Five cases at 80 columns: the aligned lines' code was cut to 12 characters ('def step(a,…', 'return xp.s…')
+    beside case columns wider than their figures. Now the code is folded at its words into the width the figures of
+    the lines leave (the step's sum and the headers wrap at their words, as they did), every line's text whole."""
+    five = more_cases(["cupy", "jax", "jax-eager"])
     for ascii in (False, True):
-        buffer = terminal.AsciiBuffer() if ascii else io.StringIO()
-        console = Console(file=buffer, width=80, color_system=None, soft_wrap=False)
-        if ascii:
-            console.push_render_hook(terminal.AsciiSymbols(console))
-        compare_tables.print_aligned(t.Analysed(five), console)  # type: ignore[arg-type]
-        table = aligned_table(buffer.getvalue())
+        table = aligned_at_80(five, ascii)
         assert max(map(len, table.splitlines())) <= 80, table
         assert "…" not in table and "..." not in table, table
         lines = table.splitlines()
@@ -269,28 +286,11 @@ def test_eight_cases_draw_the_aligned_lines_in_parts_each_headed_by_the_line_and
     """Eight cases, four of them long-named, at 80 columns: no one table of the aligned lines fits (it was drawn 143
     wide, every line wrapped). Now in parts, each headed by the line and its code again, a case's columns together,
     every case's figure of every line in one of them; the code whole, folded at its words only where it must be."""
-    import io
-    from dataclasses import replace
-
-    sys.path.insert(0, str(Path(__file__).parent))
-    import test_aligned_lines as t
-    from flametool.analyse.aligned import Aligned
-    from flametool.render import compare_tables
-
-    base = t.two_libraries()
-    texts = {10: "def step(a, b):", 11: "c = a * b", 12: "d = xp.exp(c)", 13: "return xp.sum(d, axis=0) + 1.0"}
-    base = replace(base, rows=[replace(r, text=texts[r.line]) for r in base.rows])
+    texts = STEP_TEXTS
     more = ["cupy", "jax", *LONG, "numpy_dot_of_the_two_operands_returning_a_new_array", "jax-eager"]
-    eight = Aligned(base.file, [*base.columns, *(replace(base.columns[i % 2], label=l) for i, l in enumerate(more))],
-                    [replace(r, cells={**r.cells, **{l: r.cells[("numpy", "torch")[i % 2]] for i, l in enumerate(more)}})
-                     for r in base.rows])
+    eight = more_cases(more)
     for ascii in (False, True):
-        buffer = terminal.AsciiBuffer() if ascii else io.StringIO()
-        console = Console(file=buffer, width=80, color_system=None, soft_wrap=False)
-        if ascii:
-            console.push_render_hook(terminal.AsciiSymbols(console))
-        compare_tables.print_aligned(t.Analysed(eight), console)  # type: ignore[arg-type]
-        table = aligned_table(buffer.getvalue())
+        table = aligned_at_80(eight, ascii)
         assert max(map(len, table.splitlines())) <= 80, table
         parts = table.split("lines aligned")[1:]
         assert len(parts) > 1 and all(f"of {len(parts)})" in p.splitlines()[0] for p in parts), table

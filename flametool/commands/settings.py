@@ -8,7 +8,7 @@ import math
 from typing import cast
 
 from ..errors import FlametoolError
-from ..measure import atlasrun, environments, machine, sources
+from ..measure import atlasrun, environments, machine, sources, workcheck
 from ..measure.child import loops
 from ..measure.config import ATLAS_SAMPLE_SECONDS, CPU, JAX_CPUS, MIN_SAMPLE_SECONDS, Config, Defaults, default_out, defaults
 from ..workload import builtins, cases, ops, workloads
@@ -157,7 +157,7 @@ def compare_config(args: argparse.Namespace, say) -> Config:
         shape = workload_shape(workload, args.shape)
         sample_shape = (workload_shape(workload, args.sample_shape, "--sample-shape") if args.sample_shape is not None
                         else None)
-        workloads.check(workload, shape)
+        workcheck.check(workload, shape)
     else:
         shape = (parse_shape(args.shape, "--shape", op) if args.shape is not None else
                  list(d.shape) if op == ops.DEFAULT_OP else ops.host_bound_shape(op, common["device"]))
@@ -265,7 +265,7 @@ def sweep_config(args: argparse.Namespace, say) -> Config:
     if workload:
         rank = len(workload.shape) if workload.shape else None
         sizes = parse_sizes(args.sizes, op, rank) if args.sizes is not None else workload.sizes()
-        workloads.check(workload, sizes[0])
+        workcheck.check(workload, sizes[0])
     else:
         sizes = parse_sizes(args.sizes, op) if args.sizes is not None else default_sizes(common["device"], op)
     return Config(**common, **sampling_config(args, defaults(common["device"])), shape=sizes[0], sizes=sizes,
@@ -296,7 +296,7 @@ def atlas_config(args: argparse.Namespace, say) -> tuple[Config, list[str], dict
     found = {}
     for text in given:
         w = workloads.parse(text, common["device"])
-        workloads.check(w, workload_shape(w, None, command="atlas"))
+        workcheck.check(w, workload_shape(w, None, command="atlas"))
         found[w.name] = w
     d = defaults(common["device"])
     sampling = sampling_config(args, d)

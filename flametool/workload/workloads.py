@@ -196,8 +196,9 @@ def check(workload: Workload, shape: list[int]) -> None:
     where = f"--workload {workload.name}: {workload.func}(xp, {tuple(shape)})"
     try:
         made = func(xp, tuple(shape))
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 -- FUNC's own fault (sys.exit too: it ended flametool
-        # silently with FUNC's code), in one line with its line
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 -- FUNC's own fault (sys.exit too:
+        # it ended flametool silently with FUNC's code), in one line with its line; run in a process of its own
+        # (measure/workcheck.py), where a KeyboardInterrupt is FUNC's own raise, not a Ctrl-C
         raise FlametoolError(f"{where} raised {_one_line(exc)}{_at(exc, getattr(func, '__code__', None))}") from None
     try:
         checked(made, where)

@@ -90,3 +90,24 @@ def napping_case(m, k, n, dtype, device):
         time.sleep(NAP_SECONDS)
 
     return step, lambda: None
+
+
+def step_exits(m, k, n, dtype, device):
+    """Its step calls sys.exit(0): the child ended 'with code 0 before reporting', the step not named."""
+    import sys
+
+    def step():
+        sys.exit(0)
+
+    return step, lambda: None
+
+
+def step_raises_keyboard_interrupt(m, k, n, dtype, device):
+    def step():
+        raise KeyboardInterrupt
+
+    return step, lambda: None
+
+
+def factory_raises_keyboard_interrupt(m, k, n, dtype, device):
+    raise KeyboardInterrupt

@@ -52,6 +52,13 @@ class CaseUnavailable(Exception):
 
 
 
+# What a case's own code (its factory, its step) raises is that case's failure, said in one line: SystemExit (a
+# sys.exit in a step) and KeyboardInterrupt too, since the child ignores SIGINT (procs.tie_to_parent), so one here
+# is the case's own raise. Uncaught, they ended the process with "exited with code 0 before reporting (it wrote
+# nothing to its log)" or "killed by SIGINT", naming neither the exception nor the step.
+CASE_FAULTS = (Exception, SystemExit, KeyboardInterrupt)
+
+
 def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tuple[Step, Sync]:
     try:
         made = call_factory(factory, shape, dtype, device)
@@ -62,7 +69,7 @@ def set_up(factory: Callable, shape: list[int], dtype: str, device: str) -> tupl
         # (out of memory and the installation's faults are said as for any case)
         cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
         raise CaseUnavailable(explain.known_fault(cause, shape, dtype, device) or str(exc)) from exc
-    except Exception as exc:
+    except CASE_FAULTS as exc:
         known = explain.known_fault(exc, shape, dtype, device)
         if known:
             raise CaseUnavailable(known) from exc

@@ -15,7 +15,7 @@ from ... import procs
 from .. import explain
 from ..protocol import (CPUS_ENV, FORKSERVER, OPEN, SPARE, CaseProfiled, Done, Failed, JobCase, ProfileJob, SweepJob, Swept, Timed, TimeJob,
     decode_job)
-from .building import CaseUnavailable, FactoryFailed, describe
+from .building import CASE_FAULTS, CaseUnavailable, FactoryFailed, describe
 from . import forkserver
 from .preload import open_device, preload, preload_behind, start_operands
 from . import loops
@@ -117,7 +117,7 @@ def run(job: TimeJob | SweepJob | ProfileJob, report: Reporter, started: str = "
         assert isinstance(job, ProfileJob) and job.case is not None  # the other jobs catch it case by case
         report.send(Failed(f"factory {job.case.case.factory} failed: {exc}"))
         return 1
-    except Exception as exc:  # noqa: BLE001 -- anything a case does wrong becomes one line for the parent
+    except CASE_FAULTS as exc:  # noqa: BLE001 -- anything a case does wrong becomes one line for the parent
         try:
             traceback.print_exc()
         except OSError:  # the log cannot be written (a full disk): the one line below still goes

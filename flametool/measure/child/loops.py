@@ -20,7 +20,7 @@ from ...workload.cases import Step, Sync
 from ..counting import COUNT_STEPS_MIN
 from ..protocol import GO, STOP, Job
 from ...run.timing import MAX_LOOP_CALLS, Loops, boundedness
-from .building import CaseUnavailable, describe
+from .building import CASE_FAULTS, CaseUnavailable, describe
 from . import ownclock
 from .clocks import Events
 from .reporter import Reporter
@@ -349,7 +349,7 @@ def interleaved(made: dict[str, tuple[Step, Sync]], calls: dict[str, int], repea
             t0 = ownclock.perf_counter()
             try:
                 t = timed_loop(step, sync, calls[label], events)
-            except Exception as exc:  # noqa: BLE001 -- one case's fault ends that case, not the others
+            except CASE_FAULTS as exc:  # noqa: BLE001 -- one case's fault ends that case, not the others
                 traceback.print_exc()
                 errors[label] = describe(exc)
                 continue

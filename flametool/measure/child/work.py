@@ -21,7 +21,7 @@ from ..protocol import (MAX_PATHS, CaseProfiled, CaseTimed, JobCase, PlanItem, P
     SweepJob, Swept, Timed, TimedLoops, TimeJob)
 from ...run.record import DeviceInfo, Operands
 from ...run.timing import Loops, balanced_calls
-from .building import CaseUnavailable, build, describe, load_factory, read_again, set_up
+from .building import CASE_FAULTS, CaseUnavailable, build, describe, load_factory, read_again, set_up
 from . import ownclock
 from .clocks import Events, device_events, device_info
 from .loops import (bound, calls_for, cprofile_phase, extend_seconds, interleaved, ops_per_step, sampled_phase, wait_go,
@@ -147,7 +147,7 @@ def ready(cases: list[JobCase], shape: list[int], job: TimeJob | SweepJob, repor
         one = build([c], shape, job.device, report, errors, operands)
         try:
             got_calls, got_ops = warm_all(one, job, report, choose, seconds)
-        except Exception as exc:  # noqa: BLE001 -- one case's fault ends that case, not the process (as in its loops)
+        except CASE_FAULTS as exc:  # noqa: BLE001 -- one case's fault ends that case, not the process (as in its loops)
             # said as the case's own (a build whose step raises: "the process shared with torch@C failed" had named
             # no case; only the log's traceback said whose step it was)
             traceback.print_exc()

@@ -91,7 +91,7 @@ def library(spec: CaseSpec) -> str | None:
 def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
     """Each environment's interpreter imports flametool's child and every case (in parallel); what it found is
     recorded in its Environment. One that cannot: FlametoolError, before anything runs."""
-    from .spawn import BOOT, child_env
+    from .spawn import BOOT, child_env, framed_answer
 
     wanted = [{"label": s.label, "library": library(s), "file": s.file, "factory": s.factory} for s in specs]
     if any(s.xp and workloads.LIBRARY[s.xp] != "jax" for s in specs):  # their namespaces (workloads.COMPAT)
@@ -116,13 +116,8 @@ def probe(envs: list[Environment], specs: list[CaseSpec]) -> list[Environment]:
                 stdout, stderr = proc.communicate(timeout=PROBE_SECONDS)
             except subprocess.TimeoutExpired:
                 raise FlametoolError(f"{given}: importing the cases took more than {PROBE_SECONDS:.0f} s") from None
-            frame = f"{ANSWER} {token} "  # its own answer, not any line that looks like JSON
-            line = next((l for l in reversed(stdout.splitlines()) if l.startswith(frame)), None)
-            try:
-                got = json.loads(line[len(frame):]) if line else None
-            except ValueError:
-                got = None
-            if not isinstance(got, dict):
+            got = framed_answer(stdout, f"{ANSWER} {token} ")  # its own answer, not any line that looks like JSON
+            if got is None:
                 last = next((l.strip() for l in reversed(stderr.splitlines()) if l.strip()), f"exit {proc.returncode}")
                 old = too_old(e.python) if "SyntaxError" in stderr or "ImportError" in stderr else None
                 if old:

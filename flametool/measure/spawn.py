@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import os
 import re
 import select
@@ -113,6 +114,18 @@ BOOT = ("import sys, os; sys.path.append(sys.path.pop(0)); import flametool; "
         "_root = os.path.dirname(os.path.dirname(os.path.abspath(flametool.__file__))); "
         "sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _root] + [_root]; ")
 CHILD_BOOT = BOOT + "from flametool.measure.child.entry import main; sys.exit(main(sys.argv[1:]))"
+
+
+def framed_answer(stdout: str, frame: str) -> dict | None:
+    """The JSON object on the last line of a helper process's output that starts with `frame` (its answer's name
+    and the nonce the parent gave it): a line a sitecustomize, a wrapper or the user's code printed is not the
+    answer, however JSON it looks. None where there is none, or it is not an object (importcheck, workcheck)."""
+    line = next((l for l in reversed(stdout.splitlines()) if l.startswith(frame)), None)
+    try:
+        got = json.loads(line[len(frame):]) if line else None
+    except ValueError:
+        return None
+    return got if isinstance(got, dict) else None
 
 
 def child_command(*args: str, python: str | None = None) -> list[str]:

@@ -30,7 +30,7 @@ CHECK_MAIN = "from flametool.measure.workcheck import main; sys.exit(main(sys.ar
 def check(workload: workloads.Workload, shape: list[int]) -> None:
     """workloads.check(workload, shape), in a process of its own; its error (or how the process ended) as a
     FlametoolError."""
-    from .spawn import BOOT, STEP_TIMEOUT_ENV, child_env, step_timeout
+    from .spawn import BOOT, STEP_TIMEOUT_ENV, child_env, framed_answer, step_timeout
 
     limit = step_timeout()
     token = uuid.uuid4().hex
@@ -52,13 +52,8 @@ def check(workload: workloads.Workload, shape: list[int]) -> None:
                     procs.kill_tree(proc, grace=0, first=signal.SIGKILL, group=True)
                 procs.kill_marked(token)
         stdout, stderr = (tail(f) for f in (out, err))
-    frame = f"{ANSWER} {token} "
-    line = next((l for l in reversed(stdout.splitlines()) if l.startswith(frame)), None)
-    try:
-        got = json.loads(line[len(frame):]) if line else None
-    except ValueError:
-        got = None
-    if not isinstance(got, dict):
+    got = framed_answer(stdout, f"{ANSWER} {token} ")
+    if got is None:
         assert proc is not None  # started, since it answered nothing rather than failing to start
         code = proc.returncode
         how = (f"was killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals()

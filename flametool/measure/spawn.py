@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Protocol, TextIO, overload
 
-from . import sampler
+from . import bootpath, sampler
 from .. import procs
 from ..run import rundir
 from ..workload.builtins import builtin_libraries
@@ -98,7 +98,10 @@ def child_env(pool_threads: int | None = None, token: str | None = None) -> dict
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     # the child imports flametool from the same place as the parent, installed or not
     root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    given = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if not any(os.path.abspath(p) == root for p in given):  # added here: the child puts it back (bootpath)
+        env[bootpath.ADDED] = root
+    env["PYTHONPATH"] = os.pathsep.join([root, *given])
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -106,13 +109,10 @@ def child_env(pool_threads: int | None = None, token: str | None = None) -> dict
 # `python -m flametool.measure.child` (and `-c`) would put the current directory first on sys.path, ahead of the
 # PYTHONPATH that child_env gives the child, so a `flametool/` there (a checkout beside an installed flametool)
 # would run in the child instead of the parent's: the child moves the current directory to the end, then imports.
-# The folder child_env puts first is the one flametool was imported from: where flametool is installed, a
-# site-packages, and first on sys.path every package beside flametool came before an --env interpreter's own (a
-# venv's mylib 1.1 ran as the 1.0 installed beside flametool: B read 1.002x of A, its 1.085x gone). Once
-# flametool is imported that folder goes to the end, there still for what the environment has not.
-BOOT = ("import sys, os; sys.path.append(sys.path.pop(0)); import flametool; "
-        "_root = os.path.dirname(os.path.dirname(os.path.abspath(flametool.__file__))); "
-        "sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _root] + [_root]; ")
+# The folder child_env puts first is the one flametool was imported from: once flametool is imported it goes
+# back where the interpreter would have it (measure/bootpath.py), so that no package beside flametool comes before
+# the interpreter's own.
+BOOT = ("import sys; sys.path.append(sys.path.pop(0)); from flametool.measure import bootpath; bootpath.settle(); ")
 CHILD_BOOT = BOOT + "from flametool.measure.child.entry import main; sys.exit(main(sys.argv[1:]))"
 
 

@@ -22,6 +22,7 @@ TINY = ["--device", "cpu", "--libs", "numpy,torch", "--iters", "100", "--warmup"
     ("hard_exit", "hard_exit(xp, (4,)): its process exited with code 3 before FUNC returned"),
     ("leaves_a_thread", "leaves_a_thread(xp, (4,)) returned int; a workload returns (fn, inputs)"),
     ("forks", "forks(xp, (4,)) returned int; a workload returns (fn, inputs)"),
+    ("replaces_stdout", "replaces_stdout(xp, (4,)) returned int; a workload returns (fn, inputs)"),
 ])
 def test_what_func_does_to_its_process_is_one_line_and_leaves_nothing(tmp_path, func, words):
     environ = fk.env()

@@ -454,3 +454,21 @@ def test_a_step_that_writes_what_it_reads_is_told_apart(tmp_path, capsys):
     assert code == 0 and "operands written: torch: step() wrote the values it reads" in out, out
     assert main.main(["report", str(run_dir)]) == 0
     assert "torch: step() wrote the values it reads" in (run_dir / "report.html").read_text()
+
+
+def test_two_files_of_one_factory_name_are_two_modules(tmp_path):
+    """`--case v1/c.py:make --case v2/c.py:make` in one child: both were imported as flametool_case_make, the second
+    replacing the first in sys.modules, so what looks the first's module up later (a dataclass's, pickle's) found
+    the second's. Each file's module now has a name of its own."""
+    import sys
+
+    from flametool.workload.cases import import_file
+
+    made = []
+    for version in ("v1", "v2"):
+        (tmp_path / version).mkdir()
+        file = tmp_path / version / "c.py"
+        file.write_text(f"VERSION = {version!r}\n")
+        made.append(import_file("flametool_case_make", str(file)))
+    assert made[0].__name__ != made[1].__name__
+    assert [sys.modules[m.__name__].VERSION for m in made] == ["v1", "v2"]

@@ -18,6 +18,7 @@ import platform
 import subprocess
 import sys
 import types
+import zlib
 from pathlib import Path
 
 INSTALLED = ("site-packages", "dist-packages")  # a module under these is an installed copy, not a checkout
@@ -176,7 +177,8 @@ def probe(cases: list[dict]) -> dict:
                 if files:
                     out["files"][case["library"]] = files
             else:
-                spec = importlib.util.spec_from_file_location(f"flametool_case_{case['factory']}", case["file"])
+                named = f"flametool_case_{case['factory']}_{zlib.crc32(os.path.abspath(case['file']).encode()):08x}"
+                spec = importlib.util.spec_from_file_location(named, case["file"])  # as workload/cases.import_file
                 assert spec is not None and spec.loader is not None  # a .py file (cases.parse_case): a source loader
                 module = importlib.util.module_from_spec(spec)
                 sys.path.insert(0, str(Path(case["file"]).parent))

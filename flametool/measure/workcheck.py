@@ -82,6 +82,13 @@ def main(argv: list[str]) -> int:
         workloads.check(workload, given["shape"])
     except FlametoolError as exc:
         error = str(exc)
-    print(f"\n{ANSWER} {argv[1]} " + json.dumps({"error": error}), flush=True)
+    except BaseException as exc:  # noqa: BLE001 -- anything else FUNC's call let out still gets its answer, and the
+        # exit below: left to the interpreter's exit, a thread FUNC started kept the process until the time limit
+        first = next((l.strip() for l in str(exc).splitlines() if l.strip()), "")
+        error = (f"--workload {workload.name}: checking {workload.func}(xp, {tuple(given['shape'])}) raised "
+                 f"{type(exc).__name__}" + (f": {first[:200]}" if first else ""))
+    # to the stream the process started with: FUNC may have replaced sys.stdout
+    out = sys.__stdout__ or sys.stdout
+    print(f"\n{ANSWER} {argv[1]} " + json.dumps({"error": error}), file=out, flush=True)
     procs.exit_now(0)
     return 0

@@ -32,6 +32,7 @@ import os
 import sys
 import tokenize
 import types
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -93,6 +94,9 @@ def import_file(name: str, file: str) -> types.ModuleType:
     module is in sys.modules while its code runs, as an imported module is: a @dataclass under `from __future__
     import annotations` looks its module up there, and failed with "'NoneType' object has no attribute
     '__dict__'" without it. (measure/importcheck.py, standard library only, does the same for --env.)"""
+    # the file's path in the name: two files of one factory name (v1/c.py:make and v2/c.py:make in one child) are
+    # two modules, each found under its own name by what looks a module up later (pickle, typing.get_type_hints)
+    name = f"{name}_{zlib.crc32(os.path.abspath(file).encode()):08x}"
     spec = importlib.util.spec_from_file_location(name, file)
     assert spec is not None and spec.loader is not None  # a .py file (user_case checked): a source loader
     module = importlib.util.module_from_spec(spec)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from flametool.analyse import compare, dispatch
@@ -167,3 +168,20 @@ def test_a_workload_s_jax_case_fails_on_an_input_jax_narrows_naming_it():
                            "arrays float32") and "\n" not in said
     step, _ = building.set_up(workloads.case_factory(func, "jax-eager"), [4, 3], "float32", "cpu")
     assert [str(x.dtype) for x in step.operands] == ["float32", "float32"]
+
+
+def test_integers_that_fit_32_bits_go_to_jax_as_int32_and_others_are_refused():
+    """int64 inputs (np.arange's, rng.integers') were refused on jax without JAX_ENABLE_X64, every gather's jax case
+    failing: where every value fits 32 bits they are the same values in int32; one that does not fit is still
+    refused, and an ml_dtypes bfloat16 input (not a NumPy floating type) is taken as it is."""
+    jax = pytest.importorskip("jax")
+    if jax.config.jax_enable_x64:
+        pytest.skip("JAX_ENABLE_X64 is set: jax keeps int64")
+    dev = libraries.jax_device("cpu")
+    got = libraries.jax_put(np.arange(5, dtype=np.int64), dev, "float32")
+    assert str(got.dtype) == "int32" and list(np.asarray(got)) == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="jax makes int64 arrays int32"):
+        libraries.jax_put(np.array([0, 2**40], dtype=np.int64), dev, "float32")
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    half = np.ones(3, dtype=ml_dtypes.bfloat16)
+    assert str(libraries.jax_put(half, dev, "float32").dtype) == "bfloat16"

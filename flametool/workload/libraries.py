@@ -223,22 +223,31 @@ def jax_put(host: Any, dev: Any, dtype: str) -> Any:
     float32), any other (complex, integer, boolean) as it is. JAX without 64-bit types (jax_enable_x64, off by
     default) makes float64, int64 and complex128 arrays 32-bit with a warning no run shows, and its case then ran
     in float32 under a float64 label, on other bytes than the other libraries' (run.json's fingerprints differed):
-    ValueError, saying how to turn them on."""
+    ValueError, saying how to turn them on. An integer array whose values all fit 32 bits (np.arange's and
+    rng.integers' int64 indices) is the same values in int32: taken so (its bytes differ, as the fingerprints
+    then say), not refused."""
     import jax
+    import numpy as np
 
     on = jax.device_put(host, dev)
     if host.dtype.kind == "f" and str(on.dtype) != dtype:
         on = on.astype(dtype)
-    narrowed = jax_narrowed(str(host.dtype), dtype, str(on.dtype))
+    narrowed = jax_narrowed(str(host.dtype), dtype, str(on.dtype), floating=host.dtype.kind == "f")
+    if narrowed and host.dtype.kind in "iu" and on.dtype.kind in "iu":
+        bounds = np.iinfo(on.dtype)
+        if host.size == 0 or (bounds.min <= host.min() and host.max() <= bounds.max):
+            narrowed = None
     if narrowed:
         raise ValueError(narrowed)
     return on
 
 
-def jax_narrowed(host: str, dtype: str, got: str) -> str | None:
+def jax_narrowed(host: str, dtype: str, got: str, floating: bool | None = None) -> str | None:
     """What is wrong where jax made a `got` array of a `host` one (a floating one asked for in `dtype`); None
-    where it is what was asked."""
-    want = dtype if host.startswith(("float", "bfloat")) else host
+    where it is what was asked. `floating`: whether the host's is a NumPy floating type (by its name where not
+    given; an ml_dtypes bfloat16 is not one to NumPy, and is taken as it is)."""
+    floating = host.startswith(("float", "bfloat")) if floating is None else floating
+    want = dtype if floating else host
     if got == want:
         return None
     return (f"jax makes {want} arrays {got}: JAX has 64-bit types only with JAX_ENABLE_X64=1 in the environment "

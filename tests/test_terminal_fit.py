@@ -394,3 +394,17 @@ def test_a_count_keeps_its_noun_and_the_atlas_rows_are_shorter():
         assert len(lines) <= 87, table  # 97 when the counts were folded at every space
         assert "1048576" in table and "104857\n" not in table, table
         assert sum(bool(re.search(r"\b1 kernel,", line)) for line in lines) == 13, table  # a count with its noun
+
+
+def test_compare_s_source_lines_fold_long_case_names_to_fit(tmp_path):
+    """Two long-named cases reaching library lines: compare's source lines table was 87 columns wide at 80 (90 in
+    ASCII), its case column held at 30 characters while the paths were already folded. The names fold narrower, as
+    the profiled loops' do, whole over their lines."""
+    a = dispatch.analyse_dir(library_lines_run(tmp_path, (LONG[0], LONG[1])))
+    for ascii in (False, True):
+        table = block(render.show("terminal", a, Options(width=80, ascii=ascii)), "source lines, us per call",
+                      "self: the line's own code")
+        assert max(map(len, table.splitlines())) <= 80, table
+        # the case column: each line's first word where it begins the line (the table is drawn without its box)
+        cells = "".join(line.split()[0] for line in table.splitlines()[3:] if line[:1] not in (" ", ""))
+        assert LONG[0] in cells and LONG[1] in cells, table

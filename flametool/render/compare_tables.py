@@ -302,6 +302,8 @@ def print_lines(a: Analysis, console: Console) -> None:
         table.add_row(Text(r.case), text(r.where), *([text(r.code)] if texts else []), r.self, r.total,
                       style=None if r.sampled else "dim")
     fold_paths(console, table, 1)
+    if narrowest(console, table) > console.width:  # long case names: folded narrower, as the profiled loops' are
+        fold_labels(console, table, [r.case.replace("\n", "") for r in rows])
     show(console, table)
     say(console, lines_view.TERMINAL_KEY + (lines_view.DEF_KEY if not all(r.sampled for r in rows) else ""))
     # a pair's lines that differ most, here where the aligned table (print_aligned says them under it) has not its

@@ -243,9 +243,10 @@ def test_a_line_one_build_added_leads_by_its_total():
     # (5 us of its own), and the summary's 'line that differs most' was numpy's, not the line B added
     record = rec.Sources({"lib/core.py": rec.SourceFile("library", "/l", {
         10: "    m = x.mean()", 12: "    if not np.isfinite(x).all():"})})
-    # A's copy of the file: line 12 is the statement B's check now stands above (two builds' copies of one file)
+    # A's copy of the file: line 12 is the statement B's check now stands above (two builds' copies of one file),
+    # its function kept whole, so the check is known to be nowhere in it
     a_record = rec.Sources({"lib/core.py": rec.SourceFile("library", "/a", {
-        10: "    m = x.mean()", 12: "    return (x - m) / s"})})
+        9: "def f(x):", 10: "    m = x.mean()", 11: "    s = x.std()", 12: "    return (x - m) / s"}, {}, {9: 12})})
     base = case_of("s (case.py:5);f (lib/core.py:10) 60\ns (case.py:5);f (lib/core.py:10);mean (np.so) 40\n",
                    record=a_record)
     head = case_of("s (case.py:5);f (lib/core.py:10) 55\ns (case.py:5);f (lib/core.py:10);mean (np.so) 33\n"
@@ -258,6 +259,29 @@ def test_a_line_one_build_added_leads_by_its_total():
     # own time, as before: its total is all the case's time
     other = case_of("s (case.py:5);f (lib/core.py:30);mean (np.so) 100\n", record=record)
     assert not any(d.added for d in ln.diff_lines(case_of("t (case.py:9);mean (np.so) 100\n"), other))
+
+
+def test_a_line_an_edit_moved_past_the_other_copys_kept_lines_is_unknown_not_one_sides():
+    # a library file edited between two runs, `check(b)` added at 12 in f: head's line 13 `b = b + 1` is the base's
+    # line 12, never sampled there, yet read 'head only' (the base's line 13 is `return b`, and the base's copy,
+    # kept only near its sampled lines, lacks its line 12), while the new check read 'unknown in base'
+    old = {10: "    a = 1", 11: "    b = g(a)", 13: "    return b"}
+    new = {10: "    a = 1", 11: "    b = g(a)", 12: "    check(b)", 13: "    b = b + 1", 14: "    return b"}
+    f = "s (case.py:5);f (lib/core.py:{}) {}\n"
+    base = case_of(f.format(10, 20) + f.format(11, 40) + f.format(13, 10) + "s (case.py:5) 30\n",
+                   record=rec.Sources({"lib/core.py": rec.SourceFile("library", "/l/lib/core.py", old)}))
+    head = case_of(f.format(10, 20) + f.format(11, 40) + f.format(12, 8) + f.format(13, 5) + f.format(14, 10)
+                   + "s (case.py:5) 17\n",
+                   record=rec.Sources({"lib/core.py": rec.SourceFile("library", "/l/lib/core.py", new)}))
+    deltas = {d.where: d for d in ln.diff_lines(base, head)}
+    moved = deltas["lib/core.py:13"]
+    assert moved.base is None and moved.unknown and moved.one_side == "unknown in base"
+    assert deltas["lib/core.py:12"].one_side == "unknown in base"
+    # with the base's f kept whole (every line known), `b = b + 1` is known to be nowhere in it: head's alone
+    whole = {9: "def f():", **old, 12: "    b = b * 2"}
+    base = case_of(f.format(10, 20) + f.format(11, 40) + f.format(13, 10) + "s (case.py:5) 30\n",
+                   record=rec.Sources({"lib/core.py": rec.SourceFile("library", "/l/lib/core.py", whole, {}, {9: 13})}))
+    assert {d.where: d for d in ln.diff_lines(base, head)}["lib/core.py:13"].one_side == "head only"
 
 
 def test_a_line_sampled_on_one_side_only_that_both_have_is_not_sampled_not_one_sides_alone():

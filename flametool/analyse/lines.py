@@ -183,7 +183,8 @@ class LineDelta:
     unsampled_at: int | None = None
     # a line of one side only in a function both ran, where nothing says whether the other side has it: the
     # other's copy of the file holds no text at it nor the same text elsewhere in the function (a library's
-    # file is kept only near its sampled lines) and is not this side's copy (another path: another build)
+    # file is kept only near its sampled lines) and is not this side's copy (another path: another build), or
+    # holds another statement at it in a function not kept whole (the text may be at a line of it not kept)
     unknown: bool = False
 
     @property
@@ -306,10 +307,12 @@ def on_both_sides(line: LineCost, mine: CaseLines, other: CaseLines, functions: 
     in the other's copy, and that copy is this side's (the file read from one path, no line of it reading
     otherwise: two runs of one numpy's _methods.py). It has not: a line of a file or function the other side
     never ran (numpy's _methods.py beside torch, in one run whose record holds the file for both), or where its
-    copy holds another statement there and the text nowhere else in the function (B's check added at line 27
-    of mylib's standardize, where A's line 27 is `mean = x.mean()`). Else nothing says (has None): the text
-    unknown at the line in another copy (a library's file is kept only near its sampled lines, so code B added
-    past A's last sampled line is not known to be new), or in no copy (a run recorded before sources.json)."""
+    copy holds another statement there and the text nowhere else in the function, that function kept whole (B's
+    check added at line 27 of a case file's standardize, where A's line 27 is `mean = x.mean()`). Else nothing
+    says (has None): the text unknown at the line in another copy (a library's file is kept only near its
+    sampled lines, so code B added past A's last sampled line is not known to be new), or in no copy (a run
+    recorded before sources.json), or another statement there in a function not kept whole (a library's: the
+    line may be one of its lines not kept, where an edit above it moved it)."""
     index = index if index is not None else SideIndex(other)
     ran_file = line.file in index.files
     theirs = other.record.text(line.file, line.line) if ran_file else None
@@ -322,7 +325,11 @@ def on_both_sides(line: LineCost, mine: CaseLines, other: CaseLines, functions: 
     if moved:  # the same statement elsewhere in the function: one place is that line, several none surely
         return OtherSide(True, moved[0] if len(moved) == 1 else None)
     if theirs is not None and line.text is not None:
-        return OtherSide(False)  # another statement at the line, and this one nowhere in the function
+        # another statement at the line, and this one nowhere in the function: proven only where the other's
+        # function is kept whole (every line of it known); a library's file is kept only near its sampled lines,
+        # so the text may be at a line of it that was not kept (a line added above moved it there)
+        ran = index.by_function.get((line.function, line.file), [])
+        return OtherSide(False if other.record.function(line.file, ran) is not None else None)
     if line.file not in index._one_copy:
         index._one_copy[line.file] = _one_copy(line.file, mine.record, other.record)
     return OtherSide(True if index._one_copy[line.file] else None)

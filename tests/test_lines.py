@@ -508,3 +508,42 @@ def test_a_line_past_the_other_builds_known_text_is_unknown_there(tmp_path):
     again = next(d for d in diff.line_diff(base_dir, base_run, "c", head_dir, head_run, "c", None)
                  if d.where == "mylib/core.py:31")
     assert again.one_side == "not sampled in base" and again.unsampled
+
+
+def test_a_function_one_run_of_a_case_never_ran_is_not_that_runs_alone(tmp_path):
+    # two runs of one numpy (one path): head caught numpy's rarely run `_sum` (line 79 of _methods.py, a file both
+    # sampled) and a line of _exceptions.py, a file the base never sampled, a few times each; both read 'head
+    # only', as if only head's numpy had them. `flametool diff A B` is one case in two runs: the same install's
+    # line, not sampled in the base, where the base's copy of the file is head's; nothing says where it has none
+    from flametool.analyse import diff
+
+    mean = {50: "    return umr_mean(a)"}
+    base_record = rec.Sources({"numpy/_methods.py": rec.SourceFile("library", "/np/numpy/_methods.py", mean)})
+    head_record = rec.Sources({
+        "numpy/_methods.py": rec.SourceFile("library", "/np/numpy/_methods.py", {**mean, 79: "    return umr_sum(a)"}),
+        "numpy/_exceptions.py": rec.SourceFile("library", "/np/numpy/_exceptions.py", {10: "    _check(x)"})})
+    runs = _two_runs(tmp_path, {
+        "old": ("s (case.py:5);_mean (numpy/_methods.py:50) 50\ns (case.py:5) 50\n", base_record),
+        "new": ("s (case.py:5);_mean (numpy/_methods.py:50) 50\ns (case.py:5);_sum (numpy/_methods.py:79) 3\n"
+                "s (case.py:5);chk (numpy/_exceptions.py:10) 3\ns (case.py:5) 44\n", head_record)})
+    (base_dir, _), (head_dir, _) = runs["old"], runs["new"]
+    deltas = {d.where: d for d in diff.diff_runs(base_dir, head_dir, "c").lines}
+    assert deltas["numpy/_methods.py:79"].one_side == "not sampled in base" and deltas["numpy/_methods.py:79"].unsampled
+    assert deltas["numpy/_exceptions.py:10"].one_side == "unknown in base"
+    back = {d.where: d for d in diff.diff_runs(head_dir, base_dir, "c").lines}
+    assert back["numpy/_methods.py:79"].one_side == "not sampled in head"
+    # another install's numpy (another path) in the other run: nothing says
+    elsewhere = rec.Sources({"numpy/_methods.py": rec.SourceFile("library", "/venv/numpy/_methods.py", mean)})
+    runs = _two_runs(tmp_path / "b", {"old": ("s (case.py:5);_mean (numpy/_methods.py:50) 50\n"
+                                              "s (case.py:5) 50\n", elsewhere),
+                                      "new": ("s (case.py:5);_mean (numpy/_methods.py:50) 50\n"
+                                              "s (case.py:5);_sum (numpy/_methods.py:79) 3\ns (case.py:5) 47\n",
+                                              head_record)})
+    assert {d.where: d for d in diff.diff_runs(runs["old"][0], runs["new"][0], "c").lines}[
+        "numpy/_methods.py:79"].one_side == "unknown in base"
+    # two cases of one run (numpy's against torch's: compare's pairs, `diff RUN --base --head`): numpy's own line
+    # is numpy's alone
+    numpy = case_of("s (case.py:5);_sum (numpy/_methods.py:79) 3\ns (case.py:5) 97\n", record=head_record)
+    alone = next(d for d in ln.diff_lines(case_of("t (case.py:9);mm (torch/f.py:3) 100\n", record=head_record), numpy)
+                 if d.where == "numpy/_methods.py:79")
+    assert alone.one_side == "head only"

@@ -30,15 +30,17 @@ def anchored_diff(base: attribution.Profile, head: attribution.Profile, anchored
 
 
 def line_diff(base_dir: Path, base_run: Run, base: str, head_dir: Path, head_run: Run, head: str,
-              anchored: anchoring.Anchored | None) -> list[LineDelta]:
+              anchored: anchoring.Anchored | None, one_case: bool = False) -> list[LineDelta]:
     """The lines of two sampled cases (of one run or two), head - base, at their common speed when anchored,
-    each side's texts from its own run's record."""
+    each side's texts from its own run's record; `one_case`: one case in two runs (lines.diff_lines)."""
     b, h = at_common_speed(attribution.load_profile(base_dir, base_run, base, by_line=True),
                            attribution.load_profile(head_dir, head_run, head, by_line=True), anchored)
     same = Path(base_dir).resolve() == Path(head_dir).resolve()
     record_b = sources.load(base_dir)
     return diff_lines(case_lines(b, record_b, step_source=step_source(base_run, base)),
-                      case_lines(h, record_b if same else sources.load(head_dir), step_source=step_source(head_run, head)))
+                      case_lines(h, record_b if same else sources.load(head_dir),
+                                 step_source=step_source(head_run, head)),
+                      one_case=one_case)
 
 
 def common_case(run_a: Path, a: Run, run_b: Path, b: Run, case: str | None) -> str:
@@ -455,7 +457,7 @@ def diff_runs(run_a: Path, run_b: Path, case: str | None, view: str = "caller", 
                       incomplete=[name for name, run in (("A", a), ("B", b)) if not run.complete])
     change.anchor_caution = result.anchor_moved
     if sampled:
-        result.lines = line_diff(run_a, a, label, run_b, b, label, change.anchored)
+        result.lines = line_diff(run_a, a, label, run_b, b, label, change.anchored, one_case=True)
     result.shape = one_shape(a.results[label].sample_shape, b.results[label].sample_shape)
     return result
 

@@ -299,32 +299,41 @@ class SideIndex:
 
 
 def on_both_sides(line: LineCost, mine: CaseLines, other: CaseLines, functions: set[tuple[str, str]],
-                  index: SideIndex | None = None) -> OtherSide:
+                  index: SideIndex | None = None, one_case: bool = False) -> OtherSide:
     """Whether a line of `mine` sampled there only is a line the `other` side has too (only not sampled there).
     It has: where it ran the file and its own copy holds the same text at that line, or, in a function both
     ran, at another line of that function, one it did not sample (its build moved the line: B's check above A's
     `mean = x.mean()` moved it from 27 to 29); or where the line is in a function both ran, its text unknown
     in the other's copy, and that copy is this side's (the file read from one path, no line of it reading
     otherwise: two runs of one numpy's _methods.py). It has not: a line of a file or function the other side
-    never ran (numpy's _methods.py beside torch, in one run whose record holds the file for both), or where its
-    copy holds another statement there and the text nowhere else in the function, that function kept whole (B's
-    check added at line 27 of a case file's standardize, where A's line 27 is `mean = x.mean()`). Else nothing
+    never ran, where the other side is another case (numpy's _methods.py beside torch, in one run whose record
+    holds the file for both; `one_case`, the same case in two runs or builds, `flametool diff A B`: there a
+    function one run caught and the other never did, numpy's rarely run `_sum`, has the line where that run's
+    copy of the file is this one's, else nothing says: a file that run never read, or read from another path),
+    or where its copy holds another statement there and the text nowhere else in the function, that function
+    kept whole (B's check added at line 27 of a case file's standardize, where A's line 27 is `mean =
+    x.mean()`). Else nothing
     says (has None): the text unknown at the line in another copy (a library's file is kept only near its
     sampled lines, so code B added past A's last sampled line is not known to be new), or in no copy (a run
     recorded before sources.json), or another statement there in a function not kept whole (a library's: the
     line may be one of its lines not kept, where an edit above it moved it)."""
     index = index if index is not None else SideIndex(other)
     ran_file = line.file in index.files
-    theirs = other.record.text(line.file, line.line) if ran_file else None
+    # one case's other run has the file as its record holds it, sampled by this case there or not (the record is
+    # that run's, its files read from the install the case ran); another case, only where it ran the file (one
+    # run's record holds numpy's files for its torch case too)
+    theirs = other.record.text(line.file, line.line) if ran_file or one_case else None
     if theirs is not None and line.text is not None and theirs.strip() == line.text.strip():
         return OtherSide(True)
     both_ran = (line.function, line.file) in functions
-    if not both_ran:
+    if not both_ran and not one_case:
         return OtherSide(False)
-    moved = _moved_to(line, index) if line.text is not None and line.text.strip() else []
+    moved = _moved_to(line, index) if both_ran and line.text is not None and line.text.strip() else []
     if moved:  # the same statement elsewhere in the function: one place is that line, several none surely
         return OtherSide(True, moved[0] if len(moved) == 1 else None)
     if theirs is not None and line.text is not None:
+        if not both_ran:  # one case, a function its other run never ran, its copy another at the line
+            return OtherSide(None)
         # another statement at the line, and this one nowhere in the function: proven only where the other's
         # function is kept whole (every line of it known); a library's file is kept only near its sampled lines,
         # so the text may be at a line of it that was not kept (a line added above moved it there)
@@ -354,7 +363,7 @@ def _one_copy(file: str, mine: rec.Sources, theirs: rec.Sources) -> bool:
             and all(b.lines[n] == t for n, t in a.lines.items() if n in b.lines))
 
 
-def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineDelta]:
+def diff_lines(base: CaseLines, head: CaseLines, by: str = "self", one_case: bool = False) -> list[LineDelta]:
     """The lines of two cases matched, head - base, by |difference| in `by` ('self' or 'total'), largest first.
 
     Matching, in this order: the same file and line, where the line's text is the same on both sides or unknown
@@ -365,7 +374,8 @@ def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineD
     taken as the call enters) apart from their ops; where both steps are one function (a workload's fn), only
     its lines edited in place, as a line sampled on one side alone is that line, unsampled on the other. A line
     left over is shown on its own side, against nothing: not sampled on the other where that side has it too
-    (on_both_sides), else that side's alone."""
+    (on_both_sides), else that side's alone. `one_case`: the two sides are one case in two runs (diff's
+    run against run), not two cases, so a function only one side ran is not for that that side's alone."""
     if by not in ("self", "total"):
         raise ValueError(f"by: 'self' or 'total', not {by!r}")
     left = {l.key: l for l in base.lines}
@@ -402,7 +412,7 @@ def diff_lines(base: CaseLines, head: CaseLines, by: str = "self") -> list[LineD
     for mine, other, lines in ((base, head, left), (head, base, right)):
         index = SideIndex(other)
         for l in lines.values():
-            said = on_both_sides(l, mine, other, functions, index)
+            said = on_both_sides(l, mine, other, functions, index, one_case)
             out.append(replace(_delta(l, None, "") if mine is base else _delta(None, l, ""),
                                added=(l.function, l.file) in functions, unsampled=said.has is True,
                                unsampled_at=said.at, unknown=said.has is None))

@@ -5,11 +5,9 @@ the machine cannot run the case (CaseUnavailable), or its factory failed (Factor
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import math
 import inspect
 import operator
-import os
 import sys
 import traceback
 from typing import Any, Callable

@@ -39,10 +39,12 @@ def test_only_a_folder_child_env_added_is_moved(monkeypatch):
     env = spawn.child_env()
     assert env[bootpath.ADDED] == root and env["PYTHONPATH"].split(os.pathsep)[0] == root
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/elsewhere", root]))
+    monkeypatch.setenv(bootpath.ADDED, root)  # a mark inherited from a process of flametool's: not this run's
     env = spawn.child_env()
     assert bootpath.ADDED not in env and env["PYTHONPATH"].split(os.pathsep) == [root, "/elsewhere", root]
     # a child of this interpreter: flametool's folder is where this interpreter would have it, the mark gone
     monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.delenv(bootpath.ADDED, raising=False)
     code = spawn.BOOT + "import os, sys, json; print(json.dumps([sys.path, os.environ.get('%s')]))" % bootpath.ADDED
     done = subprocess.run([sys.executable, "-c", code], env=spawn.child_env(), cwd="/", capture_output=True,
                           text=True, check=True)

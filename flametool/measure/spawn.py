@@ -101,6 +101,8 @@ def child_env(pool_threads: int | None = None, token: str | None = None) -> dict
     given = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if not any(os.path.abspath(p) == root for p in given):  # added here: the child puts it back (bootpath)
         env[bootpath.ADDED] = root
+    else:  # the user's own entry: theirs to order (a mark inherited from elsewhere does not move it)
+        env.pop(bootpath.ADDED, None)
     env["PYTHONPATH"] = os.pathsep.join([root, *given])
     env["PYTHONUNBUFFERED"] = "1"
     return env

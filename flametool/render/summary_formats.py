@@ -114,10 +114,11 @@ def counted(s: Summary) -> tuple[list[str], list[list[str]]]:
     if len(diffs) < 2:
         return [], own
     common = [n for n in diffs[0].notes if all(n in d.notes for d in diffs[1:])]
-    sides = list(dict.fromkeys(name for d in diffs for name in countdiff.step_itself(d)))
+    alone = [countdiff.step_itself(d) for d in diffs]  # each pair's sides whose one Python call is step()
+    sides = list(dict.fromkeys(name for names in alone for name in names))
     shared = [f"every case: {n.removeprefix('both: ')}" if n.startswith("both: ") else n for n in common]
     shared += [countdiff.step_itself_note(sides)] if sides else []
-    said = set(common) | {countdiff.step_itself_note(countdiff.step_itself(d)) for d in diffs if countdiff.step_itself(d)}
+    said = set(common) | {countdiff.step_itself_note(names) for names in alone if names}
     return shared, [[t for t in lines if t not in said] for lines in own]
 
 
